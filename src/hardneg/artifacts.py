@@ -1,0 +1,77 @@
+"""One declared Arrow schema per artifact kind, and the only functions that read and write them.
+
+Every stage reads and writes Parquet through :func:`write_table` / :func:`read_table`, so a file that
+does not match its kind's schema is rejected at the boundary instead of deep inside a later stage.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hardneg.atomic import atomic_path
+from hardneg.errors import DataError
+
+
+@dataclass(frozen=True)
+class ArtifactKind:
+    name: str
+    schema: pa.Schema
+    description: str
+
+
+CORPUS = ArtifactKind(
+    "corpus",
+    pa.schema([("docid", pa.string()), ("title", pa.string()), ("text", pa.string())]),
+    "one row per document",
+)
+QUERIES = ArtifactKind(
+    "queries",
+    pa.schema([("qid", pa.string()), ("text", pa.string())]),
+    "one row per query of one split",
+)
+QRELS = ArtifactKind(
+    "qrels",
+    pa.schema([("qid", pa.string()), ("docid", pa.string()), ("relevance", pa.int32())]),
+    "graded relevance judgements of one split; relevance >= 1 means relevant",
+)
+RUN = ArtifactKind(
+    "run",
+    pa.schema([("qid", pa.string()), ("docid", pa.string()), ("rank", pa.int32()), ("score", pa.float32())]),
+    "a ranking: for each query its retrieved documents, rank 1 first",
+)
+PER_QUERY_METRICS = ArtifactKind(
+    "per_query_metrics",
+    pa.schema([("qid", pa.string()), ("measure", pa.string()), ("value", pa.float64())]),
+    "one evaluation value per (query, measure)",
+)
+
+KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS)}
+
+
+def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:
+    missing = [f.name for f in kind.schema if f.name not in table.column_names]
+    if missing:
+        raise DataError(where, None, f"not a {kind.name} table: missing column(s) {', '.join(missing)}")
+    table = table.select(kind.schema.names)
+    try:
+        return table.cast(kind.schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise DataError(where, None, f"not a {kind.name} table: {exc}") from exc
+
+
+def write_table(table: pa.Table, kind: ArtifactKind, path: str | os.PathLike) -> None:
+    """Write ``table`` as a Parquet file of ``kind``, atomically. Columns are cast to the declared schema."""
+    table = _conform(table, kind, str(path))
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def read_table(kind: ArtifactKind, path: str | os.PathLike) -> pa.Table:
+    """Read a Parquet file and check it against ``kind``'s schema."""
+    if not os.path.exists(path):
+        raise DataError(path, None, f"{kind.name} file does not exist")
+    return _conform(pq.read_table(path), kind, str(path))

@@ -1,0 +1,165 @@
+"""Configuration: schema validation with defaults, cross-reference checks, and per-run resolution.
+
+The schema lives in ``workflow/schemas/config.schema.yaml``. :func:`validate_config` fills defaults in
+place and raises one :class:`ConfigError` naming the dotted key at fault, before any job starts.
+:func:`resolve_run` returns the slice of config one run needs, which is what rules pass via ``params:``
+and what each run records as its resolved config.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import best_match
+
+from hardneg.errors import ConfigError
+
+DEFAULT_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def _with_defaults(validator_class):
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def fill_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub and name not in instance:
+                    instance[name] = copy.deepcopy(sub["default"])
+        yield from check_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": fill_defaults})
+
+
+_Validator = _with_defaults(Draft202012Validator)
+
+
+def load_schema(path: str | os.PathLike = DEFAULT_SCHEMA) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _dotted(parts) -> str:
+    return ".".join(str(p) for p in parts) or "<root>"
+
+
+def _describe(error) -> ConfigError:
+    path = list(error.absolute_path)
+    validator, instance, schema = error.validator, error.instance, error.schema
+    if validator == "additionalProperties" and isinstance(instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(k for k in instance if k not in allowed)
+        key = _dotted(path + extra[:1])
+        hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+        return ConfigError(key, f"unknown key{hint}")
+    if validator == "required":
+        missing = next((k for k in error.validator_value if k not in instance), "?")
+        return ConfigError(_dotted(path + [missing]), "required key is missing")
+    if validator == "type":
+        return ConfigError(_dotted(path), f"expected {error.validator_value}, got {instance!r} "
+                                          f"({type(instance).__name__})")
+    if validator in ("enum", "const"):
+        allowed = error.validator_value if validator == "enum" else [error.validator_value]
+        return ConfigError(_dotted(path), f"must be one of {', '.join(map(str, allowed))}; got {instance!r}")
+    if validator == "propertyNames":
+        return ConfigError(_dotted(path + [instance]), "invalid name (letters, digits, '_', '.', '-'; "
+                                                       "'datasets' is reserved)")
+    return ConfigError(_dotted(path), error.message)
+
+
+def validate_config(config: dict, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Validate ``config`` against the schema, fill defaults in place and check cross-references.
+
+    Returns the same dict. Raises :class:`ConfigError` naming the first offending key.
+    """
+    if not isinstance(config, dict):
+        raise ConfigError("<root>", "the configuration must be a mapping")
+    if schema is None or isinstance(schema, (str, os.PathLike)):
+        schema = load_schema(schema or DEFAULT_SCHEMA)
+    error = best_match(_Validator(schema).iter_errors(config), key=lambda e: -len(e.absolute_path))
+    if error is not None:
+        raise _describe(error)
+    _check_references(config)
+    return config
+
+
+def _check_references(config: dict) -> None:
+    from hardneg.datasets import dataset_splits
+
+    datasets, runs = config["datasets"], config["runs"]
+    if config["dataset"] not in datasets:
+        raise ConfigError("dataset", f"no dataset named {config['dataset']!r} under 'datasets' "
+                                     f"(defined: {', '.join(datasets)})")
+    split = config["evaluation"]["split"]
+    for name, run in runs.items():
+        dataset = run.get("dataset", config["dataset"])
+        if dataset not in datasets:
+            raise ConfigError(f"runs.{name}.dataset", f"no dataset named {dataset!r} under 'datasets'")
+        if split not in dataset_splits(datasets[dataset]):
+            raise ConfigError("evaluation.split", f"dataset {dataset!r} (used by run {name!r}) has no split "
+                                                  f"{split!r}; it has {', '.join(dataset_splits(datasets[dataset]))}")
+        for role, other in run.get("inputs", {}).items():
+            if other not in runs:
+                raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {other!r}")
+            if other == name:
+                raise ConfigError(f"runs.{name}.inputs.{role}", "a run cannot be its own input")
+
+
+def dataset_config(config: dict, name: str) -> dict:
+    """A dataset's config with its seed resolved (its own, else the global seed)."""
+    cfg = dict(config["datasets"][name])
+    if cfg["adapter"] == "synthetic":
+        cfg.setdefault("seed", config["seed"])
+    return cfg
+
+
+def resolve_run(config: dict, name: str) -> dict:
+    """Everything run ``name`` depends on: method, params, seed, dataset (name and config), evaluation,
+    and the resolved configs of its input runs (recursively). Its hash identifies the run's setup."""
+    run = config["runs"][name]
+    dataset = run.get("dataset", config["dataset"])
+    return {
+        "name": name,
+        "method": run["method"],
+        "seed": run.get("seed", config["seed"]),
+        "params": copy.deepcopy(run.get("params", {})),
+        "dataset": {"name": dataset, **dataset_config(config, dataset)},
+        "evaluation": copy.deepcopy(config["evaluation"]),
+        "inputs": {role: resolve_run(config, other) for role, other in run.get("inputs", {}).items()},
+    }
+
+
+def config_hash(resolved: dict) -> str:
+    """A stable SHA-256 of a resolved config (key order does not matter)."""
+    canonical = json.dumps(resolved, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def load_config_file(path: str | os.PathLike, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Read a YAML config file and validate it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = yaml.safe_load(handle) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f", line {mark.line + 1}" if mark else ""
+        raise ConfigError("<file>", f"{path}{line}: invalid YAML ({getattr(exc, 'problem', exc)})") from None
+    return validate_config(config, schema)
+
+
+def write_resolved(resolved: dict, path: str | os.PathLike) -> None:
+    """Record a run's resolved config as YAML (atomically)."""
+    from hardneg.atomic import write_text
+
+    header = f"# resolved configuration of run '{resolved['name']}'; config_hash {config_hash(resolved)}\n"
+    write_text(path, header + yaml.safe_dump(resolved, sort_keys=False))
+
+
+def read_resolved(path: str | os.PathLike) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)

@@ -1,0 +1,94 @@
+"""Dataset adapters: each turns one source format into the canonical :class:`Dataset`.
+
+:func:`load_dataset` dispatches on the config's ``adapter`` key; :func:`prepare_dataset` loads,
+validates and writes the canonical folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from hardneg.datasets.canonical import Dataset, dataset_paths, read_split, write_dataset
+
+log = logging.getLogger(__name__)
+
+ADAPTERS = ("synthetic", "beir", "msmarco_passage", "msmarco_document", "trec", "ir_datasets")
+
+
+def dataset_splits(cfg: dict) -> list[str]:
+    """The split names a dataset config declares, in order."""
+    adapter = cfg["adapter"]
+    if adapter == "synthetic":
+        return list(cfg["num_queries"])
+    if adapter == "beir":
+        return list(cfg["splits"])
+    if adapter == "trec":
+        return list(cfg["topics"])
+    if adapter == "ir_datasets":
+        return list(cfg["splits"])
+    return list(cfg["queries"])
+
+
+def dataset_input_files(cfg: dict) -> list[str]:
+    """The raw files a dataset is prepared from, so that editing one re-prepares the dataset."""
+    adapter = cfg["adapter"]
+    if adapter == "beir":
+        root = cfg["path"]
+        return [os.path.join(root, "corpus.jsonl"), os.path.join(root, "queries.jsonl")] + [
+            os.path.join(root, "qrels", f"{s}.tsv") for s in cfg["splits"]]
+    if adapter == "msmarco_passage":
+        return [cfg["collection"], *cfg["queries"].values(), *cfg["qrels"].values()]
+    if adapter == "msmarco_document":
+        return [cfg["docs"], *cfg["queries"].values(), *cfg["qrels"].values()]
+    if adapter == "trec":
+        return [cfg["corpus"], *cfg["topics"].values(), *cfg["qrels"].values()]
+    return []
+
+
+def load_dataset(cfg: dict) -> Dataset:
+    """Load a dataset described by a validated config entry (see ``workflow/schemas/config.schema.yaml``)."""
+    adapter = cfg["adapter"]
+    if adapter == "synthetic":
+        from hardneg.datasets import synthetic
+
+        fields = {k: v for k, v in cfg.items() if k in synthetic.SyntheticSpec.__dataclass_fields__}
+        for key in ("doc_length", "title_length"):
+            if key in fields:
+                fields[key] = tuple(fields[key])
+        return synthetic.generate(synthetic.SyntheticSpec(**fields))
+    if adapter == "beir":
+        from hardneg.datasets import beir
+
+        return beir.load(cfg["path"], list(cfg["splits"]))
+    if adapter == "msmarco_passage":
+        from hardneg.datasets import msmarco
+
+        return msmarco.load_passage(cfg["collection"], cfg["queries"], cfg["qrels"], cfg.get("judged_only", True))
+    if adapter == "msmarco_document":
+        from hardneg.datasets import msmarco
+
+        return msmarco.load_document(cfg["docs"], cfg["queries"], cfg["qrels"], cfg.get("judged_only", True))
+    if adapter == "trec":
+        from hardneg.datasets import trec
+
+        return trec.load(cfg["corpus"], cfg["topics"], cfg["qrels"], cfg.get("topic_field", "title"),
+                         cfg.get("judged_only", True))
+    if adapter == "ir_datasets":
+        from hardneg.datasets import irds
+
+        return irds.load(cfg["splits"])
+    raise ValueError(f"unknown adapter {adapter!r}")  # the config schema rejects this earlier
+
+
+def prepare_dataset(cfg: dict, out_dir: str | os.PathLike) -> dict:
+    """Load, validate and write a dataset in canonical form under ``out_dir``; return its statistics."""
+    dataset = load_dataset(cfg)
+    stats = write_dataset(dataset, out_dir)
+    log.info("prepared %d documents; queries per split: %s", stats["num_docs"],
+             {s: v["num_queries"] for s, v in stats["splits"].items()})
+    return stats
+
+
+__all__ = ["ADAPTERS", "Dataset", "dataset_paths", "dataset_splits", "dataset_input_files", "load_dataset",
+           "prepare_dataset", "read_split"]

@@ -1,0 +1,85 @@
+"""Effectiveness evaluation of a run against qrels with ir-measures (pytrec_eval / trec_eval semantics).
+
+Every query of the split that has at least one relevant document counts: a query the run does not answer
+scores 0 (as ``trec_eval -c``). Queries without any relevant document are left out of every mean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import ir_measures
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg import artifacts
+from hardneg.atomic import write_text
+from hardneg.errors import ConfigError
+
+
+def parse_measures(names: list[str]) -> list:
+    measures = []
+    for name in names:
+        try:
+            measures.append(ir_measures.parse_measure(name))
+        except (ValueError, NameError, SyntaxError, TypeError) as exc:
+            raise ConfigError("evaluation.measures", f"{name!r} is not an ir-measures measure ({exc})") from None
+    return measures
+
+
+def _qrels_frame(qrels: pa.Table):
+    return qrels.to_pandas().rename(columns={"qid": "query_id", "docid": "doc_id"}).astype({"relevance": int})
+
+
+def _run_frame(run: pa.Table):
+    frame = run.select(["qid", "docid", "score"]).to_pandas().rename(columns={"qid": "query_id", "docid": "doc_id"})
+    frame["score"] = frame["score"].astype(np.float64)
+    return frame
+
+
+def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str]) -> tuple[dict, pa.Table]:
+    """Return (mean value per measure, per-query table). Means are over queries with a relevant document."""
+    measures = parse_measures(measure_names)
+    judged = sorted(set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].to_pylist()))
+    run = run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))
+    values = {(str(m), q): 0.0 for m in measures for q in judged}
+    if run.num_rows:
+        for metric in ir_measures.iter_calc(measures, _qrels_frame(qrels), _run_frame(run)):
+            values[(str(metric.measure), metric.query_id)] = float(metric.value)
+    by_name = dict(zip(map(str, measures), measure_names))
+    per_query = pa.table({
+        "qid": [q for (_, q) in values],
+        "measure": [by_name[m] for (m, _) in values],
+        "value": list(values.values()),
+    }, schema=artifacts.PER_QUERY_METRICS.schema)
+    means = {name: float(np.mean([values[(str(m), q)] for q in judged])) if judged else 0.0
+             for m, name in zip(measures, measure_names)}
+    return means, per_query
+
+
+def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split: str, num_queries: int,
+                  measures: dict, provenance: dict, extra: dict | None = None) -> dict:
+    """Write ``metrics.json`` atomically and return what was written."""
+    record = {"run": run_name, "dataset": dataset, "split": split, "num_queries": num_queries,
+              "measures": measures, **(extra or {}), "provenance": provenance}
+    write_text(path, json.dumps(record, indent=2, sort_keys=False) + "\n")
+    return record
+
+
+def evaluate_run(run_path: str | os.PathLike, qrels_path: str | os.PathLike, resolved: dict,
+                 metrics_path: str | os.PathLike, per_query_path: str | os.PathLike,
+                 measures: list[str] | None = None) -> dict:
+    """Stage function: evaluate a run file on its split's qrels → ``metrics.json`` + per-query Parquet."""
+    from hardneg.provenance import provenance
+
+    measures = measures or resolved["evaluation"]["measures"]
+    run = artifacts.read_table(artifacts.RUN, run_path)
+    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
+    means, per_query = evaluate(run, qrels, measures)
+    artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
+    num_queries = len(set(per_query["qid"].to_pylist()))
+    return write_metrics(metrics_path, run_name=resolved["name"], dataset=resolved["dataset"]["name"],
+                         split=resolved["evaluation"]["split"], num_queries=num_queries, measures=means,
+                         provenance=provenance(resolved))

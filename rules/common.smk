@@ -2,7 +2,7 @@
 import re
 
 from hardneg.config import dataset_config, resolve_run
-from hardneg.datasets import dataset_input_files
+from hardneg.datasets import dataset_input_files, dataset_splits
 
 
 RESULTS = "results"
@@ -30,6 +30,15 @@ def dataset_dir(dataset):
 
 def run_dataset_dir(wildcards):
     return dataset_dir(run_dataset(wildcards.run))
+
+
+def run_splits(run):
+    return dataset_splits(DATASETS[run_dataset(run)])
+
+
+def run_files(wildcards):
+    """The run's ranking of every split of its dataset."""
+    return [f"{RESULTS}/{wildcards.run}/runs/{split}.parquet" for split in run_splits(wildcards.run)]
 
 
 def run_params(run, *keys):

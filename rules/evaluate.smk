@@ -22,7 +22,7 @@ rule run_config:
 
 rule evaluate:
     input:
-        run=f"{RESULTS}/{{run}}/runs/{EVAL_SPLIT}.parquet",
+        runs=run_files,
         qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
         config=f"{RESULTS}/{{run}}/config.yaml",
     output:

@@ -1,4 +1,5 @@
-"""Rule evaluate: run + qrels of the evaluation split → metrics.json and per-query values."""
+"""Rule evaluate: the run of every split + qrels → metrics.json (headline: the evaluation split) and
+per-query values of the evaluation split."""
 
 import os
 
@@ -7,6 +8,6 @@ from hardneg.evaluation import evaluate_run
 from hardneg.logs import log_to
 
 log_to(snakemake.log[0])
-evaluate_run(snakemake.input.run, os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"),
-             read_resolved(snakemake.input.config), snakemake.output.metrics, snakemake.output.per_query,
-             measures=snakemake.params.measures)
+runs = {os.path.basename(path).removesuffix(".parquet"): path for path in snakemake.input.runs}
+evaluate_run(runs, snakemake.input.qrels, read_resolved(snakemake.input.config), snakemake.output.metrics,
+             snakemake.output.per_query, measures=snakemake.params.measures)

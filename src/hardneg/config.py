@@ -51,6 +51,9 @@ def _dotted(parts) -> str:
 def _describe(error) -> ConfigError:
     path = list(error.absolute_path)
     validator, instance, schema = error.validator, error.instance, error.schema
+    if "propertyNames" in error.absolute_schema_path:
+        return ConfigError(_dotted(path + [instance]), "invalid name (letters, digits, '_', '.', '-'; "
+                                                       "'datasets' is reserved)")
     if validator == "additionalProperties" and isinstance(instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in instance if k not in allowed)
@@ -66,9 +69,6 @@ def _describe(error) -> ConfigError:
     if validator in ("enum", "const"):
         allowed = error.validator_value if validator == "enum" else [error.validator_value]
         return ConfigError(_dotted(path), f"must be one of {', '.join(map(str, allowed))}; got {instance!r}")
-    if validator == "propertyNames":
-        return ConfigError(_dotted(path + [instance]), "invalid name (letters, digits, '_', '.', '-'; "
-                                                       "'datasets' is reserved)")
     return ConfigError(_dotted(path), error.message)
 
 

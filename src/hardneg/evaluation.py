@@ -47,7 +47,9 @@ def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str]) -> tuple[
     values = {(str(m), q): 0.0 for m in measures for q in judged}
     if run.num_rows:
         for metric in ir_measures.iter_calc(measures, _qrels_frame(qrels), _run_frame(run)):
-            values[(str(metric.measure), metric.query_id)] = float(metric.value)
+            key = (str(metric.measure), metric.query_id)
+            if key in values:  # queries without a relevant document are not counted
+                values[key] = float(metric.value)
     by_name = dict(zip(map(str, measures), measure_names))
     per_query = pa.table({
         "qid": [q for (_, q) in values],
@@ -68,18 +70,30 @@ def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split
     return record
 
 
-def evaluate_run(run_path: str | os.PathLike, qrels_path: str | os.PathLike, resolved: dict,
+def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLike, resolved: dict,
                  metrics_path: str | os.PathLike, per_query_path: str | os.PathLike,
                  measures: list[str] | None = None) -> dict:
-    """Stage function: evaluate a run file on its split's qrels → ``metrics.json`` + per-query Parquet."""
+    """Stage function: evaluate a run's ranking of each split against that split's qrels.
+
+    ``runs`` maps split names to run files. ``metrics.json`` reports the evaluation split's means under
+    ``measures`` and every split's under ``splits``; the per-query table holds the evaluation split.
+    """
     from hardneg.provenance import provenance
 
     measures = measures or resolved["evaluation"]["measures"]
-    run = artifacts.read_table(artifacts.RUN, run_path)
-    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
-    means, per_query = evaluate(run, qrels, measures)
+    split = resolved["evaluation"]["split"]
+    if split not in runs:
+        raise ValueError(f"no run file for the evaluation split {split!r}")
+    by_split, headline, per_query = {}, None, None
+    for name, path in runs.items():
+        run = artifacts.read_table(artifacts.RUN, path)
+        qrels = artifacts.read_table(artifacts.QRELS, os.path.join(qrels_dir, f"{name}.parquet"))
+        means, table = evaluate(run, qrels, measures)
+        by_split[name] = means
+        if name == split:
+            headline, per_query = means, table
     artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
     num_queries = len(set(per_query["qid"].to_pylist()))
     return write_metrics(metrics_path, run_name=resolved["name"], dataset=resolved["dataset"]["name"],
-                         split=resolved["evaluation"]["split"], num_queries=num_queries, measures=means,
-                         provenance=provenance(resolved))
+                         split=split, num_queries=num_queries, measures=headline, provenance=provenance(resolved),
+                         extra={"splits": by_split})

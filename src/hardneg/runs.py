@@ -28,3 +28,11 @@ def write_run(run: pa.Table, parquet_path: str | os.PathLike, trec_path: str | o
 
 def read_run(path: str | os.PathLike) -> pa.Table:
     return artifacts.read_table(artifacts.RUN, path)
+
+
+def write_trec_qrels(qrels: pa.Table, path: str | os.PathLike) -> None:
+    """Write qrels in TREC format (``qid 0 docid relevance``) for trec_eval and other tools."""
+    columns = [qrels[c].to_pylist() for c in ("qid", "docid", "relevance")]
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        for qid, docid, relevance in zip(*columns):
+            handle.write(f"{qid} 0 {docid} {relevance}\n")

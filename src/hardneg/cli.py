@@ -1,0 +1,56 @@
+"""The ``hardneg`` command: helpers around the workflow (the workflow itself runs with ``snakemake``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from hardneg.errors import HardnegError
+
+
+def _check_config(args) -> int:
+    from hardneg.config import load_config_file, resolve_run, config_hash
+
+    config = load_config_file(args.config, args.schema)
+    print(f"{args.config}: valid")
+    for name in config["runs"]:
+        resolved = resolve_run(config, name)
+        print(f"  run {name}: method {resolved['method']}, dataset {resolved['dataset']['name']}, "
+              f"config_hash {config_hash(resolved)[:12]}")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from hardneg import artifacts
+    from hardneg.evaluation import evaluate
+
+    run = artifacts.read_table(artifacts.RUN, args.run)
+    qrels = artifacts.read_table(artifacts.QRELS, args.qrels)
+    means, _ = evaluate(run, qrels, args.measures)
+    print(json.dumps(means, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hardneg", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check-config", help="validate a config file and list its runs")
+    check.add_argument("config", nargs="?", default="config/config.yaml")
+    check.add_argument("--schema", default=None, help="schema file (default: the package's workflow schema)")
+    check.set_defaults(func=_check_config)
+    ev = sub.add_parser("evaluate", help="evaluate a run Parquet file against a qrels Parquet file")
+    ev.add_argument("run")
+    ev.add_argument("qrels")
+    ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"])
+    ev.set_defaults(func=_evaluate)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except HardnegError as exc:
+        print(f"hardneg: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

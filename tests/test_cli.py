@@ -1,0 +1,15 @@
+from hardneg.cli import main
+from tests.conftest import REPO
+
+
+def test_check_config_lists_runs(capsys):
+    assert main(["check-config", str(REPO / "config" / "config.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "valid" in out and "run bm25: method bm25, dataset synthetic" in out
+
+
+def test_check_config_reports_the_bad_key(tmp_path, capsys):
+    bad = tmp_path / "c.yaml"
+    bad.write_text((REPO / "config" / "config.yaml").read_text().replace("k1: 0.9", "k1: fast"))
+    assert main(["check-config", str(bad)]) == 2
+    assert "config key 'runs.bm25.params.k1': expected number, got 'fast'" in capsys.readouterr().err

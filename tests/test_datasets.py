@@ -1,0 +1,211 @@
+"""Dataset adapters: canonical output, and one clear error (file, line, problem) for each kind of bad input."""
+
+import logging
+
+import pyarrow.parquet as pq
+import pytest
+
+from hardneg.datasets import beir, load_dataset, msmarco, prepare_dataset, trec
+from hardneg.datasets.canonical import validate
+from hardneg.errors import DataError, HardnegError
+from tests.conftest import write_lines
+
+
+def test_beir_folder_becomes_canonical_tables(beir_folder, tmp_path):
+    root = beir_folder()
+    stats = prepare_dataset({"adapter": "beir", "path": str(root), "splits": ["test"]}, tmp_path / "out")
+    corpus = pq.read_table(tmp_path / "out" / "corpus.parquet")
+    assert corpus.column_names == ["docid", "title", "text"]
+    assert corpus["docid"].to_pylist() == ["d1", "d2", "d3"]
+    queries = pq.read_table(tmp_path / "out" / "queries" / "test.parquet")
+    assert queries["qid"].to_pylist() == ["q1", "q2"]
+    qrels = pq.read_table(tmp_path / "out" / "qrels" / "test.parquet")
+    assert qrels["relevance"].to_pylist() == [1, 2]
+    assert stats["num_docs"] == 3 and stats["splits"]["test"]["num_queries"] == 2
+    assert (tmp_path / "out" / "stats.json").exists()
+
+
+def test_beir_split_keeps_only_judged_queries(beir_folder):
+    root = beir_folder(qrels=["query-id\tcorpus-id\tscore", "q2\td2\t1"])
+    dataset = beir.load(root, ["test"])
+    assert dataset.queries["test"]["qid"].to_pylist() == ["q2"]
+
+
+@pytest.mark.parametrize("kwargs, file, line, message", [
+    (dict(corpus=['{"_id": "d1", "text": "a"}', '{"_id": "d2", "text": "b"}', '{"_id": "d1", "text": "c"}']),
+     "corpus.jsonl", 3, "duplicate docid 'd1' (first seen on line 1)"),
+    (dict(corpus=['{"_id": "d1", "text": "a"}', '{"_id": "d2", "text": "b", ']),
+     "corpus.jsonl", 2, "malformed JSON"),
+    (dict(corpus=['{"_id": "d1", "text": "a"}', '{"title": "no id", "text": "b"}']),
+     "corpus.jsonl", 2, "missing field '_id'"),
+    (dict(corpus=['{"_id": "d1", "text": ["a", "list"]}']),
+     "corpus.jsonl", 1, "field 'text' must be a string, found list"),
+    (dict(corpus=['["not", "an", "object"]']),
+     "corpus.jsonl", 1, "expected a JSON object, found list"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1", "q2\td9\t1"]),
+     "test.tsv", 3, "unknown docid 'd9'"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1", "q7\td2\t1"]),
+     "test.tsv", 3, "unknown qid 'q7'"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1"]),
+     "test.tsv", 2, "expected 3 fields separated by tabs, found 2"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\thigh"]),
+     "test.tsv", 2, "relevance 'high' is not an integer"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1", "q1\td1\t2"]),
+     "test.tsv", 3, "duplicate judgement for query 'q1' and document 'd1' (first on line 2)"),
+    (dict(queries=['{"_id": "q1", "text": "a"}', '{"_id": "q1", "text": "b"}']),
+     "queries.jsonl", 2, "duplicate qid 'q1' (first seen on line 1)"),
+])
+def test_beir_bad_input_names_file_and_line(beir_folder, kwargs, file, line, message):
+    root = beir_folder(**kwargs)
+    with pytest.raises(DataError) as info:
+        validate(beir.load(root, ["test"]))
+    assert info.value.path.endswith(file)
+    assert info.value.line == line
+    assert message in info.value.message
+    assert f"{file}, line {line}: " in str(info.value)
+
+
+def test_bad_utf8_names_the_line(beir_folder):
+    root = beir_folder()
+    write_lines(root / "corpus.jsonl", b'{"_id": "d1", "text": "ok"}\n{"_id": "d2", "text": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=r"corpus\.jsonl, line 2: invalid UTF-8"):
+        beir.load(root, ["test"])
+
+
+def test_empty_corpus_is_an_error(beir_folder):
+    root = beir_folder(corpus=[])
+    with pytest.raises(DataError, match=r"corpus\.jsonl: the corpus holds no documents"):
+        validate(beir.load(root, ["test"]))
+    root = beir_folder(qrels=["query-id\tcorpus-id\tscore"])
+    with pytest.raises(DataError, match=r"test\.tsv: the qrels file holds no judgements"):
+        beir.load(root, ["test"])
+
+
+def test_missing_file_and_folder(tmp_path, beir_folder):
+    with pytest.raises(DataError, match="BEIR dataset folder does not exist"):
+        beir.load(tmp_path / "nowhere", ["test"])
+    root = beir_folder()
+    with pytest.raises(DataError, match=r"dev\.tsv: file does not exist"):
+        beir.load(root, ["dev"])
+
+
+def test_failed_preparation_leaves_nothing_behind(beir_folder, tmp_path):
+    root = beir_folder(qrels=["query-id\tcorpus-id\tscore", "q1\td9\t1"])
+    out = tmp_path / "out"
+    with pytest.raises(DataError):
+        prepare_dataset({"adapter": "beir", "path": str(root), "splits": ["test"]}, out)
+    assert not out.exists() or not any(out.rglob("*.parquet"))
+
+
+def test_warnings_for_empty_text_and_unjudged_queries(beir_folder, caplog):
+    root = beir_folder(
+        corpus=['{"_id": "d1", "title": "", "text": "  "}', '{"_id": "d2", "text": "dogs"}'],
+        qrels=["query-id\tcorpus-id\tscore", "q1\td1\t0", "q2\td2\t1"])
+    with caplog.at_level(logging.WARNING):
+        validate(beir.load(root, ["test"]))
+    text = caplog.text
+    assert "1 documents with empty text (e.g. d1)" in text
+    assert "1 of 2 'test' queries have no relevant document (e.g. q1)" in text
+
+
+def test_msmarco_passage_files(tmp_path):
+    collection = write_lines(tmp_path / "collection.tsv", ["0\tthe first passage", "1\tthe second passage"])
+    queries = write_lines(tmp_path / "queries.dev.tsv", ["100\twhat is first", "101\tunjudged query"])
+    qrels = write_lines(tmp_path / "qrels.dev.tsv", ["100\t0\t0\t1"])
+    dataset = msmarco.load_passage(str(collection), {"dev": str(queries)}, {"dev": str(qrels)})
+    validate(dataset)
+    assert dataset.corpus["text"].to_pylist() == ["the first passage", "the second passage"]
+    assert dataset.queries["dev"]["qid"].to_pylist() == ["100"]  # judged_only drops query 101
+    assert dataset.qrels["dev"].to_pylist() == [{"qid": "100", "docid": "0", "relevance": 1}]
+
+
+def test_msmarco_document_files(tmp_path):
+    docs = write_lines(tmp_path / "msmarco-docs.tsv", ["D1\thttp://a\tTitle A\tbody a", "D2\thttp://b\tTitle B\tbody b"])
+    queries = write_lines(tmp_path / "queries.tsv", ["5\tquery five"])
+    qrels = write_lines(tmp_path / "qrels.tsv", ["5 0 D2 1"])
+    dataset = msmarco.load_document(str(docs), {"train": str(queries)}, {"train": str(qrels)})
+    validate(dataset)
+    assert dataset.corpus.to_pylist()[1] == {"docid": "D2", "title": "Title B", "text": "body b"}
+    bad = write_lines(tmp_path / "bad-docs.tsv", ["D1\thttp://a\tonly three"])
+    with pytest.raises(DataError, match=r"bad-docs\.tsv, line 1: expected 4 fields"):
+        msmarco.load_document(str(bad), {"train": str(queries)}, {"train": str(qrels)})
+
+
+SGML_TOPICS = """<top>
+<num> Number: 301
+<title> International Organized Crime
+
+<desc> Description:
+Identify organizations that participate in
+international criminal activity.
+
+<narr> Narrative:
+A relevant document must identify the organization.
+</top>
+
+<top>
+<num> Number: 302
+<title> Poliomyelitis and Post-Polio
+<desc> Description:
+Is the disease of Poliomyelitis (polio) under control?
+</top>
+"""
+
+
+def test_trec_sgml_topics_fields(tmp_path):
+    path = tmp_path / "topics.txt"
+    path.write_text(SGML_TOPICS)
+    table, source = trec.read_topics(str(path), "title")
+    assert table.to_pylist() == [{"qid": "301", "text": "International Organized Crime"},
+                                 {"qid": "302", "text": "Poliomyelitis and Post-Polio"}]
+    assert source.lines.tolist() == [1, 13]
+    table, _ = trec.read_topics(str(path), "title+description")
+    assert table["text"][0].as_py() == ("International Organized Crime Identify organizations that participate in "
+                                        "international criminal activity.")
+
+
+def test_trec_xml_and_tsv_topics(tmp_path):
+    xml = tmp_path / "web.xml"
+    xml.write_text('<webtrack2013>\n<topic number="201" type="faceted">\n  <query>raspberry pi</query>\n'
+                   '  <description>What is a raspberry pi?</description>\n</topic>\n'
+                   '<topic number="202" type="single">\n  <query>uss carl vinson</query>\n</topic>\n</webtrack2013>\n')
+    table, source = trec.read_topics(str(xml), "title")
+    assert table.to_pylist() == [{"qid": "201", "text": "raspberry pi"}, {"qid": "202", "text": "uss carl vinson"}]
+    assert source.lines.tolist() == [2, 6]
+    tsv = write_lines(tmp_path / "dl.tsv", ["1030303\twho is aziz hashim", "1037496\twho is rep scalise"])
+    table, _ = trec.read_topics(str(tsv))
+    assert table["qid"].to_pylist() == ["1030303", "1037496"]
+
+
+def test_trec_unclosed_topic_is_an_error(tmp_path):
+    path = tmp_path / "topics.txt"
+    path.write_text("<top>\n<num> Number: 1\n<title> open\n")
+    with pytest.raises(DataError, match=r"topics\.txt, line 1: topic not closed"):
+        trec.read_topics(str(path))
+
+
+def test_trec_collection_end_to_end(tmp_path):
+    corpus = write_lines(tmp_path / "docs.jsonl", ['{"id": "A", "contents": "apples"}', '{"id": "B", "contents": "pears"}'])
+    topics = tmp_path / "topics.txt"
+    topics.write_text("<top>\n<num> Number: 7\n<title> apple\n</top>\n")
+    qrels = write_lines(tmp_path / "qrels.txt", ["7 0 A 1", "7 0 B 0"])
+    dataset = load_dataset({"adapter": "trec", "corpus": str(corpus), "topics": {"test": str(topics)},
+                            "qrels": {"test": str(qrels)}, "topic_field": "title", "judged_only": True})
+    validate(dataset)
+    assert dataset.corpus["docid"].to_pylist() == ["A", "B"]
+    assert dataset.queries["test"].to_pylist() == [{"qid": "7", "text": "apple"}]
+
+
+def test_ir_datasets_without_the_package_says_how_to_get_it(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_irds(name, *args, **kwargs):
+        if name == "ir_datasets":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_irds)
+    with pytest.raises(HardnegError, match=r"needs the ir_datasets package.*pip install 'hardneg\[irds\]'"):
+        load_dataset({"adapter": "ir_datasets", "splits": {"test": "beir/scifact/test"}})

@@ -1,0 +1,101 @@
+"""The Snakemake workflow end to end on a tiny synthetic config: outputs, no-op re-runs, selective re-runs,
+config errors before any job, and byte-identical artifacts for the same config and seed."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+TINY = {
+    "seed": 3,
+    "dataset": "tiny",
+    "evaluation": {"split": "test"},
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 400, "docs_per_cluster": 20,
+                          "num_queries": {"train": 40, "test": 30}}},
+    "runs": {"bm25": {"method": "bm25", "params": {"top_k": 100}}},
+}
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+                           "--cores", "2", *args], capture_output=True, text=True)
+
+
+def write_config(workdir: Path, config: dict) -> None:
+    (workdir / "config").mkdir(parents=True, exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("wf")
+    write_config(workdir, TINY)
+    result = snakemake(workdir, "results/bm25/metrics.json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def test_outputs(built):
+    results = built / "results"
+    metrics = json.loads((results / "bm25" / "metrics.json").read_text())
+    assert metrics["split"] == "test" and metrics["num_queries"] == 30 and metrics["dataset"] == "tiny"
+    assert set(metrics["measures"]) == {"RR@10", "RR@100", "R@100", "R@1000", "nDCG@10", "AP@1000"}
+    assert 0.0 < metrics["measures"]["RR@10"] < 1.0
+    assert metrics["provenance"]["seed"] == 3
+    stats = json.loads((results / "datasets" / "tiny" / "stats.json").read_text())
+    assert stats["num_docs"] == 400 and stats["num_clusters"] == 20
+    line = (results / "bm25" / "runs" / "test.trec").read_text().splitlines()[0].split()
+    assert line[1] == "Q0" and line[3] == "1" and line[5] == "bm25"
+    resolved = yaml.safe_load((results / "bm25" / "config.yaml").read_text())
+    assert resolved["params"]["top_k"] == 100 and resolved["dataset"]["num_docs"] == 400
+    for split in ("train", "test"):
+        assert (results / "bm25" / "runs" / f"{split}.parquet").exists()
+    assert (results / "bm25" / "logs" / "bm25_index.log").read_text().strip()
+    assert (results / "bm25" / "benchmarks" / "evaluate.tsv").exists()
+
+
+def test_second_invocation_has_nothing_to_do(built):
+    result = snakemake(built, "results/bm25/metrics.json")
+    assert result.returncode == 0
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_changing_a_search_parameter_reruns_only_search_and_later(built):
+    config = json.loads(json.dumps(TINY))
+    config["runs"]["bm25"]["params"]["k1"] = 1.2
+    write_config(built, config)
+    try:
+        result = snakemake(built, "results/bm25/metrics.json", "-n", "--quiet", "rules")
+    finally:
+        write_config(built, TINY)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    assert "bm25_search" in out and "evaluate" in out
+    assert "prepare_dataset" not in out and "bm25_index" not in out
+
+
+def test_config_typo_fails_before_any_job(tmp_path):
+    config = json.loads(json.dumps(TINY))
+    config["runs"]["bm25"]["params"]["k11"] = 1.0
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "results/bm25/metrics.json")
+    assert result.returncode != 0
+    assert "config key 'runs.bm25.params.k11': unknown key" in result.stderr + result.stdout
+    assert not (tmp_path / "results").exists()
+
+
+def test_same_config_same_artifacts(built, tmp_path):
+    write_config(tmp_path, TINY)
+    result = snakemake(tmp_path, "results/bm25/metrics.json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for rel in ("datasets/tiny/corpus.parquet", "datasets/tiny/qrels/test.parquet", "bm25/runs/test.parquet",
+                "bm25/runs/train.trec", "bm25/per_query.parquet", "bm25/metrics.json", "bm25/config.yaml"):
+        assert (tmp_path / "results" / rel).read_bytes() == (built / "results" / rel).read_bytes(), rel

@@ -49,7 +49,39 @@ PER_QUERY_METRICS = ArtifactKind(
     "one evaluation value per (query, measure)",
 )
 
-KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS)}
+ROW_IDS = ArtifactKind(
+    "row_ids",
+    pa.schema([("id", pa.string())]),
+    "the document or query id of each row of an embedding matrix (.npy), in row order",
+)
+HARDNEGS = ArtifactKind(
+    "hardnegs",
+    pa.schema([("qid", pa.string()), ("docid", pa.string()), ("rank", pa.int32()), ("score", pa.float32())]),
+    "mined hard negatives: for each training query, non-relevant documents with their rank and score "
+    "under the mining model",
+)
+POSITIVE_SCORES = ArtifactKind(
+    "positive_scores",
+    pa.schema([("qid", pa.string()), ("docid", pa.string()), ("relevance", pa.int32()), ("score", pa.float32())]),
+    "the mining model's score of every relevant (query, document) pair",
+)
+AUDIT = ArtifactKind(
+    "hardneg_audit",
+    pa.schema([
+        ("qid", pa.string()),
+        ("best_positive_rank", pa.int32()),  # null when no positive is within the mining depth
+        ("best_positive_score", pa.float32()),
+        ("num_negatives", pa.int32()),
+        ("bm25_overlap", pa.float32()),  # share of the mined negatives also in BM25's top-K
+        ("min_margin", pa.float32()),  # min over negatives of (negative score - best positive score)
+        ("max_margin", pa.float32()),
+        ("suspected_false_negatives", pa.int32()),  # negatives scored at or above the best positive
+    ]),
+    "per-query audit of a hard-negative list",
+)
+
+KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS, ROW_IDS, HARDNEGS, POSITIVE_SCORES,
+                             AUDIT)}
 
 
 def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:

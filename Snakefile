@@ -23,6 +23,11 @@ wildcard_constraints:
 
 include: "rules/datasets.smk"
 include: "rules/bm25.smk"
+include: "rules/tokenize.smk"
+include: "rules/train.smk"
+include: "rules/encode.smk"
+include: "rules/index.smk"
+include: "rules/mine.smk"
 include: "rules/evaluate.smk"
 
 

@@ -1,7 +1,9 @@
 # Helpers shared by every stage (config slices, path builders). Functions only, no rules.
 import re
 
-from hardneg.config import dataset_config, resolve_run
+from hardneg.config import DENSE_METHODS, dataset_config, model_root, resolve_run
+from hardneg.dense.tokenized import cache_key
+from hardneg.index import slug as index_slug
 from hardneg.datasets import dataset_input_files, dataset_splits
 
 
@@ -46,3 +48,99 @@ def run_params(run, *keys):
     params = RUNS[run].get("params", {})
     return {key: params[key] for key in keys}
 
+
+
+# ---------------------------------------------------------------------------------------------- dense runs
+DENSE_RUNS = runs_with_method(*DENSE_METHODS)
+
+
+def dense_params(run):
+    return RUNS[run]["params"]
+
+
+def root_model_params(run):
+    """The ``model`` section that defines this run's architecture and tokenizer (follows ``inputs.init``)."""
+    return RUNS[model_root(config, run)]["params"]["model"]
+
+
+def tokenizer_source(run):
+    model = root_model_params(run)
+    if model["name"] == "builtin":
+        return f"{dataset_dir(run_dataset(run))}/tokenizers/wordpiece-{model['vocab_size']}"
+    return model["name"]
+
+
+def run_cache_key(run):
+    model = root_model_params(run)
+    return cache_key(tokenizer_source(run), model["doc_max_length"], model["query_max_length"])
+
+
+def run_cache_dir(wildcards):
+    return f"{dataset_dir(run_dataset(wildcards.run))}/tokenized/{run_cache_key(wildcards.run)}"
+
+
+# Every tokenized cache some run needs: (dataset, key) -> how to build it.
+CACHES = {
+    (run_dataset(run), run_cache_key(run)): {
+        "tokenizer": tokenizer_source(run),
+        "doc_max_length": root_model_params(run)["doc_max_length"],
+        "query_max_length": root_model_params(run)["query_max_length"],
+        "splits": run_splits(run),
+    }
+    for run in DENSE_RUNS
+}
+
+
+def run_input(run, role):
+    return RUNS[run].get("inputs", {}).get(role)
+
+
+def index_factories(run):
+    """slug -> factory of every index built for a dense run."""
+    factory = dense_params(run)["index"]["factory"]
+    return {index_slug(factory): factory}
+
+
+def run_index(run):
+    return f"{RESULTS}/{run}/index/{index_slug(dense_params(run)['index']['factory'])}.faiss"
+
+
+def train_negatives(wildcards):
+    """The ranked negatives a training run samples from: a run's train ranking (warmup) or the mined list (star)."""
+    run, method = wildcards.run, RUNS[wildcards.run]["method"]
+    split = dense_params(run)["train"]["split"]
+    if method == "warmup":
+        return [f"{RESULTS}/{run_input(run, 'negatives')}/runs/{split}.parquet"]
+    if method == "star":
+        return [f"{RESULTS}/{run}/hardnegs.parquet"]
+    return []
+
+
+def init_model(wildcards):
+    init = run_input(wildcards.run, "init")
+    return [f"{RESULTS}/{init}/model"] if init else []
+
+
+def builtin_tokenizer(wildcards):
+    source = CACHES[(wildcards.dataset, wildcards.cache)]["tokenizer"]
+    return [source] if source.startswith(f"{RESULTS}/") else []
+
+
+def run_reports(wildcards):
+    """Reports a run makes beside its metrics (the hard-negative audit of a mining run)."""
+    if wildcards.run in RUNS and RUNS[wildcards.run]["method"] == "star":
+        return [f"{RESULTS}/{wildcards.run}/hardnegs_audit.md"]
+    return []
+
+
+def training_slice(run):
+    """What training depends on in the config (changing search or index settings does not retrain)."""
+    params = dense_params(run)
+    return {
+        "name": run,
+        "method": RUNS[run]["method"],
+        "seed": RUNS[run].get("seed", config["seed"]),
+        "dataset": run_dataset(run),
+        "inputs": dict(RUNS[run].get("inputs", {})),
+        "params": {key: params[key] for key in ("model", "train", "negatives")},
+    }

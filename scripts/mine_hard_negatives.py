@@ -1,0 +1,14 @@
+"""Rule mine_hard_negatives: the mining run's ranking of the training split + qrels + positive scores →
+hardnegs.parquet (static hard negatives of a STAR run)."""
+
+import os
+
+from hardneg.logs import log_to
+from hardneg.mining import mine_stage
+
+log_to(snakemake.log[0])
+mining = snakemake.params.mining
+mine_stage(snakemake.input.run, os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"),
+           snakemake.output.hardnegs, positives_path=snakemake.input.positives, depth=mining["depth"],
+           rank_range=mining.get("rank_range"), keep=mining.get("keep"), sampling=mining.get("sampling", "top"),
+           seed=snakemake.params.seed, margin=mining.get("margin"), relative_margin=mining.get("relative_margin"))

@@ -1,0 +1,12 @@
+"""Rule tokenize: corpus and queries of every split → memory-mapped token ids."""
+
+import os
+
+from hardneg.dense.tokenized import build_cache
+from hardneg.logs import log_to
+
+log_to(snakemake.log[0])
+cache = snakemake.params.cache
+build_cache(cache["tokenizer"], snakemake.input.corpus,
+            {split: os.path.join(snakemake.input.queries, f"{split}.parquet") for split in cache["splits"]},
+            snakemake.output.cache, doc_max_length=cache["doc_max_length"], query_max_length=cache["query_max_length"])

@@ -1,0 +1,105 @@
+"""Encoding texts into vectors: length-sorted batches (little padding), optional float16 output, shards.
+
+Corpus encoding is split into shards (contiguous row ranges of the tokenized corpus) that run as separate jobs;
+:func:`gather_shards` concatenates them into one memory-mappable ``.npy`` with its row-id table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import nullcontext
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from hardneg import artifacts
+from hardneg.atomic import atomic_path
+from hardneg.dense.tokenized import TokenizedTexts
+
+log = logging.getLogger(__name__)
+
+
+def shard_range(num_rows: int, shard: int, num_shards: int) -> tuple[int, int]:
+    """Rows [lo, hi) of shard ``shard`` (0-based) of ``num_shards`` near-equal contiguous shards."""
+    return shard * num_rows // num_shards, (shard + 1) * num_rows // num_shards
+
+
+def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, batch_size: int = 128,
+                device: str | torch.device = "cpu", fp16: bool = False) -> np.ndarray:
+    """Vectors of ``rows`` (in the order given) as float32, or float16 with ``fp16``.
+
+    Rows are encoded longest first in batches trimmed to their longest member, which removes most padding.
+    """
+    device = torch.device(device)
+    rows = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(-texts.lengths[rows], kind="stable")
+    out = np.empty((len(rows), model.dim), dtype=np.float16 if fp16 else np.float32)
+    autocast = torch.autocast("cuda", dtype=torch.float16) if device.type == "cuda" and fp16 else nullcontext()
+    model.to(device).eval()
+    started, done, last_log = time.perf_counter(), 0, time.perf_counter()
+    with torch.inference_mode(), autocast:
+        for lo in range(0, len(order), batch_size):
+            positions = order[lo:lo + batch_size]
+            batch = {k: v.to(device) for k, v in texts.batch(rows[positions]).items()}
+            vectors = model.encode(batch["input_ids"], batch["attention_mask"], side)
+            out[positions] = vectors.float().cpu().numpy().astype(out.dtype, copy=False)
+            done += len(positions)
+            if time.perf_counter() - last_log > 10:
+                last_log = time.perf_counter()
+                log.info("encoded %d / %d (%.0f per second)", done, len(rows), done / (last_log - started))
+    rate = len(rows) / max(time.perf_counter() - started, 1e-9)
+    log.info("encoded %d %s texts at %.1f per second", len(rows), side, rate)
+    return out
+
+
+def save_embeddings(vectors: np.ndarray, ids: list[str], npy_path, ids_path) -> None:
+    with atomic_path(npy_path) as tmp:
+        with open(tmp, "wb") as handle:
+            np.save(handle, vectors)
+    artifacts.write_table(pa.table({"id": pa.array(ids, pa.string())}), artifacts.ROW_IDS, ids_path)
+
+
+def load_embeddings(npy_path, ids_path, mmap: bool = True) -> tuple[np.ndarray, list[str]]:
+    vectors = np.load(npy_path, mmap_mode="r" if mmap else None)
+    ids = artifacts.read_table(artifacts.ROW_IDS, ids_path)["id"].to_pylist()
+    if len(ids) != len(vectors):
+        raise ValueError(f"{npy_path} has {len(vectors)} rows but {ids_path} lists {len(ids)} ids")
+    return vectors, ids
+
+
+def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_path, ids_path, *,
+                        batch_size: int = 128, fp16: bool = False, device: str = "auto") -> int:
+    """Stage function: encode shard ``shard`` of the tokenized corpus with a saved bi-encoder."""
+    from hardneg.dense.model import BiEncoder
+    from hardneg.dense.trainer import resolve_device
+
+    texts = TokenizedTexts(cache_dir, "corpus")
+    lo, hi = shard_range(len(texts), shard, num_shards)
+    model = BiEncoder.load(model_dir)
+    vectors = encode_rows(model, texts, np.arange(lo, hi), "doc", batch_size=batch_size,
+                          device=resolve_device(device), fp16=fp16)
+    save_embeddings(vectors, texts.row_ids[lo:hi], npy_path, ids_path)
+    return hi - lo
+
+
+def gather_shards(npy_paths: list, ids_paths: list, npy_path, ids_path) -> int:
+    """Concatenate shard embeddings (in shard order) into one ``.npy`` written through a memory map."""
+    shards = [np.load(p, mmap_mode="r") for p in npy_paths]
+    rows = sum(len(s) for s in shards)
+    dim, dtype = shards[0].shape[1], shards[0].dtype
+    ids: list[str] = []
+    for path in ids_paths:
+        ids.extend(artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist())
+    with atomic_path(npy_path) as tmp:
+        merged = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(rows, dim))
+        cursor = 0
+        for shard in shards:
+            merged[cursor:cursor + len(shard)] = shard
+            cursor += len(shard)
+        merged.flush()
+        del merged
+    artifacts.write_table(pa.table({"id": pa.array(ids, pa.string())}), artifacts.ROW_IDS, ids_path)
+    return rows
+

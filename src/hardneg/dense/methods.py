@@ -1,0 +1,82 @@
+"""Training methods: how a batch is built from training queries, and the loss it is scored with.
+
+A method has two operations the trainer calls: ``make_batch(queries, rng)`` (cheap, integer arrays only) and
+``loss(model, batch, device)``. Methods that need more inside the step (a teacher model scoring on the fly,
+an index searched with the current query encoder) implement the same two operations.
+
+The contrastive family covers the warm-up and the baselines and STAR; they differ only in where negatives come
+from and in the loss:
+
+========  =========================================  =====================================
+method    negatives of each row                      loss over the batch score matrix
+========  =========================================  =====================================
+warmup    sampled from the BM25 top-k (BM25 Neg)     softmax cross-entropy
+randneg   uniformly random corpus documents          softmax cross-entropy
+inbatch   none (other rows' positives only)          softmax cross-entropy
+star      sampled from a static hard-negative list   RankNet over every (query, document)
+========  =========================================  =====================================
+
+Every query is scored against every document of the batch (its positive, its negatives, and other rows'
+positives and negatives); pairs whose document is relevant to the query are masked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from hardneg.dense.data import NegativeSource, TrainQueries
+from hardneg.dense.losses import LOSSES
+from hardneg.dense.tokenized import TokenizedTexts
+
+
+@dataclass
+class Batch:
+    queries: np.ndarray  # indices into TrainQueries
+    query_rows: np.ndarray  # rows of the tokenized queries
+    doc_rows: np.ndarray  # rows of the tokenized corpus: the B positives first, then the negatives
+    positive: np.ndarray  # [B] column of each row's positive in doc_rows
+    relevant: np.ndarray  # [B, len(doc_rows)] document relevant to the query
+
+
+def _to(batch: dict, device) -> dict:
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+class ContrastiveMethod:
+    def __init__(self, train: TrainQueries, query_texts: TokenizedTexts, doc_texts: TokenizedTexts, *,
+                 negatives: NegativeSource | None, per_query: int, loss: str, temperature: float = 1.0):
+        if loss not in LOSSES:
+            raise ValueError(f"unknown loss {loss!r}")
+        self.train, self.query_texts, self.doc_texts = train, query_texts, doc_texts
+        self.negatives, self.per_query, self.loss_name = negatives, per_query if negatives else 0, loss
+        self.temperature = temperature  # scores are divided by it (e.g. 0.05 for normalised vectors)
+
+    def make_batch(self, queries: np.ndarray, rng: np.random.Generator) -> Batch:
+        positives = self.train.sample_positives(queries, rng)
+        parts = [positives]
+        if self.negatives is not None and self.per_query > 0:
+            parts.append(self.negatives.sample(queries, self.per_query, rng).reshape(-1))
+        doc_rows = np.concatenate(parts)
+        return Batch(queries=queries, query_rows=self.train.query_rows[queries], doc_rows=doc_rows,
+                     positive=np.arange(len(queries)), relevant=self.train.relevance_mask(queries, doc_rows))
+
+    def loss(self, model, batch: Batch, device) -> tuple[torch.Tensor, dict]:
+        q = model.encode_queries(_to(self.query_texts.batch(batch.query_rows), device))
+        d = model.encode_docs(_to(self.doc_texts.batch(batch.doc_rows), device))
+        scores = (q @ d.T).float() / self.temperature
+        positive = torch.from_numpy(batch.positive).to(device)
+        relevant = torch.from_numpy(batch.relevant).to(device)
+        loss = LOSSES[self.loss_name](scores, positive, relevant)
+        with torch.no_grad():
+            best_negative = scores.masked_fill(relevant, float("-inf")).max(dim=1).values
+            accuracy = (scores.gather(1, positive[:, None]).squeeze(1) > best_negative).float().mean()
+        return loss, {"batch_accuracy": float(accuracy)}
+
+
+NEGATIVE_SOURCES = {"warmup": "bm25", "randneg": "random", "inbatch": None, "star": "hardnegs"}
+# ``zeroshot`` is not trained: its run evaluates a pretrained (or freshly built) model as it is.
+UNTRAINED = ("zeroshot",)
+DEFAULT_LOSS = {"warmup": "ce", "randneg": "ce", "inbatch": "ce", "star": "ranknet"}

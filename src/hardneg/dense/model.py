@@ -1,0 +1,172 @@
+"""The bi-encoder: any Hugging Face encoder (``AutoModel``) for queries and documents, pooled to one vector.
+
+* pooling: ``cls`` (the first token) or ``mean`` (over real tokens);
+* an optional head: a linear projection to ``projection_dim`` followed by LayerNorm;
+* optional L2 normalisation (``normalize``), so the inner product is the cosine (as sentence-transformers
+  models such as all-MiniLM-L6-v2 were trained);
+* query and document encoders shared (default) or separate;
+* relevance is the inner product of the two vectors.
+
+Saved layout (``save``): the query encoder is a standard Hugging Face model folder at the root, so
+``AutoModel.from_pretrained(folder)`` reloads it, together with the tokenizer; a separate document encoder
+lives in ``doc_encoder/``; ``hardneg.json`` records pooling and head; ``head.safetensors`` the head weights.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from hardneg.atomic import atomic_dir
+
+log = logging.getLogger(__name__)
+
+BUILTIN = "builtin"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to build a fresh bi-encoder. ``name``: ``builtin`` (a small BERT built from a config, for the
+    built-in WordPiece tokenizer), a local folder, or a hub name."""
+
+    name: str = BUILTIN
+    pooling: str = "mean"
+    projection_dim: int | None = None
+    shared: bool = True
+    normalize: bool = True
+    builtin: dict = field(default_factory=lambda: {"hidden_size": 256, "num_hidden_layers": 1,
+                                                   "num_attention_heads": 4, "intermediate_size": 512})
+
+
+def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> nn.Module:
+    from transformers import AutoModel, BertConfig, BertModel
+
+    if spec.name == BUILTIN:
+        torch.manual_seed(seed)
+        config = BertConfig(vocab_size=vocab_size, pad_token_id=pad_token_id,
+                            max_position_embeddings=max(512, max_length), **spec.builtin)
+        return BertModel(config, add_pooling_layer=False)
+    return AutoModel.from_pretrained(spec.name)
+
+
+class Head(nn.Module):
+    def __init__(self, dim_in: int, dim_out: int):
+        super().__init__()
+        self.linear = nn.Linear(dim_in, dim_out)
+        self.norm = nn.LayerNorm(dim_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.linear(x))
+
+
+class BiEncoder(nn.Module):
+    def __init__(self, query_encoder: nn.Module, doc_encoder: nn.Module | None, *, pooling: str = "cls",
+                 projection_dim: int | None = None, normalize: bool = False):
+        super().__init__()
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"unknown pooling {pooling!r}")
+        self.query_encoder = query_encoder
+        self.doc_encoder = doc_encoder  # None: shared with the query encoder
+        self.pooling = pooling
+        self.projection_dim = projection_dim
+        self.normalize = normalize
+        hidden = query_encoder.config.hidden_size
+        self.query_head = Head(hidden, projection_dim) if projection_dim else None
+        self.doc_head = (Head(hidden, projection_dim) if projection_dim and doc_encoder is not None else None)
+
+    @property
+    def shared(self) -> bool:
+        return self.doc_encoder is None
+
+    @property
+    def dim(self) -> int:
+        return self.projection_dim or self.query_encoder.config.hidden_size
+
+    def _pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str) -> torch.Tensor:
+        """Vectors [batch, dim] of queries (``side="query"``) or documents (``side="doc"``)."""
+        encoder = self.query_encoder if side == "query" or self.shared else self.doc_encoder
+        head = self.query_head if side == "query" or self.doc_head is None else self.doc_head
+        hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        pooled = self._pool(hidden, attention_mask)
+        vector = head(pooled) if head is not None else pooled
+        return nn.functional.normalize(vector, dim=-1) if self.normalize else vector
+
+    def encode_queries(self, batch: dict) -> torch.Tensor:
+        return self.encode(batch["input_ids"], batch["attention_mask"], "query")
+
+    def encode_docs(self, batch: dict) -> torch.Tensor:
+        return self.encode(batch["input_ids"], batch["attention_mask"], "doc")
+
+    # ------------------------------------------------------------------------------------------ persistence
+    def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
+        """Save atomically (see the module docstring for the layout)."""
+        from safetensors.torch import save_file
+
+        with atomic_dir(out_dir) as tmp:
+            self.query_encoder.save_pretrained(tmp)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(tmp)
+            if self.doc_encoder is not None:
+                self.doc_encoder.save_pretrained(tmp / "doc_encoder")
+            heads = {}
+            for name, head in (("query_head", self.query_head), ("doc_head", self.doc_head)):
+                if head is not None:
+                    heads.update({f"{name}.{k}": v.detach().cpu().contiguous() for k, v in head.state_dict().items()})
+            if heads:
+                save_file(heads, str(tmp / "head.safetensors"))
+            (tmp / "hardneg.json").write_text(json.dumps({
+                "pooling": self.pooling, "projection_dim": self.projection_dim, "shared": self.shared,
+                "normalize": self.normalize, "dim": self.dim}, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, model_dir: str | os.PathLike) -> "BiEncoder":
+        from safetensors.torch import load_file
+        from transformers import AutoModel
+
+        model_dir = Path(model_dir)
+        meta = json.loads((model_dir / "hardneg.json").read_text())
+        query_encoder = AutoModel.from_pretrained(model_dir)
+        doc_encoder = None if meta["shared"] else AutoModel.from_pretrained(model_dir / "doc_encoder")
+        model = cls(query_encoder, doc_encoder, pooling=meta["pooling"], projection_dim=meta["projection_dim"],
+                    normalize=meta.get("normalize", False))
+        if (model_dir / "head.safetensors").exists():
+            weights = load_file(str(model_dir / "head.safetensors"))
+            for name in ("query_head", "doc_head"):
+                head = getattr(model, name)
+                if head is not None:
+                    head.load_state_dict({k.split(".", 1)[1]: v for k, v in weights.items() if k.startswith(name)})
+        return model
+
+    @classmethod
+    def create(cls, spec: ModelSpec, *, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> "BiEncoder":
+        """A fresh bi-encoder from a spec (seeded, so the same spec and seed give the same weights)."""
+        query_encoder = build_backbone(spec, vocab_size, pad_token_id, max_length, seed)
+        doc_encoder = None if spec.shared else build_backbone(spec, vocab_size, pad_token_id, max_length, seed + 1)
+        torch.manual_seed(seed + 2)
+        return cls(query_encoder, doc_encoder, pooling=spec.pooling, projection_dim=spec.projection_dim,
+                   normalize=spec.normalize)
+
+
+def spec_from_params(params: dict) -> ModelSpec:
+    known = {k: v for k, v in params.items() if k in ModelSpec.__dataclass_fields__}
+    return ModelSpec(**known)
+
+
+def describe(model: BiEncoder) -> dict:
+    return {"parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim, "shared": model.shared,
+            "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize}
+
+
+__all__ = ["BiEncoder", "ModelSpec", "asdict", "describe", "spec_from_params"]

@@ -1,0 +1,45 @@
+"""Stage functions around Faiss: build an index over a run's corpus embeddings, and retrieve with it."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from hardneg.dense.encode import encode_rows, save_embeddings
+from hardneg.dense.tokenized import TokenizedTexts
+
+log = logging.getLogger(__name__)
+
+
+def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=None, seed: int = 0,
+                      threads: int | None = None) -> None:
+    """Build the ``factory`` index over a corpus embedding matrix and save it atomically."""
+    from hardneg.index import build_index, save_index
+
+    vectors = np.load(embeddings_path, mmap_mode="r")
+    index = build_index(vectors, factory, train_size=train_size, seed=seed, threads=threads)
+    save_index(index, index_path)
+
+
+def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path, *, run_path, trec_path,
+                       query_npy, query_ids, top_k: int, search_params=None, batch_size: int = 256,
+                       tag: str = "dense", device: str = "auto"):
+    """Encode one split's queries, search the index, write the run (Parquet + TREC) and the query embeddings."""
+    from hardneg import artifacts
+    from hardneg.dense.model import BiEncoder
+    from hardneg.dense.trainer import resolve_device
+    from hardneg.index import load_index, search_run, set_search_params
+    from hardneg.runs import write_run
+
+    texts = TokenizedTexts(cache_dir, f"queries_{split}")
+    model = BiEncoder.load(model_dir)
+    vectors = encode_rows(model, texts, np.arange(len(texts)), "query", batch_size=batch_size,
+                          device=resolve_device(device))
+    save_embeddings(vectors, texts.row_ids, query_npy, query_ids)
+    index = load_index(index_path)
+    set_search_params(index, search_params)
+    docids = artifacts.read_table(artifacts.ROW_IDS, docids_path)["id"].to_numpy(zero_copy_only=False)
+    run = search_run(index, vectors, texts.row_ids, docids, top_k)
+    write_run(run, run_path, trec_path, tag)
+    return run

@@ -1,0 +1,22 @@
+"""Tiny dense-retrieval fixtures shared by the dense tests: a synthetic dataset, a tokenizer, a cache."""
+
+from pathlib import Path
+
+from hardneg.datasets import prepare_dataset
+from hardneg.dense.tokenized import build_cache
+from hardneg.dense.tokenizer import train_wordpiece
+
+TINY_DATA = {"adapter": "synthetic", "seed": 5, "num_docs": 300, "docs_per_cluster": 30,
+             "num_queries": {"train": 120, "test": 40}, "concept_vocab": 200, "synonym_rate": 0.5}
+TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+
+
+def build_tiny(root: Path) -> dict:
+    """Prepare the tiny dataset, a WordPiece tokenizer and the tokenized cache under ``root``."""
+    data, tokenizer, cache = root / "data", root / "tokenizer", root / "cache"
+    prepare_dataset(TINY_DATA, data)
+    train_wordpiece(data / "corpus.parquet", tokenizer, vocab_size=8000,
+                    query_paths=[data / "queries" / "train.parquet"])
+    build_cache(tokenizer, data / "corpus.parquet", {s: data / "queries" / f"{s}.parquet" for s in ("train", "test")},
+                cache, doc_max_length=64, query_max_length=16)
+    return {"data": data, "tokenizer": tokenizer, "cache": cache}

@@ -1,0 +1,205 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from hardneg import artifacts
+from hardneg.mining import mine_hard_negatives, mine_stage, positive_scores
+
+
+def run_table(rows):
+    qid, docid, rank, score = zip(*rows) if rows else ([], [], [], [])
+    return pa.table({"qid": list(qid), "docid": list(docid), "rank": list(rank), "score": list(score)},
+                    schema=artifacts.RUN.schema)
+
+
+def qrels_table(rows):
+    qid, docid, rel = zip(*rows)
+    return pa.table({"qid": list(qid), "docid": list(docid), "relevance": list(rel)}, schema=artifacts.QRELS.schema)
+
+
+def positives_table(rows):
+    qid, docid, rel, score = zip(*rows)
+    return pa.table({"qid": list(qid), "docid": list(docid), "relevance": list(rel), "score": list(score)},
+                    schema=artifacts.POSITIVE_SCORES.schema)
+
+
+# q1: a2 (relevance 1) and a5 (relevance 2) are positives, a3 is judged non-relevant (0) and stays a negative.
+# q2: b1 is its positive; a2 (a positive of q1 only) is a negative for q2. q3 has no judgements at all.
+RUN = run_table([
+    ("q1", "a1", 1, 9.0), ("q1", "a2", 2, 8.0), ("q1", "a3", 3, 7.0), ("q1", "a4", 4, 6.0),
+    ("q1", "a5", 5, 5.0), ("q1", "a6", 6, 4.0), ("q1", "a7", 7, 3.0), ("q1", "a8", 8, 2.0),
+    ("q2", "b1", 1, 5.0), ("q2", "b2", 2, 4.5), ("q2", "b3", 3, 4.0), ("q2", "b4", 4, 3.5), ("q2", "a2", 5, 3.0),
+    ("q3", "c1", 1, 1.0), ("q3", "c2", 2, 0.5),
+])
+QRELS = qrels_table([("q1", "a2", 1), ("q1", "a5", 2), ("q1", "a3", 0), ("q2", "b1", 1), ("q2", "zz", 1)])
+POSITIVES = positives_table([("q1", "a2", 1, 8.0), ("q1", "a5", 2, 5.0), ("q2", "b1", 1, 5.0)])
+
+
+def pairs(table):
+    return list(zip(table["qid"].to_pylist(), table["docid"].to_pylist()))
+
+
+def test_removes_positives_keeps_judged_non_relevant_and_orders_by_run_then_rank():
+    out = mine_hard_negatives(RUN, QRELS)
+    assert out.schema == artifacts.HARDNEGS.schema
+    assert pairs(out) == [("q1", "a1"), ("q1", "a3"), ("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q1", "a8"),
+                          ("q2", "b2"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2"), ("q3", "c1"), ("q3", "c2")]
+    assert out["rank"].to_pylist() == [1, 3, 4, 6, 7, 8, 2, 3, 4, 5, 1, 2]
+    assert out["score"].to_pylist() == [9.0, 7.0, 6.0, 4.0, 3.0, 2.0, 4.5, 4.0, 3.5, 3.0, 1.0, 0.5]
+
+
+def test_depth():
+    assert pairs(mine_hard_negatives(RUN, QRELS, depth=5)) == [
+        ("q1", "a1"), ("q1", "a3"), ("q1", "a4"), ("q2", "b2"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2"),
+        ("q3", "c1"), ("q3", "c2")]
+    assert pairs(mine_hard_negatives(RUN, QRELS, depth=1)) == [("q1", "a1"), ("q3", "c1")]
+
+
+def test_rank_range_is_inclusive():
+    assert pairs(mine_hard_negatives(RUN, QRELS, rank_range=(3, 6))) == [
+        ("q1", "a3"), ("q1", "a4"), ("q1", "a6"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2")]
+
+
+def test_keep_top():
+    assert pairs(mine_hard_negatives(RUN, QRELS, keep=2)) == [
+        ("q1", "a1"), ("q1", "a3"), ("q2", "b2"), ("q2", "b3"), ("q3", "c1"), ("q3", "c2")]
+
+
+def test_absolute_margin():
+    # best positive: q1 8.0 → score <= 4.5; q2 5.0 → score <= 1.5 (none); q3 has no positive score: keeps all
+    out = mine_hard_negatives(RUN, QRELS, POSITIVES, margin=3.5)
+    assert pairs(out) == [("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q3", "c1"), ("q3", "c2")]
+
+
+def test_relative_margin():
+    # q1: score <= 8.0 * 0.75 = 6.0 (a4 at exactly 6.0 stays); q2: score <= 3.75
+    out = mine_hard_negatives(RUN, QRELS, POSITIVES, relative_margin=0.25)
+    assert pairs(out) == [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q2", "b4"), ("q2", "a2"),
+                          ("q3", "c1"), ("q3", "c2")]
+
+
+def test_filters_combine_in_order():
+    out = mine_hard_negatives(RUN, QRELS, POSITIVES, depth=7, rank_range=(2, 7), margin=1.0, keep=2)
+    assert pairs(out) == [("q1", "a3"), ("q1", "a4"), ("q2", "b3"), ("q2", "b4"), ("q3", "c2")]
+
+
+def test_margin_needs_positive_scores_and_options_are_checked():
+    with pytest.raises(ValueError, match="margin needs the positives"):
+        mine_hard_negatives(RUN, QRELS, margin=1.0)
+    with pytest.raises(ValueError, match="relative_margin needs"):
+        mine_hard_negatives(RUN, QRELS, relative_margin=0.1)
+    with pytest.raises(ValueError, match="sampling"):
+        mine_hard_negatives(RUN, QRELS, sampling="hardest")
+    with pytest.raises(ValueError, match="rank_range"):
+        mine_hard_negatives(RUN, QRELS, rank_range=(5, 2))
+
+
+def test_unsorted_run_gives_rank_order_within_queries():
+    shuffled = RUN.take(pa.array(np.random.default_rng(3).permutation(RUN.num_rows)))
+    out = mine_hard_negatives(shuffled, QRELS, keep=3)
+    expected = mine_hard_negatives(RUN, QRELS, keep=3)
+    assert sorted(zip(*(out[c].to_pylist() for c in ("qid", "rank", "docid")))) == \
+        sorted(zip(*(expected[c].to_pylist() for c in ("qid", "rank", "docid"))))
+    for qid in ("q1", "q2", "q3"):
+        ranks = [r for q, r in zip(out["qid"].to_pylist(), out["rank"].to_pylist()) if q == qid]
+        assert ranks == sorted(ranks)
+    # queries come out in order of first appearance in the run
+    first = list(dict.fromkeys(shuffled["qid"].to_pylist()))
+    assert list(dict.fromkeys(out["qid"].to_pylist())) == first
+
+
+def random_problem(num_queries=30, per_query=50, seed=0):
+    rng = np.random.default_rng(seed)
+    rows, judged = [], []
+    for q in range(num_queries):
+        docs = rng.choice(400, size=per_query, replace=False)
+        scores = np.sort(rng.normal(size=per_query))[::-1]
+        rows += [(f"q{q}", f"d{d}", r + 1, float(s)) for r, (d, s) in enumerate(zip(docs, scores))]
+        for d in rng.choice(docs, size=6, replace=False):
+            judged.append((f"q{q}", f"d{d}", int(rng.integers(0, 3))))
+    return run_table(rows), qrels_table(judged)
+
+
+def test_no_positive_is_ever_mined_at_any_grade():
+    run, qrels = random_problem()
+    out = mine_hard_negatives(run, qrels, depth=40)
+    mined = set(pairs(out))
+    grades = {(q, d): r for q, d, r in zip(*(qrels[c].to_pylist() for c in ("qid", "docid", "relevance")))}
+    assert not {p for p, r in grades.items() if r >= 1} & mined
+    judged_zero = {p for p, r in grades.items() if r == 0}
+    in_depth = set(pairs(run.filter(pc.less_equal(run["rank"], 40))))
+    assert judged_zero & in_depth <= mined  # relevance-0 documents stay negatives
+    assert len(mined) == len(in_depth) - len({p for p, r in grades.items() if r >= 1} & in_depth)
+
+
+def test_random_sampling_is_seeded_and_independent_of_query_order(tmp_path):
+    run, qrels = random_problem()
+    a = mine_hard_negatives(run, qrels, keep=5, sampling="random", seed=11)
+    b = mine_hard_negatives(run, qrels, keep=5, sampling="random", seed=11)
+    artifacts.write_table(a, artifacts.HARDNEGS, tmp_path / "a.parquet")
+    artifacts.write_table(b, artifacts.HARDNEGS, tmp_path / "b.parquet")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+    assert set(pc.value_counts(a["qid"]).field("counts").to_pylist()) == {5}
+    candidates = set(pairs(mine_hard_negatives(run, qrels)))
+    assert set(pairs(a)) <= candidates
+    assert set(pairs(a)) != set(pairs(mine_hard_negatives(run, qrels, keep=5)))  # not simply the top 5
+    other = mine_hard_negatives(run, qrels, keep=5, sampling="random", seed=12)
+    assert set(pairs(other)) != set(pairs(a))
+
+    reversed_run = run.sort_by([("qid", "descending"), ("rank", "ascending")])
+    c = mine_hard_negatives(reversed_run, qrels, keep=5, sampling="random", seed=11)
+    assert c["qid"][0].as_py() != a["qid"][0].as_py()
+    key = [("qid", "ascending"), ("rank", "ascending")]
+    assert c.sort_by(key).equals(a.sort_by(key))
+
+
+def test_random_sampling_does_not_depend_on_python_hash_seed(tmp_path):
+    run, qrels = random_problem(num_queries=5)
+    artifacts.write_table(run, artifacts.RUN, tmp_path / "run.parquet")
+    artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
+    mine_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "here.parquet", keep=3,
+               sampling="random", seed=5)
+    code = ("import sys; from hardneg.mining import mine_stage; "
+            "mine_stage(sys.argv[1], sys.argv[2], sys.argv[3], keep=3, sampling='random', seed=5)")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "run.parquet"), str(tmp_path / "qrels.parquet"),
+                    str(tmp_path / "there.parquet")], check=True, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert (tmp_path / "here.parquet").read_bytes() == (tmp_path / "there.parquet").read_bytes()
+
+
+def test_mine_stage_reads_and_writes_parquet(tmp_path):
+    artifacts.write_table(RUN, artifacts.RUN, tmp_path / "run.parquet")
+    artifacts.write_table(QRELS, artifacts.QRELS, tmp_path / "qrels.parquet")
+    artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, tmp_path / "pos.parquet")
+    out = mine_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "out" / "hardnegs.parquet",
+                     positives_path=tmp_path / "pos.parquet", depth=7, rank_range=[2, 7], margin=1.0, keep=2)
+    written = artifacts.read_table(artifacts.HARDNEGS, tmp_path / "out" / "hardnegs.parquet")
+    assert written.equals(out)
+    assert pairs(written) == [("q1", "a3"), ("q1", "a4"), ("q2", "b3"), ("q2", "b4"), ("q3", "c2")]
+
+
+def test_empty_run():
+    out = mine_hard_negatives(run_table([]), QRELS, keep=3, sampling="random")
+    assert out.num_rows == 0 and out.schema == artifacts.HARDNEGS.schema
+
+
+def test_positive_scores_are_dot_products_in_float32():
+    query_emb = np.array([[1.0, 2.0, 0.5], [0.0, 1.0, -1.0]], dtype=np.float16)
+    doc_emb = np.array([[1.0, 0.0, 2.0], [1.0, 1.0, 1.0], [2.0, 3.0, 0.0]], dtype=np.float16)
+    qrels = qrels_table([("q1", "d1", 1), ("q1", "d3", 2), ("q1", "d2", 0), ("q2", "d2", 1), ("q3", "d1", 1),
+                         ("q2", "d1", 1)])
+    out = positive_scores(query_emb, ["q1", "q2"], doc_emb, np.array(["d1", "d2", "d3"]), qrels)
+    assert out.schema == artifacts.POSITIVE_SCORES.schema
+    assert list(zip(*(out[c].to_pylist() for c in ("qid", "docid", "relevance", "score")))) == [
+        ("q1", "d1", 1, 1.0 + 0.0 + 1.0),
+        ("q1", "d3", 2, 2.0 + 6.0 + 0.0),
+        ("q2", "d2", 1, 0.0 + 1.0 - 1.0),
+        ("q2", "d1", 1, 0.0 + 0.0 - 2.0),
+    ]
+    with pytest.raises(ValueError, match="no embedding"):
+        positive_scores(query_emb, ["q1", "q2"], doc_emb[:2], ["d1", "d2"], qrels)

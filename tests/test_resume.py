@@ -1,0 +1,114 @@
+"""A STAR training process killed after a checkpoint and started again ends where an uninterrupted one ends."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hardneg import artifacts
+from hardneg.dense.encode import encode_rows
+from hardneg.dense.model import BiEncoder
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.evaluation import evaluate
+from hardneg.mining import mine_hard_negatives
+from tests.dense_fixtures import TINY_MODEL, build_tiny
+
+pytestmark = pytest.mark.slow
+
+DRIVER = """
+import json, logging, sys, time
+logging.basicConfig(level=logging.INFO)
+from hardneg.dense.train import train_run
+args = json.loads(sys.argv[1])
+slow = lambda trainer, step: time.sleep(args["sleep"])
+train_run(args["resolved"], cache_dir=args["cache"], qrels_path=args["qrels"], model_dir=args["model"],
+          log_path=args["log"], checkpoint_dir=args["checkpoints"], tokenizer_source=args["tokenizer"],
+          negatives_path=args["hardnegs"], device="cpu", callbacks=[slow])
+"""
+
+
+def _resolved():
+    return {"name": "star", "method": "star", "seed": 11, "dataset": {"name": "tiny"}, "params": {
+        "model": {"name": "builtin", "pooling": "mean", "projection_dim": None, "shared": True,
+                  "builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16},
+        "train": {"split": "train", "epochs": 3, "batch_size": 16, "learning_rate": 0.002, "optimizer": "lamb",
+                  "warmup_ratio": 0.1, "checkpoint_every": 4, "log_every": 1, "loss": None},
+        "negatives": {"per_query": 2}}}
+
+
+def _launch(tiny, out, sleep):
+    args = {"resolved": _resolved(), "cache": str(tiny["cache"]), "tokenizer": str(tiny["tokenizer"]),
+            "qrels": str(tiny["data"] / "qrels" / "train.parquet"), "hardnegs": str(tiny["hardnegs"]),
+            "model": str(out / "model"), "log": str(out / "train_log.parquet"), "checkpoints": str(out / "ckpt"),
+            "sleep": sleep}
+    return subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _test_metrics(tiny, model_dir):
+    model = BiEncoder.load(model_dir)
+    docs, queries = TokenizedTexts(tiny["cache"], "corpus"), TokenizedTexts(tiny["cache"], "queries_test")
+    scores = encode_rows(model, queries, np.arange(len(queries)), "query") @ \
+        encode_rows(model, docs, np.arange(len(docs)), "doc").T
+    top = np.argsort(-scores, axis=1)[:, :100]
+    run = pa.table({"qid": np.repeat(queries.row_ids, 100), "docid": np.asarray(docs.row_ids)[top.ravel()],
+                    "rank": np.tile(np.arange(1, 101, dtype=np.int32), len(queries)),
+                    "score": np.take_along_axis(scores, top, 1).ravel().astype(np.float32)})
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "test.parquet")
+    return evaluate(run, qrels, ["RR@10", "nDCG@10", "R@100"])[0]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume")
+    tiny = build_tiny(root)
+    # Hard negatives mined from an arbitrary ranking: what matters here is the STAR code path.
+    docs = TokenizedTexts(tiny["cache"], "corpus").row_ids
+    queries = TokenizedTexts(tiny["cache"], "queries_train").row_ids
+    rng = np.random.default_rng(0)
+    picks = np.stack([rng.choice(len(docs), 30, replace=False) for _ in queries])
+    run = pa.table({"qid": np.repeat(queries, 30), "docid": np.asarray(docs)[picks.ravel()],
+                    "rank": np.tile(np.arange(1, 31, dtype=np.int32), len(queries)),
+                    "score": np.tile(np.linspace(1, 0, 30, dtype=np.float32), len(queries))})
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
+    artifacts.write_table(mine_hard_negatives(run, qrels, depth=30), artifacts.HARDNEGS, root / "hardnegs.parquet")
+    tiny["hardnegs"] = root / "hardnegs.parquet"
+    return tiny
+
+
+def test_killed_and_resumed_training_matches_uninterrupted(tiny, tmp_path):
+    whole = _launch(tiny, tmp_path / "whole", 0.0)
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+
+    checkpoint = tmp_path / "killed" / "ckpt" / "state.pt"
+    first = _launch(tiny, tmp_path / "killed", 0.3)
+    deadline = time.time() + 120
+    while not checkpoint.exists() and time.time() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert checkpoint.exists(), "no checkpoint was written before the deadline"
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    assert not (tmp_path / "killed" / "model").exists()  # the kill really interrupted training
+
+    second = _launch(tiny, tmp_path / "killed", 0.0)
+    assert second.wait(timeout=300) == 0, second.stderr.read()
+    assert "resuming from step" in second.stderr.read()
+    assert not checkpoint.exists()  # removed once the model is saved
+
+    import pyarrow.parquet as pq
+
+    log_whole = pq.read_table(tmp_path / "whole" / "train_log.parquet").to_pandas()
+    log_resumed = pq.read_table(tmp_path / "killed" / "train_log.parquet").to_pandas()
+    assert list(log_whole["step"]) == list(log_resumed["step"])
+    np.testing.assert_allclose(log_whole["loss"], log_resumed["loss"], rtol=1e-4)
+
+    whole_metrics, resumed_metrics = _test_metrics(tiny, tmp_path / "whole" / "model"), \
+        _test_metrics(tiny, tmp_path / "killed" / "model")
+    for measure, value in whole_metrics.items():
+        assert resumed_metrics[measure] == pytest.approx(value, abs=1e-3), measure

@@ -1,0 +1,87 @@
+"""The dense part of the workflow on a tiny config: warm-up, baselines and STAR each get metrics, re-running is
+a no-op, and a STAR hyper-parameter change re-runs STAR and what follows it, nothing before."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.test_workflow import snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+TINY_DENSE = {
+    "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
+              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
+    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
+    "encode": {"shards": 2, "batch_size": 64},
+    "search": {"top_k": 100},
+}
+CONFIG = {
+    "seed": 4,
+    "dataset": "tiny",
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
+                          "num_queries": {"train": 100, "test": 30}}},
+    "runs": {
+        "bm25": {"method": "bm25", "params": {"top_k": 100}},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},
+        "randneg": {"method": "randneg", "params": TINY_DENSE},
+        "inbatch": {"method": "inbatch", "params": TINY_DENSE},
+        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
+                 "params": {**TINY_DENSE, "mining": {"depth": 50}}},
+    },
+}
+TARGETS = [f"results/{run}/metrics.json" for run in ("warmup", "randneg", "inbatch", "star")]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("dense-wf")
+    write_config(workdir, CONFIG)
+    result = snakemake(workdir, *TARGETS)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+def test_every_dense_run_has_metrics_and_artifacts(built):
+    results = built / "results"
+    for run in ("warmup", "randneg", "inbatch", "star"):
+        metrics = json.loads((results / run / "metrics.json").read_text())
+        assert metrics["num_queries"] == 30 and 0.0 <= metrics["measures"]["RR@10"] <= 1.0
+        log = pq.read_table(results / run / "train_log.parquet").to_pandas()
+        assert {"step", "loss", "lr"} <= set(log.columns) and log["step"].tolist() == list(range(1, len(log) + 1))
+        assert (results / run / "model" / "config.json").exists()
+        assert not (results / run / "checkpoints" / "state.pt").exists()
+        assert not (results / run / "embeddings" / "shards").exists() or \
+            not list((results / run / "embeddings" / "shards").iterdir())  # temporary shards removed
+    hardnegs = pq.read_table(results / "star" / "hardnegs.parquet")
+    qrels = pq.read_table(results / "datasets" / "tiny" / "qrels" / "train.parquet").to_pandas()
+    positives = set(zip(qrels.loc[qrels.relevance >= 1, "qid"], qrels.loc[qrels.relevance >= 1, "docid"]))
+    assert hardnegs.num_rows > 0
+    assert not positives & set(zip(hardnegs["qid"].to_pylist(), hardnegs["docid"].to_pylist()))
+    assert "Suspected false negatives" in (results / "star" / "hardnegs_audit.md").read_text() or \
+        "suspected" in (results / "star" / "hardnegs_audit.md").read_text().lower()
+
+
+def test_rerun_is_a_no_op(built):
+    result = snakemake(built, *TARGETS)
+    assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_star_hyperparameter_change_reruns_only_star(built):
+    config = json.loads(json.dumps(CONFIG))
+    config["runs"]["star"]["params"]["train"] = {**TINY_DENSE["train"], "learning_rate": 0.0005}
+    write_config(built, config)
+    try:
+        result = snakemake(built, *TARGETS, "-n", "--quiet", "rules")
+    finally:
+        write_config(built, CONFIG)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    jobs = {line.split()[0] for line in out.splitlines() if line.strip() and line.split()[-1].isdigit()}
+    assert "train_dense" in jobs and "evaluate" in jobs and "dense_search" in jobs
+    for upstream in ("prepare_dataset", "bm25_index", "bm25_search", "tokenize", "train_tokenizer",
+                     "mine_hard_negatives", "positive_scores"):
+        assert upstream not in jobs, upstream
+    assert "train_dense        1" in out or "train_dense              1" in out or \
+        any(line.split()[:2] == ["train_dense", "1"] for line in out.splitlines())

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TARGET ?= results/bm25/metrics.json
+TARGET ?= all
 CORES ?= all
 
 .PHONY: setup run test lint clean

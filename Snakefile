@@ -34,4 +34,4 @@ include: "rules/evaluate.smk"
 rule all:
     default_target: True
     input:
-        "results/bm25/metrics.json",
+        [f"results/{run}/metrics.json" for run in ("bm25", "warmup", "randneg", "inbatch", "star")],

@@ -25,6 +25,7 @@ rule evaluate:
         runs=run_files,
         qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
         config=f"{RESULTS}/{{run}}/config.yaml",
+        reports=run_reports,
     output:
         metrics=f"{RESULTS}/{{run}}/metrics.json",
         per_query=f"{RESULTS}/{{run}}/per_query.parquet",

@@ -43,6 +43,7 @@ rule dense_search:
         search=lambda w: dense_params(w.run)["search"],
         search_params=lambda w: dense_params(w.run)["index"]["search_params"],
         device=lambda w: dense_params(w.run)["train"]["device"],
+        precision=lambda w: dense_params(w.run)["encode"]["precision"],
     log:
         f"{RESULTS}/{{run}}/logs/dense_search_{{split}}.log",
     benchmark:

@@ -12,4 +12,5 @@ dense_search_split(snakemake.input.model, snakemake.input.cache, snakemake.wildc
                    snakemake.input.docids, run_path=snakemake.output.run, trec_path=snakemake.output.trec,
                    query_npy=snakemake.output.query_npy, query_ids=snakemake.output.query_ids,
                    top_k=search["top_k"], search_params=snakemake.params.search_params,
-                   batch_size=search["batch_size"], tag=snakemake.wildcards.run, device=snakemake.params.device)
+                   batch_size=search["batch_size"], tag=snakemake.wildcards.run, device=snakemake.params.device,
+                   precision=snakemake.params.precision)

@@ -10,4 +10,5 @@ torch.set_num_threads(snakemake.threads)
 encode = snakemake.params.encode
 encode_corpus_shard(snakemake.input.model, snakemake.input.cache, int(snakemake.wildcards.shard), encode["shards"],
                     snakemake.output.npy, snakemake.output.ids, batch_size=encode["batch_size"], fp16=encode["fp16"],
+                    precision=encode["precision"],
                     device=snakemake.params.device)

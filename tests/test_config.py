@@ -64,6 +64,15 @@ _DELETE = object()
     (["dataset"], "msmarco", "dataset", "no dataset named 'msmarco'"),
     (["evaluation", "split"], "validation", "evaluation.split", "has no split 'validation'"),
     (["runs"], _DELETE, "runs", "required key is missing"),
+    (["runs", "star", "inputs", "init"], "bm25", "runs.star.inputs.init", "is a bm25 run; this input needs a dense run"),
+    (["runs", "star", "inputs", "negatives"], "bm25", "runs.star.inputs.negatives", "needs a dense run"),
+    (["runs", "warmup", "inputs", "negatives"], "nowhere", "runs.warmup.inputs.negatives", "no run named 'nowhere'"),
+    (["runs", "warmup", "inputs"], {}, "runs.warmup.inputs.negatives", "required key is missing"),
+    (["runs", "star", "params", "train", "optimizer"], "sgd", "runs.star.params.train.optimizer",
+     "must be one of adamw, lamb"),
+    (["runs", "warmup", "params", "negatives", "per_query"], -1, "runs.warmup.params.negatives.per_query",
+     "-1 is less than the minimum of 0"),
+    (["runs", "warmup", "params", "modle"], {}, "runs.warmup.params.modle", "unknown key; allowed keys: encode, index"),
 ])
 def test_config_errors_name_the_key(default_config, path, value, key, message):
     config = _mutate(default_config, path, value)
@@ -72,6 +81,12 @@ def test_config_errors_name_the_key(default_config, path, value, key, message):
     assert info.value.key == key
     assert message in info.value.message
     assert str(info.value).startswith(f"config key '{key}': ")
+
+
+def test_cycles_between_runs_are_rejected(default_config):
+    default_config["runs"]["warmup"]["inputs"] = {"negatives": "star"}
+    with pytest.raises(ConfigError, match="cycle: (warmup -> star -> warmup|star -> warmup -> star)"):
+        validate_config(default_config)
 
 
 def test_unknown_measure_is_a_config_error():

@@ -150,3 +150,16 @@ def test_sharded_encoding_equals_unsharded(tiny, tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "all.npy"), np.load(tmp_path / "one.npy"), atol=1e-5)
     assert (artifacts.read_table(artifacts.ROW_IDS, tmp_path / "all.parquet")["id"].to_pylist()
             == TokenizedTexts(tiny["cache"], "corpus").row_ids)
+
+
+def test_bf16_encoding_is_close_to_fp32(tiny):
+    model = _model(tiny).eval()
+    texts = TokenizedTexts(tiny["cache"], "corpus")
+    rows = np.arange(40)
+    full = encode_rows(model, texts, rows, "doc", batch_size=16)
+    half = encode_rows(model, texts, rows, "doc", batch_size=16, precision="bf16")
+    assert half.dtype == np.float32
+    cosine = np.sum(full * half, 1) / np.linalg.norm(full, axis=1) / np.linalg.norm(half, axis=1)
+    assert cosine.min() > 0.99
+    with pytest.raises(ValueError, match="unknown precision"):
+        encode_rows(model, texts, rows, "doc", precision="int8")

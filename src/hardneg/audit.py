@@ -370,14 +370,18 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
         known = sorted(path.parent.name for path in results.glob("*/config.yaml"))
         hint = f" (runs with results: {', '.join(known)})" if known else ""
         raise HardnegError(f"run {run!r} has no results folder: {run_dir} does not exist{hint}")
+    from hardneg.config import read_resolved
+
     hardnegs_path = run_dir / "hardnegs.parquet"
+    config_path = run_dir / "config.yaml"
+    method = read_resolved(config_path).get("method") if config_path.exists() else None
     if not hardnegs_path.exists():
+        if method is not None and method != "star":
+            raise HardnegError(f"run {run} is a {method} run and mines no hard negatives; runs of method star do")
         raise HardnegError(f"run {run} has no hard-negative list: {hardnegs_path} is missing; "
                            f"build it with snakemake {hardnegs_path}")
-    config_path = run_dir / "config.yaml"
     if not config_path.exists():
         raise HardnegError(f"run {run}: {config_path} is missing, so its dataset is unknown")
-    from hardneg.config import read_resolved
 
     dataset = read_resolved(config_path)["dataset"]["name"]
     dataset_dir = results / "datasets" / dataset

@@ -122,24 +122,12 @@ def _check_references(config: dict) -> None:
         _check_acyclic(runs, name)
 
 
-def _check_acyclic(runs: dict, start: str) -> None:
-    path, node = [start], start
-    stack = [(start, iter(runs[start].get("inputs", {}).values()))]
-    seen_on_path = {start}
-    while stack:
-        node, children = stack[-1]
-        child = next(children, None)
-        if child is None:
-            stack.pop()
-            seen_on_path.discard(node)
-            path.pop()
-            continue
-        if child in seen_on_path:
-            cycle = " -> ".join(path[path.index(child):] + [child])
-            raise ConfigError(f"runs.{start}.inputs", f"runs depend on each other in a cycle: {cycle}")
-        seen_on_path.add(child)
-        path.append(child)
-        stack.append((child, iter(runs[child].get("inputs", {}).values())))
+def _check_acyclic(runs: dict, name: str, trail: tuple = ()) -> None:
+    if name in trail:
+        cycle = " -> ".join(trail[trail.index(name):] + (name,))
+        raise ConfigError(f"runs.{trail[0]}.inputs", f"runs depend on each other in a cycle: {cycle}")
+    for other in runs[name].get("inputs", {}).values():
+        _check_acyclic(runs, other, trail + (name,))
 
 
 def model_root(config: dict, name: str) -> str:

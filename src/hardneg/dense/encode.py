@@ -26,17 +26,27 @@ def shard_range(num_rows: int, shard: int, num_shards: int) -> tuple[int, int]:
     return shard * num_rows // num_shards, (shard + 1) * num_rows // num_shards
 
 
+def _autocast(device: torch.device, precision: str):
+    if precision == "fp32":
+        return nullcontext()
+    if precision not in ("bf16", "fp16"):
+        raise ValueError(f"unknown precision {precision!r}")
+    # On CPU, bf16 runs on the AVX-512 BF16 / AMX units where present; fp16 is a GPU setting.
+    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
 def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, batch_size: int = 128,
-                device: str | torch.device = "cpu", fp16: bool = False) -> np.ndarray:
-    """Vectors of ``rows`` (in the order given) as float32, or float16 with ``fp16``.
+                device: str | torch.device = "cpu", fp16: bool = False, precision: str = "fp32") -> np.ndarray:
+    """Vectors of ``rows`` (in the order given), stored as float32, or float16 with ``fp16``.
 
     Rows are encoded longest first in batches trimmed to their longest member, which removes most padding.
+    ``precision`` is the compute precision: ``fp32``, or ``bf16``/``fp16`` autocast.
     """
     device = torch.device(device)
     rows = np.asarray(rows, dtype=np.int64)
     order = np.argsort(-texts.lengths[rows], kind="stable")
     out = np.empty((len(rows), model.dim), dtype=np.float16 if fp16 else np.float32)
-    autocast = torch.autocast("cuda", dtype=torch.float16) if device.type == "cuda" and fp16 else nullcontext()
+    autocast = _autocast(device, precision)
     model.to(device).eval()
     started, done, last_log = time.perf_counter(), 0, time.perf_counter()
     with torch.inference_mode(), autocast:
@@ -70,7 +80,7 @@ def load_embeddings(npy_path, ids_path, mmap: bool = True) -> tuple[np.ndarray, 
 
 
 def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_path, ids_path, *,
-                        batch_size: int = 128, fp16: bool = False, device: str = "auto") -> int:
+                        batch_size: int = 128, fp16: bool = False, precision: str = "fp32", device: str = "auto") -> int:
     """Stage function: encode shard ``shard`` of the tokenized corpus with a saved bi-encoder."""
     from hardneg.dense.model import BiEncoder
     from hardneg.dense.trainer import resolve_device
@@ -79,7 +89,7 @@ def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_p
     lo, hi = shard_range(len(texts), shard, num_shards)
     model = BiEncoder.load(model_dir)
     vectors = encode_rows(model, texts, np.arange(lo, hi), "doc", batch_size=batch_size,
-                          device=resolve_device(device), fp16=fp16)
+                          device=resolve_device(device), fp16=fp16, precision=precision)
     save_embeddings(vectors, texts.row_ids[lo:hi], npy_path, ids_path)
     return hi - lo
 

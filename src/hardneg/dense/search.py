@@ -24,7 +24,7 @@ def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=N
 
 def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path, *, run_path, trec_path,
                        query_npy, query_ids, top_k: int, search_params=None, batch_size: int = 256,
-                       tag: str = "dense", device: str = "auto"):
+                       tag: str = "dense", device: str = "auto", precision: str = "fp32"):
     """Encode one split's queries, search the index, write the run (Parquet + TREC) and the query embeddings."""
     from hardneg import artifacts
     from hardneg.dense.model import BiEncoder
@@ -35,7 +35,7 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     texts = TokenizedTexts(cache_dir, f"queries_{split}")
     model = BiEncoder.load(model_dir)
     vectors = encode_rows(model, texts, np.arange(len(texts)), "query", batch_size=batch_size,
-                          device=resolve_device(device))
+                          device=resolve_device(device), precision=precision)
     save_embeddings(vectors, texts.row_ids, query_npy, query_ids)
     index = load_index(index_path)
     set_search_params(index, search_params)

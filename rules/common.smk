@@ -95,14 +95,41 @@ def run_input(run, role):
     return RUNS[run].get("inputs", {}).get(role)
 
 
+def doc_run(run):
+    """The run whose document embeddings and indexes ``run`` searches: its ``docs`` input (ADORE), else itself."""
+    return run_input(run, "docs") or run
+
+
+ENCODED_RUNS = [run for run in DENSE_RUNS if doc_run(run) == run]
+
+
+def adore_train_factory(run):
+    params = dense_params(run)
+    return params["adore"]["index"] or params["index"]["factory"]
+
+
 def index_factories(run):
-    """slug -> factory of every index built for a dense run."""
-    factory = dense_params(run)["index"]["factory"]
-    return {index_slug(factory): factory}
+    """slug -> factory of every index built over a run's embeddings: its own, and those of the ADORE runs
+    that keep its documents fixed (their training and evaluation indexes)."""
+    factories = [dense_params(run)["index"]["factory"]]
+    for other in DENSE_RUNS:
+        if other != run and doc_run(other) == run:
+            factories += [dense_params(other)["index"]["factory"], adore_train_factory(other)]
+    return {index_slug(f): f for f in factories}
 
 
-def run_index(run):
-    return f"{RESULTS}/{run}/index/{index_slug(dense_params(run)['index']['factory'])}.faiss"
+def run_index(run, factory=None):
+    factory = factory or dense_params(run)["index"]["factory"]
+    return f"{RESULTS}/{doc_run(run)}/index/{index_slug(factory)}.faiss"
+
+
+def adore_inputs(wildcards):
+    """The fixed document side of an ADORE run: embeddings and the index searched during training."""
+    run = wildcards.run
+    if RUNS[run]["method"] != "adore":
+        return {}
+    return {"doc_embeddings": f"{RESULTS}/{doc_run(run)}/embeddings/corpus.npy",
+            "train_index": run_index(run, adore_train_factory(run))}
 
 
 def train_negatives(wildcards):
@@ -117,7 +144,7 @@ def train_negatives(wildcards):
 
 
 def init_model(wildcards):
-    init = run_input(wildcards.run, "init")
+    init = run_input(wildcards.run, "init") or run_input(wildcards.run, "docs")
     return [f"{RESULTS}/{init}/model"] if init else []
 
 
@@ -142,5 +169,7 @@ def training_slice(run):
         "seed": RUNS[run].get("seed", config["seed"]),
         "dataset": run_dataset(run),
         "inputs": dict(RUNS[run].get("inputs", {})),
-        "params": {key: params[key] for key in ("model", "train", "negatives")},
+        # ADORE also depends on its training index (and so on the index settings); other methods do not.
+        "params": {key: params[key] for key in ("model", "train", "negatives")
+                   + (("adore", "index") if RUNS[run]["method"] == "adore" else ())},
     }

@@ -9,7 +9,7 @@ rule encode_corpus_shard:
         npy=temp(f"{RESULTS}/{{run}}/embeddings/shards/{{shard}}.npy"),
         ids=temp(f"{RESULTS}/{{run}}/embeddings/shards/{{shard}}.ids.parquet"),
     wildcard_constraints:
-        run=DENSE,
+        run=names_regex(ENCODED_RUNS),
         shard=r"\d+",
     params:
         encode=lambda w: dense_params(w.run)["encode"],
@@ -36,7 +36,7 @@ rule gather_embeddings:
         npy=f"{RESULTS}/{{run}}/embeddings/corpus.npy",
         ids=f"{RESULTS}/{{run}}/embeddings/corpus.ids.parquet",
     wildcard_constraints:
-        run=DENSE,
+        run=names_regex(ENCODED_RUNS),
     log:
         f"{RESULTS}/{{run}}/logs/gather_embeddings.log",
     benchmark:

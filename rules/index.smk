@@ -7,7 +7,7 @@ rule build_faiss_index:
     output:
         index=f"{RESULTS}/{{run}}/index/{{index}}.faiss",
     wildcard_constraints:
-        run=DENSE,
+        run=names_regex(ENCODED_RUNS),
     params:
         factory=lambda w: index_factories(w.run)[w.index],
         train_size=lambda w: dense_params(w.run)["index"]["train_size"],
@@ -31,7 +31,7 @@ rule dense_search:
         model=f"{RESULTS}/{{run}}/model",
         cache=run_cache_dir,
         index=lambda w: run_index(w.run),
-        docids=f"{RESULTS}/{{run}}/embeddings/corpus.ids.parquet",
+        docids=lambda w: f"{RESULTS}/{doc_run(w.run)}/embeddings/corpus.ids.parquet",
     output:
         run=f"{RESULTS}/{{run}}/runs/{{split}}.parquet",
         trec=f"{RESULTS}/{{run}}/runs/{{split}}.trec",

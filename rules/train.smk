@@ -5,6 +5,7 @@ DENSE = names_regex(DENSE_RUNS)
 
 rule train_dense:
     input:
+        unpack(adore_inputs),
         cache=run_cache_dir,
         qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
         negatives=train_negatives,

@@ -16,4 +16,5 @@ train_run(resolved, cache_dir=snakemake.input.cache,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
           negatives_path=snakemake.input.negatives[0] if snakemake.input.negatives else None,
           init_model=snakemake.input.init[0] if snakemake.input.init else None,
-          device=resolved["params"]["train"]["device"])
+          device=resolved["params"]["train"]["device"],
+          doc_embeddings=snakemake.input.get("doc_embeddings"), train_index=snakemake.input.get("train_index"))

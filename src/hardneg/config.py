@@ -20,9 +20,9 @@ from jsonschema.exceptions import best_match
 
 from hardneg.errors import ConfigError
 
-DENSE_METHODS = ("zeroshot", "warmup", "randneg", "inbatch", "star")
+DENSE_METHODS = ("zeroshot", "warmup", "randneg", "inbatch", "star", "adore")
 # Input roles that must name a dense run (their model or embeddings are used).
-_DENSE_ROLES = {"init", "negatives:star"}
+_DENSE_ROLES = {"init", "docs", "negatives:star"}
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -131,10 +131,16 @@ def _check_acyclic(runs: dict, name: str, trail: tuple = ()) -> None:
 
 
 def model_root(config: dict, name: str) -> str:
-    """The run whose ``model`` section defines run ``name``'s architecture and tokenizer: follow ``init``."""
-    while "init" in config["runs"][name].get("inputs", {}):
-        name = config["runs"][name]["inputs"]["init"]
-    return name
+    """The run whose ``model`` section defines run ``name``'s architecture and tokenizer: follow ``init``
+    (or, for ADORE, ``docs``, whose model it starts from)."""
+    while True:
+        inputs = config["runs"][name].get("inputs", {})
+        if "init" in inputs:
+            name = inputs["init"]
+        elif "docs" in inputs:
+            name = inputs["docs"]
+        else:
+            return name
 
 
 def dataset_config(config: dict, name: str) -> dict:

@@ -26,8 +26,23 @@ def train_config(resolved: dict) -> TrainConfig:
     return TrainConfig(**fields, seed=resolved["seed"])
 
 
-def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, negatives_path=None):
+def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, negatives_path=None,
+                 doc_embeddings=None, train_index=None):
     method, params = resolved["method"], resolved["params"]
+    if method == "adore":
+        import numpy as np
+
+        from hardneg.dense.adore import AdoreMethod
+        from hardneg.index import load_index, set_search_params
+
+        if doc_embeddings is None or train_index is None:
+            raise ValueError("ADORE needs the fixed document embeddings and an index over them")
+        index = load_index(train_index)
+        set_search_params(index, params["index"]["search_params"])
+        adore = params["adore"]
+        return AdoreMethod(train, query_texts, np.load(doc_embeddings, mmap_mode="r"), index, top_k=adore["top_k"],
+                           cut=adore["cut"], weighted=adore["weighted"],
+                           temperature=params["train"].get("temperature", 1.0))
     source = NEGATIVE_SOURCES[method]
     per_query = params["negatives"]["per_query"]
     if source == "random":
@@ -46,7 +61,8 @@ def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, ne
 
 
 def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source,
-              negatives_path=None, init_model=None, device: str = "auto", callbacks=()) -> list[dict]:
+              negatives_path=None, init_model=None, device: str = "auto", callbacks=(), doc_embeddings=None,
+              train_index=None) -> list[dict]:
     """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path``.
 
     A checkpoint in ``checkpoint_dir`` from an interrupted attempt with the same configuration is resumed.
@@ -72,7 +88,7 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
         model.save(model_dir, tokenizer)
         write_train_log([], log_path)
         return []
-    method = build_method(resolved, train, query_texts, doc_texts, negatives_path)
+    method = build_method(resolved, train, query_texts, doc_texts, negatives_path, doc_embeddings, train_index)
     config = train_config(resolved)
     sampler = ShuffledBatches(len(train), config.batch_size, config.seed)
     trainer = Trainer(model, method, sampler, config, checkpoint_dir=checkpoint_dir, fingerprint=config_hash(resolved),

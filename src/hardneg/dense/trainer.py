@@ -144,7 +144,9 @@ class Trainer:
                 batch = self.method.make_batch(queries, np.random.default_rng([config.seed, epoch, index]))
                 with self._autocast():
                     loss, stats = self.method.loss(model, batch, self.device)
+                backward_started = time.perf_counter()
                 scaler.scale(loss / config.grad_accumulation).backward()
+                stats = {**stats, "backward_seconds": time.perf_counter() - backward_started}
                 pending.append(float(loss.detach()))
                 pending_stats.append(stats)
                 if micro % config.grad_accumulation and micro != total_micro:

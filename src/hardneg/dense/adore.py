@@ -1,0 +1,100 @@
+"""ADORE (Zhan et al., SIGIR 2021, section 6.2): train the query encoder against a fixed document index.
+
+Each step encodes a batch of training queries, retrieves their top-k documents from the index with the
+current query encoder (the real, dynamic hard negatives), labels them with the qrels, appends the relevant
+documents that were not retrieved (ranked after k, as the reference implementation does, so every query has
+a positive) and scores the candidates with the fixed document embeddings. The loss is a LambdaLoss: the
+RankNet loss of every (relevant, non-relevant) candidate pair weighted by |ΔM|, the change of the target
+metric M = MRR@cut when the two swap ranks (zero beyond the cut); without the weight it is plain RankNet
+(the paper's ablation ADORE\\L). Everything is vectorised over the batch.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class Candidates:
+    """Per query: candidate document rows, their labels and current ranks (1-based), padded to one width."""
+
+    rows: np.ndarray  # int64 [B, C], -1 where padded
+    relevant: np.ndarray  # bool [B, C]
+    ranks: np.ndarray  # int64 [B, C]
+    valid: np.ndarray  # bool [B, C]
+
+
+def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray]) -> Candidates:
+    """``retrieved`` [B, k] document rows in rank order (-1 = none); ``relevant_rows[i]`` the relevant rows of
+    query i. Relevant documents missing from the top-k are appended with ranks k+1, k+2, ..."""
+    batch, k = retrieved.shape
+    missing = [np.setdiff1d(rel, retrieved[i], assume_unique=False) for i, rel in enumerate(relevant_rows)]
+    width = k + max((len(m) for m in missing), default=0)
+    rows = np.full((batch, width), -1, dtype=np.int64)
+    rows[:, :k] = retrieved
+    for i, extra in enumerate(missing):
+        rows[i, k:k + len(extra)] = extra
+    valid = rows >= 0
+    ranks = np.broadcast_to(np.arange(1, width + 1, dtype=np.int64), (batch, width)).copy()
+    relevant = np.zeros((batch, width), dtype=bool)
+    for i, rel in enumerate(relevant_rows):
+        relevant[i] = np.isin(rows[i], rel) & valid[i]
+    return Candidates(rows, relevant, ranks, valid)
+
+
+def delta_mrr(ranks: torch.Tensor, cut: int) -> torch.Tensor:
+    """|ΔMRR@cut| of swapping candidates i and j: |1/r_i − 1/r_j|, with 1/r = 0 for r > cut. [B, C, C]."""
+    reciprocal = torch.where(ranks <= cut, 1.0 / ranks.float(), torch.zeros((), device=ranks.device))
+    return (reciprocal[:, :, None] - reciprocal[:, None, :]).abs()
+
+
+def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tensor, valid: torch.Tensor, *,
+                cut: int = 200, weighted: bool = True) -> torch.Tensor:
+    """Σ over (relevant i, non-relevant j) pairs of w_ij · log(1 + exp(s_j − s_i)), averaged over queries.
+
+    ``w_ij`` = |ΔMRR@cut| with ``weighted``, else 1 (plain RankNet). All inputs are [B, C].
+    """
+    pairs = (relevant & valid)[:, :, None] & (~relevant & valid)[:, None, :]
+    losses = F.softplus(scores[:, None, :] - scores[:, :, None])
+    weights = delta_mrr(ranks, cut) if weighted else torch.ones_like(losses)
+    per_query = (losses * weights * pairs).sum(dim=(1, 2))
+    return per_query.mean()
+
+
+class AdoreMethod:
+    """The ADORE training step for the shared trainer: queries only in the batch, documents from the index."""
+
+    def __init__(self, train, query_texts, doc_embeddings: np.ndarray, index, *, top_k: int = 200, cut: int = 200,
+                 weighted: bool = True, temperature: float = 1.0):
+        self.train, self.query_texts = train, query_texts
+        self.doc_embeddings, self.index = doc_embeddings, index
+        self.top_k, self.cut, self.weighted, self.temperature = top_k, cut, weighted, temperature
+
+    def make_batch(self, queries: np.ndarray, rng: np.random.Generator):
+        return queries
+
+    def loss(self, model, queries: np.ndarray, device) -> tuple[torch.Tensor, dict]:
+        from hardneg.index import search
+
+        started = time.perf_counter()
+        batch = {k: v.to(device) for k, v in self.query_texts.batch(self.train.query_rows[queries]).items()}
+        q = model.encode_queries(batch)
+        encoded = time.perf_counter()
+        _, retrieved = search(self.index, q.detach().float().cpu().numpy(), self.top_k)
+        searched = time.perf_counter()
+        cand = build_candidates(retrieved, [self.train.relevant[i] for i in queries])
+        docs = torch.from_numpy(np.asarray(self.doc_embeddings[np.maximum(cand.rows, 0).ravel()], dtype=np.float32))
+        docs = docs.view(*cand.rows.shape, -1).to(device)  # fixed: no gradient reaches the documents
+        scores = torch.einsum("bd,bcd->bc", q.float(), docs) / self.temperature
+        loss = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device), torch.from_numpy(cand.ranks).to(device),
+                           torch.from_numpy(cand.valid).to(device), cut=self.cut, weighted=self.weighted)
+        done = time.perf_counter()
+        first_relevant = np.where(cand.relevant.any(1), cand.relevant.argmax(1) + 1, 0)
+        mrr = np.where((first_relevant > 0) & (first_relevant <= 10), 1.0 / np.maximum(first_relevant, 1), 0.0)
+        return loss, {"encode_seconds": encoded - started, "search_seconds": searched - encoded,
+                      "loss_seconds": done - searched, "batch_mrr10": float(mrr.mean())}

@@ -47,9 +47,13 @@ def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray]) -> 
     return Candidates(rows, relevant, ranks, valid)
 
 
+def _reciprocal(ranks: torch.Tensor, cut: int) -> torch.Tensor:
+    return torch.where(ranks <= cut, 1.0 / ranks.float(), torch.zeros((), device=ranks.device))
+
+
 def delta_mrr(ranks: torch.Tensor, cut: int) -> torch.Tensor:
     """|ΔMRR@cut| of swapping candidates i and j: |1/r_i − 1/r_j|, with 1/r = 0 for r > cut. [B, C, C]."""
-    reciprocal = torch.where(ranks <= cut, 1.0 / ranks.float(), torch.zeros((), device=ranks.device))
+    reciprocal = _reciprocal(ranks, cut)
     return (reciprocal[:, :, None] - reciprocal[:, None, :]).abs()
 
 
@@ -57,13 +61,20 @@ def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tenso
                 cut: int = 200, weighted: bool = True) -> torch.Tensor:
     """Σ over (relevant i, non-relevant j) pairs of w_ij · log(1 + exp(s_j − s_i)), averaged over queries.
 
-    ``w_ij`` = |ΔMRR@cut| with ``weighted``, else 1 (plain RankNet). All inputs are [B, C].
+    ``w_ij`` = |ΔMRR@cut| with ``weighted``, else 1 (plain RankNet). All inputs are [B, C]. Queries have few
+    relevant candidates, so the pairs are laid out as [B, P, C] with P the most relevant candidates of any
+    query, not as a [B, C, C] matrix.
     """
-    pairs = (relevant & valid)[:, :, None] & (~relevant & valid)[:, None, :]
-    losses = F.softplus(scores[:, None, :] - scores[:, :, None])
-    weights = delta_mrr(ranks, cut) if weighted else torch.ones_like(losses)
-    per_query = (losses * weights * pairs).sum(dim=(1, 2))
-    return per_query.mean()
+    relevant = relevant & valid
+    width = max(int(relevant.sum(1).max()), 1)
+    positive = torch.topk(relevant.to(scores.dtype), width, dim=1).indices  # [B, P]; padding where fewer
+    positive_ok = relevant.gather(1, positive)
+    pairs = positive_ok[:, :, None] & (~relevant & valid)[:, None, :]
+    losses = F.softplus(scores[:, None, :] - scores.gather(1, positive)[:, :, None])
+    if weighted:
+        reciprocal = _reciprocal(ranks, cut)
+        losses = losses * (reciprocal.gather(1, positive)[:, :, None] - reciprocal[:, None, :]).abs()
+    return (losses * pairs).sum(dim=(1, 2)).mean()
 
 
 class AdoreMethod:

@@ -173,3 +173,16 @@ def training_slice(run):
         "params": {key: params[key] for key in ("model", "train", "negatives")
                    + (("adore", "index") if RUNS[run]["method"] == "adore" else ())},
     }
+
+
+def run_embeddings(wildcards):
+    """Query embeddings of the evaluation split and the corpus embeddings a dense run searched (for exact
+    whole-corpus pairwise errors); nothing for other runs."""
+    run = wildcards.run
+    if run not in DENSE_RUNS:
+        return {}
+    docs = doc_run(run)
+    return {"query_npy": f"{RESULTS}/{run}/embeddings/queries_{EVAL_SPLIT}.npy",
+            "query_ids": f"{RESULTS}/{run}/embeddings/queries_{EVAL_SPLIT}.ids.parquet",
+            "doc_npy": f"{RESULTS}/{docs}/embeddings/corpus.npy",
+            "doc_ids": f"{RESULTS}/{docs}/embeddings/corpus.ids.parquet"}

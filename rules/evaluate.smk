@@ -22,6 +22,7 @@ rule run_config:
 
 rule evaluate:
     input:
+        unpack(run_embeddings),
         runs=run_files,
         qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
         config=f"{RESULTS}/{{run}}/config.yaml",

@@ -9,5 +9,7 @@ from hardneg.logs import log_to
 
 log_to(snakemake.log[0])
 runs = {os.path.basename(path).removesuffix(".parquet"): path for path in snakemake.input.runs}
+embeddings = {key: snakemake.input[key] for key in ("query_npy", "query_ids", "doc_npy", "doc_ids")
+              if key in snakemake.input.keys()}
 evaluate_run(runs, snakemake.input.qrels, read_resolved(snakemake.input.config), snakemake.output.metrics,
-             snakemake.output.per_query, measures=snakemake.params.measures)
+             snakemake.output.per_query, measures=snakemake.params.measures, embeddings=embeddings or None)

@@ -70,14 +70,22 @@ def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split
     return record
 
 
+def _row_ids(path) -> list[str]:
+    return artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist()
+
+
 def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLike, resolved: dict,
                  metrics_path: str | os.PathLike, per_query_path: str | os.PathLike,
-                 measures: list[str] | None = None) -> dict:
+                 measures: list[str] | None = None, embeddings: dict | None = None,
+                 pairwise_depth: int = 200) -> dict:
     """Stage function: evaluate a run's ranking of each split against that split's qrels.
 
     ``runs`` maps split names to run files. ``metrics.json`` reports the evaluation split's means under
-    ``measures`` and every split's under ``splits``; the per-query table holds the evaluation split.
+    ``measures``, every split's under ``splits``, and the evaluation split's pairwise errors (exact over the
+    whole corpus when ``embeddings`` gives the query_npy/query_ids/doc_npy/doc_ids files of a dense run);
+    the per-query table holds the evaluation split.
     """
+    from hardneg.pairwise import _relevant_ranks, full_corpus_ranks, pairwise_errors
     from hardneg.provenance import provenance
 
     measures = measures or resolved["evaluation"]["measures"]
@@ -92,8 +100,16 @@ def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLik
         by_split[name] = means
         if name == split:
             headline, per_query = means, table
+            full_ranks = None
+            if embeddings:
+                import numpy as np
+
+                full_ranks = full_corpus_ranks(np.load(embeddings["query_npy"]), _row_ids(embeddings["query_ids"]),
+                                               np.load(embeddings["doc_npy"], mmap_mode="r"),
+                                               _row_ids(embeddings["doc_ids"]), _relevant_ranks(run, qrels))
+            errors = pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
     artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
     num_queries = len(set(per_query["qid"].to_pylist()))
     return write_metrics(metrics_path, run_name=resolved["name"], dataset=resolved["dataset"]["name"],
                          split=split, num_queries=num_queries, measures=headline, provenance=provenance(resolved),
-                         extra={"splits": by_split})
+                         extra={"pairwise_errors": errors, "splits": by_split})

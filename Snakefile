@@ -28,6 +28,7 @@ include: "rules/train.smk"
 include: "rules/encode.smk"
 include: "rules/index.smk"
 include: "rules/mine.smk"
+include: "rules/pq_matrix.smk"
 include: "rules/evaluate.smk"
 
 

@@ -1,7 +1,7 @@
 # Helpers shared by every stage (config slices, path builders). Functions only, no rules.
 import re
 
-from hardneg.config import DENSE_METHODS, dataset_config, model_root, resolve_run
+from hardneg.config import DENSE_METHODS, dataset_config, model_root, pq_matrix_run, resolve_run
 from hardneg.dense.tokenized import cache_key
 from hardneg.index import slug as index_slug
 from hardneg.datasets import dataset_input_files, dataset_splits

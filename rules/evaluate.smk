@@ -45,3 +45,28 @@ rule evaluate:
         "../environment.yml"
     script:
         "../scripts/evaluate.py"
+
+
+rule evaluate_with_index:
+    input:
+        runs=f"{RESULTS}/{{run}}/by_index/{{index}}/runs/{EVAL_SPLIT}.parquet",
+        qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
+        config=f"{RESULTS}/{{run}}/config.yaml",
+    output:
+        metrics=f"{RESULTS}/{{run}}/by_index/{{index}}/metrics.json",
+        per_query=f"{RESULTS}/{{run}}/by_index/{{index}}/per_query.parquet",
+    params:
+        split=EVAL_SPLIT,
+        measures=config["evaluation"]["measures"],
+    log:
+        f"{RESULTS}/{{run}}/logs/evaluate_{{index}}.log",
+    benchmark:
+        f"{RESULTS}/{{run}}/benchmarks/evaluate_{{index}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/evaluate.py"

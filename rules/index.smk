@@ -56,3 +56,35 @@ rule dense_search:
         "../environment.yml"
     script:
         "../scripts/dense_search.py"
+
+
+rule dense_search_with_index:
+    input:
+        model=f"{RESULTS}/{{run}}/model",
+        cache=run_cache_dir,
+        index=lambda w: f"{RESULTS}/{doc_run(w.run)}/index/{w.index}.faiss",
+        docids=lambda w: f"{RESULTS}/{doc_run(w.run)}/embeddings/corpus.ids.parquet",
+    output:
+        run=f"{RESULTS}/{{run}}/by_index/{{index}}/runs/{{split}}.parquet",
+        trec=f"{RESULTS}/{{run}}/by_index/{{index}}/runs/{{split}}.trec",
+        query_npy=temp(f"{RESULTS}/{{run}}/by_index/{{index}}/embeddings/queries_{{split}}.npy"),
+        query_ids=temp(f"{RESULTS}/{{run}}/by_index/{{index}}/embeddings/queries_{{split}}.ids.parquet"),
+    wildcard_constraints:
+        run=DENSE,
+    params:
+        search=lambda w: dense_params(w.run)["search"],
+        search_params=lambda w: dense_params(w.run)["index"]["search_params"],
+        device=lambda w: dense_params(w.run)["train"]["device"],
+        precision=lambda w: dense_params(w.run)["encode"]["precision"],
+    log:
+        f"{RESULTS}/{{run}}/logs/dense_search_{{index}}_{{split}}.log",
+    benchmark:
+        f"{RESULTS}/{{run}}/benchmarks/dense_search_{{index}}_{{split}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=6000,
+        runtime=60,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/dense_search.py"

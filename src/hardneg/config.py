@@ -85,11 +85,35 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         raise ConfigError("<root>", "the configuration must be a mapping")
     if schema is None or isinstance(schema, (str, os.PathLike)):
         schema = load_schema(schema or DEFAULT_SCHEMA)
-    error = best_match(_Validator(schema).iter_errors(config), key=lambda e: -len(e.absolute_path))
+    validator = _Validator(schema)
+    error = best_match(validator.iter_errors(config), key=lambda e: -len(e.absolute_path))
+    if error is None and _expand_pq_matrix(config):
+        error = best_match(validator.iter_errors(config), key=lambda e: -len(e.absolute_path))  # defaults of new runs
     if error is not None:
         raise _describe(error)
     _check_references(config)
     return config
+
+
+def pq_matrix_run(factory: str) -> str:
+    """Name of the generated ADORE run trained with index ``factory``."""
+    from hardneg.index import slug
+
+    return f"adore_pq_{slug(factory)}"
+
+
+def _expand_pq_matrix(config: dict) -> bool:
+    """Add one ADORE run per training index of ``pq_matrix`` (kept if the user already defined it)."""
+    matrix = config.get("pq_matrix")
+    if not matrix:
+        return False
+    for factory in matrix["indexes"]:
+        params = copy.deepcopy(matrix.get("params", {}))
+        params.setdefault("index", {})["factory"] = factory
+        params.setdefault("adore", {})["index"] = factory
+        config["runs"].setdefault(pq_matrix_run(factory), {"method": "adore", "inputs": {"docs": matrix["docs"]},
+                                                             "params": params})
+    return True
 
 
 def _check_references(config: dict) -> None:

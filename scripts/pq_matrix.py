@@ -1,0 +1,9 @@
+"""Rule pq_matrix: metrics of every (training index, evaluation index) cell → matrix table (Parquet, Markdown)."""
+
+from hardneg.experiments import write_pq_matrix
+from hardneg.logs import log_to
+
+log_to(snakemake.log[0])
+indexes = snakemake.params.indexes
+cells = {(a, b): path for (a, b), path in zip([(a, b) for a in indexes for b in indexes], snakemake.input)}
+write_pq_matrix(cells, indexes, snakemake.params.measures, snakemake.output.table, snakemake.output.markdown)

@@ -48,11 +48,11 @@ _DELETE = object()
 
 
 @pytest.mark.parametrize("path, value, key, message", [
-    (["sed"], 1, "sed", "unknown key; allowed keys: dataset, datasets, evaluation, runs, seed"),
+    (["sed"], 1, "sed", "unknown key; allowed keys: dataset, datasets, evaluation, pq_matrix, runs, seed"),
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
-    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of bm25, zeroshot, warmup, randneg, inbatch, star; got 'bm52'"),
+    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of bm25, zeroshot, warmup, randneg, inbatch, star, adore; got 'bm52'"),
     (["runs", "bm25", "params", "fields"], "title", "runs.bm25.params.fields", "must be one of flat, multifield"),
     (["datasets", "synthetic", "adapter"], "csv", "datasets.synthetic.adapter", "must be one of synthetic, beir"),
     (["datasets", "synthetic", "num_docs"], "5k", "datasets.synthetic.num_docs", "expected integer, got '5k'"),
@@ -72,7 +72,7 @@ _DELETE = object()
      "must be one of adamw, lamb"),
     (["runs", "warmup", "params", "negatives", "per_query"], -1, "runs.warmup.params.negatives.per_query",
      "-1 is less than the minimum of 0"),
-    (["runs", "warmup", "params", "modle"], {}, "runs.warmup.params.modle", "unknown key; allowed keys: encode, index"),
+    (["runs", "warmup", "params", "modle"], {}, "runs.warmup.params.modle", "unknown key; allowed keys: adore, encode, index, mining"),
 ])
 def test_config_errors_name_the_key(default_config, path, value, key, message):
     config = _mutate(default_config, path, value)

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TARGET ?= all
+TARGET ?= results/adore_star/metrics.json
 CORES ?= all
 
 .PHONY: setup run test lint clean

@@ -35,4 +35,4 @@ include: "rules/evaluate.smk"
 rule all:
     default_target: True
     input:
-        [f"results/{run}/metrics.json" for run in ("bm25", "warmup", "randneg", "inbatch", "star")],
+        [f"results/{run}/metrics.json" for run in ("bm25", "warmup", "randneg", "inbatch", "star", "adore_star")],

@@ -8,7 +8,9 @@ from hardneg.evaluation import evaluate_run
 from hardneg.logs import log_to
 
 log_to(snakemake.log[0])
-runs = {os.path.basename(path).removesuffix(".parquet"): path for path in snakemake.input.runs}
+# A named input of one file arrives as a string, of several as a list.
+paths = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
+runs = {os.path.basename(path).removesuffix(".parquet"): path for path in paths}
 embeddings = {key: snakemake.input[key] for key in ("query_npy", "query_ids", "doc_npy", "doc_ids")
               if key in snakemake.input.keys()}
 evaluate_run(runs, snakemake.input.qrels, read_resolved(snakemake.input.config), snakemake.output.metrics,

@@ -46,7 +46,7 @@ def per_query_loop(scores, relevant, ranks, valid, cut):
     return torch.stack(losses).mean()
 
 
-def loss_speed(batch: int = 32, width: int = 203, repeats: int = 20) -> dict:
+def loss_speed(batch: int = 32, width: int = 203, repeats: int = 50) -> dict:
     rng = np.random.default_rng(0)
     relevant = torch.from_numpy(rng.random((batch, width)) < 0.01)
     relevant[:, -1] = True
@@ -57,11 +57,13 @@ def loss_speed(batch: int = 32, width: int = 203, repeats: int = 20) -> dict:
                      ("per_query_loop", lambda s: per_query_loop(s, relevant, ranks, valid, 200))):
         scores = torch.randn(batch, width, requires_grad=True)
         fn(scores).backward()  # warm-up
-        started = time.perf_counter()
-        for _ in range(repeats):
+        best = float("inf")
+        for _ in range(repeats):  # best of several: robust to other load on the machine
             scores.grad = None
+            started = time.perf_counter()
             fn(scores).backward()
-        timings[name] = (time.perf_counter() - started) / repeats
+            best = min(best, time.perf_counter() - started)
+        timings[name] = best
     check = torch.randn(batch, width)
     agree = abs(float(lambda_loss(check, relevant, ranks, valid, cut=200))
                 - float(per_query_loop(check, relevant, ranks, valid, 200)))

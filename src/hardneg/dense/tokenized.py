@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
 
 from hardneg import artifacts
 from hardneg.atomic import atomic_dir
@@ -109,8 +108,10 @@ class TokenizedTexts:
     def __len__(self) -> int:
         return len(self.lengths)
 
-    def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
-        """``input_ids`` and ``attention_mask`` of ``rows``, trimmed to the longest of them."""
+    def batch(self, rows: np.ndarray) -> dict:
+        """``input_ids`` and ``attention_mask`` tensors of ``rows``, trimmed to the longest of them."""
+        import torch  # here, not at module level: the workflow imports this module to name cache folders
+
         rows = np.asarray(rows)
         width = int(self.lengths[rows].max()) if len(rows) else 1
         ids = torch.from_numpy(np.ascontiguousarray(self.ids[rows, :width]).astype(np.int64))

@@ -1,13 +1,20 @@
-"""Dense-retrieval indexes built with Faiss: build, tune, save, load and search by inner product."""
+"""Dense-retrieval indexes built with Faiss: build, tune, save, load and search by inner product.
 
-from hardneg.index.faiss_index import (
-    build_index,
-    load_index,
-    save_index,
-    search,
-    search_run,
-    set_search_params,
-    slug,
-)
+Faiss is imported on first use of one of its functions, so that ``slug`` (used when Snakemake builds the DAG)
+does not pay for it.
+"""
 
-__all__ = ["build_index", "load_index", "save_index", "search", "search_run", "set_search_params", "slug"]
+from hardneg.index.naming import slug
+
+_FAISS_FUNCTIONS = ("build_index", "load_index", "save_index", "search", "search_run", "set_search_params")
+
+
+def __getattr__(name: str):
+    if name in _FAISS_FUNCTIONS:
+        from hardneg.index import faiss_index
+
+        return getattr(faiss_index, name)
+    raise AttributeError(f"module 'hardneg.index' has no attribute {name!r}")
+
+
+__all__ = [*_FAISS_FUNCTIONS, "slug"]

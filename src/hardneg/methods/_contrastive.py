@@ -1,0 +1,27 @@
+"""The step shared by the contrastive methods (warm-up, random and in-batch baselines, STAR): every query of the
+batch against every document of the batch, with the method's negatives and default loss."""
+
+from __future__ import annotations
+
+from hardneg.methods.registry import StepContext
+
+
+def contrastive_step(ctx: StepContext, negatives, default_loss: str):
+    """A :class:`hardneg.dense.methods.ContrastiveMethod` drawing ``negatives`` (None: in-batch only)."""
+    from hardneg.dense.methods import ContrastiveMethod
+
+    train = ctx.params["train"]
+    return ContrastiveMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
+                             per_query=ctx.params["negatives"]["per_query"], loss=train["loss"] or default_loss,
+                             temperature=train["temperature"])
+
+
+def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):
+    """Negatives sampled from a ranked list (a run's ranking or a mined list) read from ``path``."""
+    from hardneg import artifacts
+    from hardneg.dense.data import RankedNegatives
+
+    return RankedNegatives(ctx.train, artifacts.read_table(kind, path), ctx.doc_texts.row_ids, depth)
+
+
+TRAINING_SECTIONS = ("model", "train", "negatives")

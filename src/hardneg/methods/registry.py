@@ -1,0 +1,229 @@
+"""The method registry: what a run's ``method`` is, declared once per method.
+
+A method is declared by one module that defines ``METHOD = Method(...)``: its name, its kind (``lexical`` runs
+are ranked by Pyserini, ``dense`` runs train a bi-encoder), its own parameters (a typed dataclass and the JSON
+schema of its keys, whose ``default:`` values are the only defaults), its input roles and what each role must
+provide, and how to build its training step. The configuration schema, the run plan (:mod:`hardneg.plan`), the
+workflow rules and the training stage read these declarations; none of them branches on a method's name.
+
+Methods are found in three places: the modules of this package, the modules listed under the config key
+``method_modules`` (dotted names or ``.py`` paths), and the ``hardneg.methods`` entry-point group of installed
+packages.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import importlib.util
+import pkgutil
+import sys
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from hardneg.errors import ConfigError
+
+LEXICAL, DENSE = "lexical", "dense"
+
+# What an input role asks of the run it names, and what the plan builds from that run for the role.
+PROVIDES = {
+    "model": "a dense run whose trained model this run starts from (results/<run>/model)",
+    "ranking": "any run whose ranking of the training split is read (results/<run>/runs/<train split>.parquet)",
+    "reference_ranking": "any run whose ranking of the training split reports compare against",
+    "miner": "a dense run whose model mines this run's static hard negatives (results/<this run>/hardnegs.parquet)",
+    "doc_index": "a dense run whose corpus embeddings and indexes stay fixed; this run starts from its model",
+    "teacher": "a run whose model scores training pairs (results/<run>/model)",
+    "runs": "a list of runs whose rankings are combined",
+}
+# Roles whose run must be dense (its model or embeddings are used).
+DENSE_PROVIDES = frozenset({"model", "miner", "doc_index"})
+
+
+@dataclass(frozen=True)
+class Role:
+    """An input role of a method: ``inputs.<role>`` of a run names the run (or, with ``many``, the runs) that
+    provide ``provides`` (a key of :data:`PROVIDES`)."""
+
+    provides: str
+    required: bool = True
+    many: bool = False
+    description: str = ""
+
+    def __post_init__(self):
+        if self.provides not in PROVIDES:
+            raise ValueError(f"unknown role kind {self.provides!r}; known: {', '.join(PROVIDES)}")
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a method's training step is built from. ``inputs`` maps the training inputs the plan resolved for
+    the run (e.g. ``negatives``, ``hard_negatives``, ``doc_embeddings``, ``train_index``) to file paths."""
+
+    resolved: dict
+    train: Any  # hardneg.dense.data.TrainQueries
+    query_texts: Any  # hardneg.dense.tokenized.TokenizedTexts of the training queries
+    doc_texts: Any  # hardneg.dense.tokenized.TokenizedTexts of the corpus
+    inputs: Mapping[str, str]
+
+    @property
+    def params(self) -> dict:
+        return self.resolved["params"]
+
+    def input(self, name: str) -> str:
+        if name not in self.inputs:
+            raise ValueError(f"method {self.resolved['method']!r} needs the training input {name!r}; "
+                             f"given: {', '.join(sorted(self.inputs)) or 'none'}")
+        return self.inputs[name]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method, declared once.
+
+    ``schema`` holds the JSON schema of the method's own parameter keys (each with its ``default:``); for a
+    dense run they sit beside the shared dense sections (model, train, negatives, encode, index, search), for a
+    lexical run they are the whole ``params``. ``params`` is the dataclass they are read into
+    (:meth:`read_params`): its fields are exactly the schema's keys, and it has no defaults of its own.
+    ``training_sections`` are the params keys training depends on (changing any other key re-runs no
+    training). ``training_index`` gives, for a run with a ``doc_index`` role, the index factory searched
+    during training. ``build_step`` builds the training step (``make_batch`` and ``loss``) from a
+    :class:`StepContext`; ``None`` for a method that does not train.
+    """
+
+    name: str
+    kind: str
+    summary: str
+    roles: Mapping[str, Role] = field(default_factory=dict)
+    schema: Mapping[str, dict] = field(default_factory=dict)
+    params: type | None = None
+    training_sections: tuple[str, ...] = ()
+    training_index: Callable[[dict], str] | None = None
+    build_step: Callable[[StepContext], Any] | None = None
+    module: str = ""
+
+    def __post_init__(self):
+        if self.kind not in (LEXICAL, DENSE):
+            raise ValueError(f"method {self.name!r}: kind must be {LEXICAL!r} or {DENSE!r}")
+        if self.role_providing("miner") and "mining" not in self.schema:
+            raise ValueError(f"method {self.name!r} mines hard negatives (a 'miner' role), so its schema needs the "
+                             f"'mining' section (hardneg.mining.MINING_SCHEMA)")
+        if self.params is not None:
+            names = {f.name for f in dataclasses.fields(self.params)}
+            if names != set(self.schema):
+                raise ValueError(f"method {self.name!r}: the fields of {self.params.__name__} "
+                                 f"({', '.join(sorted(names))}) differ from its schema keys "
+                                 f"({', '.join(sorted(self.schema))})")
+
+    @property
+    def trains(self) -> bool:
+        return self.build_step is not None
+
+    def roles_providing(self, provides: str) -> list[str]:
+        return [name for name, role in self.roles.items() if role.provides == provides]
+
+    def role_providing(self, provides: str) -> str | None:
+        names = self.roles_providing(provides)
+        return names[0] if names else None
+
+    def read_params(self, params: Mapping, where: str = "params"):
+        """The method's own parameters of a validated run's ``params``, as its dataclass (or None)."""
+        if self.params is None:
+            return None
+        return dataclass_from(self.params, {key: params[key] for key in self.schema if key in params}, where)
+
+
+def dataclass_from(cls, values: Mapping, where: str):
+    """Build dataclass ``cls`` from a validated mapping; every field must be there and no other key may be.
+
+    ``where`` is the dotted config key of the mapping, used in the :class:`ConfigError` raised otherwise."""
+    from hardneg.config import section_values
+
+    values = section_values(values, [f.name for f in dataclasses.fields(cls)], where)
+    hints = typing.get_type_hints(cls)
+    return cls(**{name: dataclass_from(hints[name], value, f"{where}.{name}")
+                  if dataclasses.is_dataclass(hints.get(name)) else copy.deepcopy(value) for name, value in values.items()})
+
+
+# ----------------------------------------------------------------------------------------------- discovery
+_METHODS: dict[str, Method] = {}
+_LOADED: set[str] = set()
+
+
+def register(method: Method, module: str = "") -> Method:
+    """Add a method; a second, different declaration of the same name is an error."""
+    method = dataclasses.replace(method, module=module or method.module)
+    known = _METHODS.get(method.name)
+    if known is not None and known.module != method.module:
+        raise ValueError(f"method {method.name!r} is declared twice: in {known.module} and in {method.module}")
+    _METHODS[method.name] = method
+    return method
+
+
+def _register_module(module, origin: str) -> None:
+    method = getattr(module, "METHOD", None)
+    if not isinstance(method, Method):
+        raise ConfigError("method_modules", f"{origin} declares no METHOD = Method(...)")
+    register(method, origin)
+
+
+def _load_builtin() -> None:
+    if "<builtin>" in _LOADED:
+        return
+    _LOADED.add("<builtin>")
+    package = importlib.import_module("hardneg.methods")
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name == "registry":
+            continue
+        name = f"hardneg.methods.{info.name}"
+        _register_module(importlib.import_module(name), name)
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="hardneg.methods"):
+        _register_module(entry.load(), f"entry point {entry.name}")
+
+
+def load_modules(names: list[str] | None, base: str | Path = ".") -> None:
+    """Import the extra method modules named in the config (``method_modules``): dotted module names, or paths
+    of ``.py`` files (relative to ``base``)."""
+    _load_builtin()
+    for position, name in enumerate(names or []):
+        if name in _LOADED:
+            continue
+        where = f"method_modules.{position}"
+        if name.endswith(".py"):
+            path = Path(base) / name
+            if not path.is_file():
+                raise ConfigError(where, f"no such file: {path}")
+            module_name = f"hardneg_method_{path.stem}"
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        else:
+            try:
+                module = importlib.import_module(name)
+            except ImportError as exc:
+                raise ConfigError(where, f"cannot import {name!r}: {exc}") from None
+        _register_module(module, name)
+        _LOADED.add(name)
+
+
+def get(name: str) -> Method:
+    _load_builtin()
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise ConfigError("method", f"unknown method {name!r}; known: {', '.join(sorted(_METHODS))}") from None
+
+
+def methods() -> dict[str, Method]:
+    """Every registered method, by name."""
+    _load_builtin()
+    return dict(sorted(_METHODS.items()))
+
+
+def names(kind: str | None = None) -> list[str]:
+    return [name for name, method in methods().items() if kind is None or method.kind == kind]

@@ -16,8 +16,8 @@ include: "rules/common.smk"
 
 
 wildcard_constraints:
-    run=names_regex(RUNS),
-    dataset=names_regex(DATASETS),
+    run=names_regex(PLAN.runs),
+    dataset=names_regex(PLAN.datasets),
     split=r"[A-Za-z0-9_.-]+",
 
 
@@ -35,4 +35,4 @@ include: "rules/evaluate.smk"
 rule all:
     default_target: True
     input:
-        [f"results/{run}/metrics.json" for run in ("bm25", "warmup", "randneg", "inbatch", "star", "adore_star")],
+        PLAN.targets(),

@@ -1,21 +1,21 @@
 # BM25 with Pyserini: a Lucene index per BM25 run, then top-k retrieval for every split.
 
-BM25_RUNS = names_regex(runs_with_method("bm25"))
+LEXICAL_RUNS = names_regex(PLAN.lexical_runs)
 
 
 rule bm25_index:
     input:
-        corpus=lambda w: f"{run_dataset_dir(w)}/corpus.parquet",
+        corpus=lambda w: LAYOUT.corpus(PLAN.dataset(w.run)),
     output:
-        index=directory(f"{RESULTS}/{{run}}/bm25_index"),
+        index=directory(LAYOUT.bm25_index("{run}")),
     wildcard_constraints:
-        run=BM25_RUNS,
+        run=LEXICAL_RUNS,
     params:
         index=lambda w: run_params(w.run, "fields", "stemmer"),
     log:
-        f"{RESULTS}/{{run}}/logs/bm25_index.log",
+        LAYOUT.log("{run}", "bm25_index"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/bm25_index.tsv"
+        LAYOUT.benchmark("{run}", "bm25_index")
     threads: 2
     resources:
         mem_mb=6000,
@@ -28,19 +28,19 @@ rule bm25_index:
 
 rule bm25_search:
     input:
-        index=f"{RESULTS}/{{run}}/bm25_index",
-        queries=lambda w: f"{run_dataset_dir(w)}/queries",
+        index=LAYOUT.bm25_index("{run}"),
+        queries=lambda w: LAYOUT.queries_dir(PLAN.dataset(w.run)),
     output:
-        run=f"{RESULTS}/{{run}}/runs/{{split}}.parquet",
-        trec=f"{RESULTS}/{{run}}/runs/{{split}}.trec",
+        run=LAYOUT.ranking("{run}", "{split}"),
+        trec=LAYOUT.ranking_trec("{run}", "{split}"),
     wildcard_constraints:
-        run=BM25_RUNS,
+        run=LEXICAL_RUNS,
     params:
         search=lambda w: run_params(w.run, "k1", "b", "top_k", "title_weight"),
     log:
-        f"{RESULTS}/{{run}}/logs/bm25_search_{{split}}.log",
+        LAYOUT.log("{run}", "bm25_search_{split}"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/bm25_search_{{split}}.tsv"
+        LAYOUT.benchmark("{run}", "bm25_search_{split}")
     threads: 2
     resources:
         mem_mb=6000,

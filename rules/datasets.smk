@@ -3,18 +3,18 @@
 
 rule prepare_dataset:
     input:
-        lambda w: dataset_input_files(DATASETS[w.dataset]),
+        lambda w: dataset_input_files(PLAN.datasets[w.dataset]),
     output:
-        corpus=f"{RESULTS}/datasets/{{dataset}}/corpus.parquet",
-        queries=directory(f"{RESULTS}/datasets/{{dataset}}/queries"),
-        qrels=directory(f"{RESULTS}/datasets/{{dataset}}/qrels"),
-        stats=f"{RESULTS}/datasets/{{dataset}}/stats.json",
+        corpus=LAYOUT.corpus("{dataset}"),
+        queries=directory(LAYOUT.queries_dir("{dataset}")),
+        qrels=directory(LAYOUT.qrels_dir("{dataset}")),
+        stats=LAYOUT.dataset_stats("{dataset}"),
     params:
-        dataset=lambda w: dataset_config(config, w.dataset),
+        dataset=lambda w: PLAN.dataset_config(w.dataset),
     log:
-        f"{RESULTS}/datasets/{{dataset}}/logs/prepare_dataset.log",
+        LAYOUT.dataset_log("{dataset}", "prepare_dataset"),
     benchmark:
-        f"{RESULTS}/datasets/{{dataset}}/benchmarks/prepare_dataset.tsv"
+        LAYOUT.dataset_benchmark("{dataset}", "prepare_dataset")
     threads: 1
     resources:
         mem_mb=8000,

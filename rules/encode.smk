@@ -3,21 +3,21 @@
 
 rule encode_corpus_shard:
     input:
-        model=f"{RESULTS}/{{run}}/model",
+        model=LAYOUT.model("{run}"),
         cache=run_cache_dir,
     output:
-        npy=temp(f"{RESULTS}/{{run}}/embeddings/shards/{{shard}}.npy"),
-        ids=temp(f"{RESULTS}/{{run}}/embeddings/shards/{{shard}}.ids.parquet"),
+        npy=temp(LAYOUT.embedding_shard("{run}", "{shard}")),
+        ids=temp(LAYOUT.embedding_shard_ids("{run}", "{shard}")),
     wildcard_constraints:
-        run=names_regex(ENCODED_RUNS),
+        run=names_regex(PLAN.encoded_runs),
         shard=r"\d+",
     params:
-        encode=lambda w: dense_params(w.run)["encode"],
-        device=lambda w: dense_params(w.run)["train"]["device"],
+        encode=lambda w: run_params(w.run)["encode"],
+        device=lambda w: run_params(w.run)["train"]["device"],
     log:
-        f"{RESULTS}/{{run}}/logs/encode_corpus_shard_{{shard}}.log",
+        LAYOUT.log("{run}", "encode_corpus_shard_{shard}"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/encode_corpus_shard_{{shard}}.tsv"
+        LAYOUT.benchmark("{run}", "encode_corpus_shard_{shard}")
     threads: 1
     resources:
         mem_mb=4000,
@@ -30,17 +30,16 @@ rule encode_corpus_shard:
 
 rule gather_embeddings:
     input:
-        npy=lambda w: [f"{RESULTS}/{w.run}/embeddings/shards/{i}.npy" for i in range(dense_params(w.run)["encode"]["shards"])],
-        ids=lambda w: [f"{RESULTS}/{w.run}/embeddings/shards/{i}.ids.parquet" for i in range(dense_params(w.run)["encode"]["shards"])],
+        unpack(lambda w: PLAN.embedding_shards(w.run)),
     output:
-        npy=f"{RESULTS}/{{run}}/embeddings/corpus.npy",
-        ids=f"{RESULTS}/{{run}}/embeddings/corpus.ids.parquet",
+        npy=LAYOUT.corpus_embeddings("{run}"),
+        ids=LAYOUT.corpus_ids("{run}"),
     wildcard_constraints:
-        run=names_regex(ENCODED_RUNS),
+        run=names_regex(PLAN.encoded_runs),
     log:
-        f"{RESULTS}/{{run}}/logs/gather_embeddings.log",
+        LAYOUT.log("{run}", "gather_embeddings"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/gather_embeddings.tsv"
+        LAYOUT.benchmark("{run}", "gather_embeddings")
     threads: 1
     resources:
         mem_mb=4000,

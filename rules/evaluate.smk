@@ -1,15 +1,16 @@
-# Evaluation of any run's ranking on the evaluation split, and the record of each run's resolved config.
+# Evaluation of any run's ranking of the evaluation split (and evaluation.extra_splits), and the record of each
+# run's resolved config.
 
 
 rule run_config:
     output:
-        f"{RESULTS}/{{run}}/config.yaml",
+        LAYOUT.config("{run}"),
     params:
-        resolved=lambda w: resolve_run(config, w.run),
+        resolved=lambda w: PLAN.resolved(w.run),
     log:
-        f"{RESULTS}/{{run}}/logs/run_config.log",
+        LAYOUT.log("{run}", "run_config"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/run_config.tsv"
+        LAYOUT.benchmark("{run}", "run_config")
     threads: 1
     resources:
         mem_mb=500,
@@ -22,21 +23,17 @@ rule run_config:
 
 rule evaluate:
     input:
-        unpack(run_embeddings),
-        runs=run_files,
-        qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
-        config=f"{RESULTS}/{{run}}/config.yaml",
-        reports=run_reports,
+        unpack(lambda w: PLAN.evaluate_inputs(w.run)),
     output:
-        metrics=f"{RESULTS}/{{run}}/metrics.json",
-        per_query=f"{RESULTS}/{{run}}/per_query.parquet",
+        metrics=LAYOUT.metrics("{run}"),
+        per_query=LAYOUT.per_query("{run}"),
     params:
         split=EVAL_SPLIT,
         measures=config["evaluation"]["measures"],
     log:
-        f"{RESULTS}/{{run}}/logs/evaluate.log",
+        LAYOUT.log("{run}", "evaluate"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/evaluate.tsv"
+        LAYOUT.benchmark("{run}", "evaluate")
     threads: 1
     resources:
         mem_mb=4000,
@@ -49,19 +46,19 @@ rule evaluate:
 
 rule evaluate_with_index:
     input:
-        runs=f"{RESULTS}/{{run}}/by_index/{{index}}/runs/{EVAL_SPLIT}.parquet",
-        qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
-        config=f"{RESULTS}/{{run}}/config.yaml",
+        runs=LAYOUT.ranking("{run}", EVAL_SPLIT, "{index}"),
+        qrels=qrels_dir,
+        config=LAYOUT.config("{run}"),
     output:
-        metrics=f"{RESULTS}/{{run}}/by_index/{{index}}/metrics.json",
-        per_query=f"{RESULTS}/{{run}}/by_index/{{index}}/per_query.parquet",
+        metrics=LAYOUT.metrics("{run}", "{index}"),
+        per_query=LAYOUT.per_query("{run}", "{index}"),
     params:
         split=EVAL_SPLIT,
         measures=config["evaluation"]["measures"],
     log:
-        f"{RESULTS}/{{run}}/logs/evaluate_{{index}}.log",
+        LAYOUT.log("{run}", "evaluate_{index}"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/evaluate_{{index}}.tsv"
+        LAYOUT.benchmark("{run}", "evaluate_{index}")
     threads: 1
     resources:
         mem_mb=4000,

@@ -1,21 +1,21 @@
-# Faiss indexes over a run's corpus embeddings, and dense retrieval of every split.
+# Faiss indexes over a run's corpus embeddings, and dense retrieval of a split.
 
 
 rule build_faiss_index:
     input:
-        embeddings=f"{RESULTS}/{{run}}/embeddings/corpus.npy",
+        embeddings=LAYOUT.corpus_embeddings("{run}"),
     output:
-        index=f"{RESULTS}/{{run}}/index/{{index}}.faiss",
+        index=LAYOUT.index("{run}", "{index}"),
     wildcard_constraints:
-        run=names_regex(ENCODED_RUNS),
+        run=names_regex(PLAN.encoded_runs),
     params:
-        factory=lambda w: index_factories(w.run)[w.index],
-        train_size=lambda w: dense_params(w.run)["index"]["train_size"],
-        seed=lambda w: RUNS[w.run].get("seed", config["seed"]),
+        factory=lambda w: PLAN.index_factories(w.run)[w.index],
+        train_size=lambda w: run_params(w.run)["index"]["train_size"],
+        seed=lambda w: PLAN.seed(w.run),
     log:
-        f"{RESULTS}/{{run}}/logs/build_faiss_index_{{index}}.log",
+        LAYOUT.log("{run}", "build_faiss_index_{index}"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/build_faiss_index_{{index}}.tsv"
+        LAYOUT.benchmark("{run}", "build_faiss_index_{index}")
     threads: 2
     resources:
         mem_mb=8000,
@@ -28,26 +28,23 @@ rule build_faiss_index:
 
 rule dense_search:
     input:
-        model=f"{RESULTS}/{{run}}/model",
-        cache=run_cache_dir,
-        index=lambda w: run_index(w.run),
-        docids=lambda w: f"{RESULTS}/{doc_run(w.run)}/embeddings/corpus.ids.parquet",
+        unpack(lambda w: PLAN.search_inputs(w.run)),
     output:
-        run=f"{RESULTS}/{{run}}/runs/{{split}}.parquet",
-        trec=f"{RESULTS}/{{run}}/runs/{{split}}.trec",
-        query_npy=f"{RESULTS}/{{run}}/embeddings/queries_{{split}}.npy",
-        query_ids=f"{RESULTS}/{{run}}/embeddings/queries_{{split}}.ids.parquet",
+        run=LAYOUT.ranking("{run}", "{split}"),
+        trec=LAYOUT.ranking_trec("{run}", "{split}"),
+        query_npy=LAYOUT.query_embeddings("{run}", "{split}"),
+        query_ids=LAYOUT.query_ids("{run}", "{split}"),
     wildcard_constraints:
-        run=DENSE,
+        run=names_regex(PLAN.dense_runs),
     params:
-        search=lambda w: dense_params(w.run)["search"],
-        search_params=lambda w: dense_params(w.run)["index"]["search_params"],
-        device=lambda w: dense_params(w.run)["train"]["device"],
-        precision=lambda w: dense_params(w.run)["encode"]["precision"],
+        search=lambda w: run_params(w.run)["search"],
+        search_params=lambda w: run_params(w.run)["index"]["search_params"],
+        device=lambda w: run_params(w.run)["train"]["device"],
+        precision=lambda w: run_params(w.run)["encode"]["precision"],
     log:
-        f"{RESULTS}/{{run}}/logs/dense_search_{{split}}.log",
+        LAYOUT.log("{run}", "dense_search_{split}"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/dense_search_{{split}}.tsv"
+        LAYOUT.benchmark("{run}", "dense_search_{split}")
     threads: 2
     resources:
         mem_mb=6000,
@@ -60,26 +57,23 @@ rule dense_search:
 
 rule dense_search_with_index:
     input:
-        model=f"{RESULTS}/{{run}}/model",
-        cache=run_cache_dir,
-        index=lambda w: f"{RESULTS}/{doc_run(w.run)}/index/{w.index}.faiss",
-        docids=lambda w: f"{RESULTS}/{doc_run(w.run)}/embeddings/corpus.ids.parquet",
+        unpack(lambda w: PLAN.search_inputs(w.run, w.index)),
     output:
-        run=f"{RESULTS}/{{run}}/by_index/{{index}}/runs/{{split}}.parquet",
-        trec=f"{RESULTS}/{{run}}/by_index/{{index}}/runs/{{split}}.trec",
-        query_npy=temp(f"{RESULTS}/{{run}}/by_index/{{index}}/embeddings/queries_{{split}}.npy"),
-        query_ids=temp(f"{RESULTS}/{{run}}/by_index/{{index}}/embeddings/queries_{{split}}.ids.parquet"),
+        run=LAYOUT.ranking("{run}", "{split}", "{index}"),
+        trec=LAYOUT.ranking_trec("{run}", "{split}", "{index}"),
+        query_npy=temp(LAYOUT.query_embeddings("{run}", "{split}", "{index}")),
+        query_ids=temp(LAYOUT.query_ids("{run}", "{split}", "{index}")),
     wildcard_constraints:
-        run=DENSE,
+        run=names_regex(PLAN.dense_runs),
     params:
-        search=lambda w: dense_params(w.run)["search"],
-        search_params=lambda w: dense_params(w.run)["index"]["search_params"],
-        device=lambda w: dense_params(w.run)["train"]["device"],
-        precision=lambda w: dense_params(w.run)["encode"]["precision"],
+        search=lambda w: run_params(w.run)["search"],
+        search_params=lambda w: run_params(w.run)["index"]["search_params"],
+        device=lambda w: run_params(w.run)["train"]["device"],
+        precision=lambda w: run_params(w.run)["encode"]["precision"],
     log:
-        f"{RESULTS}/{{run}}/logs/dense_search_{{index}}_{{split}}.log",
+        LAYOUT.log("{run}", "dense_search_{index}_{split}"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/dense_search_{{index}}_{{split}}.tsv"
+        LAYOUT.benchmark("{run}", "dense_search_{index}_{split}")
     threads: 2
     resources:
         mem_mb=6000,

@@ -1,31 +1,23 @@
-# Static hard-negative mining for STAR runs: the mining run's (inputs.negatives) scores of the training positives,
-# the mined hard negatives, and their audit (against the BM25 run inputs.bm25 when set).
-# The mining run M = inputs.negatives; the split is the run's training split (params.train.split).
+# Static hard-negative mining, for runs whose method has a `miner` role (STAR): the miner run's scores of the
+# training positives, the mined hard negatives, and their audit (against the run's reference rankings, e.g.
+# BM25). The split is the run's training split (params.train.split).
 
-STAR = names_regex(runs_with_method("star"))
+MINING = names_regex(PLAN.mining_runs)
 
 
 rule positive_scores:
     input:
-        unpack(
-            lambda w: {
-                "query_emb": f"{RESULTS}/{run_input(w.run, 'negatives')}/embeddings/queries_{dense_params(w.run)['train']['split']}.npy",
-                "query_ids": f"{RESULTS}/{run_input(w.run, 'negatives')}/embeddings/queries_{dense_params(w.run)['train']['split']}.ids.parquet",
-                "doc_emb": f"{RESULTS}/{run_input(w.run, 'negatives')}/embeddings/corpus.npy",
-                "doc_ids": f"{RESULTS}/{run_input(w.run, 'negatives')}/embeddings/corpus.ids.parquet",
-            }
-        ),
-        qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
+        unpack(lambda w: PLAN.positive_scores_inputs(w.run)),
     output:
-        positives=f"{RESULTS}/{{run}}/positive_scores.parquet",
+        positives=LAYOUT.positive_scores("{run}"),
     wildcard_constraints:
-        run=STAR,
+        run=MINING,
     params:
-        split=lambda w: dense_params(w.run)["train"]["split"],
+        split=lambda w: PLAN.train_split(w.run),
     log:
-        f"{RESULTS}/{{run}}/logs/positive_scores.log",
+        LAYOUT.log("{run}", "positive_scores"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/positive_scores.tsv"
+        LAYOUT.benchmark("{run}", "positive_scores")
     threads: 1
     resources:
         mem_mb=4000,
@@ -38,21 +30,19 @@ rule positive_scores:
 
 rule mine_hard_negatives:
     input:
-        run=lambda w: f"{RESULTS}/{run_input(w.run, 'negatives')}/runs/{dense_params(w.run)['train']['split']}.parquet",
-        qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
-        positives=f"{RESULTS}/{{run}}/positive_scores.parquet",
+        unpack(lambda w: PLAN.mining_inputs(w.run)),
     output:
-        hardnegs=f"{RESULTS}/{{run}}/hardnegs.parquet",
+        hardnegs=LAYOUT.hard_negatives("{run}"),
     wildcard_constraints:
-        run=STAR,
+        run=MINING,
     params:
-        split=lambda w: dense_params(w.run)["train"]["split"],
-        mining=lambda w: dense_params(w.run)["mining"],
-        seed=lambda w: RUNS[w.run].get("seed", config["seed"]),
+        split=lambda w: PLAN.train_split(w.run),
+        mining=lambda w: run_params(w.run)["mining"],
+        seed=lambda w: PLAN.seed(w.run),
     log:
-        f"{RESULTS}/{{run}}/logs/mine_hard_negatives.log",
+        LAYOUT.log("{run}", "mine_hard_negatives"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/mine_hard_negatives.tsv"
+        LAYOUT.benchmark("{run}", "mine_hard_negatives")
     threads: 1
     resources:
         mem_mb=6000,
@@ -65,28 +55,20 @@ rule mine_hard_negatives:
 
 rule audit_hard_negatives:
     input:
-        hardnegs=f"{RESULTS}/{{run}}/hardnegs.parquet",
-        run=lambda w: f"{RESULTS}/{run_input(w.run, 'negatives')}/runs/{dense_params(w.run)['train']['split']}.parquet",
-        qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
-        positives=f"{RESULTS}/{{run}}/positive_scores.parquet",
-        bm25=lambda w: (
-            [f"{RESULTS}/{run_input(w.run, 'bm25')}/runs/{dense_params(w.run)['train']['split']}.parquet"]
-            if run_input(w.run, "bm25")
-            else []
-        ),
+        unpack(lambda w: PLAN.audit_inputs(w.run)),
     output:
-        markdown=f"{RESULTS}/{{run}}/hardnegs_audit.md",
-        table=f"{RESULTS}/{{run}}/hardnegs_audit.parquet",
-        summary=f"{RESULTS}/{{run}}/hardnegs_audit.json",
+        markdown=LAYOUT.audit("{run}", "md"),
+        table=LAYOUT.audit("{run}", "parquet"),
+        summary=LAYOUT.audit("{run}", "json"),
     wildcard_constraints:
-        run=STAR,
+        run=MINING,
     params:
-        split=lambda w: dense_params(w.run)["train"]["split"],
-        depth=lambda w: dense_params(w.run)["mining"]["depth"],
+        split=lambda w: PLAN.train_split(w.run),
+        depth=lambda w: run_params(w.run)["mining"]["depth"],
     log:
-        f"{RESULTS}/{{run}}/logs/audit_hard_negatives.log",
+        LAYOUT.log("{run}", "audit_hard_negatives"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/audit_hard_negatives.tsv"
+        LAYOUT.benchmark("{run}", "audit_hard_negatives")
     threads: 1
     resources:
         mem_mb=6000,

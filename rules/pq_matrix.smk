@@ -3,18 +3,17 @@
 
 rule pq_matrix:
     input:
-        lambda w: [f"{RESULTS}/{pq_matrix_run(a)}/by_index/{index_slug(b)}/metrics.json"
-                   for a in config["pq_matrix"]["indexes"] for b in config["pq_matrix"]["indexes"]],
+        lambda w: [metrics for _, _, metrics in PLAN.pq_matrix_cells()],
     output:
-        table=f"{RESULTS}/pq_matrix/matrix.parquet",
-        markdown=f"{RESULTS}/pq_matrix/matrix.md",
+        table=LAYOUT.experiment("pq_matrix", "matrix.parquet"),
+        markdown=LAYOUT.experiment("pq_matrix", "matrix.md"),
     params:
         indexes=lambda w: config["pq_matrix"]["indexes"],
         measures=config["evaluation"]["measures"],
     log:
-        f"{RESULTS}/pq_matrix/logs/pq_matrix.log",
+        LAYOUT.experiment("pq_matrix", "logs/pq_matrix.log"),
     benchmark:
-        f"{RESULTS}/pq_matrix/benchmarks/pq_matrix.tsv"
+        LAYOUT.experiment("pq_matrix", "benchmarks/pq_matrix.tsv")
     threads: 1
     resources:
         mem_mb=1000,

@@ -3,16 +3,16 @@
 
 rule train_tokenizer:
     input:
-        corpus=f"{RESULTS}/datasets/{{dataset}}/corpus.parquet",
-        queries=f"{RESULTS}/datasets/{{dataset}}/queries",
+        corpus=LAYOUT.corpus("{dataset}"),
+        queries=LAYOUT.queries_dir("{dataset}"),
     output:
-        tokenizer=directory(f"{RESULTS}/datasets/{{dataset}}/tokenizers/wordpiece-{{vocab}}"),
+        tokenizer=directory(LAYOUT.tokenizer("{dataset}", "{vocab}")),
     wildcard_constraints:
         vocab=r"\d+",
     log:
-        f"{RESULTS}/datasets/{{dataset}}/logs/train_tokenizer_{{vocab}}.log",
+        LAYOUT.dataset_log("{dataset}", "train_tokenizer_{vocab}"),
     benchmark:
-        f"{RESULTS}/datasets/{{dataset}}/benchmarks/train_tokenizer_{{vocab}}.tsv"
+        LAYOUT.dataset_benchmark("{dataset}", "train_tokenizer_{vocab}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -25,17 +25,17 @@ rule train_tokenizer:
 
 rule tokenize:
     input:
-        corpus=f"{RESULTS}/datasets/{{dataset}}/corpus.parquet",
-        queries=f"{RESULTS}/datasets/{{dataset}}/queries",
-        tokenizer=builtin_tokenizer,
+        corpus=LAYOUT.corpus("{dataset}"),
+        queries=LAYOUT.queries_dir("{dataset}"),
+        tokenizer=lambda w: PLAN.builtin_tokenizers(w.dataset, w.cache),
     output:
-        cache=directory(f"{RESULTS}/datasets/{{dataset}}/tokenized/{{cache}}"),
+        cache=directory(LAYOUT.tokenized("{dataset}", "{cache}")),
     params:
-        cache=lambda w: CACHES[(w.dataset, w.cache)],
+        cache=lambda w: PLAN.caches()[(w.dataset, w.cache)],
     log:
-        f"{RESULTS}/datasets/{{dataset}}/logs/tokenize_{{cache}}.log",
+        LAYOUT.dataset_log("{dataset}", "tokenize_{cache}"),
     benchmark:
-        f"{RESULTS}/datasets/{{dataset}}/benchmarks/tokenize_{{cache}}.tsv"
+        LAYOUT.dataset_benchmark("{dataset}", "tokenize_{cache}")
     threads: 2
     resources:
         mem_mb=4000,

@@ -1,32 +1,28 @@
-# Training of dense retrievers (warm-up, baselines, STAR): one rule, the method comes from the run's config.
-
-DENSE = names_regex(DENSE_RUNS)
+# Training of dense retrievers: one rule for every dense method; what a run reads comes from the plan
+# (its method's input roles), what its training step is from the method registry.
 
 
 rule train_dense:
     input:
-        unpack(adore_inputs),
-        cache=run_cache_dir,
-        qrels=lambda w: f"{run_dataset_dir(w)}/qrels",
-        negatives=train_negatives,
-        init=init_model,
+        unpack(lambda w: PLAN.train_inputs(w.run)),
     output:
-        model=directory(f"{RESULTS}/{{run}}/model"),
-        train_log=f"{RESULTS}/{{run}}/train_log.parquet",
+        model=directory(LAYOUT.model("{run}")),
+        train_log=LAYOUT.train_log("{run}"),
     wildcard_constraints:
-        run=DENSE,
+        run=names_regex(PLAN.dense_runs),
     params:
-        resolved=lambda w: training_slice(w.run),
-        tokenizer=lambda w: tokenizer_source(w.run),
-        checkpoints=lambda w: f"{RESULTS}/{w.run}/checkpoints",
+        resolved=lambda w: PLAN.training_slice(w.run),
+        tokenizer=lambda w: PLAN.tokenizer_source(w.run),
+        checkpoints=lambda w: LAYOUT.checkpoints(w.run),
     log:
-        f"{RESULTS}/{{run}}/logs/train.log",
+        LAYOUT.log("{run}", "train"),
     benchmark:
-        f"{RESULTS}/{{run}}/benchmarks/train.tsv"
+        LAYOUT.benchmark("{run}", "train")
     threads: 2
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=lambda w: PLAN.train_gpus(w.run),
     conda:
         "../environment.yml"
     script:

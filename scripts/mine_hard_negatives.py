@@ -10,5 +10,5 @@ log_to(snakemake.log[0])
 mining = snakemake.params.mining
 mine_stage(snakemake.input.run, os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"),
            snakemake.output.hardnegs, positives_path=snakemake.input.positives, depth=mining["depth"],
-           rank_range=mining.get("rank_range"), keep=mining.get("keep"), sampling=mining.get("sampling", "top"),
-           seed=snakemake.params.seed, margin=mining.get("margin"), relative_margin=mining.get("relative_margin"))
+           rank_range=mining["rank_range"], keep=mining["keep"], sampling=mining["sampling"],
+           seed=snakemake.params.seed, margin=mining["margin"], relative_margin=mining["relative_margin"])

@@ -56,8 +56,8 @@ def test_outputs(built):
     assert line[1] == "Q0" and line[3] == "1" and line[5] == "bm25"
     resolved = yaml.safe_load((results / "bm25" / "config.yaml").read_text())
     assert resolved["params"]["top_k"] == 100 and resolved["dataset"]["num_docs"] == 400
-    for split in ("train", "test"):
-        assert (results / "bm25" / "runs" / f"{split}.parquet").exists()
+    assert (results / "bm25" / "runs" / "test.parquet").exists()
+    assert not (results / "bm25" / "runs" / "train.parquet").exists()  # metrics.json ranks only what it reports
     assert (results / "bm25" / "logs" / "bm25_index.log").read_text().strip()
     assert (results / "bm25" / "benchmarks" / "evaluate.tsv").exists()
 
@@ -97,5 +97,5 @@ def test_same_config_same_artifacts(built, tmp_path):
     result = snakemake(tmp_path, "results/bm25/metrics.json")
     assert result.returncode == 0, result.stderr[-3000:]
     for rel in ("datasets/tiny/corpus.parquet", "datasets/tiny/qrels/test.parquet", "bm25/runs/test.parquet",
-                "bm25/runs/train.trec", "bm25/per_query.parquet", "bm25/metrics.json", "bm25/config.yaml"):
+                "bm25/runs/test.trec", "bm25/per_query.parquet", "bm25/metrics.json", "bm25/config.yaml"):
         assert (tmp_path / "results" / rel).read_bytes() == (built / "results" / rel).read_bytes(), rel

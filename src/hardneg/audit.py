@@ -345,6 +345,7 @@ def format_query(qid: str, *, queries: pa.Table, corpus: pa.Table, qrels: pa.Tab
 
 def _read_matching(kind: artifacts.ArtifactKind, path: Path, column: str, values: list[str]) -> pa.Table:
     """The rows of a Parquet file of ``kind`` whose ``column`` is in ``values`` (reads only what matches)."""
+    path = Path(path)
     if not path.exists():
         raise DataError(path, None, f"{kind.name} file does not exist")
     missing = [name for name in kind.schema.names if name not in pq.read_schema(path).names]
@@ -364,31 +365,35 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
     dataset ``results/datasets/<dataset>/``, the split whose queries contain ``qid`` (its queries and qrels) and
     the corpus rows shown. Raises HardnegError naming what is missing.
     """
-    results = Path(results)
-    run_dir = results / run
+    from hardneg import methods
+    from hardneg.config import read_resolved
+    from hardneg.layout import Layout
+
+    layout = Layout(str(results))
+    run_dir = Path(layout.run_dir(run))
     if not run_dir.is_dir():
-        known = sorted(path.parent.name for path in results.glob("*/config.yaml"))
+        known = sorted(path.parent.name for path in Path(results).glob("*/config.yaml"))
         hint = f" (runs with results: {', '.join(known)})" if known else ""
         raise HardnegError(f"run {run!r} has no results folder: {run_dir} does not exist{hint}")
-    from hardneg.config import read_resolved
 
-    hardnegs_path = run_dir / "hardnegs.parquet"
-    config_path = run_dir / "config.yaml"
+    hardnegs_path = Path(layout.hard_negatives(run))
+    config_path = Path(layout.config(run))
     method = read_resolved(config_path).get("method") if config_path.exists() else None
     if not hardnegs_path.exists():
-        if method is not None and method != "star":
-            raise HardnegError(f"run {run} is a {method} run and mines no hard negatives; runs of method star do")
+        if method is not None and not methods.get(method).role_providing("miner"):
+            miners = [name for name, m in methods.methods().items() if m.role_providing("miner")]
+            raise HardnegError(f"run {run} is a {method} run and mines no hard negatives; runs of method "
+                               f"{' or '.join(miners)} do")
         raise HardnegError(f"run {run} has no hard-negative list: {hardnegs_path} is missing; "
                            f"build it with snakemake {hardnegs_path}")
     if not config_path.exists():
         raise HardnegError(f"run {run}: {config_path} is missing, so its dataset is unknown")
 
     dataset = read_resolved(config_path)["dataset"]["name"]
-    dataset_dir = results / "datasets" / dataset
-    query_files = sorted((dataset_dir / "queries").glob("*.parquet"))
+    query_files = sorted(Path(layout.queries_dir(dataset)).glob("*.parquet"))
     if not query_files:
         raise HardnegError(f"dataset {dataset!r} of run {run} is not prepared: no query files in "
-                           f"{dataset_dir / 'queries'}")
+                           f"{layout.queries_dir(dataset)}")
     for path in query_files:
         queries = _read_matching(artifacts.QUERIES, path, "qid", [qid])
         if queries.num_rows:
@@ -397,13 +402,13 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
     else:
         raise HardnegError(f"query {qid!r} is unknown to dataset {dataset!r} (not in any of its splits: "
                            f"{', '.join(p.stem for p in query_files)})")
-    qrels = _read_matching(artifacts.QRELS, dataset_dir / "qrels" / f"{split}.parquet", "qid", [qid])
+    qrels = _read_matching(artifacts.QRELS, layout.qrels(dataset, split), "qid", [qid])
     hardnegs = _read_matching(artifacts.HARDNEGS, hardnegs_path, "qid", [qid])
-    positives_path = run_dir / "positive_scores.parquet"
+    positives_path = Path(layout.positive_scores(run))
     positives = _read_matching(artifacts.POSITIVE_SCORES, positives_path, "qid", [qid]) \
         if positives_path.exists() else None
     shown = hardnegs.sort_by([("rank", "ascending")]).slice(0, top)
     docids = sorted(set(qrels["docid"].to_pylist()) | set(shown["docid"].to_pylist()))
-    corpus = _read_matching(artifacts.CORPUS, dataset_dir / "corpus.parquet", "docid", docids)
+    corpus = _read_matching(artifacts.CORPUS, layout.corpus(dataset), "docid", docids)
     return format_query(qid, queries=queries, corpus=corpus, qrels=qrels, hardnegs=hardnegs, positives=positives,
                         top=top, snippet_chars=snippet_chars)

@@ -1,0 +1,108 @@
+"""The run plan: every run's inputs, indexes, reports and targets, from the config alone."""
+
+import copy
+
+import pytest
+import yaml
+
+from hardneg.config import validate_config
+from hardneg.layout import Layout
+from hardneg.plan import Plan
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def plan(raw):
+    return Plan(validate_config(copy.deepcopy(raw)))
+
+
+def test_runs_by_kind_and_role(plan):
+    assert plan.lexical_runs == ["bm25"]
+    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star"]
+    assert plan.mining_runs == ["star"]
+    assert plan.doc_run("adore_star") == "star" and plan.doc_run("star") == "star"
+    assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
+    assert plan.init_run("warmup") is None
+    assert plan.model_root("adore_star") == "warmup"  # adore_star → star → warmup
+
+
+def test_training_inputs_follow_the_roles(plan):
+    cache = plan.cache_dir("warmup")
+    assert cache.startswith("results/datasets/synthetic/tokenized/wordpiece-32000-")
+    assert plan.train_inputs("warmup") == {"cache": cache, "qrels": "results/datasets/synthetic/qrels",
+                                           "negatives": "results/bm25/runs/train.parquet"}
+    assert plan.train_inputs("star") == {"cache": cache, "qrels": "results/datasets/synthetic/qrels",
+                                         "init": "results/warmup/model",
+                                         "hard_negatives": "results/star/hardnegs.parquet"}
+    assert plan.train_inputs("adore_star") == {"cache": cache, "qrels": "results/datasets/synthetic/qrels",
+                                               "init": "results/star/model",
+                                               "doc_embeddings": "results/star/embeddings/corpus.npy",
+                                               "train_index": "results/star/index/Flat.faiss"}
+    assert plan.train_inputs("adore_pq_PQ16")["train_index"] == "results/star/index/PQ16.faiss"
+    assert set(plan.train_inputs("randneg")) == {"cache", "qrels"}
+
+
+def test_training_depends_only_on_training_sections(plan):
+    star, adore = plan.training_slice("star"), plan.training_slice("adore_star")
+    assert set(star["params"]) == {"model", "train", "negatives"}
+    assert set(adore["params"]) == {"model", "train", "negatives", "adore", "index"}
+    assert star["inputs"] == {"init": "warmup", "negatives": "warmup", "bm25": "bm25"} and star["seed"] == 42
+
+
+def test_indexes_over_a_runs_documents(plan):
+    assert plan.index_factories("star") == {"Flat": "Flat", "PQ32": "PQ32", "PQ16": "PQ16"}
+    assert plan.index_factories("warmup") == {"Flat": "Flat"}
+    assert plan.search_index("adore_pq_PQ16") == "results/star/index/PQ16.faiss"
+    assert plan.search_inputs("adore_star", "PQ32")["index"] == "results/star/index/PQ32.faiss"
+
+
+def test_mining_reads_the_miners_training_ranking_and_embeddings(plan):
+    assert plan.positive_scores_inputs("star")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
+    assert plan.mining_inputs("star")["run"] == "results/warmup/runs/train.parquet"
+    assert plan.audit_inputs("star")["bm25"] == ["results/bm25/runs/train.parquet"]
+
+
+def test_evaluation_ranks_only_the_reported_splits(raw):
+    plan = Plan(validate_config(copy.deepcopy(raw)))
+    star = plan.evaluate_inputs("star")
+    assert star["runs"] == ["results/star/runs/test.parquet"]
+    assert star["reports"] == ["results/star/hardnegs_audit.md"]
+    assert star["query_npy"] == "results/star/embeddings/queries_test.npy"
+    assert plan.evaluate_inputs("adore_star")["doc_npy"] == "results/star/embeddings/corpus.npy"
+    assert set(plan.evaluate_inputs("bm25")) == {"runs", "qrels", "config", "reports"}
+    extra = copy.deepcopy(raw)
+    extra["evaluation"]["extra_splits"] = ["dev"]
+    assert Plan(validate_config(extra)).evaluate_inputs("bm25")["runs"] == \
+        ["results/bm25/runs/test.parquet", "results/bm25/runs/dev.parquet"]
+
+
+def test_targets_come_from_the_config(raw, plan):
+    assert plan.targets() == [f"results/{run}/metrics.json"
+                              for run in ("bm25", "warmup", "randneg", "inbatch", "star", "adore_star")]
+    config = copy.deepcopy(raw)
+    config["targets"] = ["star", "results/pq_matrix/matrix.md"]
+    assert Plan(validate_config(config)).targets() == ["results/star/metrics.json", "results/pq_matrix/matrix.md"]
+    del config["targets"]
+    every = Plan(validate_config(config))
+    assert every.targets() == [f"results/{run}/metrics.json" for run in every.runs]
+
+
+def test_the_layout_has_one_root(plan):
+    layout = Layout("out")
+    assert layout.metrics("star") == "out/star/metrics.json"
+    assert layout.metrics("star", "PQ16") == "out/star/by_index/PQ16/metrics.json"
+    assert layout.ranking("{run}", "{split}") == "out/{run}/runs/{split}.parquet"
+    assert Plan(plan.config, root="out").train_inputs("star")["init"] == "out/warmup/model"
+
+
+def test_caches_cover_every_dense_run(plan):
+    caches = plan.caches()
+    assert len(caches) == 1
+    (dataset, key), spec = next(iter(caches.items()))
+    assert dataset == "synthetic" and spec["splits"] == ["train", "dev", "test"]
+    assert plan.builtin_tokenizers(dataset, key) == ["results/datasets/synthetic/tokenizers/wordpiece-32000"]

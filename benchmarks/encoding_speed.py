@@ -22,6 +22,7 @@ import torch
 from report import save
 
 from hardneg import artifacts
+from hardneg.config import validate_params
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
@@ -67,7 +68,8 @@ def main() -> None:
     model_name = args.model or minilm_path()
     corpus = corpus_table(args.corpus, args.docs)
     tokenizer = load_tokenizer(model_name)
-    model = BiEncoder.create(ModelSpec(name=model_name, pooling="mean"), vocab_size=len(tokenizer),
+    spec = ModelSpec.from_params(validate_params({"model": {"name": model_name, "pooling": "mean"}})["model"])
+    model = BiEncoder.create(spec, vocab_size=len(tokenizer),
                              pad_token_id=tokenizer.pad_token_id, max_length=args.max_length, seed=0).eval()
     with tempfile.TemporaryDirectory() as tmp:
         artifacts.write_table(corpus, artifacts.CORPUS, Path(tmp) / "corpus.parquet")

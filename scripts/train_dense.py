@@ -1,4 +1,5 @@
-"""Rule train_dense: tokenized data + negatives (+ an initial model) → trained bi-encoder and training log."""
+"""Rule train_dense: tokenized data + the inputs of the run's roles (+ an initial model) → trained bi-encoder and
+training log. The method's training step is built from the method registry (hardneg.methods)."""
 
 import os
 
@@ -14,7 +15,4 @@ train_run(resolved, cache_dir=snakemake.input.cache,
           qrels_path=os.path.join(snakemake.input.qrels, f"{resolved['params']['train']['split']}.parquet"),
           model_dir=snakemake.output.model, log_path=snakemake.output.train_log,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
-          negatives_path=snakemake.input.negatives[0] if snakemake.input.negatives else None,
-          init_model=snakemake.input.init[0] if snakemake.input.init else None,
-          device=resolved["params"]["train"]["device"],
-          doc_embeddings=snakemake.input.get("doc_embeddings"), train_index=snakemake.input.get("train_index"))
+          inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")})

@@ -62,11 +62,25 @@ def test_vectorised_loss_equals_the_per_query_loop():
     assert got.item() == pytest.approx(_reference(scores, relevant, ranks, valid, cut=8), rel=1e-9)
 
 
+def test_per_query_losses_average_to_the_batch_loss():
+    rng = np.random.default_rng(1)
+    scores = torch.tensor(rng.normal(size=(5, 9)))
+    relevant = torch.tensor(rng.random((5, 9)) < 0.3)
+    ranks = torch.tensor(np.tile(np.arange(1, 10), (5, 1)))
+    valid = torch.ones_like(relevant)
+    per_query = lambda_loss(scores, relevant, ranks, valid, cut=5, reduction="none")
+    assert per_query.shape == (5,)
+    assert torch.equal(per_query.mean(), lambda_loss(scores, relevant, ranks, valid, cut=5))
+    with pytest.raises(ValueError, match="reduction"):
+        lambda_loss(scores, relevant, ranks, valid, reduction="sum")
+
+
 def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_path):
     import hashlib
 
     from hardneg.dense.encode import encode_rows
     from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.config import validate_params
     from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.dense.tokenizer import load_tokenizer
     from hardneg.dense.train import train_run
@@ -75,7 +89,8 @@ def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_p
 
     tiny = build_tiny(tmp_path)
     tokenizer = load_tokenizer(tiny["tokenizer"])
-    docs_model = BiEncoder.create(ModelSpec(builtin=TINY_MODEL), vocab_size=len(tokenizer),
+    spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL}})["model"])
+    docs_model = BiEncoder.create(spec, vocab_size=len(tokenizer),
                                   pad_token_id=tokenizer.pad_token_id, max_length=64, seed=2)
     docs_model.save(tmp_path / "docs_model", tokenizer)
     corpus = TokenizedTexts(tiny["cache"], "corpus")
@@ -83,17 +98,17 @@ def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_p
     np.save(tmp_path / "corpus.npy", embeddings)
     save_index(build_index(embeddings, "Flat"), tmp_path / "Flat.faiss")
     before = hashlib.sha256((tmp_path / "corpus.npy").read_bytes()).hexdigest()
-    resolved = {"name": "adore", "method": "adore", "seed": 3, "params": {
+    resolved = {"name": "adore", "method": "adore", "seed": 3, "params": validate_params({
         "model": {"doc_max_length": 64, "query_max_length": 16},
         "train": {"split": "train", "epochs": 1, "batch_size": 16, "learning_rate": 0.01, "temperature": 0.05,
-                  "checkpoint_every": 0, "log_every": 1},
+                  "checkpoint_every": 0, "log_every": 1, "max_grad_norm": 1.0},
         "negatives": {"per_query": 0}, "index": {"search_params": None},
-        "adore": {"top_k": 20, "cut": 20, "weighted": True}}}
+        "adore": {"top_k": 20, "cut": 20, "weighted": True}}, method="adore")}
     rows = train_run(resolved, cache_dir=tiny["cache"], qrels_path=tiny["data"] / "qrels" / "train.parquet",
                      model_dir=tmp_path / "adore_model", log_path=tmp_path / "log.parquet",
                      checkpoint_dir=tmp_path / "ckpt", tokenizer_source=tiny["tokenizer"],
-                     init_model=tmp_path / "docs_model", device="cpu", doc_embeddings=tmp_path / "corpus.npy",
-                     train_index=tmp_path / "Flat.faiss")
+                     inputs={"init": tmp_path / "docs_model", "doc_embeddings": tmp_path / "corpus.npy",
+                             "train_index": tmp_path / "Flat.faiss"})
     assert hashlib.sha256((tmp_path / "corpus.npy").read_bytes()).hexdigest() == before
     assert {"encode_seconds", "search_seconds", "loss_seconds", "backward_seconds"} <= set(rows[0])
     queries = TokenizedTexts(tiny["cache"], "queries_train")

@@ -9,6 +9,7 @@ from hardneg import artifacts
 from hardneg.dense.data import RandomNegatives, RankedNegatives, ShuffledBatches, TrainQueries
 from hardneg.dense.encode import encode_corpus_shard, encode_rows, gather_shards
 from hardneg.dense.losses import ranknet_all_pairs, softmax_cross_entropy
+from hardneg.config import validate_params
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
@@ -22,7 +23,8 @@ def tiny(tmp_path_factory):
 
 def _model(tiny, **spec) -> BiEncoder:
     tokenizer = load_tokenizer(tiny["tokenizer"])
-    return BiEncoder.create(ModelSpec(builtin=TINY_MODEL, **spec), vocab_size=len(tokenizer),
+    spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL, **spec}})["model"])
+    return BiEncoder.create(spec, vocab_size=len(tokenizer),
                             pad_token_id=tokenizer.pad_token_id, max_length=64, seed=3)
 
 
@@ -40,6 +42,23 @@ def test_tokenized_cache_layout(tiny):
     batch = corpus.batch(np.array([3, 1]))
     assert batch["input_ids"].shape[1] == max(corpus.lengths[3], corpus.lengths[1])
     assert batch["attention_mask"].sum().item() == corpus.lengths[3] + corpus.lengths[1]
+
+
+def test_the_same_corpus_gives_the_same_tokenizer_bytes(tiny, tmp_path):
+    """The WordPiece trainer numbers tokens of equal frequency in hash-map order, which varies between processes;
+    the saved tokenizer must not (it decides every token id, and so the model)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from hardneg.dense.tokenizer import train_wordpiece; "
+            "train_wordpiece(sys.argv[1], sys.argv[2], vocab_size=8000, query_paths=[sys.argv[3]])")
+    for name in ("first", "second"):
+        subprocess.run([sys.executable, "-c", code, str(tiny["data"] / "corpus.parquet"), str(tmp_path / name),
+                        str(tiny["data"] / "queries" / "train.parquet")], check=True)
+    first = (tmp_path / "first" / "tokenizer.json").read_bytes()
+    assert first == (tmp_path / "second" / "tokenizer.json").read_bytes()
+    vocab = load_tokenizer(tmp_path / "first").get_vocab()
+    assert [vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
 
 
 def test_synonyms_are_whole_tokens(tiny):
@@ -69,6 +88,20 @@ def test_model_save_load_round_trip(tiny, tmp_path, spec):
     assert before_q.shape[1] == (spec.get("projection_dim") or 32)
     AutoModel.from_pretrained(tmp_path / "m")  # a standard Hugging Face folder
     load_tokenizer(tmp_path / "m")
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_forward_is_queries_then_documents(tiny, shared):
+    """One call for DDP, bit for bit the two encodings in order (dropout on: the same random draws too)."""
+    model = _model(tiny, shared=shared).train()
+    queries = TokenizedTexts(tiny["cache"], "queries_train").batch(np.arange(5))
+    docs = TokenizedTexts(tiny["cache"], "corpus").batch(np.arange(7))
+    torch.manual_seed(0)
+    q, d = model.encode_queries(queries), model.encode_docs(docs)
+    torch.manual_seed(0)
+    q2, d2 = model(queries=queries, docs=docs)
+    assert torch.equal(q, q2) and torch.equal(d, d2)
+    assert model(queries=queries)[1] is None and model(docs=docs)[0] is None
 
 
 def test_separate_encoders_differ(tiny):

@@ -14,6 +14,7 @@ import pytest
 from hardneg import artifacts
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.model import BiEncoder
+from hardneg.config import validate_params
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.evaluation import evaluate
 from hardneg.mining import mine_hard_negatives
@@ -29,17 +30,18 @@ args = json.loads(sys.argv[1])
 slow = lambda trainer, step: time.sleep(args["sleep"])
 train_run(args["resolved"], cache_dir=args["cache"], qrels_path=args["qrels"], model_dir=args["model"],
           log_path=args["log"], checkpoint_dir=args["checkpoints"], tokenizer_source=args["tokenizer"],
-          negatives_path=args["hardnegs"], device="cpu", callbacks=[slow])
+          inputs={"hard_negatives": args["hardnegs"]}, callbacks=[slow])
 """
 
 
 def _resolved():
-    return {"name": "star", "method": "star", "seed": 11, "dataset": {"name": "tiny"}, "params": {
+    return {"name": "star", "method": "star", "seed": 11, "dataset": {"name": "tiny"}, "params": validate_params({
         "model": {"name": "builtin", "pooling": "mean", "projection_dim": None, "shared": True,
                   "builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16},
         "train": {"split": "train", "epochs": 3, "batch_size": 16, "learning_rate": 0.002, "optimizer": "lamb",
-                  "warmup_ratio": 0.1, "checkpoint_every": 4, "log_every": 1, "loss": None},
-        "negatives": {"per_query": 2}}}
+                  "warmup_ratio": 0.1, "checkpoint_every": 4, "log_every": 1, "loss": None, "max_grad_norm": 1.0,
+                  "temperature": 1.0},
+        "negatives": {"per_query": 2}})}
 
 
 def _launch(tiny, out, sleep):

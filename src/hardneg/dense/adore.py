@@ -7,6 +7,10 @@ a positive) and scores the candidates with the fixed document embeddings. The lo
 RankNet loss of every (relevant, non-relevant) candidate pair weighted by |ΔM|, the change of the target
 metric M = MRR@cut when the two swap ranks (zero beyond the cut); without the weight it is plain RankNet
 (the paper's ablation ADORE\\L). Everything is vectorised over the batch.
+
+With several processes each one encodes and searches its own share of the batch's queries, computes their
+per-query losses and gathers them (:meth:`hardneg.dense.distributed.Replicas.gather`); the loss is the mean
+over the whole batch, as in one process.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from hardneg.dense.distributed import SINGLE, Replicas
 
 
 @dataclass
@@ -58,8 +64,9 @@ def delta_mrr(ranks: torch.Tensor, cut: int) -> torch.Tensor:
 
 
 def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tensor, valid: torch.Tensor, *,
-                cut: int = 200, weighted: bool = True) -> torch.Tensor:
-    """Σ over (relevant i, non-relevant j) pairs of w_ij · log(1 + exp(s_j − s_i)), averaged over queries.
+                cut: int = 200, weighted: bool = True, reduction: str = "mean") -> torch.Tensor:
+    """Σ over (relevant i, non-relevant j) pairs of w_ij · log(1 + exp(s_j − s_i)), averaged over queries
+    (``reduction="mean"``) or per query, [B] (``reduction="none"``: what processes gather).
 
     ``w_ij`` = |ΔMRR@cut| with ``weighted``, else 1 (plain RankNet). All inputs are [B, C]. Queries have few
     relevant candidates, so the pairs are laid out as [B, P, C] with P the most relevant candidates of any
@@ -74,7 +81,12 @@ def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tenso
     if weighted:
         reciprocal = _reciprocal(ranks, cut)
         losses = losses * (reciprocal.gather(1, positive)[:, :, None] - reciprocal[:, None, :]).abs()
-    return (losses * pairs).sum(dim=(1, 2)).mean()
+    per_query = (losses * pairs).sum(dim=(1, 2))
+    if reduction == "none":
+        return per_query
+    if reduction != "mean":
+        raise ValueError(f"unknown reduction {reduction!r}")
+    return per_query.mean()
 
 
 class AdoreMethod:
@@ -89,23 +101,29 @@ class AdoreMethod:
     def make_batch(self, queries: np.ndarray, rng: np.random.Generator):
         return queries
 
-    def loss(self, model, queries: np.ndarray, device) -> tuple[torch.Tensor, dict]:
+    def loss(self, model, queries: np.ndarray, device, replicas: Replicas = SINGLE) -> tuple[torch.Tensor, dict]:
+        """The mean LambdaLoss of the global batch ``queries`` (each process searches its own share) and
+        statistics of the whole batch (``batch_mrr10``) and of this process (timings)."""
         from hardneg.index import search
 
         started = time.perf_counter()
-        batch = {k: v.to(device) for k, v in self.query_texts.batch(self.train.query_rows[queries]).items()}
-        q = model.encode_queries(batch)
+        mine = queries[replicas.local(len(queries))]
+        batch = {k: v.to(device) for k, v in self.query_texts.batch(self.train.query_rows[mine]).items()}
+        q, _ = model(queries=batch)
         encoded = time.perf_counter()
         _, retrieved = search(self.index, q.detach().float().cpu().numpy(), self.top_k)
         searched = time.perf_counter()
-        cand = build_candidates(retrieved, [self.train.relevant[i] for i in queries])
+        cand = build_candidates(retrieved, [self.train.relevant[i] for i in mine])
         docs = torch.from_numpy(np.asarray(self.doc_embeddings[np.maximum(cand.rows, 0).ravel()], dtype=np.float32))
         docs = docs.view(*cand.rows.shape, -1).to(device)  # fixed: no gradient reaches the documents
         scores = torch.einsum("bd,bcd->bc", q.float(), docs) / self.temperature
-        loss = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device), torch.from_numpy(cand.ranks).to(device),
-                           torch.from_numpy(cand.valid).to(device), cut=self.cut, weighted=self.weighted)
+        per_query = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device),
+                                torch.from_numpy(cand.ranks).to(device), torch.from_numpy(cand.valid).to(device),
+                                cut=self.cut, weighted=self.weighted, reduction="none")
+        loss = replicas.gather(per_query, len(queries)).mean()
         done = time.perf_counter()
         first_relevant = np.where(cand.relevant.any(1), cand.relevant.argmax(1) + 1, 0)
         mrr = np.where((first_relevant > 0) & (first_relevant <= 10), 1.0 / np.maximum(first_relevant, 1), 0.0)
+        mrr = replicas.gather(torch.from_numpy(mrr).to(device), len(queries)).cpu().numpy()
         return loss, {"encode_seconds": encoded - started, "search_seconds": searched - encoded,
                       "loss_seconds": done - searched, "batch_mrr10": float(mrr.mean())}

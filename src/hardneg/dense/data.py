@@ -126,20 +126,36 @@ class RankedNegatives:
 
 
 class BatchSampler(Protocol):
-    """Which training queries form each step's batch, for one epoch. Pluggable (e.g. adaptive scheduling)."""
+    """Which training queries form each step's batch, one epoch at a time. Pluggable (e.g. adaptive scheduling).
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
+    The trainer asks ``num_batches`` for every epoch before the first step (the learning-rate schedule needs
+    the total number of steps), then asks ``batches`` once per epoch, at the start of that epoch, with the
+    model as it is then, so a sampler may re-rank or re-group queries with the current encoder (in eval mode
+    and under ``torch.no_grad()``; the trainer puts the model back in train mode). ``batches(epoch, model)``
+    must return exactly ``num_batches(epoch)`` arrays of query indices (into ``TrainQueries``), each of at
+    least two queries (in-batch negatives need two rows). A sampler with state defines ``state_dict()`` and
+    ``load_state_dict(state)``; checkpoints keep it, and with it the current epoch's batches.
+    """
+
+    def num_batches(self, epoch: int) -> int:
+        ...
+
+    def batches(self, epoch: int, model=None) -> list[np.ndarray]:
         ...
 
 
 class ShuffledBatches:
     """A fresh seeded permutation of the queries each epoch, cut into batches; a last batch of one is dropped
-    (in-batch negatives need two rows)."""
+    (in-batch negatives need two rows). It has no state and does not look at the model."""
 
     def __init__(self, num_queries: int, batch_size: int, seed: int):
         self.num_queries, self.batch_size, self.seed = num_queries, batch_size, seed
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
+    def num_batches(self, epoch: int) -> int:
+        full, rest = divmod(self.num_queries, self.batch_size)
+        return full + int(rest > 1)
+
+    def batches(self, epoch: int, model=None) -> list[np.ndarray]:
         order = np.random.default_rng([self.seed, epoch]).permutation(self.num_queries)
         cuts = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         return [c for c in cuts if len(c) > 1]

@@ -1,20 +1,18 @@
-"""Training methods: how a batch is built from training queries, and the loss it is scored with.
+"""Training steps: how a batch is built from training queries, and the loss it is scored with.
 
 A method has two operations the trainer calls: ``make_batch(queries, rng)`` (cheap, integer arrays only) and
-``loss(model, batch, device)``. Methods that need more inside the step (a teacher model scoring on the fly,
-an index searched with the current query encoder) implement the same two operations.
+``loss(model, batch, device, replicas=...)``. Methods that need more inside the step (a teacher model scoring
+on the fly, an index searched with the current query encoder) implement the same two operations. A method may
+also define the trainer's events (``on_epoch_start``, ``on_step_end``) and ``state_dict`` /
+``load_state_dict`` (see :mod:`hardneg.dense.trainer`).
 
-The contrastive family covers the warm-up and the baselines and STAR; they differ only in where negatives come
-from and in the loss:
+``loss`` calls ``model(queries=..., docs=...)`` once per step: ``model`` is the bi-encoder itself or its
+``DistributedDataParallel`` wrapper, which needs exactly one forward per backward. ``batch`` is the *global*
+batch; with several processes (``replicas``, see :mod:`hardneg.dense.distributed`) each encodes its share of
+the rows and the embeddings are gathered, so the loss is the one of the whole batch, as in one process.
 
-========  =========================================  =====================================
-method    negatives of each row                      loss over the batch score matrix
-========  =========================================  =====================================
-warmup    sampled from the BM25 top-k (BM25 Neg)     softmax cross-entropy
-randneg   uniformly random corpus documents          softmax cross-entropy
-inbatch   none (other rows' positives only)          softmax cross-entropy
-star      sampled from a static hard-negative list   RankNet over every (query, document)
-========  =========================================  =====================================
+:class:`ContrastiveMethod` is the step of the contrastive methods (warm-up, the baselines, STAR; declared in
+:mod:`hardneg.methods`), which differ only in where each row's negatives come from and in the loss.
 
 Every query is scored against every document of the batch (its positive, its negatives, and other rows'
 positives and negatives); pairs whose document is relevant to the query are masked.
@@ -28,6 +26,7 @@ import numpy as np
 import torch
 
 from hardneg.dense.data import NegativeSource, TrainQueries
+from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.losses import LOSSES
 from hardneg.dense.tokenized import TokenizedTexts
 
@@ -63,9 +62,13 @@ class ContrastiveMethod:
         return Batch(queries=queries, query_rows=self.train.query_rows[queries], doc_rows=doc_rows,
                      positive=np.arange(len(queries)), relevant=self.train.relevance_mask(queries, doc_rows))
 
-    def loss(self, model, batch: Batch, device) -> tuple[torch.Tensor, dict]:
-        q = model.encode_queries(_to(self.query_texts.batch(batch.query_rows), device))
-        d = model.encode_docs(_to(self.doc_texts.batch(batch.doc_rows), device))
+    def loss(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> tuple[torch.Tensor, dict]:
+        """The loss of the global batch (the same value on every rank) and batch statistics."""
+        query_rows = batch.query_rows[replicas.local(len(batch.query_rows))]
+        doc_rows = batch.doc_rows[replicas.local(len(batch.doc_rows))]
+        q, d = model(queries=_to(self.query_texts.batch(query_rows), device),
+                     docs=_to(self.doc_texts.batch(doc_rows), device))
+        q, d = replicas.gather(q, len(batch.query_rows)), replicas.gather(d, len(batch.doc_rows))
         scores = (q @ d.T).float() / self.temperature
         positive = torch.from_numpy(batch.positive).to(device)
         relevant = torch.from_numpy(batch.relevant).to(device)
@@ -74,9 +77,3 @@ class ContrastiveMethod:
             best_negative = scores.masked_fill(relevant, float("-inf")).max(dim=1).values
             accuracy = (scores.gather(1, positive[:, None]).squeeze(1) > best_negative).float().mean()
         return loss, {"batch_accuracy": float(accuracy)}
-
-
-NEGATIVE_SOURCES = {"warmup": "bm25", "randneg": "random", "inbatch": None, "star": "hardnegs"}
-# ``zeroshot`` is not trained: its run evaluates a pretrained (or freshly built) model as it is.
-UNTRAINED = ("zeroshot",)
-DEFAULT_LOSS = {"warmup": "ce", "randneg": "ce", "inbatch": "ce", "star": "ranknet"}

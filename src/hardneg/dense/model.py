@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from hardneg.atomic import atomic_dir
+from hardneg.config import section_values
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +33,29 @@ BUILTIN = "builtin"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """How to build a fresh bi-encoder. ``name``: ``builtin`` (a small BERT built from a config, for the
-    built-in WordPiece tokenizer), a local folder, or a hub name."""
+    """How to build a fresh bi-encoder: exactly the keys of a run's ``params.model`` section (see the schema,
+    ``$defs/dense_params/properties/model``, for their meaning and defaults; there is no second copy here).
 
-    name: str = BUILTIN
-    pooling: str = "mean"
-    projection_dim: int | None = None
-    shared: bool = True
-    normalize: bool = True
-    builtin: dict = field(default_factory=lambda: {"hidden_size": 256, "num_hidden_layers": 1,
-                                                   "num_attention_heads": 4, "intermediate_size": 512})
+    ``name``: ``builtin`` (a small BERT built from the ``builtin`` config, for the built-in WordPiece tokenizer),
+    a local folder, or a hub name. ``vocab_size`` sizes the built-in tokenizer the workflow trains; the model
+    takes its vocabulary size from the tokenizer it is given. The max lengths are those of the tokenized cache.
+    """
+
+    name: str
+    pooling: str
+    projection_dim: int | None
+    shared: bool
+    normalize: bool
+    vocab_size: int
+    builtin: dict
+    query_max_length: int
+    doc_max_length: int
+
+    @classmethod
+    def from_params(cls, section: dict, *, where: str = "params.model") -> "ModelSpec":
+        """From a validated ``params.model`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown or
+        a missing key (:func:`hardneg.config.validate_params` fills a hand-written section's defaults)."""
+        return cls(**section_values(section, [f.name for f in fields(cls)], where))
 
 
 def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> nn.Module:
@@ -109,6 +123,18 @@ class BiEncoder(nn.Module):
     def encode_docs(self, batch: dict) -> torch.Tensor:
         return self.encode(batch["input_ids"], batch["attention_mask"], "doc")
 
+    def forward(self, queries: dict | None = None, docs: dict | None = None):
+        """Encode a query batch and a document batch (each ``input_ids`` + ``attention_mask``) in one call:
+        ``(query vectors, doc vectors)``, ``None`` for a batch not given. Queries are encoded first.
+
+        Training calls the model this way, once per step, because ``DistributedDataParallel`` needs exactly
+        one ``forward`` per backward to hook its gradient all-reduce; on the plain model it is the same as
+        ``encode_queries`` followed by ``encode_docs``.
+        """
+        q = self.encode_queries(queries) if queries is not None else None
+        d = self.encode_docs(docs) if docs is not None else None
+        return q, d
+
     # ------------------------------------------------------------------------------------------ persistence
     def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
         """Save atomically (see the module docstring for the layout)."""
@@ -159,14 +185,9 @@ class BiEncoder(nn.Module):
                    normalize=spec.normalize)
 
 
-def spec_from_params(params: dict) -> ModelSpec:
-    known = {k: v for k, v in params.items() if k in ModelSpec.__dataclass_fields__}
-    return ModelSpec(**known)
-
-
 def describe(model: BiEncoder) -> dict:
     return {"parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim, "shared": model.shared,
             "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize}
 
 
-__all__ = ["BiEncoder", "ModelSpec", "asdict", "describe", "spec_from_params"]
+__all__ = ["BiEncoder", "ModelSpec", "asdict", "describe"]

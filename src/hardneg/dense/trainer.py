@@ -2,11 +2,25 @@
 
 AdamW or LAMB (``pytorch_optimizer``), linear warm-up then linear decay, gradient accumulation, gradient
 clipping, fp16/bf16 autocast and gradient checkpointing on GPU, seeded data order, periodic checkpoints with
-resume, and a per-step log of loss and learning rate.
+resume, several processes (``DistributedDataParallel``, see :mod:`hardneg.dense.distributed`), and a per-step
+log of loss, learning rate, pre-clip gradient norm and whatever the method and the events add.
 
-Resume: a checkpoint holds the model, optimiser, scheduler and random-number states and the number of
-micro-batches done. Batches are drawn from a generator seeded by (seed, epoch, batch index), so a resumed
-run skips the batches already seen and continues exactly as an uninterrupted run would.
+Extension points:
+
+* the *sampler* (:class:`hardneg.dense.data.BatchSampler`) says up front how many batches each epoch has (the
+  learning-rate schedule needs the total) and is asked for an epoch's batches at the start of that epoch,
+  with the current model;
+* *events*: the method and every callback may define ``on_epoch_start(trainer, epoch)`` (before the sampler
+  is asked) and ``on_step_end(trainer, step, row)`` (after every optimiser step; ``row`` is that step's log
+  dict, to which an event may add columns, e.g. :class:`hardneg.dense.dev_eval.DevEvaluation`). A plain
+  function callback is called as ``callback(trainer, step)`` after every optimiser step;
+* *state*: the method, the sampler and callbacks may define ``state_dict()`` / ``load_state_dict(state)``.
+
+Resume: a checkpoint holds the model, optimiser, scheduler and random-number states, the number of
+micro-batches done, the current epoch's batch list (a model-dependent sampler could not draw it again once
+the model has moved on) and the states of method, sampler and callbacks. Batch contents are drawn from a
+generator seeded by (seed, epoch, batch index), so a resumed run skips the batches already seen and continues
+exactly as an uninterrupted run would.
 """
 
 from __future__ import annotations
@@ -17,32 +31,62 @@ import os
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from hardneg.atomic import atomic_path
+from hardneg.config import section_values
+from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
 
 log = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = 2  # checkpoints of another layout are not resumed
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    epochs: int = 3
-    batch_size: int = 32
-    learning_rate: float = 1e-4
-    optimizer: str = "adamw"  # adamw | lamb
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    grad_accumulation: int = 1
-    max_grad_norm: float | None = 1.0
-    precision: str = "fp32"  # fp32 | fp16 | bf16 (autocast on GPU)
-    gradient_checkpointing: bool = False
-    checkpoint_every: int = 100  # optimiser steps
-    log_every: int = 10
-    seed: int = 0
+    """Training settings: exactly the keys of a run's ``params.train`` section, plus the run's ``seed``.
+
+    Their meaning and defaults are in the schema (``$defs/dense_params/properties/train``); there is no second
+    copy of the defaults here. Build it with :meth:`from_params` from a validated section.
+    """
+
+    split: str
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    optimizer: str  # adamw | lamb
+    weight_decay: float
+    warmup_ratio: float
+    grad_accumulation: int
+    max_grad_norm: float | None
+    precision: str  # fp32 | fp16 | bf16 (autocast on GPU)
+    gradient_checkpointing: bool
+    checkpoint_every: int  # optimiser steps; 0 = none
+    log_every: int
+    loss: str | None
+    temperature: float
+    device: str
+    gpus: int
+    processes: int | None
+    dev_every: int  # optimiser steps between dev evaluations; 0 = none
+    dev_split: str
+    seed: int
+
+    @classmethod
+    def from_params(cls, section: dict, seed: int, *, where: str = "params.train") -> "TrainConfig":
+        """From a validated ``params.train`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown
+        or a missing key (:func:`hardneg.config.validate_params` fills a hand-written section's defaults)."""
+        names = [f.name for f in fields(cls) if f.name != "seed"]
+        return cls(**section_values(section, names, where), seed=seed)
+
+    @property
+    def num_processes(self) -> int:
+        """Training processes: ``processes``, else one per GPU when ``gpus`` > 1, else 1."""
+        return resolve_processes(self.processes, self.gpus)
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -66,19 +110,74 @@ def make_optimizer(params, config: TrainConfig):
     raise ValueError(f"unknown optimizer {config.optimizer!r}")
 
 
+class _StepFunction:
+    """A plain ``callback(trainer, step)`` as an ``on_step_end`` event."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def on_step_end(self, trainer, step: int, row: dict) -> None:
+        self.function(trainer, step)
+
+
+def _state_of(obj):
+    return obj.state_dict() if hasattr(obj, "state_dict") else None
+
+
+def _restore(obj, state) -> None:
+    if state is not None:
+        obj.load_state_dict(state)
+
+
 class Trainer:
+    """Trains ``model`` with ``method`` on the batches of ``sampler`` (see the module docstring).
+
+    ``replicas`` places this process among several training processes (:data:`SINGLE` in one process); with
+    more than one, ``model`` is wrapped in ``DistributedDataParallel`` and only rank 0 writes checkpoints.
+    ``device`` is ignored when ``replicas`` names one (a worker's own GPU). Attributes events may read:
+    ``model`` (the plain model, not the DDP wrapper), ``device``, ``precision``, ``replicas``, ``config``,
+    ``total_steps``, ``step``, ``epoch`` and ``batches`` (the current epoch's batch list).
+    """
+
     def __init__(self, model: torch.nn.Module, method, sampler, config: TrainConfig, *,
-                 checkpoint_dir: str | os.PathLike, fingerprint: str, device: str = "auto", callbacks=()):
+                 checkpoint_dir: str | os.PathLike, fingerprint: str, device: str = "auto", callbacks=(),
+                 replicas: Replicas = SINGLE):
         self.model, self.method, self.sampler, self.config = model, method, sampler, config
         self.checkpoint_path = Path(checkpoint_dir) / "state.pt"
         self.fingerprint = fingerprint  # a checkpoint of another configuration is never resumed
-        self.device = resolve_device(device)
+        self.replicas = replicas
+        self.device = replicas.device or resolve_device(device)
         self.callbacks = list(callbacks)
         self.precision = config.precision
         if self.device.type != "cuda" and self.precision != "fp32":
             log.warning("precision %s needs a GPU; training in fp32 on %s", self.precision, self.device)
             self.precision = "fp32"
+        self.total_steps, self.step, self.epoch, self.batches = 0, 0, 0, []
 
+    # ------------------------------------------------------------------------------------------- events
+    def _event_targets(self) -> list:
+        """The method first, then the callbacks in order (plain functions as ``on_step_end`` events)."""
+        return [self.method] + [c if hasattr(c, "on_step_end") or hasattr(c, "on_epoch_start") else _StepFunction(c)
+                                for c in self.callbacks]
+
+    def _fire(self, event: str, *args) -> None:
+        for target in self._event_targets():
+            handler = getattr(target, event, None)
+            if handler is not None:
+                handler(self, *args)
+
+    def _start_epoch(self, epoch: int, count: int) -> list[np.ndarray]:
+        """Fire ``on_epoch_start``, then ask the sampler for the epoch's batches (rank 0's on every rank)."""
+        self._fire("on_epoch_start", epoch)
+        batches = self.sampler.batches(epoch, self.model)
+        self.model.train()  # a model-dependent sampler may have switched it to eval mode
+        batches = [np.asarray(b) for b in self.replicas.broadcast(batches)]
+        if len(batches) != count:
+            raise RuntimeError(f"the sampler gave {len(batches)} batches for epoch {epoch}; its num_batches "
+                               f"said {count} (the learning-rate schedule was planned with that)")
+        return batches
+
+    # --------------------------------------------------------------------------------------- checkpoints
     def _autocast(self):
         if self.precision == "fp32":
             return nullcontext()
@@ -94,30 +193,42 @@ class Trainer:
         if not self.checkpoint_path.exists():
             return None
         state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
-        if state.get("fingerprint") != self.fingerprint:
+        if state.get("fingerprint") != self.fingerprint or state.get("format") != CHECKPOINT_FORMAT:
             log.warning("ignoring checkpoint %s: it belongs to another configuration", self.checkpoint_path)
             return None
         return state
 
+    def _grad_norm(self) -> torch.Tensor:
+        """The total gradient norm before clipping; clips to ``max_grad_norm`` when one is set.
+
+        Without clipping the gradients are only read, so logging the norm leaves the update unchanged."""
+        if self.config.max_grad_norm:
+            return torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        return torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+
+    # ---------------------------------------------------------------------------------------------- fit
     def fit(self) -> list[dict]:
-        """Train; return the per-step log (step, epoch, loss, lr, seconds and the method's statistics)."""
-        config, model = self.config, self.model
+        """Train; return the per-step log (step, epoch, loss, lr, grad_norm, seconds, the method's statistics
+        and the events' columns). Every rank returns the same log."""
+        config, model, replicas = self.config, self.model, self.replicas
         torch.manual_seed(config.seed)
         model.to(self.device)
         if config.gradient_checkpointing and self.device.type == "cuda":
+            # DDP cannot follow re-entrant checkpointing of an encoder used twice per step
+            options = {"gradient_checkpointing_kwargs": {"use_reentrant": False}} if replicas.distributed else {}
             for encoder in (model.query_encoder, model.doc_encoder):
                 if encoder is not None and hasattr(encoder, "gradient_checkpointing_enable"):
-                    encoder.gradient_checkpointing_enable()
-        epochs = [self.sampler.batches(e) for e in range(config.epochs)]
-        total_micro = sum(len(b) for b in epochs)
-        total_steps = max(1, math.ceil(total_micro / config.grad_accumulation))
+                    encoder.gradient_checkpointing_enable(**options)
+        per_epoch = [self.sampler.num_batches(e) for e in range(config.epochs)]
+        total_micro = sum(per_epoch)
+        total_steps = self.total_steps = max(1, math.ceil(total_micro / config.grad_accumulation))
         optimizer = make_optimizer(model.named_parameters(), config)
         from transformers import get_linear_schedule_with_warmup
 
         scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
         scaler = torch.amp.GradScaler("cuda", enabled=self.precision == "fp16")
         rows: list[dict] = []
-        done_micro, step = 0, 0
+        done_micro, step, resumed_batches = 0, 0, None
         state = self._load()
         if state is not None:
             model.load_state_dict(state["model"])
@@ -127,58 +238,86 @@ class Trainer:
             torch.set_rng_state(state["rng"])
             if torch.cuda.is_available() and state.get("cuda_rng") is not None:
                 torch.cuda.set_rng_state_all(state["cuda_rng"])
-            done_micro, step, rows = state["micro"], state["step"], state["log"]
+            done_micro, step, rows, resumed_batches = state["micro"], state["step"], state["log"], state["batches"]
+            _restore(self.sampler, state["sampler"])
+            _restore(self.method, state["method"])
+            for callback, callback_state in zip(self.callbacks, state["callbacks"]):
+                _restore(callback, callback_state)
             log.info("resuming from step %d of %d", step, total_steps)
+        # Some parameters never get a gradient (the pooler a loaded Hugging Face model computes but nobody
+        # reads; ADORE's separate document encoder), which DDP must be told to expect.
+        wrapped = replicas.wrap(model, find_unused_parameters=True)
         model.train()
         from tqdm import tqdm
 
-        progress = tqdm(total=total_steps, initial=step, file=sys.stderr, mininterval=10, desc="training")
+        progress = tqdm(total=total_steps, initial=step, file=sys.stderr, mininterval=10, desc="training",
+                        disable=not replicas.is_main)
         started = time.perf_counter() - (rows[-1]["seconds"] if rows else 0.0)
         micro, pending, pending_stats = 0, [], []
         optimizer.zero_grad(set_to_none=True)
-        for epoch, batches in enumerate(epochs):
-            for index, queries in enumerate(batches):
+        for epoch, count in enumerate(per_epoch):
+            if micro + count < done_micro or (count and micro + count == done_micro):
+                micro += count  # finished before the checkpoint: the sampler is not asked again
+                continue
+            self.epoch = epoch
+            # resumed in the middle of this epoch: its batches as they were drawn; else ask the sampler now
+            self.batches = resumed_batches if micro < done_micro else self._start_epoch(epoch, count)
+            for index, queries in enumerate(self.batches):
                 micro += 1
                 if micro <= done_micro:
                     continue
+                ends_step = micro % config.grad_accumulation == 0 or micro == total_micro
                 batch = self.method.make_batch(queries, np.random.default_rng([config.seed, epoch, index]))
-                with self._autocast():
-                    loss, stats = self.method.loss(model, batch, self.device)
-                backward_started = time.perf_counter()
-                scaler.scale(loss / config.grad_accumulation).backward()
+                # DDP all-reduces on the backward of a step's last micro-batch only
+                sync = wrapped.no_sync() if replicas.distributed and not ends_step else nullcontext()
+                with sync:
+                    with self._autocast():
+                        loss, stats = self.method.loss(wrapped, batch, self.device, replicas=replicas)
+                    backward_started = time.perf_counter()
+                    # each rank's backward gives its share of dL/dθ; DDP averages, so scale by the world size
+                    scaled = loss * replicas.world if replicas.distributed else loss
+                    scaler.scale(scaled / config.grad_accumulation).backward()
                 stats = {**stats, "backward_seconds": time.perf_counter() - backward_started}
                 pending.append(float(loss.detach()))
                 pending_stats.append(stats)
-                if micro % config.grad_accumulation and micro != total_micro:
+                if not ends_step:
                     continue
-                if config.max_grad_norm:
-                    scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+                scaler.unscale_(optimizer)  # no-op unless fp16 (then clipping and the norm see true gradients)
+                grad_norm = self._grad_norm()
                 scaler.step(optimizer)
                 scaler.update()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
-                step += 1
+                step = self.step = step + 1
                 row = {"step": step, "epoch": epoch, "loss": float(np.mean(pending)),
-                       "lr": float(scheduler.get_last_lr()[0]), "seconds": time.perf_counter() - started}
+                       "lr": float(scheduler.get_last_lr()[0]), "grad_norm": float(grad_norm),
+                       "seconds": time.perf_counter() - started}
                 for key in pending_stats[0]:
                     row[key] = float(np.mean([s[key] for s in pending_stats]))
-                rows.append(row)
                 pending, pending_stats = [], []
+                self._fire("on_step_end", step, row)
+                rows.append(row)
                 progress.update(1)
                 if step % config.log_every == 0 or step == total_steps:
-                    log.info("step %d/%d epoch %d loss %.4f lr %.2e", step, total_steps, epoch, row["loss"], row["lr"])
-                for callback in self.callbacks:
-                    callback(self, step)
+                    log.info("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f", step, total_steps, epoch,
+                             row["loss"], row["lr"], row["grad_norm"])
                 if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total_steps:
-                    self._save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
-                                "rng": torch.get_rng_state(),
-                                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                                "micro": micro, "step": step, "log": rows, "fingerprint": self.fingerprint})
+                    if replicas.is_main:
+                        self._save(self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows))
+                    replicas.barrier()
         progress.close()
         model.eval()
         return rows
 
+    def _checkpoint(self, model, optimizer, scheduler, scaler, micro: int, step: int, rows: list[dict]) -> dict:
+        return {"format": CHECKPOINT_FORMAT, "fingerprint": self.fingerprint,
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "micro": micro, "step": step, "log": rows, "epoch": self.epoch, "batches": self.batches,
+                "sampler": _state_of(self.sampler), "method": _state_of(self.method),
+                "callbacks": [_state_of(c) for c in self.callbacks]}
+
     def discard_checkpoint(self) -> None:
-        self.checkpoint_path.unlink(missing_ok=True)
+        if self.replicas.is_main:
+            self.checkpoint_path.unlink(missing_ok=True)

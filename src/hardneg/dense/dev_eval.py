@@ -1,0 +1,128 @@
+"""Dev evaluation during training: RR@10 on a held-out split every few optimiser steps (``train.dev_every``).
+
+ANCE-style training curves (effectiveness against steps) need the model's quality while it trains, not only
+at the end. :class:`DevEvaluation` is a trainer event: on due steps it encodes the dev queries and the whole
+corpus with the current model (eval mode, no gradient; back to train mode afterwards), retrieves each query's
+exact inner-product top 10, scores RR@10 with ir-measures (:func:`hardneg.evaluation.evaluate`) and writes it
+into the step's log row as ``dev_rr10``. Other steps get NaN, so the column is on every row and the Parquet
+log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
+goes on exactly as without the event.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+
+import numpy as np
+import pyarrow as pa
+
+from hardneg import artifacts
+from hardneg.dense.distributed import SINGLE, Replicas
+from hardneg.dense.encode import encode_rows
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+COLUMN = "dev_rr10"
+DEPTH = 10  # RR@10 needs the top 10 only
+
+
+def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH, block: int = 1024):
+    """Each query's exact inner-product top ``k`` documents, best first: (scores float32 [Q, k], rows int64
+    [Q, k]); where there are fewer than ``k`` documents the rest is padded with -inf and row -1. Queries go in
+    blocks, so the score matrix never holds more than ``block`` queries."""
+    scores = np.full((len(query_vectors), k), -np.inf, dtype=np.float32)
+    rows = np.full((len(query_vectors), k), -1, dtype=np.int64)
+    width = min(k, len(doc_vectors))
+    if width == 0:
+        return scores, rows
+    for lo in range(0, len(query_vectors), block):
+        block_scores = (query_vectors[lo:lo + block] @ doc_vectors.T).astype(np.float32)
+        top = np.argpartition(-block_scores, width - 1, axis=1)[:, :width]
+        top_scores = np.take_along_axis(block_scores, top, 1)
+        order = np.argsort(-top_scores, axis=1, kind="stable")
+        scores[lo:lo + len(top), :width] = np.take_along_axis(top_scores, order, 1)
+        rows[lo:lo + len(top), :width] = np.take_along_axis(top, order, 1)
+    return scores, rows
+
+
+def run_table(scores: np.ndarray, rows: np.ndarray, query_ids: list[str], doc_ids: list[str]) -> pa.Table:
+    """A ``RUN`` table of :func:`top_k`'s result (padding left out)."""
+    keep = rows >= 0
+    ranks = np.broadcast_to(np.arange(1, rows.shape[1] + 1, dtype=np.int32), rows.shape)
+    qids = np.broadcast_to(np.asarray(query_ids, dtype=object)[:, None], rows.shape)
+    return pa.table({"qid": pa.array(qids[keep], pa.string()),
+                     "docid": pa.array(np.asarray(doc_ids, dtype=object)[rows[keep]], pa.string()),
+                     "rank": ranks[keep], "score": scores[keep]}, schema=artifacts.RUN.schema)
+
+
+def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, *, device="cpu",
+             batch_size: int = 128, precision: str = "fp32", replicas: Replicas = SINGLE) -> float:
+    """Mean RR@10 of ``model`` on ``queries`` against ``qrels``, exact search over all of ``corpus``. Leaves
+    the model in eval mode (callers put it back in train mode).
+
+    With several processes each encodes its share of the corpus and finds its share's top 10 of every query;
+    the shares' top 10s are gathered and merged into the exact top 10 (every rank returns the same value).
+    """
+    from hardneg.evaluation import evaluate
+
+    share = np.arange(len(corpus))[replicas.local(len(corpus))]
+    q = encode_rows(model, queries, np.arange(len(queries)), "query", batch_size=batch_size, device=device,
+                    precision=precision)
+    d = encode_rows(model, corpus, share, "doc", batch_size=batch_size, device=device, precision=precision)
+    scores, rows = top_k(q, d)
+    rows = np.where(rows >= 0, share[np.maximum(rows, 0)] if len(share) else -1, -1)
+    if replicas.distributed:  # one [Q, k] block per rank, merged into the global top k
+        import torch
+
+        where = replicas.device
+        scores = replicas.gather(torch.from_numpy(scores)[None].to(where), replicas.world).cpu().numpy()
+        rows = replicas.gather(torch.from_numpy(rows)[None].to(where), replicas.world).cpu().numpy()
+        scores, rows = np.concatenate(list(scores), axis=1), np.concatenate(list(rows), axis=1)
+        best = np.argsort(-scores, axis=1, kind="stable")[:, :DEPTH]
+        scores, rows = np.take_along_axis(scores, best, 1), np.take_along_axis(rows, best, 1)
+    means, _ = evaluate(run_table(scores, rows, queries.row_ids, corpus.row_ids), qrels, ["RR@10"])
+    return means["RR@10"]
+
+
+def dev_inputs(cache_dir, qrels_path, split: str) -> tuple[str, str]:
+    """The dev split's tokenized queries (name in the cache) and qrels file, which lies beside the training
+    qrels. ``ConfigError`` naming ``params.train.dev_split`` and the missing file when either is absent."""
+    name = f"queries_{split}"
+    qrels = os.path.join(os.path.dirname(os.fspath(qrels_path)), f"{split}.parquet")
+    for path in (os.path.join(os.fspath(cache_dir), f"{name}.ids.npy"), qrels):
+        if not os.path.exists(path):
+            raise ConfigError("params.train.dev_split", f"dev evaluation (train.dev_every > 0) needs split "
+                                                        f"{split!r}, but {path} does not exist")
+    return name, qrels
+
+
+class DevEvaluation:
+    """Trainer event: ``dev_rr10`` every ``every`` optimiser steps and at the last step, NaN on other steps.
+
+    With several processes they share the corpus encoding (see :func:`dev_rr10`); every rank logs the value."""
+
+    def __init__(self, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, every: int, *,
+                 batch_size: int = 128):
+        if every < 1:
+            raise ValueError("dev evaluation needs every >= 1")
+        self.queries, self.corpus, self.qrels, self.every, self.batch_size = queries, corpus, qrels, every, batch_size
+
+    @classmethod
+    def from_split(cls, cache_dir, qrels_path, split: str, every: int, **options) -> "DevEvaluation":
+        """The dev split ``split`` of the tokenized cache, its qrels beside the training qrels ``qrels_path``."""
+        name, qrels = dev_inputs(cache_dir, qrels_path, split)
+        return cls(TokenizedTexts(cache_dir, name), TokenizedTexts(cache_dir, "corpus"),
+                   artifacts.read_table(artifacts.QRELS, qrels), every, **options)
+
+    def on_step_end(self, trainer, step: int, row: dict) -> None:
+        value = math.nan
+        if step % self.every == 0 or step == trainer.total_steps:
+            value = dev_rr10(trainer.model, self.queries, self.corpus, self.qrels, device=trainer.device,
+                             batch_size=self.batch_size, precision=trainer.precision, replicas=trainer.replicas)
+            trainer.model.train()
+            log.info("step %d: dev RR@10 %.4f", step, value)
+        row[COLUMN] = value

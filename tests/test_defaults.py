@@ -1,0 +1,82 @@
+"""The schema is the one place of the dense defaults: TrainConfig and ModelSpec have exactly its keys, no
+default of their own that could drift from it, and they reject unknown and missing keys by name."""
+
+from dataclasses import MISSING, fields
+
+import pytest
+
+from hardneg.config import load_schema
+from hardneg.dense.model import ModelSpec
+from hardneg.config import validate_params
+from hardneg.dense.train import train_run
+from hardneg.dense.trainer import TrainConfig
+from hardneg.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return load_schema()
+
+
+def _section(schema, name):
+    return schema["$defs"]["dense_params"]["properties"][name]["properties"]
+
+
+@pytest.mark.parametrize("cls, section, extra", [(TrainConfig, "train", {"seed"}), (ModelSpec, "model", set())])
+def test_fields_are_the_schema_keys_and_defaults_agree(schema, cls, section, extra):
+    properties = _section(schema, section)
+    assert {f.name for f in fields(cls)} == set(properties) | extra
+    filled = validate_params(schema=schema)[section]  # schema defaults, nested ones (model.builtin) included
+    for f in fields(cls):
+        if f.default is not MISSING:
+            assert f.default == filled[f.name], f"{cls.__name__}.{f.name}"
+        if f.default_factory is not MISSING:
+            assert f.default_factory() == filled[f.name], f"{cls.__name__}.{f.name}"
+
+
+def test_built_from_the_schema_defaults(schema):
+    params = validate_params(schema=schema)
+    config = TrainConfig.from_params(params["train"], seed=7)
+    assert config.seed == 7 and config.temperature == params["train"]["temperature"]
+    assert config.num_processes == 1 and config.dev_every == 0
+    spec = ModelSpec.from_params(params["model"])
+    assert spec.builtin == params["model"]["builtin"] and spec.doc_max_length == params["model"]["doc_max_length"]
+
+
+@pytest.mark.parametrize("cls, section, build", [
+    (TrainConfig, "train", lambda values: TrainConfig.from_params(values, seed=0)),
+    (ModelSpec, "model", ModelSpec.from_params),
+])
+def test_unknown_and_missing_keys_are_named(schema, cls, section, build):
+    values = validate_params(schema=schema)[section]
+    with pytest.raises(ConfigError) as unknown:
+        build({**values, "learning_rat": 0.1})
+    assert unknown.value.key == f"params.{section}.learning_rat"
+    first = next(iter(values))
+    with pytest.raises(ConfigError) as missing:
+        build({k: v for k, v in values.items() if k != first})
+    assert missing.value.key == f"params.{section}.{first}"
+
+
+def test_processes_follow_gpus_unless_given(schema):
+    base = validate_params(schema=schema)["train"]
+    assert TrainConfig.from_params({**base, "gpus": 4}, 0).num_processes == 4
+    assert TrainConfig.from_params({**base, "gpus": 1}, 0).num_processes == 1
+    assert TrainConfig.from_params({**base, "gpus": 4, "processes": 2}, 0).num_processes == 2
+
+
+def test_train_run_rejects_an_unknown_key_before_any_work(tmp_path):
+    params = validate_params()
+    params["train"]["temprature"] = 0.1
+    resolved = {"name": "x", "method": "inbatch", "seed": 0, "params": params}
+    with pytest.raises(ConfigError, match="params.train.temprature"):
+        train_run(resolved, cache_dir=tmp_path / "missing", qrels_path=tmp_path / "qrels.parquet",
+                  model_dir=tmp_path / "model", log_path=tmp_path / "log.parquet", checkpoint_dir=tmp_path / "ckpt",
+                  tokenizer_source=tmp_path / "tokenizer")
+
+
+def test_validate_params_names_the_key_at_fault(schema):
+    with pytest.raises(ConfigError) as error:
+        validate_params({"train": {"epochs": 0}}, schema=schema)
+    assert error.value.key == "params.train.epochs"
+    assert "adore" in validate_params(method="adore", schema=schema)

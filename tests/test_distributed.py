@@ -1,0 +1,101 @@
+"""Training in two processes (torch.distributed, gloo on CPU) ends where training in one process ends: the
+global batch, its loss and its gradient are the same, only summation orders differ; so is dev RR@10."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hardneg import artifacts
+from hardneg.dense.distributed import Replicas, resolve_processes
+from hardneg.dense.encode import encode_rows
+from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.config import validate_params
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.dense.train import train_run
+from hardneg.mining import mine_hard_negatives
+from tests.dense_fixtures import TINY_MODEL, build_tiny
+
+# Dropout masks differ between processes (each draws its own share's), so the comparison runs without dropout.
+NO_DROPOUT = {**TINY_MODEL, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+
+
+def test_shares_are_array_split_order():
+    for n in (0, 1, 5, 16, 17):
+        for world in (1, 2, 3):
+            shares = [np.arange(n)[Replicas(rank=r, world=world).local(n)] for r in range(world)]
+            assert [s.tolist() for s in shares] == [s.tolist() for s in np.array_split(np.arange(n), world)]
+    assert resolve_processes(None, 0) == 1 and resolve_processes(None, 2) == 2 and resolve_processes(3, 2) == 3
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("distributed")
+    tiny = build_tiny(root)
+    docs = TokenizedTexts(tiny["cache"], "corpus")
+    queries = TokenizedTexts(tiny["cache"], "queries_train").row_ids
+    rng = np.random.default_rng(0)
+    picks = np.stack([rng.choice(len(docs), 30, replace=False) for _ in queries])
+    ranking = pa.table({"qid": np.repeat(queries, 30), "docid": np.asarray(docs.row_ids)[picks.ravel()],
+                        "rank": np.tile(np.arange(1, 31, dtype=np.int32), len(queries)),
+                        "score": np.tile(np.linspace(1, 0, 30, dtype=np.float32), len(queries))})
+    artifacts.write_table(ranking, artifacts.RUN, root / "ranking.parquet")  # BM25-like negatives of warmup
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
+    artifacts.write_table(mine_hard_negatives(ranking, qrels, depth=30), artifacts.HARDNEGS, root / "hardnegs.parquet")
+    # STAR and ADORE continue a model (without dropout); ADORE searches its fixed document embeddings.
+    tokenizer = load_tokenizer(tiny["tokenizer"])
+    spec = ModelSpec.from_params(validate_params({"model": {"builtin": NO_DROPOUT}})["model"])
+    init = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, max_length=64, seed=2)
+    init.save(root / "init", tokenizer)
+    embeddings = encode_rows(init, docs, np.arange(len(docs)), "doc")
+    np.save(root / "corpus.npy", embeddings)
+    from hardneg.index import build_index, save_index
+
+    save_index(build_index(embeddings, "Flat"), root / "Flat.faiss")
+    return {**tiny, "root": root}
+
+
+def _train(tiny, method, out, processes):
+    params = validate_params({
+        "model": {"builtin": NO_DROPOUT, "doc_max_length": 64, "query_max_length": 16},
+        "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001, "checkpoint_every": 0, "log_every": 1,
+                  "processes": processes, "dev_every": 4, "dev_split": "test"},
+        "negatives": {"per_query": 2, "depth": 30},
+        **({"adore": {"top_k": 20, "cut": 20}} if method == "adore" else {})}, method=method)
+    root = tiny["root"]
+    inputs = {"warmup": {"negatives": root / "ranking.parquet"},
+              "star": {"hard_negatives": root / "hardnegs.parquet", "init": root / "init"},
+              "adore": {"init": root / "init", "doc_embeddings": root / "corpus.npy",
+                        "train_index": root / "Flat.faiss"}}[method]
+    resolved = {"name": method, "method": method, "seed": 7, "params": params}
+    return train_run(resolved, cache_dir=tiny["cache"], qrels_path=tiny["data"] / "qrels" / "train.parquet",
+                     model_dir=out / "model", log_path=out / "log.parquet", checkpoint_dir=out / "ckpt",
+                     tokenizer_source=tiny["tokenizer"], inputs={k: str(v) for k, v in inputs.items()})
+
+
+def _parameters(model_dir):
+    # the pooler is not saved (the bi-encoder never uses it): loading initialises it at random
+    return {k: v for k, v in BiEncoder.load(model_dir).state_dict().items() if "pooler" not in k}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["warmup", "star", "adore"])
+def test_two_processes_train_like_one(tiny, tmp_path, method):
+    one = _train(tiny, method, tmp_path / "one", processes=1)
+    two = _train(tiny, method, tmp_path / "two", processes=2)
+    assert len(one) == len(two) == 8
+    logs = [pq.read_table(tmp_path / name / "log.parquet").to_pandas() for name in ("one", "two")]
+    np.testing.assert_allclose(logs[0]["loss"], logs[1]["loss"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(logs[0]["grad_norm"], logs[1]["grad_norm"], rtol=1e-4)
+    # dev RR@10 with the corpus encoding shared between the processes: the same rankings
+    assert logs[1].loc[logs[1]["dev_rr10"].notna(), "step"].tolist() == [4, 8]
+    np.testing.assert_allclose(logs[0]["dev_rr10"], logs[1]["dev_rr10"], rtol=0, atol=1e-6)
+    np.testing.assert_allclose([r["loss"] for r in two], logs[1]["loss"])  # rank 0's rows come back
+    a, b = _parameters(tmp_path / "one" / "model"), _parameters(tmp_path / "two" / "model")
+    assert a.keys() == b.keys()
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 1e-4
+    initial = BiEncoder.load(tiny["root"] / "init").state_dict()
+    if method != "warmup":  # training moved the weights much further than the two runs differ
+        assert max(float((a[k] - initial[k]).abs().max()) for k in a if k in initial) > 1e-3
+    assert not (tmp_path / "two" / "ckpt" / "state.pt").exists()

@@ -1,0 +1,268 @@
+"""Trainer events and state: dev RR@10 and the pre-clip gradient norm in the log, and a stateful sampler and a
+dev evaluation that survive a kill and a resume exactly."""
+
+import copy
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from hardneg import artifacts
+from hardneg.dense.data import ShuffledBatches, TrainQueries
+from hardneg.dense.dev_eval import COLUMN, DevEvaluation
+from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.config import validate_params
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.dense.train import train_run
+from hardneg.dense.trainer import Trainer, TrainConfig
+from hardneg.errors import ConfigError
+from tests.dense_fixtures import TINY_MODEL, build_tiny
+
+SEED = 4
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("events"))
+
+
+def _params(**train):
+    return validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16},
+                         "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.002, "checkpoint_every": 0,
+                                   "log_every": 1, **train}})
+
+
+def _setup(tiny, **train):
+    """Model, in-batch method and config of a small run on the tiny data."""
+    params = _params(**train)
+    queries, corpus = TokenizedTexts(tiny["cache"], "queries_train"), TokenizedTexts(tiny["cache"], "corpus")
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
+    data = TrainQueries(qrels, queries.row_ids, corpus.row_ids)
+    tokenizer = load_tokenizer(tiny["tokenizer"])
+    model = BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=len(tokenizer),
+                             pad_token_id=tokenizer.pad_token_id, max_length=64, seed=SEED)
+    method = ContrastiveMethod(data, queries, corpus, negatives=None, per_query=0, loss="ce",
+                               temperature=params["train"]["temperature"])
+    return model, method, data, TrainConfig.from_params(params["train"], SEED)
+
+
+def _reference_rr10(model, tiny) -> float:
+    """RR@10 by hand: plain torch encoding, a full sort, the first relevant rank."""
+    queries, corpus = TokenizedTexts(tiny["cache"], "queries_test"), TokenizedTexts(tiny["cache"], "corpus")
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "test.parquet").to_pylist()
+    relevant = {}
+    for row in qrels:
+        if row["relevance"] >= 1:
+            relevant.setdefault(row["qid"], set()).add(row["docid"])
+    model.eval()
+    with torch.no_grad():
+        q = model.encode_queries(queries.batch(np.arange(len(queries)))).numpy()
+        d = model.encode_docs(corpus.batch(np.arange(len(corpus)))).numpy()
+    model.train()
+    position = {qid: i for i, qid in enumerate(queries.row_ids)}
+    values = []
+    for qid, docs in relevant.items():
+        ranking = np.argsort(-(q[position[qid]] @ d.T), kind="stable")[:10]
+        hits = [rank for rank, row in enumerate(ranking, 1) if corpus.row_ids[row] in docs]
+        values.append(1.0 / hits[0] if hits else 0.0)
+    return float(np.mean(values))
+
+
+class _Reference:
+    """Event after DevEvaluation: on evaluated steps, the independent RR@10 of the same model."""
+
+    def __init__(self, tiny):
+        self.tiny, self.pairs = tiny, []
+
+    def on_step_end(self, trainer, step, row):
+        if not math.isnan(row[COLUMN]):
+            self.pairs.append((step, row[COLUMN], _reference_rr10(trainer.model, self.tiny)))
+
+
+def test_dev_rr10_equals_an_independent_computation(tiny, tmp_path):
+    model, method, data, config = _setup(tiny)
+    dev = DevEvaluation.from_split(tiny["cache"], tiny["data"] / "qrels" / "train.parquet", "test", every=3)
+    reference = _Reference(tiny)
+    trainer = Trainer(model, method, ShuffledBatches(len(data), config.batch_size, SEED), config,
+                      checkpoint_dir=tmp_path, fingerprint="f", device="cpu", callbacks=[dev, reference])
+    rows = trainer.fit()
+    assert len(rows) == 8
+    assert [r["step"] for r in rows if not math.isnan(r[COLUMN])] == [3, 6, 8]  # every 3 steps and the last
+    assert [step for step, _, _ in reference.pairs] == [3, 6, 8]
+    for step, logged, expected in reference.pairs:
+        assert logged == pytest.approx(expected, abs=1e-9), step
+    assert len({round(v, 9) for _, v, _ in reference.pairs}) > 1  # the model moved between evaluations
+
+
+class _OneBatch:
+    """The first 16 training queries, one batch per epoch."""
+
+    def num_batches(self, epoch):
+        return 1
+
+    def batches(self, epoch, model=None):
+        return [np.arange(16)]
+
+
+@pytest.mark.parametrize("max_grad_norm", [None, 0.01])
+def test_grad_norm_is_the_pre_clip_norm(tiny, tmp_path, max_grad_norm):
+    model, method, _, config = _setup(tiny, max_grad_norm=max_grad_norm)
+    reference = copy.deepcopy(model).train()
+    rows = Trainer(model, method, _OneBatch(), config, checkpoint_dir=tmp_path, fingerprint="f",
+                   device="cpu").fit()
+    torch.manual_seed(SEED)  # as the trainer does before its first step: the same dropout masks
+    batch = method.make_batch(np.arange(16), np.random.default_rng([SEED, 0, 0]))
+    loss, _ = method.loss(reference, batch, torch.device("cpu"))
+    loss.backward()
+    norm = math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in reference.parameters() if p.grad is not None))
+    assert rows[0]["loss"] == pytest.approx(float(loss.detach()), rel=1e-6)
+    assert rows[0]["grad_norm"] == pytest.approx(norm, rel=1e-5)
+    if max_grad_norm:
+        assert norm > 10 * max_grad_norm  # the logged norm is the one before clipping
+
+
+def _train_run(tiny, out, **train):
+    resolved = {"name": "inbatch", "method": "inbatch", "seed": SEED, "params": _params(**train)}
+    return train_run(resolved, cache_dir=tiny["cache"], qrels_path=tiny["data"] / "qrels" / "train.parquet",
+                     model_dir=out / "model", log_path=out / "log.parquet", checkpoint_dir=out / "ckpt",
+                     tokenizer_source=tiny["tokenizer"])
+
+
+def test_train_run_logs_dev_rr10_and_grad_norm_on_every_row(tiny, tmp_path):
+    _train_run(tiny, tmp_path, dev_every=3, dev_split="test")
+    log = pq.read_table(tmp_path / "log.parquet").to_pandas()
+    assert log.loc[log[COLUMN].notna(), "step"].tolist() == [3, 6, 8]
+    assert (log["grad_norm"] > 0).all()
+
+
+def test_a_missing_dev_split_is_a_config_error(tiny, tmp_path):
+    with pytest.raises(ConfigError) as error:
+        _train_run(tiny, tmp_path, dev_every=3, dev_split="dev")
+    assert error.value.key == "params.train.dev_split"
+    assert "queries_dev.ids.npy" in error.value.message
+    assert not (tmp_path / "model").exists()
+
+
+# ------------------------------------------------------------------------------------- kill and resume
+DRIVER = """
+import json, logging, sys, time
+import numpy as np
+logging.basicConfig(level=logging.INFO)
+from hardneg import artifacts
+from hardneg.config import config_hash
+from hardneg.dense.data import ShuffledBatches, TrainQueries
+from hardneg.dense.dev_eval import DevEvaluation
+from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.dense.train import build_method, write_train_log
+from hardneg.dense.trainer import Trainer, TrainConfig
+
+
+class ReorderingSampler(ShuffledBatches):
+    '''Shuffled batches in an order drawn from a generator kept in its state; counts the epochs it was asked.
+    Asked again for an epoch after a resume, it would draw another order: only restored state and the
+    checkpoint's batch list give the uninterrupted run's batches.'''
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.asked, self.rng = 0, np.random.default_rng(99)
+
+    def batches(self, epoch, model=None):
+        self.asked += 1
+        batches = super().batches(epoch)
+        return [batches[i] for i in self.rng.permutation(len(batches))]
+
+    def state_dict(self):
+        return {"asked": self.asked, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state):
+        self.asked, self.rng.bit_generator.state = state["asked"], state["rng"]
+
+
+args = json.loads(sys.argv[1])
+resolved = args["resolved"]
+params = resolved["params"]
+config = TrainConfig.from_params(params["train"], resolved["seed"])
+queries, corpus = TokenizedTexts(args["cache"], "queries_train"), TokenizedTexts(args["cache"], "corpus")
+train = TrainQueries(artifacts.read_table(artifacts.QRELS, args["qrels"]), queries.row_ids, corpus.row_ids)
+tokenizer = load_tokenizer(args["tokenizer"])
+model = BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=len(tokenizer),
+                         pad_token_id=tokenizer.pad_token_id, max_length=64, seed=resolved["seed"])
+sampler = ReorderingSampler(len(train), config.batch_size, config.seed)
+dev = DevEvaluation.from_split(args["cache"], args["qrels"], config.dev_split, config.dev_every)
+slow = lambda trainer, step: time.sleep(args["sleep"])
+trainer = Trainer(model, build_method(resolved, train, queries, corpus, {}), sampler, config,
+                  checkpoint_dir=args["checkpoints"], fingerprint=config_hash(resolved), device="cpu",
+                  callbacks=[dev, slow])
+rows = trainer.fit()
+model.save(args["model"], tokenizer)
+write_train_log(rows, args["log"])
+with open(args["sampler"], "w") as handle:
+    json.dump(sampler.state_dict(), handle)
+trainer.discard_checkpoint()
+"""
+
+
+def _launch(tiny, out, sleep):
+    resolved = {"name": "inbatch", "method": "inbatch", "seed": SEED,
+                "params": _params(epochs=3, checkpoint_every=5, dev_every=4, dev_split="test")}
+    args = {"resolved": resolved, "cache": str(tiny["cache"]), "tokenizer": str(tiny["tokenizer"]),
+            "qrels": str(tiny["data"] / "qrels" / "train.parquet"), "model": str(out / "model"),
+            "log": str(out / "log.parquet"), "checkpoints": str(out / "ckpt"), "sampler": str(out / "sampler.json"),
+            "sleep": sleep}
+    return subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _weights(model_dir):
+    from safetensors.torch import load_file
+
+    return {f"{path.name}/{key}": value for path in sorted(model_dir.rglob("*.safetensors"))
+            for key, value in load_file(str(path)).items()}
+
+
+@pytest.mark.slow
+def test_stateful_sampler_and_dev_evaluation_survive_kill_and_resume(tiny, tmp_path):
+    whole = _launch(tiny, tmp_path / "whole", 0.0)
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+
+    checkpoint = tmp_path / "killed" / "ckpt" / "state.pt"
+    first = _launch(tiny, tmp_path / "killed", 0.3)
+    deadline = time.time() + 120
+    while not checkpoint.exists() and time.time() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert checkpoint.exists(), "no checkpoint was written before the deadline"
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    assert not (tmp_path / "killed" / "model").exists()  # the kill really interrupted training
+
+    second = _launch(tiny, tmp_path / "killed", 0.0)
+    assert second.wait(timeout=300) == 0, second.stderr.read()
+    assert "resuming from step" in second.stderr.read()
+
+    whole_log = pq.read_table(tmp_path / "whole" / "log.parquet").to_pandas()
+    resumed_log = pq.read_table(tmp_path / "killed" / "log.parquet").to_pandas()
+    assert list(whole_log.columns) == list(resumed_log.columns)
+    assert {COLUMN, "grad_norm", "loss", "lr", "batch_accuracy"} <= set(whole_log.columns)
+    assert whole_log.loc[whole_log[COLUMN].notna(), "step"].tolist() == [4, 8, 12, 16, 20, 24]
+    for column in whole_log.columns:
+        if not column.endswith("seconds"):
+            np.testing.assert_array_equal(whole_log[column].to_numpy(), resumed_log[column].to_numpy(), column)
+    whole_state = json.loads((tmp_path / "whole" / "sampler.json").read_text())
+    assert whole_state["asked"] == 3
+    assert json.loads((tmp_path / "killed" / "sampler.json").read_text()) == whole_state
+    whole_weights, resumed_weights = _weights(tmp_path / "whole" / "model"), _weights(tmp_path / "killed" / "model")
+    assert whole_weights.keys() == resumed_weights.keys() and whole_weights
+    for key, value in whole_weights.items():
+        assert torch.equal(value, resumed_weights[key]), key

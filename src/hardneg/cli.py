@@ -21,6 +21,20 @@ def _check_config(args) -> int:
     return 0
 
 
+def _methods(args) -> int:
+    from hardneg import methods
+
+    methods.load_modules(args.module)
+    for name, method in methods.methods().items():
+        print(f"{name} ({method.kind}): {method.summary}  [{method.module}]")
+        for role, spec in method.roles.items():
+            need = "required" if spec.required else "optional"
+            print(f"  inputs.{role}: {spec.provides} ({need}) - {spec.description or methods.PROVIDES[spec.provides]}")
+        for key in method.schema:
+            print(f"  params.{key}")
+    return 0
+
+
 def _evaluate(args) -> int:
     from hardneg import artifacts
     from hardneg.evaluation import evaluate
@@ -46,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("config", nargs="?", default="config/config.yaml")
     check.add_argument("--schema", default=None, help="schema file (default: the package's workflow schema)")
     check.set_defaults(func=_check_config)
+    listing = sub.add_parser("methods", help="list the registered methods, their input roles and own params")
+    listing.add_argument("--module", action="append", default=[],
+                         help="also load this method module (dotted name or .py path), as method_modules does")
+    listing.set_defaults(func=_methods)
     ev = sub.add_parser("evaluate", help="evaluate a run Parquet file against a qrels Parquet file")
     ev.add_argument("run")
     ev.add_argument("qrels")

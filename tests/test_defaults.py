@@ -80,3 +80,19 @@ def test_validate_params_names_the_key_at_fault(schema):
         validate_params({"train": {"epochs": 0}}, schema=schema)
     assert error.value.key == "params.train.epochs"
     assert "adore" in validate_params(method="adore", schema=schema)
+
+
+def test_synthetic_spec_has_the_schema_keys_and_no_defaults(schema):
+    from hardneg.datasets.synthetic import SyntheticSpec
+
+    variant = next(v["then"] for v in schema["$defs"]["dataset"]["allOf"]
+                   if v["if"]["properties"]["adapter"]["const"] == "synthetic")
+    assert {f.name for f in fields(SyntheticSpec)} == set(variant["properties"]) - {"adapter"}
+    assert all(f.default is MISSING and f.default_factory is MISSING for f in fields(SyntheticSpec))
+    spec = SyntheticSpec.from_config({"adapter": "synthetic", "seed": 1})
+    assert spec.concept_vocab == variant["properties"]["concept_vocab"]["default"]
+    assert spec.doc_length == tuple(variant["properties"]["doc_length"]["default"])
+    with pytest.raises(ConfigError, match=r"'dataset.num_doc': unknown key"):
+        SyntheticSpec.from_config({"adapter": "synthetic", "seed": 1, "num_doc": 5})
+    with pytest.raises(ConfigError, match=r"'dataset.seed': required key is missing"):
+        SyntheticSpec.from_config({"adapter": "synthetic"})

@@ -7,7 +7,8 @@ import pytest
 from hardneg.datasets.canonical import statistics, validate
 from hardneg.datasets.synthetic import SyntheticGenerator, SyntheticSpec, generate
 
-SMALL = SyntheticSpec(seed=7, num_docs=600, num_queries={"train": 150, "test": 50}, docs_per_cluster=30)
+SMALL = SyntheticSpec.from_config({"adapter": "synthetic", "seed": 7, "num_docs": 600,
+                                   "num_queries": {"train": 150, "test": 50}, "docs_per_cluster": 30})
 
 
 @pytest.fixture(scope="module")

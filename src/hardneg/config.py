@@ -279,8 +279,8 @@ def section_values(section: dict, names: Iterable[str], where: str) -> dict:
         raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(sorted(names))}")
     missing = [name for name in names if name not in section]
     if missing:
-        raise ConfigError(f"{where}.{missing[0]}", "required key is missing (validate the params against the "
-                                                   "schema, e.g. with hardneg.config.validate_params)")
+        raise ConfigError(f"{where}.{missing[0]}", "required key is missing (a section that was not validated "
+                                                   "against the schema: see validate_params, validate_dataset)")
     return {name: section[name] for name in names}
 
 
@@ -300,15 +300,25 @@ def validate_params(params: dict | None = None, *, method: str | None = None, sc
     """A copy of a dense run's ``params`` validated against the schema (see :func:`params_schema`), every
     missing key filled with its schema default (sections too: ``validate_params()`` is the full default params).
 
-    The workflow validates whole configs with :func:`validate_config`; this is the same
-    validation for one run's params, for code that builds a run by hand. Errors name ``params.<key>``.
+    The workflow validates whole configs with :func:`validate_config`; this is the same validation for one
+    run's params, for code that builds a run by hand. Errors name ``params.<key>``.
     """
     schema = schema or load_schema()
-    section = {**params_schema(schema, method), "$defs": schema["$defs"]}
-    params = copy.deepcopy(params or {})
-    validator = _Validator(section)
-    found = best_match(validator.iter_errors(params), key=lambda e: -len(e.absolute_path))
+    return _validate_fragment(params or {}, params_schema(schema, method), schema, "params")
+
+
+def validate_dataset(dataset: dict, *, where: str = "dataset", schema: dict | None = None) -> dict:
+    """A copy of one dataset's config (an entry of ``datasets``) validated against the schema, every missing key
+    filled with its schema default. Errors name ``<where>.<key>``."""
+    schema = schema or load_schema()
+    return _validate_fragment(dataset, {"$ref": "#/$defs/dataset"}, schema, where)
+
+
+def _validate_fragment(value: dict, fragment: dict, schema: dict, where: str) -> dict:
+    value = copy.deepcopy(value)
+    validator = _Validator({**fragment, "$defs": schema["$defs"]})
+    found = best_match(validator.iter_errors(value), key=lambda e: -len(e.absolute_path))
     if found is not None:
         error = _describe(found)
-        raise ConfigError(f"params.{error.key}" if error.key != "<root>" else "params", error.message)
-    return params
+        raise ConfigError(f"{where}.{error.key}" if error.key != "<root>" else where, error.message)
+    return value

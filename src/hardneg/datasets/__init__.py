@@ -47,16 +47,16 @@ def dataset_input_files(cfg: dict) -> list[str]:
 
 
 def load_dataset(cfg: dict) -> Dataset:
-    """Load a dataset described by a validated config entry (see ``workflow/schemas/config.schema.yaml``)."""
+    """Load a dataset described by a config entry (see ``workflow/schemas/config.schema.yaml``); keys it leaves
+    out get the schema's defaults, and a wrong one raises ``ConfigError`` naming ``dataset.<key>``."""
+    from hardneg.config import validate_dataset
+
+    cfg = validate_dataset(cfg)
     adapter = cfg["adapter"]
     if adapter == "synthetic":
         from hardneg.datasets import synthetic
 
-        fields = {k: v for k, v in cfg.items() if k in synthetic.SyntheticSpec.__dataclass_fields__}
-        for key in ("doc_length", "title_length"):
-            if key in fields:
-                fields[key] = tuple(fields[key])
-        return synthetic.generate(synthetic.SyntheticSpec(**fields))
+        return synthetic.generate(synthetic.SyntheticSpec.from_config(cfg))
     if adapter == "beir":
         from hardneg.datasets import beir
 
@@ -64,16 +64,16 @@ def load_dataset(cfg: dict) -> Dataset:
     if adapter == "msmarco_passage":
         from hardneg.datasets import msmarco
 
-        return msmarco.load_passage(cfg["collection"], cfg["queries"], cfg["qrels"], cfg.get("judged_only", True))
+        return msmarco.load_passage(cfg["collection"], cfg["queries"], cfg["qrels"], cfg["judged_only"])
     if adapter == "msmarco_document":
         from hardneg.datasets import msmarco
 
-        return msmarco.load_document(cfg["docs"], cfg["queries"], cfg["qrels"], cfg.get("judged_only", True))
+        return msmarco.load_document(cfg["docs"], cfg["queries"], cfg["qrels"], cfg["judged_only"])
     if adapter == "trec":
         from hardneg.datasets import trec
 
-        return trec.load(cfg["corpus"], cfg["topics"], cfg["qrels"], cfg.get("topic_field", "title"),
-                         cfg.get("judged_only", True))
+        return trec.load(cfg["corpus"], cfg["topics"], cfg["qrels"], cfg["topic_field"],
+                         cfg["judged_only"])
     if adapter == "ir_datasets":
         from hardneg.datasets import irds
 

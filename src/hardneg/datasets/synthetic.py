@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pyarrow as pa
@@ -48,24 +48,37 @@ _TITLE_MIX = np.array([0.0, 0.4, 0.3, 0.3])
 
 @dataclass(frozen=True)
 class SyntheticSpec:
-    """Parameters of the generator; every field has a config key of the same name."""
+    """Parameters of the generator: exactly the keys of a ``synthetic`` dataset's config (their meaning and
+    defaults are in the schema, ``$defs/dataset``; there is no second copy here). Build it from a config entry
+    with :meth:`from_config`."""
 
-    seed: int = 13
-    num_docs: int = 5000
-    num_queries: dict = field(default_factory=lambda: {"train": 2000, "dev": 200, "test": 200})
-    docs_per_cluster: int = 50
-    subtopics_per_cluster: int = 10
-    background_vocab: int = 2000
-    concept_vocab: int = 1500
-    topic_words: int = 20
-    subtopic_words: int = 4
-    specific_pool: int = 20
-    specific_per_doc: int = 4
-    doc_length: tuple = (40, 100)
-    title_length: tuple = (3, 7)
-    synonym_rate: float = 0.85
-    multi_relevant_rate: float = 0.3
-    chunk_size: int = 50_000
+    seed: int
+    num_docs: int
+    num_queries: dict
+    docs_per_cluster: int
+    subtopics_per_cluster: int
+    background_vocab: int
+    concept_vocab: int
+    topic_words: int
+    subtopic_words: int
+    specific_pool: int
+    specific_per_doc: int
+    doc_length: tuple
+    title_length: tuple
+    synonym_rate: float
+    multi_relevant_rate: float
+    chunk_size: int
+
+    @classmethod
+    def from_config(cls, cfg: dict, *, where: str = "dataset") -> "SyntheticSpec":
+        """From a ``synthetic`` dataset entry (``adapter: synthetic`` and its keys); missing keys get the schema's
+        defaults but ``seed``, which the workflow fills from the global seed. Errors name ``<where>.<key>``."""
+        from hardneg.config import section_values, validate_dataset
+
+        cfg = validate_dataset(cfg, where=where)
+        values = section_values({k: v for k, v in cfg.items() if k != "adapter"}, [f.name for f in fields(cls)], where)
+        return cls(**{**values, "doc_length": tuple(values["doc_length"]),
+                      "title_length": tuple(values["title_length"])})
 
     @property
     def num_clusters(self) -> int:

@@ -62,7 +62,10 @@ def _train(tiny, method, out, processes):
         "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001, "checkpoint_every": 0, "log_every": 1,
                   "processes": processes, "dev_every": 4, "dev_split": "test"},
         "negatives": {"per_query": 2, "depth": 30},
-        **({"adore": {"top_k": 20, "cut": 20}} if method == "adore" else {})}, method=method)
+        # ADORE retrieves its candidates and ranks them: with a fresh model many documents nearly tie, and a score
+        # difference of ~1e-7 (rows encoded in batches of other shapes) can swap two of them. The whole corpus
+        # as candidates and unweighted pairs keep the loss continuous, so the runs differ by rounding only.
+        **({"adore": {"top_k": 300, "cut": 20, "weighted": False}} if method == "adore" else {})}, method=method)
     root = tiny["root"]
     inputs = {"warmup": {"negatives": root / "ranking.parquet"},
               "star": {"hard_negatives": root / "hardnegs.parquet", "init": root / "init"},
@@ -75,8 +78,11 @@ def _train(tiny, method, out, processes):
 
 
 def _parameters(model_dir):
-    # the pooler is not saved (the bi-encoder never uses it): loading initialises it at random
-    return {k: v for k, v in BiEncoder.load(model_dir).state_dict().items() if "pooler" not in k}
+    """The weights to compare. The pooler is not saved (the bi-encoder never uses it): loading initialises it at
+    random. The attention key bias has a true gradient of zero (softmax over the keys ignores a shift shared by
+    all of them), so it gets rounding noise only, which Adam scales to steps of ±lr in any direction."""
+    return {k: v for k, v in BiEncoder.load(model_dir).state_dict().items()
+            if "pooler" not in k and not k.endswith("attention.self.key.bias")}
 
 
 @pytest.mark.slow
@@ -86,7 +92,7 @@ def test_two_processes_train_like_one(tiny, tmp_path, method):
     two = _train(tiny, method, tmp_path / "two", processes=2)
     assert len(one) == len(two) == 8
     logs = [pq.read_table(tmp_path / name / "log.parquet").to_pandas() for name in ("one", "two")]
-    np.testing.assert_allclose(logs[0]["loss"], logs[1]["loss"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(logs[0]["loss"], logs[1]["loss"], rtol=1e-6, atol=1e-5)
     np.testing.assert_allclose(logs[0]["grad_norm"], logs[1]["grad_norm"], rtol=1e-4)
     # dev RR@10 with the corpus encoding shared between the processes: the same rankings
     assert logs[1].loc[logs[1]["dev_rr10"].notna(), "step"].tolist() == [4, 8]

@@ -15,4 +15,5 @@ train_run(resolved, cache_dir=snakemake.input.cache,
           qrels_path=os.path.join(snakemake.input.qrels, f"{resolved['params']['train']['split']}.parquet"),
           model_dir=snakemake.output.model, log_path=snakemake.output.train_log,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
-          inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")})
+          inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")},
+          method_modules=snakemake.params.method_modules)

@@ -149,3 +149,34 @@ def test_a_method_in_its_own_module_is_planned_with_no_other_file_changed(tmp_pa
                             capture_output=True, text=True)
     assert result.returncode != 0 and "config key 'runs.toy.params.toy.scael': unknown key" in \
         result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_a_method_of_its_own_module_trains_and_is_evaluated(tmp_path):
+    """The training job is a process of its own: it imports the run's method module again."""
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "toy_method.py").write_text(textwrap.dedent(TOY_METHOD))
+    tiny = {"model": {"vocab_size": 3000, "doc_max_length": 32, "query_max_length": 16,
+                      "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "intermediate_size": 64}},
+            "train": {"epochs": 1, "batch_size": 16}, "encode": {"shards": 1}, "search": {"top_k": 50}}
+    config = {
+        "dataset": "tiny", "method_modules": ["extra/toy_method.py"], "targets": ["toy"],
+        "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
+                              "num_queries": {"train": 48, "test": 20}}},
+        "runs": {"toy": {"method": "toy", "params": {**tiny, "toy": {"scale": 2.0}}}},
+    }
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    result = subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+                             "--cores", "2"], capture_output=True, text=True)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    import json
+
+    import pyarrow.parquet as pq
+
+    metrics = json.loads((tmp_path / "results" / "toy" / "metrics.json").read_text())
+    assert metrics["num_queries"] == 20 and 0.0 <= metrics["measures"]["RR@10"] <= 1.0
+    assert pq.read_table(tmp_path / "results" / "toy" / "train_log.parquet").num_rows == 3  # 48 queries / 16
+    resolved = yaml.safe_load((tmp_path / "results" / "toy" / "config.yaml").read_text())
+    assert resolved["params"]["toy"] == {"scale": 2.0}

@@ -380,7 +380,8 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
     config_path = Path(layout.config(run))
     method = read_resolved(config_path).get("method") if config_path.exists() else None
     if not hardnegs_path.exists():
-        if method is not None and not methods.get(method).role_providing("miner"):
+        declared = methods.methods().get(method)  # None for a method of a module this process has not loaded
+        if method is not None and (declared is None or not declared.role_providing("miner")):
             miners = [name for name, m in methods.methods().items() if m.role_providing("miner")]
             raise HardnegError(f"run {run} is a {method} run and mines no hard negatives; runs of method "
                                f"{' or '.join(miners)} do")

@@ -193,6 +193,12 @@ class Plan:
                 "dataset": self.dataset(run), "inputs": dict(self.runs[run].get("inputs", {})),
                 "params": {key: params[key] for key in self.method(run).training_sections}}
 
+    def method_modules(self, run: str) -> list[str]:
+        """The config's ``method_modules`` entry that declares the run's method (none for a method of this
+        package or of an entry point): a training job, a process of its own, imports it again."""
+        module = self.method(run).module
+        return [module] if module in self.config["method_modules"] else []
+
     def train_gpus(self, run: str) -> int:
         return self.params(run)["train"]["gpus"]
 

@@ -43,13 +43,15 @@ def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, in
 
 
 def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source,
-              inputs: dict | None = None, callbacks=(), threads_per_process: int | None = None) -> list[dict]:
+              inputs: dict | None = None, method_modules=(), callbacks=(),
+              threads_per_process: int | None = None) -> list[dict]:
     """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path``.
 
     ``inputs`` are the run's training inputs beside the tokenized cache and the qrels (name → path, as
     :meth:`hardneg.plan.Plan.train_inputs` gives them): ``init``, the model to continue, and what the method's
     roles provide (``negatives``, ``hard_negatives``, ``doc_embeddings``, ``train_index``, ...). The device is
-    ``params.train.device``.
+    ``params.train.device``. ``method_modules``: the module declaring the run's method when it is not one of
+    :mod:`hardneg.methods` (a config's ``method_modules`` entry), imported here and in every worker.
 
     A checkpoint in ``checkpoint_dir`` from an interrupted attempt with the same configuration is resumed.
     ``callbacks`` are trainer events (``on_epoch_start(trainer, epoch)``, ``on_step_end(trainer, step, row)``)
@@ -58,6 +60,7 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     each of several processes (default: the available CPUs shared among them). Returns the log rows.
     """
     arguments = dict(locals())  # exactly train_run's arguments, passed on unchanged to launched workers
+    methods.load_modules(list(method_modules))
     params = resolved["params"]
     config = train_config(resolved)
     spec = ModelSpec.from_params(params["model"])

@@ -1,6 +1,7 @@
 """The method registry: each method is declared once, the schema and the workflow read the declarations, and a
 method added in a module of its own is planned by the workflow with no other file changed."""
 
+import copy
 import re
 import subprocess
 import textwrap
@@ -180,3 +181,25 @@ def test_a_method_of_its_own_module_trains_and_is_evaluated(tmp_path):
     assert pq.read_table(tmp_path / "results" / "toy" / "train_log.parquet").num_rows == 3  # 48 queries / 16
     resolved = yaml.safe_load((tmp_path / "results" / "toy" / "config.yaml").read_text())
     assert resolved["params"]["toy"] == {"scale": 2.0}
+
+
+def test_a_role_of_many_runs(monkeypatch):
+    from hardneg.methods import registry
+    from hardneg.plan import Plan
+
+    fusion = methods.Method(name="toyfusion", kind=methods.DENSE, summary="a role of many runs",
+                            roles={"runs": methods.Role("runs", many=True)}, training_sections=("model", "train"),
+                            build_step=lambda ctx: None)
+    monkeypatch.setitem(registry._METHODS, "toyfusion", fusion)
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw["runs"]["fuse"] = {"method": "toyfusion", "inputs": {"runs": ["bm25", "warmup"]}}
+    plan = Plan(validate_config(copy.deepcopy(raw)))
+    assert plan.train_inputs("fuse")["runs"] == ["results/bm25/runs/train.parquet", "results/warmup/runs/train.parquet"]
+    assert plan.upstream("fuse") == ["bm25", "warmup"]
+    assert [r["name"] for r in plan.resolved("fuse")["inputs"]["runs"]] == ["bm25", "warmup"]
+    for runs, message in (("bm25", "expected array"), (["bm25", "nowhere"], "no run named 'nowhere'"),
+                          (["fuse"], "a run cannot be its own input")):
+        raw["runs"]["fuse"]["inputs"]["runs"] = runs
+        with pytest.raises(ConfigError, match=message) as info:
+            validate_config(copy.deepcopy(raw))
+        assert info.value.key == "runs.fuse.inputs.runs"

@@ -1,5 +1,8 @@
 """Tiny dense-retrieval fixtures shared by the dense tests: a synthetic dataset, a tokenizer, a cache."""
 
+import os
+import signal
+import time
 from pathlib import Path
 
 from hardneg.datasets import prepare_dataset
@@ -20,3 +23,23 @@ def build_tiny(root: Path) -> dict:
     build_cache(tokenizer, data / "corpus.parquet", {s: data / "queries" / f"{s}.parquet" for s in ("train", "test")},
                 cache, doc_max_length=64, query_max_length=16)
     return {"data": data, "tokenizer": tokenizer, "cache": cache}
+
+
+def kill_after_checkpoint_and_resume(launch, out: Path) -> str:
+    """Start ``launch(out, sleep)`` (a training subprocess, slowed by ``sleep`` seconds a step, stderr piped as
+    text), SIGKILL it once it has written ``out/ckpt/state.pt``, start it again unslowed, and return the second
+    run's stderr. Asserts that the kill interrupted training and that the second run resumed."""
+    checkpoint = out / "ckpt" / "state.pt"
+    first = launch(out, 0.3)
+    deadline = time.time() + 120
+    while not checkpoint.exists() and time.time() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert checkpoint.exists(), "no checkpoint was written before the deadline"
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    assert not (out / "model").exists()  # the kill really interrupted training
+    second = launch(out, 0.0)
+    assert second.wait(timeout=300) == 0, second.stderr.read()
+    stderr = second.stderr.read()
+    assert "resuming from step" in stderr
+    return stderr

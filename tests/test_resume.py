@@ -1,11 +1,8 @@
 """A STAR training process killed after a checkpoint and started again ends where an uninterrupted one ends."""
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +15,7 @@ from hardneg.config import validate_params
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.evaluation import evaluate
 from hardneg.mining import mine_hard_negatives
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
 
 pytestmark = pytest.mark.slow
 
@@ -88,20 +85,8 @@ def test_killed_and_resumed_training_matches_uninterrupted(tiny, tmp_path):
     whole = _launch(tiny, tmp_path / "whole", 0.0)
     assert whole.wait(timeout=300) == 0, whole.stderr.read()
 
-    checkpoint = tmp_path / "killed" / "ckpt" / "state.pt"
-    first = _launch(tiny, tmp_path / "killed", 0.3)
-    deadline = time.time() + 120
-    while not checkpoint.exists() and time.time() < deadline and first.poll() is None:
-        time.sleep(0.05)
-    assert checkpoint.exists(), "no checkpoint was written before the deadline"
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait()
-    assert not (tmp_path / "killed" / "model").exists()  # the kill really interrupted training
-
-    second = _launch(tiny, tmp_path / "killed", 0.0)
-    assert second.wait(timeout=300) == 0, second.stderr.read()
-    assert "resuming from step" in second.stderr.read()
-    assert not checkpoint.exists()  # removed once the model is saved
+    kill_after_checkpoint_and_resume(lambda out, sleep: _launch(tiny, out, sleep), tmp_path / "killed")
+    assert not (tmp_path / "killed" / "ckpt" / "state.pt").exists()  # removed once the model is saved
 
     import pyarrow.parquet as pq
 

@@ -4,11 +4,8 @@ dev evaluation that survive a kill and a resume exactly."""
 import copy
 import json
 import math
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -26,7 +23,7 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.train import train_run
 from hardneg.dense.trainer import Trainer, TrainConfig
 from hardneg.errors import ConfigError
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
 
 SEED = 4
 
@@ -237,19 +234,7 @@ def test_stateful_sampler_and_dev_evaluation_survive_kill_and_resume(tiny, tmp_p
     whole = _launch(tiny, tmp_path / "whole", 0.0)
     assert whole.wait(timeout=300) == 0, whole.stderr.read()
 
-    checkpoint = tmp_path / "killed" / "ckpt" / "state.pt"
-    first = _launch(tiny, tmp_path / "killed", 0.3)
-    deadline = time.time() + 120
-    while not checkpoint.exists() and time.time() < deadline and first.poll() is None:
-        time.sleep(0.05)
-    assert checkpoint.exists(), "no checkpoint was written before the deadline"
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait()
-    assert not (tmp_path / "killed" / "model").exists()  # the kill really interrupted training
-
-    second = _launch(tiny, tmp_path / "killed", 0.0)
-    assert second.wait(timeout=300) == 0, second.stderr.read()
-    assert "resuming from step" in second.stderr.read()
+    kill_after_checkpoint_and_resume(lambda out, sleep: _launch(tiny, out, sleep), tmp_path / "killed")
 
     whole_log = pq.read_table(tmp_path / "whole" / "log.parquet").to_pandas()
     resumed_log = pq.read_table(tmp_path / "killed" / "log.parquet").to_pandas()

@@ -3,7 +3,7 @@
 ANCE-style training curves (effectiveness against steps) need the model's quality while it trains, not only
 at the end. :class:`DevEvaluation` is a trainer event: on due steps it encodes the dev queries and the whole
 corpus with the current model (eval mode, no gradient; back to train mode afterwards), retrieves each query's
-exact inner-product top 10, scores RR@10 with ir-measures (:func:`hardneg.evaluation.evaluate`) and writes it
+exact inner-product top 10 (Faiss Flat), scores RR@10 with ir-measures (:func:`hardneg.evaluation.evaluate`) and writes it
 into the step's log row as ``dev_rr10``. Other steps get NaN, so the column is on every row and the Parquet
 log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
 goes on exactly as without the event.
@@ -30,22 +30,17 @@ COLUMN = "dev_rr10"
 DEPTH = 10  # RR@10 needs the top 10 only
 
 
-def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH, block: int = 1024):
-    """Each query's exact inner-product top ``k`` documents, best first: (scores float32 [Q, k], rows int64
-    [Q, k]); where there are fewer than ``k`` documents the rest is padded with -inf and row -1. Queries go in
-    blocks, so the score matrix never holds more than ``block`` queries."""
+def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH):
+    """Each query's exact inner-product top ``k`` documents (a Faiss ``Flat`` index), best first: (scores
+    float32 [Q, k], rows int64 [Q, k]); where there are fewer than ``k`` documents the rest is padded with -inf
+    and row -1, so that the shares of several processes stack."""
+    from hardneg.index import build_index, search
+
     scores = np.full((len(query_vectors), k), -np.inf, dtype=np.float32)
     rows = np.full((len(query_vectors), k), -1, dtype=np.int64)
-    width = min(k, len(doc_vectors))
-    if width == 0:
-        return scores, rows
-    for lo in range(0, len(query_vectors), block):
-        block_scores = (query_vectors[lo:lo + block] @ doc_vectors.T).astype(np.float32)
-        top = np.argpartition(-block_scores, width - 1, axis=1)[:, :width]
-        top_scores = np.take_along_axis(block_scores, top, 1)
-        order = np.argsort(-top_scores, axis=1, kind="stable")
-        scores[lo:lo + len(top), :width] = np.take_along_axis(top_scores, order, 1)
-        rows[lo:lo + len(top), :width] = np.take_along_axis(top, order, 1)
+    if len(doc_vectors) and len(query_vectors):
+        found_scores, found_rows = search(build_index(doc_vectors, "Flat"), query_vectors, k)
+        scores[:, :found_scores.shape[1]], rows[:, :found_rows.shape[1]] = found_scores, found_rows
     return scores, rows
 
 

@@ -61,6 +61,20 @@ def test_the_same_corpus_gives_the_same_tokenizer_bytes(tiny, tmp_path):
     assert [vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
 
 
+def test_a_loaded_model_saves_the_same_bytes(tiny, tmp_path):
+    """No weight is initialised at random on load (BERT's unused pooler is dropped), so a continued model's
+    files depend on its training only."""
+    from safetensors import safe_open
+
+    _model(tiny).save(tmp_path / "first", load_tokenizer(tiny["tokenizer"]))
+    for name in ("second", "third"):
+        BiEncoder.load(tmp_path / "first").save(tmp_path / name)
+    with safe_open(str(tmp_path / "second" / "model.safetensors"), "pt") as weights:
+        assert not [key for key in weights.keys() if "pooler" in key]
+    assert (tmp_path / "second" / "model.safetensors").read_bytes() == \
+        (tmp_path / "third" / "model.safetensors").read_bytes()
+
+
 def test_synonyms_are_whole_tokens(tiny):
     import pyarrow.parquet as pq
 

@@ -78,11 +78,11 @@ def _train(tiny, method, out, processes):
 
 
 def _parameters(model_dir):
-    """The weights to compare. The pooler is not saved (the bi-encoder never uses it): loading initialises it at
-    random. The attention key bias has a true gradient of zero (softmax over the keys ignores a shift shared by
-    all of them), so it gets rounding noise only, which Adam scales to steps of ±lr in any direction."""
+    """The weights to compare. The attention key bias has a true gradient of zero (softmax over the keys ignores
+    a shift shared by all of them), so it gets rounding noise only, which Adam scales to steps of ±lr in any
+    direction."""
     return {k: v for k, v in BiEncoder.load(model_dir).state_dict().items()
-            if "pooler" not in k and not k.endswith("attention.self.key.bias")}
+            if not k.endswith("attention.self.key.bias")}
 
 
 @pytest.mark.slow

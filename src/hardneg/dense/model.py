@@ -85,6 +85,11 @@ class BiEncoder(nn.Module):
         super().__init__()
         if pooling not in ("cls", "mean"):
             raise ValueError(f"unknown pooling {pooling!r}")
+        for encoder in (query_encoder, doc_encoder):
+            # The bi-encoder pools the hidden states itself: a backbone's own pooler (BERT's) is never read, and
+            # a checkpoint without one would get a randomly initialised copy saved with the model.
+            if isinstance(getattr(encoder, "pooler", None), nn.Module):
+                encoder.pooler = None
         self.query_encoder = query_encoder
         self.doc_encoder = doc_encoder  # None: shared with the query encoder
         self.pooling = pooling

@@ -44,8 +44,9 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
                                         special_tokens=SPECIAL_TOKENS, show_progress=False)
     tokenizer.train_from_iterator(_texts(corpus_path, query_paths), trainer=trainer)
     # The trainer numbers tokens of equal frequency in hash-map order, which changes from one process to the
-    # next; WordPiece looks tokens up by string only, so renumbering them in a fixed order (special tokens,
-    # then the others sorted) makes the same corpus give the same tokenizer, byte for byte.
+    # next; WordPiece looks tokens up by string only, so the tokens are renumbered in a fixed order (special
+    # tokens, then the others sorted). On small corpora the trainer's choice between equally frequent merges can
+    # still change a few subword tokens from run to run; the default synthetic corpus gives one vocabulary.
     learnt = tokenizer.get_vocab()
     ordered = SPECIAL_TOKENS + sorted(token for token in learnt if token not in SPECIAL_TOKENS)
     tokenizer.model = models.WordPiece({token: i for i, token in enumerate(ordered)}, unk_token="[UNK]")

@@ -44,16 +44,6 @@ def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH):
     return scores, rows
 
 
-def run_table(scores: np.ndarray, rows: np.ndarray, query_ids: list[str], doc_ids: list[str]) -> pa.Table:
-    """A ``RUN`` table of :func:`top_k`'s result (padding left out)."""
-    keep = rows >= 0
-    ranks = np.broadcast_to(np.arange(1, rows.shape[1] + 1, dtype=np.int32), rows.shape)
-    qids = np.broadcast_to(np.asarray(query_ids, dtype=object)[:, None], rows.shape)
-    return pa.table({"qid": pa.array(qids[keep], pa.string()),
-                     "docid": pa.array(np.asarray(doc_ids, dtype=object)[rows[keep]], pa.string()),
-                     "rank": ranks[keep], "score": scores[keep]}, schema=artifacts.RUN.schema)
-
-
 def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, *, device="cpu",
              batch_size: int = 128, precision: str = "fp32", replicas: Replicas = SINGLE) -> float:
     """Mean RR@10 of ``model`` on ``queries`` against ``qrels``, exact search over all of ``corpus``. Leaves
@@ -63,6 +53,7 @@ def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.T
     the shares' top 10s are gathered and merged into the exact top 10 (every rank returns the same value).
     """
     from hardneg.evaluation import evaluate
+    from hardneg.index import run_table
 
     share = np.arange(len(corpus))[replicas.local(len(corpus))]
     q = encode_rows(model, queries, np.arange(len(queries)), "query", batch_size=batch_size, device=device,

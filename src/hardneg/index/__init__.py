@@ -6,7 +6,8 @@ does not pay for it.
 
 from hardneg.index.naming import slug
 
-_FAISS_FUNCTIONS = ("build_index", "load_index", "save_index", "search", "search_run", "set_search_params")
+_FAISS_FUNCTIONS = ("build_index", "load_index", "save_index", "run_table", "search", "search_run",
+                    "set_search_params")
 
 
 def __getattr__(name: str):

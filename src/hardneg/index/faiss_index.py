@@ -287,6 +287,12 @@ def search_run(index: faiss.Index, query_embeddings: np.ndarray, qids: list[str]
     if len(docids) != index.ntotal:
         raise ValueError(f"{len(docids)} docids for an index of {index.ntotal} vectors")
     scores, ids = search(index, query_embeddings, k, **kw)
+    return run_table(scores, ids, qids, docids)
+
+
+def run_table(scores: np.ndarray, ids: np.ndarray, qids: list[str], docids: list[str] | np.ndarray) -> pa.Table:
+    """A RUN artifact table from search results: ``scores`` and row ``ids`` [n, k] best first (-1: no result,
+    dropped), ``qids[i]`` naming query i and ``docids[j]`` naming row j."""
     found = ids >= 0
     # Rank counts only real results, so a -1 anywhere in a row cannot leave a gap.
     ranks = np.cumsum(found, axis=1, dtype=np.int32)[found]

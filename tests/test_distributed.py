@@ -59,7 +59,7 @@ def tiny(tmp_path_factory):
 def _train(tiny, method, out, processes):
     params = validate_params({
         "model": {"builtin": NO_DROPOUT, "doc_max_length": 64, "query_max_length": 16},
-        "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001, "checkpoint_every": 0, "log_every": 1,
+        "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.0001, "checkpoint_every": 0, "log_every": 1,
                   "processes": processes, "dev_every": 4, "dev_split": "test"},
         "negatives": {"per_query": 2, "depth": 30},
         # ADORE retrieves its candidates and ranks them: with a fresh model many documents nearly tie, and a score
@@ -100,8 +100,11 @@ def test_two_processes_train_like_one(tiny, tmp_path, method):
     np.testing.assert_allclose([r["loss"] for r in two], logs[1]["loss"])  # rank 0's rows come back
     a, b = _parameters(tmp_path / "one" / "model"), _parameters(tmp_path / "two" / "model")
     assert a.keys() == b.keys()
-    assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 1e-4
+    # Adam scales a parameter's step by its gradient's size, so a gradient at rounding level (an embedding row
+    # whose contributions nearly cancel) moves by up to lr either way: the difference scales with lr, kept small.
+    difference = max(float((a[k] - b[k]).abs().max()) for k in a)
+    assert difference <= 1e-4
     initial = BiEncoder.load(tiny["root"] / "init").state_dict()
     if method != "warmup":  # training moved the weights much further than the two runs differ
-        assert max(float((a[k] - initial[k]).abs().max()) for k in a if k in initial) > 1e-3
+        assert max(float((a[k] - initial[k]).abs().max()) for k in a if k in initial) > 10 * difference
     assert not (tmp_path / "two" / "ckpt" / "state.pt").exists()

@@ -113,3 +113,167 @@ def test_invalid_yaml_names_the_line(tmp_path):
     path.write_text("seed: 1\nruns:\n  bm25: [unclosed\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml, line 4: invalid YAML"):
         load_config_file(path)
+
+
+# ------------------------------------------------------------------------------------------ safe names
+_NAME_RULE = "a name becomes a file name, so it may hold only letters, digits, '_', '.' and '-'"
+
+
+@pytest.mark.parametrize("path, value, key", [
+    (["datasets", "synthetic", "num_queries"], {"train": 20, "test": 5, "dev": 5, "../../../../tmp/x": 5},
+     "datasets.synthetic.num_queries.../../../../tmp/x"),
+    (["datasets", "../x"], {"adapter": "synthetic"}, "datasets.../x"),
+    (["datasets", "sf"], {"adapter": "beir", "path": "sf", "splits": ["test", "a/b"]}, "datasets.sf.splits.1"),
+    (["datasets", "ms"], {"adapter": "msmarco_passage", "collection": "c", "queries": {"dev set": "q"},
+                          "qrels": {"dev set": "r"}}, "datasets.ms.queries.dev set"),
+    (["datasets", "dl"], {"adapter": "trec", "corpus": "c", "topics": {"test": "t"}, "qrels": {"test": "q",
+                                                                                              "x/y": "q"}},
+     "datasets.dl.qrels.x/y"),
+    (["datasets", "ir"], {"adapter": "ir_datasets", "splits": {"..": "beir/scifact/test"}}, "datasets.ir.splits..."),
+    (["runs", "../../out"], {"method": "bm25"}, "runs.../../out"),
+    (["runs", "a..b"], {"method": "bm25"}, "runs.a..b"),
+    (["evaluation", "split"], "../test", "evaluation.split"),
+    (["evaluation", "extra_splits"], ["dev", "/tmp/dev"], "evaluation.extra_splits.1"),
+    (["runs", "star", "params", "train", "split"], "tr ain", "runs.star.params.train.split"),
+    (["runs", "star", "params", "train", "dev_split"], "..", "runs.star.params.train.dev_split"),
+])
+def test_unsafe_names_are_config_errors(default_config, path, value, key):
+    config = _mutate(default_config, path, value)
+    with pytest.raises(ConfigError) as info:
+        validate_config(config)
+    assert info.value.key == key
+    assert _NAME_RULE in info.value.message
+
+
+def test_name_pattern_is_the_schema_and_layout_one():
+    from hardneg.config import load_schema
+    from hardneg.layout import NAME_PATTERN
+
+    assert load_schema()["$defs"]["name"]["pattern"] == NAME_PATTERN
+
+
+def test_layout_paths_stay_in_the_results_folder(tmp_path):
+    from hardneg.errors import OutputPathError
+    from hardneg.layout import Layout
+
+    layout = Layout(str(tmp_path / "results"))
+    assert layout.queries("d", "{split}") == f"{tmp_path}/results/datasets/d/queries/{{split}}.parquet"
+    assert layout.ranking("{run}", "test", "{index}").endswith("results/{run}/by_index/{index}/runs/test.parquet")
+    with pytest.raises(OutputPathError, match=r"^split name '../../../../tmp/x' cannot be used in a path under "):
+        layout.queries("d", "../../../../tmp/x")
+    for call in (lambda: layout.run_dir(".."), lambda: layout.config("a/b"), lambda: layout.dataset_dir("."),
+                 lambda: layout.index("r", "../../x"), lambda: layout.ranking("r", "test", "..")):
+        with pytest.raises(OutputPathError, match="name .* cannot be used in a path"):
+            call()
+    with pytest.raises(OutputPathError, match=r"output path '.*' is outside the folder"):
+        layout.experiment("pq_matrix", "../../../x.md")
+
+
+# ------------------------------------------------------------------------------ a split without qrels
+def test_a_split_without_qrels_is_a_config_error(default_config):
+    default_config["datasets"]["dl"] = {"adapter": "trec", "corpus": "docs.jsonl",
+                                        "topics": {"train": "t.tsv", "test": "t.tsv"}, "qrels": {"train": "q.txt"}}
+    with pytest.raises(ConfigError) as info:
+        validate_config(default_config)
+    assert str(info.value) == ("config key 'datasets.dl.qrels.test': required key is missing: split 'test' has "
+                               "topics (datasets.dl.topics.test) but no qrels file; every split needs its qrels")
+
+
+# ---------------------------------------------------------------------------------- faiss settings
+_STAR_INDEX = ["runs", "star", "params", "index", "factory"]
+
+
+@pytest.mark.parametrize("edits, key, message", [
+    ([(_STAR_INDEX, "Flatt")], "runs.star.params.index.factory",
+     "'Flatt' is not a Faiss index factory string (e.g. Flat, PQ32, OPQ32,PQ32, IVF1024,PQ32, IVF1024,Flat, HNSW32)"),
+    ([(_STAR_INDEX, "PQ7")], "runs.star.params.index.factory",
+     "PQ7 needs a dimension divisible by 7; the model's embeddings have 256"),
+    ([(_STAR_INDEX, "OPQ7,PQ7")], "runs.star.params.index.factory",
+     "PQ7 needs a dimension divisible by 7; the model's embeddings have 256"),
+    ([(_STAR_INDEX, "IVF8192,Flat")], "runs.star.params.index.factory",
+     "'IVF8192,Flat' needs at least 8192 training vectors (one per inverted list of IVF8192); the corpus has 5000 "
+     "documents"),
+    # pq_matrix's factories come first, under their own key (its runs index star's documents too)
+    ([(["runs", "star", "params", "index", "train_size"], 100)], "pq_matrix.indexes.1",
+     "'PQ32' needs at least 256 training vectors (one per centroid of its 8-bit product quantizer); "
+     "index.train_size is 100"),
+    ([(["runs", "adore_star", "params", "adore", "index"], "PQ5")], "runs.adore_star.params.adore.index",
+     "PQ5 needs a dimension divisible by 5; the model's embeddings have 256"),
+    ([(["pq_matrix", "indexes"], ["Flat", "PQ32", "PQ7"])], "pq_matrix.indexes.2",
+     "PQ7 needs a dimension divisible by 7; the model's embeddings have 256"),
+    # star continues warmup's model, so its documents have warmup's projection_dim
+    ([(["runs", "warmup", "params", "model", "projection_dim"], 48)], "pq_matrix.indexes.1",
+     "PQ32 needs a dimension divisible by 32; the model's embeddings have 48"),
+    ([(["runs", "randneg", "params", "model", "builtin", "hidden_size"], 36),
+      (["runs", "randneg", "params", "index", "factory"], "PQ32")], "runs.randneg.params.index.factory",
+     "PQ32 needs a dimension divisible by 32; the model's embeddings have 36"),
+])
+def test_faiss_settings_are_checked_at_config_time(default_config, edits, key, message):
+    for path, value in edits:
+        node = default_config
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    with pytest.raises(ConfigError) as info:
+        validate_config(default_config)
+    assert info.value.key == key
+    assert info.value.message == message
+
+
+def test_model_dimension_from_a_local_folder_or_unknown(default_config, tmp_path):
+    folder = tmp_path / "encoder"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert", "hidden_size": 40}')
+    runs = default_config["runs"]
+    runs["zs"] = {"method": "zeroshot", "params": {"model": {"name": str(folder)}, "index": {"factory": "PQ16"}}}
+    with pytest.raises(ConfigError, match=r"^config key 'runs\.zs\.params\.index\.factory': PQ16 needs a dimension "
+                                          r"divisible by 16; the model's embeddings have 40$"):
+        validate_config(copy.deepcopy(default_config))
+    runs["zs"]["params"]["model"]["name"] = "no-such-org/no-such-model-offline"  # unknown dimension: parse only
+    validate_config(copy.deepcopy(default_config))
+    runs["zs"]["params"]["index"]["factory"] = "Flatt"
+    with pytest.raises(ConfigError, match=r"'Flatt' is not a Faiss index factory string"):
+        validate_config(copy.deepcopy(default_config))
+
+
+def test_build_job_errors_name_the_config_key(default_config):
+    from hardneg.index.validate import factory_key
+
+    config = validate_config(default_config)
+    assert factory_key(config, "star", "Flat") == "pq_matrix.indexes.0"
+    assert factory_key(config, "star", "PQ16") == "pq_matrix.indexes.2"
+    assert factory_key(config, "warmup", "Flat") == "runs.warmup.params.index.factory"
+    assert factory_key(config, "nowhere", "HNSW32") == "runs.nowhere.params.index.factory"
+
+
+# ------------------------------------------------------------------------------------------ YAML files
+@pytest.mark.parametrize("text, message", [
+    ("seed: 1\nruns:\n  bm25: [unclosed\n", "bad.yaml, line 4: invalid YAML: expected ',' or ']'"),
+    ("seed: 1\n  runs: {}\n", "bad.yaml, line 2: invalid YAML: mapping values are not allowed here"),
+    ("seed: 1\nruns: {}\nseed: 2\n", "bad.yaml, line 3: invalid YAML: duplicate key 'seed' (first on line 1)"),
+    ("- a\n- b\n", "bad.yaml: a config must be a mapping of keys, got a list"),
+    ("just text\n", "bad.yaml: a config must be a mapping of keys, got a str"),
+])
+def test_yaml_errors_name_file_and_line(tmp_path, text, message):
+    from hardneg.config import read_config_yaml
+    from hardneg.errors import DataError
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    for read in (read_config_yaml, load_config_file):
+        with pytest.raises(ConfigError) as info:
+            read(path)
+        assert str(info.value).startswith(f"{tmp_path}/{message}")
+        assert isinstance(info.value, DataError)
+
+
+def test_read_config_yaml_reads_mappings_and_anchors(tmp_path):
+    from hardneg.config import read_config_yaml
+
+    path = tmp_path / "ok.yaml"
+    path.write_text("base: &b {k1: 0.9, b: 0.4}\nruns:\n  x:\n    <<: *b\n    k1: 1.2\n")
+    assert read_config_yaml(path) == {"base": {"k1": 0.9, "b": 0.4}, "runs": {"x": {"k1": 1.2, "b": 0.4}}}
+    (tmp_path / "empty.yaml").write_text("# nothing\n")
+    assert read_config_yaml(tmp_path / "empty.yaml") == {}
+    with pytest.raises(ConfigError, match=r"missing\.yaml: no such config file"):
+        read_config_yaml(tmp_path / "missing.yaml")

@@ -105,7 +105,9 @@ def test_warnings_for_empty_text_and_unjudged_queries(beir_folder, caplog):
         validate(beir.load(root, ["test"]))
     text = caplog.text
     assert "1 documents with empty text (e.g. d1)" in text
-    assert "1 of 2 'test' queries have no relevant document (e.g. q1)" in text
+    assert ("1 of 2 'test' queries have no relevant document (e.g. q1); they are left out of training and of "
+            "every evaluation measure") in text
+    assert "count as 0" not in text  # evaluation leaves such queries out of every mean (hardneg.evaluation)
 
 
 def test_msmarco_passage_files(tmp_path):
@@ -209,3 +211,127 @@ def test_ir_datasets_without_the_package_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_irds)
     with pytest.raises(HardnegError, match=r"needs the ir_datasets package.*pip install 'hardneg\[irds\]'"):
         load_dataset({"adapter": "ir_datasets", "splits": {"test": "beir/scifact/test"}})
+
+
+# ----------------------------------------------------------------------------------- ids and relevance
+@pytest.mark.parametrize("kwargs, file, line, message", [
+    (dict(corpus=['{"_id": "d1", "text": "a"}', '{"_id": "d 2", "text": "b"}']),
+     "corpus.jsonl", 2, "docid 'd 2' contains a space; ids must not contain whitespace or control characters"),
+    (dict(corpus=['{"_id": "d\\t1", "text": "a"}']), "corpus.jsonl", 1, "docid 'd\\t1' contains a tab"),
+    (dict(corpus=['{"_id": "d\\u00001", "text": "a"}']),
+     "corpus.jsonl", 1, "docid 'd\\x001' contains a control character (U+0000)"),
+    (dict(corpus=['{"_id": "d\\u00a01", "text": "a"}']), "corpus.jsonl", 1, "contains whitespace (U+00A0)"),
+    (dict(queries=['{"_id": "q1", "text": "a"}', '{"_id": "q 2", "text": "b"}']),
+     "queries.jsonl", 2, "qid 'q 2' contains a space"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1", "q2\td 2\t1"]),
+     "test.tsv", 3, "docid 'd 2' contains a space"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1 \td1\t1"]), "test.tsv", 2, "qid 'q1 ' contains a space"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\t\t1"]), "test.tsv", 2, "docid '' is empty"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1", "q2\td2\t-1"]),
+     "test.tsv", 3, "relevance '-1' is negative; relevance must be a non-negative integer (0: not relevant)"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t0.5"]), "test.tsv", 2, "relevance '0.5' is not an integer"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\tnan"]), "test.tsv", 2, "relevance 'nan' is not an integer"),
+    (dict(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t1e12"]), "test.tsv", 2, "relevance '1e12' is too large"),
+])
+def test_bad_ids_and_relevance_name_file_and_line(beir_folder, kwargs, file, line, message):
+    root = beir_folder(**kwargs)
+    with pytest.raises(DataError) as info:
+        beir.load(root, ["test"])
+    assert info.value.path.endswith(file) and info.value.line == line
+    assert message in info.value.message
+
+
+def test_integral_relevance_written_as_a_float_is_accepted(beir_folder):
+    root = beir_folder(qrels=["query-id\tcorpus-id\tscore", "q1\td1\t2.0", "q2\td2\t0"])
+    assert beir.load(root, ["test"]).qrels["test"]["relevance"].to_pylist() == [2, 0]
+
+
+def test_msmarco_and_trec_reject_bad_ids_and_relevance(tmp_path):
+    collection = write_lines(tmp_path / "collection.tsv", ["0\tfirst", "1 b\tsecond"])
+    queries = write_lines(tmp_path / "queries.tsv", ["100\twhat"])
+    qrels = write_lines(tmp_path / "qrels.tsv", ["100 0 0 1"])
+    with pytest.raises(DataError, match=r"collection\.tsv, line 2: docid '1 b' contains a space"):
+        msmarco.load_passage(str(collection), {"dev": str(queries)}, {"dev": str(qrels)})
+    collection = write_lines(tmp_path / "collection.tsv", ["0\tfirst", "1\tsecond"])
+    bad_queries = write_lines(tmp_path / "bad_queries.tsv", ["100\twhat", "1\x0b01\twho"])
+    with pytest.raises(DataError, match=r"bad_queries\.tsv, line 2: qid '1\\x0b01' contains whitespace \(U\+000B\)"):
+        msmarco.load_passage(str(collection), {"dev": str(bad_queries)}, {"dev": str(qrels)})
+    bad_qrels = write_lines(tmp_path / "bad_qrels.tsv", ["100 0 0 1", "100 0 1\x01 1"])
+    with pytest.raises(DataError, match=r"bad_qrels\.tsv, line 2: docid '1\\x01' contains a control character"):
+        msmarco.load_passage(str(collection), {"dev": str(queries)}, {"dev": str(bad_qrels)})
+    negative = write_lines(tmp_path / "negative.txt", ["100 0 0 1", "100 0 1 -2"])
+    with pytest.raises(DataError, match=r"negative\.txt, line 2: relevance '-2' is negative"):
+        msmarco.load_passage(str(collection), {"dev": str(queries)}, {"dev": str(negative)})
+    topics = tmp_path / "topics.txt"
+    topics.write_text("<top>\n<num> Number: 7 8\n<title> apple\n</top>\n")
+    with pytest.raises(DataError, match=r"topics\.txt, line 1: qid '7 8' contains a space"):
+        trec.read_topics(str(topics))
+    corpus = write_lines(tmp_path / "docs.tsv", ["A\tapples", "B C\tpears"])
+    with pytest.raises(DataError, match=r"docs\.tsv, line 2: docid 'B C' contains a space"):
+        trec.read_corpus(str(corpus))
+
+
+# ------------------------------------------------------------------------------ a split without qrels
+def test_trec_topics_split_without_qrels_names_the_key(tmp_path):
+    from hardneg.errors import ConfigError
+
+    corpus = write_lines(tmp_path / "docs.jsonl", ['{"id": "A", "contents": "apples"}'])
+    topics = write_lines(tmp_path / "topics.tsv", ["7\tapple"])
+    qrels = write_lines(tmp_path / "qrels.txt", ["7 0 A 1"])
+    cfg = {"adapter": "trec", "corpus": str(corpus), "topics": {"train": str(topics), "test": str(topics)},
+           "qrels": {"train": str(qrels)}}
+    with pytest.raises(ConfigError) as info:
+        load_dataset(cfg)
+    assert info.value.key == "dataset.qrels.test"
+    assert info.value.message == ("required key is missing: split 'test' has topics (dataset.topics.test) but no "
+                                  "qrels file; every split needs its qrels")
+    with pytest.raises(ConfigError, match=r"config key 'dataset\.qrels\.test'"):
+        trec.load(str(corpus), {"test": str(topics)}, {})
+    with pytest.raises(ConfigError, match=r"config key 'dataset\.qrels\.dev': required key is missing"):
+        msmarco.load_passage(str(corpus), {"dev": str(topics)}, {"train": str(qrels)})
+    with pytest.raises(ConfigError, match=r"config key 'dataset\.topics\.dev': .*has a qrels file"):
+        load_dataset({**cfg, "topics": {"train": str(topics)}, "qrels": {"train": str(qrels), "dev": str(qrels)}})
+
+
+# ------------------------------------------------------------------------------------- output paths
+def test_split_names_cannot_leave_the_dataset_folder(tmp_path):
+    from hardneg.datasets.canonical import Dataset, dataset_paths, table_from_rows, write_dataset
+    from hardneg import artifacts
+    from hardneg.errors import OutputPathError
+
+    for split in ("../../../../tmp/x", "..", "a/b", ""):
+        with pytest.raises(OutputPathError, match="split name .* cannot be used in a path"):
+            dataset_paths(tmp_path / "out", [split])
+    corpus = table_from_rows(artifacts.CORPUS, {"docid": ["d1"], "title": [""], "text": ["a"]})
+    queries = table_from_rows(artifacts.QUERIES, {"qid": ["q1"], "text": ["a"]})
+    qrels = table_from_rows(artifacts.QRELS, {"qid": ["q1"], "docid": ["d1"], "relevance": [1]})
+    escape = "../../escaped"
+    with pytest.raises(OutputPathError):
+        write_dataset(Dataset(corpus, {escape: queries}, {escape: qrels}), tmp_path / "a" / "b" / "out")
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
+# --------------------------------------------------------------------------------------- TREC writer
+def test_trec_writer_refuses_ids_that_break_lines(tmp_path):
+    import pyarrow as pa
+
+    from hardneg import runs
+
+    run = pa.table({"qid": ["q1", "q1"], "docid": ["d1", "d 2"], "rank": pa.array([1, 2], pa.int32()),
+                    "score": pa.array([2.0, 1.0], pa.float32())})
+    with pytest.raises(HardnegError) as info:
+        runs.write_run(run, tmp_path / "run.parquet", tmp_path / "run.trec", "dense")
+    assert str(info.value) == (f"{tmp_path / 'run.trec'}: cannot write docid 'd 2' to a TREC file: it contains a "
+                               f"space; ids must not contain whitespace or control characters (TREC files separate "
+                               f"fields by whitespace)")
+    assert not any(tmp_path.iterdir())  # neither the TREC file nor the Parquet twin
+    with pytest.raises(HardnegError, match=r"cannot write qid 'q\\t1' to a TREC file: it contains a tab"):
+        runs.write_trec(run.set_column(0, "qid", pa.array(["q\t1", "q\t1"])), tmp_path / "r.trec", "dense")
+    with pytest.raises(HardnegError, match=r"cannot write run tag 'my run' to a TREC file"):
+        runs.write_trec(run.slice(0, 1), tmp_path / "r.trec", "my run")
+    qrels = pa.table({"qid": ["q 1"], "docid": ["d1"], "relevance": pa.array([1], pa.int32())})
+    with pytest.raises(HardnegError, match=r"q\.trec: cannot write qid 'q 1'"):
+        runs.write_trec_qrels(qrels, tmp_path / "q.trec")
+    assert not any(tmp_path.iterdir())
+    runs.write_run(run.slice(0, 1), tmp_path / "run.parquet", tmp_path / "run.trec", "dense")
+    assert (tmp_path / "run.trec").read_text() == "q1 Q0 d1 1 2.000000 dense\n"

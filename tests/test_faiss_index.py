@@ -216,8 +216,75 @@ def test_invalid_factory_raises_config_error(data, factory):
 
 def test_too_few_training_vectors_is_a_config_error(data):
     emb, _ = data
-    with pytest.raises(ConfigError, match=r"index\.factory.*IVF512,Flat.*200 vectors.*at least as large"):
+    with pytest.raises(ConfigError, match=r"^config key 'index\.factory': 'IVF512,Flat' needs at least 512 training "
+                                          r"vectors \(one per inverted list of IVF512\); index\.train_size is 200$"):
         build_index(emb, "IVF512,Flat", train_size=200, use_gpu=False)
+
+
+def test_too_few_documents_is_checked_before_faiss_trains(data, monkeypatch):
+    emb, _ = data
+
+    def never(*args, **kwargs):  # the check must come first: faiss is never asked to train
+        raise AssertionError("faiss trained")
+
+    monkeypatch.setattr(faiss.Index, "train", never)
+    key = "runs.star.params.index.factory"
+    with pytest.raises(ConfigError) as caught:
+        build_index(emb[:600], "IVF4096,Flat", use_gpu=False, key=key)
+    assert str(caught.value) == (f"config key '{key}': 'IVF4096,Flat' needs at least 4096 training vectors (one per "
+                                 f"inverted list of IVF4096); the corpus has 600 documents")
+    with pytest.raises(ConfigError, match=r"'PQ8' needs at least 256 training vectors \(one per centroid of its "
+                                          r"8-bit product quantizer\); the corpus has 100 documents"):
+        build_index(emb[:100], "PQ8", use_gpu=False, key=key)
+
+
+def test_a_thin_training_sample_builds_with_a_warning(data, caplog):
+    emb, _ = data
+    with caplog.at_level("WARNING"):
+        index = build_index(emb[:300], "IVF10,Flat", use_gpu=False, threads=THREADS)
+    assert index.ntotal == 300
+    assert "fewer than the 39 per centroid faiss asks for" in caplog.text
+
+
+@pytest.mark.parametrize("factory, dim, message", [
+    ("Flatt", 32, "'Flatt' is not a Faiss index factory string (e.g. Flat, PQ32"),
+    ("PQ7", 32, "PQ7 needs a dimension divisible by 7; the model's embeddings have 32"),
+    ("OPQ7,PQ7", 32, "PQ7 needs a dimension divisible by 7; the model's embeddings have 32"),
+    ("IVF16,PQ5", 32, "PQ5 needs a dimension divisible by 5; the model's embeddings have 32"),
+    ("OPQ16_1000,PQ16", 32, "PQ16 needs a dimension divisible by 16; after OPQ16_1000 the vectors have 1000 "
+                            "(the model's embeddings have 32)"),
+    ("LSH", 32, "'LSH' does not support the inner-product metric every hardneg index uses"),
+    (" Flat", 32, "' Flat' has spaces around it; write 'Flat'"),
+    ("Flatt", None, "'Flatt' is not a Faiss index factory string"),
+])
+def test_check_factory_names_the_key(factory, dim, message):
+    from hardneg.index.validate import check_factory
+
+    with pytest.raises(ConfigError) as caught:
+        check_factory(factory, "runs.x.params.index.factory", dim=dim)
+    assert caught.value.key == "runs.x.params.index.factory"
+    assert message in caught.value.message
+
+
+def test_check_factory_without_a_dimension_only_parses():
+    from hardneg.index.validate import check_factory
+
+    assert check_factory("PQ7", "k", dim=None) is None  # may suit the unknown dimension
+    assert check_factory("OPQ32,IVF64,PQ32", "k", dim=None) is not None
+    with pytest.raises(ConfigError, match=r"'IVF64,Flat' needs at least 64 training vectors"):
+        check_factory("IVF64,Flat", "k", dim=None, num_docs=63)  # list counts do not depend on the dimension
+    assert check_factory("HNSW32", "k", dim=32) is not None
+
+
+def test_training_vectors_rule():
+    from hardneg.index.validate import check_factory
+
+    check_factory("IVF100,Flat", "k", dim=32, num_docs=100)  # one vector per list is enough
+    with pytest.raises(ConfigError, match=r"'IVF101,Flat' needs at least 101 training vectors .* the corpus has 100 "):
+        check_factory("IVF101,Flat", "k", dim=32, num_docs=100)
+    with pytest.raises(ConfigError, match=r"OPQ trains with\); index\.train_size is 100$"):
+        check_factory("OPQ8,PQ8x4", "k", dim=32, num_docs=5000, train_size=100)
+    check_factory("HNSW32", "k", dim=32, num_docs=1)
 
 
 def test_bad_embeddings_and_queries_raise_value_error(data):

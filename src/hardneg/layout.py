@@ -3,123 +3,210 @@
 Every function returns a path under ``root`` (default ``results``) as a string. Called with wildcard patterns
 (``run="{run}"``) they give the output patterns of the workflow rules; called with names they give the files
 the plan (:mod:`hardneg.plan`), the command line and the stage runner read.
+
+Run, dataset, split and index names become file and folder names, so each must be one plain path component:
+the configuration schema holds them to :data:`NAME_PATTERN`, and every path built here is checked once more to
+stay inside ``root`` (an :class:`~hardneg.errors.OutputPathError` otherwise), so no name can make a job write
+elsewhere.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+
+from hardneg.errors import OutputPathError
+
 RESULTS = "results"
+
+# Names of runs, datasets and splits (the schema's $defs/name): a letter or digit, then letters, digits, '_', '.'
+# and '-', never '..'. Such a name is one file name on every platform.
+NAME_PATTERN = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.-]*$"
+NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit, without '..'"
+
+
+def check_name(kind: str, name, root: str = RESULTS) -> str:
+    """Return ``name`` when it is a single path component; raise :class:`OutputPathError` otherwise.
+
+    Wildcard patterns such as ``{run}`` pass: the workflow's wildcard constraints keep their values plain.
+    """
+    text = str(name)
+    if text in ("", ".", "..") or any(char in text for char in ("/", "\\", "\0")):
+        raise OutputPathError(f"{kind} name {text!r} cannot be used in a path under {root!r}: a name must be one "
+                              f"file name ({NAME_RULE})")
+    return text
+
+
+def check_inside(path: str | os.PathLike, root: str | os.PathLike, what: str = "output path") -> str:
+    """Return ``path`` when it lies strictly inside folder ``root``; raise :class:`OutputPathError` otherwise.
+
+    The comparison is on normalised absolute paths, without following links: a results folder (or a part of
+    it) that is a symbolic link to another disk is fine, a '..' or an absolute component is not.
+    """
+    full, base = os.path.abspath(path), os.path.abspath(root)
+    if full == base or os.path.commonpath([full, base]) != base:
+        raise OutputPathError(f"{what} {str(path)!r} is outside the folder {str(root)!r}; a run, dataset, split "
+                              f"or index name must be one file name ({NAME_RULE})")
+    return str(path)
+
+
+def _inside_root(method):
+    """Check that the path ``method`` builds stays inside the layout's root."""
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        return check_inside(method(self, *args, **kwargs), self.root)
+
+    return checked
 
 
 class Layout:
     def __init__(self, root: str = RESULTS):
         self.root = str(root).rstrip("/") or "."
 
-    # ------------------------------------------------------------------------------------------- datasets
-    def dataset_dir(self, dataset: str) -> str:
-        return f"{self.root}/datasets/{dataset}"
+    def _name(self, kind: str, name) -> str:
+        return check_name(kind, name, self.root)
 
+    # ------------------------------------------------------------------------------------------- datasets
+    @_inside_root
+    def dataset_dir(self, dataset: str) -> str:
+        return f"{self.root}/datasets/{self._name('dataset', dataset)}"
+
+    @_inside_root
     def corpus(self, dataset: str) -> str:
         return f"{self.dataset_dir(dataset)}/corpus.parquet"
 
+    @_inside_root
     def queries_dir(self, dataset: str) -> str:
         return f"{self.dataset_dir(dataset)}/queries"
 
+    @_inside_root
     def queries(self, dataset: str, split: str) -> str:
-        return f"{self.queries_dir(dataset)}/{split}.parquet"
+        return f"{self.queries_dir(dataset)}/{self._name('split', split)}.parquet"
 
+    @_inside_root
     def qrels_dir(self, dataset: str) -> str:
         return f"{self.dataset_dir(dataset)}/qrels"
 
+    @_inside_root
     def qrels(self, dataset: str, split: str) -> str:
-        return f"{self.qrels_dir(dataset)}/{split}.parquet"
+        return f"{self.qrels_dir(dataset)}/{self._name('split', split)}.parquet"
 
+    @_inside_root
     def dataset_stats(self, dataset: str) -> str:
         return f"{self.dataset_dir(dataset)}/stats.json"
 
+    @_inside_root
     def tokenizer(self, dataset: str, vocab) -> str:
-        return f"{self.dataset_dir(dataset)}/tokenizers/wordpiece-{vocab}"
+        return f"{self.dataset_dir(dataset)}/tokenizers/wordpiece-{self._name('vocabulary size', vocab)}"
 
+    @_inside_root
     def tokenized(self, dataset: str, key: str) -> str:
-        return f"{self.dataset_dir(dataset)}/tokenized/{key}"
+        return f"{self.dataset_dir(dataset)}/tokenized/{self._name('tokenized cache', key)}"
 
+    @_inside_root
     def dataset_log(self, dataset: str, name: str) -> str:
-        return f"{self.dataset_dir(dataset)}/logs/{name}.log"
+        return f"{self.dataset_dir(dataset)}/logs/{self._name('log', name)}.log"
 
+    @_inside_root
     def dataset_benchmark(self, dataset: str, name: str) -> str:
-        return f"{self.dataset_dir(dataset)}/benchmarks/{name}.tsv"
+        return f"{self.dataset_dir(dataset)}/benchmarks/{self._name('benchmark', name)}.tsv"
 
     # ----------------------------------------------------------------------------------------------- runs
+    @_inside_root
     def run_dir(self, run: str) -> str:
-        return f"{self.root}/{run}"
+        return f"{self.root}/{self._name('run', run)}"
 
+    @_inside_root
     def config(self, run: str) -> str:
         return f"{self.run_dir(run)}/config.yaml"
 
+    @_inside_root
     def log(self, run: str, name: str) -> str:
-        return f"{self.run_dir(run)}/logs/{name}.log"
+        return f"{self.run_dir(run)}/logs/{self._name('log', name)}.log"
 
+    @_inside_root
     def benchmark(self, run: str, name: str) -> str:
-        return f"{self.run_dir(run)}/benchmarks/{name}.tsv"
+        return f"{self.run_dir(run)}/benchmarks/{self._name('benchmark', name)}.tsv"
 
+    @_inside_root
     def bm25_index(self, run: str) -> str:
         return f"{self.run_dir(run)}/bm25_index"
 
+    @_inside_root
     def model(self, run: str) -> str:
         return f"{self.run_dir(run)}/model"
 
+    @_inside_root
     def train_log(self, run: str) -> str:
         return f"{self.run_dir(run)}/train_log.parquet"
 
+    @_inside_root
     def checkpoints(self, run: str) -> str:
         return f"{self.run_dir(run)}/checkpoints"
 
     def _by_index(self, run: str, index: str | None) -> str:
-        return self.run_dir(run) if index is None else f"{self.run_dir(run)}/by_index/{index}"
+        return self.run_dir(run) if index is None else f"{self.run_dir(run)}/by_index/{self._name('index', index)}"
 
+    @_inside_root
     def ranking(self, run: str, split: str, index: str | None = None) -> str:
         """A run's ranking of a split (``index``: ranked with another index over the same documents)."""
-        return f"{self._by_index(run, index)}/runs/{split}.parquet"
+        return f"{self._by_index(run, index)}/runs/{self._name('split', split)}.parquet"
 
+    @_inside_root
     def ranking_trec(self, run: str, split: str, index: str | None = None) -> str:
-        return f"{self._by_index(run, index)}/runs/{split}.trec"
+        return f"{self._by_index(run, index)}/runs/{self._name('split', split)}.trec"
 
+    @_inside_root
     def query_embeddings(self, run: str, split: str, index: str | None = None) -> str:
-        return f"{self._by_index(run, index)}/embeddings/queries_{split}.npy"
+        return f"{self._by_index(run, index)}/embeddings/queries_{self._name('split', split)}.npy"
 
+    @_inside_root
     def query_ids(self, run: str, split: str, index: str | None = None) -> str:
-        return f"{self._by_index(run, index)}/embeddings/queries_{split}.ids.parquet"
+        return f"{self._by_index(run, index)}/embeddings/queries_{self._name('split', split)}.ids.parquet"
 
+    @_inside_root
     def corpus_embeddings(self, run: str) -> str:
         return f"{self.run_dir(run)}/embeddings/corpus.npy"
 
+    @_inside_root
     def corpus_ids(self, run: str) -> str:
         return f"{self.run_dir(run)}/embeddings/corpus.ids.parquet"
 
+    @_inside_root
     def embedding_shard(self, run: str, shard) -> str:
-        return f"{self.run_dir(run)}/embeddings/shards/{shard}.npy"
+        return f"{self.run_dir(run)}/embeddings/shards/{self._name('shard', shard)}.npy"
 
+    @_inside_root
     def embedding_shard_ids(self, run: str, shard) -> str:
-        return f"{self.run_dir(run)}/embeddings/shards/{shard}.ids.parquet"
+        return f"{self.run_dir(run)}/embeddings/shards/{self._name('shard', shard)}.ids.parquet"
 
+    @_inside_root
     def index(self, run: str, slug: str) -> str:
-        return f"{self.run_dir(run)}/index/{slug}.faiss"
+        return f"{self.run_dir(run)}/index/{self._name('index', slug)}.faiss"
 
+    @_inside_root
     def hard_negatives(self, run: str) -> str:
         return f"{self.run_dir(run)}/hardnegs.parquet"
 
+    @_inside_root
     def positive_scores(self, run: str) -> str:
         return f"{self.run_dir(run)}/positive_scores.parquet"
 
+    @_inside_root
     def audit(self, run: str, suffix: str) -> str:
         """The hard-negative audit: ``md`` (report), ``parquet`` (per query) or ``json`` (summary)."""
-        return f"{self.run_dir(run)}/hardnegs_audit.{suffix}"
+        return f"{self.run_dir(run)}/hardnegs_audit.{self._name('audit', suffix)}"
 
+    @_inside_root
     def metrics(self, run: str, index: str | None = None) -> str:
         return f"{self._by_index(run, index)}/metrics.json"
 
+    @_inside_root
     def per_query(self, run: str, index: str | None = None) -> str:
         return f"{self._by_index(run, index)}/per_query.parquet"
 
     # -------------------------------------------------------------------------------------- experiments
+    @_inside_root
     def experiment(self, name: str, file: str) -> str:
-        return f"{self.root}/{name}/{file}"
+        return f"{self.root}/{self._name('experiment', name)}/{file}"

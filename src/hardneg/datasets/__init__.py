@@ -30,6 +30,35 @@ def dataset_splits(cfg: dict) -> list[str]:
     return list(cfg["queries"])
 
 
+# The key holding each file-based adapter's per-split query files; its qrels are under ``qrels``.
+_QUERY_FILES = {"msmarco_passage": "queries", "msmarco_document": "queries", "trec": "topics"}
+
+
+def check_split_files(cfg: dict, where: str = "dataset") -> None:
+    """Check that every split of a file-based adapter names both its query file and its qrels file.
+
+    The canonical form has qrels for every split (training and evaluation read them, and ``judged_only`` keeps
+    the judged queries), so a split with only one of the two is a :class:`ConfigError` naming the missing key,
+    e.g. ``datasets.dl.qrels.test``. ``where`` is the dotted key of the dataset's config.
+    """
+    from hardneg.errors import ConfigError
+
+    queries_key = _QUERY_FILES.get(cfg.get("adapter"))
+    if queries_key is None:
+        return
+    queries, qrels = cfg.get(queries_key) or {}, cfg.get("qrels") or {}
+    for split in queries:
+        if split not in qrels:
+            raise ConfigError(f"{where}.qrels.{split}",
+                              f"required key is missing: split {split!r} has {queries_key} "
+                              f"({where}.{queries_key}.{split}) but no qrels file; every split needs its qrels")
+    for split in qrels:
+        if split not in queries:
+            raise ConfigError(f"{where}.{queries_key}.{split}",
+                              f"required key is missing: split {split!r} has a qrels file ({where}.qrels.{split}) "
+                              f"but no {queries_key} file")
+
+
 def dataset_input_files(cfg: dict) -> list[str]:
     """The raw files a dataset is prepared from, so that editing one re-prepares the dataset."""
     adapter = cfg["adapter"]
@@ -48,10 +77,12 @@ def dataset_input_files(cfg: dict) -> list[str]:
 
 def load_dataset(cfg: dict) -> Dataset:
     """Load a dataset described by a config entry (see ``workflow/schemas/config.schema.yaml``); keys it leaves
-    out get the schema's defaults, and a wrong one raises ``ConfigError`` naming ``dataset.<key>``."""
+    out get the schema's defaults, and a wrong one (or a split without its qrels file, see :func:`check_split_files`)
+    raises ``ConfigError`` naming ``dataset.<key>``."""
     from hardneg.config import validate_dataset
 
     cfg = validate_dataset(cfg)
+    check_split_files(cfg)
     adapter = cfg["adapter"]
     if adapter == "synthetic":
         from hardneg.datasets import synthetic
@@ -90,5 +121,5 @@ def prepare_dataset(cfg: dict, out_dir: str | os.PathLike) -> dict:
     return stats
 
 
-__all__ = ["ADAPTERS", "Dataset", "dataset_paths", "dataset_splits", "dataset_input_files", "load_dataset",
-           "prepare_dataset", "read_split"]
+__all__ = ["ADAPTERS", "Dataset", "check_split_files", "dataset_paths", "dataset_splits", "dataset_input_files",
+           "load_dataset", "prepare_dataset", "read_split"]

@@ -6,6 +6,7 @@ Document: ``msmarco-docs.tsv`` (docid, url, title, body), queries as above, qrel
 
 from __future__ import annotations
 
+from hardneg.datasets import check_split_files
 from hardneg.datasets.canonical import Dataset
 from hardneg.datasets.readers import iter_tsv
 from hardneg.datasets.tables import corpus_table, qrels_table, queries_table, restrict_to_judged
@@ -31,10 +32,12 @@ def _load(corpus, corpus_source, queries_files: dict, qrels_files: dict, judged_
 
 
 def load_passage(collection: str, queries: dict, qrels: dict, judged_only: bool = True) -> Dataset:
+    check_split_files({"adapter": "msmarco_passage", "queries": queries, "qrels": qrels})  # before the big file
     corpus, source = corpus_table(((line, f[0], "", f[1]) for line, f in iter_tsv(collection, 2)), collection)
     return _load(corpus, source, queries, qrels, judged_only)
 
 
 def load_document(docs: str, queries: dict, qrels: dict, judged_only: bool = True) -> Dataset:
+    check_split_files({"adapter": "msmarco_document", "queries": queries, "qrels": qrels})
     corpus, source = corpus_table(((line, f[0], f[2], f[3]) for line, f in iter_tsv(docs, 4)), docs)
     return _load(corpus, source, queries, qrels, judged_only)

@@ -72,15 +72,24 @@ def iter_tsv(
         yield number, fields
 
 
+_MAX_RELEVANCE = 2**31 - 1  # qrels store relevance as int32
+
+
 def parse_relevance(path: str | os.PathLike, number: int, value: str) -> int:
-    """Parse a relevance label; it must be an integer."""
+    """Parse a relevance label: a non-negative integer (``2`` or ``2.0``; 0 means judged not relevant)."""
     try:
-        return int(value)
+        grade = int(value)
     except ValueError:
         try:
             as_float = float(value)
         except ValueError:
             raise DataError(path, number, f"relevance {value!r} is not an integer") from None
-        if as_float.is_integer():
-            return int(as_float)
-        raise DataError(path, number, f"relevance {value!r} is not an integer") from None
+        if not as_float.is_integer():
+            raise DataError(path, number, f"relevance {value!r} is not an integer") from None
+        grade = int(as_float)
+    if grade < 0:
+        raise DataError(path, number, f"relevance {value!r} is negative; relevance must be a non-negative integer "
+                                      f"(0: not relevant)")
+    if grade > _MAX_RELEVANCE:
+        raise DataError(path, number, f"relevance {value!r} is too large (at most {_MAX_RELEVANCE})")
+    return grade

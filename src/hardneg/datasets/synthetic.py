@@ -76,9 +76,20 @@ class SyntheticSpec:
         from hardneg.config import section_values, validate_dataset
 
         cfg = validate_dataset(cfg, where=where)
-        values = section_values({k: v for k, v in cfg.items() if k != "adapter"}, [f.name for f in fields(cls)], where)
-        return cls(**{**values, "doc_length": tuple(values["doc_length"]),
+        values = section_values({k: v for k, v in cfg.items() if k not in ("adapter", "empty_documents")},
+                                [f.name for f in fields(cls)], where)
+        spec = cls(**{**values, "doc_length": tuple(values["doc_length"]),
                       "title_length": tuple(values["title_length"])})
+        width = spec.topic_words + spec.subtopics_per_cluster * spec.subtopic_words
+        if width > spec.concept_vocab:
+            from hardneg.errors import ConfigError
+
+            raise ConfigError(f"{where}.concept_vocab",
+                              f"{spec.concept_vocab} concept words cannot give a cluster its {width} distinct topic and "
+                              f"subtopic words (topic_words {spec.topic_words} + subtopics_per_cluster "
+                              f"{spec.subtopics_per_cluster} × subtopic_words {spec.subtopic_words}); raise it to at "
+                              f"least {width} or lower those")
+        return spec
 
     @property
     def num_clusters(self) -> int:
@@ -98,9 +109,7 @@ class _Layout:
         self.spec0 = self.concept0 + spec.concept_vocab
         self.base = self.spec0 + c * spec.specific_pool
         self.size = self.base + spec.concept_vocab
-        width = spec.topic_words + spec.subtopics_per_cluster * spec.subtopic_words
-        if width > spec.concept_vocab:
-            raise ValueError("concept_vocab is smaller than the topic and subtopic words of one cluster")
+        width = spec.topic_words + spec.subtopics_per_cluster * spec.subtopic_words  # <= concept_vocab (from_config)
         # A cluster's topic and subtopic words are distinct from each other, shared with other clusters.
         table = np.argsort(rng.random((c, spec.concept_vocab)), axis=1)[:, :width] + self.concept0
         self.topic_table = table[:, :spec.topic_words]

@@ -7,17 +7,19 @@ from typing import Iterable
 import numpy as np
 
 from hardneg import artifacts
-from hardneg.datasets.canonical import Source, table_from_rows
+from hardneg.datasets.canonical import Source, check_id, table_from_rows
 from hardneg.datasets.readers import parse_relevance
 from hardneg.errors import DataError
 
 
 def corpus_table(rows: Iterable[tuple[int, str, str, str]], path: str):
-    """``rows`` of (line, docid, title, text) → (corpus table, Source)."""
+    """``rows`` of (line, docid, title, text) → (corpus table, Source). An empty docid, or one with whitespace or
+    a control character, is a :class:`DataError` naming the file and line."""
     lines, docids, titles, texts = [], [], [], []
     for line, docid, title, text in rows:
         if not docid:
             raise DataError(path, line, "empty document id")
+        check_id(docid, "docid", path, line)
         lines.append(line)
         docids.append(docid)
         titles.append(title)
@@ -27,11 +29,12 @@ def corpus_table(rows: Iterable[tuple[int, str, str, str]], path: str):
 
 
 def queries_table(rows: Iterable[tuple[int, str, str]], path: str):
-    """``rows`` of (line, qid, text) → (queries table, Source)."""
+    """``rows`` of (line, qid, text) → (queries table, Source). Ids are checked as in :func:`corpus_table`."""
     lines, qids, texts = [], [], []
     for line, qid, text in rows:
         if not qid:
             raise DataError(path, line, "empty query id")
+        check_id(qid, "qid", path, line)
         lines.append(line)
         qids.append(qid)
         texts.append(text)
@@ -40,10 +43,16 @@ def queries_table(rows: Iterable[tuple[int, str, str]], path: str):
 
 
 def qrels_table(rows: Iterable[tuple[int, str, str, str]], path: str):
-    """``rows`` of (line, qid, docid, relevance text) → (qrels table, Source). Repeated judgements are errors."""
+    """``rows`` of (line, qid, docid, relevance text) → (qrels table, Source).
+
+    Errors naming the file and line: an id with whitespace or a control character, a relevance that is not a
+    non-negative integer, a repeated judgement."""
     lines, qids, docids, rels = [], [], [], []
     seen: dict[tuple[str, str], int] = {}
     for line, qid, docid, relevance in rows:
+        check_id(qid, "qid", path, line)
+        check_id(docid, "docid", path, line)
+        grade = parse_relevance(path, line, relevance)
         key = (qid, docid)
         if key in seen:
             raise DataError(path, line, f"duplicate judgement for query {qid!r} and document {docid!r} "
@@ -52,7 +61,7 @@ def qrels_table(rows: Iterable[tuple[int, str, str, str]], path: str):
         lines.append(line)
         qids.append(qid)
         docids.append(docid)
-        rels.append(parse_relevance(path, line, relevance))
+        rels.append(grade)
     if not lines:
         raise DataError(path, None, "the qrels file holds no judgements")
     return (table_from_rows(artifacts.QRELS, {"qid": qids, "docid": docids, "relevance": rels}),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hardneg.datasets import check_split_files
 from hardneg.datasets.canonical import Dataset
 from hardneg.datasets.readers import iter_jsonl, iter_lines, iter_tsv
 from hardneg.datasets.msmarco import read_trec_qrels
@@ -128,6 +129,7 @@ def read_corpus(path: str):
 
 
 def load(corpus: str, topics: dict, qrels: dict, topic_field: str = "title", judged_only: bool = True) -> Dataset:
+    check_split_files({"adapter": "trec", "topics": topics, "qrels": qrels})
     table, source = read_corpus(corpus)
     queries, queries_source, qrels_tables, qrels_source = {}, {}, {}, {}
     for split, topics_path in topics.items():

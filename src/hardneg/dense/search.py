@@ -13,12 +13,13 @@ log = logging.getLogger(__name__)
 
 
 def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=None, seed: int = 0,
-                      threads: int | None = None) -> None:
-    """Build the ``factory`` index over a corpus embedding matrix and save it atomically."""
+                      threads: int | None = None, key: str = "index.factory") -> None:
+    """Build the ``factory`` index over a corpus embedding matrix and save it atomically; errors name config
+    ``key`` (see :func:`hardneg.index.validate.factory_key`)."""
     from hardneg.index import build_index, save_index
 
     vectors = np.load(embeddings_path, mmap_mode="r")
-    index = build_index(vectors, factory, train_size=train_size, seed=seed, threads=threads)
+    index = build_index(vectors, factory, train_size=train_size, seed=seed, threads=threads, key=key)
     save_index(index, index_path)
 
 

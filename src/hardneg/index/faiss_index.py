@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import time
 from typing import Iterator
 
@@ -27,8 +26,6 @@ from hardneg.errors import ConfigError
 log = logging.getLogger(__name__)
 
 DEFAULT_TRAIN_SIZE = 100_000
-# Faiss asks for at least 39 training points per k-means centroid and warns below that; 64 leaves some margin.
-_POINTS_PER_CENTROID = 64
 _ADD_BATCH = 131_072  # rows converted to float32 and added at a time, so a float16 memmap is never copied whole
 _GPU_MAX_K = 2048  # faiss GPU search refuses larger k
 
@@ -39,9 +36,9 @@ _GPU_MAX_K = 2048  # faiss GPU search refuses larger k
 
 def _faiss_message(exc: BaseException) -> str:
     """Faiss's own explanation without the C++ function signature and source location."""
-    text = str(exc).strip()
-    text = re.sub(r"^Error in .*? at \S+:\d+: ", "", text, flags=re.DOTALL)
-    return re.sub(r"^Error: '.*?' failed: ", "", text)
+    from hardneg.index.validate import faiss_message
+
+    return faiss_message(exc)
 
 
 def _check_matrix(array: np.ndarray, name: str, *, dim: int | None = None, allow_empty: bool = False) -> np.ndarray:
@@ -128,9 +125,9 @@ def _seed_index(index: faiss.Index, seed: int) -> None:
 
 def _default_train_size(index: faiss.Index, n: int) -> int:
     """min(n, max(DEFAULT_TRAIN_SIZE, 64 x nlist)): an IVF index with many lists needs more than the default."""
-    ivf = faiss.try_extract_index_ivf(index)
-    wanted = DEFAULT_TRAIN_SIZE if ivf is None else max(DEFAULT_TRAIN_SIZE, _POINTS_PER_CENTROID * ivf.nlist)
-    return min(n, wanted)
+    from hardneg.index.validate import default_train_size
+
+    return default_train_size(index, n, DEFAULT_TRAIN_SIZE)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -138,7 +135,7 @@ def _default_train_size(index: faiss.Index, n: int) -> int:
 
 
 def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None = None, seed: int = 0,
-                use_gpu: bool | str = "auto", threads: int | None = None) -> faiss.Index:
+                use_gpu: bool | str = "auto", threads: int | None = None, key: str = "index.factory") -> faiss.Index:
     """Build an inner-product faiss index over ``embeddings`` and return it as a CPU index.
 
     ``embeddings``: [n, dim] float16 or float32 (a memmap is fine: rows are converted to float32 batch by batch);
@@ -152,18 +149,25 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
     put on a GPU (HNSW) and a missing GPU fall back to the CPU with a logged message. ``threads``: the OpenMP thread
     count for this call (None: faiss's current setting).
 
-    Raises ConfigError('index.factory') when faiss rejects the factory string or cannot train it on the sample
-    (e.g. IVF4096 with fewer than 4096 training rows), ValueError for empty or non-2-D embeddings.
+    Raises ConfigError naming ``key`` (the config key that asked for this index) when faiss rejects the factory
+    string, or when the training sample is smaller than the index's largest k-means (IVF4096 needs 4096 training
+    rows, PQ<m> 256: checked before faiss trains, see :mod:`hardneg.index.validate`); a sample under faiss's 39 rows
+    per centroid is a logged warning. ValueError for empty or non-2-D embeddings.
     """
     embeddings = _check_matrix(embeddings, "embeddings")
     n, dim = embeddings.shape
     if not isinstance(factory, str) or not factory.strip():
-        raise ConfigError("index.factory", f"must be a non-empty faiss index-factory string, got {factory!r}")
+        raise ConfigError(key, f"must be a non-empty faiss index-factory string, got {factory!r}")
+    from hardneg.index.validate import (FAISS_POINTS_PER_CENTROID, describe_factory_error, needed_training_vectors,
+                                        too_few_training_vectors)
+
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
-        raise ConfigError("index.factory", f"faiss cannot build '{factory}' for {dim}-dimensional vectors: "
-                                           f"{_faiss_message(exc)}") from exc
+        raise ConfigError(key, describe_factory_error(factory, dim, exc)) from exc
+    problem = too_few_training_vectors(factory, index, n, train_size, DEFAULT_TRAIN_SIZE)
+    if problem is not None:
+        raise ConfigError(key, problem)
     _seed_index(index, seed % 2**31)
     started = time.perf_counter()
     log.info("building faiss index '%s' over %d x %d %s embeddings", factory, n, dim, embeddings.dtype)
@@ -182,11 +186,16 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
                 raise ValueError(f"train_size must be >= 1, got {train_size}")
             rows = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
             log.info("training on %d of %d rows (seed %d)", size, n, seed)
+            needed, reason = needed_training_vectors(index)
+            if size < FAISS_POINTS_PER_CENTROID * needed:
+                log.warning("'%s' is trained on %d vectors, fewer than the %d per centroid faiss asks for (%d "
+                            "centroids: %s); its clustering may be poor", factory, size, FAISS_POINTS_PER_CENTROID,
+                            needed, reason)
             try:
                 work.train(_float32(embeddings[rows]))
             except RuntimeError as exc:
-                raise ConfigError("index.factory", f"faiss cannot train '{factory}' on {size} vectors: "
-                                                   f"{_faiss_message(exc)}") from exc
+                raise ConfigError(key, f"faiss cannot train '{factory}' on {size} vectors: "
+                                       f"{_faiss_message(exc)}") from exc
             log.info("trained in %.1f s", time.perf_counter() - started)
 
         for start in range(0, n, _ADD_BATCH):

@@ -27,9 +27,9 @@ def build_tiny(root: Path) -> dict:
 
 def kill_after_checkpoint_and_resume(launch, out: Path) -> str:
     """Start ``launch(out, sleep)`` (a training subprocess, slowed by ``sleep`` seconds a step, stderr piped as
-    text), SIGKILL it once it has written ``out/ckpt/state.pt``, start it again unslowed, and return the second
+    text), SIGKILL it once it has written ``out/ckpt/state.json``, start it again unslowed, and return the second
     run's stderr. Asserts that the kill interrupted training and that the second run resumed."""
-    checkpoint = out / "ckpt" / "state.pt"
+    checkpoint = out / "ckpt" / "state.json"
     first = launch(out, 0.3)
     deadline = time.time() + 120
     while not checkpoint.exists() and time.time() < deadline and first.poll() is None:

@@ -110,7 +110,7 @@ def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_p
                      inputs={"init": tmp_path / "docs_model", "doc_embeddings": tmp_path / "corpus.npy",
                              "train_index": tmp_path / "Flat.faiss"})
     assert hashlib.sha256((tmp_path / "corpus.npy").read_bytes()).hexdigest() == before
-    assert {"encode_seconds", "search_seconds", "loss_seconds", "backward_seconds"} <= set(rows[0])
+    assert "batch_mrr10" in rows[0] and not [key for key in rows[0] if key.endswith("seconds")]  # no wall-clock
     queries = TokenizedTexts(tiny["cache"], "queries_train")
     moved = encode_rows(BiEncoder.load(tmp_path / "adore_model"), queries, np.arange(8), "query")
     original = encode_rows(docs_model, queries, np.arange(8), "query")

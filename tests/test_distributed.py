@@ -107,4 +107,4 @@ def test_two_processes_train_like_one(tiny, tmp_path, method):
     initial = BiEncoder.load(tiny["root"] / "init").state_dict()
     if method != "warmup":  # training moved the weights much further than the two runs differ
         assert max(float((a[k] - initial[k]).abs().max()) for k in a if k in initial) > 10 * difference
-    assert not (tmp_path / "two" / "ckpt" / "state.pt").exists()
+    assert not (tmp_path / "two" / "ckpt" / "state.json").exists()

@@ -1,6 +1,13 @@
-"""A STAR training process killed after a checkpoint and started again ends where an uninterrupted one ends."""
+"""Resume: a STAR training process killed after a checkpoint and started again ends where an uninterrupted one
+ends; a resumed trainer gives the uninterrupted weights bit for bit; a checkpoint of another configuration is
+not resumed; and a checkpoint never runs code (no pickle is ever loaded)."""
 
+import hashlib
 import json
+import logging
+import os
+import pickle
+import shlex
 import subprocess
 import sys
 
@@ -9,15 +16,20 @@ import pyarrow as pa
 import pytest
 
 from hardneg import artifacts
+import torch
+
+from hardneg.dense.checkpoint import STATE
+from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.encode import encode_rows
-from hardneg.dense.model import BiEncoder
+from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.config import validate_params
 from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.dense.trainer import CHECKPOINT_FORMAT, Trainer, TrainConfig
 from hardneg.evaluation import evaluate
 from hardneg.mining import mine_hard_negatives
 from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
-
-pytestmark = pytest.mark.slow
 
 DRIVER = """
 import json, logging, sys, time
@@ -81,12 +93,13 @@ def tiny(tmp_path_factory):
     return tiny
 
 
+@pytest.mark.slow
 def test_killed_and_resumed_training_matches_uninterrupted(tiny, tmp_path):
     whole = _launch(tiny, tmp_path / "whole", 0.0)
     assert whole.wait(timeout=300) == 0, whole.stderr.read()
 
     kill_after_checkpoint_and_resume(lambda out, sleep: _launch(tiny, out, sleep), tmp_path / "killed")
-    assert not (tmp_path / "killed" / "ckpt" / "state.pt").exists()  # removed once the model is saved
+    assert not list((tmp_path / "killed" / "ckpt").iterdir())  # removed once the model is saved
 
     import pyarrow.parquet as pq
 
@@ -99,3 +112,104 @@ def test_killed_and_resumed_training_matches_uninterrupted(tiny, tmp_path):
         _test_metrics(tiny, tmp_path / "killed" / "model")
     for measure, value in whole_metrics.items():
         assert resumed_metrics[measure] == pytest.approx(value, abs=1e-3), measure
+
+
+# ------------------------------------------------------------------------------- checkpoints in one process
+def _trainer(tiny, checkpoint_dir, fingerprint="run-a", checkpoint_every=3):
+    """An in-batch trainer of 8 steps (dropout on) with a fresh model, the same every call."""
+    params = validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16},
+                              "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.002, "optimizer": "lamb",
+                                        "checkpoint_every": checkpoint_every, "log_every": 1}})
+    queries, corpus = TokenizedTexts(tiny["cache"], "queries_train"), TokenizedTexts(tiny["cache"], "corpus")
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
+    data = TrainQueries(qrels, queries.row_ids, corpus.row_ids)
+    tokenizer = load_tokenizer(tiny["tokenizer"])
+    model = BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=len(tokenizer),
+                             pad_token_id=tokenizer.pad_token_id, max_length=64, seed=7)
+    method = ContrastiveMethod(data, queries, corpus, negatives=None, per_query=0, loss="ce", temperature=1.0)
+    config = TrainConfig.from_params(params["train"], 7)
+    return Trainer(model, method, ShuffledBatches(len(data), 16, 7), config, checkpoint_dir=checkpoint_dir,
+                   fingerprint=fingerprint, device="cpu")
+
+
+def _same_rows(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys() and all(x[k] == y[k] or (x[k] != x[k] and y[k] != y[k]) for k in x), (x, y)
+
+
+def test_a_resumed_trainer_ends_with_the_uninterrupted_weights(tiny, tmp_path, caplog):
+    """The checkpoint left at step 6 (of 8) holds every state: a fresh trainer resumes it and ends bit for bit
+    where the uninterrupted run ended (model, optimiser and random-number states round-trip exactly)."""
+    whole = _trainer(tiny, tmp_path / "ckpt")
+    rows = whole.fit()
+    assert len(rows) == 8 and not [key for key in rows[0] if "seconds" in key]  # no wall-clock in the log
+    saved = json.loads((tmp_path / "ckpt" / STATE).read_text())
+    assert saved["step"] == 6 and saved["format"] == CHECKPOINT_FORMAT
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [STATE, "tensors-6.safetensors"]
+    resumed = _trainer(tiny, tmp_path / "ckpt")
+    with caplog.at_level(logging.INFO, logger="hardneg"):
+        resumed_rows = resumed.fit()
+    assert "resuming from step 6 of 8" in caplog.text
+    _same_rows(rows, resumed_rows)
+    whole_state, resumed_state = whole.model.state_dict(), resumed.model.state_dict()
+    assert whole_state.keys() == resumed_state.keys()
+    for key, value in whole_state.items():
+        assert torch.equal(value, resumed_state[key]), key
+    resumed.discard_checkpoint()
+    assert not list((tmp_path / "ckpt").iterdir())
+
+
+def test_a_checkpoint_of_another_configuration_is_not_resumed(tiny, tmp_path, caplog):
+    _trainer(tiny, tmp_path / "ckpt", fingerprint="run-a").fit()
+    assert (tmp_path / "ckpt" / STATE).exists()
+    fresh = _trainer(tiny, tmp_path / "fresh", checkpoint_every=0).fit()
+    with caplog.at_level(logging.INFO, logger="hardneg"):
+        rows = _trainer(tiny, tmp_path / "ckpt", fingerprint="run-b", checkpoint_every=0).fit()
+    assert "belongs to another configuration" in caplog.text and "resuming" not in caplog.text
+    _same_rows(rows, fresh)  # trained from the start
+
+
+class _RunsCode:
+    """Unpickled, it runs a shell command that creates ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.system, (f"touch {shlex.quote(self.marker)}",)
+
+
+def test_a_crafted_checkpoint_runs_no_code(tiny, tmp_path, caplog):
+    """A pickle whose loading runs a command, placed where the trainer looks (as the pickled ``state.pt`` of the
+    older format, and as the tensor file a valid-looking ``state.json`` names, with its true SHA-256), is never
+    unpickled: the trainer logs why it ignores it and trains from the start."""
+    probe = tmp_path / "probe"
+    pickle.loads(pickle.dumps(_RunsCode(probe)))
+    assert probe.exists()  # the payload is live: loading it with pickle runs the command
+
+    marker = tmp_path / "marker"
+    payload = pickle.dumps({"format": CHECKPOINT_FORMAT, "fingerprint": "run-a", "step": 6, "x": _RunsCode(marker)})
+    fresh = _trainer(tiny, tmp_path / "fresh", checkpoint_every=0).fit()
+
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "state.pt").write_bytes(payload)
+    with caplog.at_level(logging.INFO, logger="hardneg"):
+        rows = _trainer(tiny, legacy, checkpoint_every=0).fit()
+    assert not marker.exists()
+    assert "ignoring" in caplog.text and "state.pt" in caplog.text and "resuming" not in caplog.text
+    _same_rows(rows, fresh)
+
+    crafted = tmp_path / "crafted"
+    crafted.mkdir()
+    (crafted / "tensors-6.safetensors").write_bytes(payload)
+    (crafted / STATE).write_text(json.dumps({
+        "format": CHECKPOINT_FORMAT, "fingerprint": "run-a", "step": 6, "tensors": "tensors-6.safetensors",
+        "tensors_sha256": hashlib.sha256(payload).hexdigest(), "state": {"model": {"$tensor": "t0"}}}))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="hardneg"):
+        rows = _trainer(tiny, crafted, checkpoint_every=0).fit()
+    assert not marker.exists()
+    assert "cannot be read" in caplog.text and "resuming" not in caplog.text
+    _same_rows(rows, fresh)

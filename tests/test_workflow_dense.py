@@ -51,7 +51,7 @@ def test_every_dense_run_has_metrics_and_artifacts(built):
         log = pq.read_table(results / run / "train_log.parquet").to_pandas()
         assert {"step", "loss", "lr"} <= set(log.columns) and log["step"].tolist() == list(range(1, len(log) + 1))
         assert (results / run / "model" / "config.json").exists()
-        assert not (results / run / "checkpoints" / "state.pt").exists()
+        assert not (results / run / "checkpoints" / "state.json").exists()
         assert not (results / run / "embeddings" / "shards").exists() or \
             not list((results / run / "embeddings" / "shards").iterdir())  # temporary shards removed
     hardnegs = pq.read_table(results / "star" / "hardnegs.parquet")

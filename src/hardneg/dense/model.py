@@ -59,10 +59,13 @@ class ModelSpec:
 
 
 def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> nn.Module:
+    """The encoder of a fresh bi-encoder. Every weight it initialises comes from ``seed``: all of them for the
+    built-in BERT, and for a pretrained model those its checkpoint lacks (Hugging Face initialises them at
+    random), so the same spec and seed give the same weights."""
     from transformers import AutoModel, BertConfig, BertModel
 
+    torch.manual_seed(seed)
     if spec.name == BUILTIN:
-        torch.manual_seed(seed)
         config = BertConfig(vocab_size=vocab_size, pad_token_id=pad_token_id,
                             max_position_embeddings=max(512, max_length), **spec.builtin)
         return BertModel(config, add_pooling_layer=False)

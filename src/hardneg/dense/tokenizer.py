@@ -28,28 +28,56 @@ def _texts(corpus_path: str | os.PathLike, query_paths, batch_size: int = 10_000
             yield batch.column(0).to_pylist()
 
 
+def _alphabet(texts, normalizer) -> list[str]:
+    """The characters of the normalised ``texts`` (whitespace aside: the pre-tokenizer splits on it), sorted.
+
+    Normalising each distinct raw character gives the characters of the normalised text: the BERT normaliser
+    works character by character (cleaning, accent stripping and lowercasing never look at neighbours)."""
+    raw: set[str] = set()
+    for batch in texts:
+        raw.update("".join(batch))
+    normalised: set[str] = set()
+    for char in raw:
+        normalised.update(normalizer.normalize_str(char))
+    return sorted(c for c in normalised if not c.isspace())
+
+
 def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, *, query_paths=(),
                     vocab_size: int = 32000, lowercase: bool = True, min_frequency: int = 1) -> int:
     """Train a BERT-style WordPiece tokenizer on the corpus (titles and texts) and on ``query_paths`` (the
     training queries: their words are part of what the model learns) and save it as a Hugging Face tokenizer
-    folder, atomically. Returns the vocabulary size reached."""
+    folder, atomically. Returns the vocabulary size reached.
+
+    The same texts give the same ``tokenizer.json``, byte for byte, in every process. The ``tokenizers``
+    trainer numbers the continuation tokens (``##c``) it meets in hash-map order, which changes from one
+    process to the next, and breaks ties between equally frequent merges by token id, so on small corpora the
+    set of learnt tokens could change from run to run. Every alphabet character and its continuation token are
+    therefore numbered up front, in sorted order (given to the trainer after the special tokens), which leaves
+    nothing to hash-map order; the learnt tokens are then renumbered in a fixed order (special tokens, then the
+    others sorted) into a fresh tokenizer whose only special tokens are the five real ones.
+    """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.decoder = decoders.WordPiece()
+    def pipeline(model) -> Tokenizer:
+        tokenizer = Tokenizer(model)
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        return tokenizer
+
+    learner = pipeline(models.WordPiece(unk_token="[UNK]"))
+    alphabet = _alphabet(_texts(corpus_path, query_paths), learner.normalizer)
+    seeded = SPECIAL_TOKENS + alphabet + ["##" + c for c in alphabet]
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=SPECIAL_TOKENS, show_progress=False)
-    tokenizer.train_from_iterator(_texts(corpus_path, query_paths), trainer=trainer)
-    # The trainer numbers tokens of equal frequency in hash-map order, which changes from one process to the
-    # next; WordPiece looks tokens up by string only, so the tokens are renumbered in a fixed order (special
-    # tokens, then the others sorted). On small corpora the trainer's choice between equally frequent merges can
-    # still change a few subword tokens from run to run; the default synthetic corpus gives one vocabulary.
-    learnt = tokenizer.get_vocab()
+                                        special_tokens=seeded, show_progress=False)
+    learner.train_from_iterator(_texts(corpus_path, query_paths), trainer=trainer)
+    learnt = learner.get_vocab()
     ordered = SPECIAL_TOKENS + sorted(token for token in learnt if token not in SPECIAL_TOKENS)
-    tokenizer.model = models.WordPiece({token: i for i, token in enumerate(ordered)}, unk_token="[UNK]")
+    # A fresh tokenizer: the learner holds the seeded alphabet as special added tokens, which would be split
+    # out of raw text before WordPiece sees it.
+    tokenizer = pipeline(models.WordPiece({token: i for i, token in enumerate(ordered)}, unk_token="[UNK]"))
+    tokenizer.add_special_tokens(SPECIAL_TOKENS)
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
@@ -58,7 +86,8 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
                                    model_max_length=512, do_lower_case=lowercase)
     with atomic_dir(out_dir) as tmp:
         fast.save_pretrained(tmp)
-    log.info("trained a WordPiece vocabulary of %d tokens", tokenizer.get_vocab_size())
+    log.info("trained a WordPiece vocabulary of %d tokens (alphabet of %d characters)", tokenizer.get_vocab_size(),
+             len(alphabet))
     return tokenizer.get_vocab_size()
 
 

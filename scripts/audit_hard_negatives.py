@@ -12,4 +12,4 @@ bm25 = [bm25] if isinstance(bm25, str) else list(bm25)
 audit_stage(snakemake.input.hardnegs, snakemake.input.run,
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
             snakemake.output.markdown, snakemake.output.table, bm25_run_path=bm25[0] if bm25 else None,
-            summary_path=snakemake.output.summary, depth=snakemake.params.depth)
+            summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus)

@@ -1,9 +1,15 @@
-"""Rule prepare_dataset: any supported source → canonical dataset folder."""
+"""Rule prepare_dataset: any supported source → canonical dataset folder; its empty documents, if any, are reported
+on the console with what dense runs do with them (the dataset's empty_documents setting)."""
 
 import os
 
 from hardneg.datasets import prepare_dataset
-from hardneg.logs import log_to
+from hardneg.empty_documents import report
+from hardneg.logs import console, log_to
 
 log_to(snakemake.log[0])
-prepare_dataset(snakemake.params.dataset, os.path.dirname(snakemake.output.corpus))
+dataset = snakemake.params.dataset
+stats = prepare_dataset(dataset, os.path.dirname(snakemake.output.corpus))
+message = report(snakemake.wildcards.dataset, stats, dataset["empty_documents"])
+if message:
+    console(message)

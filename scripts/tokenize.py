@@ -1,4 +1,5 @@
-"""Rule tokenize: corpus and queries of every split → memory-mapped token ids."""
+"""Rule tokenize: corpus and queries of every split → memory-mapped token ids (empty documents left out when the
+dataset's empty_documents is exclude); texts cut at the maximum lengths are reported on the console."""
 
 import os
 
@@ -9,4 +10,5 @@ log_to(snakemake.log[0])
 cache = snakemake.params.cache
 build_cache(cache["tokenizer"], snakemake.input.corpus,
             {split: os.path.join(snakemake.input.queries, f"{split}.parquet") for split in cache["splits"]},
-            snakemake.output.cache, doc_max_length=cache["doc_max_length"], query_max_length=cache["query_max_length"])
+            snakemake.output.cache, doc_max_length=cache["doc_max_length"], query_max_length=cache["query_max_length"],
+            exclude_empty=cache["empty_documents"] == "exclude", dataset=snakemake.wildcards.dataset)

@@ -44,11 +44,14 @@ def test_per_query_audit_numbers():
     assert audit.schema == artifacts.AUDIT.schema
     assert audit.to_pylist() == [
         {"qid": "q1", "best_positive_rank": 2, "best_positive_score": 8.0, "num_negatives": 3,
-         "bm25_overlap": pytest.approx(2 / 3), "min_margin": -2.0, "max_margin": 1.0, "suspected_false_negatives": 1},
+         "bm25_overlap": pytest.approx(2 / 3), "min_margin": -2.0, "max_margin": 1.0, "suspected_false_negatives": 1,
+         "empty_negatives": None},
         {"qid": "q2", "best_positive_rank": None, "best_positive_score": 3.5, "num_negatives": 3,
-         "bm25_overlap": 0.0, "min_margin": -0.5, "max_margin": 0.5, "suspected_false_negatives": 2},
+         "bm25_overlap": 0.0, "min_margin": -0.5, "max_margin": 0.5, "suspected_false_negatives": 2,
+         "empty_negatives": None},
         {"qid": "q3", "best_positive_rank": 1, "best_positive_score": 2.0, "num_negatives": 0,
-         "bm25_overlap": None, "min_margin": None, "max_margin": None, "suspected_false_negatives": 0},
+         "bm25_overlap": None, "min_margin": None, "max_margin": None, "suspected_false_negatives": 0,
+         "empty_negatives": None},
     ]
 
 
@@ -69,10 +72,14 @@ def test_summary_numbers():
     assert len(margin["histogram"]["counts"]) == 10 and sum(margin["histogram"]["counts"]) == 6
     assert margin["histogram"]["edges"][0] == -2.0 and margin["histogram"]["edges"][-1] == 1.0
     assert summary["suspected_false_negatives"] == {"count": 3, "pairs": [
-        {"qid": "q1", "docid": "n1", "negative_score": 9.0, "best_positive_score": 8.0, "excess": 1.0},
-        {"qid": "q2", "docid": "m1", "negative_score": 4.0, "best_positive_score": 3.5, "excess": 0.5},
-        {"qid": "q2", "docid": "m3", "negative_score": 3.5, "best_positive_score": 3.5, "excess": 0.0},
+        {"qid": "q1", "docid": "n1", "negative_score": 9.0, "best_positive_score": 8.0, "excess": 1.0,
+         "empty_document": None},
+        {"qid": "q2", "docid": "m1", "negative_score": 4.0, "best_positive_score": 3.5, "excess": 0.5,
+         "empty_document": None},
+        {"qid": "q2", "docid": "m3", "negative_score": 3.5, "best_positive_score": 3.5, "excess": 0.0,
+         "empty_document": None},
     ]}
+    assert summary["empty_negatives"] is None  # the corpus was not checked
     json.dumps(summary)  # serialisable as is
 
 
@@ -98,6 +105,28 @@ def test_write_audit_markdown_and_parquet(tmp_path):
     assert "| q1 | n1 | 9.0000 | 8.0000 | 1.0000 |" in text
     assert "| margin | -2.0000 |" in text
     assert "## Queries without negatives\n\nq3\n" in text
+    assert "| negatives that are empty documents (no title, no text) | not checked |" in text
+
+
+def test_empty_documents_are_counted_and_marked(tmp_path):
+    """Under empty_documents: keep, empty documents can be mined (n1 for q1, at rank 1, suspected false negative;
+    m2 for q2): the audit counts them per query and marks them in the report."""
+    summary, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=3,
+                                          empty_docids=["n1", "m2", "never_mined"])
+    assert audit["empty_negatives"].to_pylist() == [1, 1, 0]
+    assert summary["empty_negatives"] == {"count": 2, "queries": 2, "docids": ["m2", "n1"]}
+    flags = {(p["qid"], p["docid"]): p["empty_document"] for p in summary["suspected_false_negatives"]["pairs"]}
+    assert flags == {("q1", "n1"): True, ("q2", "m1"): False, ("q2", "m3"): False}
+    write_audit(summary, audit, tmp_path / "audit.md", tmp_path / "audit.parquet")
+    assert artifacts.read_table(artifacts.AUDIT, tmp_path / "audit.parquet")["empty_negatives"].to_pylist() == [1, 1, 0]
+    text = (tmp_path / "audit.md").read_text()
+    assert "| negatives that are empty documents (no title, no text) | 2 ⚠ |" in text
+    assert "| q1 | n1 (empty document) | 9.0000 | 8.0000 | 1.0000 |" in text
+    assert "| q2 | m1 | 4.0000 |" in text
+    assert "## Empty documents among the negatives" in text
+    assert "2 negatives of 2 queries are empty documents" in text and "m2, n1." in text
+    none, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, depth=3, empty_docids=[])
+    assert audit["empty_negatives"].to_pylist() == [0, 0, 0] and none["empty_negatives"]["count"] == 0
 
 
 def test_audit_stage(tmp_path):
@@ -107,11 +136,14 @@ def test_audit_stage(tmp_path):
                              ("bm25", artifacts.RUN, BM25)]:
         paths[name] = tmp_path / f"{name}.parquet"
         artifacts.write_table(data, kind, paths[name])
+    corpus = table(artifacts.CORPUS, [("n1", "Dogs", "bark"), ("n2", " ", "\n"), ("n3", None, ""), ("m1", "", "m")])
+    artifacts.write_table(corpus, artifacts.CORPUS, tmp_path / "corpus.parquet")
     summary = audit_stage(paths["hardnegs"], paths["run"], paths["qrels"], paths["pos"], tmp_path / "a.md",
                           tmp_path / "a.parquet", bm25_run_path=paths["bm25"], summary_path=tmp_path / "a.json",
-                          depth=3)
+                          depth=3, corpus_path=tmp_path / "corpus.parquet")
     assert json.loads((tmp_path / "a.json").read_text()) == json.loads(json.dumps(summary))
     assert summary["suspected_false_negatives"]["count"] == 3
+    assert summary["empty_negatives"] == {"count": 2, "queries": 1, "docids": ["n2", "n3"]}  # blank counts as empty
     assert (tmp_path / "a.md").exists() and (tmp_path / "a.parquet").exists()
 
 
@@ -138,6 +170,10 @@ def test_format_query():
     assert "n3" not in text
     without_scores = format_query("q1", queries=QUERIES, corpus=CORPUS, qrels=QRELS, hardnegs=HARDNEGS)
     assert "positives (2):" in without_scores and "+1.0000" not in without_scores
+    corpus = pa.concat_tables([CORPUS.filter(pa.compute.not_equal(CORPUS["docid"], "n1")),
+                               table(artifacts.CORPUS, [("n1", "", "  ")])])
+    shown = format_query("q1", queries=QUERIES, corpus=corpus, qrels=QRELS, hardnegs=HARDNEGS, top=1)
+    assert any(l.split()[:2] == ["1", "n1"] and l.endswith("(empty document)") for l in shown.splitlines())
 
 
 def test_format_query_errors():

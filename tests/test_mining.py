@@ -201,5 +201,17 @@ def test_positive_scores_are_dot_products_in_float32():
         ("q2", "d2", 1, 0.0 + 1.0 - 1.0),
         ("q2", "d1", 1, 0.0 + 0.0 - 2.0),
     ]
-    with pytest.raises(ValueError, match="no embedding"):
-        positive_scores(query_emb, ["q1", "q2"], doc_emb[:2], ["d1", "d2"], qrels)
+
+
+
+def test_positive_scores_leave_out_documents_without_an_embedding(caplog):
+    """An empty document left out of the embeddings (empty_documents: exclude) has no score; the others keep
+    theirs, and the log says how many pairs were left out."""
+    query_emb = np.array([[1.0, 2.0, 0.5], [0.0, 1.0, -1.0]], dtype=np.float32)
+    doc_emb = np.array([[1.0, 0.0, 2.0], [1.0, 1.0, 1.0]], dtype=np.float32)
+    qrels = qrels_table([("q1", "d1", 1), ("q1", "d3", 2), ("q2", "d2", 1), ("q2", "d3", 1)])
+    with caplog.at_level("WARNING"):
+        out = positive_scores(query_emb, ["q1", "q2"], doc_emb, ["d1", "d2"], qrels)
+    assert list(zip(out["qid"].to_pylist(), out["docid"].to_pylist(), out["score"].to_pylist())) == [
+        ("q1", "d1", 2.0), ("q2", "d2", 0.0)]
+    assert "2 relevant pair(s) name a document without an embedding (e.g. 'd3'" in caplog.text

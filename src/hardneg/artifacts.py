@@ -76,6 +76,7 @@ AUDIT = ArtifactKind(
         ("min_margin", pa.float32()),  # min over negatives of (negative score - best positive score)
         ("max_margin", pa.float32()),
         ("suspected_false_negatives", pa.int32()),  # negatives scored at or above the best positive
+        ("empty_negatives", pa.int32()),  # negatives that are empty documents (null when the corpus was not read)
     ]),
     "per-query audit of a hard-negative list",
 )

@@ -6,6 +6,10 @@ negatives as plain text (the ``hardneg audit RUN --qid Q`` command, through :fun
 
 Margins are (negative score - best positive score) under the mining model, in its score units (inner products):
 a negative with margin >= 0 scores at or above every positive and is a suspected false negative.
+
+Empty documents (no title, no text) are marked: under the dataset's ``empty_documents: keep`` they are encoded,
+all with one vector, and can be mined for many queries; the audit counts them per query (``empty_negatives``)
+and flags them in the report. Under ``exclude`` (the default) none can appear.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ log = logging.getLogger(__name__)
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 MARGIN_BINS = 10
 MARKDOWN_TOP = 50  # suspected false negatives and query ids listed in the Markdown report
+EMPTY_MARK = "(empty document)"  # beside the docid of an empty document in reports
 
 
 def _pair_keys(q: np.ndarray, d: np.ndarray, width: int) -> np.ndarray:
@@ -41,7 +46,8 @@ def _float_or_none(value) -> float | None:
 
 
 def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, positives: pa.Table,
-                         bm25_run: pa.Table | None = None, *, depth: int = 200) -> tuple[dict, pa.Table]:
+                         bm25_run: pa.Table | None = None, *, depth: int = 200,
+                         empty_docids=None) -> tuple[dict, pa.Table]:
     """Audit ``hardnegs`` (HARDNEGS) mined from ``run`` (the mining model's RUN of the training queries).
 
     ``qrels`` are the training qrels; the training queries are those with a relevant document (relevance >= 1),
@@ -51,9 +57,10 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, pos
     Returns (summary, table). The table is of kind AUDIT, one row per training query: best_positive_rank (best rank
     of a relevant document in ``run`` within rank ``depth``, else null), best_positive_score (null without a
     score), num_negatives, bm25_overlap (share of the negatives in BM25's top-``depth``; null without ``bm25_run``
-    or negatives), min_margin / max_margin of (negative score - best positive score) and suspected_false_negatives
-    (negatives scoring >= the best positive; null without a best positive score). The summary is described in
-    :func:`_summary`.
+    or negatives), min_margin / max_margin of (negative score - best positive score), suspected_false_negatives
+    (negatives scoring >= the best positive; null without a best positive score) and empty_negatives (negatives
+    among ``empty_docids``, the ids of the corpus's empty documents; null when ``empty_docids`` is None). The
+    summary is described in :func:`_summary`.
     """
     relevant = _relevant(qrels)
     train = pc.unique(relevant["qid"]) if relevant.num_rows else pa.array([], pa.string())
@@ -102,6 +109,11 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, pos
     suspected = margin >= 0  # NaN (no best positive score) compares False
     num_suspected = np.bincount(neg_q[suspected], minlength=n)
 
+    empty_known = empty_docids is not None
+    empty_set = pa.array(sorted(set(empty_docids or ())), pa.string())
+    is_empty = (_codes(negs["docid"], empty_set) >= 0) if len(empty_set) else np.zeros(len(neg_q), dtype=bool)
+    num_empty = np.bincount(neg_q[is_empty], minlength=n)
+
     no_score = np.isnan(best_score)
     table = pa.table({
         "qid": train,
@@ -112,6 +124,7 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, pos
         "min_margin": pa.array(min_margin, pa.float32(), mask=np.isnan(min_margin)),
         "max_margin": pa.array(max_margin, pa.float32(), mask=np.isnan(max_margin)),
         "suspected_false_negatives": pa.array(num_suspected, pa.int32(), mask=no_score),
+        "empty_negatives": pa.array(num_empty, pa.int32(), mask=np.full(n, not empty_known)),
     }, schema=artifacts.AUDIT.schema)
 
     suspects = pa.table({
@@ -120,14 +133,19 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, pos
         "negative_score": neg_score[suspected],
         "best_positive_score": best_score[neg_q][suspected],
         "excess": margin[suspected],
+        "empty_document": pa.array(is_empty[suspected], pa.bool_(), mask=np.full(int(suspected.sum()), not empty_known)),
     }).sort_by([("excess", "descending"), ("qid", "ascending"), ("docid", "ascending")])
+    empty = None
+    if empty_known:
+        empty = {"count": int(is_empty.sum()), "queries": int((num_empty > 0).sum()),
+                 "docids": sorted(set(negs["docid"].filter(pa.array(is_empty)).to_pylist()))}
     summary = _summary(table, margin[np.isfinite(margin)], suspects, depth=depth, with_bm25=bm25_run is not None,
-                       foreign=foreign)
+                       foreign=foreign, empty=empty)
     return summary, table
 
 
 def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth: int, with_bm25: bool,
-             foreign: int) -> dict:
+             foreign: int, empty: dict | None = None) -> dict:
     """The audit's summary (JSON-serialisable).
 
     Keys: depth; num_queries (training queries); queries_with_negatives; queries_without_negatives (a count) and
@@ -136,7 +154,9 @@ def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth:
     bm25_overlap_mean (mean of the per-query shares; null without BM25); margin {count, quantiles {"0".."1"},
     histogram {edges, counts}} over all negatives of queries with a best positive score; best_positive_rank
     {at_1, within_10, within_depth, beyond_depth} as shares of the training queries; suspected_false_negatives
-    {count, pairs: [{qid, docid, negative_score, best_positive_score, excess}] sorted by excess, largest first}.
+    {count, pairs: [{qid, docid, negative_score, best_positive_score, excess, empty_document}] sorted by excess,
+    largest first}; empty_negatives {count (negatives that are empty documents), queries (training queries with
+    one), docids (the distinct empty documents among the negatives)}, null when the corpus was not checked.
     """
     num_neg = table["num_negatives"].to_numpy()
     n = table.num_rows
@@ -180,6 +200,7 @@ def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth:
             "beyond_depth": share(~known),
         },
         "suspected_false_negatives": {"count": len(pairs), "pairs": pairs},
+        "empty_negatives": empty,
     }
 
 
@@ -216,6 +237,9 @@ def audit_markdown(summary: dict) -> str:
         ["negatives of queries without a relevant document (not audited)", summary["negatives_of_other_queries"]],
         [f"mean share of negatives in BM25's top {depth}", _pct(summary["bm25_overlap_mean"])],
         ["suspected false negatives (score >= best positive)", summary["suspected_false_negatives"]["count"]],
+        ["negatives that are empty documents (no title, no text)",
+         "not checked" if summary.get("empty_negatives") is None else
+         f"{summary['empty_negatives']['count']}" + (" ⚠" if summary["empty_negatives"]["count"] else "")],
     ])
     ranks = summary["best_positive_rank"]
     lines += [f"## Best-ranked positive in the mining run (depth {depth})", ""]
@@ -239,8 +263,18 @@ def audit_markdown(summary: dict) -> str:
               + (f"; the {MARKDOWN_TOP} with the largest excess:" if suspects["count"] > MARKDOWN_TOP else "."), ""]
     if suspects["pairs"]:
         lines += _md_table(["qid", "docid", "negative score", "best positive score", "excess"],
-                           [[p["qid"], p["docid"], _num(p["negative_score"]), _num(p["best_positive_score"]),
-                             _num(p["excess"])] for p in suspects["pairs"][:MARKDOWN_TOP]])
+                           [[p["qid"], p["docid"] + (f" {EMPTY_MARK}" if p.get("empty_document") else ""),
+                             _num(p["negative_score"]), _num(p["best_positive_score"]), _num(p["excess"])]
+                            for p in suspects["pairs"][:MARKDOWN_TOP]])
+    empty = summary.get("empty_negatives")
+    if empty and empty["count"]:
+        docids = empty["docids"]
+        more = f" … and {len(docids) - MARKDOWN_TOP} more" if len(docids) > MARKDOWN_TOP else ""
+        lines += ["## Empty documents among the negatives", "",
+                  f"{empty['count']} negatives of {empty['queries']} queries are empty documents (no title, no text; "
+                  f"marked {EMPTY_MARK} above): {', '.join(docids[:MARKDOWN_TOP])}{more}. Dense models give every "
+                  "empty document the same vector; the dataset setting `empty_documents: exclude` leaves them out of "
+                  "dense runs.", ""]
     without = summary["queries_without_negatives_qids"]
     lines += ["## Queries without negatives", ""]
     if without:
@@ -261,28 +295,40 @@ def write_audit(summary: dict, table: pa.Table, markdown_path: str | os.PathLike
 def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, qrels_path: str | os.PathLike,
                 positives_path: str | os.PathLike, markdown_path: str | os.PathLike,
                 parquet_path: str | os.PathLike, *, bm25_run_path: str | os.PathLike | None = None,
-                summary_path: str | os.PathLike | None = None, depth: int = 200) -> dict:
+                summary_path: str | os.PathLike | None = None, depth: int = 200,
+                corpus_path: str | os.PathLike | None = None) -> dict:
     """Stage function: hard negatives, mining run, training qrels, positive scores (and a BM25 run) Parquet →
-    Markdown report + AUDIT Parquet (+ the summary as JSON at ``summary_path``). Returns the summary."""
+    Markdown report + AUDIT Parquet (+ the summary as JSON at ``summary_path``). With ``corpus_path`` (the
+    dataset's corpus.parquet) the negatives that are empty documents are counted and marked. Returns the
+    summary."""
     import json
+
+    from hardneg.empty_documents import empty_docids
 
     summary, table = audit_hard_negatives(
         artifacts.read_table(artifacts.HARDNEGS, hardnegs_path), artifacts.read_table(artifacts.RUN, run_path),
         artifacts.read_table(artifacts.QRELS, qrels_path),
         artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path),
-        artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None, depth=depth)
+        artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None, depth=depth,
+        empty_docids=empty_docids(corpus_path) if corpus_path else None)
     write_audit(summary, table, markdown_path, parquet_path)
     if summary_path is not None:
         write_text(summary_path, json.dumps(summary, indent=2) + "\n")
     log.info("audited %d queries: %d negatives, %d queries without negatives, %d suspected false negatives",
              summary["num_queries"], summary["num_negatives"], summary["queries_without_negatives"],
              summary["suspected_false_negatives"]["count"])
+    empty = summary["empty_negatives"]
+    if empty and empty["count"]:
+        log.warning("%d hard negatives of %d queries are empty documents (e.g. %s)", empty["count"], empty["queries"],
+                    ", ".join(empty["docids"][:5]))
     return summary
 
 
 def _snippet(title: str | None, text: str | None, chars: int) -> str:
-    joined = " — ".join(part for part in (title, text) if part)
+    joined = " — ".join(part for part in (title, text) if part and part.strip())
     joined = " ".join(joined.split())  # one line: newlines and runs of spaces collapse
+    if not joined:
+        return EMPTY_MARK
     return joined if len(joined) <= chars else joined[:max(chars - 1, 0)].rstrip() + "…"
 
 

@@ -51,8 +51,9 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
 
     ``query_emb`` is (len(qids), dim) and ``doc_emb`` is (len(docids), dim), row i embedding id i; either may be
     float16 or a memory map, the dot products are computed in float32. Returns a POSITIVE_SCORES table (qid, docid,
-    relevance, score) in ``qrels`` row order. Raises ValueError for repeated ids or a relevant document that has
-    no embedding.
+    relevance, score) in ``qrels`` row order. A relevant document without an embedding (an empty document, which
+    dense runs leave out under ``empty_documents: exclude``) has no score: its pairs are left out, with a
+    warning. Raises ValueError for repeated ids.
     """
     if len(qids) != len(query_emb) or len(docids) != len(doc_emb):
         raise ValueError(f"ids and embeddings differ in length: {len(qids)} qids for {len(query_emb)} query rows, "
@@ -69,7 +70,10 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
     d_rows = _codes(pairs["docid"], docid_set)
     if (d_rows < 0).any():
         missing = pairs["docid"].filter(pa.array(d_rows < 0))
-        raise ValueError(f"{len(missing)} relevant document(s) have no embedding (e.g. {missing[0].as_py()!r})")
+        log.warning("%d relevant pair(s) name a document without an embedding (e.g. %r: an empty document, left "
+                    "out of dense runs under empty_documents: exclude); they have no positive score",
+                    len(missing), missing[0].as_py())
+        pairs, q_rows, d_rows = pairs.filter(pa.array(d_rows >= 0)), q_rows[d_rows >= 0], d_rows[d_rows >= 0]
     scores = np.empty(len(q_rows), dtype=np.float32)
     for start in range(0, len(q_rows), _PAIR_CHUNK):
         stop = start + _PAIR_CHUNK

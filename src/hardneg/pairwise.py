@@ -24,11 +24,15 @@ def _relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
 
 def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids: list[str],
                       pairs: pd.DataFrame, batch: int = 256) -> np.ndarray:
-    """1 + the number of documents scoring strictly above each (qid, docid) pair, by inner product."""
+    """1 + the number of documents scoring strictly above each (qid, docid) pair, by inner product. A document
+    without an embedding (an empty document left out under ``empty_documents: exclude``) ranks after every
+    embedded one: ``len(docids) + 1``."""
     q_index = {q: i for i, q in enumerate(qids)}
     d_index = {d: i for i, d in enumerate(docids)}
     q_rows = pairs["qid"].map(q_index).to_numpy()
-    d_rows = pairs["docid"].map(d_index).to_numpy()
+    d_found = pairs["docid"].map(d_index)
+    unranked = d_found.isna().to_numpy()
+    d_rows = d_found.fillna(0).to_numpy().astype(np.int64)
     ranks = np.empty(len(pairs), dtype=np.int64)
     order = np.argsort(q_rows, kind="stable")
     unique_q = np.unique(q_rows)
@@ -39,6 +43,7 @@ def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarra
         for k in order[np.isin(q_rows[order], chunk)]:
             row = scores[position[q_rows[k]]]
             ranks[k] = 1 + int((row > row[d_rows[k]]).sum())
+    ranks[unranked] = len(docids) + 1
     return ranks
 
 

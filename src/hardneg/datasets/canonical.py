@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,37 @@ class Dataset:
     @property
     def splits(self) -> list[str]:
         return list(self.queries)
+
+
+_UNSAFE_ID_CHARACTER = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+_CHARACTER_NAMES = {" ": "a space", "\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
+ID_RULE = "ids must not contain whitespace or control characters (TREC files separate fields by whitespace)"
+
+
+def id_problem(value: str) -> str | None:
+    """What makes ``value`` unusable as a document or query id, or None when it is fine.
+
+    An id is written as one field of whitespace-separated TREC run and qrels lines, so it must be non-empty
+    and hold no whitespace and no control character.
+    """
+    if value == "":
+        return "is empty"
+    found = _UNSAFE_ID_CHARACTER.search(value)
+    if found is None:
+        return None
+    char = found.group()
+    if char in _CHARACTER_NAMES:
+        return f"contains {_CHARACTER_NAMES[char]}"
+    kind = "whitespace" if char.isspace() else "a control character"
+    return f"contains {kind} (U+{ord(char):04X})"
+
+
+def check_id(value: str, what: str, path: str, line: int | None) -> str:
+    """Return ``value`` when it is a valid id; else raise :class:`DataError` naming the file and line."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise DataError(path, line, f"{what} {value!r} {problem}; {ID_RULE}")
+    return value
 
 
 def table_from_rows(kind: artifacts.ArtifactKind, columns: dict[str, list]) -> pa.Table:
@@ -125,9 +157,9 @@ def validate(dataset: Dataset) -> None:
         relevant = qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].unique()
         lacking = queries.filter(pc.invert(pc.is_in(queries["qid"], value_set=relevant)))["qid"]
         if len(lacking):
-            log.warning("%s: %d of %d '%s' queries have no relevant document (e.g. %s); they count as 0 in "
-                        "every measure", r_source.path, len(lacking), queries.num_rows, split,
-                        ", ".join(lacking.slice(0, 5).to_pylist()))
+            log.warning("%s: %d of %d '%s' queries have no relevant document (e.g. %s); they are left out of "
+                        "training and of every evaluation measure", r_source.path, len(lacking), queries.num_rows,
+                        split, ", ".join(lacking.slice(0, 5).to_pylist()))
 
 
 def statistics(dataset: Dataset) -> dict:
@@ -154,17 +186,29 @@ def statistics(dataset: Dataset) -> dict:
             },
             "relevance_grades": {str(g["values"]): int(g["counts"]) for g in sorted(grades, key=lambda g: g["values"])},
         }
+    from hardneg.empty_documents import empty_stats
+
+    stats["empty_documents"] = empty_stats(dataset.corpus, dataset.qrels)  # documents with no title and no text
     stats.update(dataset.extra_stats)
     return stats
 
 
 def dataset_paths(root: str | os.PathLike, splits: list[str]) -> dict[str, Path]:
-    """The files of a prepared dataset folder, by role (``corpus``, ``queries/<split>``, ``qrels/<split>``, ``stats``)."""
+    """The files of a prepared dataset folder, by role (``corpus``, ``queries/<split>``, ``qrels/<split>``, ``stats``).
+
+    A split name that is not one plain file name, or a path that would leave ``root``, is an
+    :class:`~hardneg.errors.OutputPathError` (the configuration schema rejects such names first).
+    """
+    from hardneg.layout import check_inside, check_name
+
     root = Path(root)
     paths = {"corpus": root / "corpus.parquet", "stats": root / "stats.json"}
     for split in splits:
+        check_name("split", split, str(root))
         paths[f"queries/{split}"] = root / "queries" / f"{split}.parquet"
         paths[f"qrels/{split}"] = root / "qrels" / f"{split}.parquet"
+    for path in paths.values():
+        check_inside(path, root)
     return paths
 
 

@@ -23,13 +23,22 @@ def _row_index(ids: list[str]) -> dict[str, int]:
 
 
 class TrainQueries:
-    """The training queries that have a relevant document, their positives and all their relevant documents.
+    """The training rows: queries that have a relevant document, their positives and all their relevant documents.
 
-    ``positives[i]`` are the document rows with the highest relevance grade of query ``i`` (the ones sampled as
-    the batch positive); every document with relevance >= 1 is *relevant* and is never used as a negative.
+    ``positives[i]`` are the document rows with the highest relevance grade of row ``i``'s query (the ones sampled
+    as the batch positive); every document with relevance >= 1 is *relevant* and is never used as a negative.
+
+    A row is a query (``per_judgement=False``: its positive is sampled among its positives at every batch), or
+    with ``per_judgement`` one (query, positive) judgement: a query with three positives is then three rows, each
+    with one fixed positive, so an epoch visits every positive once and has as many rows as judgements.
+    ``qids``, ``query_rows``, ``relevant`` and ``positives`` are per row either way.
+
+    Judgements naming a document absent from ``doc_ids`` (the tokenized corpus leaves empty documents out under
+    ``empty_documents: exclude``) are left out, with a warning; a query left without a relevant document is not
+    a training query.
     """
 
-    def __init__(self, qrels: pa.Table, query_ids: list[str], doc_ids: list[str]):
+    def __init__(self, qrels: pa.Table, query_ids: list[str], doc_ids: list[str], *, per_judgement: bool = False):
         q_index, d_index = _row_index(query_ids), _row_index(doc_ids)
         rel = qrels.filter(pc.greater_equal(qrels["relevance"], 1))
         qids = rel["qid"].to_pylist()
@@ -37,8 +46,15 @@ class TrainQueries:
         if missing:
             raise ValueError(f"{len(missing)} judged training queries are not in the tokenized queries (e.g. {missing[0]})")
         q_rows = np.fromiter((q_index[q] for q in qids), dtype=np.int64, count=len(qids))
-        d_rows = np.fromiter((d_index[d] for d in rel["docid"].to_pylist()), dtype=np.int64, count=len(qids))
+        d_rows = np.fromiter((d_index.get(d, -1) for d in rel["docid"].to_pylist()), dtype=np.int64, count=len(qids))
         grades = rel["relevance"].to_numpy()
+        self.skipped_judgements = int((d_rows < 0).sum())
+        if self.skipped_judgements:
+            absent = rel["docid"].filter(pa.array(d_rows < 0)).unique().slice(0, 5).to_pylist()
+            log.warning("%d relevance judgements name documents missing from the tokenized corpus (e.g. %s: empty "
+                        "documents, left out under empty_documents: exclude); training ignores them",
+                        self.skipped_judgements, ", ".join(absent))
+            q_rows, d_rows, grades = q_rows[d_rows >= 0], d_rows[d_rows >= 0], grades[d_rows >= 0]
         order = np.lexsort((-grades, q_rows))
         q_rows, d_rows, grades = q_rows[order], d_rows[order], grades[order]
         self.query_rows, starts = np.unique(q_rows, return_index=True)
@@ -46,8 +62,18 @@ class TrainQueries:
         self.relevant = [d_rows[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         self.positives = [rows[grades[a:b] == grades[a]] for rows, a, b in zip(self.relevant, bounds[:-1], bounds[1:])]
         self.qids = [query_ids[r] for r in self.query_rows]
+        self.num_queries = len(self.query_rows)
+        self.num_judgements = int(sum(len(p) for p in self.positives))  # (query, positive) pairs
+        self.per_judgement = per_judgement
+        if per_judgement:
+            owner = np.repeat(np.arange(self.num_queries), [len(p) for p in self.positives])
+            fixed = np.concatenate(self.positives) if self.positives else np.zeros(0, np.int64)
+            self.query_rows = self.query_rows[owner]
+            self.relevant = [self.relevant[i] for i in owner]
+            self.positives = [fixed[k:k + 1] for k in range(len(fixed))]
+            self.qids = [self.qids[i] for i in owner]
         self.num_docs = len(doc_ids)
-        # (query index, doc row) pairs encoded as one int64 for vectorised relevance look-ups
+        # (row, doc row) pairs encoded as one int64 for vectorised relevance look-ups
         self._relevant_keys = np.sort(np.concatenate(
             [i * self.num_docs + rows for i, rows in enumerate(self.relevant)]) if self.relevant else np.zeros(0, np.int64))
 
@@ -97,29 +123,34 @@ class RankedNegatives:
         self.train = train
         self.fallback = RandomNegatives(train)
         d_index = _row_index(doc_ids)
-        q_pos = {qid: i for i, qid in enumerate(train.qids)}
+        # Candidates are per query; rows of one query (one per judgement) share them.
+        names = list(dict.fromkeys(train.qids))
+        q_pos = {qid: i for i, qid in enumerate(names)}
+        self.query_of = np.fromiter((q_pos[q] for q in train.qids), dtype=np.int64, count=len(train.qids))
+        first_row = np.unique(self.query_of, return_index=True)[1]  # each query's first row
         if depth is not None:
             ranking = ranking.filter(pc.less_equal(ranking["rank"], depth))
-        ranking = ranking.filter(pc.is_in(ranking["qid"], value_set=pa.array(train.qids, pa.string())))
+        ranking = ranking.filter(pc.is_in(ranking["qid"], value_set=pa.array(names, pa.string())))
         q = np.fromiter((q_pos[x] for x in ranking["qid"].to_pylist()), dtype=np.int64, count=ranking.num_rows)
         d = np.fromiter((d_index.get(x, -1) for x in ranking["docid"].to_pylist()), dtype=np.int64, count=ranking.num_rows)
         keep = d >= 0
         q, d = q[keep], d[keep]
-        is_rel = train.is_relevant(q, d)
+        is_rel = train.is_relevant(first_row[q], d)
         q, d = q[~is_rel], d[~is_rel]
         order = np.argsort(q, kind="stable")
         q, d = q[order], d[order]
-        self.starts = np.searchsorted(q, np.arange(len(train) + 1))
+        self.starts = np.searchsorted(q, np.arange(len(names) + 1))
         self.docs = d
         empty = int((np.diff(self.starts) == 0).sum())
         if empty:
             log.warning("%d of %d training queries have no candidate negatives; they get random negatives",
-                        empty, len(train))
+                        empty, len(names))
 
     def sample(self, queries, per_query, rng):
         out = self.fallback.sample(queries, per_query, rng)
         for k, i in enumerate(queries):
-            a, b = self.starts[i], self.starts[i + 1]
+            g = self.query_of[i]
+            a, b = self.starts[g], self.starts[g + 1]
             if b > a:
                 out[k] = self.docs[a + rng.choice(b - a, per_query, replace=b - a < per_query)]
         return out

@@ -1,7 +1,11 @@
 """Encoding texts into vectors: length-sorted batches (little padding), optional float16 output, shards.
 
 Corpus encoding is split into shards (contiguous row ranges of the tokenized corpus) that run as separate jobs;
-:func:`gather_shards` concatenates them into one memory-mappable ``.npy`` with its row-id table.
+:func:`gather_shards` concatenates them into one memory-mappable ``.npy`` with its row-id table. The rows are
+those of the tokenized corpus, which leaves the empty documents out under ``empty_documents: exclude``
+(:mod:`hardneg.dense.tokenized`): ``corpus.ids.parquet`` names exactly the documents ``corpus.npy`` holds, in
+the order of the tokenized corpus, so a row of the embeddings is a row of the tokenized corpus (ADORE and dev
+evaluation rely on it).
 """
 
 from __future__ import annotations
@@ -100,8 +104,11 @@ def gather_shards(npy_paths: list, ids_paths: list, npy_path, ids_path) -> int:
     rows = sum(len(s) for s in shards)
     dim, dtype = shards[0].shape[1], shards[0].dtype
     ids: list[str] = []
-    for path in ids_paths:
-        ids.extend(artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist())
+    for path, shard, npy in zip(ids_paths, shards, npy_paths):
+        shard_ids = artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist()
+        if len(shard_ids) != len(shard):  # row i of corpus.npy must be the document named on row i of the ids
+            raise ValueError(f"{npy} has {len(shard)} rows but {path} lists {len(shard_ids)} ids")
+        ids.extend(shard_ids)
     with atomic_path(npy_path) as tmp:
         merged = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(rows, dim))
         cursor = 0

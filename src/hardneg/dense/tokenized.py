@@ -7,8 +7,17 @@ A cache folder holds, per text set (``corpus`` and ``queries_<split>``):
     <name>.rows.parquet the document or query id of each row (ROW_IDS)
 
 Documents are encoded as the pair (title, text): ``[CLS] title [SEP] text [SEP]``, or ``[CLS] text [SEP]`` when
-the title is empty. Files are written in chunks through a memory map, so the corpus never has to fit twice
+the title is blank. Files are written in chunks through a memory map, so the corpus never has to fit twice
 in memory (as DRhard's pre-tokenised memmaps).
+
+With ``exclude_empty`` the corpus set leaves out the empty documents (see :mod:`hardneg.empty_documents`), so
+every stage that reads it (encoding, hence the corpus embeddings and their row ids, indexes, dense rankings and
+mining; random negatives; ADORE; dev evaluation) sees only the others: a row of the corpus set is a row of
+``embeddings/corpus.npy``.
+
+Texts longer than the maximum length are cut. ``cache.json`` records, per text set, how many were cut and the
+lengths that would keep 95% and 99% of them whole; when more than :data:`TRUNCATION_WARN_SHARE` of a set is
+cut, the console says so (:func:`hardneg.logs.console`).
 """
 
 from __future__ import annotations
@@ -24,38 +33,89 @@ import pyarrow.parquet as pq
 
 from hardneg import artifacts
 from hardneg.atomic import atomic_dir
+from hardneg.errors import DataError
+from hardneg.logs import console
 
 log = logging.getLogger(__name__)
 
 _CHUNK = 20_000
+TRUNCATION_WARN_SHARE = 0.01  # a set with more of its texts cut than this gets a console warning
+LENGTH_QUANTILES = (0.95, 0.99)  # the suggested maximum lengths keep these shares of a set whole
+_LENGTH_SAMPLE = 10_000  # cut texts re-tokenized whole to estimate the length quantiles
+
+
+def _inputs(first: list[str], second: list[str] | None) -> list:
+    """What the tokenizer reads: queries as they are; documents as (title, text), or the text alone when the
+    title is blank."""
+    return list(first) if second is None else [(t, x) if t and t.strip() else x for t, x in zip(first, second)]
 
 
 def _encode_chunk(tokenizer, first: list[str], second: list[str] | None, max_length: int):
+    """Token ids [rows, max_length] (padded), lengths, and whether each text was cut to ``max_length``."""
     backend = tokenizer.backend_tokenizer
     backend.enable_truncation(max_length)
     backend.no_padding()
-    if second is None:
-        encodings = backend.encode_batch(first)
-    else:
-        encodings = backend.encode_batch([(t, x) if t else x for t, x in zip(first, second)])
+    encodings = backend.encode_batch(_inputs(first, second))
     ids = np.full((len(encodings), max_length), tokenizer.pad_token_id, dtype=np.int32)
     lengths = np.empty(len(encodings), dtype=np.int32)
+    cut = np.zeros(len(encodings), dtype=bool)
     for row, enc in enumerate(encodings):
         n = len(enc.ids)
         ids[row, :n] = enc.ids
         lengths[row] = n
-    return ids, lengths
+        cut[row] = bool(enc.overflowing)  # the tokens beyond max_length, when there were any
+    return ids, lengths, cut
 
 
-def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length: int) -> None:
+def _full_lengths(tokenizer, texts: list) -> np.ndarray:
+    """Token counts of ``texts`` (strings or (title, text) pairs) tokenized whole."""
+    backend = tokenizer.backend_tokenizer
+    backend.no_truncation()
+    backend.no_padding()
+    return np.array([len(enc.ids) for enc in backend.encode_batch(texts)], dtype=np.int64)
+
+
+def length_quantiles(kept: np.ndarray, cut_sample: np.ndarray, num_cut: int, quantiles=LENGTH_QUANTILES) -> list[int]:
+    """The token length within which a share ``q`` of a set's texts fit, for each ``q`` of ``quantiles``.
+
+    ``kept`` holds the lengths of the texts that were not cut (exact), ``cut_sample`` the whole lengths of a
+    uniform sample of the ``num_cut`` texts that were (all of them when there are few): a quantile that falls
+    among the cut texts is the matching quantile of the sample."""
+    kept = np.sort(np.asarray(kept))
+    total = len(kept) + num_cut
+    out = []
+    for q in quantiles:
+        position = max(int(np.ceil(q * total)), 1)  # the position-th shortest text, 1-based
+        if position <= len(kept) or not len(cut_sample):
+            out.append(int(kept[min(position, len(kept)) - 1]) if len(kept) else 0)
+        else:
+            share = (position - len(kept)) / num_cut
+            out.append(int(np.quantile(np.asarray(cut_sample), share, method="inverted_cdf")))
+    return out
+
+
+def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length: int) -> dict:
+    """Tokenize one text set into the cache; return its truncation facts (see :func:`_truncation`)."""
     matrix = np.lib.format.open_memmap(path / f"{name}.ids.npy", mode="w+", dtype=np.int32, shape=(rows, max_length))
     lengths = np.empty(rows, dtype=np.int32)
+    cut = np.zeros(rows, dtype=bool)
     row_ids: list[str] = []
+    # A uniform sample of the cut texts, for their whole lengths: those with the smallest random keys.
+    rng = np.random.default_rng(0)
+    sample, sample_keys = [], np.zeros(0)
     cursor = 0
     for id_chunk, first, second in batches:
-        chunk_ids, chunk_len = _encode_chunk(tokenizer, first, second, max_length)
+        chunk_ids, chunk_len, chunk_cut = _encode_chunk(tokenizer, first, second, max_length)
         matrix[cursor:cursor + len(chunk_ids)] = chunk_ids
         lengths[cursor:cursor + len(chunk_ids)] = chunk_len
+        cut[cursor:cursor + len(chunk_ids)] = chunk_cut
+        if chunk_cut.any():
+            inputs = _inputs(first, second)
+            sample += [inputs[i] for i in np.flatnonzero(chunk_cut)]
+            sample_keys = np.concatenate([sample_keys, rng.random(int(chunk_cut.sum()))])
+            if len(sample) > _LENGTH_SAMPLE:
+                keep = np.sort(np.argpartition(sample_keys, _LENGTH_SAMPLE)[:_LENGTH_SAMPLE])
+                sample, sample_keys = [sample[i] for i in keep], sample_keys[keep]
         row_ids.extend(id_chunk)
         cursor += len(chunk_ids)
         log.info("tokenized %s: %d / %d", name, cursor, rows)
@@ -63,23 +123,68 @@ def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length:
     del matrix
     np.save(path / f"{name}.len.npy", lengths)
     pq.write_table(pa.table({"id": pa.array(row_ids, pa.string())}), path / f"{name}.rows.parquet")
+    whole = _full_lengths(tokenizer, sample) if sample else np.zeros(0, np.int64)
+    num_cut = int(cut.sum())
+    fit = length_quantiles(lengths[~cut], whole, num_cut)
+    return {"rows": rows, "max_length": max_length, "cut": num_cut,
+            "fit": {f"{q:g}": length for q, length in zip(LENGTH_QUANTILES, fit)}}
+
+
+def truncation_warning(facts: dict, what: str, noun: str, setting: str, *, model_limit: int | None = None,
+                       threshold: float = TRUNCATION_WARN_SHARE) -> str | None:
+    """The console warning for one text set's truncation ``facts`` (an entry of ``truncation`` in the cache's
+    ``cache.json``), or None when at most ``threshold`` of the set is cut. ``what`` names the set (e.g.
+    "'train' queries of dataset X"), ``noun`` its texts ("queries"), ``setting`` the maximum-length key
+    (``query_max_length``); ``model_limit``: the most tokens the model reads, when known."""
+    rows, num_cut = facts["rows"], facts["cut"]
+    if not rows or num_cut / rows <= threshold:
+        return None
+    (low_q, low), (high_q, high) = list(facts["fit"].items())[0], list(facts["fit"].items())[-1]
+    low_pct, high_pct = f"{100 * float(low_q):g}%", f"{100 * float(high_q):g}%"
+    suggestion = min(high, model_limit) if model_limit else high
+    advice = (f"set params.model.{setting}: {suggestion} to keep {high_pct} of them whole." if suggestion == high else
+              f"the model reads at most {model_limit} tokens: params.model.{setting}: {model_limit} keeps the most.")
+    return (f"{num_cut:,} of {rows:,} {what} ({100 * num_cut / rows:.1f}%) are longer than {setting} "
+            f"{facts['max_length']} tokens and are cut.\n{low_pct} of the {noun} fit in {low} tokens, {high_pct} in "
+            f"{high}: {advice}")
+
+
+def _model_limit(tokenizer) -> int | None:
+    limit = getattr(tokenizer, "model_max_length", None)
+    return int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else None
 
 
 def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathLike,
                 queries: dict[str, str | os.PathLike], out_dir: str | os.PathLike, *, doc_max_length: int,
-                query_max_length: int) -> None:
-    """Tokenize the corpus and each split's queries into ``out_dir`` (written whole, then renamed into place)."""
+                query_max_length: int, exclude_empty: bool = False, dataset: str | None = None) -> dict:
+    """Tokenize the corpus and each split's queries into ``out_dir`` (written whole, then renamed into place).
+
+    ``exclude_empty`` leaves the empty documents out of the corpus set. Returns the ``cache.json`` facts: the
+    empty documents (``count``, first ``docids``, whether ``excluded``) and per text set its ``truncation``
+    (``rows``, ``cut``, ``max_length``, and ``fit``: the lengths keeping 95% and 99% whole). A set with more
+    than :data:`TRUNCATION_WARN_SHARE` cut is reported on the console; ``dataset`` names it there."""
     from hardneg.dense.tokenizer import load_tokenizer
+    from hardneg.empty_documents import EXAMPLES, empty_docids, empty_mask
 
     tokenizer = load_tokenizer(tokenizer_source)
+    empty = empty_docids(corpus_path)
+    truncation = {}
     with atomic_dir(out_dir) as tmp:
         corpus = pq.ParquetFile(corpus_path)
 
         def corpus_batches():
             for batch in corpus.iter_batches(batch_size=_CHUNK, columns=["docid", "title", "text"]):
+                if exclude_empty and empty:
+                    batch = batch.filter(pa.array(~empty_mask(batch)))
                 yield batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2).to_pylist()
 
-        _write_set(tokenizer, tmp, "corpus", corpus_batches(), corpus.metadata.num_rows, doc_max_length)
+        rows = corpus.metadata.num_rows - (len(empty) if exclude_empty else 0)
+        if rows == 0:
+            raise DataError(corpus_path, None, "every document is empty (no title, no text): nothing to encode")
+        truncation["corpus"] = _write_set(tokenizer, tmp, "corpus", corpus_batches(), rows, doc_max_length)
+        if exclude_empty and empty:
+            log.info("left %d empty documents out of the tokenized corpus (e.g. %s)", len(empty),
+                     ", ".join(empty[:EXAMPLES]))
         for split, path in queries.items():
             table = artifacts.read_table(artifacts.QUERIES, path)
 
@@ -88,11 +193,26 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
                     part = table.slice(lo, _CHUNK)
                     yield part["qid"].to_pylist(), part["text"].to_pylist(), None
 
-            _write_set(tokenizer, tmp, f"queries_{split}", query_batches(), table.num_rows, query_max_length)
-        (tmp / "cache.json").write_text(json.dumps({
-            "tokenizer": str(tokenizer_source), "doc_max_length": doc_max_length,
-            "query_max_length": query_max_length, "pad_token_id": tokenizer.pad_token_id,
-            "vocab_size": len(tokenizer)}, indent=2) + "\n")
+            truncation[f"queries_{split}"] = _write_set(tokenizer, tmp, f"queries_{split}", query_batches(),
+                                                        table.num_rows, query_max_length)
+        facts = {"tokenizer": str(tokenizer_source), "doc_max_length": doc_max_length,
+                 "query_max_length": query_max_length, "pad_token_id": tokenizer.pad_token_id,
+                 "vocab_size": len(tokenizer),
+                 "empty_documents": {"count": len(empty), "docids": empty[:EXAMPLES], "excluded": bool(exclude_empty)},
+                 "truncation": truncation}
+        (tmp / "cache.json").write_text(json.dumps(facts, indent=2) + "\n")
+    where = f" of dataset {dataset}" if dataset else ""
+    limit = _model_limit(tokenizer)
+    for name, set_facts in truncation.items():
+        if name == "corpus":
+            message = truncation_warning(set_facts, f"documents{where}", "documents", "doc_max_length",
+                                         model_limit=limit)
+        else:
+            message = truncation_warning(set_facts, f"'{name[len('queries_'):]}' queries{where}", "queries",
+                                         "query_max_length", model_limit=limit)
+        if message:
+            console(message)
+    return facts
 
 
 class TokenizedTexts:

@@ -1,6 +1,10 @@
 # Static hard-negative mining, for runs whose method has a `miner` role (STAR): the miner run's scores of the
 # training positives, the mined hard negatives, and their audit (against the run's reference rankings, e.g.
 # BM25). The split is the run's training split (params.train.split).
+# Their outputs are update(): Snakemake keeps the previous version while a job runs and restores it when the job
+# fails or is killed (each is written to a temporary and renamed into place), so a killed re-mining (`snakemake -R
+# mine_hard_negatives`) never leaves a run without the list users audit. Snakemake rebuilds a missing file only
+# for a job that must run anyway, so a deleted list would otherwise stay missing behind an up-to-date metrics.json.
 
 MINING = names_regex(PLAN.mining_runs)
 
@@ -9,7 +13,7 @@ rule positive_scores:
     input:
         unpack(lambda w: PLAN.positive_scores_inputs(w.run)),
     output:
-        positives=LAYOUT.positive_scores("{run}"),
+        positives=update(LAYOUT.positive_scores("{run}")),
     wildcard_constraints:
         run=MINING,
     params:
@@ -32,7 +36,7 @@ rule mine_hard_negatives:
     input:
         unpack(lambda w: PLAN.mining_inputs(w.run)),
     output:
-        hardnegs=LAYOUT.hard_negatives("{run}"),
+        hardnegs=update(LAYOUT.hard_negatives("{run}")),
     wildcard_constraints:
         run=MINING,
     params:
@@ -57,9 +61,9 @@ rule audit_hard_negatives:
     input:
         unpack(lambda w: PLAN.audit_inputs(w.run)),
     output:
-        markdown=LAYOUT.audit("{run}", "md"),
-        table=LAYOUT.audit("{run}", "parquet"),
-        summary=LAYOUT.audit("{run}", "json"),
+        markdown=update(LAYOUT.audit("{run}", "md")),
+        table=update(LAYOUT.audit("{run}", "parquet")),
+        summary=update(LAYOUT.audit("{run}", "json")),
     wildcard_constraints:
         run=MINING,
     params:

@@ -1,28 +1,75 @@
 """Atomic artifact writing: write beside the target under a temporary name, then rename into place.
 
-A crash or an exception leaves no partial artifact behind, only (at worst) a stray temporary which the
-next successful write of the same target does not see.
+A crash or an exception leaves no partial artifact behind. An exception removes its temporary; a process
+killed outright (SIGKILL, a lost machine) cannot, so every write first removes the temporaries that earlier,
+interrupted writes of the same target left beside it (``.<target name>.<random>.tmp``). That is safe because a
+target has one writer at a time: Snakemake runs one job per output and locks the working directory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
+log = logging.getLogger(__name__)
+
+_SUFFIX = ".tmp"
+# The process's umask, read once at import (setting it to read it is not thread-safe): temporaries are created
+# private (0600 files, 0700 folders) and are opened up to the usual permissions before they take the target's place.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def _prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def stale_temporaries(target: str | os.PathLike) -> list[Path]:
+    """The temporaries of ``target`` in its folder: ``.<name>.<random>.tmp`` files or folders, where the random
+    part has no dot (so those of ``corpus.parquet`` are never taken for those of ``corpus``)."""
+    target = Path(target)
+    prefix = _prefix(target)
+    if not target.parent.is_dir():
+        return []
+    found = []
+    for entry in target.parent.iterdir():
+        name = entry.name
+        middle = name[len(prefix):-len(_SUFFIX)] if len(name) > len(prefix) + len(_SUFFIX) else ""
+        if name.startswith(prefix) and name.endswith(_SUFFIX) and middle and "." not in middle:
+            found.append(entry)
+    return sorted(found)
+
+
+def _remove_stale(target: Path) -> None:
+    for stale in stale_temporaries(target):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+        log.info("removed %s, left by an interrupted write of %s", stale, target)
+
+
+def _prepare(target: str | os.PathLike) -> Path:
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target)
+    return target
+
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary file path in the target's folder; rename it onto ``target`` on success."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    target = _prepare(target)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(target), suffix=_SUFFIX, dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         yield tmp_path
         os.replace(tmp_path, target)
     except BaseException:
@@ -33,10 +80,10 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``target``; on success it replaces ``target`` whole."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    target = _prepare(target)
+    tmp_path = Path(tempfile.mkdtemp(prefix=_prefix(target), suffix=_SUFFIX, dir=target.parent))
     try:
+        os.chmod(tmp_path, 0o777 & ~_UMASK)
         yield tmp_path
         if target.exists():
             shutil.rmtree(target)

@@ -1,13 +1,17 @@
 # hardneg: dense retrievers trained with hard negatives, one rule file per stage.
-from snakemake.utils import min_version
+from snakemake.utils import min_version, update_config
 
-from hardneg.config import validate_config
+from hardneg.config import read_config_yaml, validate_config
 
 min_version("9.0")
 
-
-configfile: "config/config.yaml"
-
+# The config: config/config.yaml, or the files given with --configfile INSTEAD of it (a user's config stands
+# alone; Snakemake's `configfile:` directive would merge the two). --config KEY=VALUE adjusts either.
+if not workflow.overwrite_configfiles:
+    _overrides = dict(config)
+    config.clear()
+    config.update(read_config_yaml("config/config.yaml"))
+    update_config(config, _overrides)
 
 validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 
@@ -30,6 +34,14 @@ include: "rules/index.smk"
 include: "rules/mine.smk"
 include: "rules/pq_matrix.smk"
 include: "rules/evaluate.smk"
+
+
+onstart:
+    # SIGTERM/SIGINT to Snakemake stops the running jobs promptly (training saves a checkpoint first)
+    if workflow.local_exec and not workflow.subprocess_exec:
+        from hardneg.stop import forward_to_jobs
+
+        forward_to_jobs()
 
 
 rule all:

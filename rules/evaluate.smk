@@ -7,6 +7,7 @@ rule run_config:
         LAYOUT.config("{run}"),
     params:
         resolved=lambda w: PLAN.resolved(w.run),
+        loaded_model=lambda w: PLAN.loaded_model(w.run),
     log:
         LAYOUT.log("{run}", "run_config"),
     benchmark:

@@ -14,6 +14,7 @@ rule train_dense:
         resolved=lambda w: PLAN.training_slice(w.run),
         tokenizer=lambda w: PLAN.tokenizer_source(w.run),
         checkpoints=lambda w: LAYOUT.checkpoints(w.run),
+        train_split=lambda w: PLAN.train_split(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
     log:
         LAYOUT.log("{run}", "train"),

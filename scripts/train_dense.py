@@ -12,7 +12,7 @@ log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 resolved = snakemake.params.resolved
 train_run(resolved, cache_dir=snakemake.input.cache,
-          qrels_path=os.path.join(snakemake.input.qrels, f"{resolved['params']['train']['split']}.parquet"),
+          qrels_path=os.path.join(snakemake.input.qrels, f"{snakemake.params.train_split}.parquet"),
           model_dir=snakemake.output.model, log_path=snakemake.output.train_log,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
           inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")},

@@ -10,14 +10,28 @@ from hardneg.errors import HardnegError
 
 
 def _check_config(args) -> int:
-    from hardneg.config import load_config_file, resolve_run, config_hash
+    from hardneg.config import load_config_files, resolve_run, config_hash
 
-    config = load_config_file(args.config, args.schema)
-    print(f"{args.config}: valid")
+    config = load_config_files(args.config, args.schema)
+    print(f"{' + '.join(args.config)}: valid")
     for name in config["runs"]:
         resolved = resolve_run(config, name)
         print(f"  run {name}: method {resolved['method']}, dataset {resolved['dataset']['name']}, "
               f"config_hash {config_hash(resolved)[:12]}")
+    return 0
+
+
+def _init(args) -> int:
+    from hardneg import starter
+
+    if args.beir:
+        dataset = starter.beir_dataset(args.beir)
+    else:
+        dataset = starter.msmarco_passage_dataset(args.msmarco_passage)
+    config = starter.starter_config(dataset, name=args.name, model=args.model)
+    starter.write_starter(config, args.output)
+    print(f"wrote {args.output}: dataset {args.name} ({dataset['adapter']}), runs {', '.join(config['runs'])}")
+    print(f"next: snakemake --cores all --configfile {args.output}")
     return 0
 
 
@@ -57,9 +71,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hardneg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check-config", help="validate a config file and list its runs")
-    check.add_argument("config", nargs="?", default="config/config.yaml")
+    check.add_argument("config", nargs="*", default=["config/config.yaml"],
+                       help="config files, merged in order as Snakemake's --configfile merges them "
+                            "(default: config/config.yaml)")
     check.add_argument("--schema", default=None, help="schema file (default: the package's workflow schema)")
     check.set_defaults(func=_check_config)
+    init = sub.add_parser("init", help="write a starting config for your own data (BEIR folder or MS MARCO TSVs)")
+    source = init.add_mutually_exclusive_group(required=True)
+    source.add_argument("--beir", metavar="FOLDER", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    source.add_argument("--msmarco-passage", metavar="FOLDER",
+                        help="a folder with collection.tsv, queries.<split>.tsv and qrels.<split>.tsv")
+    init.add_argument("--model", default="builtin",
+                      help="builtin (default: a small BERT trained from scratch), minilm (the packaged "
+                           "all-MiniLM-L6-v2) or a Hugging Face model folder")
+    init.add_argument("--name", default="mydata",
+                      help="the dataset's name; run names start with it unless it is the default, mydata")
+    init.add_argument("--output", default="my.yaml", help="where to write the config (default: my.yaml)")
+    init.set_defaults(func=_init)
     listing = sub.add_parser("methods", help="list the registered methods, their input roles and own params")
     listing.add_argument("--module", action="append", default=[],
                          help="also load this method module (dotted name or .py path), as method_modules does")

@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match
 
 from hardneg.errors import ConfigError
+from hardneg.layout import NAME_PATTERN, NAME_RULE
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -83,9 +84,14 @@ def _dotted(parts) -> str:
 def _describe(error) -> ConfigError:
     path = list(error.absolute_path)
     validator, instance, schema = error.validator, error.instance, error.schema
-    if "propertyNames" in error.absolute_schema_path:
-        return ConfigError(_dotted(path + [instance]), "invalid name (letters, digits, '_', '.', '-'; "
-                                                       "'datasets' is reserved)")
+    if "propertyNames" in error.absolute_schema_path or (validator == "pattern" and
+                                                         error.validator_value == NAME_PATTERN):
+        key = path + [instance] if "propertyNames" in error.absolute_schema_path else path
+        if instance == "datasets":
+            return ConfigError(_dotted(key), "invalid name: 'datasets' is reserved (results/datasets/ holds the "
+                                             "prepared datasets)")
+        return ConfigError(_dotted(key), f"invalid name {instance!r}: a name becomes a file name, so it may hold "
+                                         f"only {NAME_RULE}")
     if validator == "additionalProperties" and isinstance(instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in instance if k not in allowed)
@@ -117,6 +123,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     from hardneg.methods import load_modules
 
     load_modules(modules)
+    explicit = _explicit_model_keys(config)
     if schema is None or isinstance(schema, (str, os.PathLike)):
         schema = load_schema(schema or DEFAULT_SCHEMA)
     elif "allOf" not in schema.get("$defs", {}).get("run", {}):
@@ -124,12 +131,88 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     validator = _Validator(schema)
     error = best_match(validator.iter_errors(config), key=lambda e: -len(e.absolute_path))
     if error is None and _expand_pq_matrix(config):
+        explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
         error = best_match(validator.iter_errors(config), key=lambda e: -len(e.absolute_path))  # defaults of new runs
     if error is not None:
         raise _describe(error)
     _check_references(config)
+    _inherit_models(config, explicit)
     _check_targets(config)
+    from hardneg.evaluation import parse_measures
+
+    parse_measures(config["evaluation"]["measures"])  # an unknown measure stops the run now, not after training
+    from hardneg.index.validate import check_index_factories
+
+    check_index_factories(config)
     return config
+
+
+# Keys of ``params.model`` a run continuing another run's model may set for itself; the others describe the
+# loaded model (its architecture and tokenizer) and come from the run it continues.
+CONTINUED_MODEL_KEYS = ("query_max_length", "doc_max_length")
+
+
+def continued_run(runs: dict, name: str) -> tuple[str, str] | None:
+    """(role, run) of the run whose model run ``name`` starts from: its input of a role providing ``model``,
+    else of a role providing ``doc_index`` (ADORE's query encoder starts from its document run's model)."""
+    from hardneg import methods
+
+    method = methods.get(runs[name]["method"])
+    for provides in ("model", "doc_index"):
+        for role in method.roles_providing(provides):
+            other = runs[name].get("inputs", {}).get(role)
+            if other is not None:
+                return role, other
+    return None
+
+
+def _explicit_model_keys(config: dict) -> dict:
+    """run → the ``params.model`` keys the user wrote (read before the schema fills defaults)."""
+    runs = config.get("runs") if isinstance(config.get("runs"), dict) else {}
+    explicit = {}
+    for name, run in runs.items():
+        params = run.get("params") if isinstance(run, dict) else None
+        model = params.get("model") if isinstance(params, dict) else None
+        explicit[name] = set(model) if isinstance(model, dict) else set()
+    return explicit
+
+
+def _inherit_models(config: dict, explicit: dict) -> None:
+    """Give every run that continues another run's model that run's ``params.model`` (recursively), so the
+    resolved config records the model actually loaded; only :data:`CONTINUED_MODEL_KEYS` may differ, and only
+    when the run sets them itself. A setting that contradicts the loaded model is an error naming its key."""
+    runs = config["runs"]
+    for run in runs.values():
+        if "params" in run:
+            run["params"] = copy.deepcopy(run["params"])  # YAML anchors share one mapping between runs
+    done: set = set()
+
+    def inherit(name: str) -> None:
+        if name in done:
+            return
+        done.add(name)
+        source = continued_run(runs, name)
+        if source is None or "model" not in runs[name].get("params", {}):
+            return
+        role, parent = source
+        inherit(parent)
+        if "model" not in runs[parent].get("params", {}):
+            return
+        mine, theirs = runs[name]["params"]["model"], runs[parent]["params"]["model"]
+        for key in sorted(explicit.get(name, ())):
+            if key not in CONTINUED_MODEL_KEYS and key in theirs and mine[key] != theirs[key]:
+                raise ConfigError(f"runs.{name}.params.model.{key}",
+                                  f"run {name!r} continues the model of run {parent!r} (inputs.{role}), which has "
+                                  f"{key}: {theirs[key]!r}; a continued run inherits its model settings (only "
+                                  f"{' and '.join(CONTINUED_MODEL_KEYS)} may be set): remove the key or make it equal")
+        inherited = copy.deepcopy(theirs)
+        for key in CONTINUED_MODEL_KEYS:
+            if key in explicit.get(name, ()):
+                inherited[key] = mine[key]
+        runs[name]["params"]["model"] = inherited
+
+    for name in runs:
+        inherit(name)
 
 
 def _check_targets(config: dict) -> None:
@@ -162,9 +245,16 @@ def _expand_pq_matrix(config: dict) -> bool:
 
 def _check_references(config: dict) -> None:
     from hardneg import methods
-    from hardneg.datasets import dataset_splits
+    from hardneg.datasets import check_split_files, dataset_splits
 
+    for name, dataset in config["datasets"].items():
+        check_split_files(dataset, f"datasets.{name}")
     datasets, runs = config["datasets"], config["runs"]
+    for name in datasets:
+        if datasets[name]["adapter"] == "synthetic":  # its sizes must fit together (the generator's own checks)
+            from hardneg.datasets.synthetic import SyntheticSpec
+
+            SyntheticSpec.from_config(dataset_config(config, name), where=f"datasets.{name}")
     if config["dataset"] not in datasets:
         raise ConfigError("dataset", f"no dataset named {config['dataset']!r} under 'datasets' "
                                      f"(defined: {', '.join(datasets)})")
@@ -244,24 +334,70 @@ def config_hash(resolved: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def load_config_file(path: str | os.PathLike, schema: dict | str | os.PathLike | None = None) -> dict:
-    """Read a YAML config file and validate it."""
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, but a key written twice in one mapping is an error (YAML would keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # '<<: *anchor' keys may be overridden on purpose
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark)
+            seen.setdefault(key, key_node.start_mark.line)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_config_yaml(path: str | os.PathLike) -> dict:
+    """A config file's mapping, unvalidated (an empty file gives ``{}``). Invalid YAML, a key written twice, a
+    missing file or a top level that is not a mapping is a :class:`~hardneg.errors.ConfigFileError` (both a
+    ``ConfigError`` and a ``DataError``) whose text names the file and line: ``my.yaml, line 3: ...``."""
+    from hardneg.errors import ConfigFileError
+
     try:
         with open(path, encoding="utf-8") as handle:
-            config = yaml.safe_load(handle) or {}
+            config = yaml.load(handle, Loader=_UniqueKeyLoader)
+    except FileNotFoundError:
+        raise ConfigFileError(path, None, "no such config file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(path, None, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f", line {mark.line + 1}" if mark else ""
-        raise ConfigError("<file>", f"{path}{line}: invalid YAML ({getattr(exc, 'problem', exc)})") from None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigFileError(path, mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise ConfigFileError(path, None, f"a config must be a mapping of keys, got a {type(config).__name__}")
+    return config
+
+
+def load_config_file(path: str | os.PathLike, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Read a YAML config file and validate it."""
+    return validate_config(read_config_yaml(path), schema)
+
+
+def load_config_files(paths, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Read config files, merge them in order as Snakemake merges several ``--configfile`` files (later keys
+    win, mappings merge recursively) and validate the result: what the workflow runs with those files."""
+    from snakemake.utils import update_config
+
+    config: dict = {}
+    for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        update_config(config, read_config_yaml(path))
     return validate_config(config, schema)
 
 
-def write_resolved(resolved: dict, path: str | os.PathLike) -> None:
-    """Record a run's resolved config as YAML (atomically)."""
+def write_resolved(resolved: dict, path: str | os.PathLike, loaded_model: str | None = None) -> None:
+    """Record a run's resolved config as YAML (atomically); ``loaded_model`` (what training loads: a model
+    folder, a hub name or the built-in model) is recorded beside it, outside the hash."""
     from hardneg.atomic import write_text
 
     header = f"# resolved configuration of run '{resolved['name']}'; config_hash {config_hash(resolved)}\n"
-    write_text(path, header + yaml.safe_dump(resolved, sort_keys=False))
+    record = {**resolved, "loaded_model": loaded_model} if loaded_model else resolved
+    write_text(path, header + yaml.safe_dump(record, sort_keys=False))
 
 
 def read_resolved(path: str | os.PathLike) -> dict:

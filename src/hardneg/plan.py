@@ -22,7 +22,7 @@ reference_ranking  nothing for training; reports (the hard-negative audit) read 
 from __future__ import annotations
 
 from hardneg import methods
-from hardneg.config import dataset_config, input_runs, pq_matrix_run, resolve_run
+from hardneg.config import continued_run, dataset_config, input_runs, pq_matrix_run, resolve_run
 from hardneg.layout import RESULTS, Layout
 
 
@@ -105,11 +105,14 @@ class Plan:
         return self.role_run(run, "doc_index") or run
 
     def init_run(self, run: str) -> str | None:
-        """The run whose model ``run`` starts from: its ``model`` input, else its ``doc_index`` input."""
-        return self.role_run(run, "model") or self.role_run(run, "doc_index")
+        """The run whose model ``run`` starts from: its ``model`` input, else its ``doc_index`` input (the
+        config gave the run that run's ``params.model``, see :func:`hardneg.config.continued_run`)."""
+        source = continued_run(self.runs, run)
+        return source[1] if source else None
 
     def model_root(self, run: str) -> str:
-        """The run whose ``params.model`` defines ``run``'s architecture and tokenizer (following ``init_run``)."""
+        """The run whose model ``run`` descends from (following ``init_run``): the one that loaded
+        ``params.model.name``."""
         while (parent := self.init_run(run)) is not None:
             run = parent
         return run
@@ -119,7 +122,21 @@ class Plan:
 
     # ------------------------------------------------------------------------------------ tokenization
     def model_params(self, run: str) -> dict:
-        return self.params(self.model_root(run))["model"]
+        """The run's ``params.model`` (a continued run's is its parent's, but for the maximum lengths)."""
+        return self.params(run)["model"]
+
+    def loaded_model(self, run: str) -> str | None:
+        """What a dense run's training starts from, in words: the model folder of the run it continues, else
+        ``params.model.name`` (a folder or hub name, or the built-in model with its corpus tokenizer)."""
+        if self.method(run).kind != methods.DENSE:
+            return None
+        init = self.init_run(run)
+        model = self.model_params(run)
+        if init is not None:
+            return f"{self.layout.model(init)} (the model of run {init!r}; it descends from {model['name']})"
+        if model["name"] == "builtin":
+            return f"builtin (a BERT built from params.model.builtin, tokenizer {self.tokenizer_source(run)})"
+        return model["name"]
 
     def tokenizer_source(self, run: str) -> str:
         """The built-in WordPiece folder of the run's dataset, or the model's own (folder or hub name)."""
@@ -144,7 +161,8 @@ class Plan:
             model = self.model_params(run)
             out[(self.dataset(run), self.cache_key(run))] = {
                 "tokenizer": self.tokenizer_source(run), "doc_max_length": model["doc_max_length"],
-                "query_max_length": model["query_max_length"], "splits": self.splits(run)}
+                "query_max_length": model["query_max_length"], "splits": self.splits(run),
+                "empty_documents": self.datasets[self.dataset(run)]["empty_documents"]}
         return out
 
     def builtin_tokenizers(self, dataset: str, key: str) -> list[str]:
@@ -249,7 +267,8 @@ class Plan:
         split = self.train_split(run)
         references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
         return {**self.mining_inputs(run), "hardnegs": self.layout.hard_negatives(run),
-                "bm25": [self.layout.ranking(other, split) for other in references if other]}
+                "bm25": [self.layout.ranking(other, split) for other in references if other],
+                "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
 
     # -------------------------------------------------------------------------------------- evaluation
     def eval_splits(self, run: str) -> list[str]:

@@ -95,6 +95,17 @@ class Replicas:
         dist.broadcast_object_list(holder, src=0)
         return holder[0]
 
+    def max(self, value: int) -> int:
+        """The largest of every rank's ``value`` (an integer); ``value`` itself in one process."""
+        if not self.distributed:
+            return value
+        import torch.distributed as dist
+
+        tensor = torch.tensor([value], dtype=torch.int64,
+                              device=self.device if self.device is not None and self.device.type == "cuda" else "cpu")
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return int(tensor.item())
+
     def barrier(self) -> None:
         if self.distributed:
             import torch.distributed as dist
@@ -206,6 +217,9 @@ def worker_main(job_dir: str) -> None:
     import pickle
 
     _die_with_parent()
+    from hardneg import stop
+
+    stop.handle_stop_signals()  # SIGTERM: stop after the current step, with the other ranks
     with open(os.path.join(job_dir, "job.pkl"), "rb") as handle:
         job = pickle.load(handle)
     rank = int(os.environ.get("RANK", "0"))

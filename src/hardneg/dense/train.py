@@ -4,11 +4,16 @@ With ``train.processes`` (or ``train.gpus``) above 1, :func:`train_run` launches
 torch's launcher (:func:`hardneg.dense.distributed.launch`, what ``torchrun --standalone`` does); each worker
 runs :func:`train_run` again with the same arguments and, finding itself in a launched process group, trains
 as its rank. Only rank 0 writes the model, the log and checkpoints.
+
+Before training, the process that starts it checks the data against the settings and prints what will not
+train well on the console (:func:`training_warnings`): a model trained from scratch on too few queries, and
+epochs of too few optimiser steps.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 import pyarrow as pa
@@ -22,13 +27,66 @@ from hardneg.dense.model import BiEncoder, ModelSpec, describe
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.trainer import Trainer, TrainConfig
+from hardneg.logs import console
 
 log = logging.getLogger(__name__)
+
+# A model trained from scratch (the built-in model without an ``init`` run) on fewer training queries than this
+# learns those queries by heart rather than the language: the train split scores far above the test split.
+FROM_SCRATCH_MIN_QUERIES = 2_000
+# Training of epochs of fewer optimiser steps than MIN_STEPS_PER_EPOCH, and of fewer than MIN_TOTAL_STEPS in all,
+# hardly leaves the learning-rate warm-up: the model barely moves (more epochs are one of the fixes).
+MIN_STEPS_PER_EPOCH = 20
+MIN_TOTAL_STEPS = 100
 
 
 def train_config(resolved: dict) -> TrainConfig:
     """The ``TrainConfig`` of a resolved run (its validated ``params.train`` and its seed)."""
     return TrainConfig.from_params(resolved["params"]["train"], resolved["seed"])
+
+
+def steps_per_epoch(num_rows: int, config: TrainConfig) -> int:
+    """Optimiser steps of one epoch: batches of ``batch_size`` rows (a last one of a single row is dropped), one
+    step per ``grad_accumulation`` batches."""
+    return math.ceil(ShuffledBatches(num_rows, config.batch_size, config.seed).num_batches(0) / config.grad_accumulation)
+
+
+def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries, *, from_scratch: bool) -> list[str]:
+    """What will not train well, in words (empty when all is well): a model trained ``from_scratch`` on fewer
+    than :data:`FROM_SCRATCH_MIN_QUERIES` training queries, and epochs of fewer than :data:`MIN_STEPS_PER_EPOCH`
+    optimiser steps when training makes fewer than :data:`MIN_TOTAL_STEPS` in all (with the fixes)."""
+    name, split = resolved["name"], config.split
+    messages = []
+    if from_scratch and train.num_queries < FROM_SCRATCH_MIN_QUERIES:
+        messages.append(
+            f"run {name}: the built-in model is trained from scratch on {train.num_queries:,} '{split}' queries; "
+            f"with fewer than {FROM_SCRATCH_MIN_QUERIES:,} it learns these queries by heart rather than the "
+            f"language (expect the train split to score far above the test split).\nStart from a pre-trained "
+            f"encoder (params.model.name: a local folder or a hub name) or train on more queries.")
+    steps = steps_per_epoch(len(train), config)
+    total = max(1, math.ceil(ShuffledBatches(len(train), config.batch_size, config.seed).num_batches(0)
+                             * config.epochs / config.grad_accumulation))  # as the trainer counts them
+    if steps < MIN_STEPS_PER_EPOCH and total < MIN_TOTAL_STEPS:
+        rows = "one per (query, positive) judgement" if train.per_judgement else "one per query"
+        accumulation = f", grad_accumulation {config.grad_accumulation}" if config.grad_accumulation > 1 else ""
+        fixes = ["more epochs (params.train.epochs)", "a smaller batch (params.train.batch_size)"]
+        if not train.per_judgement and train.num_judgements > train.num_queries:
+            fixes.append(f"one row per judgement (params.train.rows: judgement, {train.num_judgements:,} rows)")
+        messages.append(
+            f"run {name}: an epoch is {steps} optimiser step{'s' if steps != 1 else ''} ({len(train):,} training "
+            f"rows, {rows}; batch_size {config.batch_size}{accumulation}), {total} in all over {config.epochs} "
+            f"epoch{'s' if config.epochs != 1 else ''}: too few to train.\nFor more steps: "
+            + ", ".join(fixes[:-1]) + f" or {fixes[-1]}.")
+    return messages
+
+
+def load_training_data(cache_dir, qrels_path, config: TrainConfig):
+    """The tokenized training queries and corpus of the cache, and the training rows (:class:`TrainQueries`)."""
+    query_texts = TokenizedTexts(cache_dir, f"queries_{config.split}")
+    doc_texts = TokenizedTexts(cache_dir, "corpus")
+    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
+    train = TrainQueries(qrels, query_texts.row_ids, doc_texts.row_ids, per_judgement=config.rows == "judgement")
+    return query_texts, doc_texts, train
 
 
 def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict):
@@ -62,45 +120,40 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     arguments = dict(locals())  # exactly train_run's arguments, passed on unchanged to launched workers
     methods.load_modules(list(method_modules))
     params = resolved["params"]
-    config = train_config(resolved)
     spec = ModelSpec.from_params(params["model"])
-    trained = methods.get(resolved["method"]).trains
-    if trained and config.dev_every:
+    if not methods.get(resolved["method"]).trains:  # a model evaluated as it is: no training data or processes
+        _save_untrained(resolved, spec, model_dir=model_dir, log_path=log_path, tokenizer_source=tokenizer_source,
+                        init_model=(inputs or {}).get("init"))
+        return []
+    config = train_config(resolved)
+    if config.dev_every:
         from hardneg.dense.dev_eval import dev_inputs
 
         dev_inputs(cache_dir, qrels_path, config.dev_split)  # a missing dev split fails before any work
-    if trained and config.num_processes > 1 and not distributed.in_launched_worker():
+    data = None
+    if not distributed.in_launched_worker():  # the starting process speaks, not every worker
+        data = load_training_data(cache_dir, qrels_path, config)
+        from_scratch = spec.name == "builtin" and not (inputs or {}).get("init")
+        for message in training_warnings(resolved, config, data[2], from_scratch=from_scratch):
+            console(message)
+    if config.num_processes > 1 and not distributed.in_launched_worker():
         return distributed.launch(train_run, arguments, config.num_processes, threads=threads_per_process)
     with distributed.process_group(config.device, threads_per_process) as replicas:
         return _train(resolved, config, spec, replicas, cache_dir=cache_dir, qrels_path=qrels_path,
                       model_dir=model_dir, log_path=log_path, checkpoint_dir=checkpoint_dir,
-                      tokenizer_source=tokenizer_source, inputs=dict(inputs or {}), trained=trained,
-                      callbacks=callbacks)
+                      tokenizer_source=tokenizer_source, inputs=dict(inputs or {}),
+                      callbacks=callbacks, data=data)
 
 
 def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distributed.Replicas, *, cache_dir,
-           qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source, inputs, trained,
-           callbacks) -> list[dict]:
-    """One process's part of :func:`train_run` (all of it in one process)."""
-    query_texts = TokenizedTexts(cache_dir, f"queries_{config.split}")
-    doc_texts = TokenizedTexts(cache_dir, "corpus")
-    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
-    train = TrainQueries(qrels, query_texts.row_ids, doc_texts.row_ids)
-    log.info("%d training queries with a relevant document", len(train))
-    init_model = inputs.get("init")
-    tokenizer = load_tokenizer(init_model or tokenizer_source)
-    if init_model:
-        model = BiEncoder.load(init_model)
-        log.info("initialised from %s", init_model)
-    else:
-        model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                 max_length=spec.doc_max_length, seed=resolved["seed"])
-    log.info("model: %s", describe(model))
-    if not trained:
-        if replicas.is_main:
-            model.save(model_dir, tokenizer)
-            write_train_log([], log_path)
-        return []
+           qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source, inputs,
+           callbacks, data=None) -> list[dict]:
+    """One process's part of :func:`train_run` (all of it in one process). ``data``: what
+    :func:`load_training_data` gives, when the caller has it already."""
+    query_texts, doc_texts, train = data or load_training_data(cache_dir, qrels_path, config)
+    log.info("%d training rows (%s) of %d queries with a relevant document", len(train),
+             "one per judgement" if train.per_judgement else "one per query", train.num_queries)
+    model, tokenizer = _initial_model(resolved, spec, tokenizer_source, inputs.get("init"))
     method = build_method(resolved, train, query_texts, doc_texts, inputs)
     sampler = ShuffledBatches(len(train), config.batch_size, config.seed)
     events = list(callbacks)
@@ -117,6 +170,27 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
         trainer.discard_checkpoint()
     replicas.barrier()  # the model is saved before any rank returns
     return rows
+
+
+def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model):
+    """The model training starts from (the ``init`` model, else a new one of ``spec``) and its tokenizer."""
+    tokenizer = load_tokenizer(init_model or tokenizer_source)
+    if init_model:
+        model = BiEncoder.load(init_model)
+        log.info("initialised from %s", init_model)
+    else:
+        model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                 max_length=spec.doc_max_length, seed=resolved["seed"])
+    log.info("model: %s", describe(model))
+    return model, tokenizer
+
+
+def _save_untrained(resolved: dict, spec: ModelSpec, *, model_dir, log_path, tokenizer_source, init_model) -> None:
+    """Save the model a run that does not train evaluates (its ``init`` model, else ``params.model``) and an
+    empty training log."""
+    model, tokenizer = _initial_model(resolved, spec, tokenizer_source, init_model)
+    model.save(model_dir, tokenizer)
+    write_train_log([], log_path)
 
 
 def write_train_log(rows: list[dict], path: str | os.PathLike) -> None:

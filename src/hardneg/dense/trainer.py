@@ -14,13 +14,23 @@ Extension points:
   is asked) and ``on_step_end(trainer, step, row)`` (after every optimiser step; ``row`` is that step's log
   dict, to which an event may add columns, e.g. :class:`hardneg.dense.dev_eval.DevEvaluation`). A plain
   function callback is called as ``callback(trainer, step)`` after every optimiser step;
-* *state*: the method, the sampler and callbacks may define ``state_dict()`` / ``load_state_dict(state)``.
+* *state*: the method, the sampler and callbacks may define ``state_dict()`` / ``load_state_dict(state)``;
+  a state holds JSON values, NumPy numbers and arrays, and tensors (see :mod:`hardneg.dense.checkpoint`);
+* *timings*: a method may set ``step_timings``, a dict of part name → wall-clock seconds of its latest ``loss``
+  call (ADORE: encode, search, loss).
 
-Resume: a checkpoint holds the model, optimiser, scheduler and random-number states, the number of
-micro-batches done, the current epoch's batch list (a model-dependent sampler could not draw it again once
-the model has moved on) and the states of method, sampler and callbacks. Batch contents are drawn from a
-generator seeded by (seed, epoch, batch index), so a resumed run skips the batches already seen and continues
-exactly as an uninterrupted run would.
+Resume: a checkpoint holds the model, optimiser, scheduler and random-number states (Python's ``random``,
+NumPy's global generator, torch's CPU and CUDA generators), the number of micro-batches done, the log so far,
+the current epoch's batch list (a model-dependent sampler could not draw it again once the model has moved
+on) and the states of method, sampler and callbacks. Batch contents are drawn from a generator seeded by
+(seed, epoch, batch index), so a resumed run skips the batches already seen and continues exactly as an
+uninterrupted run would. Checkpoints are a safetensors file and a JSON file, never a pickle; one written for
+another configuration or format, or altered, is ignored with a logged reason (see
+:mod:`hardneg.dense.checkpoint`).
+
+The per-step log holds only what the same configuration and seed reproduce exactly (no wall-clock times):
+the wall-clock seconds of each part of a step (the method's ``step_timings``, backward, optimiser update,
+events) go to the job's log, every ``log_every`` steps and as means over the whole run at the end.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import sys
 import time
 from contextlib import nullcontext
@@ -37,13 +48,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hardneg.atomic import atomic_path
+from hardneg import stop
 from hardneg.config import section_values
+from hardneg.dense import checkpoint
 from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_FORMAT = 2  # checkpoints of another layout are not resumed
+CHECKPOINT_FORMAT = 3  # checkpoints of another layout are not resumed (3: safetensors + JSON, no pickle)
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,7 @@ class TrainConfig:
     processes: int | None
     dev_every: int  # optimiser steps between dev evaluations; 0 = none
     dev_split: str
+    rows: str  # query | judgement: one training row per query, or per (query, positive) judgement
     seed: int
 
     @classmethod
@@ -129,6 +142,25 @@ def _restore(obj, state) -> None:
         obj.load_state_dict(state)
 
 
+class WallClock:
+    """Wall-clock seconds spent in each part of the optimiser steps, for the job's log only: no artifact holds
+    a time, so the same configuration and seed give the same bytes."""
+
+    def __init__(self):
+        self.totals: dict[str, float] = {}
+        self.steps = 0
+
+    def add(self, part: str, seconds: float) -> None:
+        self.totals[part] = self.totals.get(part, 0.0) + seconds
+
+    def means(self) -> dict[str, float]:
+        """Mean seconds per optimiser step of each part (``step``: the whole step, data and events included)."""
+        return {part: total / max(self.steps, 1) for part, total in self.totals.items()}
+
+    def describe(self) -> str:
+        return ", ".join(f"{part} {seconds:.4f}" for part, seconds in self.means().items())
+
+
 class Trainer:
     """Trains ``model`` with ``method`` on the batches of ``sampler`` (see the module docstring).
 
@@ -143,7 +175,7 @@ class Trainer:
                  checkpoint_dir: str | os.PathLike, fingerprint: str, device: str = "auto", callbacks=(),
                  replicas: Replicas = SINGLE):
         self.model, self.method, self.sampler, self.config = model, method, sampler, config
-        self.checkpoint_path = Path(checkpoint_dir) / "state.pt"
+        self.checkpoint_dir = Path(checkpoint_dir)
         self.fingerprint = fingerprint  # a checkpoint of another configuration is never resumed
         self.replicas = replicas
         self.device = replicas.device or resolve_device(device)
@@ -153,6 +185,7 @@ class Trainer:
             log.warning("precision %s needs a GPU; training in fp32 on %s", self.precision, self.device)
             self.precision = "fp32"
         self.total_steps, self.step, self.epoch, self.batches = 0, 0, 0, []
+        self.wall_clock = WallClock()  # seconds per part of a step, this process's steps only
 
     # ------------------------------------------------------------------------------------------- events
     def _event_targets(self) -> list:
@@ -185,18 +218,15 @@ class Trainer:
         return torch.autocast(device_type=self.device.type, dtype=dtype)
 
     def _save(self, state: dict) -> None:
-        with atomic_path(self.checkpoint_path) as tmp:
-            torch.save(state, tmp)
-        log.info("checkpoint at step %d (%s)", state["step"], self.checkpoint_path)
+        checkpoint.save_checkpoint(self.checkpoint_dir, state, fingerprint=self.fingerprint,
+                                   format=CHECKPOINT_FORMAT, step=state["step"])
+        log.info("checkpoint at step %d (%s)", state["step"], self.checkpoint_dir)
 
-    def _load(self):
-        if not self.checkpoint_path.exists():
-            return None
-        state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
-        if state.get("fingerprint") != self.fingerprint or state.get("format") != CHECKPOINT_FORMAT:
-            log.warning("ignoring checkpoint %s: it belongs to another configuration", self.checkpoint_path)
-            return None
-        return state
+    def _load(self) -> dict | None:
+        """The checkpoint of this configuration in ``checkpoint_dir``, or None. Nothing is unpickled: a
+        checkpoint of another configuration or format, an altered one, or a pickled ``state.pt`` of an older
+        format is ignored with a logged warning, and training starts from the beginning."""
+        return checkpoint.load_checkpoint(self.checkpoint_dir, fingerprint=self.fingerprint, format=CHECKPOINT_FORMAT)
 
     def _grad_norm(self) -> torch.Tensor:
         """The total gradient norm before clipping; clips to ``max_grad_norm`` when one is set.
@@ -208,8 +238,12 @@ class Trainer:
 
     # ---------------------------------------------------------------------------------------------- fit
     def fit(self) -> list[dict]:
-        """Train; return the per-step log (step, epoch, loss, lr, grad_norm, seconds, the method's statistics
-        and the events' columns). Every rank returns the same log."""
+        """Train; return the per-step log (step, epoch, loss, lr, grad_norm, the method's statistics and the
+        events' columns; no wall-clock times, see :class:`WallClock`). Every rank returns the same log."""
+        with stop.deferred():  # SIGTERM/SIGINT: stop after the current step, with a checkpoint
+            return self._fit()
+
+    def _fit(self) -> list[dict]:
         config, model, replicas = self.config, self.model, self.replicas
         torch.manual_seed(config.seed)
         model.to(self.device)
@@ -236,8 +270,10 @@ class Trainer:
             scheduler.load_state_dict(state["scheduler"])
             scaler.load_state_dict(state["scaler"])
             torch.set_rng_state(state["rng"])
-            if torch.cuda.is_available() and state.get("cuda_rng") is not None:
+            if torch.cuda.is_available() and state["cuda_rng"] is not None:
                 torch.cuda.set_rng_state_all(state["cuda_rng"])
+            random.setstate(state["python_rng"])
+            np.random.set_state(state["numpy_rng"])
             done_micro, step, rows, resumed_batches = state["micro"], state["step"], state["log"], state["batches"]
             _restore(self.sampler, state["sampler"])
             _restore(self.method, state["method"])
@@ -252,7 +288,7 @@ class Trainer:
 
         progress = tqdm(total=total_steps, initial=step, file=sys.stderr, mininterval=10, desc="training",
                         disable=not replicas.is_main)
-        started = time.perf_counter() - (rows[-1]["seconds"] if rows else 0.0)
+        clock, last_step_end, last_logged = self.wall_clock, time.perf_counter(), (step, 0.0)
         micro, pending, pending_stats = 0, [], []
         optimizer.zero_grad(set_to_none=True)
         for epoch, count in enumerate(per_epoch):
@@ -271,53 +307,75 @@ class Trainer:
                 # DDP all-reduces on the backward of a step's last micro-batch only
                 sync = wrapped.no_sync() if replicas.distributed and not ends_step else nullcontext()
                 with sync:
+                    forward_started = time.perf_counter()
                     with self._autocast():
                         loss, stats = self.method.loss(wrapped, batch, self.device, replicas=replicas)
                     backward_started = time.perf_counter()
                     # each rank's backward gives its share of dL/dθ; DDP averages, so scale by the world size
                     scaled = loss * replicas.world if replicas.distributed else loss
                     scaler.scale(scaled / config.grad_accumulation).backward()
-                stats = {**stats, "backward_seconds": time.perf_counter() - backward_started}
+                    backward_ended = time.perf_counter()
+                parts = getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started}
+                for part, seconds in parts.items():
+                    clock.add(part, seconds)
+                clock.add("backward", backward_ended - backward_started)
                 pending.append(float(loss.detach()))
                 pending_stats.append(stats)
                 if not ends_step:
                     continue
+                update_started = time.perf_counter()
                 scaler.unscale_(optimizer)  # no-op unless fp16 (then clipping and the norm see true gradients)
                 grad_norm = self._grad_norm()
                 scaler.step(optimizer)
                 scaler.update()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
+                events_started = time.perf_counter()
+                clock.add("optimizer", events_started - update_started)
                 step = self.step = step + 1
                 row = {"step": step, "epoch": epoch, "loss": float(np.mean(pending)),
-                       "lr": float(scheduler.get_last_lr()[0]), "grad_norm": float(grad_norm),
-                       "seconds": time.perf_counter() - started}
+                       "lr": float(scheduler.get_last_lr()[0]), "grad_norm": float(grad_norm)}
                 for key in pending_stats[0]:
                     row[key] = float(np.mean([s[key] for s in pending_stats]))
                 pending, pending_stats = [], []
                 self._fire("on_step_end", step, row)
                 rows.append(row)
                 progress.update(1)
+                now = time.perf_counter()
+                clock.add("events", now - events_started)
+                clock.add("step", now - last_step_end)
+                clock.steps, last_step_end = clock.steps + 1, now
                 if step % config.log_every == 0 or step == total_steps:
-                    log.info("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f", step, total_steps, epoch,
-                             row["loss"], row["lr"], row["grad_norm"])
-                if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total_steps:
+                    since = clock.totals["step"] - last_logged[1]
+                    log.info("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step)", step, total_steps,
+                             epoch, row["loss"], row["lr"], row["grad_norm"], since / max(step - last_logged[0], 1))
+                    last_logged = (step, clock.totals["step"])
+                stopping = replicas.max(stop.requested() or 0)  # every rank stops after the same step
+                if step < total_steps and (stopping or (config.checkpoint_every and step % config.checkpoint_every == 0)):
                     if replicas.is_main:
                         self._save(self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows))
                     replicas.barrier()
+                if stopping and step < total_steps:
+                    progress.close()
+                    log.warning("stopped after step %d of %d; the checkpoint is saved and a re-run resumes from it",
+                                step, total_steps)
+                    raise stop.StopRequested(stopping)
         progress.close()
+        if clock.steps:
+            log.info("wall-clock seconds per step, mean of the %d steps of this process: %s", clock.steps,
+                     clock.describe())
         model.eval()
         return rows
 
     def _checkpoint(self, model, optimizer, scheduler, scaler, micro: int, step: int, rows: list[dict]) -> dict:
-        return {"format": CHECKPOINT_FORMAT, "fingerprint": self.fingerprint,
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "python_rng": random.getstate(), "numpy_rng": np.random.get_state(),
                 "micro": micro, "step": step, "log": rows, "epoch": self.epoch, "batches": self.batches,
                 "sampler": _state_of(self.sampler), "method": _state_of(self.method),
                 "callbacks": [_state_of(c) for c in self.callbacks]}
 
     def discard_checkpoint(self) -> None:
         if self.replicas.is_main:
-            self.checkpoint_path.unlink(missing_ok=True)
+            checkpoint.discard_checkpoint(self.checkpoint_dir)

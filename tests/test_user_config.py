@@ -1,0 +1,127 @@
+"""A user's own config: it replaces config/config.yaml under --configfile, `hardneg check-config` checks what
+Snakemake runs (same hash), `hardneg init` writes a valid starting point, and a run continuing another run's
+model inherits that run's model section."""
+
+import copy
+import re
+
+import pytest
+import yaml
+
+from hardneg.cli import main
+from hardneg.config import config_hash, resolve_run, validate_config
+from hardneg.errors import ConfigError
+from tests.test_workflow import snakemake, write_config
+
+MINILM_LIKE = {"name": "/models/minilm", "pooling": "mean", "query_max_length": 48, "doc_max_length": 200}
+DATASETS = {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
+                     "num_queries": {"train": 20, "test": 10}}}
+
+
+def chain(**star_model) -> dict:
+    return {"dataset": "tiny", "datasets": copy.deepcopy(DATASETS), "runs": {
+        "bm25": {"method": "bm25"},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": {"model": dict(MINILM_LIKE)}},
+        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup"},
+                 "params": {"model": star_model} if star_model else {}},
+        "adore": {"method": "adore", "inputs": {"docs": "star"}},
+    }}
+
+
+def test_continued_runs_inherit_the_model_section():
+    config = validate_config(chain())
+    for run in ("star", "adore"):
+        model = config["runs"][run]["params"]["model"]
+        assert model["name"] == "/models/minilm" and model["query_max_length"] == 48, run
+        assert model == config["runs"]["warmup"]["params"]["model"]
+    assert resolve_run(config, "adore")["params"]["model"]["name"] == "/models/minilm"
+
+
+def test_a_continued_run_may_set_its_own_lengths_only():
+    config = validate_config(chain(doc_max_length=256))
+    assert config["runs"]["star"]["params"]["model"]["doc_max_length"] == 256
+    assert config["runs"]["star"]["params"]["model"]["name"] == "/models/minilm"
+    assert config["runs"]["adore"]["params"]["model"]["doc_max_length"] == 256  # from star, its parent
+    with pytest.raises(ConfigError) as error:
+        validate_config(chain(pooling="cls"))
+    assert error.value.key == "runs.star.params.model.pooling"
+    assert "continues the model of run 'warmup'" in str(error.value)
+    validate_config(chain(pooling="mean"))  # equal to the inherited value: allowed
+
+
+def test_yaml_anchors_do_not_leak_between_runs():
+    text = """
+dataset: tiny
+datasets: {tiny: {adapter: synthetic, num_docs: 200, num_queries: {train: 20, test: 10}}}
+runs:
+  bm25: {method: bm25}
+  a: {method: warmup, inputs: {negatives: bm25}, params: {model: {query_max_length: 20}}}
+  b: {method: inbatch, params: {model: {query_max_length: 40}}}
+  adore_a: {method: adore, inputs: {docs: a}, params: &p {train: {epochs: 1}}}
+  adore_b: {method: adore, inputs: {docs: b}, params: *p}
+"""
+    config = validate_config(yaml.safe_load(text))
+    assert config["runs"]["adore_a"]["params"]["model"]["query_max_length"] == 20
+    assert config["runs"]["adore_b"]["params"]["model"]["query_max_length"] == 40
+
+
+def test_check_config_merges_files_like_snakemake(tmp_path, capsys):
+    base, extra = tmp_path / "base.yaml", tmp_path / "extra.yaml"
+    base.write_text(yaml.safe_dump(chain()))
+    extra.write_text(yaml.safe_dump({"seed": 7}))
+    assert main(["check-config", str(base), str(extra)]) == 0
+    merged = chain()
+    merged["seed"] = 7
+    expected = config_hash(resolve_run(validate_config(merged), "star"))[:12]
+    assert f"run star: method star, dataset tiny, config_hash {expected}" in capsys.readouterr().out
+
+
+def test_invalid_yaml_names_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: 1\nruns: [a, b\nx: 1\n")
+    assert main(["check-config", str(bad)]) == 2
+    assert f"{bad}, line 3: invalid YAML" in capsys.readouterr().err
+
+
+def test_init_writes_a_valid_standalone_config(beir_folder, tmp_path, capsys):
+    folder = beir_folder(split="train")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq2\td2\t1\n")
+    out = tmp_path / "mine.yaml"
+    assert main(["init", "--beir", str(folder), "--output", str(out)]) == 0
+    assert f"snakemake --cores all --configfile {out}" in capsys.readouterr().out
+    config = yaml.safe_load(out.read_text())
+    assert config["datasets"]["mydata"] == {"adapter": "beir", "path": str(folder), "splits": ["test", "train"]}
+    assert config["evaluation"]["split"] == "test"
+    assert list(config["runs"]) == ["bm25", "warmup", "star", "adore_star"] == config["targets"]
+    validate_config(config)
+    assert main(["init", "--beir", str(tmp_path / "nowhere"), "--output", str(out)]) == 2
+    assert "corpus.jsonl is missing" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_configfile_replaces_the_default_config(tmp_path, capsys):
+    """The workdir's config/config.yaml has runs of its own; --configfile my.yaml plans only my.yaml's runs, with
+    the schema's defaults (nothing inherited from the default file), and the hash check-config prints."""
+    default = chain()
+    default["runs"]["warmup"]["params"]["train"] = {"epochs": 9, "learning_rate": 0.5}
+    default["runs"]["other"] = {"method": "inbatch"}
+    write_config(tmp_path, default)
+    mine = {"dataset": "tiny", "datasets": copy.deepcopy(DATASETS),
+            "runs": {"bm25": {"method": "bm25"}, "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}}}}
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(mine))
+    result = snakemake(tmp_path, "results/warmup/config.yaml", "-n", "--configfile", str(tmp_path / "my.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = snakemake(tmp_path, "-n", "--configfile", str(tmp_path / "my.yaml"))
+    planned = result.stdout + result.stderr
+    assert result.returncode == 0, planned[-3000:]
+    assert "results/warmup/metrics.json" in planned and "results/other" not in planned
+    assert "results/star" not in planned and "results/adore" not in planned
+    result = snakemake(tmp_path, "results/warmup/config.yaml", "--configfile", str(tmp_path / "my.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    recorded = (tmp_path / "results" / "warmup" / "config.yaml").read_text()
+    resolved = yaml.safe_load(recorded)
+    assert resolved["params"]["train"]["epochs"] == 3 and resolved["params"]["train"]["learning_rate"] == 0.0003
+    assert resolved["loaded_model"].startswith("builtin")
+    assert main(["check-config", str(tmp_path / "my.yaml")]) == 0
+    printed = re.search(r"run warmup: .*config_hash (\w+)", capsys.readouterr().out).group(1)
+    assert re.search(r"config_hash (\w+)", recorded).group(1).startswith(printed)

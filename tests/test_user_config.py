@@ -11,6 +11,7 @@ import yaml
 from hardneg.cli import main
 from hardneg.config import config_hash, resolve_run, validate_config
 from hardneg.errors import ConfigError
+from tests.conftest import REPO
 from tests.test_workflow import snakemake, write_config
 
 MINILM_LIKE = {"name": "/models/minilm", "pooling": "mean", "query_max_length": 48, "doc_max_length": 200}
@@ -125,3 +126,9 @@ def test_configfile_replaces_the_default_config(tmp_path, capsys):
     assert main(["check-config", str(tmp_path / "my.yaml")]) == 0
     printed = re.search(r"run warmup: .*config_hash (\w+)", capsys.readouterr().out).group(1)
     assert re.search(r"config_hash (\w+)", recorded).group(1).startswith(printed)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "config").glob("*.yaml")))
+def test_every_shipped_config_stands_alone(name, capsys):
+    """Each file of config/ is complete on its own, as --configfile reads it (nothing merged from another)."""
+    assert main(["check-config", str(REPO / "config" / name)]) == 0, capsys.readouterr().err

@@ -92,7 +92,8 @@ def per_query_loop(scores, relevant, ranks, valid, cut):
         rr = torch.where(r <= cut, 1.0 / r, torch.zeros(()))
         pos, neg = rel.nonzero().squeeze(1), (~rel).nonzero().squeeze(1)
         weight = (rr[pos][:, None] - rr[neg][None, :]).abs()
-        losses.append((torch.nn.functional.softplus(s[neg][None, :] - s[pos][:, None]) * weight).sum())
+        pair_losses = torch.nn.functional.softplus(s[neg][None, :] - s[pos][:, None]) * weight
+        losses.append(pair_losses.sum() / max(pair_losses.numel(), 1))  # the mean over the query's pairs
     return torch.stack(losses).mean()
 
 

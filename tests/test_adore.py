@@ -20,7 +20,7 @@ def test_delta_mrr_on_a_hand_made_ranking():
 
 def test_missing_positive_is_appended_after_k():
     retrieved = np.array([[7, 3, 9], [4, 5, -1]])
-    cand = build_candidates(retrieved, [np.array([3]), np.array([8, 2])])
+    cand = build_candidates(retrieved, [np.array([3]), np.array([8, 2])], append_missing="all")
     assert cand.rows.tolist() == [[7, 3, 9, -1, -1], [4, 5, -1, 2, 8]]
     assert cand.relevant.tolist() == [[False, True, False, False, False], [False, False, False, True, True]]
     assert cand.ranks[1, 3:].tolist() == [4, 5]  # ranked after the top-3
@@ -34,7 +34,11 @@ def test_unweighted_loss_is_plain_ranknet():
     valid = torch.ones_like(relevant)
     expected = (F.softplus(torch.tensor(1.0 - 2)) + F.softplus(torch.tensor(0.5 - 2))
                 + F.softplus(torch.tensor(0.1 - 0.3)) + F.softplus(torch.tensor(-1.0 - 0.3))) / 2
-    assert lambda_loss(scores, relevant, ranks, valid, weighted=False).item() == pytest.approx(expected.item(), rel=1e-6)
+    got = lambda_loss(scores, relevant, ranks, valid, weighted=False, normalize="sum")
+    assert got.item() == pytest.approx(expected.item(), rel=1e-6)
+    # one relevant candidate and two non-relevant ones per query: the mean over pairs is half the sum
+    got = lambda_loss(scores, relevant, ranks, valid, weighted=False, normalize="pairs")
+    assert got.item() == pytest.approx(expected.item() / 2, rel=1e-6)
 
 
 def _reference(scores, relevant, ranks, valid, cut):
@@ -58,7 +62,8 @@ def test_vectorised_loss_equals_the_per_query_loop():
     ranks = np.tile(np.arange(1, 13), (4, 1))
     valid = rng.random((4, 12)) < 0.9
     valid[:, 0] = True
-    got = lambda_loss(torch.tensor(scores), torch.tensor(relevant), torch.tensor(ranks), torch.tensor(valid), cut=8)
+    got = lambda_loss(torch.tensor(scores), torch.tensor(relevant), torch.tensor(ranks), torch.tensor(valid), cut=8,
+                      normalize="sum")
     assert got.item() == pytest.approx(_reference(scores, relevant, ranks, valid, cut=8), rel=1e-9)
 
 
@@ -115,3 +120,76 @@ def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_p
     moved = encode_rows(BiEncoder.load(tmp_path / "adore_model"), queries, np.arange(8), "query")
     original = encode_rows(docs_model, queries, np.arange(8), "query")
     assert np.abs(moved - original).max() > 1e-3  # the query encoder was trained
+
+
+# ------------------------------------------------------------------ the authors' formula, transcribed directly
+def _authors_query_loss(scores: torch.Tensor, labels: np.ndarray, cut: int) -> torch.Tensor:
+    """One query's loss as section 6.2 of the paper and the authors' code compute it: over the candidate list in
+    rank order, the label difference matrix gives the ordered (relevant, non-relevant) pairs and their mirror
+    images; each pair costs log(1 + exp(∓(s_i − s_j))) times |1/r_i − 1/r_j| (1/r = 0 from rank cut + 1 on), and
+    the sum is divided by the number of ordered pairs (twice the number of (relevant, non-relevant) pairs)."""
+    y = scores.reshape(-1, 1)
+    diff = labels.reshape(-1, 1).astype(np.int64) - labels.reshape(1, -1).astype(np.int64)
+    pos, neg = torch.tensor((diff > 0).astype(np.float64)), torch.tensor((diff < 0).astype(np.float64))
+    cost = pos * torch.log(1 + torch.exp(-(y - y.T))) + neg * torch.log(1 + torch.exp(y - y.T))
+    inverse = 1 / torch.arange(1, len(labels) + 1, dtype=torch.float64)
+    inverse[cut:] = 0
+    return (cost * (inverse.view(-1, 1) - inverse.view(1, -1)).abs()).sum() / (2 * pos.sum())
+
+
+def _authors_batch(retrieved, relevant_rows, scores_of, cut):
+    """The batch loss by the authors' rule: append a query's relevant documents only when none is retrieved."""
+    total = 0
+    for row, rel in zip(retrieved, relevant_rows):
+        labels = np.isin(row, rel)
+        if not labels.any():
+            row, labels = np.concatenate([row, rel]), np.concatenate([labels, np.ones(len(rel), bool)])
+        total = total + _authors_query_loss(scores_of(row), labels, cut)
+    return total / len(retrieved)
+
+
+def test_loss_and_gradient_equal_the_authors_formula_with_partial_retrieval():
+    """Queries with all, some or none of their relevant documents retrieved, and many or few pairs: the loss and
+    its gradient with respect to the query vectors equal the transcribed formula."""
+    rng = np.random.default_rng(3)
+    docs = torch.tensor(rng.normal(size=(60, 8)))
+    retrieved = np.stack([rng.permutation(60)[:20] for _ in range(4)])
+    relevant_rows = [retrieved[0, [0, 5]],  # both retrieved
+                     np.array([retrieved[1, 3], 59 if 59 not in retrieved[1] else 58]),  # one of two retrieved
+                     np.setdiff1d(np.arange(50, 60), retrieved[2])[:3],  # none retrieved: appended
+                     retrieved[3, [1, 2, 4, 7, 9, 11]]]  # many pairs
+    queries = torch.tensor(rng.normal(size=(4, 8)), requires_grad=True)
+
+    cand = build_candidates(retrieved, relevant_rows)  # the default: append only when none is retrieved
+    assert cand.valid.sum(1).tolist() == [20, 20, 20 + len(relevant_rows[2]), 20]
+    scores = torch.einsum("bd,bcd->bc", queries, docs[np.maximum(cand.rows, 0)])
+    ours = lambda_loss(scores, torch.tensor(cand.relevant), torch.tensor(cand.ranks), torch.tensor(cand.valid),
+                       cut=10)
+    ours_grad, = torch.autograd.grad(ours, queries)
+
+    reference = torch.stack([_authors_batch(retrieved[i:i + 1], relevant_rows[i:i + 1],
+                                            lambda rows, i=i: docs[rows] @ queries[i], cut=10) for i in range(4)]).mean()
+    reference_grad, = torch.autograd.grad(reference, queries)
+    # |ΔMRR| weights are computed in float32 (as the scores are in training): agreement to float32 precision
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-6)
+    assert torch.allclose(ours_grad, reference_grad, rtol=1e-6, atol=1e-9)
+
+
+def test_the_variants_differ_from_the_authors_loss_where_they_should():
+    """``normalize="sum"`` weighs queries by their pair counts; ``append_missing="all"`` adds the unretrieved
+    relevant document of a partially retrieved query to its pairs."""
+    retrieved = np.array([[0, 1, 2, 3], [4, 5, 6, 7]])
+    relevant_rows = [np.array([1, 9]), np.array([10])]
+    cand = build_candidates(retrieved, relevant_rows)
+    assert cand.rows.tolist() == [[0, 1, 2, 3, -1], [4, 5, 6, 7, 10]]  # query 0 has one retrieved: nothing appended
+    every = build_candidates(retrieved, relevant_rows, append_missing="all")
+    assert every.rows.tolist() == [[0, 1, 2, 3, 9], [4, 5, 6, 7, 10]]
+    scores = torch.tensor([[0.3, 0.1, 0.2, -0.5, 0.0], [0.4, 0.1, -0.2, 0.0, 0.05]], dtype=torch.float64)
+    args = (torch.tensor(cand.relevant), torch.tensor(cand.ranks), torch.tensor(cand.valid))
+    pairs_mean = lambda_loss(scores, *args, cut=10, reduction="none")
+    sums = lambda_loss(scores, *args, cut=10, normalize="sum", reduction="none")
+    assert torch.allclose(sums, pairs_mean * torch.tensor([3.0, 4.0], dtype=torch.float64))  # 3 and 4 pairs
+    with pytest.raises(ValueError, match="normalize"):
+        lambda_loss(scores, *args, normalize="max")
+    with pytest.raises(ValueError, match="append_missing"):
+        build_candidates(retrieved, relevant_rows, append_missing="some")

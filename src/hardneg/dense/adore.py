@@ -1,12 +1,15 @@
 """ADORE (Zhan et al., SIGIR 2021, section 6.2): train the query encoder against a fixed document index.
 
 Each step encodes a batch of training queries, retrieves their top-k documents from the index with the
-current query encoder (the real, dynamic hard negatives), labels them with the qrels, appends the relevant
-documents that were not retrieved (ranked after k, as the reference implementation does, so every query has
-a positive) and scores the candidates with the fixed document embeddings. The loss is a LambdaLoss: the
-RankNet loss of every (relevant, non-relevant) candidate pair weighted by |ΔM|, the change of the target
-metric M = MRR@cut when the two swap ranks (zero beyond the cut); without the weight it is plain RankNet
-(the paper's ablation ADORE\\L). Everything is vectorised over the batch.
+current query encoder (the real, dynamic hard negatives), labels them with the qrels and scores the
+candidates with the fixed document embeddings. A query none of whose relevant documents was retrieved gets
+them appended after rank k, so it has pairs to learn from (``append_missing="when_none"``, what the authors'
+code does; ``"all"`` appends every unretrieved relevant document). The loss is a LambdaLoss: the RankNet loss
+of every (relevant, non-relevant) candidate pair weighted by |ΔM|, the change of the target metric
+M = MRR@cut when the two swap ranks (zero beyond the cut); without the weight it is plain RankNet (the paper's
+ablation ADORE\\L). As in the authors' code, a query's loss is the mean over its pairs and the batch's loss
+the mean over queries (``normalize="pairs"``; ``"sum"`` sums each query's pairs, so queries with many pairs
+weigh more). Everything is vectorised over the batch.
 
 With several processes each one encodes and searches its own share of the batch's queries, computes their
 per-query losses and gathers them (:meth:`hardneg.dense.distributed.Replicas.gather`); the loss is the mean
@@ -35,11 +38,22 @@ class Candidates:
     valid: np.ndarray  # bool [B, C]
 
 
-def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray]) -> Candidates:
+APPEND_MISSING = ("when_none", "all")
+NORMALIZE = ("pairs", "sum")
+
+
+def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray], append_missing: str = "when_none"
+                     ) -> Candidates:
     """``retrieved`` [B, k] document rows in rank order (-1 = none); ``relevant_rows[i]`` the relevant rows of
-    query i. Relevant documents missing from the top-k are appended with ranks k+1, k+2, ..."""
+    query i. Relevant documents missing from the top-k are appended with ranks k+1, k+2, ...: for a query none
+    of whose relevant documents was retrieved (``append_missing="when_none"``), or for every query (``"all"``)."""
+    if append_missing not in APPEND_MISSING:
+        raise ValueError(f"append_missing must be one of {APPEND_MISSING}, got {append_missing!r}")
     batch, k = retrieved.shape
     missing = [np.setdiff1d(rel, retrieved[i], assume_unique=False) for i, rel in enumerate(relevant_rows)]
+    if append_missing == "when_none":
+        missing = [extra if len(extra) == len(np.unique(rel)) else extra[:0]
+                   for extra, rel in zip(missing, relevant_rows)]
     width = k + max((len(m) for m in missing), default=0)
     rows = np.full((batch, width), -1, dtype=np.int64)
     rows[:, :k] = retrieved
@@ -64,9 +78,11 @@ def delta_mrr(ranks: torch.Tensor, cut: int) -> torch.Tensor:
 
 
 def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tensor, valid: torch.Tensor, *,
-                cut: int = 200, weighted: bool = True, reduction: str = "mean") -> torch.Tensor:
-    """Σ over (relevant i, non-relevant j) pairs of w_ij · log(1 + exp(s_j − s_i)), averaged over queries
-    (``reduction="mean"``) or per query, [B] (``reduction="none"``: what processes gather).
+                cut: int = 200, weighted: bool = True, normalize: str = "pairs", reduction: str = "mean"
+                ) -> torch.Tensor:
+    """Per query, over its (relevant i, non-relevant j) pairs, the mean (``normalize="pairs"``) or the sum
+    (``"sum"``) of w_ij · log(1 + exp(s_j − s_i)); then the mean over queries (``reduction="mean"``) or the
+    per-query values, [B] (``reduction="none"``: what processes gather). A query without pairs gives 0.
 
     ``w_ij`` = |ΔMRR@cut| with ``weighted``, else 1 (plain RankNet). All inputs are [B, C]. Queries have few
     relevant candidates, so the pairs are laid out as [B, P, C] with P the most relevant candidates of any
@@ -82,6 +98,10 @@ def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tenso
         reciprocal = _reciprocal(ranks, cut)
         losses = losses * (reciprocal.gather(1, positive)[:, :, None] - reciprocal[:, None, :]).abs()
     per_query = (losses * pairs).sum(dim=(1, 2))
+    if normalize == "pairs":
+        per_query = per_query / pairs.sum(dim=(1, 2)).clamp(min=1).to(per_query.dtype)
+    elif normalize != "sum":
+        raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
     if reduction == "none":
         return per_query
     if reduction != "mean":
@@ -92,11 +112,12 @@ def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tenso
 class AdoreMethod:
     """The ADORE training step for the shared trainer: queries only in the batch, documents from the index."""
 
-    def __init__(self, train, query_texts, doc_embeddings: np.ndarray, index, *, top_k: int = 200, cut: int = 200,
-                 weighted: bool = True, temperature: float = 1.0):
+    def __init__(self, train, query_texts, doc_embeddings: np.ndarray, index, *, top_k: int, cut: int,
+                 weighted: bool, normalize: str, append_missing: str, temperature: float):
         self.train, self.query_texts = train, query_texts
         self.doc_embeddings, self.index = doc_embeddings, index
         self.top_k, self.cut, self.weighted, self.temperature = top_k, cut, weighted, temperature
+        self.normalize, self.append_missing = normalize, append_missing
         self.step_timings: dict[str, float] = {}  # wall-clock seconds of the latest loss call, for the job's log
 
     def make_batch(self, queries: np.ndarray, rng: np.random.Generator):
@@ -116,13 +137,13 @@ class AdoreMethod:
         encoded = time.perf_counter()
         _, retrieved = search(self.index, q.detach().float().cpu().numpy(), self.top_k)
         searched = time.perf_counter()
-        cand = build_candidates(retrieved, [self.train.relevant[i] for i in mine])
+        cand = build_candidates(retrieved, [self.train.relevant[i] for i in mine], self.append_missing)
         docs = torch.from_numpy(np.asarray(self.doc_embeddings[np.maximum(cand.rows, 0).ravel()], dtype=np.float32))
         docs = docs.view(*cand.rows.shape, -1).to(device)  # fixed: no gradient reaches the documents
         scores = torch.einsum("bd,bcd->bc", q.float(), docs) / self.temperature
         per_query = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device),
                                 torch.from_numpy(cand.ranks).to(device), torch.from_numpy(cand.valid).to(device),
-                                cut=self.cut, weighted=self.weighted, reduction="none")
+                                cut=self.cut, weighted=self.weighted, normalize=self.normalize, reduction="none")
         loss = replicas.gather(per_query, len(queries)).mean()
         done = time.perf_counter()
         first_relevant = np.where(cand.relevant.any(1), cand.relevant.argmax(1) + 1, 0)

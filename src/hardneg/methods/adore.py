@@ -16,6 +16,8 @@ class AdoreSection:
     top_k: int
     cut: int
     weighted: bool
+    normalize: str
+    append_missing: str
     index: str | None
 
 
@@ -35,6 +37,12 @@ SCHEMA = {
                     "description": "target metric MRR@cut (200 for passages, 10 for documents)"},
             "weighted": {"type": "boolean", "default": True,
                          "description": "weight pairs by |ΔMRR| (false: plain RankNet, ADORE\\L)"},
+            "normalize": {"enum": ["pairs", "sum"], "default": "pairs",
+                          "description": "a query's loss: the mean over its pairs (the authors' code) or their sum "
+                                         "(queries with many pairs weigh more)"},
+            "append_missing": {"enum": ["when_none", "all"], "default": "when_none",
+                               "description": "append unretrieved relevant documents after rank top_k for queries "
+                                              "with none retrieved (the authors' code), or for every query"},
             "index": {"type": ["string", "null"], "default": None,
                       "description": "index factory searched during training (null: the run's index.factory)"},
         },
@@ -57,7 +65,8 @@ def build_step(ctx: StepContext):
     index = load_index(ctx.input("train_index"))
     set_search_params(index, ctx.params["index"]["search_params"])
     return AdoreMethod(ctx.train, ctx.query_texts, np.load(ctx.input("doc_embeddings"), mmap_mode="r"), index,
-                       top_k=adore.top_k, cut=adore.cut, weighted=adore.weighted,
+                       top_k=adore.top_k, cut=adore.cut, weighted=adore.weighted, normalize=adore.normalize,
+                       append_missing=adore.append_missing,
                        temperature=ctx.params["train"]["temperature"])
 
 

@@ -246,3 +246,17 @@ def test_bf16_encoding_is_close_to_fp32(tiny):
     assert cosine.min() > 0.99
     with pytest.raises(ValueError, match="unknown precision"):
         encode_rows(model, texts, rows, "doc", precision="int8")
+
+
+def test_precision_falls_back_to_fp32_where_the_device_cannot_run_it(caplog):
+    from hardneg.dense import precision
+
+    cpu = torch.device("cpu")
+    assert precision.effective(cpu, "fp32") == "fp32"
+    with caplog.at_level("WARNING"):
+        assert precision.effective(cpu, "fp16") == "fp32"
+    assert "fp16 is not supported on cpu" in caplog.text
+    bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    assert precision.effective(cpu, "bf16") == ("bf16" if bf16 else "fp32")
+    with precision.autocast(cpu, "bf16"):
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16 and torch.is_autocast_enabled("cpu")

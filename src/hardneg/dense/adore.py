@@ -109,6 +109,25 @@ def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tenso
     return per_query.mean()
 
 
+def post_search_loss(q: torch.Tensor, retrieved: np.ndarray, relevant_rows: list[np.ndarray], doc_embeddings, *,
+                     cut: int, weighted: bool, normalize: str, append_missing: str, temperature: float = 1.0
+                     ) -> tuple[torch.Tensor, Candidates]:
+    """Everything of an ADORE step after the search: the candidates of each query (``retrieved`` [B, k] rows,
+    relevant documents appended by ``append_missing``), their fixed embeddings gathered from ``doc_embeddings``
+    (any array indexable by rows, e.g. a memory map; no gradient reaches them), the scores against the query
+    vectors ``q`` [B, dim] divided by ``temperature``, and the per-query LambdaLoss [B] (:func:`lambda_loss`,
+    ``reduction="none"``). Returns it with the candidates."""
+    cand = build_candidates(retrieved, relevant_rows, append_missing)
+    docs = torch.from_numpy(np.asarray(doc_embeddings[np.maximum(cand.rows, 0).ravel()], dtype=np.float32))
+    docs = docs.view(*cand.rows.shape, -1).to(q.device)
+    scores = torch.einsum("bd,bcd->bc", q.float(), docs) / temperature
+    device = q.device
+    per_query = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device), torch.from_numpy(cand.ranks).to(device),
+                            torch.from_numpy(cand.valid).to(device), cut=cut, weighted=weighted, normalize=normalize,
+                            reduction="none")
+    return per_query, cand
+
+
 class AdoreMethod:
     """The ADORE training step for the shared trainer: queries only in the batch, documents from the index."""
 
@@ -137,13 +156,10 @@ class AdoreMethod:
         encoded = time.perf_counter()
         _, retrieved = search(self.index, q.detach().float().cpu().numpy(), self.top_k)
         searched = time.perf_counter()
-        cand = build_candidates(retrieved, [self.train.relevant[i] for i in mine], self.append_missing)
-        docs = torch.from_numpy(np.asarray(self.doc_embeddings[np.maximum(cand.rows, 0).ravel()], dtype=np.float32))
-        docs = docs.view(*cand.rows.shape, -1).to(device)  # fixed: no gradient reaches the documents
-        scores = torch.einsum("bd,bcd->bc", q.float(), docs) / self.temperature
-        per_query = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device),
-                                torch.from_numpy(cand.ranks).to(device), torch.from_numpy(cand.valid).to(device),
-                                cut=self.cut, weighted=self.weighted, normalize=self.normalize, reduction="none")
+        per_query, cand = post_search_loss(
+            q, retrieved, [self.train.relevant[i] for i in mine], self.doc_embeddings, cut=self.cut,
+            weighted=self.weighted, normalize=self.normalize, append_missing=self.append_missing,
+            temperature=self.temperature)
         loss = replicas.gather(per_query, len(queries)).mean()
         done = time.perf_counter()
         first_relevant = np.where(cand.relevant.any(1), cand.relevant.argmax(1) + 1, 0)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import nullcontext
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +19,8 @@ import torch
 
 from hardneg import artifacts
 from hardneg.atomic import atomic_path
+from hardneg.dense.precision import autocast as precision_autocast
+from hardneg.dense.precision import effective
 from hardneg.dense.tokenized import TokenizedTexts
 
 log = logging.getLogger(__name__)
@@ -28,15 +29,6 @@ log = logging.getLogger(__name__)
 def shard_range(num_rows: int, shard: int, num_shards: int) -> tuple[int, int]:
     """Rows [lo, hi) of shard ``shard`` (0-based) of ``num_shards`` near-equal contiguous shards."""
     return shard * num_rows // num_shards, (shard + 1) * num_rows // num_shards
-
-
-def _autocast(device: torch.device, precision: str):
-    if precision == "fp32":
-        return nullcontext()
-    if precision not in ("bf16", "fp16"):
-        raise ValueError(f"unknown precision {precision!r}")
-    # On CPU, bf16 runs on the AVX-512 BF16 / AMX units where present; fp16 is a GPU setting.
-    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
 
 
 def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, batch_size: int = 128,
@@ -50,7 +42,7 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
     rows = np.asarray(rows, dtype=np.int64)
     order = np.argsort(-texts.lengths[rows], kind="stable")
     out = np.empty((len(rows), model.dim), dtype=np.float16 if fp16 else np.float32)
-    autocast = _autocast(device, precision)
+    autocast = precision_autocast(device, effective(device, precision))
     model.to(device).eval()
     started, done, last_log = time.perf_counter(), 0, time.perf_counter()
     with torch.inference_mode(), autocast:

@@ -125,14 +125,24 @@ class BiEncoder(nn.Module):
         vector = head(pooled) if head is not None else pooled
         return nn.functional.normalize(vector, dim=-1) if self.normalize else vector
 
-    def encode_queries(self, batch: dict) -> torch.Tensor:
-        return self.encode(batch["input_ids"], batch["attention_mask"], "query")
+    def encode_batch(self, batch, side: str) -> torch.Tensor:
+        """Vectors of a token batch: a dict (``input_ids`` + ``attention_mask``, one padded block) or a
+        :class:`hardneg.dense.tokenized.Chunked` batch (each chunk encoded on its own, the vectors returned in
+        the order of the batch's rows)."""
+        if isinstance(batch, dict):
+            return self.encode(batch["input_ids"], batch["attention_mask"], side)
+        vectors = [self.encode(part["input_ids"], part["attention_mask"], side) for part in batch.parts]
+        return torch.cat(vectors)[batch.inverse]
 
-    def encode_docs(self, batch: dict) -> torch.Tensor:
-        return self.encode(batch["input_ids"], batch["attention_mask"], "doc")
+    def encode_queries(self, batch) -> torch.Tensor:
+        return self.encode_batch(batch, "query")
 
-    def forward(self, queries: dict | None = None, docs: dict | None = None):
-        """Encode a query batch and a document batch (each ``input_ids`` + ``attention_mask``) in one call:
+    def encode_docs(self, batch) -> torch.Tensor:
+        return self.encode_batch(batch, "doc")
+
+    def forward(self, queries=None, docs=None):
+        """Encode a query batch and a document batch (each a dict of ``input_ids`` + ``attention_mask``, or
+        :class:`hardneg.dense.tokenized.Chunked`) in one call:
         ``(query vectors, doc vectors)``, ``None`` for a batch not given. Queries are encoded first.
 
         Training calls the model this way, once per step, because ``DistributedDataParallel`` needs exactly

@@ -215,6 +215,53 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
     return facts
 
 
+CHUNK_GRANULARITY = 8  # chunk sizes are multiples of this (the last may be smaller)
+CHUNK_OVERHEAD_TOKENS = 256  # what one more chunk (one more pass through the encoder) costs, in padded tokens
+
+
+def length_chunks(lengths: np.ndarray, *, granularity: int = CHUNK_GRANULARITY,
+                  overhead: int = CHUNK_OVERHEAD_TOKENS) -> list[np.ndarray]:
+    """Split texts of ``lengths`` into length-homogeneous chunks: the positions of each chunk (longest texts
+    first). The texts are sorted by length, longest first (ties in position order), and cut into runs whose
+    sizes are multiples of ``granularity``, chosen to minimise the padded tokens of all chunks plus
+    ``overhead`` tokens per chunk (exact dynamic programming over the cut points). The plan depends on the
+    lengths alone, so the same batch is always encoded the same way."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    if len(order) <= granularity:
+        return [order]
+    cuts = list(range(0, len(order), granularity)) + [len(order)]  # allowed chunk boundaries
+    widths = lengths[order]
+    best = [0.0] + [float("inf")] * (len(cuts) - 1)  # best[j]: cheapest plan of the first cuts[j] texts
+    back = [0] * len(cuts)
+    for j in range(1, len(cuts)):
+        for i in range(j):
+            cost = best[i] + overhead + (cuts[j] - cuts[i]) * int(widths[cuts[i]])
+            if cost < best[j]:
+                best[j], back[j] = cost, i
+    bounds, j = [], len(cuts) - 1
+    while j > 0:
+        bounds.append((cuts[back[j]], cuts[j]))
+        j = back[j]
+    return [order[lo:hi] for lo, hi in reversed(bounds)]
+
+
+class Chunked:
+    """A batch of texts as length-homogeneous chunks, each ``input_ids`` + ``attention_mask`` trimmed to its
+    longest text (see :func:`length_chunks`). ``inverse`` puts the concatenated per-chunk outputs back in the
+    order the rows were given: ``torch.cat(outputs)[inverse]``."""
+
+    def __init__(self, parts: list[dict], inverse):
+        self.parts, self.inverse = parts, inverse
+
+    def to(self, device, non_blocking: bool = False) -> "Chunked":
+        return Chunked([{k: v.to(device, non_blocking=non_blocking) for k, v in part.items()} for part in self.parts],
+                       self.inverse.to(device, non_blocking=non_blocking))
+
+    def __len__(self) -> int:
+        return len(self.inverse)
+
+
 class TokenizedTexts:
     """One memory-mapped text set of the cache; yields padded-to-batch-maximum tensors for any rows."""
 
@@ -237,6 +284,21 @@ class TokenizedTexts:
         ids = torch.from_numpy(np.ascontiguousarray(self.ids[rows, :width]).astype(np.int64))
         mask = (torch.arange(width)[None, :] < torch.from_numpy(self.lengths[rows].astype(np.int64))[:, None]).long()
         return {"input_ids": ids, "attention_mask": mask}
+
+    def chunked(self, rows: np.ndarray, *, granularity: int = CHUNK_GRANULARITY,
+                overhead: int = CHUNK_OVERHEAD_TOKENS) -> "Chunked":
+        """The texts of ``rows`` as length-homogeneous chunks (:func:`length_chunks`): far less padding than one
+        block padded to the longest text when lengths vary. Encoding the chunks and reordering the outputs with
+        ``inverse`` gives the vectors of one padded block, up to floating-point rounding (attention masks
+        padding out exactly); with dropout on, the masks drawn differ with the layout."""
+        import torch
+
+        rows = np.asarray(rows)
+        chunks = length_chunks(self.lengths[rows], granularity=granularity, overhead=overhead)
+        order = np.concatenate(chunks)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return Chunked([self.batch(rows[positions]) for positions in chunks], torch.from_numpy(inverse))
 
 
 def cache_key(tokenizer_source: str, doc_max_length: int, query_max_length: int) -> str:

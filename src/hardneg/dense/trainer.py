@@ -1,9 +1,10 @@
 """The trainer every method shares.
 
 AdamW or LAMB (``pytorch_optimizer``), linear warm-up then linear decay, gradient accumulation, gradient
-clipping, fp16/bf16 autocast and gradient checkpointing on GPU, seeded data order, periodic checkpoints with
-resume, several processes (``DistributedDataParallel``, see :mod:`hardneg.dense.distributed`), and a per-step
-log of loss, learning rate, pre-clip gradient norm and whatever the method and the events add.
+clipping, bf16 autocast (GPU, or CPU with bf16 instructions; :mod:`hardneg.dense.precision`), fp16 autocast and
+gradient checkpointing on GPU, seeded data order, periodic checkpoints with resume, several processes
+(``DistributedDataParallel``, see :mod:`hardneg.dense.distributed`), and a per-step log of loss, learning rate,
+pre-clip gradient norm and whatever the method and the events add.
 
 Extension points:
 
@@ -50,7 +51,7 @@ import torch
 
 from hardneg import stop
 from hardneg.config import section_values
-from hardneg.dense import checkpoint
+from hardneg.dense import checkpoint, precision
 from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class TrainConfig:
     warmup_ratio: float
     grad_accumulation: int
     max_grad_norm: float | None
-    precision: str  # fp32 | fp16 | bf16 (autocast on GPU)
+    precision: str  # fp32 | fp16 | bf16 (autocast where the device runs it, see hardneg.dense.precision)
     gradient_checkpointing: bool
     checkpoint_every: int  # optimiser steps; 0 = none
     log_every: int
@@ -180,10 +181,7 @@ class Trainer:
         self.replicas = replicas
         self.device = replicas.device or resolve_device(device)
         self.callbacks = list(callbacks)
-        self.precision = config.precision
-        if self.device.type != "cuda" and self.precision != "fp32":
-            log.warning("precision %s needs a GPU; training in fp32 on %s", self.precision, self.device)
-            self.precision = "fp32"
+        self.precision = precision.effective(self.device, config.precision)
         self.total_steps, self.step, self.epoch, self.batches = 0, 0, 0, []
         self.wall_clock = WallClock()  # seconds per part of a step, this process's steps only
 
@@ -212,10 +210,7 @@ class Trainer:
 
     # --------------------------------------------------------------------------------------- checkpoints
     def _autocast(self):
-        if self.precision == "fp32":
-            return nullcontext()
-        dtype = torch.float16 if self.precision == "fp16" else torch.bfloat16
-        return torch.autocast(device_type=self.device.type, dtype=dtype)
+        return precision.autocast(self.device, self.precision)
 
     def _save(self, state: dict) -> None:
         checkpoint.save_checkpoint(self.checkpoint_dir, state, fingerprint=self.fingerprint,

@@ -132,3 +132,20 @@ def test_configfile_replaces_the_default_config(tmp_path, capsys):
 def test_every_shipped_config_stands_alone(name, capsys):
     """Each file of config/ is complete on its own, as --configfile reads it (nothing merged from another)."""
     assert main(["check-config", str(REPO / "config" / name)]) == 0, capsys.readouterr().err
+
+
+def test_msmarco_runs_score_as_the_papers_models():
+    """config/msmarco.yaml trains STAR and ADORE with the papers' head: CLS → linear → LayerNorm (768), the raw
+    dot product (no normalisation, temperature 1), the RankNet loss, and ADORE's loss as the authors computed it."""
+    from hardneg.config import load_config_files
+
+    config = load_config_files(REPO / "config" / "msmarco.yaml")
+    for name in ("warmup", "star", "adore_star"):
+        params = config["runs"][name]["params"]
+        model = params["model"]
+        assert (model["pooling"], model["projection_dim"], model["normalize"]) == ("cls", 768, False), name
+        assert params["train"]["temperature"] == 1.0, name
+    for name in ("warmup", "star"):
+        assert config["runs"][name]["params"]["train"]["loss"] == "ranknet"
+    adore = config["runs"]["adore_star"]["params"]["adore"]
+    assert (adore["normalize"], adore["append_missing"], adore["cut"]) == ("pairs", "when_none", 200)

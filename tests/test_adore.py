@@ -193,3 +193,59 @@ def test_the_variants_differ_from_the_authors_loss_where_they_should():
         lambda_loss(scores, *args, normalize="max")
     with pytest.raises(ValueError, match="append_missing"):
         build_candidates(retrieved, relevant_rows, append_missing="some")
+
+
+@pytest.mark.parametrize("append_missing", ["when_none", "all"])
+def test_candidates_match_a_per_query_reading_of_the_rule(append_missing):
+    """The vectorised candidates against the rule read query by query, on random batches with repeated,
+    retrieved, partly retrieved and unretrieved relevant documents and -1 gaps in the retrieved lists."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        batch, k = 12, 15
+        retrieved = np.stack([rng.permutation(60)[:k] for _ in range(batch)])
+        retrieved[rng.random((batch, k)) < 0.05] = -1
+        relevant = [np.concatenate([rng.choice(retrieved[i], rng.integers(0, 3)),
+                                    rng.integers(0, 60, rng.integers(0, 3))]) for i in range(batch)]
+        relevant = [r[r >= 0] if len(r[r >= 0]) else np.array([rng.integers(0, 60)]) for r in relevant]
+        cand = build_candidates(retrieved, relevant, append_missing)
+        for i, rel in enumerate(relevant):
+            unretrieved = np.setdiff1d(rel, retrieved[i])
+            if append_missing == "when_none" and len(unretrieved) < len(np.unique(rel)):
+                unretrieved = unretrieved[:0]
+            row = cand.rows[i]
+            assert row[:k].tolist() == retrieved[i].tolist()
+            assert row[k:k + len(unretrieved)].tolist() == unretrieved.tolist()
+            assert (row[k + len(unretrieved):] == -1).all()
+            assert cand.relevant[i].tolist() == (np.isin(row, rel) & (row >= 0)).tolist()
+            assert cand.valid[i].tolist() == (row >= 0).tolist()
+
+
+@pytest.mark.parametrize("from_search", [False, True])
+def test_candidate_scores_and_gradient_equal_a_gathered_einsum(from_search):
+    """Scores of the candidates (gathered a few queries at a time, or taken from an exact search with only the
+    appended ones computed) and the gradient reaching the queries equal those of one gathered [B, C, D] block."""
+    from hardneg.dense.adore import GROUP, candidate_scores
+
+    rng = np.random.default_rng(2)
+    docs = rng.standard_normal((400, 24)).astype(np.float32)
+    q0 = rng.standard_normal((2 * GROUP + 1, 24)).astype(np.float32)
+    exact = q0 @ docs.T
+    retrieved = np.argsort(-exact, axis=1)[:, :30]
+    relevant = [np.array([retrieved[i, i]]) if i % 2 else np.array([399 - i, 5]) for i in range(len(q0))]
+    cand = build_candidates(retrieved, relevant, "when_none")
+    assert cand.rows.shape[1] > 30  # some relevant documents were appended
+    search = np.take_along_axis(exact, retrieved, 1) if from_search else None
+    weights = torch.from_numpy(rng.standard_normal(cand.rows.shape).astype(np.float32))
+
+    q = torch.from_numpy(q0).requires_grad_()
+    scores = candidate_scores(q, docs, cand, search)
+    (scores * weights).sum().backward()
+    reference_q = torch.from_numpy(q0).requires_grad_()
+    block = torch.from_numpy(docs[np.maximum(cand.rows, 0)])
+    reference = torch.einsum("bd,bcd->bc", reference_q, block)
+    (reference * weights).sum().backward()
+    assert torch.allclose(scores, reference, rtol=1e-5, atol=1e-5)
+    assert torch.allclose(q.grad, reference_q.grad, rtol=1e-5, atol=1e-5)
+    # float16 embeddings (encode.fp16) are read as float32
+    half = candidate_scores(torch.from_numpy(q0), docs.astype(np.float16), cand)
+    assert half.dtype == torch.float32 and torch.allclose(half, reference.detach(), atol=0.05)

@@ -69,15 +69,15 @@ def test_overhead_trades_chunks_for_padding():
 
 def _step(model, method, batch, queries, corpus, chunked: bool):
     """Loss and gradients of one STAR step (RankNet over every query against every batch document): through the
-    method itself (chunks), or by hand over one block padded to the longest text. Scores are float32 either way,
-    as in the method."""
+    method itself (chunks), or by hand over one block padded to the longest text. Scores are in the encoder's
+    precision (float32 at least) either way, as in the method."""
     model.zero_grad()
     if chunked:
         loss, _ = method.loss(model, batch, torch.device("cpu"))
     else:
         q = model.encode_queries(queries.batch(batch.query_rows))
         d = model.encode_docs(corpus.batch(batch.doc_rows))
-        loss = LOSSES["ranknet"]((q @ d.T).float(), torch.from_numpy(batch.positive), torch.from_numpy(batch.relevant))
+        loss = LOSSES["ranknet"](q @ d.T, torch.from_numpy(batch.positive), torch.from_numpy(batch.relevant))
     loss.backward()
     return float(loss.detach()), {n: p.grad.double().clone() for n, p in model.named_parameters() if p.grad is not None}
 
@@ -89,12 +89,11 @@ def _distance(a: dict, b: dict) -> float:
 
 
 def test_chunked_loss_and_gradients_equal_one_padded_block(tiny):
-    """Chunks give the loss, gradients and vectors of one padded block, with dropout off (its masks are drawn
-    per layout). With a float64 encoder the two agree to 1e-5 for every parameter (scores are float32 in both), so
-    the arithmetic is the same; in float32, as
-    trained, the loss and vectors agree to 1e-5 and the gradients are as close to the float64 gradients as the
-    padded block's own (a tiny random model has gradients that cancel to nearly zero, such as the attention
-    keys' bias, where float32 rounding of any layout shows)."""
+    """Chunks give the loss, gradients and vectors of one padded block, with dropout off (its masks are drawn per
+    layout). With a float64 encoder the two agree to 1e-9 for every parameter, so the arithmetic is the same; in
+    float32, as trained, the loss and vectors agree to 1e-5 and the gradients are as close to the float64
+    gradients as the padded block's own (a tiny random model has gradients that cancel to nearly zero, such as
+    the attention keys' bias, where float32 rounding of any layout shows)."""
     params = validate_params({"model": {"builtin": {"hidden_size": 32, "num_hidden_layers": 2,
                                                     "num_attention_heads": 2, "intermediate_size": 64},
                                         "doc_max_length": 160, "query_max_length": 16, "pooling": "cls",
@@ -122,10 +121,64 @@ def test_chunked_loss_and_gradients_equal_one_padded_block(tiny):
     loss64, chunked64 = _step(model, method, batch, queries, corpus, chunked=True)
     block_loss64, block64 = _step(model, method, batch, queries, corpus, chunked=False)
 
-    assert abs(loss64 - block_loss64) <= 1e-6 * abs(block_loss64)
-    assert _distance(chunked64, block64) <= 1e-6
+    assert abs(loss64 - block_loss64) <= 1e-12 * abs(block_loss64)
+    assert _distance(chunked64, block64) <= 1e-10
     for name, grad in block64.items():
-        assert float((chunked64[name] - grad).abs().max()) <= 1e-5 * float(grad.abs().max()) + 1e-15, name
+        assert float((chunked64[name] - grad).abs().max()) <= 1e-9 * float(grad.abs().max()) + 1e-18, name
     assert abs(loss32 - block_loss32) <= 1e-5 * abs(block_loss32)
     assert float((by_chunks - by_block).abs().max()) <= 1e-5 * float(by_block.abs().max())  # in the batch's order
     assert _distance(chunked32, block64) <= 2 * _distance(block32, block64) + 1e-6
+
+
+class _FixedVectors(torch.nn.Module):
+    """A stand-in encoder returning fixed float32 vectors of large inner products (as a fresh model's LayerNorm
+    outputs give), to look at the scoring alone."""
+
+    def __init__(self, queries: int, docs: int, dim: int = 64):
+        super().__init__()
+        generator = torch.Generator().manual_seed(0)
+        self.q = torch.nn.Parameter(4 + torch.randn(queries, dim, generator=generator))
+        self.d = torch.nn.Parameter(4 + torch.randn(docs, dim, generator=generator))
+
+    def forward(self, queries=None, docs=None):
+        return self.q, self.d
+
+
+def test_scores_stay_float32_under_bf16_autocast(tiny):
+    """Scores near 1,000 are 4 apart in bf16: under autocast the method still scores in float32, so the loss and
+    gradient are those of float32 scoring (STAR's step, and ADORE's scoring after the search)."""
+    from hardneg.dense.adore import post_search_loss
+    from hardneg.dense.precision import autocast
+
+    queries, corpus = TokenizedTexts(tiny["cache"], "queries_train"), TokenizedTexts(tiny["cache"], "corpus")
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
+    data = TrainQueries(qrels, queries.row_ids, corpus.row_ids)
+    method = ContrastiveMethod(data, queries, corpus, negatives=RandomNegatives(data), per_query=1,
+                               loss="ranknet", temperature=1.0)
+    batch = method.make_batch(np.arange(16), np.random.default_rng(0))
+    model = _FixedVectors(16, 32)
+    results = []
+    for precision in ("fp32", "bf16"):
+        model.zero_grad()
+        with autocast(torch.device("cpu"), precision):
+            loss, _ = method.loss(model, batch, torch.device("cpu"))
+        loss.backward()
+        results.append((float(loss.detach()), model.q.grad.clone()))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+    assert torch.allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-8)
+
+    rng = np.random.default_rng(1)
+    docs = (4 + rng.standard_normal((500, 64))).astype(np.float32)
+    retrieved = np.stack([rng.permutation(500)[:50] for _ in range(8)])
+    relevant = [retrieved[i, [3 * i]] for i in range(8)]
+    values = []
+    for precision in ("fp32", "bf16"):
+        q = torch.from_numpy((4 + rng.standard_normal((8, 64))).astype(np.float32)) if not values else values[0][2]
+        q = q.detach().requires_grad_()
+        with autocast(torch.device("cpu"), precision):
+            per_query, _ = post_search_loss(q, retrieved, relevant, docs, cut=50, weighted=True, normalize="pairs",
+                                            append_missing="when_none")
+        per_query.mean().backward()
+        values.append((float(per_query.mean().detach()), q.grad.clone(), q.detach()))
+    assert values[0][0] == pytest.approx(values[1][0], rel=1e-6)
+    assert torch.allclose(values[0][1], values[1][1], rtol=1e-5, atol=1e-9)

@@ -19,6 +19,7 @@ over the whole batch, as in one process.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,25 +46,34 @@ NORMALIZE = ("pairs", "sum")
 def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray], append_missing: str = "when_none"
                      ) -> Candidates:
     """``retrieved`` [B, k] document rows in rank order (-1 = none); ``relevant_rows[i]`` the relevant rows of
-    query i. Relevant documents missing from the top-k are appended with ranks k+1, k+2, ...: for a query none
-    of whose relevant documents was retrieved (``append_missing="when_none"``), or for every query (``"all"``)."""
+    query i. Relevant documents missing from the top-k are appended with ranks k+1, k+2, ... (in row order):
+    for a query none of whose relevant documents was retrieved (``append_missing="when_none"``), or for
+    every query (``"all"``). Vectorised over the batch."""
     if append_missing not in APPEND_MISSING:
         raise ValueError(f"append_missing must be one of {APPEND_MISSING}, got {append_missing!r}")
     batch, k = retrieved.shape
-    missing = [np.setdiff1d(rel, retrieved[i], assume_unique=False) for i, rel in enumerate(relevant_rows)]
+    deduplicated = [np.unique(np.asarray(rel, dtype=np.int64)) for rel in relevant_rows]
+    wanted = np.full((batch, max((len(r) for r in deduplicated), default=0)), -2, dtype=np.int64)  # -2: padding
+    for i, rel in enumerate(deduplicated):
+        wanted[i, :len(rel)] = rel
+    hits = retrieved[:, :, None] == wanted[:, None, :]  # [B, k, r]
+    found = hits.any(1)  # [B, r]: relevant document retrieved
+    missing = (wanted >= 0) & ~found
     if append_missing == "when_none":
-        missing = [extra if len(extra) == len(np.unique(rel)) else extra[:0]
-                   for extra, rel in zip(missing, relevant_rows)]
-    width = k + max((len(m) for m in missing), default=0)
+        missing &= ~found.any(1, keepdims=True)
+    extra = missing.sum(1)
+    width = k + int(extra.max(initial=0))
     rows = np.full((batch, width), -1, dtype=np.int64)
     rows[:, :k] = retrieved
-    for i, extra in enumerate(missing):
-        rows[i, k:k + len(extra)] = extra
+    first = np.argsort(~missing, axis=1, kind="stable")  # each query's missing ones first, in row order
+    appended = np.take_along_axis(wanted, first, 1)[:, :width - k]
+    keep = np.arange(width - k)[None, :] < extra[:, None]
+    rows[:, k:] = np.where(keep, appended, -1)
     valid = rows >= 0
     ranks = np.broadcast_to(np.arange(1, width + 1, dtype=np.int64), (batch, width)).copy()
     relevant = np.zeros((batch, width), dtype=bool)
-    for i, rel in enumerate(relevant_rows):
-        relevant[i] = np.isin(rows[i], rel) & valid[i]
+    relevant[:, :k] = hits.any(2) & (retrieved >= 0)
+    relevant[:, k:] = keep
     return Candidates(rows, relevant, ranks, valid)
 
 
@@ -109,18 +119,88 @@ def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tenso
     return per_query.mean()
 
 
+GROUP = 4  # queries whose candidate embeddings are gathered together (a few MB, in cache) to score them
+
+
+def embeddings_tensor(doc_embeddings) -> torch.Tensor:
+    """A tensor view (no copy) of fixed document embeddings: a NumPy array or memory map, float32 or float16."""
+    if isinstance(doc_embeddings, torch.Tensor):
+        return doc_embeddings
+    with warnings.catch_warnings():  # a read-only memory map: the view is only ever read
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(np.asarray(doc_embeddings))
+
+
+class _CandidateScores(torch.autograd.Function):
+    """Inner products of query vectors [B, D] with their candidates' fixed embeddings (rows [B, C]), with the
+    gradient reaching the queries only, computed where the embeddings are (the small inputs and results move).
+
+    Forward: scores given in ``known`` (not NaN; an exact index has just computed them during the search) are
+    taken as they are, the others computed a few queries at a time (:data:`GROUP`), so no [B, C, D] block is
+    written out. Backward: the gradient of query b is the sum of its candidates' embeddings weighted by the
+    scores' gradients, one ``embedding_bag`` (which reads each embedding once, gathering nothing)."""
+
+    @staticmethod
+    def forward(ctx, q, embeddings, rows, known):
+        ctx.save_for_backward(rows)
+        ctx.embeddings = embeddings
+        where = embeddings.device
+        queries = q.detach().to(where, torch.float32)
+        scores = (torch.empty(rows.shape, dtype=torch.float32, device=where) if known is None
+                  else known.to(where, copy=True))
+        todo = None if known is None else torch.isnan(scores)
+        if todo is None or bool(todo.all()):
+            for lo in range(0, len(rows), GROUP):
+                block = embeddings.index_select(0, rows[lo:lo + GROUP].reshape(-1)).view(*rows[lo:lo + GROUP].shape, -1)
+                scores[lo:lo + GROUP] = (block.float() * queries[lo:lo + GROUP, None, :]).sum(-1)
+        elif bool(todo.any()):  # the few candidates the search did not return (appended relevant documents)
+            at = todo.nonzero(as_tuple=True)
+            scores[at] = (embeddings.index_select(0, rows[at]).float() * queries[at[0]]).sum(-1)
+        return scores.to(q.device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (rows,) = ctx.saved_tensors
+        embeddings = ctx.embeddings
+        weights = grad.to(embeddings.device, torch.float32)
+        if embeddings.dtype == torch.float32:
+            grad_q = F.embedding_bag(rows, embeddings, per_sample_weights=weights, mode="sum")
+        else:  # float16 embeddings (encode.fp16): summed in float32
+            grad_q = torch.empty((len(rows), embeddings.shape[1]), dtype=torch.float32, device=embeddings.device)
+            for lo in range(0, len(rows), GROUP):
+                block = embeddings.index_select(0, rows[lo:lo + GROUP].reshape(-1)).view(*rows[lo:lo + GROUP].shape, -1)
+                grad_q[lo:lo + GROUP] = torch.bmm(weights[lo:lo + GROUP, None, :], block.float()).squeeze(1)
+        return grad_q.to(grad.device), None, None, None
+
+
+def candidate_scores(q: torch.Tensor, doc_embeddings, cand: Candidates, search_scores: np.ndarray | None = None
+                     ) -> torch.Tensor:
+    """Scores [B, C] of every candidate of ``cand`` against the query vectors ``q`` [B, D] (float32), using the
+    fixed ``doc_embeddings`` (padding positions score against row 0; they are masked out of the loss). With
+    ``search_scores`` [B, k] from an exact inner-product search of these embeddings, the top-k scores are taken
+    from it and only appended candidates are computed."""
+    embeddings = embeddings_tensor(doc_embeddings)
+    rows = torch.from_numpy(np.maximum(cand.rows, 0)).to(embeddings.device)
+    known = None
+    if search_scores is not None:
+        filled = np.full(cand.rows.shape, np.nan, dtype=np.float32)
+        filled[:, :search_scores.shape[1]] = search_scores
+        known = torch.from_numpy(filled)
+    return _CandidateScores.apply(q, embeddings, rows, known)
+
+
 def post_search_loss(q: torch.Tensor, retrieved: np.ndarray, relevant_rows: list[np.ndarray], doc_embeddings, *,
-                     cut: int, weighted: bool, normalize: str, append_missing: str, temperature: float = 1.0
-                     ) -> tuple[torch.Tensor, Candidates]:
+                     cut: int, weighted: bool, normalize: str, append_missing: str, temperature: float = 1.0,
+                     search_scores: np.ndarray | None = None) -> tuple[torch.Tensor, Candidates]:
     """Everything of an ADORE step after the search: the candidates of each query (``retrieved`` [B, k] rows,
-    relevant documents appended by ``append_missing``), their fixed embeddings gathered from ``doc_embeddings``
-    (any array indexable by rows, e.g. a memory map; no gradient reaches them), the scores against the query
-    vectors ``q`` [B, dim] divided by ``temperature``, and the per-query LambdaLoss [B] (:func:`lambda_loss`,
-    ``reduction="none"``). Returns it with the candidates."""
+    relevant documents appended by ``append_missing``), their scores against the query vectors ``q`` [B, dim]
+    with the fixed ``doc_embeddings`` (any array indexable by rows, e.g. a memory map; no gradient reaches
+    them; ``search_scores``: the search's own scores, when it was exact, see :func:`candidate_scores`) divided
+    by ``temperature``, and the per-query LambdaLoss [B] (:func:`lambda_loss`, ``reduction="none"``). Returns
+    it with the candidates."""
     cand = build_candidates(retrieved, relevant_rows, append_missing)
-    docs = torch.from_numpy(np.asarray(doc_embeddings[np.maximum(cand.rows, 0).ravel()], dtype=np.float32))
-    docs = docs.view(*cand.rows.shape, -1).to(q.device)
-    scores = torch.einsum("bd,bcd->bc", q.float(), docs) / temperature
+    with torch.autocast(q.device.type, enabled=False):  # float32 scores under bf16/fp16 autocast too
+        scores = candidate_scores(q.float(), doc_embeddings, cand, search_scores) / temperature
     device = q.device
     per_query = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device), torch.from_numpy(cand.ranks).to(device),
                             torch.from_numpy(cand.valid).to(device), cut=cut, weighted=weighted, normalize=normalize,
@@ -134,7 +214,10 @@ class AdoreMethod:
     def __init__(self, train, query_texts, doc_embeddings: np.ndarray, index, *, top_k: int, cut: int,
                  weighted: bool, normalize: str, append_missing: str, temperature: float):
         self.train, self.query_texts = train, query_texts
-        self.doc_embeddings, self.index = doc_embeddings, index
+        from hardneg.index import is_exact
+
+        self.doc_embeddings, self.index = embeddings_tensor(doc_embeddings), index
+        self.exact_index = is_exact(index)  # its search scores are the candidates' scores (no recomputation)
         self.top_k, self.cut, self.weighted, self.temperature = top_k, cut, weighted, temperature
         self.normalize, self.append_missing = normalize, append_missing
         self.step_timings: dict[str, float] = {}  # wall-clock seconds of the latest loss call, for the job's log
@@ -154,12 +237,12 @@ class AdoreMethod:
         batch = {k: v.to(device) for k, v in self.query_texts.batch(self.train.query_rows[mine]).items()}
         q, _ = model(queries=batch)
         encoded = time.perf_counter()
-        _, retrieved = search(self.index, q.detach().float().cpu().numpy(), self.top_k)
+        scores, retrieved = search(self.index, q.detach().float().cpu().numpy(), self.top_k)
         searched = time.perf_counter()
         per_query, cand = post_search_loss(
             q, retrieved, [self.train.relevant[i] for i in mine], self.doc_embeddings, cut=self.cut,
             weighted=self.weighted, normalize=self.normalize, append_missing=self.append_missing,
-            temperature=self.temperature)
+            temperature=self.temperature, search_scores=scores if self.exact_index else None)
         loss = replicas.gather(per_query, len(queries)).mean()
         done = time.perf_counter()
         first_relevant = np.where(cand.relevant.any(1), cand.relevant.argmax(1) + 1, 0)

@@ -20,7 +20,7 @@ import torch
 from hardneg import artifacts
 from hardneg.atomic import atomic_path
 from hardneg.dense.precision import autocast as precision_autocast
-from hardneg.dense.precision import effective
+from hardneg.dense.precision import attention_kernels, effective
 from hardneg.dense.tokenized import TokenizedTexts
 
 log = logging.getLogger(__name__)
@@ -31,12 +31,17 @@ def shard_range(num_rows: int, shard: int, num_shards: int) -> tuple[int, int]:
     return shard * num_rows // num_shards, (shard + 1) * num_rows // num_shards
 
 
+FLUSH_ROWS = 32768  # vectors kept on the device before one copy back to the host
+
+
 def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, batch_size: int = 128,
                 device: str | torch.device = "cpu", fp16: bool = False, precision: str = "fp32") -> np.ndarray:
     """Vectors of ``rows`` (in the order given), stored as float32, or float16 with ``fp16``.
 
     Rows are encoded longest first in batches trimmed to their longest member, which removes most padding.
-    ``precision`` is the compute precision: ``fp32``, or ``bf16``/``fp16`` autocast.
+    ``precision`` is the compute precision: ``fp32``, or ``bf16``/``fp16`` autocast. On a GPU, batches go over
+    from pinned memory without waiting, and vectors come back every :data:`FLUSH_ROWS` rows rather than after
+    each batch, so the host prepares the next batches while the GPU computes.
     """
     device = torch.device(device)
     rows = np.asarray(rows, dtype=np.int64)
@@ -44,17 +49,29 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
     out = np.empty((len(rows), model.dim), dtype=np.float16 if fp16 else np.float32)
     autocast = precision_autocast(device, effective(device, precision))
     model.to(device).eval()
+    cuda = device.type == "cuda"
     started, done, last_log = time.perf_counter(), 0, time.perf_counter()
-    with torch.inference_mode(), autocast:
+    pending: list[tuple[np.ndarray, torch.Tensor]] = []
+
+    def flush() -> None:
+        for positions, vectors in pending:
+            out[positions] = vectors.float().cpu().numpy().astype(out.dtype, copy=False)
+        pending.clear()
+
+    with torch.inference_mode(), autocast, attention_kernels(device):
         for lo in range(0, len(order), batch_size):
             positions = order[lo:lo + batch_size]
-            batch = {k: v.to(device) for k, v in texts.batch(rows[positions]).items()}
-            vectors = model.encode(batch["input_ids"], batch["attention_mask"], side)
-            out[positions] = vectors.float().cpu().numpy().astype(out.dtype, copy=False)
+            batch = texts.batch(rows[positions])
+            if cuda:
+                batch = {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
+            pending.append((positions, model.encode(batch["input_ids"], batch["attention_mask"], side)))
             done += len(positions)
+            if len(pending) * batch_size >= FLUSH_ROWS or not cuda:
+                flush()
             if time.perf_counter() - last_log > 10:
                 last_log = time.perf_counter()
                 log.info("encoded %d / %d (%.0f per second)", done, len(rows), done / (last_log - started))
+        flush()
     rate = len(rows) / max(time.perf_counter() - started, 1e-9)
     log.info("encoded %d %s texts at %.1f per second", len(rows), side, rate)
     return out

@@ -69,7 +69,9 @@ class ContrastiveMethod:
         q, d = model(queries=self.query_texts.chunked(query_rows).to(device, non_blocking=True),
                      docs=self.doc_texts.chunked(doc_rows).to(device, non_blocking=True))
         q, d = replicas.gather(q, len(batch.query_rows)), replicas.gather(d, len(batch.doc_rows))
-        scores = (q @ d.T).float() / self.temperature
+        exact = torch.promote_types(q.dtype, torch.float32)  # at least float32: bf16 rounds big scores by units
+        with torch.autocast(torch.device(device).type, enabled=False):
+            scores = (q.to(exact) @ d.to(exact).T) / self.temperature
         positive = torch.from_numpy(batch.positive).to(device)
         relevant = torch.from_numpy(batch.relevant).to(device)
         loss = LOSSES[self.loss_name](scores, positive, relevant)

@@ -1,13 +1,19 @@
-"""Compute precision: fp32, or bf16 / fp16 autocast where the device runs it.
+"""How tensors are computed: the precision (fp32, or bf16 / fp16 autocast where the device runs it) and, on a
+GPU, the attention kernels.
 
 bf16 runs on GPUs that support it and on CPUs with bf16 instructions (AVX-512 BF16 or AMX, through oneDNN);
 fp16 on GPUs only. A precision the device cannot run falls back to fp32, with a warning saying so.
+
+Batches trimmed to their longest text (encoding) or cut into length-homogeneous chunks (training) come in many
+shapes. cuDNN's fused attention builds an execution plan for every new shape, which costs more than the
+attention itself until every shape has been seen, so on a GPU :func:`attention_kernels` leaves scaled
+dot-product attention to the flash and memory-efficient kernels, which take any shape as it comes.
 """
 
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import torch
 
@@ -39,3 +45,18 @@ def autocast(device: torch.device, precision: str):
     if precision == "fp32":
         return nullcontext()
     return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+@contextmanager
+def attention_kernels(device: torch.device):
+    """Within it, scaled dot-product attention on ``device`` (a GPU) does not use cuDNN's kernels (see the
+    module docstring); the previous setting comes back afterwards. Nothing changes on CPU."""
+    if device.type != "cuda":
+        yield
+        return
+    previous = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(previous)

@@ -235,7 +235,9 @@ class Trainer:
     def fit(self) -> list[dict]:
         """Train; return the per-step log (step, epoch, loss, lr, grad_norm, the method's statistics and the
         events' columns; no wall-clock times, see :class:`WallClock`). Every rank returns the same log."""
-        with stop.deferred():  # SIGTERM/SIGINT: stop after the current step, with a checkpoint
+        # SIGTERM/SIGINT: stop after the current step, with a checkpoint; on a GPU, attention kernels that take
+        # the many shapes of chunked batches without a per-shape plan (hardneg.dense.precision)
+        with stop.deferred(), precision.attention_kernels(self.device):
             return self._fit()
 
     def _fit(self) -> list[dict]:

@@ -6,7 +6,7 @@ does not pay for it.
 
 from hardneg.index.naming import slug
 
-_FAISS_FUNCTIONS = ("build_index", "load_index", "save_index", "run_table", "search", "search_run",
+_FAISS_FUNCTIONS = ("build_index", "is_exact", "load_index", "save_index", "run_table", "search", "search_run",
                     "set_search_params")
 
 

@@ -244,6 +244,13 @@ def load_index(path: str | os.PathLike) -> faiss.Index:
     return faiss.read_index(str(path))
 
 
+def is_exact(index: faiss.Index) -> bool:
+    """Whether ``index`` scores by the exact inner product of the vectors it was built from (``Flat``), so that
+    its search scores are the scores themselves rather than approximations."""
+    index = faiss.downcast_index(index)
+    return isinstance(index, faiss.IndexFlat) and index.metric_type == faiss.METRIC_INNER_PRODUCT
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # searching
 

@@ -182,3 +182,14 @@ def test_scores_stay_float32_under_bf16_autocast(tiny):
         values.append((float(per_query.mean().detach()), q.grad.clone(), q.detach()))
     assert values[0][0] == pytest.approx(values[1][0], rel=1e-6)
     assert torch.allclose(values[0][1], values[1][1], rtol=1e-5, atol=1e-9)
+
+
+def test_a_chunk_costs_more_on_a_gpu():
+    from hardneg.dense.tokenized import CHUNK_OVERHEAD_TOKENS, GPU_CHUNK_OVERHEAD_TOKENS, chunk_overhead
+
+    assert chunk_overhead(torch.device("cpu")) == CHUNK_OVERHEAD_TOKENS
+    assert chunk_overhead("cuda:0") == chunk_overhead(torch.device("cuda")) == GPU_CHUNK_OVERHEAD_TOKENS
+    lengths = np.concatenate([np.full(32, 500), np.full(32, 60)])
+    assert len(length_chunks(lengths, overhead=chunk_overhead("cpu"))) == 2
+    assert len(length_chunks(lengths, overhead=chunk_overhead("cuda"))) == 2  # 32 × 440 tokens of padding saved
+    assert len(length_chunks(np.concatenate([np.full(32, 200), np.full(32, 100)]), overhead=chunk_overhead("cuda"))) == 1

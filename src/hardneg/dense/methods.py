@@ -32,7 +32,7 @@ import torch
 from hardneg.dense.data import NegativeSource, TrainQueries
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.losses import LOSSES
-from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.dense.tokenized import TokenizedTexts, chunk_overhead
 
 
 @dataclass
@@ -66,8 +66,9 @@ class ContrastiveMethod:
         """The loss of the global batch (the same value on every rank) and batch statistics."""
         query_rows = batch.query_rows[replicas.local(len(batch.query_rows))]
         doc_rows = batch.doc_rows[replicas.local(len(batch.doc_rows))]
-        q, d = model(queries=self.query_texts.chunked(query_rows).to(device, non_blocking=True),
-                     docs=self.doc_texts.chunked(doc_rows).to(device, non_blocking=True))
+        overhead = chunk_overhead(device)
+        q, d = model(queries=self.query_texts.chunked(query_rows, overhead=overhead).to(device, non_blocking=True),
+                     docs=self.doc_texts.chunked(doc_rows, overhead=overhead).to(device, non_blocking=True))
         q, d = replicas.gather(q, len(batch.query_rows)), replicas.gather(d, len(batch.doc_rows))
         exact = torch.promote_types(q.dtype, torch.float32)  # at least float32: bf16 rounds big scores by units
         with torch.autocast(torch.device(device).type, enabled=False):

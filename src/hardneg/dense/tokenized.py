@@ -217,6 +217,13 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
 
 CHUNK_GRANULARITY = 8  # chunk sizes are multiples of this (the last may be smaller)
 CHUNK_OVERHEAD_TOKENS = 256  # what one more chunk (one more pass through the encoder) costs, in padded tokens
+# on a GPU a pass costs its kernel launches whatever its size, and padding is cheap: chunks pay off far less often
+GPU_CHUNK_OVERHEAD_TOKENS = 8192
+
+
+def chunk_overhead(device) -> int:
+    """The cost of one more chunk, in padded tokens, on ``device`` (see :func:`length_chunks`)."""
+    return GPU_CHUNK_OVERHEAD_TOKENS if str(device).startswith("cuda") else CHUNK_OVERHEAD_TOKENS
 
 
 def length_chunks(lengths: np.ndarray, *, granularity: int = CHUNK_GRANULARITY,

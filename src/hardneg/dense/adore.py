@@ -52,10 +52,13 @@ def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray], app
     if append_missing not in APPEND_MISSING:
         raise ValueError(f"append_missing must be one of {APPEND_MISSING}, got {append_missing!r}")
     batch, k = retrieved.shape
-    deduplicated = [np.unique(np.asarray(rel, dtype=np.int64)) for rel in relevant_rows]
-    wanted = np.full((batch, max((len(r) for r in deduplicated), default=0)), -2, dtype=np.int64)  # -2: padding
-    for i, rel in enumerate(deduplicated):
+    wanted = np.full((batch, max((len(r) for r in relevant_rows), default=0)), np.iinfo(np.int64).max)
+    for i, rel in enumerate(relevant_rows):
         wanted[i, :len(rel)] = rel
+    wanted.sort(axis=1)  # each query's relevant rows in row order, each once; -2 pads
+    wanted[:, 1:][wanted[:, 1:] == wanted[:, :-1]] = np.iinfo(np.int64).max
+    wanted.sort(axis=1)
+    wanted[wanted == np.iinfo(np.int64).max] = -2
     hits = retrieved[:, :, None] == wanted[:, None, :]  # [B, k, r]
     found = hits.any(1)  # [B, r]: relevant document retrieved
     missing = (wanted >= 0) & ~found
@@ -162,7 +165,7 @@ class _CandidateScores(torch.autograd.Function):
     def backward(ctx, grad):
         (rows,) = ctx.saved_tensors
         embeddings = ctx.embeddings
-        weights = grad.to(embeddings.device, torch.float32)
+        weights = grad.to(embeddings.device, torch.float32).contiguous()
         if embeddings.dtype == torch.float32:
             grad_q = F.embedding_bag(rows, embeddings, per_sample_weights=weights, mode="sum")
         else:  # float16 embeddings (encode.fp16): summed in float32

@@ -541,7 +541,7 @@ def table(record: dict) -> str:
         check = s["check"]
         lines.append(f"| STAR training step, examples/s (from min / median step time), documents cut at "
                      f"{s['doc_max_length']} tokens (mean {s['mean_doc_tokens']:.0f}) | {rate('drhard')} | "
-                     f"{rate('hardneg')} | {s['speedup_of_medians']:.2f}× | |Δloss| "
+                     f"{rate('hardneg')} | {s['speedup_of_medians']:.2f}× | Δloss "
                      f"{check['abs_loss_difference']:.1e}, gradients {check['relative_gradient_difference']:.1e} "
                      f"relative (to float64: DRhard "
                      f"{check['drhard_to_float64']['relative_gradient_difference']:.1e}, hardneg "
@@ -557,7 +557,7 @@ def table(record: dict) -> str:
                 ("scores recomputed, as for PQ indexes", "hardneg_recomputed", "recomputed_speedup_of_medians",
                  "check_recomputed")):
             lines.append(f"| ADORE post-search forward+backward, ms (hardneg: {label}) | {ms('drhard')} | "
-                         f"{ms(side)} | {a[speedup]:.1f}× | |Δloss| {a[check]['relative_loss_difference']:.1e} "
+                         f"{ms(side)} | {a[speedup]:.1f}× | Δloss {a[check]['relative_loss_difference']:.1e} "
                          f"relative, gradient cosine {a[check]['gradient_cosine']:.7f}, ≤ "
                          f"{a[check]['max_relative_gradient_difference']:.1e} relative |")
     m = record["machine"]

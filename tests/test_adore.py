@@ -249,3 +249,19 @@ def test_candidate_scores_and_gradient_equal_a_gathered_einsum(from_search):
     # float16 embeddings (encode.fp16) are read as float32
     half = candidate_scores(torch.from_numpy(q0), docs.astype(np.float16), cand)
     assert half.dtype == torch.float32 and torch.allclose(half, reference.detach(), atol=0.05)
+
+
+def test_missing_results_with_search_scores_stay_finite():
+    """A search that found fewer than k rows (-1, with faiss's -3.4e38 score) leaves a finite loss and gradient."""
+    from hardneg.dense.adore import post_search_loss
+
+    rng = np.random.default_rng(4)
+    docs = rng.standard_normal((50, 8)).astype(np.float32)
+    retrieved = np.array([[3, 7, -1, -1], [5, 1, 2, -1]])
+    scores = np.where(retrieved >= 0, 1.0, -3.4e38).astype(np.float32)
+    q = torch.from_numpy(rng.standard_normal((2, 8)).astype(np.float32)).requires_grad_()
+    per_query, cand = post_search_loss(q, retrieved, [np.array([7]), np.array([9])], docs, cut=10, weighted=True,
+                                       normalize="pairs", append_missing="when_none", search_scores=scores)
+    per_query.mean().backward()
+    assert torch.isfinite(per_query).all() and torch.isfinite(q.grad).all()
+    assert cand.rows[1].tolist() == [5, 1, 2, -1, 9]

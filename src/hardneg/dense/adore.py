@@ -188,6 +188,7 @@ def candidate_scores(q: torch.Tensor, doc_embeddings, cand: Candidates, search_s
     if search_scores is not None:
         filled = np.full(cand.rows.shape, np.nan, dtype=np.float32)
         filled[:, :search_scores.shape[1]] = search_scores
+        filled[cand.rows < 0] = np.nan  # no result (-1): scored against row 0, finite, and masked out of the loss
         known = torch.from_numpy(filled)
     return _CandidateScores.apply(q, embeddings, rows, known)
 

@@ -154,8 +154,8 @@ class _CandidateScores(torch.autograd.Function):
         todo = None if known is None else torch.isnan(scores)
         if todo is None or bool(todo.all()):
             for lo in range(0, len(rows), GROUP):
-                block = embeddings.index_select(0, rows[lo:lo + GROUP].reshape(-1)).view(*rows[lo:lo + GROUP].shape, -1)
-                scores[lo:lo + GROUP] = (block.float() * queries[lo:lo + GROUP, None, :]).sum(-1)
+                block = _embeddings_of(embeddings, rows[lo:lo + GROUP])
+                scores[lo:lo + GROUP] = (block * queries[lo:lo + GROUP, None, :]).sum(-1)
         elif bool(todo.any()):  # the few candidates the search did not return (appended relevant documents)
             at = todo.nonzero(as_tuple=True)
             scores[at] = (embeddings.index_select(0, rows[at]).float() * queries[at[0]]).sum(-1)
@@ -171,9 +171,14 @@ class _CandidateScores(torch.autograd.Function):
         else:  # float16 embeddings (encode.fp16): summed in float32
             grad_q = torch.empty((len(rows), embeddings.shape[1]), dtype=torch.float32, device=embeddings.device)
             for lo in range(0, len(rows), GROUP):
-                block = embeddings.index_select(0, rows[lo:lo + GROUP].reshape(-1)).view(*rows[lo:lo + GROUP].shape, -1)
-                grad_q[lo:lo + GROUP] = torch.bmm(weights[lo:lo + GROUP, None, :], block.float()).squeeze(1)
+                block = _embeddings_of(embeddings, rows[lo:lo + GROUP])
+                grad_q[lo:lo + GROUP] = torch.bmm(weights[lo:lo + GROUP, None, :], block).squeeze(1)
         return grad_q.to(grad.device), None, None, None
+
+
+def _embeddings_of(embeddings: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """The float32 embeddings [G, C, D] of a group's candidate rows [G, C]."""
+    return embeddings.index_select(0, rows.reshape(-1)).view(*rows.shape, -1).float()
 
 
 def candidate_scores(q: torch.Tensor, doc_embeddings, cand: Candidates, search_scores: np.ndarray | None = None

@@ -19,8 +19,8 @@ import torch
 
 from hardneg import artifacts
 from hardneg.atomic import atomic_path
-from hardneg.dense.precision import autocast as precision_autocast
 from hardneg.dense.precision import attention_kernels, effective
+from hardneg.dense.precision import autocast as precision_autocast
 from hardneg.dense.tokenized import TokenizedTexts
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,12 @@
-"""Shared by the benchmark scripts: print a record as one JSON line and keep it in benchmarks/out/<name>.json."""
+"""Shared by the benchmark scripts: print a record as one JSON line and keep it in benchmarks/out/<name>.json;
+the machine a benchmark ran on; timing helpers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import platform
+import statistics
 from pathlib import Path
 
 
@@ -11,3 +15,41 @@ def save(name: str, record: dict) -> None:
     out = Path(__file__).parent / "out" / f"{name}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def machine(device, threads: int) -> dict:
+    """The device (GPU or CPU model name), threads and library versions, for the record."""
+    import torch
+    import transformers
+
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    else:
+        name = platform.processor() or "unknown CPU"
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    return {"device": name, "threads": threads, "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def autocast(device, precision: str):
+    """bf16 autocast on ``device`` for ``precision`` bf16; nothing for fp32."""
+    import torch
+
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def synchronize(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def summary(seconds: list[float]) -> dict:
+    return {"min_seconds": min(seconds), "median_seconds": statistics.median(seconds),
+            "seconds": [round(t, 6) for t in seconds]}

@@ -78,7 +78,6 @@ import ast
 import contextlib
 import copy
 import json
-import platform
 import statistics
 import sys
 import tempfile
@@ -91,7 +90,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from report import save
+from report import autocast, machine, save, summary, synchronize
 
 from hardneg import artifacts
 from hardneg.config import validate_params
@@ -122,35 +121,12 @@ def from_repo(path: Path) -> Path:
     return path if path.is_absolute() else REPO / path
 
 
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
-def autocast(device: torch.device, precision: str):
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
-def summary(seconds: list[float]) -> dict:
-    return {"min_seconds": min(seconds), "median_seconds": statistics.median(seconds),
-            "seconds": [round(t, 6) for t in seconds]}
 
 
-def machine(device: torch.device, threads: int) -> dict:
-    import transformers
-
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-    else:
-        name = platform.processor() or "unknown CPU"
-        with contextlib.suppress(OSError):
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-    return {"device": name, "threads": threads, "torch": torch.__version__, "transformers": transformers.__version__}
 
 
 # ------------------------------------------------------------------------------------------ STAR: the data

@@ -1,5 +1,6 @@
 """The dense chain on SciFact with the packaged all-MiniLM-L6-v2: BM25, MiniLM zero-shot, warm-up (BM25 Neg),
-STAR and ADORE+STAR, evaluated on the test split. Writes a Markdown table for README.md.
+STAR and ADORE+STAR, and TCT-ColBERT (the ColBERT teacher re-ranking BM25, the student and its hard-negative
+variants), evaluated on the test split. Writes a Markdown table for README.md.
 
     python benchmarks/scifact_chain.py --data ../shared/data/scifact
 
@@ -19,7 +20,10 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = [("bm25", "BM25 (Pyserini, flat)"), ("minilm", "MiniLM zero-shot"), ("warmup", "MiniLM + warm-up (BM25 Neg)"),
-        ("star", "MiniLM + STAR"), ("adore_star", "MiniLM + ADORE+STAR")]
+        ("star", "MiniLM + STAR"), ("adore_star", "MiniLM + ADORE+STAR"),
+        ("colbert_teacher", "ColBERT teacher (MiniLM), re-ranking BM25's top 100"),
+        ("tct", "TCT-ColBERT student (BM25 negatives)"), ("tct_hn", "TCT w/ HN, no teacher"),
+        ("tct_tct_hn", "TCT w/ HN, with the teacher"), ("tct_hnp", "TCT HN+ (teacher fine-tuned on the HN)")]
 MEASURES = [("nDCG@10", "NDCG@10"), ("RR@10", "MRR@10"), ("R@100", "R@100")]
 
 
@@ -27,6 +31,9 @@ def config(data: Path, model: str, epochs: int) -> dict:
     minilm = {"name": model, "pooling": "mean", "normalize": True, "doc_max_length": 256, "query_max_length": 64}
     train = {"epochs": epochs, "batch_size": 32, "learning_rate": 2e-5, "temperature": 0.05, "checkpoint_every": 20}
     dense = {"model": minilm, "encode": {"shards": 2, "batch_size": 64}, "search": {"top_k": 1000}}
+    colbert = {**train, "temperature": 1.0}
+    tct = {"encode": dense["encode"], "search": dense["search"], "train": {**train, "temperature": 1.0},
+           "negatives": {"per_query": 1, "depth": 100}, "mining": {"depth": 200, "rank_range": [3, 200]}}
     return {
         "seed": 42, "dataset": "scifact", "evaluation": {"split": "test"},
         "datasets": {"scifact": {"adapter": "beir", "path": str(data.resolve()), "splits": ["train", "test"]}},
@@ -41,6 +48,23 @@ def config(data: Path, model: str, epochs: int) -> dict:
             "adore_star": {"method": "adore", "inputs": {"docs": "star"},
                            "params": {**dense, "train": {**train, "learning_rate": 5e-6},
                                       "adore": {"top_k": 200, "cut": 10}}},
+            # TCT-ColBERT: a ColBERT teacher over MiniLM (its BERT vocabulary gives the [unused0]/[unused1]
+            # markers), then students over the teacher's encoder, scored by raw inner products
+            "colbert_teacher": {"method": "colbert", "inputs": {"candidates": "bm25", "negatives": "bm25"},
+                                "params": {"model": {**minilm, "markers": True, "normalize": False}, "train": colbert,
+                                           "negatives": {"per_query": 1, "depth": 100}, "colbert": {"in_batch": True},
+                                           "rerank": {"depth": 100}}},
+            "tct": {"method": "tct", "inputs": {"init": "colbert_teacher", "teacher": "colbert_teacher",
+                                                "negatives": "bm25"}, "params": tct},
+            "tct_hn": {"method": "tct", "inputs": {"init": "tct", "hard_negatives": "tct"}, "params": tct},
+            "tct_tct_hn": {"method": "tct", "inputs": {"init": "tct", "teacher": "colbert_teacher",
+                                                       "hard_negatives": "tct"}, "params": tct},
+            "colbert_teacher_hn": {"method": "colbert", "inputs": {"init": "colbert_teacher", "candidates": "bm25",
+                                                                   "hard_negatives": "tct"},
+                                   "params": {"train": colbert, "negatives": {"per_query": 1}, "colbert": {"in_batch": True},
+                                              "mining": {"depth": 200, "rank_range": [3, 200]}, "rerank": {"depth": 100}}},
+            "tct_hnp": {"method": "tct", "inputs": {"init": "tct", "teacher": "colbert_teacher_hn",
+                                                    "hard_negatives": "tct"}, "params": tct},
         },
     }
 

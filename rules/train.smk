@@ -1,4 +1,4 @@
-# Training of dense retrievers: one rule for every dense method; what a run reads comes from the plan
+# Training of dense retrievers and re-rankers: one rule for every method that trains; what a run reads comes from the plan
 # (its method's input roles), what its training step is from the method registry.
 
 
@@ -8,8 +8,9 @@ rule train_dense:
     output:
         model=directory(LAYOUT.model("{run}")),
         train_log=LAYOUT.train_log("{run}"),
+        timings=LAYOUT.train_timings("{run}"),
     wildcard_constraints:
-        run=names_regex(PLAN.dense_runs),
+        run=names_regex(PLAN.trained_runs),
     params:
         resolved=lambda w: PLAN.training_slice(w.run),
         tokenizer=lambda w: PLAN.tokenizer_source(w.run),

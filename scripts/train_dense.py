@@ -1,5 +1,5 @@
-"""Rule train_dense: tokenized data + the inputs of the run's roles (+ an initial model) → trained bi-encoder and
-training log. The method's training step is built from the method registry (hardneg.methods)."""
+"""Rule train_dense: tokenized data + the inputs of the run's roles (+ an initial model) → trained model, training
+log and the step timings. The method's training step is built from the method registry (hardneg.methods)."""
 
 import os
 
@@ -16,4 +16,4 @@ train_run(resolved, cache_dir=snakemake.input.cache,
           model_dir=snakemake.output.model, log_path=snakemake.output.train_log,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
           inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")},
-          method_modules=snakemake.params.method_modules)
+          method_modules=snakemake.params.method_modules, timings_path=snakemake.output.timings)

@@ -23,8 +23,12 @@ def plan(raw):
 
 def test_runs_by_kind_and_role(plan):
     assert plan.lexical_runs == ["bm25"]
-    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star"]
-    assert plan.mining_runs == ["star"]
+    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "tct", "tct_hn", "tct_tct_hn", "tct_hnp"]
+    assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
+    assert plan.trained_runs == plan.dense_runs[:8] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
+                                                       "colbert_teacher_hn", "tct_hnp"] + plan.dense_runs[12:]
+    # a run mines when it names a miner, not because its method could
+    assert plan.mining_runs == ["star", "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp"]
     assert plan.doc_run("adore_star") == "star" and plan.doc_run("star") == "star"
     assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
     assert plan.init_run("warmup") is None
@@ -45,6 +49,26 @@ def test_training_inputs_follow_the_roles(plan):
                                                "train_index": "results/star/index/Flat.faiss"}
     assert plan.train_inputs("adore_pq_PQ16")["train_index"] == "results/star/index/PQ16.faiss"
     assert set(plan.train_inputs("randneg")) == {"cache", "qrels"}
+
+
+def test_tct_runs_read_their_teacher_and_the_teacher_re_ranks(plan):
+    cache, qrels = plan.cache_dir("warmup"), "results/datasets/synthetic/qrels"
+    assert plan.cache_dir("colbert_teacher") == cache  # markers are inserted at encoding: one shared cache
+    assert plan.train_inputs("colbert_teacher") == {"cache": cache, "qrels": qrels,
+                                                    "negatives": "results/bm25/runs/train.parquet"}
+    assert plan.train_inputs("tct") == {"cache": cache, "qrels": qrels, "init": "results/colbert_teacher/model",
+                                        "teacher": "results/colbert_teacher/model",
+                                        "negatives": "results/bm25/runs/train.parquet"}
+    assert plan.train_inputs("tct_hnp") == {"cache": cache, "qrels": qrels, "init": "results/tct/model",
+                                            "teacher": "results/colbert_teacher_hn/model",
+                                            "hard_negatives": "results/tct_hnp/hardnegs.parquet"}
+    assert plan.miner("tct_hnp") == "tct" and plan.init_run("colbert_teacher_hn") == "colbert_teacher"
+    assert plan.rerank_inputs("colbert_teacher", "test") == {
+        "model": "results/colbert_teacher/model", "cache": cache, "candidates": "results/bm25/runs/test.parquet"}
+    assert "query_npy" not in plan.evaluate_inputs("colbert_teacher")  # a ranking only, as BM25's
+    # the student inherits the teacher's model section: ColBERT's input format, mean pooling, raw inner product
+    model = plan.params("tct_hnp")["model"]
+    assert model["markers"] and model["pooling"] == "mean" and not model["normalize"]
 
 
 def test_training_depends_only_on_training_sections(plan):

@@ -269,6 +269,11 @@ def _check_references(config: dict) -> None:
                 raise ConfigError(key, f"dataset {dataset!r} (used by run {name!r}) has no split {extra!r}; "
                                        f"it has {', '.join(dataset_splits(datasets[dataset]))}")
         roles = methods.get(run["method"]).roles
+        for group in methods.get(run["method"]).exclusive_roles:
+            given = [role for role in group if role in run.get("inputs", {})]
+            if len(given) > 1:
+                raise ConfigError(f"runs.{name}.inputs.{given[1]}",
+                                  f"a {run['method']} run takes only one of inputs.{' and inputs.'.join(given)}")
         for role, others in run.get("inputs", {}).items():
             provides = roles[role].provides
             for other in ([others] if isinstance(others, str) else others):
@@ -276,11 +281,16 @@ def _check_references(config: dict) -> None:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {other!r}")
                 if other == name:
                     raise ConfigError(f"runs.{name}.inputs.{role}", "a run cannot be its own input")
-                if provides in methods.registry.DENSE_PROVIDES and \
-                        methods.get(runs[other]["method"]).kind != methods.DENSE:
+                kind = methods.get(runs[other]["method"]).kind
+                if provides in methods.registry.DENSE_PROVIDES and kind != methods.DENSE:
                     raise ConfigError(f"runs.{name}.inputs.{role}",
                                       f"run {other!r} is a {runs[other]['method']} run; this input needs a dense run "
                                       f"({', '.join(methods.names(methods.DENSE))})")
+                if provides in methods.registry.MODEL_PROVIDES and kind not in methods.TRAINED:
+                    trained = sorted(n for k in methods.TRAINED for n in methods.names(k))
+                    raise ConfigError(f"runs.{name}.inputs.{role}",
+                                      f"run {other!r} is a {runs[other]['method']} run, which has no model; this input "
+                                      f"needs a run of {', '.join(trained)}")
                 if runs[other].get("dataset", config["dataset"]) != dataset:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
     for name in runs:

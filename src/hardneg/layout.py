@@ -142,6 +142,10 @@ class Layout:
         return f"{self.run_dir(run)}/train_log.parquet"
 
     @_inside_root
+    def train_timings(self, run: str) -> str:
+        return f"{self.run_dir(run)}/train_timings.parquet"
+
+    @_inside_root
     def checkpoints(self, run: str) -> str:
         return f"{self.run_dir(run)}/checkpoints"
 

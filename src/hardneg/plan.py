@@ -14,6 +14,7 @@ ranking            ``<role>``: the input run's ranking of the training split
 miner              ``hard_negatives``: this run's mined list (mined from the input run's ranking and embeddings)
 doc_index          ``doc_embeddings`` and ``train_index`` over the input run's documents; ``init``: its model
 teacher            ``<role>``: the input run's model
+candidates         nothing for training; re-ranking reads the input run's ranking of each split
 runs               ``<role>``: the rankings of the training split of every listed run
 reference_ranking  nothing for training; reports (the hard-negative audit) read its training-split ranking
 =================  ==========================================================================================
@@ -58,14 +59,23 @@ class Plan:
         return self.runs_of_kind(methods.LEXICAL)
 
     @property
+    def rerank_runs(self) -> list[str]:
+        return self.runs_of_kind(methods.RERANK)
+
+    @property
+    def trained_runs(self) -> list[str]:
+        """Runs that train a model from the tokenized cache (dense and re-ranking runs)."""
+        return [run for run in self.runs if self.method(run).kind in methods.TRAINED]
+
+    @property
     def encoded_runs(self) -> list[str]:
         """Dense runs that encode their own corpus (every dense run but those keeping another run's documents)."""
         return [run for run in self.dense_runs if self.doc_run(run) == run]
 
     @property
     def mining_runs(self) -> list[str]:
-        """Runs that mine their own static hard-negative list."""
-        return [run for run in self.runs if self.method(run).role_providing("miner")]
+        """Runs that mine their own static hard-negative list (they name a miner run)."""
+        return [run for run in self.runs if self.role_run(run, "miner")]
 
     def params(self, run: str) -> dict:
         return self.runs[run]["params"]
@@ -128,7 +138,7 @@ class Plan:
     def loaded_model(self, run: str) -> str | None:
         """What a dense run's training starts from, in words: the model folder of the run it continues, else
         ``params.model.name`` (a folder or hub name, or the built-in model with its corpus tokenizer)."""
-        if self.method(run).kind != methods.DENSE:
+        if self.method(run).kind not in methods.TRAINED:
             return None
         init = self.init_run(run)
         model = self.model_params(run)
@@ -157,7 +167,7 @@ class Plan:
     def caches(self) -> dict:
         """Every tokenized cache some dense run needs: (dataset, key) → how to build it."""
         out = {}
-        for run in self.dense_runs:
+        for run in self.trained_runs:
             model = self.model_params(run)
             out[(self.dataset(run), self.cache_key(run))] = {
                 "tokenizer": self.tokenizer_source(run), "doc_max_length": model["doc_max_length"],
@@ -219,6 +229,15 @@ class Plan:
 
     def train_gpus(self, run: str) -> int:
         return self.params(run)["train"]["gpus"]
+
+    # --------------------------------------------------------------------------------------- re-ranking
+    def candidates_run(self, run: str) -> str:
+        """The run whose rankings a re-ranking run re-ranks."""
+        return self.role_run(run, "candidates")
+
+    def rerank_inputs(self, run: str, split: str) -> dict:
+        return {"model": self.layout.model(run), "cache": self.cache_dir(run),
+                "candidates": self.layout.ranking(self.candidates_run(run), split)}
 
     # ---------------------------------------------------------------------------------------- encoding
     def embedding_shards(self, run: str) -> dict:

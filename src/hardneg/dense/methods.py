@@ -24,6 +24,7 @@ on it, goes away, and the vectors are those of one padded block up to rounding.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,17 +63,29 @@ class ContrastiveMethod:
         return Batch(queries=queries, query_rows=self.train.query_rows[queries], doc_rows=doc_rows,
                      positive=np.arange(len(queries)), relevant=self.train.relevance_mask(queries, doc_rows))
 
-    def loss(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> tuple[torch.Tensor, dict]:
-        """The loss of the global batch (the same value on every rank) and batch statistics."""
+    def encode(self, model, batch: Batch, device, replicas: Replicas = SINGLE):
+        """The model's outputs for this process's share of the batch's queries and documents (one forward)."""
         query_rows = batch.query_rows[replicas.local(len(batch.query_rows))]
         doc_rows = batch.doc_rows[replicas.local(len(batch.doc_rows))]
         overhead = chunk_overhead(device)
-        q, d = model(queries=self.query_texts.chunked(query_rows, overhead=overhead).to(device, non_blocking=True),
+        return model(queries=self.query_texts.chunked(query_rows, overhead=overhead).to(device, non_blocking=True),
                      docs=self.doc_texts.chunked(doc_rows, overhead=overhead).to(device, non_blocking=True))
+
+    def scores(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> torch.Tensor:
+        """Raw scores [B, len(doc_rows)] of every query of the global batch against every document of it (at
+        least float32: bf16 rounds big scores by units), not yet divided by the temperature."""
+        q, d = self.encode(model, batch, device, replicas)
         q, d = replicas.gather(q, len(batch.query_rows)), replicas.gather(d, len(batch.doc_rows))
-        exact = torch.promote_types(q.dtype, torch.float32)  # at least float32: bf16 rounds big scores by units
+        exact = torch.promote_types(q.dtype, torch.float32)
         with torch.autocast(torch.device(device).type, enabled=False):
-            scores = (q.to(exact) @ d.to(exact).T) / self.temperature
+            return q.to(exact) @ d.to(exact).T
+
+    def loss(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> tuple[torch.Tensor, dict]:
+        """The loss of the global batch (the same value on every rank) and batch statistics."""
+        return self.contrastive_loss(self.scores(model, batch, device, replicas) / self.temperature, batch, device)
+
+    def contrastive_loss(self, scores: torch.Tensor, batch: Batch, device) -> tuple[torch.Tensor, dict]:
+        """The method's loss of ``scores`` (divided by the temperature already) and the batch accuracy."""
         positive = torch.from_numpy(batch.positive).to(device)
         relevant = torch.from_numpy(batch.relevant).to(device)
         loss = LOSSES[self.loss_name](scores, positive, relevant)
@@ -80,3 +93,45 @@ class ContrastiveMethod:
             best_negative = scores.masked_fill(relevant, float("-inf")).max(dim=1).values
             accuracy = (scores.gather(1, positive[:, None]).squeeze(1) > best_negative).float().mean()
         return loss, {"batch_accuracy": float(accuracy)}
+
+
+class ColbertMethod(ContrastiveMethod):
+    """ColBERT's training step (the TCT-ColBERT teacher): the contrastive step with late-interaction scores
+    (:func:`hardneg.dense.colbert.maxsim` over token vectors) in place of inner products of single vectors.
+
+    With ``in_batch`` false, as in ColBERT's own training on triples, each query is scored against its own
+    positive and negatives only (the other documents of the batch are left out of its loss); with ``in_batch`` true against every document of the batch. With several processes the token
+    vectors are padded to the cache's document width plus the marker before they are gathered (every rank
+    must send one shape)."""
+
+    def __init__(self, *args, in_batch: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.in_batch = in_batch
+
+    def scores(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> torch.Tensor:
+        from hardneg.dense.colbert import maxsim
+
+        (qv, _), (dv, dm) = self.encode(model, batch, device, replicas)
+        if replicas.distributed:
+            width = self.doc_texts.ids.shape[1] + 1
+            dv = torch.nn.functional.pad(dv, (0, 0, 0, width - dv.shape[1]))
+            dm = torch.nn.functional.pad(dm.to(dv.dtype), (0, width - dm.shape[1]))
+            qv = replicas.gather(qv, len(batch.query_rows))
+            dv, dm = replicas.gather(dv, len(batch.doc_rows)), replicas.gather(dm, len(batch.doc_rows))
+        with torch.autocast(torch.device(device).type, enabled=False):
+            return maxsim(qv.float(), dv.float(), dm.bool())
+
+    def contrastive_loss(self, scores: torch.Tensor, batch: Batch, device) -> tuple[torch.Tensor, dict]:
+        if not self.in_batch:  # other rows' documents are left out as relevant ones are: never negatives
+            batch = dataclasses.replace(batch, relevant=batch.relevant | ~self.own_documents(batch))
+        return super().contrastive_loss(scores, batch, device)
+
+    def own_documents(self, batch: Batch) -> np.ndarray:
+        """[B, len(doc_rows)]: each row's own positive and negatives (``make_batch`` lays the B positives out
+        first, then each row's ``per_query`` negatives in row order)."""
+        rows = len(batch.query_rows)
+        own = np.zeros((rows, len(batch.doc_rows)), dtype=bool)
+        own[np.arange(rows), batch.positive] = True
+        negatives = rows + np.arange(rows)[:, None] * self.per_query + np.arange(self.per_query)[None, :]
+        own[np.repeat(np.arange(rows), self.per_query), negatives.reshape(-1)] = True
+        return own

@@ -4,12 +4,16 @@
 * an optional head: a linear projection to ``projection_dim`` followed by LayerNorm;
 * optional L2 normalisation (``normalize``), so the inner product is the cosine (as sentence-transformers
   models such as all-MiniLM-L6-v2 were trained);
+* optional ColBERT input markers (``markers``, :mod:`hardneg.dense.markers`): ``[Q]``/``[D]`` after ``[CLS]``
+  and queries padded with ``[MASK]`` to a fixed length; mean pooling then skips ``[CLS]`` and the marker (the
+  TCT-ColBERT student);
 * query and document encoders shared (default) or separate;
 * relevance is the inner product of the two vectors.
 
 Saved layout (``save``): the query encoder is a standard Hugging Face model folder at the root, so
 ``AutoModel.from_pretrained(folder)`` reloads it, together with the tokenizer; a separate document encoder
-lives in ``doc_encoder/``; ``hardneg.json`` records pooling and head; ``head.safetensors`` the head weights.
+lives in ``doc_encoder/``; ``hardneg.json`` records pooling, head and markers; ``head.safetensors`` the head
+weights.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from torch import nn
 
 from hardneg.atomic import atomic_dir
 from hardneg.config import section_values
+from hardneg.dense.markers import SKIP, Markers, add_markers
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,7 @@ class ModelSpec:
     projection_dim: int | None
     shared: bool
     normalize: bool
+    markers: bool
     vocab_size: int
     builtin: dict
     query_max_length: int
@@ -84,7 +90,7 @@ class Head(nn.Module):
 
 class BiEncoder(nn.Module):
     def __init__(self, query_encoder: nn.Module, doc_encoder: nn.Module | None, *, pooling: str = "cls",
-                 projection_dim: int | None = None, normalize: bool = False):
+                 projection_dim: int | None = None, normalize: bool = False, markers: Markers | None = None):
         super().__init__()
         if pooling not in ("cls", "mean"):
             raise ValueError(f"unknown pooling {pooling!r}")
@@ -98,6 +104,7 @@ class BiEncoder(nn.Module):
         self.pooling = pooling
         self.projection_dim = projection_dim
         self.normalize = normalize
+        self.markers = markers
         hidden = query_encoder.config.hidden_size
         self.query_head = Head(hidden, projection_dim) if projection_dim else None
         self.doc_head = (Head(hidden, projection_dim) if projection_dim and doc_encoder is not None else None)
@@ -114,12 +121,17 @@ class BiEncoder(nn.Module):
         if self.pooling == "cls":
             return hidden[:, 0]
         weights = mask.unsqueeze(-1).to(hidden.dtype)
+        if self.markers is not None:  # TCT-ColBERT: the mean over the tokens after [CLS] and the marker
+            weights[:, :SKIP] = 0
         return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str) -> torch.Tensor:
         """Vectors [batch, dim] of queries (``side="query"``) or documents (``side="doc"``)."""
         encoder = self.query_encoder if side == "query" or self.shared else self.doc_encoder
         head = self.query_head if side == "query" or self.doc_head is None else self.doc_head
+        if self.markers is not None:
+            input_ids, attention_mask = self.markers.apply(input_ids, attention_mask, side,
+                                                           encoder.config.max_position_embeddings)
         hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         pooled = self._pool(hidden, attention_mask)
         vector = head(pooled) if head is not None else pooled
@@ -172,7 +184,8 @@ class BiEncoder(nn.Module):
                 save_file(heads, str(tmp / "head.safetensors"))
             (tmp / "hardneg.json").write_text(json.dumps({
                 "pooling": self.pooling, "projection_dim": self.projection_dim, "shared": self.shared,
-                "normalize": self.normalize, "dim": self.dim}, indent=2) + "\n")
+                "normalize": self.normalize, "dim": self.dim,
+                "markers": None if self.markers is None else self.markers.to_json()}, indent=2) + "\n")
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike) -> "BiEncoder":
@@ -184,7 +197,7 @@ class BiEncoder(nn.Module):
         query_encoder = AutoModel.from_pretrained(model_dir)
         doc_encoder = None if meta["shared"] else AutoModel.from_pretrained(model_dir / "doc_encoder")
         model = cls(query_encoder, doc_encoder, pooling=meta["pooling"], projection_dim=meta["projection_dim"],
-                    normalize=meta.get("normalize", False))
+                    normalize=meta.get("normalize", False), markers=Markers.from_json(meta.get("markers")))
         if (model_dir / "head.safetensors").exists():
             weights = load_file(str(model_dir / "head.safetensors"))
             for name in ("query_head", "doc_head"):
@@ -194,18 +207,46 @@ class BiEncoder(nn.Module):
         return model
 
     @classmethod
-    def create(cls, spec: ModelSpec, *, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> "BiEncoder":
-        """A fresh bi-encoder from a spec (seeded, so the same spec and seed give the same weights)."""
+    def create(cls, spec: ModelSpec, *, vocab_size: int, pad_token_id: int, max_length: int, seed: int,
+               tokenizer=None) -> "BiEncoder":
+        """A fresh bi-encoder from a spec (seeded, so the same spec and seed give the same weights). With
+        ``spec.markers``, ``tokenizer`` is needed and may gain the marker tokens (:func:`add_markers`): save it
+        with the model."""
+        if spec.markers and tokenizer is None:
+            raise ValueError("a model with markers (params.model.markers) is created with its tokenizer")
         query_encoder = build_backbone(spec, vocab_size, pad_token_id, max_length, seed)
         doc_encoder = None if spec.shared else build_backbone(spec, vocab_size, pad_token_id, max_length, seed + 1)
+        markers = None
+        if spec.markers:
+            markers = add_markers(tokenizer, query_encoder, spec.query_max_length + 1, seed)
+            if doc_encoder is not None:
+                add_markers(tokenizer, doc_encoder, spec.query_max_length + 1, seed + 1)
         torch.manual_seed(seed + 2)
         return cls(query_encoder, doc_encoder, pooling=spec.pooling, projection_dim=spec.projection_dim,
-                   normalize=spec.normalize)
+                   normalize=spec.normalize, markers=markers)
+
+    @classmethod
+    def from_encoder(cls, model_dir: str | os.PathLike, spec: ModelSpec, *, seed: int) -> "BiEncoder":
+        """A bi-encoder of ``spec`` (pooling, head, normalisation) over the Hugging Face encoder saved at
+        ``model_dir`` (shared by queries and documents), with the markers its folder records (``colbert.json``
+        or ``hardneg.json``) when ``spec.markers``: how a TCT student starts from its ColBERT teacher's weights."""
+        from transformers import AutoModel
+
+        model_dir = Path(model_dir)
+        meta = next((json.loads((model_dir / name).read_text()) for name in ("colbert.json", "hardneg.json")
+                     if (model_dir / name).exists()), {})
+        encoder = AutoModel.from_pretrained(model_dir)
+        torch.manual_seed(seed + 2)
+        return cls(encoder, None, pooling=spec.pooling, projection_dim=spec.projection_dim, normalize=spec.normalize,
+                   markers=Markers.from_json(meta.get("markers")) if spec.markers else None)
 
 
-def describe(model: BiEncoder) -> dict:
+def describe(model: nn.Module) -> dict:
+    if not isinstance(model, BiEncoder):
+        return {"model": type(model).__name__, "parameters": sum(p.numel() for p in model.parameters())}
     return {"parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim, "shared": model.shared,
-            "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize}
+            "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize,
+            "markers": model.markers is not None}
 
 
 __all__ = ["BiEncoder", "ModelSpec", "asdict", "describe"]

@@ -102,8 +102,9 @@ def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, in
 
 def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source,
               inputs: dict | None = None, method_modules=(), callbacks=(),
-              threads_per_process: int | None = None) -> list[dict]:
-    """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path``.
+              threads_per_process: int | None = None, timings_path=None) -> list[dict]:
+    """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path`` (and
+    the wall-clock seconds of each part of each step to ``timings_path``, when given: :attr:`Trainer.timings`).
 
     ``inputs`` are the run's training inputs beside the tokenized cache and the qrels (name → path, as
     :meth:`hardneg.plan.Plan.train_inputs` gives them): ``init``, the model to continue, and what the method's
@@ -124,6 +125,8 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     if not methods.get(resolved["method"]).trains:  # a model evaluated as it is: no training data or processes
         _save_untrained(resolved, spec, model_dir=model_dir, log_path=log_path, tokenizer_source=tokenizer_source,
                         init_model=(inputs or {}).get("init"))
+        if timings_path is not None:
+            write_train_log([], timings_path)
         return []
     config = train_config(resolved)
     if config.dev_every:
@@ -142,12 +145,12 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
         return _train(resolved, config, spec, replicas, cache_dir=cache_dir, qrels_path=qrels_path,
                       model_dir=model_dir, log_path=log_path, checkpoint_dir=checkpoint_dir,
                       tokenizer_source=tokenizer_source, inputs=dict(inputs or {}),
-                      callbacks=callbacks, data=data)
+                      callbacks=callbacks, data=data, timings_path=timings_path)
 
 
 def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distributed.Replicas, *, cache_dir,
            qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source, inputs,
-           callbacks, data=None) -> list[dict]:
+           callbacks, data=None, timings_path=None) -> list[dict]:
     """One process's part of :func:`train_run` (all of it in one process). ``data``: what
     :func:`load_training_data` gives, when the caller has it already."""
     query_texts, doc_texts, train = data or load_training_data(cache_dir, qrels_path, config)
@@ -167,20 +170,32 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     if replicas.is_main:
         model.to("cpu").save(model_dir, tokenizer)
         write_train_log(rows, log_path)
+        if timings_path is not None:
+            write_train_log(trainer.timings, timings_path)
         trainer.discard_checkpoint()
     replicas.barrier()  # the model is saved before any rank returns
     return rows
 
 
 def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model):
-    """The model training starts from (the ``init`` model, else a new one of ``spec``) and its tokenizer."""
+    """The model training starts from (the ``init`` model, else a new one of ``spec``) and its tokenizer: the
+    method's own model (``Method.new_model``), else a bi-encoder. A bi-encoder continuing a ColBERT model (a
+    TCT student from its teacher) starts from the teacher's encoder."""
+    from hardneg.dense.colbert import is_colbert
+
     tokenizer = load_tokenizer(init_model or tokenizer_source)
-    if init_model:
+    new_model = methods.get(resolved["method"]).new_model
+    if new_model is not None:
+        model = new_model(spec, tokenizer, resolved, init_model)
+    elif init_model and is_colbert(init_model):
+        model = BiEncoder.from_encoder(init_model, spec, seed=resolved["seed"])
+    elif init_model:
         model = BiEncoder.load(init_model)
-        log.info("initialised from %s", init_model)
     else:
         model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                 max_length=spec.doc_max_length, seed=resolved["seed"])
+                                 max_length=spec.doc_max_length, seed=resolved["seed"], tokenizer=tokenizer)
+    if init_model:
+        log.info("initialised from %s", init_model)
     log.info("model: %s", describe(model))
     return model, tokenizer
 

@@ -31,7 +31,9 @@ another configuration or format, or altered, is ignored with a logged reason (se
 
 The per-step log holds only what the same configuration and seed reproduce exactly (no wall-clock times):
 the wall-clock seconds of each part of a step (the method's ``step_timings``, backward, optimiser update,
-events) go to the job's log, every ``log_every`` steps and as means over the whole run at the end.
+events) go to the job's log, every ``log_every`` steps and as means over the whole run at the end, and, step
+by step, to :attr:`Trainer.timings` (``train_timings.parquet``, the one training artifact that differs from run
+to run).
 """
 
 from __future__ import annotations
@@ -184,6 +186,7 @@ class Trainer:
         self.precision = precision.effective(self.device, config.precision)
         self.total_steps, self.step, self.epoch, self.batches = 0, 0, 0, []
         self.wall_clock = WallClock()  # seconds per part of a step, this process's steps only
+        self.timings: list[dict] = []  # per optimiser step of this process: seconds of each part
 
     # ------------------------------------------------------------------------------------------- events
     def _event_targets(self) -> list:
@@ -247,7 +250,7 @@ class Trainer:
         if config.gradient_checkpointing and self.device.type == "cuda":
             # DDP cannot follow re-entrant checkpointing of an encoder used twice per step
             options = {"gradient_checkpointing_kwargs": {"use_reentrant": False}} if replicas.distributed else {}
-            for encoder in (model.query_encoder, model.doc_encoder):
+            for encoder in (getattr(model, name, None) for name in ("query_encoder", "doc_encoder", "encoder")):
                 if encoder is not None and hasattr(encoder, "gradient_checkpointing_enable"):
                     encoder.gradient_checkpointing_enable(**options)
         per_epoch = [self.sampler.num_batches(e) for e in range(config.epochs)]
@@ -286,7 +289,7 @@ class Trainer:
         progress = tqdm(total=total_steps, initial=step, file=sys.stderr, mininterval=10, desc="training",
                         disable=not replicas.is_main)
         clock, last_step_end, last_logged = self.wall_clock, time.perf_counter(), (step, 0.0)
-        micro, pending, pending_stats = 0, [], []
+        micro, pending, pending_stats, step_parts = 0, [], [], {}
         optimizer.zero_grad(set_to_none=True)
         for epoch, count in enumerate(per_epoch):
             if micro + count < done_micro or (count and micro + count == done_micro):
@@ -312,10 +315,11 @@ class Trainer:
                     scaled = loss * replicas.world if replicas.distributed else loss
                     scaler.scale(scaled / config.grad_accumulation).backward()
                     backward_ended = time.perf_counter()
-                parts = getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started}
+                parts = dict(getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started})
+                parts["backward"] = backward_ended - backward_started
                 for part, seconds in parts.items():
                     clock.add(part, seconds)
-                clock.add("backward", backward_ended - backward_started)
+                    step_parts[part] = step_parts.get(part, 0.0) + seconds
                 pending.append(float(loss.detach()))
                 pending_stats.append(stats)
                 if not ends_step:
@@ -341,6 +345,9 @@ class Trainer:
                 now = time.perf_counter()
                 clock.add("events", now - events_started)
                 clock.add("step", now - last_step_end)
+                self.timings.append({"step": step, **step_parts, "optimizer": events_started - update_started,
+                                     "events": now - events_started, "seconds": now - last_step_end})
+                step_parts = {}
                 clock.steps, last_step_end = clock.steps + 1, now
                 if step % config.log_every == 0 or step == total_steps:
                     since = clock.totals["step"] - last_logged[1]

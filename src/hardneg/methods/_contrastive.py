@@ -24,4 +24,16 @@ def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):
     return RankedNegatives(ctx.train, artifacts.read_table(kind, path), ctx.doc_texts.row_ids, depth)
 
 
+def role_negatives(ctx: StepContext):
+    """The negatives of a method whose run names either a miner (``hard_negatives`` mined for it) or a ranking
+    (``negatives``, sampled from its top ``negatives.depth``), or neither (in-batch negatives only)."""
+    from hardneg import artifacts
+
+    if "hard_negatives" in ctx.inputs:
+        return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
+    if "negatives" in ctx.inputs:
+        return ranked_negatives(ctx, artifacts.RUN, ctx.input("negatives"), ctx.params["negatives"]["depth"])
+    return None
+
+
 TRAINING_SECTIONS = ("model", "train", "negatives")

@@ -1,7 +1,8 @@
 """The method registry: what a run's ``method`` is, declared once per method.
 
 A method is declared by one module that defines ``METHOD = Method(...)``: its name, its kind (``lexical`` runs
-are ranked by Pyserini, ``dense`` runs train a bi-encoder), its own parameters (a typed dataclass and the JSON
+are ranked by Pyserini, ``dense`` runs train a bi-encoder, ``rerank`` runs train a model that re-ranks another
+run's ranking), its own parameters (a typed dataclass and the JSON
 schema of its keys, whose ``default:`` values are the only defaults), its input roles and what each role must
 provide, and how to build its training step. The configuration schema, the run plan (:mod:`hardneg.plan`), the
 workflow rules and the training stage read these declarations; none of them branches on a method's name.
@@ -26,7 +27,10 @@ from typing import Any, Callable, Mapping
 
 from hardneg.errors import ConfigError
 
-LEXICAL, DENSE = "lexical", "dense"
+LEXICAL, DENSE, RERANK = "lexical", "dense", "rerank"
+KINDS = (LEXICAL, DENSE, RERANK)
+# Kinds whose runs train a model (results/<run>/model) from the tokenized cache.
+TRAINED = (DENSE, RERANK)
 
 # What an input role asks of the run it names, and what the plan builds from that run for the role.
 PROVIDES = {
@@ -36,10 +40,12 @@ PROVIDES = {
     "miner": "a dense run whose model mines this run's static hard negatives (results/<this run>/hardnegs.parquet)",
     "doc_index": "a dense run whose corpus embeddings and indexes stay fixed; this run starts from its model",
     "teacher": "a run whose model scores training pairs (results/<run>/model)",
+    "candidates": "any run whose ranking of each split this run re-ranks (results/<run>/runs/<split>.parquet)",
     "runs": "a list of runs whose rankings are combined",
 }
-# Roles whose run must be dense (its model or embeddings are used).
-DENSE_PROVIDES = frozenset({"model", "miner", "doc_index"})
+# Roles whose run must be dense (its embeddings are used), and roles whose run must have a trained model.
+DENSE_PROVIDES = frozenset({"miner", "doc_index"})
+MODEL_PROVIDES = frozenset({"model", "teacher"})
 
 
 @dataclass(frozen=True)
@@ -102,11 +108,18 @@ class Method:
     training_sections: tuple[str, ...] = ()
     training_index: Callable[[dict], str] | None = None
     build_step: Callable[[StepContext], Any] | None = None
+    new_model: Callable[..., Any] | None = None
+    exclusive_roles: tuple[tuple[str, ...], ...] = ()
     module: str = ""
 
     def __post_init__(self):
-        if self.kind not in (LEXICAL, DENSE):
-            raise ValueError(f"method {self.name!r}: kind must be {LEXICAL!r} or {DENSE!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"method {self.name!r}: kind must be one of {', '.join(KINDS)}")
+        if self.kind == RERANK and not self.role_providing("candidates"):
+            raise ValueError(f"method {self.name!r} re-ranks, so it needs a 'candidates' role")
+        for group in self.exclusive_roles:
+            if not set(group) <= set(self.roles):
+                raise ValueError(f"method {self.name!r}: exclusive_roles names unknown roles {group}")
         if self.role_providing("miner") and "mining" not in self.schema:
             raise ValueError(f"method {self.name!r} mines hard negatives (a 'miner' role), so its schema needs the "
                              f"'mining' section (hardneg.mining.MINING_SCHEMA)")

@@ -1,0 +1,26 @@
+# Re-ranking runs (the ColBERT teacher): a trained model re-ranks the top-k of another run's ranking of a split.
+
+
+rule rerank:
+    input:
+        unpack(lambda w: PLAN.rerank_inputs(w.run, w.split)),
+    output:
+        run=LAYOUT.ranking("{run}", "{split}"),
+        trec=LAYOUT.ranking_trec("{run}", "{split}"),
+    wildcard_constraints:
+        run=names_regex(PLAN.rerank_runs),
+    params:
+        rerank=lambda w: run_params(w.run)["rerank"],
+        device=lambda w: run_params(w.run)["train"]["device"],
+    log:
+        LAYOUT.log("{run}", "rerank_{split}"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "rerank_{split}")
+    threads: 2
+    resources:
+        mem_mb=6000,
+        runtime=120,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/rerank.py"

@@ -2,7 +2,7 @@
 STAR and ADORE+STAR, and TCT-ColBERT (the ColBERT teacher re-ranking BM25, the student and its hard-negative
 variants), evaluated on the test split. Writes a Markdown table for README.md.
 
-    python benchmarks/scifact_chain.py --data ../shared/data/scifact
+    python benchmarks/scifact_chain.py --data ../shared/data/scifact [--tct]
 
 It writes a config and runs Snakemake in benchmarks/out/scifact/ (a workflow directory of its own), then
 collects the metrics into benchmarks/out/scifact/table.md. Expect tens of minutes on a 2-core CPU.
@@ -20,8 +20,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = [("bm25", "BM25 (Pyserini, flat)"), ("minilm", "MiniLM zero-shot"), ("warmup", "MiniLM + warm-up (BM25 Neg)"),
-        ("star", "MiniLM + STAR"), ("adore_star", "MiniLM + ADORE+STAR"),
-        ("colbert_teacher", "ColBERT teacher (MiniLM), re-ranking BM25's top 100"),
+        ("star", "MiniLM + STAR"), ("adore_star", "MiniLM + ADORE+STAR")]
+TCT_ROWS = [("colbert_teacher", "ColBERT teacher (MiniLM), re-ranking BM25's top 100"),
         ("tct", "TCT-ColBERT student (BM25 negatives)"), ("tct_hn", "TCT w/ HN, no teacher"),
         ("tct_tct_hn", "TCT w/ HN, with the teacher"), ("tct_hnp", "TCT HN+ (teacher fine-tuned on the HN)")]
 MEASURES = [("nDCG@10", "NDCG@10"), ("RR@10", "MRR@10"), ("R@100", "R@100")]
@@ -69,10 +69,10 @@ def config(data: Path, model: str, epochs: int) -> dict:
     }
 
 
-def table(workdir: Path) -> str:
+def table(workdir: Path, rows) -> str:
     lines = ["| run | " + " | ".join(label for _, label in MEASURES) + " |",
              "|---|" + "---|" * len(MEASURES)]
-    for run, label in ROWS:
+    for run, label in rows:
         metrics = json.loads((workdir / "results" / run / "metrics.json").read_text())["measures"]
         lines.append(f"| {label} | " + " | ".join(f"{metrics[m]:.3f}" for m, _ in MEASURES) + " |")
     return "\n".join(lines) + "\n"
@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="BEIR SciFact folder")
     parser.add_argument("--model", default=None, help="model folder (default: the packaged MiniLM)")
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--tct", action="store_true", help="also the TCT-ColBERT rows (teacher, student, variants)")
     parser.add_argument("--cores", default="all")
     parser.add_argument("--rerun-triggers", nargs="+", default=None,
                         help="passed to Snakemake, e.g. 'mtime' to build only what is missing or older than its inputs")
@@ -94,11 +95,12 @@ def main() -> None:
     workdir = REPO / "benchmarks" / "out" / "scifact"
     (workdir / "config").mkdir(parents=True, exist_ok=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config(args.data, args.model, args.epochs)))
-    targets = [f"results/{run}/metrics.json" for run, _ in ROWS]
+    rows = ROWS + (TCT_ROWS if args.tct else [])
+    targets = [f"results/{run}/metrics.json" for run, _ in rows]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO / "Snakefile"),
                     "--directory", str(workdir), "--cores", args.cores, *targets, *extra], check=True)
-    text = table(workdir)
+    text = table(workdir, rows)
     (workdir / "table.md").write_text(text)
     print(text)
 

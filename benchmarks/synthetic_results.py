@@ -19,14 +19,16 @@ REPO = Path(__file__).resolve().parents[1]
 ROWS = [("bm25", "bm25"), ("randneg", "randneg"), ("inbatch", "inbatch"), ("warmup", "warmup (BM25 Neg)"),
         ("star", "star"), ("adore_randneg", "adore_randneg"), ("adore_inbatch", "adore_inbatch"),
         ("adore_warmup", "adore_warmup"), ("adore_star", "adore_star")]
+TCT_ROWS = [("colbert_teacher", "colbert_teacher (re-ranks BM25's top 100)"), ("tct", "tct"), ("tct_hn", "tct_hn"),
+        ("tct_tct_hn", "tct_tct_hn"), ("colbert_teacher_hn", "colbert_teacher_hn"), ("tct_hnp", "tct_hnp (HN+)")]
 MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]
 
 
-def runs_table(results: Path) -> str:
+def runs_table(results: Path, rows) -> str:
     lines = ["| run | " + " | ".join(label for _, label in MEASURES)
              + " | top-200 pairwise errors | total pairwise errors |",
              "|---|" + "---|" * (len(MEASURES) + 2)]
-    for run, label in ROWS:
+    for run, label in rows:
         metrics = json.loads((results / run / "metrics.json").read_text())
         errors = metrics["pairwise_errors"]
         bound = " (≥)" if errors["total_is_lower_bound"] else ""
@@ -37,12 +39,17 @@ def runs_table(results: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tct", action="store_true", help="also the TCT-ColBERT runs (teacher, student, variants)")
     parser.add_argument("--cores", default="all")
+    parser.add_argument("--rerun-triggers", nargs="+", default=None,
+                        help="passed to Snakemake, e.g. 'mtime' to build only what is missing or older than its inputs")
     args = parser.parse_args()
-    targets = [f"results/{run}/metrics.json" for run, _ in ROWS] + ["results/pq_matrix/matrix.md"]
-    subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, *targets],
+    rows = ROWS + (TCT_ROWS if args.tct else [])
+    targets = [f"results/{run}/metrics.json" for run, _ in rows] + ["results/pq_matrix/matrix.md"]
+    extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
+    subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, *targets, *extra],
                    cwd=REPO, check=True)
-    text = runs_table(REPO / "results") + "\n" + (REPO / "results" / "pq_matrix" / "matrix.md").read_text()
+    text = runs_table(REPO / "results", rows) + "\n" + (REPO / "results" / "pq_matrix" / "matrix.md").read_text()
     out = REPO / "benchmarks" / "out" / "synthetic_results.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text(text)

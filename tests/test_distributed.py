@@ -108,3 +108,38 @@ def test_two_processes_train_like_one(tiny, tmp_path, method):
     if method != "warmup":  # training moved the weights much further than the two runs differ
         assert max(float((a[k] - initial[k]).abs().max()) for k in a if k in initial) > 10 * difference
     assert not (tmp_path / "two" / "ckpt" / "state.json").exists()
+
+
+def _train_tct(tiny, method, out, processes, teacher=None):
+    params = validate_params({
+        "model": {"builtin": NO_DROPOUT, "doc_max_length": 64, "query_max_length": 16, "markers": True,
+                  "pooling": "mean", "normalize": False},
+        "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.0001, "checkpoint_every": 0, "log_every": 1,
+                  "processes": processes, "temperature": 1},
+        "negatives": {"per_query": 1, "depth": 30},
+        **({"colbert": {"dim": 16, "in_batch": True}} if method == "colbert" else {})}, method=method)
+    root = tiny["root"]
+    inputs = {"negatives": root / "ranking.parquet"}
+    if teacher is not None:
+        inputs.update(init=teacher, teacher=teacher)
+    resolved = {"name": method, "method": method, "seed": 7, "params": params}
+    return train_run(resolved, cache_dir=tiny["cache"], qrels_path=tiny["data"] / "qrels" / "train.parquet",
+                     model_dir=out / "model", log_path=out / "log.parquet", checkpoint_dir=out / "ckpt",
+                     tokenizer_source=tiny["tokenizer"], inputs={k: str(v) for k, v in inputs.items()})
+
+
+@pytest.mark.slow
+def test_two_processes_train_the_colbert_teacher_and_the_tct_student_like_one(tiny, tmp_path):
+    """ColBERT's token vectors are padded to one width before the gather; every rank scores the whole batch
+    with its own copy of the teacher."""
+    from hardneg.dense.colbert import ColBERT
+
+    for method in ("colbert", "tct"):
+        teacher = None if method == "colbert" else tmp_path / "one_colbert" / "model"
+        one = _train_tct(tiny, method, tmp_path / f"one_{method}", processes=1, teacher=teacher)
+        two = _train_tct(tiny, method, tmp_path / f"two_{method}", processes=2, teacher=teacher)
+        assert len(one) == len(two) == 8
+        np.testing.assert_allclose([r["loss"] for r in one], [r["loss"] for r in two], rtol=1e-5, atol=1e-5)
+        load = ColBERT.load if method == "colbert" else BiEncoder.load
+        a, b = (load(tmp_path / f"{side}_{method}" / "model").state_dict() for side in ("one", "two"))
+        assert max(float((a[k] - b[k]).abs().max()) for k in a if not k.endswith("attention.self.key.bias")) <= 1e-4

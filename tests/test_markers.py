@@ -22,7 +22,7 @@ def tiny(tmp_path_factory):
 
 def spec(**overrides) -> ModelSpec:
     return ModelSpec(**{"name": "builtin", "pooling": "mean", "projection_dim": None, "shared": True,
-                        "normalize": False, "markers": True, "vocab_size": 8000, "builtin": TINY_MODEL,
+                        "normalize": False, "markers": True, "query_augmentation": True, "vocab_size": 8000, "builtin": TINY_MODEL,
                         "query_max_length": 16, "doc_max_length": 64, **overrides})
 
 
@@ -32,6 +32,17 @@ def test_a_query_gets_its_marker_and_is_padded_with_attended_masks():
     out_ids, out_mask = MARKERS.apply(ids, mask, "query")
     assert out_ids.tolist() == [[2, 7, 11, 12, 3, 4], [2, 7, 13, 3, 4, 4]]
     assert out_mask.tolist() == [[1] * 6, [1] * 6]
+
+
+def test_without_augmentation_a_query_keeps_its_length_and_padding():
+    ids = torch.tensor([[2, 11, 12, 3], [2, 13, 3, 0]])
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+    plain = Markers(**{**MARKERS.to_json(), "augment": False})
+    out_ids, out_mask = plain.apply(ids, mask, "query")
+    assert out_ids.tolist() == [[2, 7, 11, 12, 3], [2, 7, 13, 3, 0]]
+    assert out_mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]]
+    long = torch.tensor([[2, 11, 12, 13, 14, 15, 3]])
+    assert plain.apply(long, torch.ones_like(long), "query")[0].tolist() == [[2, 7, 11, 12, 13, 3]]
 
 
 def test_a_long_query_is_cut_to_the_fixed_length_and_ends_with_sep():

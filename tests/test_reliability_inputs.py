@@ -260,7 +260,7 @@ CASES = [
         Case("input-of-the-wrong-kind", "beir",
              lambda i: i.runs(warmup=_warmup(), star={"method": "star", "params": DENSE,
                                                       "inputs": {"init": "bm25", "negatives": "warmup"}}),
-             ("config key 'runs.star.inputs.init': run 'bm25' is a bm25 run; this input needs a dense run",)),
+             ("config key 'runs.star.inputs.init': run 'bm25' is a bm25 run, which has no model",)),
         Case("missing-required-role", "beir",
              lambda i: i.runs(warmup=_warmup(), star={"method": "star", "inputs": {"init": "warmup"}, "params": DENSE}),
              ("config key 'runs.star.inputs.negatives': required key is missing",)),

@@ -78,7 +78,7 @@ def test_students_distil_and_the_teacher_is_left_as_it_was(built):
         assert meta["markers"] is not None and meta["pooling"] == "mean" and not meta["normalize"]
         log = pq.read_table(results / run / "train_log.parquet").to_pandas()
         assert "kd_loss" in log.columns and (log.kd_loss >= 0).all()
-        timings = pq.read_table(results / run / "train_timings.parquet").to_pandas()
+        timings = pq.read_table(results / run / "benchmarks" / "train_steps.parquet").to_pandas()
         assert timings.step.tolist() == log.step.tolist() and (timings.teacher > 0).all()
         assert json.loads((results / run / "metrics.json").read_text())["num_queries"] == 30
     assert (results / "tct_hnp" / "hardnegs.parquet").exists() and (results / "teacher_hn" / "hardnegs.parquet").exists()

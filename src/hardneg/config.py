@@ -269,6 +269,10 @@ def _check_references(config: dict) -> None:
                 raise ConfigError(key, f"dataset {dataset!r} (used by run {name!r}) has no split {extra!r}; "
                                        f"it has {', '.join(dataset_splits(datasets[dataset]))}")
         roles = methods.get(run["method"]).roles
+        if methods.get(run["method"]).kind == methods.RERANK and run["params"]["train"]["dev_every"]:
+            raise ConfigError(f"runs.{name}.params.train.dev_every",
+                              "dev evaluation during training searches a dense run's index; a re-ranking run is "
+                              "evaluated by its metrics.json (set 0)")
         for group in methods.get(run["method"]).exclusive_roles:
             given = [role for role in group if role in run.get("inputs", {})]
             if len(given) > 1:

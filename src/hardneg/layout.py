@@ -143,7 +143,8 @@ class Layout:
 
     @_inside_root
     def train_timings(self, run: str) -> str:
-        return f"{self.run_dir(run)}/train_timings.parquet"
+        """Wall-clock seconds of each part of each training step: beside the jobs' time and memory records."""
+        return f"{self.run_dir(run)}/benchmarks/train_steps.parquet"
 
     @_inside_root
     def checkpoints(self, run: str) -> str:

@@ -197,7 +197,8 @@ class ColBERT(nn.Module):
         # +1: the marker makes every input one token longer than the cache's rows
         encoder = build_backbone(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                                  max_length=spec.doc_max_length + 1, seed=seed)
-        markers = add_markers(tokenizer, encoder, query_length=spec.query_max_length + 1, seed=seed)
+        markers = add_markers(tokenizer, encoder, query_length=spec.query_max_length + 1, seed=seed,
+                              augment=spec.query_augmentation)
         torch.manual_seed(seed + 2)
         return cls(encoder, markers, dim=dim)
 

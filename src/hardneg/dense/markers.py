@@ -6,7 +6,9 @@
   rows (:func:`add_markers`).
 * Query augmentation: queries are padded with ``[MASK]`` to a fixed length (``query_length`` tokens, marker
   included), and the masks are attended to (as TCT-ColBERT's query encoder and ColBERTv2's
-  ``attend_to_mask_tokens``): the model learns to fill them with useful query expansions.
+  ``attend_to_mask_tokens``): the model learns to fill them with useful query expansions. It can be turned
+  off (``augment``): a small encoder trained from scratch fills the masks with little more than their
+  position, and a mean over a query padded that way is mostly masks.
 * Mean pooling over such inputs (the TCT student) skips ``[CLS]`` and the marker: :data:`SKIP` positions.
 
 The cache holds plain tokenizations (``[CLS] text [SEP]``); markers are inserted when a batch is encoded
@@ -32,6 +34,7 @@ class Markers:
     pad: int
     sep: int
     query_length: int  # tokens of every query, [CLS] and marker included
+    augment: bool = True  # pad queries with attended [MASK]s (False: queries keep their own length, cut only)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -43,7 +46,8 @@ class Markers:
     def apply(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str,
               max_positions: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """A padded token batch (``[CLS] text [SEP]`` rows) in the marked format of ``side`` (``query`` or
-        ``doc``). Queries become exactly ``query_length`` tokens (cut, or padded with attended ``[MASK]``s);
+        ``doc``). Queries become exactly ``query_length`` tokens (cut, or padded with attended ``[MASK]``s;
+        without ``augment`` only cut);
         documents longer than ``max_positions`` after the marker are cut and end with ``[SEP]``."""
         if side not in ("query", "doc"):
             raise ValueError(f"side must be 'query' or 'doc', got {side!r}")
@@ -58,7 +62,7 @@ class Markers:
             cut = lengths > limit
             ids, mask = ids[:, :limit].clone(), mask[:, :limit]
             ids[cut, limit - 1] = self.sep
-        if side == "query":
+        if side == "query" and self.augment:
             if ids.shape[1] < self.query_length:
                 extra = self.query_length - ids.shape[1]
                 ids = torch.cat([ids, ids.new_full((rows, extra), self.pad)], dim=1)
@@ -68,7 +72,8 @@ class Markers:
         return ids, mask
 
 
-def add_markers(tokenizer, encoder: torch.nn.Module | None, query_length: int, seed: int = 0) -> Markers:
+def add_markers(tokenizer, encoder: torch.nn.Module | None, query_length: int, seed: int = 0,
+                augment: bool = True) -> Markers:
     """The markers of ``tokenizer``: ``[unused0]``/``[unused1]`` when its vocabulary has them, else two new
     special tokens ``[Q]``/``[D]`` added to ``tokenizer`` (save it with the model) and two new rows of
     ``encoder``'s input embeddings (seeded, so the same seed gives the same weights)."""
@@ -87,4 +92,4 @@ def add_markers(tokenizer, encoder: torch.nn.Module | None, query_length: int, s
             raise ValueError(f"the tokenizer has no {name.removesuffix('_id').replace('_', ' ')}; ColBERT's input "
                              f"format needs [MASK], [PAD] and [SEP]")
     return Markers(query=int(query), doc=int(doc), mask=int(tokenizer.mask_token_id), pad=int(tokenizer.pad_token_id),
-                   sep=int(tokenizer.sep_token_id), query_length=int(query_length))
+                   sep=int(tokenizer.sep_token_id), query_length=int(query_length), augment=bool(augment))

@@ -52,6 +52,7 @@ class ModelSpec:
     shared: bool
     normalize: bool
     markers: bool
+    query_augmentation: bool
     vocab_size: int
     builtin: dict
     query_max_length: int
@@ -218,7 +219,8 @@ class BiEncoder(nn.Module):
         doc_encoder = None if spec.shared else build_backbone(spec, vocab_size, pad_token_id, max_length, seed + 1)
         markers = None
         if spec.markers:
-            markers = add_markers(tokenizer, query_encoder, spec.query_max_length + 1, seed)
+            markers = add_markers(tokenizer, query_encoder, spec.query_max_length + 1, seed,
+                                  augment=spec.query_augmentation)
             if doc_encoder is not None:
                 add_markers(tokenizer, doc_encoder, spec.query_max_length + 1, seed + 1)
         torch.manual_seed(seed + 2)

@@ -87,7 +87,7 @@ class TctMethod(ContrastiveMethod):
 
     The teacher is never the trainer's model, so the optimiser (built over the student's parameters) never sees
     it; it is moved to the training device at the first step. ``step_timings`` (the trainer's wall-clock
-    record: the job's log and ``train_timings.parquet``) holds the seconds of the latest step's student
+    record: the job's log and ``benchmarks/train_steps.parquet``) holds the seconds of the latest step's student
     encoding, teacher scoring (``teacher``) and loss; the statistics hold only values the seed reproduces (``batch_accuracy``, and
     ``kd_loss`` with a teacher).
     """

@@ -32,8 +32,8 @@ another configuration or format, or altered, is ignored with a logged reason (se
 The per-step log holds only what the same configuration and seed reproduce exactly (no wall-clock times):
 the wall-clock seconds of each part of a step (the method's ``step_timings``, backward, optimiser update,
 events) go to the job's log, every ``log_every`` steps and as means over the whole run at the end, and, step
-by step, to :attr:`Trainer.timings` (``train_timings.parquet``, the one training artifact that differs from run
-to run).
+by step, to :attr:`Trainer.timings` (``benchmarks/train_steps.parquet``, with the jobs' time and memory
+records, outside the artifacts a seed reproduces).
 """
 
 from __future__ import annotations

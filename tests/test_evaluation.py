@@ -47,7 +47,13 @@ def test_metrics_file_records_provenance(tmp_path):
     assert on_disk["splits"]["train"]["RR@10"] == pytest.approx(0.5 / 3)  # only q1 answered in train
     assert on_disk["provenance"]["seed"] == 5 and len(on_disk["provenance"]["config_hash"]) == 64
     assert on_disk["provenance"]["packages"]["ir-measures"]
-    assert artifacts.read_table(artifacts.PER_QUERY_METRICS, tmp_path / "per_query.parquet").num_rows == 6
+    per_query = artifacts.read_table(artifacts.PER_QUERY_METRICS, tmp_path / "per_query.parquet").to_pandas()
+    # 3 queries × (2 measures + top-200 and total pairwise errors); the pairwise rows average to metrics.json's
+    assert len(per_query) == 12
+    means = per_query.groupby("measure")["value"].mean()
+    assert means["PairwiseErrors@200"] == pytest.approx(on_disk["pairwise_errors"]["top200_pairwise_errors"])
+    assert means["PairwiseErrors"] == pytest.approx(on_disk["pairwise_errors"]["total_pairwise_errors"])
+    assert means["RR@10"] == pytest.approx(0.5)
 
 
 def test_run_file_with_wrong_schema_is_rejected(tmp_path):

@@ -70,6 +70,19 @@ def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split
     return record
 
 
+def _pairwise_rows(by_query, depth: int) -> pa.Table:
+    """Per-query pairwise errors as rows of the per-query table (measures ``PairwiseErrors@<depth>`` and
+    ``PairwiseErrors``), so figures and significance tests read them like any measure."""
+    from hardneg.pairwise import TOTAL_MEASURE, top_measure
+
+    qids = [str(q) for q in by_query.index]
+    return pa.table({"qid": qids * 2,
+                     "measure": [top_measure(depth)] * len(qids) + [TOTAL_MEASURE] * len(qids),
+                     "value": np.concatenate([by_query["top_errors"].to_numpy(np.float64),
+                                              by_query["total_errors"].to_numpy(np.float64)])},
+                    schema=artifacts.PER_QUERY_METRICS.schema)
+
+
 def _row_ids(path) -> list[str]:
     return artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist()
 
@@ -85,7 +98,7 @@ def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLik
     whole corpus when ``embeddings`` gives the query_npy/query_ids/doc_npy/doc_ids files of a dense run);
     the per-query table holds the evaluation split.
     """
-    from hardneg.pairwise import _relevant_ranks, full_corpus_ranks, pairwise_errors
+    from hardneg.pairwise import _relevant_ranks, full_corpus_ranks, per_query_pairwise_errors, summarise
     from hardneg.provenance import provenance
 
     measures = measures or resolved["evaluation"]["measures"]
@@ -107,9 +120,12 @@ def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLik
                 full_ranks = full_corpus_ranks(np.load(embeddings["query_npy"]), _row_ids(embeddings["query_ids"]),
                                                np.load(embeddings["doc_npy"], mmap_mode="r"),
                                                _row_ids(embeddings["doc_ids"]), _relevant_ranks(run, qrels))
-            errors = pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
+            by_query = per_query_pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
+            errors = summarise(by_query, pairwise_depth)
+            per_query = pa.concat_tables([per_query, _pairwise_rows(by_query, pairwise_depth)])
     artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
-    num_queries = len(set(per_query["qid"].to_pylist()))
+    num_queries = len(set(per_query.filter(pc.is_in(per_query["measure"], value_set=pa.array(measures)))["qid"]
+                          .to_pylist()))
     return write_metrics(metrics_path, run_name=resolved["name"], dataset=resolved["dataset"]["name"],
                          split=split, num_queries=num_queries, measures=headline, provenance=provenance(resolved),
                          extra={"pairwise_errors": errors, "splits": by_split})

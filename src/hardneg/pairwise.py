@@ -47,6 +47,14 @@ def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarra
     return ranks
 
 
+def top_measure(depth: int) -> str:
+    """The per-query measure name of top-``depth`` pairwise errors in ``per_query.parquet``."""
+    return f"PairwiseErrors@{depth}"
+
+
+TOTAL_MEASURE = "PairwiseErrors"  # total pairwise errors of a query, in per_query.parquet
+
+
 def pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ranks: np.ndarray | None = None,
                     num_docs: int | None = None) -> dict:
     """Mean per query of top-``depth`` and total pairwise errors.
@@ -55,6 +63,21 @@ def pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ra
     the run's ranks are used and a relevant document it misses is placed just after its last rank (a lower
     bound, reported with ``total_is_lower_bound``).
     """
+    return summarise(per_query_pairwise_errors(run, qrels, depth=depth, full_ranks=full_ranks), depth)
+
+
+def summarise(per_query: pd.DataFrame, depth: int) -> dict:
+    """The means over queries of :func:`per_query_pairwise_errors` (the figures of ``metrics.json``)."""
+    return {f"top{depth}_pairwise_errors": float(per_query["top_errors"].mean()),
+            "total_pairwise_errors": float(per_query["total_errors"].mean()),
+            "total_is_lower_bound": bool(per_query.attrs["total_is_lower_bound"])}
+
+
+def per_query_pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200,
+                              full_ranks: np.ndarray | None = None) -> pd.DataFrame:
+    """Top-``depth`` and total pairwise errors of each judged query (index qid; columns ``top_errors`` and
+    ``total_errors``); ``attrs["total_is_lower_bound"]`` says whether some total is a lower bound (see
+    :func:`pairwise_errors`)."""
     pairs = _relevant_ranks(run, qrels)
     run_depth = run.group_by("qid").aggregate([("rank", "max")]).to_pandas().set_index("qid")["rank_max"]
     missing = pairs["rank"].isna()
@@ -71,7 +94,5 @@ def pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ra
     top_relevant = in_top.groupby(pairs["qid"]).transform("sum")
     pairs["top_errors"] = np.where(in_top, pairs["total_rank"] - 1 - pairs["total_above"], depth - top_relevant)
     per_query = pairs.groupby("qid")[["top_errors", "total_errors"]].sum()
-    lower_bound = full_ranks is None and bool(missing.any())
-    return {f"top{depth}_pairwise_errors": float(per_query["top_errors"].mean()),
-            "total_pairwise_errors": float(per_query["total_errors"].mean()),
-            "total_is_lower_bound": lower_bound}
+    per_query.attrs["total_is_lower_bound"] = full_ranks is None and bool(missing.any())
+    return per_query

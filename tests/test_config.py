@@ -52,7 +52,7 @@ _DELETE = object()
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
-    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, bm25, colbert, inbatch, randneg, star, tct, warmup, zeroshot; got 'bm52'"),
+    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, bm25, colbert, hybrid, inbatch, randneg, rrf, star, tct, warmup, zeroshot; got 'bm52'"),
     (["runs", "bm25", "params", "fields"], "title", "runs.bm25.params.fields", "must be one of flat, multifield"),
     (["datasets", "synthetic", "adapter"], "csv", "datasets.synthetic.adapter", "must be one of synthetic, beir"),
     (["datasets", "synthetic", "num_docs"], "5k", "datasets.synthetic.num_docs", "expected integer, got '5k'"),
@@ -92,6 +92,27 @@ _DELETE = object()
     (["method_modules"], ["no/such/method.py"], "method_modules.0", "no such file"),
     (["method_modules"], ["hardneg_no_such_module"], "method_modules.0", "cannot import 'hardneg_no_such_module'"),
     (["method_modules"], "toy.py", "method_modules", "expected a list"),
+    # fusion runs: the hybrid fuses exactly a sparse and a dense run, rrf two or more, each an existing run; α is
+    # never tuned on an evaluated split
+    (["runs", "hybrid_adore_star", "inputs", "runs"], ["bm25"], "runs.hybrid_adore_star.inputs.runs",
+     "expected exactly 2 entries (two runs: the sparse one first"),
+    (["runs", "hybrid_adore_star", "inputs", "runs"], ["bm25", "star", "adore_star"],
+     "runs.hybrid_adore_star.inputs.runs", "expected exactly 2 entries"),
+    (["runs", "rrf_adore_star", "inputs", "runs"], ["bm25"], "runs.rrf_adore_star.inputs.runs",
+     "expected at least 2 entries"),
+    (["runs", "hybrid_adore_star", "inputs", "runs"], ["bm25", "nowhere"], "runs.hybrid_adore_star.inputs.runs",
+     "no run named 'nowhere'"),
+    (["runs", "hybrid_adore_star", "inputs", "runs"], ["bm25", "hybrid_adore_star"],
+     "runs.hybrid_adore_star.inputs.runs", "a run cannot be its own input"),
+    (["runs", "hybrid_adore_star", "params"], {"tune": {"split": "test"}}, "runs.hybrid_adore_star.params.tune.split",
+     "split 'test' is evaluated"),
+    (["runs", "hybrid_adore_star", "params"], {"tune": {"split": "validation"}},
+     "runs.hybrid_adore_star.params.tune.split", "has no split 'validation'"),
+    (["runs", "hybrid_adore_star", "params"], {"tune": {"measure": "Recall10"}},
+     "runs.hybrid_adore_star.params.tune.measure", "is not an ir-measures measure"),
+    (["runs", "hybrid_adore_star", "params"], {"alpha": -1}, "runs.hybrid_adore_star.params.alpha",
+     "less than the minimum of 0"),
+    (["runs", "rrf_adore_star", "params"], {"alpha": 0.1}, "runs.rrf_adore_star.params.alpha", "unknown key"),
 ])
 def test_config_errors_name_the_key(default_config, path, value, key, message):
     config = _mutate(default_config, path, value)
@@ -100,6 +121,16 @@ def test_config_errors_name_the_key(default_config, path, value, key, message):
     assert info.value.key == key
     assert message in info.value.message
     assert str(info.value).startswith(f"config key '{key}': ")
+
+
+def test_alpha_is_never_tuned_on_an_extra_evaluated_split_and_a_fixed_alpha_tunes_nothing(default_config):
+    default_config["evaluation"]["extra_splits"] = ["dev"]
+    default_config["runs"]["hybrid_adore_star"]["params"] = {"tune": {"split": "dev"}}
+    with pytest.raises(ConfigError, match="'runs.hybrid_adore_star.params.tune.split': split 'dev' is evaluated"):
+        validate_config(copy.deepcopy(default_config))
+    default_config["runs"]["hybrid_adore_star"]["params"] = {"alpha": 0.05, "tune": {"split": "dev"}}
+    config = validate_config(default_config)  # a fixed alpha: tune is not read
+    assert config["runs"]["hybrid_adore_star"]["params"]["alpha"] == 0.05
 
 
 def test_cycles_between_runs_are_rejected(default_config):

@@ -130,3 +130,24 @@ def test_caches_cover_every_dense_run(plan):
     (dataset, key), spec = next(iter(caches.items()))
     assert dataset == "synthetic" and spec["splits"] == ["train", "dev", "test"]
     assert plan.builtin_tokenizers(dataset, key) == ["results/datasets/synthetic/tokenizers/wordpiece-32000"]
+
+
+def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):
+    assert plan.fusion_runs == ["hybrid_adore_star", "rrf_adore_star"]
+    assert plan.tuned_runs == ["hybrid_adore_star"] and plan.tuning_split("hybrid_adore_star") == "train"
+    assert plan.fused_runs("hybrid_adore_star") == ["bm25", "adore_star"]
+    assert plan.fusion_inputs("hybrid_adore_star", "test") == {
+        "runs": ["results/bm25/runs/test.parquet", "results/adore_star/runs/test.parquet"],
+        "tuning": "results/hybrid_adore_star/fusion_tuning.json"}
+    assert plan.fusion_inputs("rrf_adore_star", "dev") == {
+        "runs": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"]}
+    # the weight is tuned on the training split's rankings and qrels, never on the evaluated split
+    assert plan.tuning_inputs("hybrid_adore_star") == {
+        "runs": ["results/bm25/runs/train.parquet", "results/adore_star/runs/train.parquet"],
+        "qrels": "results/datasets/synthetic/qrels/train.parquet"}
+    assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"runs", "qrels", "config", "reports"}  # no embeddings
+    assert plan.upstream("rrf_adore_star") == ["bm25", "adore_star"]
+    fixed = copy.deepcopy(raw)
+    fixed["runs"]["hybrid_adore_star"]["params"] = {"alpha": 0.02}
+    fixed = Plan(validate_config(fixed))
+    assert fixed.tuned_runs == [] and "tuning" not in fixed.fusion_inputs("hybrid_adore_star", "test")

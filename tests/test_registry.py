@@ -16,7 +16,7 @@ from hardneg.errors import ConfigError
 from tests.conftest import REPO
 from tests.test_workflow import SNAKEMAKE
 
-BUILTIN = ["adore", "bm25", "inbatch", "randneg", "star", "warmup", "zeroshot"]
+BUILTIN = ["adore", "bm25", "hybrid", "inbatch", "randneg", "rrf", "star", "warmup", "zeroshot"]
 
 
 def test_builtin_methods_are_found_in_their_modules():
@@ -76,6 +76,25 @@ def test_a_declaration_whose_dataclass_and_schema_disagree_is_refused():
                        schema={"beta": {"type": "number", "default": 1.0}})
     with pytest.raises(ValueError, match="unknown role kind"):
         methods.Role("documents")
+
+
+def test_fusion_declarations():
+    hybrid, rrf = methods.get("hybrid"), methods.get("rrf")
+    assert hybrid.kind == rrf.kind == methods.FUSION and not hybrid.trains
+    assert (hybrid.roles["runs"].min_count, hybrid.roles["runs"].max_count) == (2, 2)
+    assert (rrf.roles["runs"].min_count, rrf.roles["runs"].max_count) == (2, None)
+    params = {"alpha": None, "tune": {"split": "train"}}
+    assert hybrid.tuning_split(params) == "train" and hybrid.tuning_split({**params, "alpha": 0.1}) is None
+    assert rrf.tuning_split({}) is None
+    with pytest.raises(ValueError, match="needs `fuse` and a 'runs' role"):
+        methods.Method(name="bad", kind=methods.FUSION, summary="", roles={"runs": methods.Role("runs", many=True)})
+    with pytest.raises(ValueError, match="a 'tune' section tunes a fusion method's 'alpha'"):
+        methods.Method(name="bad", kind=methods.FUSION, summary="", roles={"runs": methods.Role("runs", many=True)},
+                       fuse=lambda rankings, params: None, schema={"tune": {"type": "object"}})
+    with pytest.raises(ValueError, match="for a role of many runs"):
+        methods.Role("runs", min_count=2)
+    with pytest.raises(ValueError, match="min_count"):
+        methods.Role("runs", many=True, min_count=3, max_count=2)
 
 
 def test_reading_parameters_names_an_unknown_or_missing_key():

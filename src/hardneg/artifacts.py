@@ -81,8 +81,15 @@ AUDIT = ArtifactKind(
     "per-query audit of a hard-negative list",
 )
 
+FUSION_TUNING = ArtifactKind(
+    "fusion_tuning",
+    pa.schema([("alpha", pa.float64()), ("value", pa.float64()), ("chosen", pa.bool_())]),
+    "the tuning of a fusion run's weight α: the tuning measure's mean on the sampled queries for each α of the "
+    "grid; chosen marks the α the run uses",
+)
+
 KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS, ROW_IDS, HARDNEGS, POSITIVE_SCORES,
-                             AUDIT)}
+                             AUDIT, FUSION_TUNING)}
 
 
 def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:
@@ -103,8 +110,9 @@ def write_table(table: pa.Table, kind: ArtifactKind, path: str | os.PathLike) ->
         pq.write_table(table, tmp, compression="zstd")
 
 
-def read_table(kind: ArtifactKind, path: str | os.PathLike) -> pa.Table:
-    """Read a Parquet file and check it against ``kind``'s schema."""
+def read_table(kind: ArtifactKind, path: str | os.PathLike, filters=None) -> pa.Table:
+    """Read a Parquet file and check it against ``kind``'s schema. ``filters`` (pyarrow's, e.g.
+    ``[("qid", "in", ids)]``) keeps only the matching rows, without loading the others."""
     if not os.path.exists(path):
         raise DataError(path, None, f"{kind.name} file does not exist")
-    return _conform(pq.read_table(path), kind, str(path))
+    return _conform(pq.read_table(path, filters=filters), kind, str(path))

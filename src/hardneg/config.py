@@ -62,7 +62,8 @@ def with_methods(schema: dict) -> dict:
     for name, method in methods.methods().items():
         params = copy.deepcopy(defs[f"{method.kind}_params"])
         params["properties"].update(copy.deepcopy(dict(method.schema)))
-        roles = {role: ({"type": "array", "items": {"type": "string"}, "minItems": 1} if spec.many
+        roles = {role: ({"type": "array", "items": {"type": "string"}, "minItems": spec.min_count}
+                        | ({"maxItems": spec.max_count} if spec.max_count else {}) if spec.many
                         else {"type": "string"}) | {"description": spec.description or methods.PROVIDES[spec.provides]}
                  for role, spec in method.roles.items()}
         inputs = {"type": "object", "default": {}, "additionalProperties": False, "properties": roles}
@@ -104,6 +105,10 @@ def _describe(error) -> ConfigError:
     if validator == "type":
         return ConfigError(_dotted(path), f"expected {error.validator_value}, got {instance!r} "
                                           f"({type(instance).__name__})")
+    if validator in ("minItems", "maxItems") and isinstance(instance, list) and "description" in schema:
+        low, high = schema.get("minItems", 0), schema.get("maxItems")
+        count = f"exactly {low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
+        return ConfigError(_dotted(path), f"expected {count} entries ({schema['description']}), got {len(instance)}")
     if validator in ("enum", "const"):
         allowed = error.validator_value if validator == "enum" else [error.validator_value]
         return ConfigError(_dotted(path), f"must be one of {', '.join(map(str, allowed))}; got {instance!r}")
@@ -278,6 +283,7 @@ def _check_references(config: dict) -> None:
             if len(given) > 1:
                 raise ConfigError(f"runs.{name}.inputs.{given[1]}",
                                   f"a {run['method']} run takes only one of inputs.{' and inputs.'.join(given)}")
+        _check_tuning(config, name, dataset)
         for role, others in run.get("inputs", {}).items():
             provides = roles[role].provides
             for other in ([others] if isinstance(others, str) else others):
@@ -299,6 +305,32 @@ def _check_references(config: dict) -> None:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
     for name in runs:
         _check_acyclic(runs, name)
+
+
+def _check_tuning(config: dict, name: str, dataset: str) -> None:
+    """A fusion run tuning its weight (hardneg.methods.Method.tuning_split) tunes it on a split of its dataset that
+    is never evaluated, with a measure ir-measures knows."""
+    from hardneg import methods
+    from hardneg.datasets import dataset_splits
+    from hardneg.evaluation import parse_measures
+
+    run = config["runs"][name]
+    split = methods.get(run["method"]).tuning_split(run["params"])
+    if split is None:
+        return
+    evaluated = [config["evaluation"]["split"]] + config["evaluation"]["extra_splits"]
+    if split in evaluated:
+        raise ConfigError(f"runs.{name}.params.tune.split",
+                          f"split {split!r} is evaluated (evaluation.split, evaluation.extra_splits); alpha is tuned on "
+                          f"queries that are never evaluated, e.g. the training split")
+    splits = dataset_splits(config["datasets"][dataset])
+    if split not in splits:
+        raise ConfigError(f"runs.{name}.params.tune.split",
+                          f"dataset {dataset!r} has no split {split!r}; it has {', '.join(splits)}")
+    try:
+        parse_measures([run["params"]["tune"]["measure"]])
+    except ConfigError as exc:
+        raise ConfigError(f"runs.{name}.params.tune.measure", exc.message) from None
 
 
 def input_runs(run: dict) -> list[str]:

@@ -211,6 +211,11 @@ class Layout:
     def per_query(self, run: str, index: str | None = None) -> str:
         return f"{self._by_index(run, index)}/per_query.parquet"
 
+    @_inside_root
+    def fusion_tuning(self, run: str, suffix: str) -> str:
+        """The tuning of a fusion run's weight: ``json`` (the record and the chosen α) or ``parquet`` (the grid)."""
+        return f"{self.run_dir(run)}/fusion_tuning.{self._name('fusion tuning', suffix)}"
+
     # -------------------------------------------------------------------------------------- experiments
     @_inside_root
     def experiment(self, name: str, file: str) -> str:

@@ -15,7 +15,8 @@ miner              ``hard_negatives``: this run's mined list (mined from the inp
 doc_index          ``doc_embeddings`` and ``train_index`` over the input run's documents; ``init``: its model
 teacher            ``<role>``: the input run's model
 candidates         nothing for training; re-ranking reads the input run's ranking of each split
-runs               ``<role>``: the rankings of the training split of every listed run
+runs               ``<role>``: the rankings of the training split of every listed run; a fusion run reads every
+                   listed run's ranking of each split it ranks (and of ``tune.split`` when it tunes its weight)
 reference_ranking  nothing for training; reports (the hard-negative audit) read its training-split ranking
 =================  ==========================================================================================
 """
@@ -311,6 +312,38 @@ class Plan:
                           query_ids=layout.query_ids(run, self.eval_split),
                           doc_npy=layout.corpus_embeddings(docs), doc_ids=layout.corpus_ids(docs))
         return inputs
+
+    # ------------------------------------------------------------------------------------------ fusion
+    @property
+    def fusion_runs(self) -> list[str]:
+        return self.runs_of_kind(methods.FUSION)
+
+    def tuning_split(self, run: str) -> str | None:
+        """The split whose queries a fusion run's weight is tuned on; None when the run tunes nothing."""
+        return self.method(run).tuning_split(self.params(run))
+
+    @property
+    def tuned_runs(self) -> list[str]:
+        """Fusion runs that tune their weight (results/<run>/fusion_tuning.json)."""
+        return [run for run in self.fusion_runs if self.tuning_split(run) is not None]
+
+    def fused_runs(self, run: str) -> list[str]:
+        """The runs a fusion run combines, in the order of its role of many runs."""
+        return list(self.role_run(run, "runs"))
+
+    def fusion_inputs(self, run: str, split: str) -> dict:
+        """What a fusion run's ranking of ``split`` reads: its input runs' rankings of that split (``runs``) and,
+        when it tunes its weight, its tuning (``tuning``)."""
+        inputs = {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)]}
+        if run in self.tuned_runs:
+            inputs["tuning"] = self.layout.fusion_tuning(run, "json")
+        return inputs
+
+    def tuning_inputs(self, run: str) -> dict:
+        """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and its qrels."""
+        split = self.tuning_split(run)
+        return {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
+                "qrels": self.layout.qrels(self.dataset(run), split)}
 
     # ------------------------------------------------------------------------------------ experiments
     def pq_matrix_cells(self) -> list[tuple[str, str, str]]:

@@ -2,7 +2,7 @@
 
 A method is declared by one module that defines ``METHOD = Method(...)``: its name, its kind (``lexical`` runs
 are ranked by Pyserini, ``dense`` runs train a bi-encoder, ``rerank`` runs train a model that re-ranks another
-run's ranking), its own parameters (a typed dataclass and the JSON
+run's ranking, ``fusion`` runs combine other runs' rankings), its own parameters (a typed dataclass and the JSON
 schema of its keys, whose ``default:`` values are the only defaults), its input roles and what each role must
 provide, and how to build its training step. The configuration schema, the run plan (:mod:`hardneg.plan`), the
 workflow rules and the training stage read these declarations; none of them branches on a method's name.
@@ -27,8 +27,8 @@ from typing import Any, Callable, Mapping
 
 from hardneg.errors import ConfigError
 
-LEXICAL, DENSE, RERANK = "lexical", "dense", "rerank"
-KINDS = (LEXICAL, DENSE, RERANK)
+LEXICAL, DENSE, RERANK, FUSION = "lexical", "dense", "rerank", "fusion"
+KINDS = (LEXICAL, DENSE, RERANK, FUSION)
 # Kinds whose runs train a model (results/<run>/model) from the tokenized cache.
 TRAINED = (DENSE, RERANK)
 
@@ -51,16 +51,23 @@ MODEL_PROVIDES = frozenset({"model", "teacher"})
 @dataclass(frozen=True)
 class Role:
     """An input role of a method: ``inputs.<role>`` of a run names the run (or, with ``many``, the runs) that
-    provide ``provides`` (a key of :data:`PROVIDES`)."""
+    provide ``provides`` (a key of :data:`PROVIDES`). A role of many takes ``min_count`` to ``max_count`` runs
+    (None: no upper bound)."""
 
     provides: str
     required: bool = True
     many: bool = False
     description: str = ""
+    min_count: int = 1
+    max_count: int | None = None
 
     def __post_init__(self):
         if self.provides not in PROVIDES:
             raise ValueError(f"unknown role kind {self.provides!r}; known: {', '.join(PROVIDES)}")
+        if (self.min_count, self.max_count) != (1, None) and not self.many:
+            raise ValueError("min_count and max_count are for a role of many runs (many=True)")
+        if self.min_count < 1 or (self.max_count is not None and self.max_count < self.min_count):
+            raise ValueError(f"a role takes min_count ({self.min_count}) to max_count ({self.max_count}) runs")
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,11 @@ class Method:
     training). ``training_index`` gives, for a run with a ``doc_index`` role, the index factory searched
     during training. ``build_step`` builds the training step (``make_batch`` and ``loss``) from a
     :class:`StepContext`; ``None`` for a method that does not train.
+
+    A ``fusion`` method declares ``fuse``: its input runs' rankings of one split (RUN tables, in the order of its
+    role of many runs) and its params → the fused ranking. A fusion method whose schema has the ``tune`` section
+    (with ``alpha`` and ``alpha_grid``; :data:`hardneg.fusion.WEIGHT_SCHEMA`) tunes its weight ``alpha`` on a
+    sample of queries of ``tune.split`` when ``alpha`` is null (:meth:`tuning_split`).
     """
 
     name: str
@@ -110,6 +122,7 @@ class Method:
     build_step: Callable[[StepContext], Any] | None = None
     new_model: Callable[..., Any] | None = None
     exclusive_roles: tuple[tuple[str, ...], ...] = ()
+    fuse: Callable[[list, dict], Any] | None = None
     module: str = ""
 
     def __post_init__(self):
@@ -120,6 +133,11 @@ class Method:
         for group in self.exclusive_roles:
             if not set(group) <= set(self.roles):
                 raise ValueError(f"method {self.name!r}: exclusive_roles names unknown roles {group}")
+        if self.kind == FUSION and (self.fuse is None or not self.role_providing("runs")):
+            raise ValueError(f"method {self.name!r} fuses rankings, so it needs `fuse` and a 'runs' role")
+        if "tune" in self.schema and (self.kind != FUSION or not {"alpha", "alpha_grid"} <= set(self.schema)):
+            raise ValueError(f"method {self.name!r}: a 'tune' section tunes a fusion method's 'alpha' over its "
+                             f"'alpha_grid' (hardneg.fusion.WEIGHT_SCHEMA)")
         if self.role_providing("miner") and "mining" not in self.schema:
             raise ValueError(f"method {self.name!r} mines hard negatives (a 'miner' role), so its schema needs the "
                              f"'mining' section (hardneg.mining.MINING_SCHEMA)")
@@ -140,6 +158,13 @@ class Method:
     def role_providing(self, provides: str) -> str | None:
         names = self.roles_providing(provides)
         return names[0] if names else None
+
+    def tuning_split(self, params: Mapping) -> str | None:
+        """The split whose queries a fusion run's weight ``alpha`` is tuned on; None when nothing is tuned (a
+        method without a ``tune`` section, or ``alpha`` given)."""
+        if "tune" not in self.schema or params["alpha"] is not None:
+            return None
+        return params["tune"]["split"]
 
     def read_params(self, params: Mapping, where: str = "params"):
         """The method's own parameters of a validated run's ``params``, as its dataclass (or None)."""

@@ -1,0 +1,55 @@
+# Fusion runs (hybrid, rrf): the rankings of other runs combined split by split; a hybrid run's weight alpha is
+# tuned first on sampled queries of a split that is never evaluated (params.tune.split).
+
+
+rule tune_fusion:
+    input:
+        unpack(lambda w: PLAN.tuning_inputs(w.run)),
+    output:
+        json=LAYOUT.fusion_tuning("{run}", "json"),
+        parquet=LAYOUT.fusion_tuning("{run}", "parquet"),
+    wildcard_constraints:
+        run=names_regex(PLAN.tuned_runs),
+    params:
+        method=lambda w: PLAN.runs[w.run]["method"],
+        fusion=lambda w: run_params(w.run),
+        seed=lambda w: PLAN.seed(w.run),
+        method_modules=lambda w: PLAN.method_modules(w.run),
+    log:
+        LAYOUT.log("{run}", "tune_fusion"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "tune_fusion")
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/tune_fusion.py"
+
+
+rule fuse:
+    input:
+        unpack(lambda w: PLAN.fusion_inputs(w.run, w.split)),
+    output:
+        run=LAYOUT.ranking("{run}", "{split}"),
+        trec=LAYOUT.ranking_trec("{run}", "{split}"),
+    wildcard_constraints:
+        run=names_regex(PLAN.fusion_runs),
+    params:
+        method=lambda w: PLAN.runs[w.run]["method"],
+        fusion=lambda w: run_params(w.run),
+        method_modules=lambda w: PLAN.method_modules(w.run),
+    log:
+        LAYOUT.log("{run}", "fuse_{split}"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "fuse_{split}")
+    threads: 1
+    resources:
+        mem_mb=6000,
+        runtime=60,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/fuse.py"

@@ -1,0 +1,11 @@
+"""Rule fuse: the input runs' rankings of one split (+ the tuned α) → the fusion run's ranking (Parquet, TREC)."""
+
+from hardneg.fusion import fuse_split
+from hardneg.logs import log_to
+
+log_to(snakemake.log[0])
+# A named input of one file arrives as a string, of several as a list.
+runs = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
+fuse_split(snakemake.params.method, snakemake.params.fusion, runs, snakemake.output.run, snakemake.output.trec,
+           tag=snakemake.wildcards.run, tuning_path=snakemake.input.get("tuning"),
+           method_modules=snakemake.params.method_modules)

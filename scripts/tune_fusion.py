@@ -1,0 +1,11 @@
+"""Rule tune_fusion: the input runs' rankings of the tuning split + its qrels → the α grid's values and the chosen
+α of a fusion run (fusion_tuning.parquet, fusion_tuning.json)."""
+
+from hardneg.fusion import tune_fusion
+from hardneg.logs import log_to
+
+log_to(snakemake.log[0])
+# A named input of one file arrives as a string, of several as a list.
+runs = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
+tune_fusion(snakemake.params.method, snakemake.params.fusion, snakemake.params.seed, runs, snakemake.input.qrels,
+            snakemake.output.json, snakemake.output.parquet, method_modules=snakemake.params.method_modules)

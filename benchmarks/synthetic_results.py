@@ -18,7 +18,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROWS = [("bm25", "bm25"), ("randneg", "randneg"), ("inbatch", "inbatch"), ("warmup", "warmup (BM25 Neg)"),
         ("star", "star"), ("adore_randneg", "adore_randneg"), ("adore_inbatch", "adore_inbatch"),
-        ("adore_warmup", "adore_warmup"), ("adore_star", "adore_star")]
+        ("adore_warmup", "adore_warmup"), ("adore_star", "adore_star"),
+        ("hybrid_adore_star", "hybrid_adore_star (α·BM25 + adore_star)"), ("rrf_adore_star", "rrf_adore_star (RRF)")]
 TCT_ROWS = [("colbert_teacher", "colbert_teacher (re-ranks BM25's top 100)"), ("tct", "tct"), ("tct_hn", "tct_hn"),
         ("tct_tct_hn", "tct_tct_hn"), ("colbert_teacher_hn", "colbert_teacher_hn"), ("tct_hnp", "tct_hnp (HN+)")]
 MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]

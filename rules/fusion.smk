@@ -14,6 +14,7 @@ rule tune_fusion:
         method=lambda w: PLAN.runs[w.run]["method"],
         fusion=lambda w: run_params(w.run),
         seed=lambda w: PLAN.seed(w.run),
+        split=lambda w: PLAN.tuning_split(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
     log:
         LAYOUT.log("{run}", "tune_fusion"),

@@ -1,11 +1,14 @@
 """Rule tune_fusion: the input runs' rankings of the tuning split + its qrels → the α grid's values and the chosen
 α of a fusion run (fusion_tuning.parquet, fusion_tuning.json)."""
 
+import os
+
 from hardneg.fusion import tune_fusion
 from hardneg.logs import log_to
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.
 runs = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
-tune_fusion(snakemake.params.method, snakemake.params.fusion, snakemake.params.seed, runs, snakemake.input.qrels,
-            snakemake.output.json, snakemake.output.parquet, method_modules=snakemake.params.method_modules)
+tune_fusion(snakemake.params.method, snakemake.params.fusion, snakemake.params.seed, runs,
+            os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.output.json,
+            snakemake.output.parquet, method_modules=snakemake.params.method_modules)

@@ -8,8 +8,13 @@ import pyarrow as pa
 import pytest
 
 from hardneg import artifacts
-from hardneg.fusion import (fuse_split, hybrid, ranked, reciprocal_rank_fusion, sample_queries, tune_fusion,
-                            tune_weight)
+from hardneg import fusion
+from hardneg.fusion import fuse_split, ranked, reciprocal_rank_fusion, sample_queries, tune_fusion, tune_weight
+
+
+def hybrid(sparse, dense, alpha, depth=1000, k=1000, normalization=False, weight_on_dense=False):
+    return fusion.hybrid(sparse, dense, alpha, depth=depth, k=k, normalization=normalization,
+                         weight_on_dense=weight_on_dense)
 
 
 def run_table(rows):

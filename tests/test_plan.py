@@ -144,7 +144,7 @@ def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):
     # the weight is tuned on the training split's rankings and qrels, never on the evaluated split
     assert plan.tuning_inputs("hybrid_adore_star") == {
         "runs": ["results/bm25/runs/train.parquet", "results/adore_star/runs/train.parquet"],
-        "qrels": "results/datasets/synthetic/qrels/train.parquet"}
+        "qrels": "results/datasets/synthetic/qrels"}
     assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"runs", "qrels", "config", "reports"}  # no embeddings
     assert plan.upstream("rrf_adore_star") == ["bm25", "adore_star"]
     fixed = copy.deepcopy(raw)

@@ -116,8 +116,8 @@ def _list_scores(pooled: pa.Table, top: pa.Table, column: str, normalization: bo
     return score
 
 
-def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int = 1000, k: int = 1000,
-           normalization: bool = False, weight_on_dense: bool = False) -> pa.Table:
+def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: int, normalization: bool,
+           weight_on_dense: bool) -> pa.Table:
     """The dense–sparse hybrid of TCT-ColBERT (§4.3) of two RUN tables.
 
     Per query, the documents ranked 1 to ``depth`` by ``sparse`` and by ``dense`` are pooled; a document missing
@@ -134,7 +134,7 @@ def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int = 1000
     return ranked(pooled["qid"], pooled["docid"], alpha * scores[weighted] + scores[other], k)
 
 
-def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int = 60, depth: int = 1000, k: int = 1000) -> pa.Table:
+def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: int) -> pa.Table:
     """Reciprocal rank fusion of two or more RUN tables with Pyserini: a document's score is Σ 1/(rrf_k + rank)
     over the runs that rank it 1 to ``depth``. Returns a RUN table of each query's top ``k`` (see :func:`ranked`)."""
     import pandas as pd

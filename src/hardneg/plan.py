@@ -340,10 +340,11 @@ class Plan:
         return inputs
 
     def tuning_inputs(self, run: str) -> dict:
-        """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and its qrels."""
+        """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and the qrels folder
+        (the tuning split's file is read)."""
         split = self.tuning_split(run)
         return {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
-                "qrels": self.layout.qrels(self.dataset(run), split)}
+                "qrels": self.layout.qrels_dir(self.dataset(run))}
 
     # ------------------------------------------------------------------------------------ experiments
     def pq_matrix_cells(self) -> list[tuple[str, str, str]]:

@@ -129,11 +129,11 @@ class PairedTest:
 
 def paired_t_test(run: pd.Series, baseline: pd.Series) -> PairedTest:
     """Paired t-test of two per-query series (index: query id; the same queries in any order) with
-    :func:`scipy.stats.ttest_rel`. Identical series give t and p NaN (never significant)."""
+    :func:`scipy.stats.ttest_rel`. Identical series (or a single query) give t and p NaN: never significant."""
     from scipy.stats import ttest_rel
 
-    if len(run) < 2 or set(run.index) != set(baseline.index):
-        raise ValueError("a paired test needs the same two or more queries on both sides")
+    if set(run.index) != set(baseline.index):
+        raise ValueError("a paired test needs the same queries on both sides")
     baseline = baseline.reindex(run.index)
     with warnings.catch_warnings():  # near-identical values: scipy warns of precision loss, the result stands
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -97,6 +97,8 @@ def write_training_time_table(runs: list[str], methods: dict[str, str], train_lo
         if speedup:
             cells.append(_number(row["speedup_vs_ance"], 1) + ("×" if row["speedup_vs_ance"] else ""))
         lines.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        lines += ["", "No run of the summary trains."]
     if speedup:
         lines += ["", f"Speed-up: the seconds of run {ance['run']} (method {ANCE}) over each run's."]
     else:

@@ -36,6 +36,7 @@ include: "rules/mine.smk"
 include: "rules/pq_matrix.smk"
 include: "rules/evaluate.smk"
 include: "rules/fusion.smk"
+include: "rules/summary.smk"
 
 
 onstart:

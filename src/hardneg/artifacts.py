@@ -116,3 +116,60 @@ def read_table(kind: ArtifactKind, path: str | os.PathLike, filters=None) -> pa.
     if not os.path.exists(path):
         raise DataError(path, None, f"{kind.name} file does not exist")
     return _conform(pq.read_table(path, filters=filters), kind, str(path))
+
+
+# ------------------------------------------------------------------------------ the summary and its tables
+# The summary's columns follow the config's measures, so its kind is built from them.
+def summary_kind(measures: list[str]) -> ArtifactKind:
+    """The kind of ``results/summary.parquet`` for these measure columns (the summary's measures, then the
+    pairwise errors ``PairwiseErrors@<depth>`` and ``PairwiseErrors``): each measure's mean over the evaluation
+    split's queries and, as ``<measure> markers``, the markers of the baseline groups the run beats."""
+    fields = [("run", pa.string()), ("method", pa.string()), ("split", pa.string()), ("num_queries", pa.int32())]
+    for measure in measures:
+        fields += [(measure, pa.float64()), (f"{measure} markers", pa.string())]
+    fields.append(("total_is_lower_bound", pa.bool_()))  # PairwiseErrors is a lower bound (ranking cut short)
+    return ArtifactKind("summary", pa.schema(fields), "one row per run: its mean of each measure on the "
+                                                      "evaluation split and its significance markers")
+
+
+SUMMARY_TESTS = ArtifactKind(
+    "summary_tests",
+    pa.schema([
+        ("run", pa.string()),
+        ("marker", pa.string()),  # the baseline group's marker
+        ("baseline", pa.string()),
+        ("measure", pa.string()),
+        ("num_queries", pa.int32()),  # the queries paired
+        ("run_mean", pa.float64()),
+        ("baseline_mean", pa.float64()),
+        ("mean_difference", pa.float64()),  # run - baseline
+        ("t", pa.float64()),  # scipy.stats.ttest_rel(run, baseline); NaN when every difference is 0
+        ("p", pa.float64()),  # two-sided
+        ("better", pa.bool_()),  # the run's mean is better (higher; for pairwise errors lower)
+        ("significant", pa.bool_()),  # better, p < summary.p_value, and the run's values are not lower bounds
+    ]),
+    "every paired t-test behind the summary's markers: one row per run, baseline group, baseline run and measure",
+)
+TRAINING_TIME = ArtifactKind(
+    "training_time",
+    pa.schema([
+        ("run", pa.string()),
+        ("method", pa.string()),
+        ("seconds", pa.float64()),  # wall clock of the training job (null: no benchmark record)
+        ("steps", pa.int64()),  # optimiser steps
+        ("seconds_per_step", pa.float64()),
+        ("speedup_vs_ance", pa.float64()),  # an ANCE run's seconds / this run's (null: no ANCE run)
+    ]),
+    "training time of each trained run, from its training job's benchmark record and training log",
+)
+
+
+def adore_indexes_kind(measures: list[str]) -> ArtifactKind:
+    """The kind of ``results/tables/adore_indexes.parquet``: for each index of the PQ experiment, the ADORE
+    run trained with it, its mean of each measure evaluated with that same index, and its training time."""
+    fields = [("index", pa.string()), ("run", pa.string())] + [(m, pa.float64()) for m in measures]
+    fields += [("seconds", pa.float64()), ("steps", pa.int64()), ("seconds_per_step", pa.float64())]
+    return ArtifactKind("adore_indexes", pa.schema(fields), "ADORE trained and evaluated with each index")
+
+
+KINDS.update({kind.name: kind for kind in (SUMMARY_TESTS, TRAINING_TIME)})

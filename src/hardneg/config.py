@@ -149,6 +149,9 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     from hardneg.index.validate import check_index_factories
 
     check_index_factories(config)
+    from hardneg.summary import check_summary_config
+
+    check_summary_config(config)
     return config
 
 

@@ -220,3 +220,29 @@ class Layout:
     @_inside_root
     def experiment(self, name: str, file: str) -> str:
         return f"{self.root}/{self._name('experiment', name)}/{file}"
+
+    # ---------------------------------------------------------------------------- summary and tables
+    @_inside_root
+    def summary(self, suffix: str) -> str:
+        """The summary of the runs: ``md`` (the table with its significance markers) or ``parquet`` (one row
+        per run)."""
+        return f"{self.root}/summary.{self._name('summary', suffix)}"
+
+    @_inside_root
+    def summary_tests(self) -> str:
+        """Every paired t-test behind the summary's markers (one row per run, baseline and measure)."""
+        return f"{self.root}/summary_tests.parquet"
+
+    @_inside_root
+    def table(self, name: str, suffix: str) -> str:
+        """A cross-run table: ``results/tables/<name>.<suffix>`` (``md`` or ``parquet``)."""
+        return f"{self.root}/tables/{self._name('table', name)}.{self._name('table', suffix)}"
+
+    @_inside_root
+    def table_log(self, name: str) -> str:
+        """The log of the job writing the summary (``name`` ``summary``) or table ``name``."""
+        return f"{self.root}/tables/logs/{self._name('log', name)}.log"
+
+    @_inside_root
+    def table_benchmark(self, name: str) -> str:
+        return f"{self.root}/tables/benchmarks/{self._name('benchmark', name)}.tsv"

@@ -23,8 +23,11 @@ reference_ranking  nothing for training; reports (the hard-negative audit) read 
 
 from __future__ import annotations
 
+import os
+
 from hardneg import methods
 from hardneg.config import continued_run, dataset_config, input_runs, pq_matrix_run, resolve_run
+from hardneg.errors import ConfigError
 from hardneg.layout import RESULTS, Layout
 
 
@@ -359,3 +362,58 @@ class Plan:
         if targets is None:
             targets = list(self.runs)
         return [target if "/" in target else self.layout.metrics(target) for target in targets]
+
+    # ----------------------------------------------------------------------------- summary and tables
+    def targeted_runs(self) -> list[str]:
+        """The runs whose metrics.json the config's ``targets`` name (every run when ``targets`` is null)."""
+        targets = {os.path.normpath(target) for target in self.targets()}
+        return [run for run in self.runs if os.path.normpath(self.layout.metrics(run)) in targets]
+
+    def summary_runs(self, exists=os.path.exists) -> list[str]:
+        """The runs of the summary: ``summary.runs`` as given, else the targeted runs and every run whose
+        metrics.json ``exists`` now, in config order. A run nobody asked for and never evaluated stays out, so
+        the summary never starts training it."""
+        chosen = self.config["summary"]["runs"]
+        if chosen is not None:
+            return list(chosen)
+        targeted = set(self.targeted_runs())
+        return [run for run in self.runs if run in targeted or exists(self.layout.metrics(run))]
+
+    def summary_inputs(self) -> dict:
+        """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
+        runs = self.summary_runs()
+        return {"metrics": [self.layout.metrics(run) for run in runs],
+                "per_query": [self.layout.per_query(run) for run in runs]}
+
+    def methods_of(self, runs: list[str]) -> dict:
+        """run → its method's name."""
+        return {run: self.runs[run]["method"] for run in runs}
+
+    def training_time_runs(self) -> list[str]:
+        """The runs of the summary that train (the training-time table shows their training jobs)."""
+        return [run for run in self.summary_runs()
+                if self.method(run).kind in methods.TRAINED and self.method(run).trains]
+
+    def training_time_inputs(self) -> dict:
+        """The training logs of :meth:`training_time_runs` (``train_log``)."""
+        return {"train_log": [self.layout.train_log(run) for run in self.training_time_runs()]}
+
+    def training_benchmarks(self, runs: list[str]) -> list[str]:
+        """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
+        no rule can ask for it as an input (it is no rule's output)."""
+        return [self.layout.benchmark(run, "train") for run in runs]
+
+    def adore_index_runs(self) -> list[tuple[str, str]]:
+        """(index, ADORE run trained with it) of each index of ``pq_matrix.indexes``."""
+        if not self.config.get("pq_matrix"):
+            raise ConfigError("pq_matrix", "the table of ADORE with each index lists the runs of the PQ experiment: "
+                                           "add a pq_matrix section (docs, indexes)")
+        return [(index, pq_matrix_run(index)) for index in self.config["pq_matrix"]["indexes"]]
+
+    def adore_index_inputs(self) -> dict:
+        """Each ADORE run of the PQ experiment: its ``metrics`` evaluated with the index it trained with (its own
+        metrics.json, searched with its ``index.factory``, or else the PQ matrix's cell) and its ``train_log``."""
+        pairs = self.adore_index_runs()
+        return {"metrics": [self.layout.metrics(run) if self.params(run)["index"]["factory"] == index
+                            else self.layout.metrics(run, _slug(index)) for index, run in pairs],
+                "train_log": [self.layout.train_log(run) for _, run in pairs]}

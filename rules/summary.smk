@@ -1,0 +1,82 @@
+# The summary of the runs (measures, pairwise errors, paired t-tests against baseline groups) and the
+# training-time tables. The runs: summary.runs, else those `targets` names and those already evaluated
+# (PLAN.summary_runs), so asking for the summary never trains a run nobody asked for.
+
+
+rule summary:
+    input:
+        unpack(lambda w: PLAN.summary_inputs()),
+    output:
+        markdown=report(LAYOUT.summary("md"), caption="../workflow/report/summary.rst", category="Summary"),
+        table=report(LAYOUT.summary("parquet"), caption="../workflow/report/summary.rst", category="Summary"),
+        tests=LAYOUT.summary_tests(),
+    params:
+        runs=lambda w: PLAN.summary_runs(),
+        methods=lambda w: PLAN.methods_of(PLAN.summary_runs()),
+        settings=config["summary"],
+    log:
+        LAYOUT.table_log("summary"),
+    benchmark:
+        LAYOUT.table_benchmark("summary")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/summary.py"
+
+
+rule training_time_table:
+    input:
+        unpack(lambda w: PLAN.training_time_inputs()),
+    output:
+        markdown=report(LAYOUT.table("training_time", "md"), caption="../workflow/report/training_time.rst",
+                        category="Summary"),
+        table=report(LAYOUT.table("training_time", "parquet"), caption="../workflow/report/training_time.rst",
+                     category="Summary"),
+    params:
+        runs=lambda w: PLAN.training_time_runs(),
+        methods=lambda w: PLAN.methods_of(PLAN.training_time_runs()),
+        benchmarks=lambda w: PLAN.training_benchmarks(PLAN.training_time_runs()),
+    log:
+        LAYOUT.table_log("training_time"),
+    benchmark:
+        LAYOUT.table_benchmark("training_time")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/training_time_table.py"
+
+
+rule adore_index_table:
+    input:
+        unpack(lambda w: PLAN.adore_index_inputs()),
+    output:
+        markdown=report(LAYOUT.table("adore_indexes", "md"), caption="../workflow/report/adore_indexes.rst",
+                        category="Summary"),
+        table=report(LAYOUT.table("adore_indexes", "parquet"), caption="../workflow/report/adore_indexes.rst",
+                     category="Summary"),
+    params:
+        indexes=lambda w: [index for index, _ in PLAN.adore_index_runs()],
+        runs=lambda w: [run for _, run in PLAN.adore_index_runs()],
+        benchmarks=lambda w: PLAN.training_benchmarks([run for _, run in PLAN.adore_index_runs()]),
+        measures=config["summary"]["measures"],
+        docs=lambda w: config["pq_matrix"]["docs"],
+    log:
+        LAYOUT.table_log("adore_indexes"),
+    benchmark:
+        LAYOUT.table_benchmark("adore_indexes")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/adore_index_table.py"

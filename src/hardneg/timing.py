@@ -1,0 +1,142 @@
+"""Training-time tables: the training time of each trained run (Table 4 of the STAR/ADORE paper) and ADORE with
+each index of the PQ experiment (Table 5).
+
+A run's training time is the wall clock of its training job as Snakemake's benchmark record gives it
+(``results/<run>/benchmarks/train.tsv``, column ``s``: the whole job, loading included; a resumed job counts
+its last attempt only), its steps those of its training log. These are the only figures of the summary a seed
+does not reproduce: they depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hardneg import artifacts
+from hardneg.atomic import write_text
+from hardneg.errors import DataError
+from hardneg.summary import as_paths, measure_label
+
+ANCE = "ance"  # the method Table 4 of the paper measures speed-ups against
+
+
+def benchmark_seconds(path: str | os.PathLike) -> float | None:
+    """Wall-clock seconds of a job from its Snakemake benchmark record (TSV, column ``s``; the mean over the
+    rows of a repeated benchmark); None when the job left no record (it ran outside Snakemake)."""
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    if not rows or "s" not in rows[0]:
+        raise DataError(path, 1, "not a Snakemake benchmark record: no column 's' (wall-clock seconds)")
+    seconds = []
+    for line, row in enumerate(rows, start=2):
+        try:
+            seconds.append(float(row["s"]))
+        except (TypeError, ValueError):
+            raise DataError(path, line, f"wall-clock seconds {row['s']!r} is not a number") from None
+    return sum(seconds) / len(seconds)
+
+
+def training_steps(train_log: str | os.PathLike) -> int:
+    """The optimiser steps of a training log (its last ``step``; 0 for a run that did not train)."""
+    table = pq.read_table(train_log)
+    if "step" not in table.column_names:
+        raise DataError(train_log, None, "not a training log: no column 'step'")
+    steps = table["step"].to_pylist()
+    return int(max(steps)) if steps else 0
+
+
+def training_time(train_log: str | os.PathLike, benchmark: str | os.PathLike) -> dict:
+    """``seconds`` (wall clock of the training job, None without a benchmark record), ``steps`` and
+    ``seconds_per_step`` (None without seconds or steps) of one run."""
+    seconds, steps = benchmark_seconds(benchmark), training_steps(train_log)
+    return {"seconds": seconds, "steps": steps,
+            "seconds_per_step": seconds / steps if seconds is not None and steps else None}
+
+
+def _number(value, digits: int) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:.{digits}f}"
+
+
+def _unrecorded_note(rows: list[dict], benchmarks: list[str]) -> list[str]:
+    missing = [f"{row['run']} ({path})" for row, path in zip(rows, benchmarks) if row["seconds"] is None]
+    return ["", f"No benchmark record (a job run outside Snakemake): {', '.join(missing)}."] if missing else []
+
+
+def write_training_time_table(runs: list[str], methods: dict[str, str], train_logs,
+                              benchmarks: list[str], markdown_path: str | os.PathLike,
+                              table_path: str | os.PathLike) -> pd.DataFrame:
+    """Stage function: the training time of each run of ``runs`` (``methods``: run → method; ``train_logs`` and
+    ``benchmarks``, the training jobs' benchmark records, aligned with ``runs``) as Markdown and Parquet
+    (:data:`hardneg.artifacts.TRAINING_TIME`). With a run of method ``ance`` among them, each run's speed-up is
+    the ANCE run's seconds over its own (the first ANCE run's, when there are several)."""
+    rows = [{"run": run, "method": methods[run], **training_time(log, bench)}
+            for run, log, bench in zip(runs, as_paths(train_logs), benchmarks, strict=True)]
+    ance = next((row for row in rows if row["method"] == ANCE and row["seconds"]), None)
+    for row in rows:
+        row["speedup_vs_ance"] = ance["seconds"] / row["seconds"] if ance and row["seconds"] else None
+    table = pd.DataFrame(rows, columns=artifacts.TRAINING_TIME.schema.names)
+    artifacts.write_table(pa.Table.from_pandas(table, schema=artifacts.TRAINING_TIME.schema, preserve_index=False),
+                          artifacts.TRAINING_TIME, table_path)
+    speedup = ance is not None
+    lines = ["# Training time", "",
+             "Wall-clock seconds of each run's training job (Snakemake's benchmark record, "
+             "results/<run>/benchmarks/train.tsv: the whole job, loading included), its optimiser steps "
+             "(train_log.parquet) and seconds per step. Wall-clock times depend on the machine and its load.", "",
+             "| run | method | seconds | steps | seconds per step |" + (" speed-up against ANCE |" if speedup else ""),
+             "|---|---|---:|---:|---:|" + ("---:|" if speedup else "")]
+    for row in rows:
+        cells = [row["run"], row["method"], _number(row["seconds"], 1), str(row["steps"]),
+                 _number(row["seconds_per_step"], 3)]
+        if speedup:
+            cells.append(_number(row["speedup_vs_ance"], 1) + ("×" if row["speedup_vs_ance"] else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        lines += ["", "No run of the summary trains."]
+    if speedup:
+        lines += ["", f"Speed-up: the seconds of run {ance['run']} (method {ANCE}) over each run's."]
+    else:
+        lines += ["", f"No run of method `{ANCE}` is among them, so there is no speed-up column (Table 4 of the "
+                      f"STAR/ADORE paper gives speed-ups against ANCE)."]
+    write_text(markdown_path, "\n".join(lines + _unrecorded_note(rows, benchmarks)) + "\n")
+    return table
+
+
+def write_adore_index_table(indexes: list[str], runs: list[str], metrics_paths, train_logs,
+                            benchmarks: list[str], measures: list[str], docs: str,
+                            markdown_path: str | os.PathLike, table_path: str | os.PathLike) -> pd.DataFrame:
+    """Stage function: for each index of ``indexes`` the ADORE run trained with it (``runs``), its mean of each
+    of ``measures`` evaluated with that same index (``metrics_paths``), and its training time (``train_logs``,
+    ``benchmarks``), all aligned; ``docs`` is the run whose documents the index holds. Markdown and Parquet
+    (:func:`hardneg.artifacts.adore_indexes_kind`)."""
+    rows = []
+    for index, run, path, log, bench in zip(indexes, runs, as_paths(metrics_paths), as_paths(train_logs), benchmarks,
+                                            strict=True):
+        with open(path, encoding="utf-8") as handle:
+            values = json.load(handle)["measures"]
+        missing = [m for m in measures if m not in values]
+        if missing:
+            raise DataError(path, None, f"metrics.json has no {', '.join(missing)}: evaluate the run again")
+        rows.append({"index": index, "run": run, **{m: float(values[m]) for m in measures},
+                     **training_time(log, bench)})
+    kind = artifacts.adore_indexes_kind(measures)
+    table = pd.DataFrame(rows, columns=kind.schema.names)
+    artifacts.write_table(pa.Table.from_pandas(table, schema=kind.schema, preserve_index=False), kind, table_path)
+    lines = ["# ADORE with each index", "",
+             f"ADORE trained with each index of pq_matrix.indexes over the documents of run `{docs}`, evaluated "
+             f"with that same index; training time as in training_time.md (wall clock, machine-dependent).", "",
+             "| index | run | " + " | ".join(measure_label(m) for m in measures) + " | seconds | steps | "
+             "seconds per step |",
+             "|---|---|" + "---:|" * (len(measures) + 3)]
+    for row in rows:
+        cells = [row["index"], row["run"], *(f"{row[m]:.3f}" for m in measures), _number(row["seconds"], 1),
+                 str(row["steps"]), _number(row["seconds_per_step"], 3)]
+        lines.append("| " + " | ".join(cells) + " |")
+    write_text(markdown_path, "\n".join(lines + _unrecorded_note(rows, benchmarks)) + "\n")
+    return table

@@ -35,6 +35,7 @@ include: "rules/index.smk"
 include: "rules/mine.smk"
 include: "rules/pq_matrix.smk"
 include: "rules/evaluate.smk"
+include: "rules/figures.smk"
 
 
 onstart:

@@ -215,3 +215,14 @@ class Layout:
     @_inside_root
     def experiment(self, name: str, file: str) -> str:
         return f"{self.root}/{self._name('experiment', name)}/{file}"
+
+    # ------------------------------------------------------------------------------------------ figures
+    @_inside_root
+    def figure(self, name: str, suffix: str) -> str:
+        """A figure: ``png`` (the image) or ``parquet`` (the data it draws)."""
+        return f"{self.root}/figures/{self._name('figure', name)}.{self._name('figure', suffix)}"
+
+    @_inside_root
+    def fusion_tuning(self, run: str, suffix: str) -> str:
+        """The weight tuning of a fusion run: ``parquet`` (the metric at each alpha) and ``json`` (the choice)."""
+        return f"{self.run_dir(run)}/fusion_tuning.{self._name('fusion tuning', suffix)}"

@@ -90,6 +90,7 @@ rule figure_tsne:
         negatives=FIGURES_CONFIG["tsne"]["negatives"],
         perplexity=FIGURES_CONFIG["tsne"]["perplexity"],
         docs=lambda w: PLAN.doc_run(FIGURES_CONFIG["tsne"]["run"]),
+        split=EVAL_SPLIT,
         seed=config["seed"],
     log:
         LAYOUT.experiment("figures", "logs/tsne.log"),

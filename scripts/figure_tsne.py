@@ -6,6 +6,6 @@ from hardneg.logs import log_to
 
 log_to(snakemake.log[0])
 params = snakemake.params
-write_tsne({name: snakemake.input[name] for name in INPUTS}, before=params.docs, after=params.run, qid=params.qid,
-           negatives=params.negatives, perplexity=params.perplexity, seed=params.seed,
+write_tsne({name: snakemake.input[name] for name in INPUTS}, params.split, before=params.docs, after=params.run,
+           qid=params.qid, negatives=params.negatives, perplexity=params.perplexity, seed=params.seed,
            data_path=snakemake.output.data, png_path=snakemake.output.png)

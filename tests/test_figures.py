@@ -134,7 +134,9 @@ def _tsne_inputs(tmp_path):
     paths["doc_embeddings"] = str(tmp_path / "corpus.npy")
     paths["doc_ids"] = _write(pa.table({"id": docids}), tmp_path / "corpus.ids.parquet")
     qrels = [{"qid": q, "docid": d, "relevance": 1} for q, ds in relevant.items() for d in ds]
-    paths["qrels"] = _write(pa.Table.from_pylist(qrels, schema=artifacts.QRELS.schema), tmp_path / "qrels.parquet")
+    (tmp_path / "qrels").mkdir()
+    _write(pa.Table.from_pylist(qrels, schema=artifacts.QRELS.schema), tmp_path / "qrels" / "test.parquet")
+    paths["qrels"] = str(tmp_path / "qrels")
     return paths, docs, before, after, relevant
 
 
@@ -149,7 +151,7 @@ def test_tsne_points_kinds_and_ranks(tmp_path):
     assert rr.to_dict() == {q: 1 / first["after"][q] for q in relevant}
     assert tsne.choose_query(ranking["before"], ranking["after"], {q: set(d) for q, d in relevant.items()}) == "q1"
     assert tsne.choose_query(ranking["before"], ranking["before"], {q: set(d) for q, d in relevant.items()}) == "q1"
-    table = tsne.tsne_table(paths, negatives=3, perplexity=3.0, seed=1)
+    table = tsne.tsne_table(paths, "test", negatives=3, perplexity=3.0, seed=1)
     data = table.to_pandas()
     assert set(data["qid"]) == {"q1"}
     assert data["kind"].tolist()[:2] == ["query_before", "query_after"] and data["point"].tolist()[:2] == ["q1", "q1"]
@@ -168,20 +170,20 @@ def test_tsne_points_kinds_and_ranks(tmp_path):
         assert docs_rows[f"rank_{side}"].tolist() == [ranks[d] for d in docs_rows["point"]]
     assert data.loc[data.point == "d0", "rank_after"].item() == 1
     assert np.isfinite(data[["x", "y"]].to_numpy()).all() and data[["x", "y"]].std().min() > 0
-    assert tsne.tsne_table(paths, negatives=3, perplexity=3.0, seed=1).equals(table)  # deterministic
+    assert tsne.tsne_table(paths, "test", negatives=3, perplexity=3.0, seed=1).equals(table)  # deterministic
     _drawn_twice(tsne.draw_tsne, table, tmp_path, before="star", after="adore_star")
 
 
 def test_tsne_of_a_chosen_query_and_its_config_errors(tmp_path):
     paths, *_ = _tsne_inputs(tmp_path)
-    table = tsne.tsne_table(paths, qid="q3", negatives=2, perplexity=2.0, seed=1)
+    table = tsne.tsne_table(paths, "test", qid="q3", negatives=2, perplexity=2.0, seed=1)
     assert set(table["qid"].to_pylist()) == {"q3"}
     assert table.filter(pa.compute.equal(table["kind"], "relevant"))["point"].to_pylist() == ["d7"]
     with pytest.raises(ConfigError) as error:
-        tsne.tsne_table(paths, qid="q9", negatives=2)
+        tsne.tsne_table(paths, "test", qid="q9", negatives=2)
     assert error.value.key == "figures.tsne.qid"
     with pytest.raises(ConfigError) as error:  # 2 queries + 1 relevant + at most 4 negatives = at most 7 points
-        tsne.tsne_table(paths, qid="q3", negatives=2, perplexity=7.0)
+        tsne.tsne_table(paths, "test", qid="q3", negatives=2, perplexity=7.0)
     assert error.value.key == "figures.tsne.perplexity"
 
 
@@ -434,3 +436,55 @@ def test_adore_dev_evaluation_searches_the_fixed_documents(tiny, tmp_path):
     assert logged == pytest.approx(rr10(fixed), abs=1e-9)
     reencoded = encode_rows(trained, corpus, np.arange(len(corpus)), "doc")
     assert np.abs(reencoded - fixed).max() > 1e-3  # the shared encoder moved: re-encoding would be another corpus
+
+
+# ------------------------------------------------------------------------------------------------- workflow
+TINY_DENSE = {
+    "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
+              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
+    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
+    "encode": {"shards": 1},
+    "search": {"top_k": 100},
+}
+WORKFLOW_CONFIG = {
+    "seed": 4,
+    "dataset": "tiny",
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
+                          "num_queries": {"train": 100, "dev": 30, "test": 30}}},
+    "figures": {"pairwise_errors": {"runs": ["bm25", "warmup"]},
+                "training_curves": {"runs": ["adore_w"], "labels": {"adore_w": "ADORE"}},
+                "tsne": {"run": "adore_w", "negatives": 5}},
+    "runs": {
+        "bm25": {"method": "bm25", "params": {"top_k": 100}},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},
+        "adore_w": {"method": "adore", "inputs": {"docs": "warmup"},
+                    "params": {"train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.0005, "dev_every": 2},
+                               "adore": {"top_k": 50, "cut": 50}}},
+    },
+}
+FIGURE_TARGETS = [f"results/figures/{name}.png" for name in ("pairwise_errors", "training_curves", "tsne")]
+
+
+@pytest.mark.slow
+def test_figures_build_in_the_workflow(tmp_path):
+    from tests.test_workflow import snakemake, write_config
+
+    write_config(tmp_path, WORKFLOW_CONFIG)
+    result = snakemake(tmp_path, *FIGURE_TARGETS)
+    assert result.returncode == 0, result.stderr[-4000:]
+    figures = tmp_path / "results" / "figures"
+    for target in FIGURE_TARGETS:
+        assert (tmp_path / target).read_bytes().startswith(PNG_SIGNATURE)
+    distribution = artifacts.read_table(artifacts.FIGURE_DISTRIBUTION, figures / "pairwise_errors.parquet").to_pandas()
+    assert set(distribution["run"]) == {"bm25", "warmup"} and len(distribution) == 2 * 2 * 30
+    curve = artifacts.read_table(artifacts.FIGURE_CURVES, figures / "training_curves.parquet").to_pandas()
+    log = pq.read_table(tmp_path / "results" / "adore_w" / "train_log.parquet").to_pandas()
+    evaluated = log[log["dev_rr10"].notna()]
+    assert evaluated["step"].tolist() == list(range(2, len(log) + 1, 2)) + ([len(log)] if len(log) % 2 else [])
+    assert curve["dev_rr10"].tolist() == evaluated["dev_rr10"].tolist() and set(curve["label"]) == {"ADORE"}
+    points = artifacts.read_table(artifacts.FIGURE_TSNE, figures / "tsne.parquet").to_pandas()
+    assert points["kind"].tolist()[:2] == ["query_before", "query_after"]
+    assert (points["kind"].str.startswith("negative").sum()) >= 5
+    assert not list(figures.glob(".*.tmp"))
+    again = snakemake(tmp_path, *FIGURE_TARGETS, "-n")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

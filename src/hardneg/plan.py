@@ -392,7 +392,7 @@ class Plan:
                 "ranking_before": layout.ranking(docs, split), "query_after": layout.query_embeddings(run, split),
                 "query_ids_after": layout.query_ids(run, split), "ranking_after": layout.ranking(run, split),
                 "doc_embeddings": layout.corpus_embeddings(docs), "doc_ids": layout.corpus_ids(docs),
-                "qrels": layout.qrels(self.dataset(run), split)}
+                "qrels": layout.qrels_dir(self.dataset(run))}
 
     def _pq_matrix_figure_inputs(self, spec: dict, key: str) -> dict:
         if not self.config.get("pq_matrix"):

@@ -80,28 +80,30 @@ def _top_negatives(ranking: pd.DataFrame, qid: str, relevant: set[str], count: i
     return [d for d in ranked["docid"] if d not in relevant][:count]
 
 
-def tsne_table(inputs: Mapping[str, str | os.PathLike], *, qid: str | None = None, negatives: int = 10,
+def tsne_table(inputs: Mapping[str, str | os.PathLike], split: str, *, qid: str | None = None, negatives: int = 10,
                perplexity: float = 5.0, seed: int = 42) -> pa.Table:
     """t-SNE coordinates of one query before and after ADORE, its relevant documents and its top ``negatives``
     non-relevant documents of each ranking.
 
     ``inputs`` maps the names of :data:`INPUTS` to files: the query embeddings (``.npy``) and their ids
-    (``.ids.parquet``) and the ranking of the evaluation split before (the docs run) and after (the ADORE run),
-    the fixed corpus embeddings and their ids, and the split's qrels. ``qid`` None: see :func:`choose_query`.
+    (``.ids.parquet``) and the ranking of split ``split`` before (the docs run) and after (the ADORE run), the
+    fixed corpus embeddings and their ids, and the qrels folder (``<split>.parquet`` is read). ``qid`` None: see
+    :func:`choose_query`.
     Returns a table of kind :data:`hardneg.artifacts.FIGURE_TSNE` (the queries first, then the relevant
     documents in docid order, then the negatives: before's in rank order, then after's others). A ``qid`` without
     a relevant document, or a ``perplexity`` not below the number of points, is a :class:`ConfigError` naming
     ``figures.tsne.qid`` / ``figures.tsne.perplexity``."""
     from sklearn.manifold import TSNE
 
-    relevant = relevant_documents(artifacts.read_table(artifacts.QRELS, inputs["qrels"]))
+    qrels_path = os.path.join(inputs["qrels"], f"{split}.parquet")
+    relevant = relevant_documents(artifacts.read_table(artifacts.QRELS, qrels_path))
     before = artifacts.read_table(artifacts.RUN, inputs["ranking_before"]).to_pandas()
     after = artifacts.read_table(artifacts.RUN, inputs["ranking_after"]).to_pandas()
     if qid is None:
         qid = choose_query(before, after, relevant)
         log.info("query %s: its first relevant document moved up most", qid)
     elif qid not in relevant:
-        raise ConfigError("figures.tsne.qid", f"query {qid!r} has no relevant document in {inputs['qrels']}")
+        raise ConfigError("figures.tsne.qid", f"query {qid!r} has no relevant document in {qrels_path}")
     doc_row = {docid: row for row, docid in enumerate(_ids(inputs["doc_ids"]))}
     rank = {side: {d: int(r) for d, r in zip(*(table.loc[table["qid"] == qid, c] for c in ("docid", "rank")))}
             for side, table in (("before", before), ("after", after))}
@@ -174,12 +176,12 @@ def draw_tsne(table: pa.Table, path: str | os.PathLike, *, before: str, after: s
     save_png(figure, path)
 
 
-def write_tsne(inputs: Mapping[str, str | os.PathLike], *, before: str, after: str, qid: str | None,
+def write_tsne(inputs: Mapping[str, str | os.PathLike], split: str, *, before: str, after: str, qid: str | None,
                negatives: int, perplexity: float, seed: int, data_path: str | os.PathLike,
                png_path: str | os.PathLike) -> pa.Table:
     """Compute the figure's data (:func:`tsne_table`), write it to ``data_path`` (Parquet) and draw it to
     ``png_path``; ``before`` / ``after``: the names of the docs run and the ADORE run. Returns the data."""
-    table = write_data(tsne_table(inputs, qid=qid, negatives=negatives, perplexity=perplexity, seed=seed), KIND,
-                       data_path)
+    table = write_data(tsne_table(inputs, split, qid=qid, negatives=negatives, perplexity=perplexity, seed=seed),
+                       KIND, data_path)
     draw_tsne(table, png_path, before=before, after=after)
     return table

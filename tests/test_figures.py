@@ -16,6 +16,7 @@ import torch
 from hardneg import artifacts
 from hardneg.errors import ConfigError, DataError
 from hardneg.figures import curves, hybrid_alpha, pairwise_errors, pq_matrix, tsne
+from tests.dense_fixtures import TINY_MODEL
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -286,7 +287,7 @@ def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
 @pytest.mark.parametrize("name, spec, key", [
     ("pairwise_errors", {"runs": ["bm25", "nope"]}, "figures.pairwise_errors.runs.1"),
     ("training_curves", {"runs": ["star"]}, "runs.star.params.train.dev_every"),
-    ("training_curves", {"runs": ["bm25"]}, "figures.training_curves.runs"),
+    ("training_curves", {"runs": ["static_hn", "bm25"]}, "figures.training_curves.runs.1"),
     ("training_curves", {"runs": []}, "figures.training_curves.runs"),
     ("adore_vs_adore_l", {"labels": {"star": "x"}}, "figures.adore_vs_adore_l.labels.star"),
     ("tsne", {"run": "star"}, "figures.tsne.run"),
@@ -345,7 +346,8 @@ def test_static_hn_scores_each_query_against_its_own_documents_only():
     assert (scores.grad[~own] == 0).all() and (scores.grad[own & ~relevant] != 0).all()
     in_batch = ContrastiveMethod(None, None, None, negatives=_Negatives(), per_query=per_query, loss="ranknet")
     assert float(in_batch.contrastive_loss(scores_now, batch, "cpu")[0]) != pytest.approx(float(loss.detach()))
-    best = [max(float(scores_now[i, j]) for j in range(columns) if own[i, j] and not relevant[i, j]) for i in range(rows)]
+    best = [max(float(scores_now[i, j]) for j in range(columns) if own[i, j] and not relevant[i, j])
+            for i in range(rows)]
     accuracy = np.mean([float(scores_now[i, i]) > best[i] for i in range(rows)])
     assert stats["batch_accuracy"] == pytest.approx(accuracy)
 
@@ -377,7 +379,8 @@ def test_static_hn_method_is_stars_without_reuse(tiny, tmp_path):
         others = [d for d in rng.permutation(len(corpus)) if d not in set(relevant)][:5]
         mined += [{"qid": qid, "docid": corpus[d], "rank": r, "score": 1.0} for r, d in enumerate(others, 1)]
     pq.write_table(pa.Table.from_pylist(mined, schema=artifacts.HARDNEGS.schema), tmp_path / "hardnegs.parquet")
-    method = build_method(resolved, train, query_texts, doc_texts, {"hard_negatives": str(tmp_path / "hardnegs.parquet")})
+    method = build_method(resolved, train, query_texts, doc_texts,
+                          {"hard_negatives": str(tmp_path / "hardnegs.parquet")})
     assert isinstance(method, ContrastiveMethod) and method.in_batch is False and method.loss_name == "ranknet"
     batch = method.make_batch(np.arange(8), np.random.default_rng(1))
     by_query = {}
@@ -398,7 +401,6 @@ def test_adore_dev_evaluation_searches_the_fixed_documents(tiny, tmp_path):
     from hardneg.dense.tokenizer import load_tokenizer
     from hardneg.dense.train import train_run
     from hardneg.index import build_index, save_index
-    from tests.dense_fixtures import TINY_MODEL
 
     tokenizer = load_tokenizer(tiny["tokenizer"])
     spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL}})["model"])
@@ -440,8 +442,7 @@ def test_adore_dev_evaluation_searches_the_fixed_documents(tiny, tmp_path):
 
 # ------------------------------------------------------------------------------------------------- workflow
 TINY_DENSE = {
-    "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
-              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
+    "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16, "builtin": TINY_MODEL},
     "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
     "encode": {"shards": 1},
     "search": {"top_k": 100},
@@ -451,7 +452,7 @@ WORKFLOW_CONFIG = {
     "dataset": "tiny",
     "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
                           "num_queries": {"train": 100, "dev": 30, "test": 30}}},
-    "figures": {"pairwise_errors": {"runs": ["bm25", "warmup"]},
+    "figures": {"pairwise_errors": {"runs": ["warmup", "adore_w"]},
                 "training_curves": {"runs": ["adore_w"], "labels": {"adore_w": "ADORE"}},
                 "tsne": {"run": "adore_w", "negatives": 5}},
     "runs": {
@@ -476,7 +477,7 @@ def test_figures_build_in_the_workflow(tmp_path):
     for target in FIGURE_TARGETS:
         assert (tmp_path / target).read_bytes().startswith(PNG_SIGNATURE)
     distribution = artifacts.read_table(artifacts.FIGURE_DISTRIBUTION, figures / "pairwise_errors.parquet").to_pandas()
-    assert set(distribution["run"]) == {"bm25", "warmup"} and len(distribution) == 2 * 2 * 30
+    assert set(distribution["run"]) == {"warmup", "adore_w"} and len(distribution) == 2 * 2 * 30
     curve = artifacts.read_table(artifacts.FIGURE_CURVES, figures / "training_curves.parquet").to_pandas()
     log = pq.read_table(tmp_path / "results" / "adore_w" / "train_log.parquet").to_pandas()
     evaluated = log[log["dev_rr10"].notna()]

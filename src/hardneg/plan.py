@@ -365,9 +365,10 @@ class Plan:
 
     def _dev_curve_inputs(self, spec: dict, key: str) -> dict:
         runs = self._figure_runs(spec["runs"], f"{key}.runs")
-        for run in runs:
+        for position, run in enumerate(runs):
             if not self.method(run).trains or self.method(run).kind != methods.DENSE:
-                raise ConfigError(f"{key}.runs", f"run {run!r} trains no dense model, so it has no dev evaluation")
+                raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev "
+                                                            f"evaluation")
             if not self.params(run)["train"]["dev_every"]:
                 raise ConfigError(f"runs.{run}.params.train.dev_every", f"{key} draws dev MRR@10 during training: set "
                                                                         f"it above 0 (e.g. a tenth of the steps)")

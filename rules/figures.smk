@@ -4,6 +4,12 @@
 FIGURES_CONFIG = config["figures"]
 
 
+# `snakemake figures`: every figure the config can build.
+rule figures:
+    input:
+        PLAN.figure_targets(),
+
+
 rule figure_pairwise_errors:
     input:
         unpack(lambda w: PLAN.figure_inputs("pairwise_errors")),

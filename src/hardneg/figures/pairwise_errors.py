@@ -76,7 +76,7 @@ def draw_pairwise_errors(table: pa.Table, path: str | os.PathLike) -> None:
         ax.set_xlabel(axis_label(measure))
         ax.set_ylabel("share of queries with at most x errors")
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right", fontsize="small")
+        ax.legend(loc="upper left", fontsize="small")
     figure.suptitle(f"Pairwise errors per query ({data['qid'].nunique()} evaluation queries)")
     save_png(figure, path)
 

@@ -37,6 +37,7 @@ include: "rules/pq_matrix.smk"
 include: "rules/evaluate.smk"
 include: "rules/fusion.smk"
 include: "rules/summary.smk"
+include: "rules/figures.smk"
 
 
 onstart:

@@ -48,11 +48,11 @@ _DELETE = object()
 
 
 @pytest.mark.parametrize("path, value, key, message", [
-    (["sed"], 1, "sed", "unknown key; allowed keys: dataset, datasets, evaluation, method_modules, pq_matrix, runs, seed, summary, targets"),
+    (["sed"], 1, "sed", "unknown key; allowed keys: dataset, datasets, evaluation, figures, method_modules, pq_matrix, runs, seed, summary, targets"),
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
-    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, bm25, colbert, hybrid, inbatch, randneg, rrf, star, tct, warmup, zeroshot; got 'bm52'"),
+    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, bm25, colbert, hybrid, inbatch, randneg, rrf, star, static_hn, tct, warmup, zeroshot; got 'bm52'"),
     (["runs", "bm25", "params", "fields"], "title", "runs.bm25.params.fields", "must be one of flat, multifield"),
     (["datasets", "synthetic", "adapter"], "csv", "datasets.synthetic.adapter", "must be one of synthetic, beir"),
     (["datasets", "synthetic", "num_docs"], "5k", "datasets.synthetic.num_docs", "expected integer, got '5k'"),

@@ -23,12 +23,13 @@ def plan(raw):
 
 def test_runs_by_kind_and_role(plan):
     assert plan.lexical_runs == ["bm25"]
-    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "tct", "tct_hn", "tct_tct_hn", "tct_hnp"]
+    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "tct", "tct_hn", "tct_tct_hn", "tct_hnp",
+                                 "static_hn", "randneg_warmup"]
     assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
     assert plan.trained_runs == plan.dense_runs[:8] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
                                                        "colbert_teacher_hn", "tct_hnp"] + plan.dense_runs[12:]
     # a run mines when it names a miner, not because its method could
-    assert plan.mining_runs == ["star", "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp"]
+    assert plan.mining_runs == ["star", "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp", "static_hn"]
     assert plan.doc_run("adore_star") == "star" and plan.doc_run("star") == "star"
     assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
     assert plan.init_run("warmup") is None

@@ -88,8 +88,43 @@ FUSION_TUNING = ArtifactKind(
     "grid; chosen marks the α the run uses",
 )
 
+# The data drawn by each figure (results/figures/<name>.parquet, beside <name>.png; see hardneg.figures).
+FIGURE_DISTRIBUTION = ArtifactKind(
+    "figure_distribution",
+    pa.schema([("run", pa.string()), ("measure", pa.string()), ("qid", pa.string()), ("value", pa.float64()),
+               ("share", pa.float64())]),
+    "per run, measure and query: the query's value and the share of the run's queries valued at most as much "
+    "(the empirical CDF), rows in increasing value",
+)
+FIGURE_CURVES = ArtifactKind(
+    "figure_curves",
+    pa.schema([("run", pa.string()), ("label", pa.string()), ("step", pa.int64()), ("dev_rr10", pa.float64())]),
+    "per run, the optimiser steps at which dev MRR@10 was evaluated during training, and its value",
+)
+FIGURE_TSNE = ArtifactKind(
+    "figure_tsne",
+    pa.schema([("qid", pa.string()), ("point", pa.string()), ("kind", pa.string()), ("x", pa.float64()),
+               ("y", pa.float64()), ("rank_before", pa.int32()), ("rank_after", pa.int32())]),
+    "t-SNE coordinates of one query before and after (kind query_before, query_after; point: the qid) and of "
+    "documents (point: the docid; kind relevant, negative_before, negative_after or negative_both) with their "
+    "ranks in the rankings before and after (null: not ranked)",
+)
+FIGURE_MATRIX = ArtifactKind(
+    "figure_matrix",
+    pa.schema([("train_index", pa.string()), ("eval_index", pa.string()), ("measure", pa.string()),
+               ("value", pa.float64())]),
+    "one cell per (training index, evaluation index) of the ADORE PQ matrix",
+)
+FIGURE_ALPHA = ArtifactKind(
+    "figure_alpha",
+    pa.schema([("alpha", pa.float64()), ("value", pa.float64()), ("chosen", pa.bool_()), ("measure", pa.string()),
+               ("split", pa.string())]),
+    "the tuned fusion metric at each weight alpha, in increasing alpha; chosen marks the alpha kept",
+)
+
 KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS, ROW_IDS, HARDNEGS, POSITIVE_SCORES,
-                             AUDIT, FUSION_TUNING)}
+                             AUDIT, FUSION_TUNING, FIGURE_DISTRIBUTION, FIGURE_CURVES, FIGURE_TSNE, FIGURE_MATRIX,
+                             FIGURE_ALPHA)}
 
 
 def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:

@@ -246,3 +246,8 @@ class Layout:
     @_inside_root
     def table_benchmark(self, name: str) -> str:
         return f"{self.root}/tables/benchmarks/{self._name('benchmark', name)}.tsv"
+    # ------------------------------------------------------------------------------------------ figures
+    @_inside_root
+    def figure(self, name: str, suffix: str) -> str:
+        """A figure: ``png`` (the image) or ``parquet`` (the data it draws)."""
+        return f"{self.root}/figures/{self._name('figure', name)}.{self._name('figure', suffix)}"

@@ -417,3 +417,86 @@ class Plan:
         return {"metrics": [self.layout.metrics(run) if self.params(run)["index"]["factory"] == index
                             else self.layout.metrics(run, _slug(index)) for index, run in pairs],
                 "train_log": [self.layout.train_log(run) for _, run in pairs]}
+    # ---------------------------------------------------------------------------------------------- figures
+    def figure_inputs(self, name: str) -> dict:
+        """What figure ``name`` (one of :data:`hardneg.figures.FIGURES`) reads, from the config's
+        ``figures.<name>`` (name → path, or list of paths). A :class:`ConfigError` names the key to set when the
+        config cannot build the figure (a run it does not define, a run without dev evaluation, ...)."""
+        from hardneg.figures import FIGURES
+
+        if name not in FIGURES:
+            raise ConfigError("figures", f"no figure named {name!r}; the figures are {', '.join(FIGURES)}")
+        return getattr(self, f"_{name}_figure_inputs")(self.config["figures"][name], f"figures.{name}")
+
+    def figure_targets(self) -> list[str]:
+        """The PNG of every figure the config can build (see :meth:`figure_inputs`)."""
+        from hardneg.figures import FIGURES
+
+        targets = []
+        for name in FIGURES:
+            try:
+                self.figure_inputs(name)
+            except ConfigError:
+                continue
+            targets.append(self.layout.figure(name, "png"))
+        return targets
+
+    def _figure_runs(self, names: list[str], key: str) -> list[str]:
+        if not names:
+            raise ConfigError(key, "no runs are named: list the runs this figure draws")
+        for position, run in enumerate(names):
+            if run not in self.runs:
+                raise ConfigError(f"{key}.{position}", f"no run named {run!r}")
+        return names
+
+    def _pairwise_errors_figure_inputs(self, spec: dict, key: str) -> dict:
+        runs = self._figure_runs(spec["runs"], f"{key}.runs")
+        return {"per_query": [self.layout.per_query(run) for run in runs]}
+
+    def _dev_curve_inputs(self, spec: dict, key: str) -> dict:
+        runs = self._figure_runs(spec["runs"], f"{key}.runs")
+        for position, run in enumerate(runs):
+            if not self.method(run).trains or self.method(run).kind != methods.DENSE:
+                raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev "
+                                                            f"evaluation")
+            if not self.params(run)["train"]["dev_every"]:
+                raise ConfigError(f"runs.{run}.params.train.dev_every", f"{key} draws dev MRR@10 during training: set "
+                                                                        f"it above 0 (e.g. a tenth of the steps)")
+        for run in spec["labels"]:
+            if run not in runs:
+                raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
+        return {"train_logs": [self.layout.train_log(run) for run in runs]}
+
+    _training_curves_figure_inputs = _dev_curve_inputs
+    _adore_vs_adore_l_figure_inputs = _dev_curve_inputs
+
+    def _tsne_figure_inputs(self, spec: dict, key: str) -> dict:
+        run = spec["run"]
+        if run not in self.runs:
+            raise ConfigError(f"{key}.run", f"no run named {run!r}")
+        docs = self.doc_run(run)
+        if docs == run:
+            raise ConfigError(f"{key}.run", f"run {run!r} keeps no other run's documents fixed: name an ADORE run "
+                                            f"(inputs.docs), whose docs run gives the 'before'")
+        layout, split = self.layout, self.eval_split
+        return {"query_before": layout.query_embeddings(docs, split), "query_ids_before": layout.query_ids(docs, split),
+                "ranking_before": layout.ranking(docs, split), "query_after": layout.query_embeddings(run, split),
+                "query_ids_after": layout.query_ids(run, split), "ranking_after": layout.ranking(run, split),
+                "doc_embeddings": layout.corpus_embeddings(docs), "doc_ids": layout.corpus_ids(docs),
+                "qrels": layout.qrels_dir(self.dataset(run))}
+
+    def _pq_matrix_figure_inputs(self, spec: dict, key: str) -> dict:
+        if not self.config.get("pq_matrix"):
+            raise ConfigError("pq_matrix", f"{key} draws the ADORE PQ matrix: the config has no pq_matrix section")
+        if spec["measure"] not in self.config["evaluation"]["measures"]:
+            raise ConfigError(f"{key}.measure", f"{spec['measure']!r} is not one of evaluation.measures "
+                                                f"({', '.join(self.config['evaluation']['measures'])})")
+        return {"matrix": self.layout.experiment("pq_matrix", "matrix.parquet")}
+
+    def _hybrid_alpha_figure_inputs(self, spec: dict, key: str) -> dict:
+        run = spec["run"]
+        if run is None:
+            raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
+        if run not in self.runs:
+            raise ConfigError(f"{key}.run", f"no run named {run!r}")
+        return {"tuning": self.layout.fusion_tuning(run, "parquet"), "summary": self.layout.fusion_tuning(run, "json")}

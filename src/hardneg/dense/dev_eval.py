@@ -7,6 +7,12 @@ exact inner-product top 10 (Faiss Flat), scores RR@10 with ir-measures (:func:`h
 into the step's log row as ``dev_rr10``. Other steps get NaN, so the column is on every row and the Parquet
 log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
 goes on exactly as without the event.
+
+A run that keeps another run's documents fixed (ADORE: only its query encoder trains, against that run's
+corpus embeddings) is evaluated as it is searched: its current queries against those fixed embeddings
+(``doc_vectors``), never a corpus re-encoded with the model in training. With the default shared encoder,
+training the query side changes the document side too, so re-encoding would evaluate documents the run never
+searches.
 """
 
 from __future__ import annotations
@@ -45,9 +51,11 @@ def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH):
 
 
 def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, *, device="cpu",
-             batch_size: int = 128, precision: str = "fp32", replicas: Replicas = SINGLE) -> float:
+             batch_size: int = 128, precision: str = "fp32", replicas: Replicas = SINGLE,
+             doc_vectors: np.ndarray | None = None) -> float:
     """Mean RR@10 of ``model`` on ``queries`` against ``qrels``, exact search over all of ``corpus``. Leaves
-    the model in eval mode (callers put it back in train mode).
+    the model in eval mode (callers put it back in train mode). ``doc_vectors``: fixed embeddings of the corpus
+    rows ([len(corpus), dim], e.g. a memory map of ``corpus.npy``), searched instead of encoding the corpus.
 
     With several processes each encodes its share of the corpus and finds its share's top 10 of every query;
     the shares' top 10s are gathered and merged into the exact top 10 (every rank returns the same value).
@@ -58,7 +66,10 @@ def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.T
     share = np.arange(len(corpus))[replicas.local(len(corpus))]
     q = encode_rows(model, queries, np.arange(len(queries)), "query", batch_size=batch_size, device=device,
                     precision=precision)
-    d = encode_rows(model, corpus, share, "doc", batch_size=batch_size, device=device, precision=precision)
+    if doc_vectors is None:
+        d = encode_rows(model, corpus, share, "doc", batch_size=batch_size, device=device, precision=precision)
+    else:
+        d = np.asarray(doc_vectors[share], dtype=np.float32)
     scores, rows = top_k(q, d)
     rows = np.where(rows >= 0, share[np.maximum(rows, 0)] if len(share) else -1, -1)
     if replicas.distributed:  # one [Q, k] block per rank, merged into the global top k
@@ -89,26 +100,36 @@ def dev_inputs(cache_dir, qrels_path, split: str) -> tuple[str, str]:
 class DevEvaluation:
     """Trainer event: ``dev_rr10`` every ``every`` optimiser steps and at the last step, NaN on other steps.
 
-    With several processes they share the corpus encoding (see :func:`dev_rr10`); every rank logs the value."""
+    With several processes they share the corpus encoding (see :func:`dev_rr10`); every rank logs the value.
+    ``doc_vectors``: the fixed corpus embeddings of a run that searches another run's documents (see the module
+    docstring); one row per row of ``corpus``."""
 
     def __init__(self, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, every: int, *,
-                 batch_size: int = 128):
+                 batch_size: int = 128, doc_vectors: np.ndarray | None = None):
         if every < 1:
             raise ValueError("dev evaluation needs every >= 1")
+        if doc_vectors is not None and len(doc_vectors) != len(corpus):
+            raise ValueError(f"the fixed document embeddings have {len(doc_vectors)} rows, the tokenized corpus "
+                             f"{len(corpus)}: they are not embeddings of this corpus")
         self.queries, self.corpus, self.qrels, self.every, self.batch_size = queries, corpus, qrels, every, batch_size
+        self.doc_vectors = doc_vectors
 
     @classmethod
-    def from_split(cls, cache_dir, qrels_path, split: str, every: int, **options) -> "DevEvaluation":
-        """The dev split ``split`` of the tokenized cache, its qrels beside the training qrels ``qrels_path``."""
+    def from_split(cls, cache_dir, qrels_path, split: str, every: int, *, doc_embeddings=None,
+                   **options) -> "DevEvaluation":
+        """The dev split ``split`` of the tokenized cache, its qrels beside the training qrels ``qrels_path``;
+        ``doc_embeddings``: the ``.npy`` of fixed corpus embeddings to search (None: encode the corpus)."""
         name, qrels = dev_inputs(cache_dir, qrels_path, split)
+        vectors = None if doc_embeddings is None else np.load(doc_embeddings, mmap_mode="r")
         return cls(TokenizedTexts(cache_dir, name), TokenizedTexts(cache_dir, "corpus"),
-                   artifacts.read_table(artifacts.QRELS, qrels), every, **options)
+                   artifacts.read_table(artifacts.QRELS, qrels), every, doc_vectors=vectors, **options)
 
     def on_step_end(self, trainer, step: int, row: dict) -> None:
         value = math.nan
         if step % self.every == 0 or step == trainer.total_steps:
             value = dev_rr10(trainer.model, self.queries, self.corpus, self.qrels, device=trainer.device,
-                             batch_size=self.batch_size, precision=trainer.precision, replicas=trainer.replicas)
+                             batch_size=self.batch_size, precision=trainer.precision, replicas=trainer.replicas,
+                             doc_vectors=self.doc_vectors)
             trainer.model.train()
             log.info("step %d: dev RR@10 %.4f", step, value)
         row[COLUMN] = value

@@ -15,7 +15,8 @@ the rows and the embeddings are gathered, so the loss is the one of the whole ba
 :mod:`hardneg.methods`), which differ only in where each row's negatives come from and in the loss.
 
 Every query is scored against every document of the batch (its positive, its negatives, and other rows'
-positives and negatives); pairs whose document is relevant to the query are masked.
+positives and negatives; with ``in_batch`` false only its own positive and negatives); pairs whose document is
+relevant to the query are masked.
 
 Queries and documents reach the encoder in length-homogeneous chunks (:meth:`TokenizedTexts.chunked`), not as
 one block padded to the batch's longest text: when lengths vary, most of the padding, and of the time spent
@@ -46,13 +47,20 @@ class Batch:
 
 
 class ContrastiveMethod:
+    """The contrastive step. With ``in_batch`` (the default) each query is scored against every document of the
+    batch; without it, against its own positive and its own negatives only: the other rows' documents are left
+    out of its loss as relevant ones are (ColBERT's triples; STAR's hard negatives without their reuse as other
+    rows' negatives, ``static_hn``)."""
+
     def __init__(self, train: TrainQueries, query_texts: TokenizedTexts, doc_texts: TokenizedTexts, *,
-                 negatives: NegativeSource | None, per_query: int, loss: str, temperature: float = 1.0):
+                 negatives: NegativeSource | None, per_query: int, loss: str, temperature: float = 1.0,
+                 in_batch: bool = True):
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}")
         self.train, self.query_texts, self.doc_texts = train, query_texts, doc_texts
         self.negatives, self.per_query, self.loss_name = negatives, per_query if negatives else 0, loss
         self.temperature = temperature  # scores are divided by it (e.g. 0.05 for normalised vectors)
+        self.in_batch = in_batch
 
     def make_batch(self, queries: np.ndarray, rng: np.random.Generator) -> Batch:
         positives = self.train.sample_positives(queries, rng)
@@ -86,6 +94,8 @@ class ContrastiveMethod:
 
     def contrastive_loss(self, scores: torch.Tensor, batch: Batch, device) -> tuple[torch.Tensor, dict]:
         """The method's loss of ``scores`` (divided by the temperature already) and the batch accuracy."""
+        if not self.in_batch:  # other rows' documents are left out as relevant ones are: never negatives
+            batch = dataclasses.replace(batch, relevant=batch.relevant | ~self.own_documents(batch))
         positive = torch.from_numpy(batch.positive).to(device)
         relevant = torch.from_numpy(batch.relevant).to(device)
         loss = LOSSES[self.loss_name](scores, positive, relevant)
@@ -94,19 +104,25 @@ class ContrastiveMethod:
             accuracy = (scores.gather(1, positive[:, None]).squeeze(1) > best_negative).float().mean()
         return loss, {"batch_accuracy": float(accuracy)}
 
+    def own_documents(self, batch: Batch) -> np.ndarray:
+        """[B, len(doc_rows)]: each row's own positive and negatives (``make_batch`` lays the B positives out
+        first, then each row's ``per_query`` negatives in row order)."""
+        rows = len(batch.query_rows)
+        own = np.zeros((rows, len(batch.doc_rows)), dtype=bool)
+        own[np.arange(rows), batch.positive] = True
+        negatives = rows + np.arange(rows)[:, None] * self.per_query + np.arange(self.per_query)[None, :]
+        own[np.repeat(np.arange(rows), self.per_query), negatives.reshape(-1)] = True
+        return own
+
 
 class ColbertMethod(ContrastiveMethod):
     """ColBERT's training step (the TCT-ColBERT teacher): the contrastive step with late-interaction scores
     (:func:`hardneg.dense.colbert.maxsim` over token vectors) in place of inner products of single vectors.
 
     With ``in_batch`` false, as in ColBERT's own training on triples, each query is scored against its own
-    positive and negatives only (the other documents of the batch are left out of its loss); with ``in_batch`` true against every document of the batch. With several processes the token
+    positive and negatives only (see :class:`ContrastiveMethod`). With several processes the token
     vectors are padded to the cache's document width plus the marker before they are gathered (every rank
     must send one shape)."""
-
-    def __init__(self, *args, in_batch: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.in_batch = in_batch
 
     def scores(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> torch.Tensor:
         from hardneg.dense.colbert import maxsim
@@ -120,18 +136,3 @@ class ColbertMethod(ContrastiveMethod):
             dv, dm = replicas.gather(dv, len(batch.doc_rows)), replicas.gather(dm, len(batch.doc_rows))
         with torch.autocast(torch.device(device).type, enabled=False):
             return maxsim(qv.float(), dv.float(), dm.bool())
-
-    def contrastive_loss(self, scores: torch.Tensor, batch: Batch, device) -> tuple[torch.Tensor, dict]:
-        if not self.in_batch:  # other rows' documents are left out as relevant ones are: never negatives
-            batch = dataclasses.replace(batch, relevant=batch.relevant | ~self.own_documents(batch))
-        return super().contrastive_loss(scores, batch, device)
-
-    def own_documents(self, batch: Batch) -> np.ndarray:
-        """[B, len(doc_rows)]: each row's own positive and negatives (``make_batch`` lays the B positives out
-        first, then each row's ``per_query`` negatives in row order)."""
-        rows = len(batch.query_rows)
-        own = np.zeros((rows, len(batch.doc_rows)), dtype=bool)
-        own[np.arange(rows), batch.positive] = True
-        negatives = rows + np.arange(rows)[:, None] * self.per_query + np.arange(self.per_query)[None, :]
-        own[np.repeat(np.arange(rows), self.per_query), negatives.reshape(-1)] = True
-        return own

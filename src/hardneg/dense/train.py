@@ -163,7 +163,9 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     if config.dev_every:
         from hardneg.dense.dev_eval import DevEvaluation
 
-        events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every))
+        # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
+        events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
+                                               doc_embeddings=inputs.get("doc_embeddings")))
     trainer = Trainer(model, method, sampler, config, checkpoint_dir=checkpoint_dir, fingerprint=config_hash(resolved),
                       device=config.device, callbacks=events, replicas=replicas)
     rows = trainer.fit()

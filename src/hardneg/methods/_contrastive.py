@@ -6,14 +6,15 @@ from __future__ import annotations
 from hardneg.methods.registry import StepContext
 
 
-def contrastive_step(ctx: StepContext, negatives, default_loss: str):
-    """A :class:`hardneg.dense.methods.ContrastiveMethod` drawing ``negatives`` (None: in-batch only)."""
+def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch: bool = True):
+    """A :class:`hardneg.dense.methods.ContrastiveMethod` drawing ``negatives`` (None: in-batch only); with
+    ``in_batch`` false each query is scored against its own positive and negatives only."""
     from hardneg.dense.methods import ContrastiveMethod
 
     train = ctx.params["train"]
     return ContrastiveMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
                              per_query=ctx.params["negatives"]["per_query"], loss=train["loss"] or default_loss,
-                             temperature=train["temperature"])
+                             temperature=train["temperature"], in_batch=in_batch)
 
 
 def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):

@@ -16,16 +16,20 @@ class StarParams:
     mining: MiningParams
 
 
-def build_step(ctx: StepContext):
+def mined_negatives(ctx: StepContext):
+    """The run's static hard negatives: sampled from the list its miner mined for it (``hardnegs.parquet``)."""
     from hardneg import artifacts
 
-    return contrastive_step(ctx, ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None),
-                            "ranknet")
+    return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
+
+
+def build_step(ctx: StepContext):
+    return contrastive_step(ctx, mined_negatives(ctx), "ranknet")
 
 
 METHOD = Method(
     name="star", kind=DENSE, summary="static hard negatives with RankNet over the whole batch (STAR)",
-    roles={"init": Role("model", description="the dense run whose model STAR continues (the warm-up)"),
+    roles={"init": Role("model", description="the dense run whose model training continues (the warm-up)"),
            "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
            "bm25": Role("reference_ranking", required=False,
                         description="a BM25 run, for the overlap column of the hard-negative audit")},

@@ -1,0 +1,19 @@
+"""The papers' figures, regenerated from runs' artifacts. One module per figure, each with a function that
+computes the figure's data (an Arrow table of a kind declared in :mod:`hardneg.artifacts`, written as
+``results/figures/<name>.parquet``), one that draws it (matplotlib, ``results/figures/<name>.png``) and one that
+does both (what the rule's script calls):
+
+* ``pairwise_errors`` (:mod:`.pairwise_errors`): per-query pairwise errors of several runs as CDFs (STAR/ADORE
+  paper, Fig. 3);
+* ``training_curves`` and ``adore_vs_adore_l`` (:mod:`.curves`): dev MRR@10 against optimiser steps, of random,
+  static and dynamic negatives (Fig. 4) and of ADORE and ADORE\\L (Fig. 5);
+* ``tsne`` (:mod:`.tsne`): one query, its relevant documents and its top negatives before and after ADORE
+  (Fig. 6);
+* ``pq_matrix`` (:mod:`.pq_matrix`): the ADORE PQ matrix as a heat map (Table 3);
+* ``hybrid_alpha`` (:mod:`.hybrid_alpha`): a hybrid run's tuned metric against the weight α.
+
+Every PNG is drawn on a :class:`matplotlib.figure.Figure` of its own (no pyplot state) by the Agg renderer and
+saved without metadata that changes between runs, so the same data give the same bytes (:mod:`._plot`).
+"""
+
+FIGURES = ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix", "hybrid_alpha")

@@ -1,0 +1,491 @@
+"""The figures (hardneg.figures): each figure's data on tiny hand-made inputs with known answers, PNGs drawn
+twice byte for byte, the plan's figure targets and their config errors; the static_hn method (each query
+against its own documents only, its negatives its mined hard negatives); ADORE's dev evaluation against its
+fixed documents."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from hardneg import artifacts
+from hardneg.errors import ConfigError, DataError
+from hardneg.figures import curves, hybrid_alpha, pairwise_errors, pq_matrix, tsne
+from tests.dense_fixtures import TINY_MODEL
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _write(table: pa.Table, path) -> str:
+    pq.write_table(table, path)
+    return str(path)
+
+
+def _per_query(path, values: dict, measure="PairwiseErrors@200", other=None) -> str:
+    rows = [{"qid": q, "measure": measure, "value": float(v)} for q, v in values.items()]
+    rows += [{"qid": q, "measure": "RR@10", "value": 0.5} for q in values]  # another measure, ignored
+    rows += [{"qid": q, "measure": "PairwiseErrors", "value": float(v)} for q, v in (other or {}).items()]
+    return _write(pa.Table.from_pylist(rows, schema=artifacts.PER_QUERY_METRICS.schema), path)
+
+
+def _drawn_twice(draw, table, tmp_path, **kwargs) -> bytes:
+    """Draw ``table`` twice into two files; assert both are the same PNG bytes and hold no software stamp."""
+    first, second = tmp_path / "first.png", tmp_path / "second.png"
+    draw(table, first, **kwargs)
+    draw(table, second, **kwargs)
+    data = first.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
+    assert data == second.read_bytes()
+    assert b"Software" not in data and b"matplotlib" not in data.lower()
+    return data
+
+
+# ------------------------------------------------------------------------------------------- pairwise_errors
+def test_pairwise_error_distribution_is_the_empirical_cdf(tmp_path):
+    a = _per_query(tmp_path / "a.parquet", {"q4": 10, "q2": 3, "q1": 0, "q3": 3}, other={"q1": 5, "q2": 1})
+    b = _per_query(tmp_path / "b.parquet", {"q1": 7, "q2": 7}, other={"q1": 9, "q2": 2})
+    table = pairwise_errors.distribution_table({"run_a": a, "run_b": b}, ["PairwiseErrors@200", "PairwiseErrors"])
+    data = table.to_pandas()
+    top_a = data[(data.run == "run_a") & (data.measure == "PairwiseErrors@200")]
+    assert top_a["qid"].tolist() == ["q1", "q2", "q3", "q4"]  # increasing value, ties by qid
+    assert top_a["value"].tolist() == [0, 3, 3, 10]
+    assert top_a["share"].tolist() == [0.25, 0.75, 0.75, 1.0]  # share of queries with at most this many errors
+    total_a = data[(data.run == "run_a") & (data.measure == "PairwiseErrors")]
+    assert total_a["qid"].tolist() == ["q2", "q1"] and total_a["share"].tolist() == [0.5, 1.0]
+    top_b = data[(data.run == "run_b") & (data.measure == "PairwiseErrors@200")]
+    assert top_b["share"].tolist() == [1.0, 1.0]
+    assert list(dict.fromkeys(data["run"])) == ["run_a", "run_b"]
+    assert table.schema.equals(artifacts.FIGURE_DISTRIBUTION.schema)
+
+
+def test_a_missing_measure_names_the_file(tmp_path):
+    path = _per_query(tmp_path / "a.parquet", {"q1": 1})
+    with pytest.raises(DataError) as error:
+        pairwise_errors.distribution_table({"a": path}, ["PairwiseErrors"])
+    assert error.value.path == path and "PairwiseErrors@200" in error.value.message
+
+
+def test_pairwise_errors_png_and_data(tmp_path):
+    a = _per_query(tmp_path / "a.parquet", {f"q{i}": i * i for i in range(30)})
+    b = _per_query(tmp_path / "b.parquet", {f"q{i}": 2 * i for i in range(30)})
+    table = pairwise_errors.write_pairwise_errors({"a": a, "b": b}, ["PairwiseErrors@200"], tmp_path / "d.parquet",
+                                                  tmp_path / "f.png")
+    assert artifacts.read_table(artifacts.FIGURE_DISTRIBUTION, tmp_path / "d.parquet").equals(table)
+    assert (tmp_path / "f.png").read_bytes() == _drawn_twice(pairwise_errors.draw_pairwise_errors, table, tmp_path)
+    assert pairwise_errors.axis_label("PairwiseErrors@200") == "pairwise errors per query (top 200)"
+
+
+# ---------------------------------------------------------------------------------------------- dev curves
+def _train_log(path, evaluated: dict, steps: int = 10) -> str:
+    values = [evaluated.get(step, math.nan) for step in range(1, steps + 1)]
+    return _write(pa.table({"step": list(range(1, steps + 1)), "loss": [1.0] * steps, "dev_rr10": values}), path)
+
+
+def test_curve_points_are_the_evaluated_steps(tmp_path):
+    a = _train_log(tmp_path / "a.parquet", {3: 0.2, 6: 0.25, 10: 0.3})
+    b = _train_log(tmp_path / "b.parquet", {5: 0.1, 10: 0.4})
+    table = curves.curve_table({"static": a, "adore": b}, {"adore": "ADORE"})
+    data = table.to_pandas()
+    assert data["run"].tolist() == ["static"] * 3 + ["adore"] * 2
+    assert data["label"].tolist() == ["static"] * 3 + ["ADORE"] * 2  # a run without a label is named
+    assert data["step"].tolist() == [3, 6, 10, 5, 10]
+    assert data["dev_rr10"].tolist() == [0.2, 0.25, 0.3, 0.1, 0.4]
+    _drawn_twice(curves.draw_curves, table, tmp_path, title=curves.TITLES["training_curves"])
+
+
+def test_a_log_without_dev_evaluation_names_the_file(tmp_path):
+    plain = _write(pa.table({"step": [1, 2], "loss": [1.0, 0.9]}), tmp_path / "plain.parquet")
+    for path in (plain, _train_log(tmp_path / "nan.parquet", {})):
+        with pytest.raises(DataError) as error:
+            curves.curve_table({"run": path})
+        assert error.value.path == path and "dev_every" in error.value.message
+
+
+# ---------------------------------------------------------------------------------------------------- t-SNE
+def _tsne_inputs(tmp_path):
+    """Four queries, 14 documents in 6 dimensions; the 'after' query vectors move q1 toward its relevant d0."""
+    rng = np.random.default_rng(0)
+    docs = rng.normal(size=(14, 6)).astype(np.float32)
+    docids = [f"d{i}" for i in range(14)]
+    qids = ["q1", "q2", "q3", "q4"]
+    docs[0] *= 4  # a long vector: first for a query along it, last against it
+    before = rng.normal(size=(4, 6)).astype(np.float32)
+    before[0] = -docs[0]
+    after = before.copy()
+    after[0] = docs[0]  # q1: d0 goes from rank 14 to rank 1
+    relevant = {"q1": ["d0", "d1"], "q2": ["d5"], "q3": ["d7"], "q4": ["d9"]}
+    paths = {}
+    for side, vectors in (("before", before), ("after", after)):
+        np.save(tmp_path / f"q_{side}.npy", vectors)
+        paths[f"query_{side}"] = str(tmp_path / f"q_{side}.npy")
+        paths[f"query_ids_{side}"] = _write(pa.table({"id": qids}), tmp_path / f"q_{side}.ids.parquet")
+        rows = []
+        for qid, vector in zip(qids, vectors):
+            order = np.argsort(-(docs @ vector), kind="stable")
+            rows += [{"qid": qid, "docid": docids[d], "rank": r, "score": float(docs[d] @ vector)}
+                     for r, d in enumerate(order, 1)]
+        paths[f"ranking_{side}"] = _write(pa.Table.from_pylist(rows, schema=artifacts.RUN.schema),
+                                          tmp_path / f"run_{side}.parquet")
+    np.save(tmp_path / "corpus.npy", docs)
+    paths["doc_embeddings"] = str(tmp_path / "corpus.npy")
+    paths["doc_ids"] = _write(pa.table({"id": docids}), tmp_path / "corpus.ids.parquet")
+    qrels = [{"qid": q, "docid": d, "relevance": 1} for q, ds in relevant.items() for d in ds]
+    (tmp_path / "qrels").mkdir()
+    _write(pa.Table.from_pylist(qrels, schema=artifacts.QRELS.schema), tmp_path / "qrels" / "test.parquet")
+    paths["qrels"] = str(tmp_path / "qrels")
+    return paths, docs, before, after, relevant
+
+
+def test_tsne_points_kinds_and_ranks(tmp_path):
+    paths, docs, before, after, relevant = _tsne_inputs(tmp_path)
+    ranking = {side: pd.read_parquet(paths[f"ranking_{side}"]) for side in ("before", "after")}
+    first = {side: {q: min(r.loc[(r.qid == q) & r.docid.isin(ds), "rank"]) for q, ds in relevant.items()}
+             for side, r in ranking.items()}
+    assert first["after"]["q1"] == 1 and first["before"]["q1"] > 1  # only q1 moved
+    assert all(first["after"][q] == first["before"][q] for q in ("q2", "q3", "q4"))
+    rr = tsne.first_relevant_reciprocal(ranking["after"], {q: set(d) for q, d in relevant.items()})
+    assert rr.to_dict() == {q: 1 / first["after"][q] for q in relevant}
+    assert tsne.choose_query(ranking["before"], ranking["after"], {q: set(d) for q, d in relevant.items()}) == "q1"
+    assert tsne.choose_query(ranking["before"], ranking["before"], {q: set(d) for q, d in relevant.items()}) == "q1"
+    table = tsne.tsne_table(paths, "test", negatives=3, perplexity=3.0, seed=1)
+    data = table.to_pandas()
+    assert set(data["qid"]) == {"q1"}
+    assert data["kind"].tolist()[:2] == ["query_before", "query_after"] and data["point"].tolist()[:2] == ["q1", "q1"]
+    assert data.loc[data.kind == "relevant", "point"].tolist() == ["d0", "d1"]
+    top = {side: [d for d in ranking[side].query("qid == 'q1'").sort_values("rank")["docid"]
+                  if d not in ("d0", "d1")][:3] for side in ranking}
+    negatives = data[data["kind"].str.startswith("negative")]
+    for _, row in negatives.iterrows():
+        in_before, in_after = row["point"] in top["before"], row["point"] in top["after"]
+        assert row["kind"] == {(True, True): "negative_both", (True, False): "negative_before",
+                               (False, True): "negative_after"}[(in_before, in_after)]
+    assert set(negatives["point"]) == set(top["before"]) | set(top["after"])
+    for side in ("before", "after"):
+        ranks = dict(zip(ranking[side].query("qid == 'q1'")["docid"], ranking[side].query("qid == 'q1'")["rank"]))
+        docs_rows = data[~data["kind"].isin(tsne.QUERY_KINDS)]
+        assert docs_rows[f"rank_{side}"].tolist() == [ranks[d] for d in docs_rows["point"]]
+    assert data.loc[data.point == "d0", "rank_after"].item() == 1
+    assert np.isfinite(data[["x", "y"]].to_numpy()).all() and data[["x", "y"]].std().min() > 0
+    assert tsne.tsne_table(paths, "test", negatives=3, perplexity=3.0, seed=1).equals(table)  # deterministic
+    _drawn_twice(tsne.draw_tsne, table, tmp_path, before="star", after="adore_star")
+
+
+def test_tsne_of_a_chosen_query_and_its_config_errors(tmp_path):
+    paths, *_ = _tsne_inputs(tmp_path)
+    table = tsne.tsne_table(paths, "test", qid="q3", negatives=2, perplexity=2.0, seed=1)
+    assert set(table["qid"].to_pylist()) == {"q3"}
+    assert table.filter(pa.compute.equal(table["kind"], "relevant"))["point"].to_pylist() == ["d7"]
+    with pytest.raises(ConfigError) as error:
+        tsne.tsne_table(paths, "test", qid="q9", negatives=2)
+    assert error.value.key == "figures.tsne.qid"
+    with pytest.raises(ConfigError) as error:  # 2 queries + 1 relevant + at most 4 negatives = at most 7 points
+        tsne.tsne_table(paths, "test", qid="q3", negatives=2, perplexity=7.0)
+    assert error.value.key == "figures.tsne.perplexity"
+
+
+# ----------------------------------------------------------------------------------------------- PQ matrix
+def test_pq_matrix_heat_map_data(tmp_path):
+    cells = [("Flat", "Flat", 0.36), ("Flat", "PQ16", 0.27), ("PQ16", "Flat", 0.35), ("PQ16", "PQ16", 0.28)]
+    matrix = _write(pa.table({"train_index": [c[0] for c in cells], "eval_index": [c[1] for c in cells],
+                              "RR@10": [c[2] for c in cells], "nDCG@10": [0.0] * 4}), tmp_path / "matrix.parquet")
+    table = pq_matrix.write_pq_matrix_figure(matrix, "RR@10", tmp_path / "d.parquet", tmp_path / "f.png")
+    assert [(r["train_index"], r["eval_index"], r["value"]) for r in table.to_pylist()] == cells
+    assert set(table["measure"].to_pylist()) == {"RR@10"}
+    assert (tmp_path / "f.png").read_bytes() == _drawn_twice(pq_matrix.draw_pq_matrix, table, tmp_path)
+    with pytest.raises(DataError) as error:
+        pq_matrix.matrix_table(matrix, "AP@1000")
+    assert error.value.path == matrix and "AP@1000" in error.value.message
+
+
+# -------------------------------------------------------------------------------------------- hybrid alpha
+def _tuning(tmp_path, chosen_alpha=0.4, summary_alpha=0.4):
+    alphas = [0.8, 0.0, 0.4, 0.2, 0.6]
+    values = [0.30, 0.25, 0.36, 0.33, 0.35]
+    tuning = _write(pa.table({"alpha": alphas, "value": values, "chosen": [a == chosen_alpha for a in alphas]}),
+                    tmp_path / "fusion_tuning.parquet")
+    summary = tmp_path / "fusion_tuning.json"
+    summary.write_text(json.dumps({"measure": "RR@10", "split": "dev", "alpha": summary_alpha}))
+    return tuning, str(summary)
+
+
+def test_hybrid_alpha_data_in_alpha_order(tmp_path):
+    tuning, summary = _tuning(tmp_path)
+    table = hybrid_alpha.write_hybrid_alpha("hybrid", tuning, summary, tmp_path / "d.parquet", tmp_path / "f.png")
+    assert table["alpha"].to_pylist() == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert table["value"].to_pylist() == [0.25, 0.33, 0.36, 0.35, 0.30]
+    assert table["chosen"].to_pylist() == [False, False, True, False, False]
+    assert set(table["measure"].to_pylist()) == {"RR@10"} and set(table["split"].to_pylist()) == {"dev"}
+    assert (tmp_path / "f.png").read_bytes() == _drawn_twice(hybrid_alpha.draw_hybrid_alpha, table, tmp_path,
+                                                             run="hybrid")
+
+
+def test_hybrid_alpha_summary_must_agree_with_the_table(tmp_path):
+    tuning, summary = _tuning(tmp_path, summary_alpha=0.6)
+    with pytest.raises(DataError) as error:
+        hybrid_alpha.alpha_table(tuning, summary)
+    assert error.value.path == summary
+    _write(pa.table({"alpha": [0.1], "value": [0.2]}), tmp_path / "bad.parquet")
+    with pytest.raises(DataError, match="chosen"):
+        hybrid_alpha.alpha_table(tmp_path / "bad.parquet", summary)
+
+
+# ----------------------------------------------------------------------------------------- plan and config
+@pytest.fixture(scope="module")
+def default_config():
+    from hardneg.config import load_config_file
+
+    return load_config_file("config/config.yaml")
+
+
+def _plan(config, **figures):
+    import copy
+
+    from hardneg.plan import Plan
+
+    config = copy.deepcopy(config)
+    for name, spec in figures.items():
+        config["figures"][name].update(spec)
+    return Plan(config)
+
+
+def test_default_config_figure_targets(default_config):
+    plan = _plan(default_config)
+    assert plan.figure_targets() == [f"results/figures/{name}.png" for name in
+                                     ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix")]
+    inputs = plan.figure_inputs("tsne")
+    assert inputs["query_before"] == "results/star/embeddings/queries_test.npy"
+    assert inputs["query_after"] == "results/adore_star/embeddings/queries_test.npy"
+    assert inputs["doc_embeddings"] == "results/star/embeddings/corpus.npy"
+    assert set(inputs) == set(tsne.INPUTS)
+    assert plan.figure_inputs("training_curves")["train_logs"] == [
+        "results/randneg_warmup/train_log.parquet", "results/static_hn/train_log.parquet",
+        "results/adore_warmup_curve/train_log.parquet"]
+    for run in default_config["figures"]["training_curves"]["runs"]:  # the curves' runs continue the warm-up
+        assert plan.init_run(run) == "warmup" and plan.params(run)["train"]["dev_every"] > 0
+    assert default_config["runs"]["adore_l_warmup_curve"]["params"]["adore"]["weighted"] is False
+
+
+def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
+    import copy
+
+    with pytest.raises(ConfigError) as error:
+        _plan(default_config).figure_inputs("hybrid_alpha")
+    assert error.value.key == "figures.hybrid_alpha.run"
+    config = copy.deepcopy(default_config)
+    config["runs"]["hybrid"] = config["runs"]["bm25"]
+    plan = _plan(config, hybrid_alpha={"run": "hybrid"})
+    assert "results/figures/hybrid_alpha.png" in plan.figure_targets()
+    assert plan.figure_inputs("hybrid_alpha") == {"tuning": "results/hybrid/fusion_tuning.parquet",
+                                                  "summary": "results/hybrid/fusion_tuning.json"}
+
+
+@pytest.mark.parametrize("name, spec, key", [
+    ("pairwise_errors", {"runs": ["bm25", "nope"]}, "figures.pairwise_errors.runs.1"),
+    ("training_curves", {"runs": ["star"]}, "runs.star.params.train.dev_every"),
+    ("training_curves", {"runs": ["static_hn", "bm25"]}, "figures.training_curves.runs.1"),
+    ("training_curves", {"runs": []}, "figures.training_curves.runs"),
+    ("adore_vs_adore_l", {"labels": {"star": "x"}}, "figures.adore_vs_adore_l.labels.star"),
+    ("tsne", {"run": "star"}, "figures.tsne.run"),
+    ("pq_matrix", {"measure": "P@5"}, "figures.pq_matrix.measure"),
+])
+def test_figure_config_errors_name_the_key(default_config, name, spec, key):
+    plan = _plan(default_config, **{name: spec})
+    with pytest.raises(ConfigError) as error:
+        plan.figure_inputs(name)
+    assert error.value.key == key
+    assert f"results/figures/{name}.png" not in plan.figure_targets()
+
+
+def test_unknown_figure_keys_are_config_errors(default_config):
+    import copy
+
+    from hardneg.config import validate_config
+
+    config = copy.deepcopy(default_config)
+    config["figures"]["tsne"]["perplexty"] = 3
+    with pytest.raises(ConfigError) as error:
+        validate_config(config)
+    assert error.value.key == "figures.tsne.perplexty"
+
+
+# ------------------------------------------------------------------------------------------------ static_hn
+class _Negatives:
+    def sample(self, queries, per_query, rng):
+        raise AssertionError("not sampled here")
+
+
+def test_static_hn_scores_each_query_against_its_own_documents_only():
+    from hardneg.dense.methods import Batch, ContrastiveMethod
+
+    rows, per_query = 4, 2
+    columns = rows + rows * per_query
+    relevant = np.zeros((rows, columns), dtype=bool)
+    relevant[np.arange(rows), np.arange(rows)] = True
+    relevant[1, 3] = True  # row 3's positive is also relevant to query 1
+    relevant[2, rows + 2 * per_query] = True  # and its own first "negative" is relevant to query 2
+    batch = Batch(queries=np.arange(rows), query_rows=np.arange(rows), doc_rows=np.arange(columns),
+                  positive=np.arange(rows), relevant=relevant)
+    method = ContrastiveMethod(None, None, None, negatives=_Negatives(), per_query=per_query, loss="ranknet",
+                               in_batch=False)
+    scores = torch.randn(rows, columns, generator=torch.Generator().manual_seed(3), requires_grad=True)
+    loss, stats = method.contrastive_loss(scores, batch, "cpu")
+    scores_now = scores.detach()
+    pairs = []
+    for i in range(rows):
+        own = [rows + i * per_query + k for k in range(per_query)]
+        pairs += [torch.nn.functional.softplus(scores_now[i, j] - scores_now[i, i]) for j in own if not relevant[i, j]]
+    assert len(pairs) == rows * per_query - 1
+    assert float(loss.detach()) == pytest.approx(float(torch.stack(pairs).mean()), rel=1e-6)
+    loss.backward()
+    own = method.own_documents(batch)
+    assert (scores.grad[~own] == 0).all() and (scores.grad[own & ~relevant] != 0).all()
+    in_batch = ContrastiveMethod(None, None, None, negatives=_Negatives(), per_query=per_query, loss="ranknet")
+    assert float(in_batch.contrastive_loss(scores_now, batch, "cpu")[0]) != pytest.approx(float(loss.detach()))
+    best = [max(float(scores_now[i, j]) for j in range(columns) if own[i, j] and not relevant[i, j])
+            for i in range(rows)]
+    accuracy = np.mean([float(scores_now[i, i]) > best[i] for i in range(rows)])
+    assert stats["batch_accuracy"] == pytest.approx(accuracy)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from tests.dense_fixtures import build_tiny
+
+    return build_tiny(tmp_path_factory.mktemp("figures"))
+
+
+def test_static_hn_method_is_stars_without_reuse(tiny, tmp_path):
+    from hardneg import methods
+    from hardneg.config import validate_params
+    from hardneg.dense.methods import ContrastiveMethod
+    from hardneg.dense.tokenized import TokenizedTexts
+    from hardneg.dense.train import build_method, load_training_data, train_config
+
+    static, star = methods.get("static_hn"), methods.get("star")
+    assert static.roles == star.roles and static.schema == star.schema and static.kind == star.kind
+    qrels_path = tiny["data"] / "qrels" / "train.parquet"
+    resolved = {"name": "s", "method": "static_hn", "seed": 1,
+                "params": validate_params({"negatives": {"per_query": 2}}, method="static_hn")}
+    query_texts, doc_texts, train = load_training_data(tiny["cache"], qrels_path, train_config(resolved))
+    corpus = TokenizedTexts(tiny["cache"], "corpus").row_ids
+    rng = np.random.default_rng(0)
+    mined = []  # five non-relevant documents per training query
+    for qid, relevant in zip(train.qids, train.relevant):
+        others = [d for d in rng.permutation(len(corpus)) if d not in set(relevant)][:5]
+        mined += [{"qid": qid, "docid": corpus[d], "rank": r, "score": 1.0} for r, d in enumerate(others, 1)]
+    pq.write_table(pa.Table.from_pylist(mined, schema=artifacts.HARDNEGS.schema), tmp_path / "hardnegs.parquet")
+    method = build_method(resolved, train, query_texts, doc_texts,
+                          {"hard_negatives": str(tmp_path / "hardnegs.parquet")})
+    assert isinstance(method, ContrastiveMethod) and method.in_batch is False and method.loss_name == "ranknet"
+    batch = method.make_batch(np.arange(8), np.random.default_rng(1))
+    by_query = {}
+    for row in mined:
+        by_query.setdefault(row["qid"], set()).add(row["docid"])
+    negatives = batch.doc_rows[8:].reshape(8, 2)
+    for i in range(8):
+        assert {corpus[d] for d in negatives[i]} <= by_query[train.qids[i]]
+
+
+# ------------------------------------------------------------------------- ADORE's dev evaluation, fixed docs
+def test_adore_dev_evaluation_searches_the_fixed_documents(tiny, tmp_path):
+    from hardneg import evaluation
+    from hardneg.config import validate_params
+    from hardneg.dense.encode import encode_rows
+    from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.dense.tokenized import TokenizedTexts
+    from hardneg.dense.tokenizer import load_tokenizer
+    from hardneg.dense.train import train_run
+    from hardneg.index import build_index, save_index
+
+    tokenizer = load_tokenizer(tiny["tokenizer"])
+    spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL}})["model"])
+    docs_model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                  max_length=64, seed=2)
+    docs_model.save(tmp_path / "docs_model", tokenizer)
+    corpus = TokenizedTexts(tiny["cache"], "corpus")
+    fixed = encode_rows(docs_model, corpus, np.arange(len(corpus)), "doc")
+    np.save(tmp_path / "corpus.npy", fixed)
+    save_index(build_index(fixed, "Flat"), tmp_path / "Flat.faiss")
+    resolved = {"name": "adore", "method": "adore", "seed": 3, "params": validate_params({
+        "model": {"doc_max_length": 64, "query_max_length": 16},
+        "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.01, "checkpoint_every": 0, "log_every": 1,
+                  "dev_every": 100, "dev_split": "test"},
+        "adore": {"top_k": 20, "cut": 20}}, method="adore")}
+    rows = train_run(resolved, cache_dir=tiny["cache"], qrels_path=tiny["data"] / "qrels" / "train.parquet",
+                     model_dir=tmp_path / "model", log_path=tmp_path / "log.parquet", checkpoint_dir=tmp_path / "ckpt",
+                     tokenizer_source=tiny["tokenizer"],
+                     inputs={"init": tmp_path / "docs_model", "doc_embeddings": tmp_path / "corpus.npy",
+                             "train_index": tmp_path / "Flat.faiss"})
+    logged = rows[-1]["dev_rr10"]  # evaluated at the last step only
+    assert [math.isnan(r["dev_rr10"]) for r in rows] == [True] * (len(rows) - 1) + [False]
+    trained = BiEncoder.load(tmp_path / "model")
+    queries = TokenizedTexts(tiny["cache"], "queries_test")
+    q = encode_rows(trained, queries, np.arange(len(queries)), "query")
+    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "test.parquet")
+
+    def rr10(doc_vectors):
+        top = np.argsort(-(q @ doc_vectors.T), axis=1, kind="stable")[:, :10]
+        run = pa.table({"qid": np.repeat(queries.row_ids, 10), "docid": [corpus.row_ids[d] for d in top.ravel()],
+                        "rank": np.tile(np.arange(1, 11), len(q)).astype(np.int32),
+                        "score": np.take_along_axis(q @ doc_vectors.T, top, 1).ravel()})
+        return evaluation.evaluate(run, qrels, ["RR@10"])[0]["RR@10"]
+
+    assert logged == pytest.approx(rr10(fixed), abs=1e-9)
+    reencoded = encode_rows(trained, corpus, np.arange(len(corpus)), "doc")
+    assert np.abs(reencoded - fixed).max() > 1e-3  # the shared encoder moved: re-encoding would be another corpus
+
+
+# ------------------------------------------------------------------------------------------------- workflow
+TINY_DENSE = {
+    "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16, "builtin": TINY_MODEL},
+    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
+    "encode": {"shards": 1},
+    "search": {"top_k": 100},
+}
+WORKFLOW_CONFIG = {
+    "seed": 4,
+    "dataset": "tiny",
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
+                          "num_queries": {"train": 100, "dev": 30, "test": 30}}},
+    "figures": {"pairwise_errors": {"runs": ["warmup", "adore_w"]},
+                "training_curves": {"runs": ["adore_w"], "labels": {"adore_w": "ADORE"}},
+                "tsne": {"run": "adore_w", "negatives": 5}},
+    "runs": {
+        "bm25": {"method": "bm25", "params": {"top_k": 100}},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},
+        "adore_w": {"method": "adore", "inputs": {"docs": "warmup"},
+                    "params": {"train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.0005, "dev_every": 2},
+                               "adore": {"top_k": 50, "cut": 50}}},
+    },
+}
+FIGURE_TARGETS = [f"results/figures/{name}.png" for name in ("pairwise_errors", "training_curves", "tsne")]
+
+
+@pytest.mark.slow
+def test_figures_build_in_the_workflow(tmp_path):
+    from tests.test_workflow import snakemake, write_config
+
+    write_config(tmp_path, WORKFLOW_CONFIG)
+    result = snakemake(tmp_path, *FIGURE_TARGETS)
+    assert result.returncode == 0, result.stderr[-4000:]
+    figures = tmp_path / "results" / "figures"
+    for target in FIGURE_TARGETS:
+        assert (tmp_path / target).read_bytes().startswith(PNG_SIGNATURE)
+    distribution = artifacts.read_table(artifacts.FIGURE_DISTRIBUTION, figures / "pairwise_errors.parquet").to_pandas()
+    assert set(distribution["run"]) == {"warmup", "adore_w"} and len(distribution) == 2 * 2 * 30
+    curve = artifacts.read_table(artifacts.FIGURE_CURVES, figures / "training_curves.parquet").to_pandas()
+    log = pq.read_table(tmp_path / "results" / "adore_w" / "train_log.parquet").to_pandas()
+    evaluated = log[log["dev_rr10"].notna()]
+    assert evaluated["step"].tolist() == list(range(2, len(log) + 1, 2)) + ([len(log)] if len(log) % 2 else [])
+    assert curve["dev_rr10"].tolist() == evaluated["dev_rr10"].tolist() and set(curve["label"]) == {"ADORE"}
+    points = artifacts.read_table(artifacts.FIGURE_TSNE, figures / "tsne.parquet").to_pandas()
+    assert points["kind"].tolist()[:2] == ["query_before", "query_after"]
+    assert (points["kind"].str.startswith("negative").sum()) >= 5
+    assert not list(figures.glob(".*.tmp"))
+    again = snakemake(tmp_path, *FIGURE_TARGETS, "-n")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

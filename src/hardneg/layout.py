@@ -215,3 +215,9 @@ class Layout:
     @_inside_root
     def experiment(self, name: str, file: str) -> str:
         return f"{self.root}/{self._name('experiment', name)}/{file}"
+
+    # ----------------------------------------------------------------------------------- report and logs
+    @_inside_root
+    def tensorboard(self, run: str) -> str:
+        """The TensorBoard log folder of a training run, written while it trains (a log, not an artifact)."""
+        return f"{self.run_dir(run)}/tensorboard"

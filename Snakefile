@@ -15,6 +15,9 @@ if not workflow.overwrite_configfiles:
 
 validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 
+# `snakemake --report results/report.html`: the front page of the report (captions: workflow/report/)
+report: "workflow/report/workflow.rst"
+
 
 include: "rules/common.smk"
 
@@ -35,6 +38,7 @@ include: "rules/index.smk"
 include: "rules/mine.smk"
 include: "rules/pq_matrix.smk"
 include: "rules/evaluate.smk"
+include: "rules/report.smk"
 
 
 onstart:

@@ -136,9 +136,10 @@ header label { margin-left: 12px; }
 section.query { border-bottom: 1px solid #d0d7de; padding: 4px 0 10px; }
 section.query h2 code { font-size: 13px; }
 .facts { margin: 2px 0 4px; }
-td.snippet { max-width: 70em; }
+td.snippet { min-width: 16em; max-width: 70em; }
+td.flag { min-width: 8em; }
 tr.suspect td { background: #ffebe9; }
-.flag { color: #a40e26; font-weight: 600; white-space: nowrap; }
+.flag { color: #a40e26; font-weight: 600; }
 details.audit { margin: 8px 0 12px; }
 details.audit > summary { cursor: pointer; font-weight: 600; }
 """
@@ -248,9 +249,10 @@ def render_viewer(queries: list[dict], *, run: str, miner: str, split: str, dept
     intro = (f"Mined by run <code>{_e(miner)}</code> from its ranking of the <code>{_e(split)}</code> queries "
              f"(top {depth}, relevant documents removed). {len(queries)} of {num_training_queries} training queries "
              f"(a sample drawn with seed {seed}), each with its relevant documents and best-ranked mined negatives. "
-             "Scores are the mining model's; <b>margin</b> = negative score − best positive score; a margin ≥ 0 "
-             "flags a <span class=\"flag\">⚠ suspected false negative</span> (it scores at or above every "
-             "positive)" + (f"; <b>BM25</b> ✓: also in BM25's top {depth}." if with_bm25 else "."))
+             "Scores are the mining model's; <b>rank</b> is the rank in its ranking (– beyond what it retrieved); "
+             "<b>margin</b> = negative score − best positive score; a margin ≥ 0 flags a <span class=\"flag\">⚠ "
+             "suspected false negative</span> (it scores at or above every positive)"
+             + (f"; <b>BM25</b> ✓: also in BM25's top {depth}." if with_bm25 else "."))
     body = [f"<h1>Hard negatives of run <code>{_e(run)}</code></h1>", f'<p class="muted">{intro}</p>']
     if audit_markdown is not None:
         body.append('<details class="audit"><summary>Audit of the whole list</summary>\n'

@@ -18,16 +18,11 @@ import pytest
 
 from tests.browser import Chromium, find_chromium
 from tests.test_workflow import snakemake, write_config
+from tests.test_workflow_dense import TINY_DENSE
 
 pytestmark = pytest.mark.slow
 
-TINY = {
-    "model": {"vocab_size": 3000, "doc_max_length": 48, "query_max_length": 16,
-              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
-    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
-    "encode": {"shards": 1, "batch_size": 64},
-    "search": {"top_k": 50},
-}
+TINY = {**TINY_DENSE, "encode": {"shards": 1, "batch_size": 64}, "search": {"top_k": 50}}  # one shard: fewer jobs
 # BM25, a warm-up that mines STAR's hard negatives: the report's target is STAR's hard-negative viewer, which
 # needs the mining (and its audit) but not STAR's own training.
 CONFIG = {

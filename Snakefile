@@ -15,6 +15,9 @@ if not workflow.overwrite_configfiles:
 
 validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 
+# `snakemake --report results/report.html`: the front page of the report (captions: workflow/report/)
+report: "workflow/report/workflow.rst"
+
 
 include: "rules/common.smk"
 
@@ -38,6 +41,7 @@ include: "rules/evaluate.smk"
 include: "rules/fusion.smk"
 include: "rules/summary.smk"
 include: "rules/figures.smk"
+include: "rules/report.smk"
 
 
 onstart:

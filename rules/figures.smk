@@ -117,7 +117,7 @@ rule figure_pq_matrix:
         unpack(lambda w: PLAN.figure_inputs("pq_matrix")),
     output:
         data=LAYOUT.figure("pq_matrix", "parquet"),
-        png=report(LAYOUT.figure("pq_matrix", "png"), caption="../workflow/report/pq_matrix.rst", category="Figures"),
+        png=report(LAYOUT.figure("pq_matrix", "png"), caption="../workflow/report/pq_matrix_heatmap.rst", category="Figures"),
     params:
         measure=FIGURES_CONFIG["pq_matrix"]["measure"],
     log:

@@ -15,6 +15,7 @@ rule train_dense:
         resolved=lambda w: PLAN.training_slice(w.run),
         tokenizer=lambda w: PLAN.tokenizer_source(w.run),
         checkpoints=lambda w: LAYOUT.checkpoints(w.run),
+        tensorboard=lambda w: LAYOUT.tensorboard(w.run),  # a log written while training runs, not an output
         train_split=lambda w: PLAN.train_split(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
     log:

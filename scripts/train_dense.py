@@ -16,4 +16,5 @@ train_run(resolved, cache_dir=snakemake.input.cache,
           model_dir=snakemake.output.model, log_path=snakemake.output.train_log,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
           inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")},
-          method_modules=snakemake.params.method_modules, timings_path=snakemake.output.timings)
+          method_modules=snakemake.params.method_modules, timings_path=snakemake.output.timings,
+          tensorboard_dir=snakemake.params.tensorboard)

@@ -19,8 +19,9 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 FAULTS = Path(__file__).with_name("faults")  # sitecustomize.py: pauses a stage just before (or after) a rename
 
 # Not compared between runs: logs and benchmarks hold times; a Lucene index holds random segment ids (the BM25
-# rankings made from it are compared instead); Snakemake's own timestamp files.
-UNCOMPARED_PARTS = {"logs", "benchmarks", "bm25_index"}
+# rankings made from it are compared instead); TensorBoard logs hold times, and one event file per training
+# attempt; Snakemake's own timestamp files.
+UNCOMPARED_PARTS = {"logs", "benchmarks", "bm25_index", "tensorboard"}
 UNCOMPARED_NAMES = {".snakemake_timestamp"}
 
 
@@ -62,11 +63,11 @@ def temporaries(root: Path) -> list[str]:
 
 
 def artifacts(root: Path) -> list[str]:
-    """Every file under ``root`` but logs, benchmarks and Snakemake's timestamp files."""
+    """Every file under ``root`` but logs, benchmarks, TensorBoard logs and Snakemake's timestamp files."""
     if not root.exists():
         return []
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
-                  and not {"logs", "benchmarks"} & set(p.relative_to(root).parts)
+                  and not {"logs", "benchmarks", "tensorboard"} & set(p.relative_to(root).parts)
                   and p.name not in UNCOMPARED_NAMES)
 
 

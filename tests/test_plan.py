@@ -96,7 +96,7 @@ def test_evaluation_ranks_only_the_reported_splits(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
     star = plan.evaluate_inputs("star")
     assert star["runs"] == ["results/star/runs/test.parquet"]
-    assert star["reports"] == ["results/star/hardnegs_audit.md"]
+    assert star["reports"] == ["results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html"]
     assert star["query_npy"] == "results/star/embeddings/queries_test.npy"
     assert plan.evaluate_inputs("adore_star")["doc_npy"] == "results/star/embeddings/corpus.npy"
     assert set(plan.evaluate_inputs("bm25")) == {"runs", "qrels", "config", "reports"}

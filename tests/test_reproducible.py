@@ -42,8 +42,10 @@ TARGET = "results/adore_star/metrics.json"
 # Not artifacts of the runs, or not reproducible by design:
 # * logs/ and benchmarks/: each job's log and its time and memory, wall-clock figures by nature;
 # * bm25/bm25_index/: Lucene writes a random segment id and the time of writing into its index files; the
-#   rankings searched from it (bm25/runs/*) are compared.
-EXCLUDED_DIRS = {"logs", "benchmarks", "bm25_index"}
+#   rankings searched from it (bm25/runs/*) are compared;
+# * <run>/tensorboard/: the live training curves, whose event files hold wall-clock times (and the host and
+#   process in their names); train_log.parquet, the same numbers, is compared.
+EXCLUDED_DIRS = {"logs", "benchmarks", "bm25_index", "tensorboard"}
 
 
 def _digests(results: Path) -> dict[str, str]:

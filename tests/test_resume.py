@@ -30,6 +30,7 @@ from hardneg.dense.trainer import CHECKPOINT_FORMAT, Trainer, TrainConfig
 from hardneg.evaluation import evaluate
 from hardneg.mining import mine_hard_negatives
 from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
+from tests.test_tensorboard import assert_same_curves, expected_scalars, read_scalars
 
 DRIVER = """
 import json, logging, sys, time
@@ -39,7 +40,7 @@ args = json.loads(sys.argv[1])
 slow = lambda trainer, step: time.sleep(args["sleep"])
 train_run(args["resolved"], cache_dir=args["cache"], qrels_path=args["qrels"], model_dir=args["model"],
           log_path=args["log"], checkpoint_dir=args["checkpoints"], tokenizer_source=args["tokenizer"],
-          inputs={"hard_negatives": args["hardnegs"]}, callbacks=[slow])
+          inputs={"hard_negatives": args["hardnegs"]}, callbacks=[slow], tensorboard_dir=args["tensorboard"])
 """
 
 
@@ -57,7 +58,7 @@ def _launch(tiny, out, sleep):
     args = {"resolved": _resolved(), "cache": str(tiny["cache"]), "tokenizer": str(tiny["tokenizer"]),
             "qrels": str(tiny["data"] / "qrels" / "train.parquet"), "hardnegs": str(tiny["hardnegs"]),
             "model": str(out / "model"), "log": str(out / "train_log.parquet"), "checkpoints": str(out / "ckpt"),
-            "sleep": sleep}
+            "tensorboard": str(out / "tensorboard"), "sleep": sleep}
     return subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(args)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
 
@@ -107,6 +108,11 @@ def test_killed_and_resumed_training_matches_uninterrupted(tiny, tmp_path):
     log_resumed = pq.read_table(tmp_path / "killed" / "train_log.parquet").to_pandas()
     assert list(log_whole["step"]) == list(log_resumed["step"])
     np.testing.assert_allclose(log_whole["loss"], log_resumed["loss"], rtol=1e-4)
+    # the live TensorBoard log: one event file per attempt, yet every step once, as in the final log
+    assert len(list((tmp_path / "killed" / "tensorboard").glob("events.out.tfevents.*"))) == 2
+    curves = read_scalars(tmp_path / "killed" / "tensorboard")
+    assert [step for step, _ in curves["loss"]] == list(log_resumed["step"])
+    assert_same_curves(curves, expected_scalars(pq.read_table(tmp_path / "killed" / "train_log.parquet")))
 
     whole_metrics, resumed_metrics = _test_metrics(tiny, tmp_path / "whole" / "model"), \
         _test_metrics(tiny, tmp_path / "killed" / "model")

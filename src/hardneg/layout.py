@@ -251,3 +251,14 @@ class Layout:
     def figure(self, name: str, suffix: str) -> str:
         """A figure: ``png`` (the image) or ``parquet`` (the data it draws)."""
         return f"{self.root}/figures/{self._name('figure', name)}.{self._name('figure', suffix)}"
+
+    # ----------------------------------------------------------------------------------- report and logs
+    @_inside_root
+    def viewer(self, run: str) -> str:
+        """The hard-negative viewer of a mining run: one self-contained HTML page of sampled queries."""
+        return f"{self.run_dir(run)}/hardnegs_viewer.html"
+
+    @_inside_root
+    def tensorboard(self, run: str) -> str:
+        """The TensorBoard log folder of a training run, written while it trains (a log, not an artifact)."""
+        return f"{self.run_dir(run)}/tensorboard"

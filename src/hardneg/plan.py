@@ -293,14 +293,21 @@ class Plan:
                 "bm25": [self.layout.ranking(other, split) for other in references if other],
                 "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
 
+    def viewer_inputs(self, run: str) -> dict:
+        """What the hard-negative viewer of a mining run reads: the audit's inputs (the mined list, the miner's
+        ranking, qrels, positive scores, the BM25 reference, the corpus), the audit and the queries."""
+        return {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
+                "audit_markdown": self.layout.audit(run, "md"), "queries": self.layout.queries_dir(self.dataset(run))}
+
     # -------------------------------------------------------------------------------------- evaluation
     def eval_splits(self, run: str) -> list[str]:
         """The splits a run's metrics.json reports: the evaluation split and ``evaluation.extra_splits``."""
         return [self.eval_split] + [s for s in self.config["evaluation"]["extra_splits"] if s != self.eval_split]
 
     def reports(self, run: str) -> list[str]:
-        """Reports a run makes beside its metrics (the hard-negative audit of a mining run)."""
-        return [self.layout.audit(run, "md")] if run in self.mining_runs else []
+        """Reports a run makes beside its metrics (a mining run: the hard-negative audit and viewer), so that any
+        target reaching the run builds them and ``snakemake --report`` finds them."""
+        return [self.layout.audit(run, "md"), self.layout.viewer(run)] if run in self.mining_runs else []
 
     def evaluate_inputs(self, run: str) -> dict:
         """The run's rankings of the evaluated splits, the qrels, its resolved config, its reports and, for a

@@ -102,7 +102,7 @@ def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, in
 
 def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source,
               inputs: dict | None = None, method_modules=(), callbacks=(),
-              threads_per_process: int | None = None, timings_path=None) -> list[dict]:
+              threads_per_process: int | None = None, timings_path=None, tensorboard_dir=None) -> list[dict]:
     """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path`` (and
     the wall-clock seconds of each part of each step to ``timings_path``, when given: :attr:`Trainer.timings`).
 
@@ -116,7 +116,9 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     ``callbacks`` are trainer events (``on_epoch_start(trainer, epoch)``, ``on_step_end(trainer, step, row)``)
     or functions called as ``callback(trainer, step)`` after every optimiser step; with several processes
     they must be picklable (module-level), and every rank gets them. ``threads_per_process``: torch threads of
-    each of several processes (default: the available CPUs shared among them). Returns the log rows.
+    each of several processes (default: the available CPUs shared among them). ``tensorboard_dir``: where the
+    step log goes while training runs when ``params.train.tensorboard`` is on (none: no TensorBoard log; see
+    :mod:`hardneg.dense.tensorboard`). Returns the log rows.
     """
     arguments = dict(locals())  # exactly train_run's arguments, passed on unchanged to launched workers
     methods.load_modules(list(method_modules))
@@ -145,12 +147,12 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
         return _train(resolved, config, spec, replicas, cache_dir=cache_dir, qrels_path=qrels_path,
                       model_dir=model_dir, log_path=log_path, checkpoint_dir=checkpoint_dir,
                       tokenizer_source=tokenizer_source, inputs=dict(inputs or {}),
-                      callbacks=callbacks, data=data, timings_path=timings_path)
+                      callbacks=callbacks, data=data, timings_path=timings_path, tensorboard_dir=tensorboard_dir)
 
 
 def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distributed.Replicas, *, cache_dir,
            qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source, inputs,
-           callbacks, data=None, timings_path=None) -> list[dict]:
+           callbacks, data=None, timings_path=None, tensorboard_dir=None) -> list[dict]:
     """One process's part of :func:`train_run` (all of it in one process). ``data``: what
     :func:`load_training_data` gives, when the caller has it already."""
     query_texts, doc_texts, train = data or load_training_data(cache_dir, qrels_path, config)
@@ -166,6 +168,11 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
         # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
         events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
                                                doc_embeddings=inputs.get("doc_embeddings")))
+    if config.tensorboard and tensorboard_dir is not None:
+        from hardneg.dense.tensorboard import TensorBoardLog
+
+        # last, so that it sees the columns every other event adds to the step's row
+        events.append(TensorBoardLog(tensorboard_dir, config.log_every, config.checkpoint_every))
     trainer = Trainer(model, method, sampler, config, checkpoint_dir=checkpoint_dir, fingerprint=config_hash(resolved),
                       device=config.device, callbacks=events, replicas=replicas)
     rows = trainer.fit()

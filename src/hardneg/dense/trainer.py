@@ -82,6 +82,7 @@ class TrainConfig:
     gradient_checkpointing: bool
     checkpoint_every: int  # optimiser steps; 0 = none
     log_every: int
+    tensorboard: bool  # write the step log to a TensorBoard log while training (hardneg.dense.tensorboard)
     loss: str | None
     temperature: float
     device: str

@@ -27,3 +27,9 @@ def qrels_dir(wildcards):
 
 def run_cache_dir(wildcards):
     return PLAN.cache_dir(wildcards.run)
+
+
+def caption_text(name):
+    """The text of a report caption of workflow/report/ (for a rule whose pages share one caption template)."""
+    with open(f"{workflow.basedir}/workflow/report/{name}", encoding="utf-8") as handle:
+        return handle.read()

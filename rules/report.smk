@@ -1,5 +1,5 @@
 # What `snakemake --report results/report.html` shows beyond the other stages' report() outputs: the hard-negative
-# viewer of each mining run, and the PQ matrix as a page. Snakemake's report shows images, HTML and PDF in place and
+# viewer of each mining run, and the Markdown reports (summary, tables, PQ matrix) as pages. Snakemake's report shows images, HTML and PDF in place and
 # offers other files (Markdown, Parquet) only for download, so Markdown tables come as HTML pages (hardneg.pages).
 # Captions live in workflow/report/. The report holds the report() outputs of the jobs behind the requested target
 # (by default the config's `targets`); a mining run's viewer is one of its reports (PLAN.reports), built with its
@@ -38,22 +38,25 @@ rule hardneg_viewer:
         "../scripts/hardneg_viewer.py"
 
 
-rule pq_matrix_page:
+rule markdown_page:
     input:
-        LAYOUT.experiment("pq_matrix", "matrix.md"),
+        lambda w: PLAN.markdown_pages()[w.page]["markdown"],
     output:
         report(
-            LAYOUT.experiment("pq_matrix", "matrix.html"),
-            caption="../workflow/report/pq_matrix.rst",
-            category="Experiments",
-            labels={"experiment": "ADORE PQ matrix"},
+            "{page}.html",
+            caption="../workflow/report/markdown_page.rst",
+            category=lambda w: PLAN.markdown_pages()[w.page]["category"],
+            labels=lambda w: {"page": PLAN.markdown_pages()[w.page]["title"]},
         ),
+    wildcard_constraints:
+        page=names_regex(PLAN.markdown_pages()),
     params:
-        title="ADORE with product-quantised indexes: trained with index A, evaluated with index B",
+        title=lambda w: PLAN.markdown_pages()[w.page]["title"],
+        caption=lambda w: caption_text(PLAN.markdown_pages()[w.page]["caption"]),
     log:
-        LAYOUT.experiment("pq_matrix", "logs/pq_matrix_page.log"),
+        "{page}.html.log",
     benchmark:
-        LAYOUT.experiment("pq_matrix", "benchmarks/pq_matrix_page.tsv")
+        "{page}.html.tsv"
     threads: 1
     resources:
         mem_mb=500,
@@ -62,3 +65,10 @@ rule pq_matrix_page:
         "../environment.yml"
     script:
         "../scripts/markdown_page.py"
+
+
+rule paper:
+    # Everything the papers' comparison shows for this config: its targets, the summary and its tables, and every
+    # figure the config can build. `snakemake --cores all paper`, then `snakemake paper --report results/report.html`.
+    input:
+        PLAN.paper_targets(),

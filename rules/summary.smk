@@ -7,7 +7,7 @@ rule summary:
     input:
         unpack(lambda w: PLAN.summary_inputs()),
     output:
-        markdown=report(LAYOUT.summary("md"), caption="../workflow/report/summary.rst", category="Summary"),
+        markdown=LAYOUT.summary("md"),
         table=report(LAYOUT.summary("parquet"), caption="../workflow/report/summary.rst", category="Summary"),
         tests=LAYOUT.summary_tests(),
     params:
@@ -32,8 +32,7 @@ rule training_time_table:
     input:
         unpack(lambda w: PLAN.training_time_inputs()),
     output:
-        markdown=report(LAYOUT.table("training_time", "md"), caption="../workflow/report/training_time.rst",
-                        category="Summary"),
+        markdown=LAYOUT.table("training_time", "md"),
         table=report(LAYOUT.table("training_time", "parquet"), caption="../workflow/report/training_time.rst",
                      category="Summary"),
     params:
@@ -58,8 +57,7 @@ rule adore_index_table:
     input:
         unpack(lambda w: PLAN.adore_index_inputs()),
     output:
-        markdown=report(LAYOUT.table("adore_indexes", "md"), caption="../workflow/report/adore_indexes.rst",
-                        category="Summary"),
+        markdown=LAYOUT.table("adore_indexes", "md"),
         table=report(LAYOUT.table("adore_indexes", "parquet"), caption="../workflow/report/adore_indexes.rst",
                      category="Summary"),
     params:

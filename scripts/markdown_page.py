@@ -1,4 +1,5 @@
-"""Rules rendering a Markdown report as a page of the Snakemake report (pq_matrix_page): Markdown → HTML."""
+"""Rule markdown_page: a Markdown report (the summary, its tables, the PQ matrix) → an HTML page of the Snakemake
+report."""
 
 from hardneg.logs import log_to
 from hardneg.pages import markdown_page

@@ -448,6 +448,29 @@ class Plan:
             targets.append(self.layout.figure(name, "png"))
         return targets
 
+    # ----------------------------------------------------------------------------------------- the report
+    def markdown_pages(self) -> dict:
+        """The Markdown reports shown as HTML pages in ``snakemake --report`` (its report shows HTML in place, and
+        Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
+        ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
+        layout = self.layout
+        pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
+                 layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
+        if self.config.get("pq_matrix"):
+            pages[layout.table("adore_indexes", "md")] = ("ADORE with each index: effectiveness and training time",
+                                                          "Summary", "adore_indexes.rst")
+            pages[layout.experiment("pq_matrix", "matrix.md")] = (
+                "ADORE with product-quantised indexes: trained with index A, evaluated with index B", "Experiments",
+                "pq_matrix.rst")
+        return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
+                                         "caption": caption}
+                for markdown, (title, category, caption) in pages.items()}
+
+    def paper_targets(self) -> list[str]:
+        """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
+        the summary and its tables as pages, and every figure the config can build."""
+        return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()
+
     def _figure_runs(self, names: list[str], key: str) -> list[str]:
         if not names:
             raise ConfigError(key, "no runs are named: list the runs this figure draws")

@@ -15,6 +15,7 @@ rule tune_fusion:
         fusion=lambda w: run_params(w.run),
         seed=lambda w: PLAN.seed(w.run),
         split=lambda w: PLAN.tuning_split(w.run),
+        trained_on=lambda w: PLAN.trained_splits(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
     log:
         LAYOUT.log("{run}", "tune_fusion"),

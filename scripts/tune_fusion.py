@@ -11,4 +11,5 @@ log_to(snakemake.log[0])
 runs = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
 tune_fusion(snakemake.params.method, snakemake.params.fusion, snakemake.params.seed, runs,
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.output.json,
-            snakemake.output.parquet, method_modules=snakemake.params.method_modules)
+            snakemake.output.parquet, trained_on=snakemake.params.trained_on,
+            method_modules=snakemake.params.method_modules)

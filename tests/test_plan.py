@@ -102,6 +102,7 @@ def test_evaluation_ranks_only_the_reported_splits(raw):
     assert set(plan.evaluate_inputs("bm25")) == {"runs", "qrels", "config", "reports"}
     extra = copy.deepcopy(raw)
     extra["evaluation"]["extra_splits"] = ["dev"]
+    extra["runs"]["hybrid_adore_star"]["params"]["tune"]["split"] = "train"  # dev, now evaluated, cannot tune α
     assert Plan(validate_config(extra)).evaluate_inputs("bm25")["runs"] == \
         ["results/bm25/runs/test.parquet", "results/bm25/runs/dev.parquet"]
 
@@ -135,19 +136,20 @@ def test_caches_cover_every_dense_run(plan):
 
 def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):
     assert plan.fusion_runs == ["hybrid_adore_star", "rrf_adore_star"]
-    assert plan.tuned_runs == ["hybrid_adore_star"] and plan.tuning_split("hybrid_adore_star") == "train"
+    assert plan.tuned_runs == ["hybrid_adore_star"] and plan.tuning_split("hybrid_adore_star") == "dev"
     assert plan.fused_runs("hybrid_adore_star") == ["bm25", "adore_star"]
     assert plan.fusion_inputs("hybrid_adore_star", "test") == {
         "runs": ["results/bm25/runs/test.parquet", "results/adore_star/runs/test.parquet"],
         "tuning": "results/hybrid_adore_star/fusion_tuning.json"}
     assert plan.fusion_inputs("rrf_adore_star", "dev") == {
         "runs": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"]}
-    # the weight is tuned on the training split's rankings and qrels, never on the evaluated split
+    # the weight is tuned on the dev split's rankings (held out from training), never on the evaluated split
     assert plan.tuning_inputs("hybrid_adore_star") == {
-        "runs": ["results/bm25/runs/train.parquet", "results/adore_star/runs/train.parquet"],
+        "runs": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"],
         "qrels": "results/datasets/synthetic/qrels"}
     assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"runs", "qrels", "config", "reports"}  # no embeddings
     assert plan.upstream("rrf_adore_star") == ["bm25", "adore_star"]
+    assert plan.trained_splits("rrf_adore_star") == ["train"] and plan.trained_splits("bm25") == []
     fixed = copy.deepcopy(raw)
     fixed["runs"]["hybrid_adore_star"]["params"] = {"alpha": 0.02}
     fixed = Plan(validate_config(fixed))

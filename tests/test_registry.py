@@ -86,8 +86,11 @@ def test_fusion_declarations():
     params = {"alpha": None, "tune": {"split": "train"}}
     assert hybrid.tuning_split(params) == "train" and hybrid.tuning_split({**params, "alpha": 0.1}) is None
     assert rrf.tuning_split({}) is None
-    with pytest.raises(ValueError, match="needs `fuse` and a 'runs' role"):
+    with pytest.raises(ValueError, match="needs `fuse` and a 'runs' role of many runs"):
         methods.Method(name="bad", kind=methods.FUSION, summary="", roles={"runs": methods.Role("runs", many=True)})
+    with pytest.raises(ValueError, match="needs `fuse` and a 'runs' role of many runs"):
+        methods.Method(name="bad", kind=methods.FUSION, summary="", roles={"runs": methods.Role("runs")},
+                       fuse=lambda rankings, params: None)
     with pytest.raises(ValueError, match="a 'tune' section tunes a fusion method's 'alpha'"):
         methods.Method(name="bad", kind=methods.FUSION, summary="", roles={"runs": methods.Role("runs", many=True)},
                        fuse=lambda rankings, params: None, schema={"tune": {"type": "object"}})

@@ -39,6 +39,8 @@ def built(tmp_path_factory):
     write_config(workdir, CONFIG)
     result = snakemake(workdir, *TARGETS)
     assert result.returncode == 0, result.stderr[-4000:]
+    # inbatch trained on the training split: tuning on it is warned about
+    assert "alpha is tuned on queries of split 'train', which trained a model" in result.stderr
     return workdir
 
 

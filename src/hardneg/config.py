@@ -322,11 +322,13 @@ def _check_tuning(config: dict, name: str, dataset: str) -> None:
     if split is None:
         return
     evaluated = [config["evaluation"]["split"]] + config["evaluation"]["extra_splits"]
+    splits = dataset_splits(config["datasets"][dataset])
     if split in evaluated:
+        others = [s for s in splits if s not in evaluated]
         raise ConfigError(f"runs.{name}.params.tune.split",
                           f"split {split!r} is evaluated (evaluation.split, evaluation.extra_splits); alpha is tuned on "
-                          f"queries that are never evaluated, e.g. the training split")
-    splits = dataset_splits(config["datasets"][dataset])
+                          f"queries that are never evaluated: name another split ({', '.join(others) or 'none left'}) "
+                          f"or give a fixed runs.{name}.params.alpha")
     if split not in splits:
         raise ConfigError(f"runs.{name}.params.tune.split",
                           f"dataset {dataset!r} has no split {split!r}; it has {', '.join(splits)}")

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from hardneg import artifacts
 from hardneg.atomic import write_text
 from hardneg.errors import DataError
+from hardneg.logs import console
 
 log = logging.getLogger(__name__)
 
@@ -220,13 +221,19 @@ def fuse_split(method: str, params: dict, ranking_paths: list, run_path, trec_pa
 
 
 def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels_path, json_path, parquet_path, *,
-                method_modules=()) -> dict:
+                trained_on=(), method_modules=()) -> dict:
     """Stage function: tune a fusion run's α on ``params.tune``: its input runs' rankings of ``tune.split`` (RUN
     files, in role order) and that split's QRELS file → the grid's values (``parquet_path``, FUSION_TUNING) and a
     record of the tuning with the chosen α (``json_path``). ``tune.queries`` judged queries are sampled with
-    ``seed``; only their rows of the rankings are read."""
+    ``seed``; only their rows of the rankings are read. ``trained_on``: the splits that trained a model behind
+    the input runs; tuning on one of them is warned about on the console."""
     fuse = _method(method, method_modules).fuse
     tune = params["tune"]
+    if tune["split"] in trained_on:
+        # a model that has seen these queries ranks them better than unseen ones: α then favours that input
+        console("alpha is tuned on queries of split %r, which trained a model behind the input runs: their values "
+                "on these queries are optimistic and alpha may favour that run; a split held out from training "
+                "(params.tune.split) gives an unbiased choice", tune["split"])
     qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
     sample = sample_queries(qrels, tune["queries"], seed)
     if not sample:

@@ -349,6 +349,19 @@ class Plan:
             inputs["tuning"] = self.layout.fusion_tuning(run, "json")
         return inputs
 
+    def trained_splits(self, run: str) -> list[str]:
+        """The splits whose queries trained a model behind ``run``: the training split of every trained run among
+        ``run`` and the runs it depends on, recursively."""
+        splits, seen, todo = set(), set(), [run]
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                if self.method(current).kind in methods.TRAINED:
+                    splits.add(self.train_split(current))
+                todo += self.upstream(current)
+        return sorted(splits)
+
     def tuning_inputs(self, run: str) -> dict:
         """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and the qrels folder
         (the tuning split's file is read)."""

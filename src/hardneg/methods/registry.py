@@ -133,8 +133,9 @@ class Method:
         for group in self.exclusive_roles:
             if not set(group) <= set(self.roles):
                 raise ValueError(f"method {self.name!r}: exclusive_roles names unknown roles {group}")
-        if self.kind == FUSION and (self.fuse is None or not self.role_providing("runs")):
-            raise ValueError(f"method {self.name!r} fuses rankings, so it needs `fuse` and a 'runs' role")
+        runs_role = self.role_providing("runs")
+        if self.kind == FUSION and (self.fuse is None or runs_role is None or not self.roles[runs_role].many):
+            raise ValueError(f"method {self.name!r} fuses rankings, so it needs `fuse` and a 'runs' role of many runs")
         if "tune" in self.schema and (self.kind != FUSION or not {"alpha", "alpha_grid"} <= set(self.schema)):
             raise ValueError(f"method {self.name!r}: a 'tune' section tunes a fusion method's 'alpha' over its "
                              f"'alpha_grid' (hardneg.fusion.WEIGHT_SCHEMA)")

@@ -46,7 +46,6 @@ class Chromium:
         self.process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.ids = itertools.count(1)
         self.errors: list[str] = []
-        self.sessions: dict[str, str] = {}  # session id of an attached out-of-process frame → its target id
         self.contexts: dict[str, tuple[int, str | None]] = {}  # frame id → (execution context id, session id)
         try:
             # the local DevTools endpoint, never through a proxy the environment may name
@@ -112,7 +111,6 @@ class Chromium:
         elif method == "Target.attachedToTarget":
             # an out-of-process frame (a frame of another site): watch its errors too
             child = params["sessionId"]
-            self.sessions[child] = params["targetInfo"]["targetId"]
             self._send_async("Runtime.enable", child)
             self._send_async("Log.enable", child)
             self._send_async("Page.enable", child)

@@ -136,7 +136,8 @@ header label { margin-left: 12px; }
 section.query { border-bottom: 1px solid #d0d7de; padding: 4px 0 10px; }
 section.query h2 code { font-size: 13px; }
 .facts { margin: 2px 0 4px; }
-td.snippet { min-width: 16em; max-width: 70em; }
+section.query table { width: 100%; }
+td.snippet { min-width: 12em; overflow-wrap: anywhere; }
 td.flag { min-width: 8em; }
 tr.suspect td { background: #ffebe9; }
 .flag { color: #a40e26; font-weight: 600; }

@@ -23,20 +23,28 @@ from tests.test_workflow_dense import TINY_DENSE
 pytestmark = pytest.mark.slow
 
 TINY = {**TINY_DENSE, "encode": {"shards": 1, "batch_size": 64}, "search": {"top_k": 50}}  # one shard: fewer jobs
-# BM25, a warm-up that mines STAR's hard negatives: the report's target is STAR's hard-negative viewer, which
-# needs the mining (and its audit) but not STAR's own training.
+# BM25, a warm-up (evaluated on dev at every step) that mines STAR's hard negatives, and their hybrid. The report is
+# made for the `paper` target: the targets (BM25, the warm-up, STAR's hard-negative viewer, which needs the mining
+# but not STAR's own training), the summary with its tables, and the figures this config can draw (pairwise
+# errors, the training curve, the hybrid's alpha).
 CONFIG = {
     "seed": 4,
     "dataset": "tiny",
-    "targets": ["results/star/hardnegs_viewer.html"],
+    "targets": ["bm25", "warmup", "results/star/hardnegs_viewer.html"],
     "viewer": {"queries": 12, "negatives": 8},
+    "summary": {"groups": [{"marker": "†", "label": "BM25", "runs": ["bm25"]}]},
+    "figures": {"pairwise_errors": {"runs": ["bm25", "warmup"]}, "training_curves": {"runs": ["warmup"]},
+                "hybrid_alpha": {"run": "hybrid"}},
     "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20, "concept_vocab": 150,
-                          "num_queries": {"train": 60, "test": 20}}},
+                          "num_queries": {"train": 60, "dev": 20, "test": 20}}},
     "runs": {
         "bm25": {"method": "bm25", "params": {"top_k": 50}},
-        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"},
+                   "params": {**TINY, "train": {**TINY["train"], "dev_every": 1}}},
         "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
                  "params": {**TINY, "mining": {"depth": 30}}},
+        "hybrid": {"method": "hybrid", "inputs": {"runs": ["bm25", "warmup"]},
+                   "params": {"alpha_grid": [0, 0.1, 1], "tune": {"split": "dev"}}},
     },
 }
 SHOWN_IN_PLACE = {"image/png": "img", "image/jpeg": "img", "image/svg+xml": "img", "text/html": "html",
@@ -63,9 +71,9 @@ def built(tmp_path_factory) -> Path:
     """The README's two commands in a working directory of the tiny config: build, then the report."""
     workdir = tmp_path_factory.mktemp("report")
     write_config(workdir, CONFIG)
-    build = snakemake(workdir)
+    build = snakemake(workdir, "paper")
     assert build.returncode == 0, build.stderr[-4000:]
-    report = snakemake(workdir, "--report", "results/report.html")
+    report = snakemake(workdir, "paper", "--report", "results/report.html")
     assert report.returncode == 0, report.stderr[-4000:]
     return workdir
 
@@ -73,6 +81,9 @@ def built(tmp_path_factory) -> Path:
 def test_the_report_builds_with_the_viewer_and_live_curves_beside_training(built):
     report = (built / "results" / "report.html").read_text()
     assert "var results = " in report and "results/star/hardnegs_viewer.html" in report
+    for item in ("results/summary.html", "results/tables/training_time.html", "results/figures/pairwise_errors.png",
+                 "results/figures/training_curves.png", "results/figures/hybrid_alpha.png"):
+        assert item in report, item
     viewer = (built / "results" / "star" / "hardnegs_viewer.html").read_text()
     assert viewer.count('<section class="query"') == 12
     assert list((built / "results" / "warmup" / "tensorboard").glob("events.out.tfevents.*"))
@@ -172,7 +183,7 @@ def test_every_item_of_the_report_renders_in_a_headless_browser(built, chromium,
         category_of = {path: category for category, subcategories in categories.items()
                        for paths in subcategories.values() for path in paths}
         assert set(category_of) == set(items)  # every result is listed under a category
-        assert "Hard negatives" in categories  # the config mines hard negatives: its viewer is there
+        assert {"Hard negatives", "Summary", "Figures"} <= set(categories)  # viewer, summary, figures
         shown = {}
         for index, path in enumerate(sorted(items)):
             item = items[path]
@@ -182,8 +193,9 @@ def test_every_item_of_the_report_renders_in_a_headless_browser(built, chromium,
             assert browser.evaluate(BROKEN_IMAGES) == [], path
             saved.append(browser.screenshot(shots / f"{index:02d}-{Path(path).name}.png"))
             assert browser.errors == [], f"script errors while opening {path}: {browser.errors}"
-        if "Summary" in categories:  # the summary table is shown in the report, not only offered for download
-            assert any(shown[p]["tables"] for p in items if category_of[p] == "Summary"), shown
+        # the summary table is shown in the report, not only offered for download; every figure is an image
+        assert shown["results/summary.html"]["kind"] == "html" and shown["results/summary.html"]["tables"], shown
+        assert all(shown[p]["kind"] == "img" for p in items if category_of[p] == "Figures"), shown
         assert browser.errors == []
     print("report screenshots:", *saved, sep="\n  ")
     assert all(path.stat().st_size > 10_000 for path in saved)  # a blank viewport compresses to far less

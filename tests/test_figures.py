@@ -256,7 +256,8 @@ def _plan(config, **figures):
 def test_default_config_figure_targets(default_config):
     plan = _plan(default_config)
     assert plan.figure_targets() == [f"results/figures/{name}.png" for name in
-                                     ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix")]
+                                     ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix",
+                                      "hybrid_alpha")]
     inputs = plan.figure_inputs("tsne")
     assert inputs["query_before"] == "results/star/embeddings/queries_test.npy"
     assert inputs["query_after"] == "results/adore_star/embeddings/queries_test.npy"
@@ -273,11 +274,13 @@ def test_default_config_figure_targets(default_config):
 def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
     import copy
 
-    with pytest.raises(ConfigError) as error:
-        _plan(default_config).figure_inputs("hybrid_alpha")
-    assert error.value.key == "figures.hybrid_alpha.run"
+    for run, message in ((None, "no hybrid run is named"), ("bm25", "tunes no fusion weight")):
+        with pytest.raises(ConfigError, match=message) as error:
+            _plan(default_config, hybrid_alpha={"run": run}).figure_inputs("hybrid_alpha")
+        assert error.value.key == "figures.hybrid_alpha.run"
+        assert "results/figures/hybrid_alpha.png" not in _plan(default_config, hybrid_alpha={"run": run}).figure_targets()
     config = copy.deepcopy(default_config)
-    config["runs"]["hybrid"] = config["runs"]["bm25"]
+    config["runs"]["hybrid"] = config["runs"]["hybrid_adore_star"]
     plan = _plan(config, hybrid_alpha={"run": "hybrid"})
     assert "results/figures/hybrid_alpha.png" in plan.figure_targets()
     assert plan.figure_inputs("hybrid_alpha") == {"tuning": "results/hybrid/fusion_tuning.parquet",

@@ -542,4 +542,7 @@ class Plan:
             raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
         if run not in self.runs:
             raise ConfigError(f"{key}.run", f"no run named {run!r}")
+        if run not in self.tuned_runs:
+            raise ConfigError(f"{key}.run", f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is "
+                                            f"tuned (params.alpha: null)")
         return {"tuning": self.layout.fusion_tuning(run, "parquet"), "summary": self.layout.fusion_tuning(run, "json")}

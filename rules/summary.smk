@@ -13,7 +13,7 @@ rule summary:
     params:
         runs=lambda w: PLAN.summary_runs(),
         methods=lambda w: PLAN.methods_of(PLAN.summary_runs()),
-        settings=config["summary"],
+        settings=lambda w: PLAN.summary_settings(),
     log:
         LAYOUT.table_log("summary"),
     benchmark:
@@ -64,7 +64,7 @@ rule adore_index_table:
         indexes=lambda w: [index for index, _ in PLAN.adore_index_runs()],
         runs=lambda w: [run for _, run in PLAN.adore_index_runs()],
         benchmarks=lambda w: PLAN.training_benchmarks([run for _, run in PLAN.adore_index_runs()]),
-        measures=config["summary"]["measures"],
+        measures=lambda w: PLAN.summary_measures(),
         docs=lambda w: config["pq_matrix"]["docs"],
     log:
         LAYOUT.table_log("adore_indexes"),

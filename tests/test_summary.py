@@ -217,9 +217,14 @@ def test_reserved_run_name(raw):
 def test_defaults_come_from_the_schema(raw):
     config = copy.deepcopy(raw)
     del config["summary"]
-    section = validate_config(config)["summary"]
-    assert section == {"runs": None, "measures": ["RR@10", "RR@100", "R@100", "R@1000", "nDCG@10"],
-                       "p_value": 0.05, "groups": []}
+    config["evaluation"]["measures"] = ["RR@10", "R@100", "nDCG@10"]  # a config that evaluates fewer measures
+    config = validate_config(config)
+    assert config["summary"] == {"runs": None, "measures": None, "p_value": 0.05, "groups": []}
+    plan = Plan(config)
+    assert plan.summary_measures() == ["RR@10", "R@100", "nDCG@10"]  # null: every evaluated measure
+    assert plan.summary_settings()["measures"] == ["RR@10", "R@100", "nDCG@10"]
+    assert Plan(validate_config(copy.deepcopy(raw))).summary_measures() == ["RR@10", "RR@100", "R@100", "R@1000",
+                                                                           "nDCG@10"]
 
 
 def test_the_plan_summarises_targets_and_evaluated_runs_only(raw, tmp_path, monkeypatch):

@@ -67,7 +67,8 @@ def test_markers_agree_with_scipy_on_the_per_query_files(built):
     table = pq.read_table(results / "summary.parquet").to_pandas().set_index("run")
     per_query = {run: pq.read_table(results / run / "per_query.parquet").to_pandas()
                  .pivot(index="qid", columns="measure", values="value") for run in ("bm25", "inbatch")}
-    measures = ["RR@10", "RR@100", "R@100", "R@1000", "nDCG@10", "PairwiseErrors@200", "PairwiseErrors"]
+    # summary.measures is left null: every measure of evaluation.measures, then the pairwise errors
+    measures = ["RR@10", "RR@100", "R@100", "R@1000", "nDCG@10", "AP@1000", "PairwiseErrors@200", "PairwiseErrors"]
     lower_bound = bool(table.loc["inbatch", "total_is_lower_bound"])
     for measure in measures:
         run, base = per_query["inbatch"][measure], per_query["bm25"][measure].reindex(per_query["inbatch"].index)
@@ -79,7 +80,8 @@ def test_markers_agree_with_scipy_on_the_per_query_files(built):
     assert (table.loc["bm25", [f"{m} markers" for m in measures]] == "").all()
     assert bool(table.loc["bm25", "total_is_lower_bound"])  # BM25's ranking stops at 100 documents
     markdown = (results / "summary.md").read_text()
-    assert "| run | method | MRR@10 | MRR@100 | R@100 | R@1000 | NDCG@10 | top-200 pairwise errors | " in markdown
+    assert ("| run | method | MRR@10 | MRR@100 | R@100 | R@1000 | NDCG@10 | MAP@1000 | top-200 pairwise errors | "
+            "total pairwise errors |") in markdown
     assert "- ‡ random negatives (randneg): no run of this group is in the summary; it marks nothing" in markdown
     tests = pq.read_table(results / "summary_tests.parquet").to_pandas()
     assert set(tests["run"]) == {"inbatch"} and set(tests["baseline"]) == {"bm25"} and len(tests) == len(measures)

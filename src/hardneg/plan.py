@@ -399,6 +399,14 @@ class Plan:
         targeted = set(self.targeted_runs())
         return [run for run in self.runs if run in targeted or exists(self.layout.metrics(run))]
 
+    def summary_measures(self) -> list[str]:
+        """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""
+        return list(self.config["summary"]["measures"] or self.config["evaluation"]["measures"])
+
+    def summary_settings(self) -> dict:
+        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`)."""
+        return {**self.config["summary"], "measures": self.summary_measures()}
+
     def summary_inputs(self) -> dict:
         """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
         runs = self.summary_runs()

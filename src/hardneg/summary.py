@@ -43,7 +43,8 @@ class Group:
 
 @dataclass(frozen=True)
 class SummarySettings:
-    """The config's ``summary`` section (validated: every key present), but ``runs``, which the plan resolves."""
+    """The config's ``summary`` section as the plan resolves it (:meth:`hardneg.plan.Plan.summary_settings`:
+    ``measures`` given), but ``runs`` (:meth:`hardneg.plan.Plan.summary_runs`)."""
 
     measures: tuple[str, ...]
     p_value: float
@@ -75,7 +76,7 @@ def check_summary_config(config: dict) -> None:
         if run in section["runs"][:i]:
             raise ConfigError(f"summary.runs.{i}", f"run {run!r} is listed twice")
     evaluated = config["evaluation"]["measures"]
-    for i, measure in enumerate(section["measures"]):
+    for i, measure in enumerate(section["measures"] or []):
         if measure not in evaluated:
             raise ConfigError(f"summary.measures.{i}", f"{measure!r} is not one of evaluation.measures "
                                                        f"({', '.join(evaluated)})")

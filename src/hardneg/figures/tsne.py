@@ -135,13 +135,13 @@ def tsne_table(inputs: Mapping[str, str | os.PathLike], split: str, *, qid: str 
                      "rank_before": ranks("before"), "rank_after": ranks("after")}, schema=KIND.schema)
 
 
-STYLE = {  # kind → marker, colour, size, legend text
-    "negative_before": ("v", PALETTE[0], 45, "top negative before only"),
-    "negative_after": ("^", PALETTE[1], 45, "top negative after only"),
-    "negative_both": ("D", PALETTE[4], 40, "top negative before and after"),
-    "relevant": ("o", PALETTE[2], 110, "relevant document"),
-    "query_before": ("*", PALETTE[7], 320, "query before"),
-    "query_after": ("*", PALETTE[3], 320, "query after"),
+STYLE = {  # kind → marker, colour, size, legend text, layer (documents above the large query stars)
+    "negative_before": ("v", PALETTE[0], 45, "top negative before only", 4),
+    "negative_after": ("^", PALETTE[1], 45, "top negative after only", 4),
+    "negative_both": ("D", PALETTE[4], 40, "top negative before and after", 4),
+    "relevant": ("o", PALETTE[2], 110, "relevant document", 5),
+    "query_before": ("*", PALETTE[7], 320, "query before", 3),
+    "query_after": ("*", PALETTE[3], 320, "query after", 3),
 }
 
 
@@ -155,11 +155,11 @@ def draw_tsne(table: pa.Table, path: str | os.PathLike, *, before: str, after: s
     runs (title). PNG at ``path``."""
     data = table.to_pandas()
     figure, (ax,) = new_figure(7.4, 5.6)
-    for kind, (marker, colour, size, text) in STYLE.items():
+    for kind, (marker, colour, size, text, layer) in STYLE.items():
         rows = data[data["kind"] == kind]
         if len(rows):
             ax.scatter(rows["x"], rows["y"], marker=marker, s=size, color=colour, edgecolors="black",
-                       linewidths=0.5, label=f"{text} ({len(rows)})" if kind in DOC_KINDS else text, zorder=3)
+                       linewidths=0.5, label=f"{text} ({len(rows)})" if kind in DOC_KINDS else text, zorder=layer)
     start = data[data["kind"] == "query_before"].iloc[0]
     end = data[data["kind"] == "query_after"].iloc[0]
     ax.annotate("", xy=(end["x"], end["y"]), xytext=(start["x"], start["y"]), zorder=2,

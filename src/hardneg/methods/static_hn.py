@@ -1,7 +1,7 @@
-"""Static hard negatives only (Zhan et al., SIGIR 2021, section 4, the "static hard negatives" of Figure 4):
-STAR's mined hard negatives and RankNet loss, but each query is scored against its own positive and its own
-hard negatives only. STAR adds the other rows' documents as random negatives; leaving them out shows what
-static hard negatives do on their own."""
+"""Static hard negatives only (Zhan et al., SIGIR 2021: the static hard negatives their Figure 4 sets beside
+random and dynamic ones): STAR's mined hard negatives and RankNet loss, but each query is scored against its
+own positive and its own hard negatives only. STAR adds the other rows' documents as random negatives; leaving
+them out shows what static hard negatives do on their own."""
 
 from __future__ import annotations
 

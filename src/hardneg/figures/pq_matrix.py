@@ -38,7 +38,7 @@ def matrix_table(matrix_path: str | os.PathLike, measure: str) -> pa.Table:
 
 def draw_pq_matrix(table: pa.Table, path: str | os.PathLike) -> None:
     """Draw ``table`` (kind FIGURE_MATRIX) as an annotated heat map (rows: training index; columns: evaluation
-    index, both in order of first appearance). PNG at ``path``."""
+    index, both in order of first appearance; the best value of each column in bold). PNG at ``path``."""
     data = table.to_pandas()
     rows, columns = list(dict.fromkeys(data["train_index"])), list(dict.fromkeys(data["eval_index"]))
     values = np.full((len(rows), len(columns)), np.nan)
@@ -48,10 +48,12 @@ def draw_pq_matrix(table: pa.Table, path: str | os.PathLike) -> None:
     figure, (ax,) = new_figure(1.3 * len(columns) + 2.6, 1.0 * len(rows) + 1.8)
     image = ax.imshow(values, cmap="viridis", aspect="auto")
     middle = np.nanmin(values) + (np.nanmax(values) - np.nanmin(values)) / 2
+    best = np.nanmax(values, axis=0)  # per evaluation index, the training index that serves it best is in bold
     for i in range(len(rows)):
         for j in range(len(columns)):
             ax.text(j, i, f"{values[i, j]:.4f}", ha="center", va="center",
-                    color="black" if values[i, j] > middle else "white")
+                    color="black" if values[i, j] > middle else "white",
+                    fontweight="bold" if values[i, j] == best[j] else "normal")
     ax.set_xticks(range(len(columns)), columns)
     ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel("index evaluated with")

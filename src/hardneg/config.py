@@ -457,6 +457,23 @@ def read_resolved(path: str | os.PathLike) -> dict:
 
 
 # ------------------------------------------------------------------------------- one run's params, by hand
+def check_run(config: dict, run, key: str) -> str:
+    """``run`` when the config defines it; a :class:`ConfigError` naming ``key`` otherwise (a run named by a
+    section that reads finished runs: the summary, the figures)."""
+    if run not in config["runs"]:
+        raise ConfigError(key, f"no run named {run!r}")
+    return run
+
+
+def check_evaluated_measure(config: dict, measure: str, key: str) -> str:
+    """``measure`` when it is one of ``evaluation.measures`` (the per-query values a summary or figure reads
+    exist only for those); a :class:`ConfigError` naming ``key`` otherwise."""
+    evaluated = config["evaluation"]["measures"]
+    if measure not in evaluated:
+        raise ConfigError(key, f"{measure!r} is not one of evaluation.measures ({', '.join(evaluated)})")
+    return measure
+
+
 def section_values(section: dict, names: Iterable[str], where: str) -> dict:
     """The values of ``names`` in ``section``; a ``ConfigError`` naming ``<where>.<key>`` for the first unknown
     key (a typo the schema would have rejected) or missing key (a section that was never validated)."""

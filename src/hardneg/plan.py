@@ -26,7 +26,8 @@ from __future__ import annotations
 import os
 
 from hardneg import methods
-from hardneg.config import continued_run, dataset_config, input_runs, pq_matrix_run, resolve_run
+from hardneg.config import (check_evaluated_measure, check_run, continued_run, dataset_config, input_runs,
+                             pq_matrix_run, resolve_run)
 from hardneg.errors import ConfigError
 from hardneg.layout import RESULTS, Layout
 
@@ -469,35 +470,11 @@ class Plan:
             targets.append(self.layout.figure(name, "png"))
         return targets
 
-    # ----------------------------------------------------------------------------------------- the report
-    def markdown_pages(self) -> dict:
-        """The Markdown reports shown as HTML pages in ``snakemake --report`` (its report shows HTML in place, and
-        Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
-        ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
-        layout = self.layout
-        pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
-                 layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
-        if self.config.get("pq_matrix"):
-            pages[layout.table("adore_indexes", "md")] = ("ADORE with each index: effectiveness and training time",
-                                                          "Summary", "adore_indexes.rst")
-            pages[layout.experiment("pq_matrix", "matrix.md")] = (
-                "ADORE with product-quantised indexes: trained with index A, evaluated with index B", "Experiments",
-                "pq_matrix.rst")
-        return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
-                                         "caption": caption}
-                for markdown, (title, category, caption) in pages.items()}
-
-    def paper_targets(self) -> list[str]:
-        """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
-        the summary and its tables as pages, and every figure the config can build."""
-        return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()
-
     def _figure_runs(self, names: list[str], key: str) -> list[str]:
         if not names:
             raise ConfigError(key, "no runs are named: list the runs this figure draws")
         for position, run in enumerate(names):
-            if run not in self.runs:
-                raise ConfigError(f"{key}.{position}", f"no run named {run!r}")
+            check_run(self.config, run, f"{key}.{position}")
         return names
 
     def _pairwise_errors_figure_inputs(self, spec: dict, key: str) -> dict:
@@ -522,9 +499,7 @@ class Plan:
     _adore_vs_adore_l_figure_inputs = _dev_curve_inputs
 
     def _tsne_figure_inputs(self, spec: dict, key: str) -> dict:
-        run = spec["run"]
-        if run not in self.runs:
-            raise ConfigError(f"{key}.run", f"no run named {run!r}")
+        run = check_run(self.config, spec["run"], f"{key}.run")
         docs = self.doc_run(run)
         if docs == run:
             raise ConfigError(f"{key}.run", f"run {run!r} keeps no other run's documents fixed: name an ADORE run "
@@ -539,18 +514,38 @@ class Plan:
     def _pq_matrix_figure_inputs(self, spec: dict, key: str) -> dict:
         if not self.config.get("pq_matrix"):
             raise ConfigError("pq_matrix", f"{key} draws the ADORE PQ matrix: the config has no pq_matrix section")
-        if spec["measure"] not in self.config["evaluation"]["measures"]:
-            raise ConfigError(f"{key}.measure", f"{spec['measure']!r} is not one of evaluation.measures "
-                                                f"({', '.join(self.config['evaluation']['measures'])})")
+        check_evaluated_measure(self.config, spec["measure"], f"{key}.measure")
         return {"matrix": self.layout.experiment("pq_matrix", "matrix.parquet")}
 
     def _hybrid_alpha_figure_inputs(self, spec: dict, key: str) -> dict:
         run = spec["run"]
         if run is None:
             raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
-        if run not in self.runs:
-            raise ConfigError(f"{key}.run", f"no run named {run!r}")
+        check_run(self.config, run, f"{key}.run")
         if run not in self.tuned_runs:
             raise ConfigError(f"{key}.run", f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is "
                                             f"tuned (params.alpha: null)")
         return {"tuning": self.layout.fusion_tuning(run, "parquet"), "summary": self.layout.fusion_tuning(run, "json")}
+
+    # ----------------------------------------------------------------------------------------- the report
+    def markdown_pages(self) -> dict:
+        """The Markdown reports shown as HTML pages in ``snakemake --report`` (its report shows HTML in place, and
+        Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
+        ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
+        layout = self.layout
+        pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
+                 layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
+        if self.config.get("pq_matrix"):
+            pages[layout.table("adore_indexes", "md")] = ("ADORE with each index: effectiveness and training time",
+                                                          "Summary", "adore_indexes.rst")
+            pages[layout.experiment("pq_matrix", "matrix.md")] = (
+                "ADORE with product-quantised indexes: trained with index A, evaluated with index B", "Experiments",
+                "pq_matrix.rst")
+        return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
+                                         "caption": caption}
+                for markdown, (title, category, caption) in pages.items()}
+
+    def paper_targets(self) -> list[str]:
+        """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
+        the summary and its tables as pages, and every figure the config can build."""
+        return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from hardneg import artifacts
 from hardneg.atomic import write_text
+from hardneg.config import check_evaluated_measure, check_run
 from hardneg.errors import ConfigError, DataError
 from hardneg.pairwise import TOTAL_MEASURE, top_measure
 
@@ -71,15 +72,11 @@ def check_summary_config(config: dict) -> None:
             raise ConfigError(f"runs.{name}", f"the name {name!r} is reserved: results/{name} is a file or folder "
                                               f"of the summary")
     for i, run in enumerate(section["runs"] or []):
-        if run not in runs:
-            raise ConfigError(f"summary.runs.{i}", f"no run named {run!r}")
+        check_run(config, run, f"summary.runs.{i}")
         if run in section["runs"][:i]:
             raise ConfigError(f"summary.runs.{i}", f"run {run!r} is listed twice")
-    evaluated = config["evaluation"]["measures"]
     for i, measure in enumerate(section["measures"] or []):
-        if measure not in evaluated:
-            raise ConfigError(f"summary.measures.{i}", f"{measure!r} is not one of evaluation.measures "
-                                                       f"({', '.join(evaluated)})")
+        check_evaluated_measure(config, measure, f"summary.measures.{i}")
     markers: dict = {}
     for i, group in enumerate(section["groups"]):
         if group["marker"] in markers:
@@ -87,8 +84,7 @@ def check_summary_config(config: dict) -> None:
                                                             f"summary.groups.{markers[group['marker']]}")
         markers[group["marker"]] = i
         for j, run in enumerate(group["runs"]):
-            if run not in runs:
-                raise ConfigError(f"summary.groups.{i}.runs.{j}", f"no run named {run!r}")
+            check_run(config, run, f"summary.groups.{i}.runs.{j}")
 
 
 # --------------------------------------------------------------------------------------------- measures

@@ -34,6 +34,7 @@ from hardneg import artifacts
 from hardneg.atomic import write_text
 from hardneg.errors import DataError
 from hardneg.logs import console
+from hardneg.sampling import sample_ids
 
 log = logging.getLogger(__name__)
 
@@ -161,10 +162,7 @@ def sample_queries(qrels: pa.Table, count: int, seed: int) -> list[str]:
     """``count`` judged queries (a relevance ≥ 1) of a QRELS table drawn with ``seed``, sorted; all of them when
     there are fewer."""
     judged = sorted(set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].to_pylist()))
-    if len(judged) <= count:
-        return judged
-    chosen = np.random.default_rng(seed).choice(len(judged), size=count, replace=False)
-    return [judged[i] for i in sorted(chosen)]
+    return sample_ids(judged, count, seed)
 
 
 def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[float], measure: str) -> pa.Table:

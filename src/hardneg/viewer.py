@@ -29,6 +29,7 @@ from hardneg.atomic import write_text
 from hardneg.audit import EMPTY_MARK, _read_matching, _snippet
 from hardneg.config import section_values
 from hardneg.pages import markdown_html, page
+from hardneg.sampling import sample_ids
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,8 @@ class ViewerSettings:
 
 
 def sample_queries(qids: list[str], count: int, seed: int) -> list[str]:
-    """``count`` of ``qids`` drawn without replacement from a generator seeded with ``seed`` (all of them when
-    there are no more), in their order in ``qids``."""
-    if count >= len(qids):
-        return list(qids)
-    picked = np.sort(np.random.default_rng(seed).choice(len(qids), size=count, replace=False))
-    return [qids[i] for i in picked]
+    """The queries the viewer shows: ``count`` of ``qids`` seeded with ``seed``, in their order (all when fewer)."""
+    return sample_ids(qids, count, seed)
 
 
 def _rows_by_qid(table: pa.Table) -> dict[str, list[dict]]:

@@ -20,7 +20,6 @@ import logging
 import os
 from dataclasses import dataclass, fields
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 

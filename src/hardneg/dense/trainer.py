@@ -165,6 +165,29 @@ class WallClock:
         return ", ".join(f"{part} {seconds:.4f}" for part, seconds in self.means().items())
 
 
+@dataclass(frozen=True)
+class Window:
+    """A part of a longer training (an episode, :mod:`hardneg.episodes`): the learning-rate schedule and the data
+    order are those of ``total_steps`` optimiser steps (as many epochs as they take, the last one cut short), and
+    this job trains from step ``start`` to step ``stop``. ``start_state``: the trainer state at step ``start``
+    (what the previous part wrote; None when ``start`` is 0); at step ``stop`` the state is written to
+    ``stop_state`` (a folder, as a checkpoint with ``fingerprint``) for the next part."""
+
+    total_steps: int
+    start: int
+    stop: int
+    start_state: dict | None
+    stop_state: str | os.PathLike
+    fingerprint: str
+
+    def __post_init__(self):
+        if not 0 <= self.start < self.stop <= self.total_steps:
+            raise ValueError(f"a training window needs 0 <= start < stop <= total_steps, got {self.start}, "
+                             f"{self.stop}, {self.total_steps}")
+        if (self.start_state is None) != (self.start == 0):
+            raise ValueError("a training window starting after step 0 continues a trainer state, and only it does")
+
+
 class Trainer:
     """Trains ``model`` with ``method`` on the batches of ``sampler`` (see the module docstring).
 
@@ -172,13 +195,15 @@ class Trainer:
     more than one, ``model`` is wrapped in ``DistributedDataParallel`` and only rank 0 writes checkpoints.
     ``device`` is ignored when ``replicas`` names one (a worker's own GPU). Attributes events may read:
     ``model`` (the plain model, not the DDP wrapper), ``device``, ``precision``, ``replicas``, ``config``,
-    ``total_steps``, ``step``, ``epoch`` and ``batches`` (the current epoch's batch list).
+    ``total_steps``, ``step``, ``epoch`` and ``batches`` (the current epoch's batch list). ``window``: train
+    only a part of a longer training (:class:`Window`).
     """
 
     def __init__(self, model: torch.nn.Module, method, sampler, config: TrainConfig, *,
                  checkpoint_dir: str | os.PathLike, fingerprint: str, device: str = "auto", callbacks=(),
-                 replicas: Replicas = SINGLE):
+                 replicas: Replicas = SINGLE, window: "Window | None" = None):
         self.model, self.method, self.sampler, self.config = model, method, sampler, config
+        self.window = window
         self.checkpoint_dir = Path(checkpoint_dir)
         self.fingerprint = fingerprint  # a checkpoint of another configuration is never resumed
         self.replicas = replicas
@@ -202,15 +227,31 @@ class Trainer:
                 handler(self, *args)
 
     def _start_epoch(self, epoch: int, count: int) -> list[np.ndarray]:
-        """Fire ``on_epoch_start``, then ask the sampler for the epoch's batches (rank 0's on every rank)."""
+        """Fire ``on_epoch_start``, then ask the sampler for the epoch's batches (rank 0's on every rank); the
+        first ``count`` of them are trained (fewer than all only in the last epoch of a :class:`Window`)."""
         self._fire("on_epoch_start", epoch)
         batches = self.sampler.batches(epoch, self.model)
         self.model.train()  # a model-dependent sampler may have switched it to eval mode
         batches = [np.asarray(b) for b in self.replicas.broadcast(batches)]
-        if len(batches) != count:
+        expected = self.sampler.num_batches(epoch)
+        if len(batches) != expected:
             raise RuntimeError(f"the sampler gave {len(batches)} batches for epoch {epoch}; its num_batches "
-                               f"said {count} (the learning-rate schedule was planned with that)")
-        return batches
+                               f"said {expected} (the learning-rate schedule was planned with that)")
+        return batches[:count]
+
+    def _epochs(self) -> list[int]:
+        """The micro-batches of each epoch trained: ``epochs`` whole epochs, or with a :class:`Window` as many as
+        its ``total_steps`` take, the last one cut short."""
+        config = self.config
+        if self.window is None:
+            return [self.sampler.num_batches(e) for e in range(config.epochs)]
+        wanted, per_epoch = self.window.total_steps * config.grad_accumulation, []
+        while sum(per_epoch) < wanted:
+            count = self.sampler.num_batches(len(per_epoch))
+            if count < 1:
+                raise RuntimeError(f"epoch {len(per_epoch)} has no batches: too few training rows for one batch")
+            per_epoch.append(min(count, wanted - sum(per_epoch)))
+        return per_epoch
 
     # --------------------------------------------------------------------------------------- checkpoints
     def _autocast(self):
@@ -246,7 +287,11 @@ class Trainer:
 
     def _fit(self) -> list[dict]:
         config, model, replicas = self.config, self.model, self.replicas
+        # every generator a checkpoint saves starts seeded, so that a saved state (an episode's trainer_state) is
+        # the same bytes on every run of the same configuration
         torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        np.random.seed(config.seed)
         model.to(self.device)
         if config.gradient_checkpointing and self.device.type == "cuda":
             # DDP cannot follow re-entrant checkpointing of an encoder used twice per step
@@ -254,7 +299,7 @@ class Trainer:
             for encoder in (getattr(model, name, None) for name in ("query_encoder", "doc_encoder", "encoder")):
                 if encoder is not None and hasattr(encoder, "gradient_checkpointing_enable"):
                     encoder.gradient_checkpointing_enable(**options)
-        per_epoch = [self.sampler.num_batches(e) for e in range(config.epochs)]
+        per_epoch = self._epochs()
         total_micro = sum(per_epoch)
         total_steps = self.total_steps = max(1, math.ceil(total_micro / config.grad_accumulation))
         optimizer = make_optimizer(model.named_parameters(), config)
@@ -264,7 +309,14 @@ class Trainer:
         scaler = torch.amp.GradScaler("cuda", enabled=self.precision == "fp16")
         rows: list[dict] = []
         done_micro, step, resumed_batches = 0, 0, None
+        window = self.window
         state = self._load()
+        if state is None and window is not None and window.start_state is not None:
+            state = window.start_state
+            if state["step"] != window.start:
+                raise RuntimeError(f"the trainer state to continue is at step {state['step']}, not at step "
+                                   f"{window.start} where this part of the training starts")
+            log.info("continuing the trainer state of step %d", window.start)
         if state is not None:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
@@ -291,8 +343,11 @@ class Trainer:
                         disable=not replicas.is_main)
         clock, last_step_end, last_logged = self.wall_clock, time.perf_counter(), (step, 0.0)
         micro, pending, pending_stats, step_parts = 0, [], [], {}
+        last_step = window.stop if window is not None else total_steps
         optimizer.zero_grad(set_to_none=True)
         for epoch, count in enumerate(per_epoch):
+            if step >= last_step:
+                break
             if micro + count < done_micro or (count and micro + count == done_micro):
                 micro += count  # finished before the checkpoint: the sampler is not asked again
                 continue
@@ -355,6 +410,8 @@ class Trainer:
                     log.info("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step)", step, total_steps,
                              epoch, row["loss"], row["lr"], row["grad_norm"], since / max(step - last_logged[0], 1))
                     last_logged = (step, clock.totals["step"])
+                if step == last_step:
+                    break
                 stopping = replicas.max(stop.requested() or 0)  # every rank stops after the same step
                 if step < total_steps and (stopping or (config.checkpoint_every and step % config.checkpoint_every == 0)):
                     if replicas.is_main:
@@ -366,6 +423,15 @@ class Trainer:
                                 step, total_steps)
                     raise stop.StopRequested(stopping)
         progress.close()
+        if window is not None:
+            if replicas.is_main:  # the state the next part continues, written to a temporary folder and renamed
+                from hardneg.atomic import atomic_dir
+
+                with atomic_dir(window.stop_state) as folder:
+                    checkpoint.save_checkpoint(folder, self._checkpoint(model, optimizer, scheduler, scaler, micro,
+                                                                        step, rows),
+                                               fingerprint=window.fingerprint, format=CHECKPOINT_FORMAT, step=step)
+            replicas.barrier()
         if clock.steps:
             log.info("wall-clock seconds per step, mean of the %d steps of this process: %s", clock.steps,
                      clock.describe())

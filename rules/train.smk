@@ -10,7 +10,7 @@ rule train_dense:
         train_log=LAYOUT.train_log("{run}"),
         timings=LAYOUT.train_timings("{run}"),
     wildcard_constraints:
-        run=names_regex(PLAN.trained_runs),
+        run=names_regex(PLAN.step_trained_runs),
     params:
         resolved=lambda w: PLAN.training_slice(w.run),
         tokenizer=lambda w: PLAN.tokenizer_source(w.run),

@@ -1,5 +1,6 @@
-"""Rule train_dense: tokenized data + the inputs of the run's roles (+ an initial model) → trained model, training
-log and the step timings. The method's training step is built from the method registry (hardneg.methods)."""
+"""Rules train_dense and train_episode: tokenized data + the inputs of the run's roles (+ an initial model, and for
+an episode the previous episode's trainer state) → trained model, training log and the step timings (and an
+episode's trainer state). The method's training step is built from the method registry (hardneg.methods)."""
 
 import os
 
@@ -17,4 +18,4 @@ train_run(resolved, cache_dir=snakemake.input.cache,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
           inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")},
           method_modules=snakemake.params.method_modules, timings_path=snakemake.output.timings,
-          tensorboard_dir=snakemake.params.tensorboard)
+          tensorboard_dir=snakemake.params.tensorboard, state_dir=snakemake.output.get("state"))

@@ -52,7 +52,7 @@ _DELETE = object()
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
-    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, bm25, colbert, hybrid, inbatch, randneg, rrf, star, static_hn, tct, warmup, zeroshot; got 'bm52'"),
+    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, ance, bm25, colbert, hybrid, inbatch, randneg, rrf, star, static_hn, tct, warmup, zeroshot; got 'bm52'"),
     (["runs", "bm25", "params", "fields"], "title", "runs.bm25.params.fields", "must be one of flat, multifield"),
     (["datasets", "synthetic", "adapter"], "csv", "datasets.synthetic.adapter", "must be one of synthetic, beir"),
     (["datasets", "synthetic", "num_docs"], "5k", "datasets.synthetic.num_docs", "expected integer, got '5k'"),

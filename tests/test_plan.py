@@ -23,13 +23,16 @@ def plan(raw):
 
 def test_runs_by_kind_and_role(plan):
     assert plan.lexical_runs == ["bm25"]
-    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "tct", "tct_hn", "tct_tct_hn", "tct_hnp",
+    episodes = [f"ance/episodes/{e}" for e in range(4)]  # each episode of ANCE is a run of its own
+    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "ance", *episodes, "tct", "tct_hn",
+                                 "tct_tct_hn", "tct_hnp", "warmup_inbatch", "warmup_randneg", "warmup_bm25neg",
                                  "static_hn", "randneg_warmup"]
     assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
-    assert plan.trained_runs == plan.dense_runs[:8] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
-                                                       "colbert_teacher_hn", "tct_hnp"] + plan.dense_runs[12:]
-    # a run mines when it names a miner, not because its method could
-    assert plan.mining_runs == ["star", "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp", "static_hn"]
+    assert plan.trained_runs == plan.dense_runs[:13] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
+                                                        "colbert_teacher_hn", "tct_hnp"] + plan.dense_runs[17:]
+    # a run mines when it names a miner, not because its method could (ANCE's episodes mine, not ANCE)
+    assert plan.mining_runs == ["star", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp",
+                                "static_hn"]
     assert plan.doc_run("adore_star") == "star" and plan.doc_run("star") == "star"
     assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
     assert plan.init_run("warmup") is None
@@ -109,13 +112,13 @@ def test_evaluation_ranks_only_the_reported_splits(raw):
 
 def test_targets_come_from_the_config(raw, plan):
     assert plan.targets() == [f"results/{run}/metrics.json"
-                              for run in ("bm25", "warmup", "randneg", "inbatch", "star", "adore_star")]
+                              for run in ("bm25", "warmup", "randneg", "inbatch", "star", "adore_star", "ance")]
     config = copy.deepcopy(raw)
     config["targets"] = ["star", "results/pq_matrix/matrix.md"]
     assert Plan(validate_config(config)).targets() == ["results/star/metrics.json", "results/pq_matrix/matrix.md"]
     del config["targets"]
     every = Plan(validate_config(config))
-    assert every.targets() == [f"results/{run}/metrics.json" for run in every.runs]
+    assert every.targets() == [f"results/{run}/metrics.json" for run in every.user_runs]  # the episodes: no
 
 
 def test_the_layout_has_one_root(plan):

@@ -121,8 +121,9 @@ def test_killed_and_resumed_training_matches_uninterrupted(tiny, tmp_path):
 
 
 # ------------------------------------------------------------------------------- checkpoints in one process
-def _trainer(tiny, checkpoint_dir, fingerprint="run-a", checkpoint_every=3):
-    """An in-batch trainer of 8 steps (dropout on) with a fresh model, the same every call."""
+def _trainer(tiny, checkpoint_dir, fingerprint="run-a", checkpoint_every=3, window=None):
+    """An in-batch trainer of 8 steps (dropout on) with a fresh model, the same every call (``window``: a part of a
+    longer schedule, :class:`hardneg.dense.trainer.Window`)."""
     params = validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16},
                               "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.002, "optimizer": "lamb",
                                         "checkpoint_every": checkpoint_every, "log_every": 1}})
@@ -135,7 +136,7 @@ def _trainer(tiny, checkpoint_dir, fingerprint="run-a", checkpoint_every=3):
     method = ContrastiveMethod(data, queries, corpus, negatives=None, per_query=0, loss="ce", temperature=1.0)
     config = TrainConfig.from_params(params["train"], 7)
     return Trainer(model, method, ShuffledBatches(len(data), 16, 7), config, checkpoint_dir=checkpoint_dir,
-                   fingerprint=fingerprint, device="cpu")
+                   fingerprint=fingerprint, device="cpu", window=window)
 
 
 def _same_rows(a, b):

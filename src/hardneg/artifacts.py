@@ -101,6 +101,11 @@ FIGURE_CURVES = ArtifactKind(
     pa.schema([("run", pa.string()), ("label", pa.string()), ("step", pa.int64()), ("dev_rr10", pa.float64())]),
     "per run, the optimiser steps at which dev MRR@10 was evaluated during training, and its value",
 )
+FIGURE_GRAD_NORMS = ArtifactKind(
+    "figure_grad_norms",
+    pa.schema([("run", pa.string()), ("label", pa.string()), ("step", pa.int64()), ("grad_norm", pa.float64())]),
+    "per run, the pre-clip gradient norm of every optimiser step",
+)
 FIGURE_TSNE = ArtifactKind(
     "figure_tsne",
     pa.schema([("qid", pa.string()), ("point", pa.string()), ("kind", pa.string()), ("x", pa.float64()),
@@ -123,8 +128,8 @@ FIGURE_ALPHA = ArtifactKind(
 )
 
 KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS, ROW_IDS, HARDNEGS, POSITIVE_SCORES,
-                             AUDIT, FUSION_TUNING, FIGURE_DISTRIBUTION, FIGURE_CURVES, FIGURE_TSNE, FIGURE_MATRIX,
-                             FIGURE_ALPHA)}
+                             AUDIT, FUSION_TUNING, FIGURE_DISTRIBUTION, FIGURE_CURVES, FIGURE_GRAD_NORMS, FIGURE_TSNE,
+                             FIGURE_MATRIX, FIGURE_ALPHA)}
 
 
 def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:
@@ -207,4 +212,20 @@ def adore_indexes_kind(measures: list[str]) -> ArtifactKind:
     return ArtifactKind("adore_indexes", pa.schema(fields), "ADORE trained and evaluated with each index")
 
 
-KINDS.update({kind.name: kind for kind in (SUMMARY_TESTS, TRAINING_TIME)})
+REFRESH_COSTS = ArtifactKind(
+    "refresh_costs",
+    pa.schema([
+        ("checkpoint", pa.int32()),  # the episode whose checkpoint it is (null: the warm-up, inputs.init)
+        ("train_seconds", pa.float64()),  # its training job (null for the warm-up: another run's)
+        ("encode_seconds", pa.float64()),  # the refresh its checkpoint feeds: encoding the corpus (shards, gather)
+        ("index_seconds", pa.float64()),  # building the indexes
+        ("search_seconds", pa.float64()),  # searching the training queries
+        ("mine_seconds", pa.float64()),  # positive scores and mining, for each episode trained on its negatives
+        ("refresh_seconds", pa.float64()),  # encode + index + search + mine
+        ("episodes_fed", pa.int32()),  # episodes trained on its negatives
+    ]),
+    "an episodic run's (ANCE) wall-clock seconds per checkpoint: training it and refreshing the negatives it mines "
+    "(null: the job left no benchmark record)",
+)
+
+KINDS.update({kind.name: kind for kind in (SUMMARY_TESTS, TRAINING_TIME, REFRESH_COSTS)})

@@ -376,6 +376,7 @@ def resolve_run(config: dict, name: str) -> dict:
         "evaluation": copy.deepcopy(config["evaluation"]),
         "inputs": {role: resolve_run(config, other) if isinstance(other, str) else
                    [resolve_run(config, o) for o in other] for role, other in run.get("inputs", {}).items()},
+        **({"episode": copy.deepcopy(run["episode"])} if "episode" in run else {}),  # hardneg.episodes
     }
 
 

@@ -115,6 +115,13 @@ class Layout:
     # ----------------------------------------------------------------------------------------------- runs
     @_inside_root
     def run_dir(self, run: str) -> str:
+        """``results/<run>``; an episode run's (``<run>/episodes/<e>``, :mod:`hardneg.episodes`) is
+        ``results/<run>/episodes/<e>``."""
+        from hardneg import episodes
+
+        episode = episodes.parse(run)
+        if episode is not None:
+            return f"{self.root}/{self._name('run', episode[0])}/{episodes.EPISODES}/{episode[1]}"
         return f"{self.root}/{self._name('run', run)}"
 
     @_inside_root
@@ -149,6 +156,18 @@ class Layout:
     @_inside_root
     def checkpoints(self, run: str) -> str:
         return f"{self.run_dir(run)}/checkpoints"
+
+    @_inside_root
+    def trainer_state(self, run: str) -> str:
+        """An episode's trainer state at its last step (a checkpoint: optimiser, scheduler, data order, random
+        states), which the next episode continues."""
+        return f"{self.run_dir(run)}/trainer_state"
+
+    @_inside_root
+    def refresh_costs(self, run: str, suffix: str) -> str:
+        """An episodic run's seconds per episode spent training and refreshing its negatives (``md`` or
+        ``parquet``): wall clock, beside the jobs' time and memory records."""
+        return f"{self.run_dir(run)}/benchmarks/refresh_costs.{self._name('refresh costs', suffix)}"
 
     def _by_index(self, run: str, index: str | None) -> str:
         return self.run_dir(run) if index is None else f"{self.run_dir(run)}/by_index/{self._name('index', index)}"

@@ -29,6 +29,7 @@ from hardneg import methods
 from hardneg.config import (check_evaluated_measure, check_run, continued_run, dataset_config, input_runs,
                              pq_matrix_run, resolve_run)
 from hardneg.errors import ConfigError
+from hardneg.episodes import REFRESH_PARTS
 from hardneg.layout import RESULTS, Layout
 
 
@@ -42,9 +43,12 @@ class Plan:
     """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
 
     def __init__(self, config: dict, root: str = RESULTS):
-        self.config = config
+        from hardneg import episodes
+
+        self.user_runs: dict = config["runs"]  # the config's runs (with the PQ experiment's)
+        self.runs: dict = episodes.expand(config["runs"])  # and each episode of an episodic run as a run of its own
+        self.config = {**config, "runs": self.runs}
         self.layout = Layout(root)
-        self.runs: dict = config["runs"]
         self.datasets: dict = config["datasets"]
         self.eval_split: str = config["evaluation"]["split"]
 
@@ -73,6 +77,77 @@ class Plan:
         return [run for run in self.runs if self.method(run).kind in methods.TRAINED]
 
     @property
+    def step_trained_runs(self) -> list[str]:
+        """Runs trained by one training job (rule train_dense): every trained run but episodic runs and their
+        episodes."""
+        return [run for run in self.trained_runs if run not in self.episodic_runs and run not in self.episode_runs()]
+
+    # ---------------------------------------------------------------------------------------- episodes
+    def episodes(self, run: str):
+        """The :class:`hardneg.episodes.Episodes` of an episodic run (None for any other run, episodes included)."""
+        from hardneg import episodes
+
+        return episodes.of(self.method(run), self.params(run)) if run in self.user_runs else None
+
+    @property
+    def episodic_runs(self) -> list[str]:
+        """Runs that train in episodes (ANCE): their model is their last episode's."""
+        return [run for run in self.user_runs if self.episodes(run) is not None]
+
+    def episode_runs(self, run: str | None = None) -> list[str]:
+        """The episode runs of episodic run ``run`` in order (of every episodic run when None)."""
+        from hardneg import episodes
+
+        if run is None:
+            return [name for parent in self.episodic_runs for name in self.episode_runs(parent)]
+        return [episodes.episode_run(run, index) for index in range(self.episodes(run).count)]
+
+    def episode_of(self, run: str) -> tuple[str, int] | None:
+        """(episodic run, index) of an episode run; None for any other run."""
+        from hardneg import episodes
+
+        return episodes.parse(run) if run in self.runs else None
+
+    def assemble_inputs(self, run: str) -> dict:
+        """What an episodic run's model, training log and refresh costs are assembled from: the last episode's
+        ``model`` (behind it, every episode and refresh) and every episode's ``train_log`` and ``timings``."""
+        episodes, layout = self.episode_runs(run), self.layout
+        return {"model": layout.model(episodes[-1]), "train_logs": [layout.train_log(e) for e in episodes],
+                "timings": [layout.train_timings(e) for e in episodes]}
+
+    def refresh_benchmarks(self, run: str) -> list[dict]:
+        """The benchmark records (Snakemake writes them beside the artifacts; no rule can ask for one as an input)
+        of an episodic run's jobs, by checkpoint: first the warm-up's (``checkpoint`` None: mining the episodes its
+        model mines for), then each episode's: ``train`` (its training job) and the refresh its checkpoint feeds,
+        ``encode`` (the shards and their gathering), ``index``, ``search`` (the training split) and ``mine``
+        (positive scores and mining, of each episode trained on its negatives). A checkpoint no episode trains on
+        has no refresh jobs."""
+        from hardneg import episodes as _episodes
+
+        plan, layout, names = self.episodes(run), self.layout, self.episode_runs(run)
+        fed = {None: [], **{index: [] for index in range(plan.count)}}  # checkpoint → episodes on its negatives
+        for index, name in enumerate(names):
+            fed[_episodes.source_episode(index, plan.lag)].append(name)
+        out = []
+        for checkpoint in [None, *range(plan.count)]:
+            bench = {"checkpoint": checkpoint, "train": [], "encode": [], "index": [], "search": [],
+                     "mine": [job for name in fed[checkpoint]
+                              for job in (layout.benchmark(name, "positive_scores"),
+                                          layout.benchmark(name, "mine_hard_negatives"))]}
+            if checkpoint is not None:
+                name = names[checkpoint]
+                bench["train"] = [layout.benchmark(name, "train")]
+                if fed[checkpoint]:
+                    shards = range(self.params(name)["encode"]["shards"])
+                    bench["encode"] = [layout.benchmark(name, f"encode_corpus_shard_{shard}") for shard in shards]
+                    bench["encode"].append(layout.benchmark(name, "gather_embeddings"))
+                    bench["index"] = [layout.benchmark(name, f"build_faiss_index_{slug}")
+                                      for slug in self.index_factories(name)]
+                    bench["search"] = [layout.benchmark(name, f"dense_search_{self.train_split(name)}")]
+            out.append(bench)
+        return out
+
+    @property
     def encoded_runs(self) -> list[str]:
         """Dense runs that encode their own corpus (every dense run but those keeping another run's documents)."""
         return [run for run in self.dense_runs if self.doc_run(run) == run]
@@ -80,7 +155,7 @@ class Plan:
     @property
     def mining_runs(self) -> list[str]:
         """Runs that mine their own static hard-negative list (they name a miner run)."""
-        return [run for run in self.runs if self.role_run(run, "miner")]
+        return [run for run in self.runs if self.role_run(run, "miner") and run not in self.episodic_runs]
 
     def params(self, run: str) -> dict:
         return self.runs[run]["params"]
@@ -201,6 +276,9 @@ class Plan:
         init = self.init_run(run)
         if init is not None:
             inputs["init"] = layout.model(init)
+        episode = self.episode_of(run)
+        if episode is not None and episode[1] > 0:  # the trainer state the previous episode ended with
+            inputs["state"] = layout.trainer_state(init)
         for role, spec in self.method(run).roles.items():
             other = self.input_run(run, role)
             if other is None:
@@ -222,9 +300,10 @@ class Plan:
         """What training depends on in the config: changing any other key (search, index, encoding) retrains
         nothing."""
         params = self.params(run)
+        episode = {"episode": dict(self.runs[run]["episode"])} if "episode" in self.runs[run] else {}
         return {"name": run, "method": self.runs[run]["method"], "seed": self.seed(run),
                 "dataset": self.dataset(run), "inputs": dict(self.runs[run].get("inputs", {})),
-                "params": {key: params[key] for key in self.method(run).training_sections}}
+                "params": {key: params[key] for key in self.method(run).training_sections}, **episode}
 
     def method_modules(self, run: str) -> list[str]:
         """The config's ``method_modules`` entry that declares the run's method (none for a method of this
@@ -308,6 +387,8 @@ class Plan:
     def reports(self, run: str) -> list[str]:
         """Reports a run makes beside its metrics (a mining run: the hard-negative audit and viewer), so that any
         target reaching the run builds them and ``snakemake --report`` finds them."""
+        if run in self.episodic_runs:  # each episode's hard negatives, audited
+            return [self.layout.audit(episode, "md") for episode in self.episode_runs(run)]
         return [self.layout.audit(run, "md"), self.layout.viewer(run)] if run in self.mining_runs else []
 
     def evaluate_inputs(self, run: str) -> dict:
@@ -381,14 +462,14 @@ class Plan:
         given), by default every run's metrics.json."""
         targets = self.config.get("targets")
         if targets is None:
-            targets = list(self.runs)
+            targets = list(self.user_runs)
         return [target if "/" in target else self.layout.metrics(target) for target in targets]
 
     # ----------------------------------------------------------------------------- summary and tables
     def targeted_runs(self) -> list[str]:
         """The runs whose metrics.json the config's ``targets`` name (every run when ``targets`` is null)."""
         targets = {os.path.normpath(target) for target in self.targets()}
-        return [run for run in self.runs if os.path.normpath(self.layout.metrics(run)) in targets]
+        return [run for run in self.user_runs if os.path.normpath(self.layout.metrics(run)) in targets]
 
     def summary_runs(self, exists=os.path.exists) -> list[str]:
         """The runs of the summary: ``summary.runs`` as given, else the targeted runs and every run whose
@@ -398,7 +479,7 @@ class Plan:
         if chosen is not None:
             return list(chosen)
         targeted = set(self.targeted_runs())
-        return [run for run in self.runs if run in targeted or exists(self.layout.metrics(run))]
+        return [run for run in self.user_runs if run in targeted or exists(self.layout.metrics(run))]
 
     def summary_measures(self) -> list[str]:
         """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""
@@ -429,8 +510,11 @@ class Plan:
 
     def training_benchmarks(self, runs: list[str]) -> list[str]:
         """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
-        no rule can ask for it as an input (it is no rule's output)."""
-        return [self.layout.benchmark(run, "train") for run in runs]
+        no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
+        episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
+        return [[path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS
+                 for path in checkpoint[part]] if run in self.episodic_runs
+                else self.layout.benchmark(run, "train") for run in runs]
 
     def adore_index_runs(self) -> list[tuple[str, str]]:
         """(index, ADORE run trained with it) of each index of ``pq_matrix.indexes``."""
@@ -497,6 +581,24 @@ class Plan:
 
     _training_curves_figure_inputs = _dev_curve_inputs
     _adore_vs_adore_l_figure_inputs = _dev_curve_inputs
+
+    def gradient_norm_reference(self) -> str | None:
+        """The run figure ``gradient_norms`` compares the others with: ``figures.gradient_norms.reference``, else
+        the first of its runs (None without runs)."""
+        spec = self.config["figures"]["gradient_norms"]
+        return spec["reference"] or (spec["runs"][0] if spec["runs"] else None)
+
+    def _gradient_norms_figure_inputs(self, spec: dict, key: str) -> dict:
+        runs = self._figure_runs(spec["runs"], f"{key}.runs")
+        for position, run in enumerate(runs):
+            if not self.method(run).trains:
+                raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains nothing, so it has no gradient norms")
+        for run in spec["labels"]:
+            if run not in runs:
+                raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
+        if spec["reference"] is not None and spec["reference"] not in runs:
+            raise ConfigError(f"{key}.reference", f"run {spec['reference']!r} is not one of {key}.runs")
+        return {"train_logs": [self.layout.train_log(run) for run in runs]}
 
     def _tsne_figure_inputs(self, spec: dict, key: str) -> dict:
         run = check_run(self.config, spec["run"], f"{key}.run")

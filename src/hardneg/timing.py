@@ -52,10 +52,18 @@ def training_steps(train_log: str | os.PathLike) -> int:
     return int(max(steps)) if steps else 0
 
 
-def training_time(train_log: str | os.PathLike, benchmark: str | os.PathLike) -> dict:
+def jobs_seconds(paths) -> float | None:
+    """Wall-clock seconds of the jobs of benchmark records ``paths`` together (None when one left no record)."""
+    seconds = [benchmark_seconds(path) for path in paths]
+    return None if any(value is None for value in seconds) else float(sum(seconds))
+
+
+def training_time(train_log: str | os.PathLike, benchmark) -> dict:
     """``seconds`` (wall clock of the training job, None without a benchmark record), ``steps`` and
-    ``seconds_per_step`` (None without seconds or steps) of one run."""
-    seconds, steps = benchmark_seconds(benchmark), training_steps(train_log)
+    ``seconds_per_step`` (None without seconds or steps) of one run. ``benchmark``: the training job's record, or
+    a list of the records of all the jobs of a run that trains in episodes (its training and its refreshes)."""
+    seconds = jobs_seconds(benchmark) if isinstance(benchmark, list) else benchmark_seconds(benchmark)
+    steps = training_steps(train_log)
     return {"seconds": seconds, "steps": steps,
             "seconds_per_step": seconds / steps if seconds is not None and steps else None}
 
@@ -65,7 +73,8 @@ def _number(value, digits: int) -> str:
 
 
 def _unrecorded_note(rows: list[dict], benchmarks: list[str]) -> list[str]:
-    missing = [f"{row['run']} ({path})" for row, path in zip(rows, benchmarks) if row["seconds"] is None]
+    missing = [f"{row['run']} ({path if isinstance(path, str) else 'its episodes: ' + ', '.join(path)})"
+               for row, path in zip(rows, benchmarks) if row["seconds"] is None]
     return ["", f"No benchmark record (a job run outside Snakemake): {', '.join(missing)}."] if missing else []
 
 
@@ -88,7 +97,9 @@ def write_training_time_table(runs: list[str], methods: dict[str, str], train_lo
     lines = ["# Training time", "",
              "Wall-clock seconds of each run's training job (Snakemake's benchmark record, "
              "results/<run>/benchmarks/train.tsv: the whole job, loading included), its optimiser steps "
-             "(train_log.parquet) and seconds per step. Wall-clock times depend on the machine and its load.", "",
+             "(train_log.parquet) and seconds per step; for a run training in episodes (ANCE), all its episodes' "
+             "training jobs and the jobs refreshing their negatives (benchmarks/refresh_costs.md). Wall-clock "
+             "times depend on the machine and its load.", "",
              "| run | method | seconds | steps | seconds per step |" + (" speed-up against ANCE |" if speedup else ""),
              "|---|---|---:|---:|---:|" + ("---:|" if speedup else "")]
     for row in rows:
@@ -139,4 +150,49 @@ def write_adore_index_table(indexes: list[str], runs: list[str], metrics_paths, 
                  str(row["steps"]), _number(row["seconds_per_step"], 3)]
         lines.append("| " + " | ".join(cells) + " |")
     write_text(markdown_path, "\n".join(lines + _unrecorded_note(rows, benchmarks)) + "\n")
+    return table
+
+
+def write_refresh_costs(run: str, checkpoints: list[dict], markdown_path: str | os.PathLike,
+                        table_path: str | os.PathLike) -> pd.DataFrame:
+    """Stage function: an episodic run's seconds per checkpoint, training it and refreshing the negatives it mines
+    (:data:`hardneg.artifacts.REFRESH_COSTS`), from ``checkpoints`` as
+    :meth:`hardneg.plan.Plan.refresh_benchmarks` gives them (the benchmark records of each part's jobs), as
+    Markdown and Parquet: what sizes the Trainer:Inferencer split of a cluster."""
+    from hardneg.episodes import REFRESH_PARTS
+
+    rows = []
+    for entry in checkpoints:
+        row = {"checkpoint": entry["checkpoint"]}
+        for part in REFRESH_PARTS:
+            row[f"{part}_seconds"] = jobs_seconds(entry[part]) if entry[part] else (None if part == "train" else 0.0)
+        parts = [row[f"{part}_seconds"] for part in REFRESH_PARTS if part != "train"]
+        row["refresh_seconds"] = None if any(value is None for value in parts) else float(sum(parts))
+        row["episodes_fed"] = len(entry["mine"]) // 2
+        rows.append(row)
+    table = pd.DataFrame(rows, columns=artifacts.REFRESH_COSTS.schema.names)
+    artifacts.write_table(pa.Table.from_pandas(table, schema=artifacts.REFRESH_COSTS.schema, preserve_index=False),
+                          artifacts.REFRESH_COSTS, table_path)
+    trained = [row for row in rows if row["checkpoint"] is not None]
+    train_total = sum(row["train_seconds"] or 0.0 for row in trained)
+    refresh_total = sum(row["refresh_seconds"] or 0.0 for row in rows)
+    lines = [f"# Refresh costs of {run}", "",
+             "Wall-clock seconds (Snakemake's benchmark records; they depend on the machine and its load) of each "
+             "checkpoint's training job and of the refresh its checkpoint feeds: encoding the corpus, building the "
+             "index, searching the training queries, and mining the hard negatives of each episode trained on "
+             "them. The first row is the warm-up's (inputs.init), whose model mines the first episodes' negatives.",
+             "",
+             "| checkpoint | train | encode | index | search | mine | refresh | episodes fed |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        name = "warm-up" if row["checkpoint"] is None else f"episode {row['checkpoint']}"
+        cells = [name, *(_number(row[f"{part}_seconds"], 1) for part in REFRESH_PARTS),
+                 _number(row["refresh_seconds"], 1), str(row["episodes_fed"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    ratio = f"{refresh_total / train_total:.2f}" if train_total else "—"
+    lines += ["", f"In all: {train_total:.1f} s training, {refresh_total:.1f} s refreshing (refresh / training "
+                  f"{ratio}). With the asynchronous refresh (ance.lag 1) a refresh runs beside the next episode's "
+                  f"training: one Inferencer per Trainer keeps up when a checkpoint's refresh takes no longer than "
+                  f"an episode's training."]
+    write_text(markdown_path, "\n".join(lines) + "\n")
     return table

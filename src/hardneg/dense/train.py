@@ -26,7 +26,7 @@ from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.model import BiEncoder, ModelSpec, describe
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import Trainer, TrainConfig
+from hardneg.dense.trainer import Trainer, TrainConfig, Window
 from hardneg.logs import console
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries, 
     steps = steps_per_epoch(len(train), config)
     total = max(1, math.ceil(ShuffledBatches(len(train), config.batch_size, config.seed).num_batches(0)
                              * config.epochs / config.grad_accumulation))  # as the trainer counts them
-    if steps < MIN_STEPS_PER_EPOCH and total < MIN_TOTAL_STEPS:
+    if steps < MIN_STEPS_PER_EPOCH and total < MIN_TOTAL_STEPS and "episode" not in resolved:  # episodes count steps
         rows = "one per (query, positive) judgement" if train.per_judgement else "one per query"
         accumulation = f", grad_accumulation {config.grad_accumulation}" if config.grad_accumulation > 1 else ""
         fixes = ["more epochs (params.train.epochs)", "a smaller batch (params.train.batch_size)"]
@@ -100,9 +100,42 @@ def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, in
     return methods.get(resolved["method"]).build_step(context)
 
 
+def handoff_fingerprint(resolved: dict) -> str:
+    """What the trainer state one episode hands to the next is checked against: the episodic run, its method,
+    seed, dataset and training params (the same for all its episodes; see :mod:`hardneg.episodes`)."""
+    return config_hash({key: resolved[key] for key in ("method", "seed", "dataset", "params")}
+                       | {"of": resolved["episode"]["of"]})
+
+
+def episode_window(resolved: dict, inputs: dict, state_dir) -> Window | None:
+    """The part of its episodic run's training an episode run trains (None for any other run): steps
+    ``index × steps`` to ``(index + 1) × steps`` of a schedule of ``count × steps``, continuing the trainer state the
+    previous episode wrote (training input ``state``) and writing its own to ``state_dir``."""
+    from hardneg import episodes
+    from hardneg.dense.checkpoint import load_checkpoint
+    from hardneg.dense.trainer import CHECKPOINT_FORMAT
+    from hardneg.errors import DataError
+
+    episode = resolved.get("episode")
+    if episode is None:
+        return None
+    if state_dir is None:
+        raise ValueError(f"run {resolved['name']} is an episode: its trainer state needs a folder (state_dir)")
+    plan = episodes.of(methods.get(resolved["method"]), resolved["params"])
+    fingerprint, start, start_state = handoff_fingerprint(resolved), episode["index"] * plan.steps, None
+    if start:
+        start_state = load_checkpoint(inputs["state"], fingerprint=fingerprint, format=CHECKPOINT_FORMAT)
+        if start_state is None:
+            raise DataError(inputs["state"], None, "the previous episode's trainer state cannot be continued (the "
+                                                   "log says why); run the previous episode again")
+    return Window(total_steps=plan.total_steps, start=start, stop=start + plan.steps, start_state=start_state,
+                  stop_state=state_dir, fingerprint=fingerprint)
+
+
 def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source,
               inputs: dict | None = None, method_modules=(), callbacks=(),
-              threads_per_process: int | None = None, timings_path=None, tensorboard_dir=None) -> list[dict]:
+              threads_per_process: int | None = None, timings_path=None, tensorboard_dir=None,
+              state_dir=None) -> list[dict]:
     """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path`` (and
     the wall-clock seconds of each part of each step to ``timings_path``, when given: :attr:`Trainer.timings`).
 
@@ -118,7 +151,9 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     they must be picklable (module-level), and every rank gets them. ``threads_per_process``: torch threads of
     each of several processes (default: the available CPUs shared among them). ``tensorboard_dir``: where the
     step log goes while training runs when ``params.train.tensorboard`` is on (none: no TensorBoard log; see
-    :mod:`hardneg.dense.tensorboard`). Returns the log rows.
+    :mod:`hardneg.dense.tensorboard`). ``state_dir``: for an episode run (:mod:`hardneg.episodes`), where its
+    trainer state at its last step goes (the next episode continues it); its log rows are its own steps only.
+    Returns the log rows.
     """
     arguments = dict(locals())  # exactly train_run's arguments, passed on unchanged to launched workers
     methods.load_modules(list(method_modules))
@@ -147,12 +182,13 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
         return _train(resolved, config, spec, replicas, cache_dir=cache_dir, qrels_path=qrels_path,
                       model_dir=model_dir, log_path=log_path, checkpoint_dir=checkpoint_dir,
                       tokenizer_source=tokenizer_source, inputs=dict(inputs or {}),
-                      callbacks=callbacks, data=data, timings_path=timings_path, tensorboard_dir=tensorboard_dir)
+                      callbacks=callbacks, data=data, timings_path=timings_path, tensorboard_dir=tensorboard_dir,
+                      state_dir=state_dir)
 
 
 def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distributed.Replicas, *, cache_dir,
            qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source, inputs,
-           callbacks, data=None, timings_path=None, tensorboard_dir=None) -> list[dict]:
+           callbacks, data=None, timings_path=None, tensorboard_dir=None, state_dir=None) -> list[dict]:
     """One process's part of :func:`train_run` (all of it in one process). ``data``: what
     :func:`load_training_data` gives, when the caller has it already."""
     query_texts, doc_texts, train = data or load_training_data(cache_dir, qrels_path, config)
@@ -173,9 +209,12 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
 
         # last, so that it sees the columns every other event adds to the step's row
         events.append(TensorBoardLog(tensorboard_dir, config.log_every, config.checkpoint_every))
+    window = episode_window(resolved, inputs, state_dir)
     trainer = Trainer(model, method, sampler, config, checkpoint_dir=checkpoint_dir, fingerprint=config_hash(resolved),
-                      device=config.device, callbacks=events, replicas=replicas)
+                      device=config.device, callbacks=events, replicas=replicas, window=window)
     rows = trainer.fit()
+    if window is not None:  # an episode's log: its own steps (the state it continued holds the earlier ones)
+        rows = [row for row in rows if row["step"] > window.start]
     if replicas.is_main:
         model.to("cpu").save(model_dir, tokenizer)
         write_train_log(rows, log_path)

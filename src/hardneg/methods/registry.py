@@ -105,6 +105,11 @@ class Method:
     during training. ``build_step`` builds the training step (``make_batch`` and ``loss``) from a
     :class:`StepContext`; ``None`` for a method that does not train.
 
+    A method that trains in episodes with negatives mined by its own earlier checkpoints (ANCE) declares
+    ``episodes``: its params → :class:`hardneg.episodes.Episodes`; the plan runs each episode as a run of its
+    own (:mod:`hardneg.episodes`), so such a method needs a role providing ``model`` (the warm-up the first
+    episode continues) and one providing ``miner`` (the episodes' negatives).
+
     A ``fusion`` method declares ``fuse``: its input runs' rankings of one split (RUN tables, in the order of its
     role of many runs) and its params → the fused ranking. A fusion method whose schema has the ``tune`` section
     (with ``alpha`` and ``alpha_grid``; :data:`hardneg.fusion.WEIGHT_SCHEMA`) tunes its weight ``alpha`` on a
@@ -123,6 +128,7 @@ class Method:
     new_model: Callable[..., Any] | None = None
     exclusive_roles: tuple[tuple[str, ...], ...] = ()
     fuse: Callable[[list, dict], Any] | None = None
+    episodes: Callable[[dict], Any] | None = None
     module: str = ""
 
     def __post_init__(self):
@@ -142,6 +148,10 @@ class Method:
         if self.role_providing("miner") and "mining" not in self.schema:
             raise ValueError(f"method {self.name!r} mines hard negatives (a 'miner' role), so its schema needs the "
                              f"'mining' section (hardneg.mining.MINING_SCHEMA)")
+        if self.episodes is not None and not (self.role_providing("model") and self.role_providing("miner")
+                                              and self.kind == DENSE):
+            raise ValueError(f"method {self.name!r} trains in episodes, so it is dense and needs a 'model' role (the "
+                             f"warm-up) and a 'miner' role (the episodes' negatives)")
         if self.params is not None:
             names = {f.name for f in dataclasses.fields(self.params)}
             if names != set(self.schema):

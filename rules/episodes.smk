@@ -1,0 +1,41 @@
+# Training in episodes (ANCE, hardneg.episodes): each episode of an episodic run is a run of its own,
+# results/<run>/episodes/<e>/, trained by train_episode and encoded, indexed, searched and mined by the rules every
+# dense run uses; the episodic run's model is its last episode's, its training log the episodes' end to end, and
+# benchmarks/refresh_costs.md the seconds spent training and refreshing the negatives, per checkpoint.
+
+
+use rule train_dense as train_episode with:
+    output:
+        model=directory(LAYOUT.model("{run}")),
+        train_log=LAYOUT.train_log("{run}"),
+        timings=LAYOUT.train_timings("{run}"),
+        state=directory(LAYOUT.trainer_state("{run}")),
+    wildcard_constraints:
+        run=names_regex(PLAN.episode_runs()),
+
+
+rule assemble_episodes:
+    input:
+        unpack(lambda w: PLAN.assemble_inputs(w.run)),
+    output:
+        model=directory(LAYOUT.model("{run}")),
+        train_log=LAYOUT.train_log("{run}"),
+        timings=LAYOUT.train_timings("{run}"),
+        costs=LAYOUT.refresh_costs("{run}", "parquet"),
+        costs_markdown=LAYOUT.refresh_costs("{run}", "md"),
+    wildcard_constraints:
+        run=names_regex(PLAN.episodic_runs),
+    params:
+        benchmarks=lambda w: PLAN.refresh_benchmarks(w.run),
+    log:
+        LAYOUT.log("{run}", "assemble_episodes"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "assemble_episodes")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/assemble_episodes.py"

@@ -155,3 +155,28 @@ rule figure_hybrid_alpha:
         "../environment.yml"
     script:
         "../scripts/figure_hybrid_alpha.py"
+
+
+rule figure_gradient_norms:
+    input:
+        unpack(lambda w: PLAN.figure_inputs("gradient_norms")),
+    output:
+        data=LAYOUT.figure("gradient_norms", "parquet"),
+        png=report(LAYOUT.figure("gradient_norms", "png"), caption="../workflow/report/gradient_norms.rst",
+                   category="Figures"),
+    params:
+        runs=FIGURES_CONFIG["gradient_norms"]["runs"],
+        labels=FIGURES_CONFIG["gradient_norms"]["labels"],
+        reference=PLAN.gradient_norm_reference(),
+    log:
+        LAYOUT.experiment("figures", "logs/gradient_norms.log"),
+    benchmark:
+        LAYOUT.experiment("figures", "benchmarks/gradient_norms.tsv")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/figure_gradient_norms.py"

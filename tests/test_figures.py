@@ -15,7 +15,7 @@ import torch
 
 from hardneg import artifacts
 from hardneg.errors import ConfigError, DataError
-from hardneg.figures import curves, hybrid_alpha, pairwise_errors, pq_matrix, tsne
+from hardneg.figures import curves, gradient_norms, hybrid_alpha, pairwise_errors, pq_matrix, tsne
 from tests.dense_fixtures import TINY_MODEL
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -43,6 +43,24 @@ def _drawn_twice(draw, table, tmp_path, **kwargs) -> bytes:
     assert data == second.read_bytes()
     assert b"Software" not in data and b"matplotlib" not in data.lower()
     return data
+
+
+# -------------------------------------------------------------------------------------------- gradient_norms
+def test_gradient_norms_are_every_step_s_and_their_mean_ratios(tmp_path):
+    ance = _write(pa.table({"step": [2, 1, 3], "loss": [1.0] * 3, "grad_norm": [6.0, 2.0, 4.0]}), tmp_path / "a.parquet")
+    inbatch = _write(pa.table({"step": [1, 2], "loss": [1.0] * 2, "grad_norm": [0.1, 0.3]}), tmp_path / "b.parquet")
+    table = gradient_norms.norm_table({"ance": ance, "inbatch": inbatch}, {"ance": "ANCE negatives"})
+    data = table.to_pandas()
+    assert data["label"].tolist() == ["ANCE negatives"] * 3 + ["inbatch"] * 2
+    assert data["step"].tolist() == [1, 2, 3, 1, 2] and data["grad_norm"].tolist() == [2.0, 6.0, 4.0, 0.1, 0.3]
+    assert gradient_norms.mean_ratios(table, "ance") == pytest.approx({"ance": 1.0, "inbatch": 4.0 / 0.2})
+    with pytest.raises(ValueError, match="not among"):
+        gradient_norms.mean_ratios(table, "star")
+    _drawn_twice(gradient_norms.draw_norms, table, tmp_path, reference="ance")
+    empty = _write(pa.table({"step": pa.array([], pa.int64())}), tmp_path / "empty.parquet")
+    with pytest.raises(DataError, match="no gradient norms") as error:
+        gradient_norms.norm_table({"x": empty})
+    assert error.value.path == empty
 
 
 # ------------------------------------------------------------------------------------------- pairwise_errors
@@ -257,7 +275,13 @@ def test_default_config_figure_targets(default_config):
     plan = _plan(default_config)
     assert plan.figure_targets() == [f"results/figures/{name}.png" for name in
                                      ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix",
-                                      "hybrid_alpha")]
+                                      "hybrid_alpha", "gradient_norms")]
+    # the gradient-norm figure: ANCE against runs continuing the same warm-up on the same batches
+    assert plan.figure_inputs("gradient_norms")["train_logs"][0] == "results/ance/train_log.parquet"
+    assert plan.gradient_norm_reference() == "ance"
+    for run in default_config["figures"]["gradient_norms"]["runs"]:
+        assert plan.init_run(run) == "warmup"
+        assert plan.params(run)["train"]["learning_rate"] == plan.params("ance")["train"]["learning_rate"]
     inputs = plan.figure_inputs("tsne")
     assert inputs["query_before"] == "results/star/embeddings/queries_test.npy"
     assert inputs["query_after"] == "results/adore_star/embeddings/queries_test.npy"
@@ -295,6 +319,8 @@ def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
     ("adore_vs_adore_l", {"labels": {"star": "x"}}, "figures.adore_vs_adore_l.labels.star"),
     ("tsne", {"run": "star"}, "figures.tsne.run"),
     ("pq_matrix", {"measure": "P@5"}, "figures.pq_matrix.measure"),
+    ("gradient_norms", {"runs": ["ance", "bm25"]}, "figures.gradient_norms.runs.1"),
+    ("gradient_norms", {"reference": "star"}, "figures.gradient_norms.reference"),
 ])
 def test_figure_config_errors_name_the_key(default_config, name, spec, key):
     plan = _plan(default_config, **{name: spec})

@@ -10,10 +10,13 @@ does both (what the rule's script calls):
 * ``tsne`` (:mod:`.tsne`): one query, its relevant documents and its top negatives before and after ADORE
   (Fig. 6);
 * ``pq_matrix`` (:mod:`.pq_matrix`): the ADORE PQ matrix as a heat map (Table 3);
-* ``hybrid_alpha`` (:mod:`.hybrid_alpha`): a hybrid run's tuned metric against the weight α.
+* ``hybrid_alpha`` (:mod:`.hybrid_alpha`): a hybrid run's tuned metric against the weight α;
+* ``gradient_norms`` (:mod:`.gradient_norms`): per-step gradient norms of runs trained with different negatives
+  (ANCE paper, Fig. 8).
 
 Every PNG is drawn on a :class:`matplotlib.figure.Figure` of its own (no pyplot state) by the Agg renderer and
 saved without metadata that changes between runs, so the same data give the same bytes (:mod:`._plot`).
 """
 
-FIGURES = ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix", "hybrid_alpha")
+FIGURES = ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix", "hybrid_alpha",
+           "gradient_norms")

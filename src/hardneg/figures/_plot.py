@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from hardneg import artifacts
 from hardneg.atomic import atomic_path
+from hardneg.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -41,3 +42,17 @@ def write_data(table: pa.Table, kind: artifacts.ArtifactKind, path: str | os.Pat
     """Write a figure's data (a table of ``kind``) to ``path`` atomically and return it as written."""
     artifacts.write_table(table, kind, path)
     return artifacts.read_table(kind, path)
+
+
+def log_steps(path: str | os.PathLike, column: str, missing: str):
+    """The steps of a training log (``train_log.parquet``) with a value of ``column``, in step order, as a
+    DataFrame of ``step`` and ``column``; a :class:`DataError` naming the log when it does not exist, or when no
+    step has a value (``missing`` says why, in words)."""
+    import pyarrow.parquet as pq
+
+    if not os.path.exists(path):
+        raise DataError(path, None, "training log does not exist")
+    steps = pq.read_table(path).to_pandas()
+    if column not in steps.columns or steps[column].isna().all():
+        raise DataError(path, None, missing)
+    return steps.loc[steps[column].notna(), ["step", column]].sort_values("step")

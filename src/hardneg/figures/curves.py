@@ -15,12 +15,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from hardneg import artifacts
 from hardneg.dense.dev_eval import COLUMN
-from hardneg.errors import DataError
-from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +38,8 @@ def curve_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():
-        if not os.path.exists(path):
-            raise DataError(path, None, "training log does not exist")
-        steps = pq.read_table(path).to_pandas()
-        if COLUMN not in steps.columns or steps[COLUMN].isna().all():
-            raise DataError(path, None, f"no dev evaluation in this training log (no {COLUMN} values): train the run "
-                                        f"with params.train.dev_every > 0")
-        rows = steps.loc[steps[COLUMN].notna(), ["step", COLUMN]].sort_values("step")
+        rows = log_steps(path, COLUMN, f"no dev evaluation in this training log (no {COLUMN} values): train the run "
+                                       f"with params.train.dev_every > 0")
         frames.append(pd.DataFrame({"run": run, "label": labels.get(run, run),
                                     "step": rows["step"].to_numpy(np.int64),
                                     "dev_rr10": rows[COLUMN].to_numpy(np.float64)}))

@@ -21,7 +21,7 @@ run: setup
 	$(BIN)/snakemake --cores $(CORES) $(TARGET)
 
 test: setup browser
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=15
 
 # tests/test_report.py opens the Snakemake report in Debian's chromium, headless. As root (CI) it is installed here
 # when missing; anyone else is told how, and that test is skipped without it (outside CI).

@@ -1,10 +1,12 @@
-"""The README's results on the synthetic default: every run of config/config.yaml and the PQ matrix.
+"""The README's results on the synthetic default: every run of config/config.yaml, the PQ matrix and the
+gradient norms of ANCE's figure.
 
     python benchmarks/synthetic_results.py [--cores 2]
 
-Builds (with Snakemake, in the repository's results/) the metrics of every run of the default config and the
-ADORE PQ matrix, then prints the two Markdown tables of README.md's "Results on the synthetic default" and
-writes them to benchmarks/out/synthetic_results.md.
+Builds (with Snakemake, in the repository's results/) the metrics of every run of the default config, the
+ADORE PQ matrix and the figure gradient_norms, then prints the Markdown tables of README.md's "Results on the
+synthetic default" (and the gradient-norm table of its ANCE section) and writes them to
+benchmarks/out/synthetic_results.md.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = [("bm25", "bm25"), ("randneg", "randneg"), ("inbatch", "inbatch"), ("warmup", "warmup (BM25 Neg)"),
-        ("star", "star"), ("adore_randneg", "adore_randneg"), ("adore_inbatch", "adore_inbatch"),
+        ("star", "star"), ("ance", "ance"), ("adore_randneg", "adore_randneg"), ("adore_inbatch", "adore_inbatch"),
         ("adore_warmup", "adore_warmup"), ("adore_star", "adore_star"),
         ("hybrid_adore_star", "hybrid_adore_star (α·BM25 + adore_star)"), ("rrf_adore_star", "rrf_adore_star (RRF)")]
 TCT_ROWS = [("colbert_teacher", "colbert_teacher (re-ranks BM25's top 100)"), ("tct", "tct"), ("tct_hn", "tct_hn"),
@@ -38,6 +40,22 @@ def runs_table(results: Path, rows) -> str:
     return "\n".join(lines) + "\n"
 
 
+def gradient_table(results: Path) -> str:
+    """Each run of the figure gradient_norms: its mean pre-clip gradient norm and the reference run's over it."""
+    import pyarrow.parquet as pq
+
+    from hardneg.figures.gradient_norms import mean_ratios
+
+    table = pq.read_table(results / "figures" / "gradient_norms.parquet")
+    data = table.to_pandas()
+    reference = data["run"].iloc[0]
+    ratios = mean_ratios(table, reference)
+    lines = [f"| run | negatives | mean gradient norm | {reference} / run |", "|---|---|---|---|"]
+    for run, rows in data.groupby("run", sort=False):
+        lines.append(f"| {run} | {rows['label'].iloc[0]} | {rows['grad_norm'].mean():.4g} | {ratios[run]:.3g}× |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tct", action="store_true", help="also the TCT-ColBERT runs (teacher, student, variants)")
@@ -46,11 +64,13 @@ def main() -> None:
                         help="passed to Snakemake, e.g. 'mtime' to build only what is missing or older than its inputs")
     args = parser.parse_args()
     rows = ROWS + (TCT_ROWS if args.tct else [])
-    targets = [f"results/{run}/metrics.json" for run, _ in rows] + ["results/pq_matrix/matrix.md"]
+    targets = [f"results/{run}/metrics.json" for run, _ in rows] + ["results/pq_matrix/matrix.md",
+                                                                     "results/figures/gradient_norms.png"]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, *targets, *extra],
                    cwd=REPO, check=True)
     text = runs_table(REPO / "results", rows) + "\n" + (REPO / "results" / "pq_matrix" / "matrix.md").read_text()
+    text += "\n" + gradient_table(REPO / "results")
     out = REPO / "benchmarks" / "out" / "synthetic_results.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text(text)

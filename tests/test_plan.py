@@ -23,13 +23,16 @@ def plan(raw):
 
 def test_runs_by_kind_and_role(plan):
     assert plan.lexical_runs == ["bm25"]
-    episodes = [f"ance/episodes/{e}" for e in range(4)]  # each episode of ANCE is a run of its own
+    count = plan.params("ance")["ance"]["episodes"]
+    episodes = [f"ance/episodes/{e}" for e in range(count)]  # each episode of ANCE is a run of its own
     assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "ance", *episodes, "tct", "tct_hn",
                                  "tct_tct_hn", "tct_hnp", "warmup_inbatch", "warmup_randneg", "warmup_bm25neg",
                                  "static_hn", "randneg_warmup"]
     assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
-    assert plan.trained_runs == plan.dense_runs[:13] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
-                                                        "colbert_teacher_hn", "tct_hnp"] + plan.dense_runs[17:]
+    first_tct = plan.dense_runs.index("tct")  # the ColBERT teacher runs sit among the dense runs in config order
+    assert plan.trained_runs == plan.dense_runs[:first_tct] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
+                                                               "colbert_teacher_hn", "tct_hnp"] \
+        + plan.dense_runs[first_tct + 4:]
     # a run mines when it names a miner, not because its method could (ANCE's episodes mine, not ANCE)
     assert plan.mining_runs == ["star", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp",
                                 "static_hn"]

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import os
 
+from hardneg import episodes as _episodes
 from hardneg import methods
 from hardneg.config import (check_evaluated_measure, check_run, continued_run, dataset_config, input_runs,
                              pq_matrix_run, resolve_run)
 from hardneg.errors import ConfigError
-from hardneg.episodes import REFRESH_PARTS
 from hardneg.layout import RESULTS, Layout
 
 
@@ -43,10 +43,8 @@ class Plan:
     """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
 
     def __init__(self, config: dict, root: str = RESULTS):
-        from hardneg import episodes
-
         self.user_runs: dict = config["runs"]  # the config's runs (with the PQ experiment's)
-        self.runs: dict = episodes.expand(config["runs"])  # and each episode of an episodic run as a run of its own
+        self.runs: dict = _episodes.expand(config["runs"])  # and each episode of an episodic run as a run of its own
         self.config = {**config, "runs": self.runs}
         self.layout = Layout(root)
         self.datasets: dict = config["datasets"]
@@ -85,9 +83,7 @@ class Plan:
     # ---------------------------------------------------------------------------------------- episodes
     def episodes(self, run: str):
         """The :class:`hardneg.episodes.Episodes` of an episodic run (None for any other run, episodes included)."""
-        from hardneg import episodes
-
-        return episodes.of(self.method(run), self.params(run)) if run in self.user_runs else None
+        return _episodes.of(self.method(run), self.params(run)) if run in self.user_runs else None
 
     @property
     def episodic_runs(self) -> list[str]:
@@ -96,17 +92,13 @@ class Plan:
 
     def episode_runs(self, run: str | None = None) -> list[str]:
         """The episode runs of episodic run ``run`` in order (of every episodic run when None)."""
-        from hardneg import episodes
-
         if run is None:
             return [name for parent in self.episodic_runs for name in self.episode_runs(parent)]
-        return [episodes.episode_run(run, index) for index in range(self.episodes(run).count)]
+        return [_episodes.episode_run(run, index) for index in range(self.episodes(run).count)]
 
     def episode_of(self, run: str) -> tuple[str, int] | None:
         """(episodic run, index) of an episode run; None for any other run."""
-        from hardneg import episodes
-
-        return episodes.parse(run) if run in self.runs else None
+        return _episodes.parse(run) if run in self.runs else None
 
     def assemble_inputs(self, run: str) -> dict:
         """What an episodic run's model, training log and refresh costs are assembled from: the last episode's
@@ -122,8 +114,6 @@ class Plan:
         ``encode`` (the shards and their gathering), ``index``, ``search`` (the training split) and ``mine``
         (positive scores and mining, of each episode trained on its negatives). A checkpoint no episode trains on
         has no refresh jobs."""
-        from hardneg import episodes as _episodes
-
         plan, layout, names = self.episodes(run), self.layout, self.episode_runs(run)
         fed = {None: [], **{index: [] for index in range(plan.count)}}  # checkpoint → episodes on its negatives
         for index, name in enumerate(names):
@@ -512,7 +502,7 @@ class Plan:
         """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
         no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
         episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
-        return [[path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS
+        return [[path for checkpoint in self.refresh_benchmarks(run) for part in _episodes.REFRESH_PARTS
                  for path in checkpoint[part]] if run in self.episodic_runs
                 else self.layout.benchmark(run, "train") for run in runs]
 

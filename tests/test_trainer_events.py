@@ -101,6 +101,23 @@ def test_dev_rr10_equals_an_independent_computation(tiny, tmp_path):
     assert len({round(v, 9) for _, v, _ in reference.pairs}) > 1  # the model moved between evaluations
 
 
+def test_dev_evaluation_at_each_epoch_s_end_gives_rr10_and_rr100(tiny, tmp_path):
+    model, method, data, config = _setup(tiny, epochs=2)
+    dev = DevEvaluation.from_split(tiny["cache"], tiny["data"] / "qrels" / "train.parquet", "test", every=0,
+                                   each_epoch=True)
+    reference = _Reference(tiny)
+    rows = Trainer(model, method, ShuffledBatches(len(data), config.batch_size, SEED), config,
+                   checkpoint_dir=tmp_path, fingerprint="f", device="cpu", callbacks=[dev, reference]).fit()
+    assert len(rows) == 16 and [r["epoch"] for r in rows] == [0] * 8 + [1] * 8
+    assert [r["step"] for r in rows if not math.isnan(r["dev_rr100"])] == [8, 16]  # the epochs' last steps
+    for step, logged, expected in reference.pairs:
+        assert logged == pytest.approx(expected, abs=1e-9), step
+    for row in rows[7], rows[15]:
+        assert row["dev_rr100"] >= row[COLUMN] > 0  # RR@100 counts every hit RR@10 counts, and more
+    with pytest.raises(ValueError, match="every >= 1, or each_epoch"):
+        DevEvaluation.from_split(tiny["cache"], tiny["data"] / "qrels" / "train.parquet", "test", every=0)
+
+
 class _OneBatch:
     """The first 16 training queries, one batch per epoch."""
 

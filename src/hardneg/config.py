@@ -277,7 +277,10 @@ def _check_references(config: dict) -> None:
                 raise ConfigError(key, f"dataset {dataset!r} (used by run {name!r}) has no split {extra!r}; "
                                        f"it has {', '.join(dataset_splits(datasets[dataset]))}")
         roles = methods.get(run["method"]).roles
-        if methods.get(run["method"]).kind == methods.RERANK and run["params"]["train"]["dev_every"]:
+        if methods.get(run["method"]).check is not None:  # what only the method knows of its params and inputs
+            methods.get(run["method"]).check(name, run)
+        if methods.get(run["method"]).kind == methods.RERANK and (run["params"]["train"]["dev_every"]
+                                                                  or run["params"]["train"]["dev_each_epoch"]):
             raise ConfigError(f"runs.{name}.params.train.dev_every",
                               "dev evaluation during training searches a dense run's index; a re-ranking run is "
                               "evaluated by its metrics.json (set 0)")

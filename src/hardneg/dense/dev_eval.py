@@ -1,11 +1,13 @@
-"""Dev evaluation during training: RR@10 on a held-out split every few optimiser steps (``train.dev_every``).
+"""Dev evaluation during training: RR@10 and RR@100 on a held-out split every few optimiser steps
+(``train.dev_every``) and/or at the end of every epoch (``train.dev_each_epoch``).
 
 ANCE-style training curves (effectiveness against steps) need the model's quality while it trains, not only
 at the end. :class:`DevEvaluation` is a trainer event: on due steps it encodes the dev queries and the whole
 corpus with the current model (eval mode, no gradient; back to train mode afterwards), retrieves each query's
-exact inner-product top 10 (Faiss Flat), scores RR@10 with ir-measures (:func:`hardneg.evaluation.evaluate`) and writes it
-into the step's log row as ``dev_rr10``. Other steps get NaN, so the column is on every row and the Parquet
-log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
+exact inner-product top 100 (Faiss Flat), scores RR@10 and RR@100 with ir-measures
+(:func:`hardneg.evaluation.evaluate`) and writes them into the step's log row as ``dev_rr10`` and ``dev_rr100``
+(the Adaptive Batch Scheduling report's curves are dev MRR@100 per epoch). Other steps get NaN, so the columns
+are on every row and the Parquet log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
 goes on exactly as without the event.
 
 A run that keeps another run's documents fixed (ADORE: only its query encoder trains, against that run's
@@ -33,7 +35,8 @@ from hardneg.errors import ConfigError
 log = logging.getLogger(__name__)
 
 COLUMN = "dev_rr10"
-DEPTH = 10  # RR@10 needs the top 10 only
+COLUMNS = {"RR@10": COLUMN, "RR@100": "dev_rr100"}  # measure → column of the training log
+DEPTH = 100  # RR@100 needs the top 100
 
 
 def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH):
@@ -50,15 +53,16 @@ def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH):
     return scores, rows
 
 
-def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, *, device="cpu",
-             batch_size: int = 128, precision: str = "fp32", replicas: Replicas = SINGLE,
-             doc_vectors: np.ndarray | None = None) -> float:
-    """Mean RR@10 of ``model`` on ``queries`` against ``qrels``, exact search over all of ``corpus``. Leaves
+def dev_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, *, device="cpu",
+                 batch_size: int = 128, precision: str = "fp32", replicas: Replicas = SINGLE,
+                 doc_vectors: np.ndarray | None = None) -> dict[str, float]:
+    """Mean RR@10 and RR@100 (keys of :data:`COLUMNS`) of ``model`` on ``queries`` against ``qrels``, exact
+    search over all of ``corpus``. Leaves
     the model in eval mode (callers put it back in train mode). ``doc_vectors``: fixed embeddings of the corpus
     rows ([len(corpus), dim], e.g. a memory map of ``corpus.npy``), searched instead of encoding the corpus.
 
-    With several processes each encodes its share of the corpus and finds its share's top 10 of every query;
-    the shares' top 10s are gathered and merged into the exact top 10 (every rank returns the same value).
+    With several processes each encodes its share of the corpus and finds its share's top 100 of every query;
+    the shares' top 100s are gathered and merged into the exact top 100 (every rank returns the same values).
     """
     from hardneg.evaluation import evaluate
     from hardneg.index import run_table
@@ -81,8 +85,13 @@ def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.T
         scores, rows = np.concatenate(list(scores), axis=1), np.concatenate(list(rows), axis=1)
         best = np.argsort(-scores, axis=1, kind="stable")[:, :DEPTH]
         scores, rows = np.take_along_axis(scores, best, 1), np.take_along_axis(rows, best, 1)
-    means, _ = evaluate(run_table(scores, rows, queries.row_ids, corpus.row_ids), qrels, ["RR@10"])
-    return means["RR@10"]
+    means, _ = evaluate(run_table(scores, rows, queries.row_ids, corpus.row_ids), qrels, list(COLUMNS))
+    return {measure: means[measure] for measure in COLUMNS}
+
+
+def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, **options) -> float:
+    """Mean RR@10 of ``model`` on ``queries`` (see :func:`dev_measures`)."""
+    return dev_measures(model, queries, corpus, qrels, **options)["RR@10"]
 
 
 def dev_inputs(cache_dir, qrels_path, split: str) -> tuple[str, str]:
@@ -98,21 +107,22 @@ def dev_inputs(cache_dir, qrels_path, split: str) -> tuple[str, str]:
 
 
 class DevEvaluation:
-    """Trainer event: ``dev_rr10`` every ``every`` optimiser steps and at the last step, NaN on other steps.
+    """Trainer event: ``dev_rr10`` and ``dev_rr100`` every ``every`` optimiser steps (0: never), at the last step
+    of every epoch with ``each_epoch``, and at the last step; NaN on other steps.
 
     With several processes they share the corpus encoding (see :func:`dev_rr10`); every rank logs the value.
     ``doc_vectors``: the fixed corpus embeddings of a run that searches another run's documents (see the module
     docstring); one row per row of ``corpus``."""
 
     def __init__(self, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, every: int, *,
-                 batch_size: int = 128, doc_vectors: np.ndarray | None = None):
-        if every < 1:
-            raise ValueError("dev evaluation needs every >= 1")
+                 batch_size: int = 128, doc_vectors: np.ndarray | None = None, each_epoch: bool = False):
+        if every < 0 or (every == 0 and not each_epoch):
+            raise ValueError("dev evaluation needs every >= 1, or each_epoch")
         if doc_vectors is not None and len(doc_vectors) != len(corpus):
             raise ValueError(f"the fixed document embeddings have {len(doc_vectors)} rows, the tokenized corpus "
                              f"{len(corpus)}: they are not embeddings of this corpus")
         self.queries, self.corpus, self.qrels, self.every, self.batch_size = queries, corpus, qrels, every, batch_size
-        self.doc_vectors = doc_vectors
+        self.doc_vectors, self.each_epoch = doc_vectors, each_epoch
 
     @classmethod
     def from_split(cls, cache_dir, qrels_path, split: str, every: int, *, doc_embeddings=None,
@@ -125,11 +135,13 @@ class DevEvaluation:
                    artifacts.read_table(artifacts.QRELS, qrels), every, doc_vectors=vectors, **options)
 
     def on_step_end(self, trainer, step: int, row: dict) -> None:
-        value = math.nan
-        if step % self.every == 0 or step == trainer.total_steps:
-            value = dev_rr10(trainer.model, self.queries, self.corpus, self.qrels, device=trainer.device,
-                             batch_size=self.batch_size, precision=trainer.precision, replicas=trainer.replicas,
-                             doc_vectors=self.doc_vectors)
+        values = dict.fromkeys(COLUMNS, math.nan)
+        if ((self.every and step % self.every == 0) or step == trainer.total_steps
+                or (self.each_epoch and getattr(trainer, "epoch_ends", False))):
+            values = dev_measures(trainer.model, self.queries, self.corpus, self.qrels, device=trainer.device,
+                                  batch_size=self.batch_size, precision=trainer.precision, replicas=trainer.replicas,
+                                  doc_vectors=self.doc_vectors)
             trainer.model.train()
-            log.info("step %d: dev RR@10 %.4f", step, value)
-        row[COLUMN] = value
+            log.info("step %d: dev RR@10 %.4f, RR@100 %.4f", step, values["RR@10"], values["RR@100"])
+        for measure, column in COLUMNS.items():
+            row[column] = values[measure]

@@ -26,7 +26,7 @@ from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.model import BiEncoder, ModelSpec, describe
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import Trainer, TrainConfig, Window
+from hardneg.dense.trainer import Trainer, TrainConfig, Window, resolve_device
 from hardneg.logs import console
 
 log = logging.getLogger(__name__)
@@ -89,15 +89,28 @@ def load_training_data(cache_dir, qrels_path, config: TrainConfig):
     return query_texts, doc_texts, train
 
 
-def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict):
+def step_context(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None,
+                 device: str = "cpu") -> "methods.StepContext":
+    """What the run's method builds its training step and its batch sampler from."""
+    return methods.StepContext(resolved=resolved, train=train, query_texts=query_texts, doc_texts=doc_texts,
+                               inputs=inputs, tokenizer=tokenizer, device=str(device))
+
+
+def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None):
     """The training step of the run's method (``make_batch`` and ``loss``), built by the method's declaration in
     the registry (:mod:`hardneg.methods`) from the run's training inputs (name → path, see
     :meth:`hardneg.plan.Plan.train_inputs`)."""
-    from hardneg import methods
-
-    context = methods.StepContext(resolved=resolved, train=train, query_texts=query_texts, doc_texts=doc_texts,
-                                  inputs=inputs)
+    context = step_context(resolved, train, query_texts, doc_texts, inputs, tokenizer=tokenizer)
     return methods.get(resolved["method"]).build_step(context)
+
+
+def build_sampler(context: "methods.StepContext", config: TrainConfig):
+    """The batch sampler of the run's method (``Method.build_sampler``), else a fresh seeded shuffle of the
+    training rows each epoch."""
+    declared = methods.get(context.resolved["method"]).build_sampler
+    if declared is not None:
+        return declared(context, config)
+    return ShuffledBatches(len(context.train), config.batch_size, config.seed)
 
 
 def handoff_fingerprint(resolved: dict) -> str:
@@ -166,7 +179,7 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
             write_train_log([], timings_path)
         return []
     config = train_config(resolved)
-    if config.dev_every:
+    if config.dev_every or config.dev_each_epoch:
         from hardneg.dense.dev_eval import dev_inputs
 
         dev_inputs(cache_dir, qrels_path, config.dev_split)  # a missing dev split fails before any work
@@ -195,15 +208,18 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     log.info("%d training rows (%s) of %d queries with a relevant document", len(train),
              "one per judgement" if train.per_judgement else "one per query", train.num_queries)
     model, tokenizer = _initial_model(resolved, spec, tokenizer_source, inputs.get("init"))
-    method = build_method(resolved, train, query_texts, doc_texts, inputs)
-    sampler = ShuffledBatches(len(train), config.batch_size, config.seed)
+    context = step_context(resolved, train, query_texts, doc_texts, inputs, tokenizer=tokenizer,
+                           device=replicas.device or resolve_device(config.device))
+    method = methods.get(resolved["method"]).build_step(context)
+    sampler = build_sampler(context, config)
     events = list(callbacks)
-    if config.dev_every:
+    if config.dev_every or config.dev_each_epoch:
         from hardneg.dense.dev_eval import DevEvaluation
 
         # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
         events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
-                                               doc_embeddings=inputs.get("doc_embeddings")))
+                                               doc_embeddings=inputs.get("doc_embeddings"),
+                                               each_epoch=config.dev_each_epoch))
     if config.tensorboard and tensorboard_dir is not None:
         from hardneg.dense.tensorboard import TensorBoardLog
 

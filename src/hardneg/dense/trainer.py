@@ -89,6 +89,7 @@ class TrainConfig:
     gpus: int
     processes: int | None
     dev_every: int  # optimiser steps between dev evaluations; 0 = none
+    dev_each_epoch: bool  # also a dev evaluation at the end of every epoch
     dev_split: str
     rows: str  # query | judgement: one training row per query, or per (query, positive) judgement
     seed: int
@@ -195,7 +196,8 @@ class Trainer:
     more than one, ``model`` is wrapped in ``DistributedDataParallel`` and only rank 0 writes checkpoints.
     ``device`` is ignored when ``replicas`` names one (a worker's own GPU). Attributes events may read:
     ``model`` (the plain model, not the DDP wrapper), ``device``, ``precision``, ``replicas``, ``config``,
-    ``total_steps``, ``step``, ``epoch`` and ``batches`` (the current epoch's batch list). ``window``: train
+    ``total_steps``, ``step``, ``epoch``, ``batches`` (the current epoch's batch list) and ``epoch_ends`` (during
+    ``on_step_end``: whether the step ends its epoch). ``window``: train
     only a part of a longer training (:class:`Window`).
     """
 
@@ -210,7 +212,7 @@ class Trainer:
         self.device = replicas.device or resolve_device(device)
         self.callbacks = list(callbacks)
         self.precision = precision.effective(self.device, config.precision)
-        self.total_steps, self.step, self.epoch, self.batches = 0, 0, 0, []
+        self.total_steps, self.step, self.epoch, self.batches, self.epoch_ends = 0, 0, 0, [], False
         self.wall_clock = WallClock()  # seconds per part of a step, this process's steps only
         self.timings: list[dict] = []  # per optimiser step of this process: seconds of each part
 
@@ -395,6 +397,7 @@ class Trainer:
                 for key in pending_stats[0]:
                     row[key] = float(np.mean([s[key] for s in pending_stats]))
                 pending, pending_stats = [], []
+                self.epoch_ends = index == len(self.batches) - 1  # this step ends the epoch (events may ask)
                 self._fire("on_step_end", step, row)
                 rows.append(row)
                 progress.update(1)

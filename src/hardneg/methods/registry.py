@@ -80,6 +80,8 @@ class StepContext:
     query_texts: Any  # hardneg.dense.tokenized.TokenizedTexts of the training queries
     doc_texts: Any  # hardneg.dense.tokenized.TokenizedTexts of the corpus
     inputs: Mapping[str, str]
+    tokenizer: Any = None  # the tokenizer of the model training starts from (special token ids, vocabulary)
+    device: str = "cpu"  # the device training runs on (a sampler that encodes with the model uses it)
 
     @property
     def params(self) -> dict:
@@ -110,6 +112,14 @@ class Method:
     own (:mod:`hardneg.episodes`), so such a method needs a role providing ``model`` (the warm-up the first
     episode continues) and one providing ``miner`` (the episodes' negatives).
 
+    ``build_sampler`` builds the trainer's batch sampler (:class:`hardneg.dense.data.BatchSampler`) from the
+    :class:`StepContext` and the run's :class:`hardneg.dense.trainer.TrainConfig`; ``None``: a fresh seeded
+    shuffle of the training rows each epoch (:class:`hardneg.dense.data.ShuffledBatches`). A method whose batches
+    are not of training queries (Condenser's batches of documents) or are grouped by the model (Adaptive Batch
+    Scheduling) declares its own. ``check`` is called with a run's name and validated config when the config is
+    checked, for what the schema cannot say (a parameter that needs an input role, say); it raises
+    :class:`hardneg.errors.ConfigError` naming the key.
+
     A ``fusion`` method declares ``fuse``: its input runs' rankings of one split (RUN tables, in the order of its
     role of many runs) and its params → the fused ranking. A fusion method whose schema has the ``tune`` section
     (with ``alpha`` and ``alpha_grid``; :data:`hardneg.fusion.WEIGHT_SCHEMA`) tunes its weight ``alpha`` on a
@@ -129,6 +139,8 @@ class Method:
     exclusive_roles: tuple[tuple[str, ...], ...] = ()
     fuse: Callable[[list, dict], Any] | None = None
     episodes: Callable[[dict], Any] | None = None
+    build_sampler: Callable[[StepContext, Any], Any] | None = None
+    check: Callable[[str, dict], None] | None = None
     module: str = ""
 
     def __post_init__(self):

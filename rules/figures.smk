@@ -180,3 +180,27 @@ rule figure_gradient_norms:
         "../environment.yml"
     script:
         "../scripts/figure_gradient_norms.py"
+
+
+rule figure_epoch_curves:
+    input:
+        unpack(lambda w: PLAN.figure_inputs("epoch_curves")),
+    output:
+        data=LAYOUT.figure("epoch_curves", "parquet"),
+        png=report(LAYOUT.figure("epoch_curves", "png"), caption="../workflow/report/epoch_curves.rst",
+                   category="Figures"),
+    params:
+        runs=FIGURES_CONFIG["epoch_curves"]["runs"],
+        labels=FIGURES_CONFIG["epoch_curves"]["labels"],
+    log:
+        LAYOUT.experiment("figures", "logs/epoch_curves.log"),
+    benchmark:
+        LAYOUT.experiment("figures", "benchmarks/epoch_curves.tsv")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/figure_epoch_curves.py"

@@ -15,7 +15,7 @@ import torch
 
 from hardneg import artifacts
 from hardneg.errors import ConfigError, DataError
-from hardneg.figures import curves, gradient_norms, hybrid_alpha, pairwise_errors, pq_matrix, tsne
+from hardneg.figures import curves, epoch_curves, gradient_norms, hybrid_alpha, pairwise_errors, pq_matrix, tsne
 from tests.dense_fixtures import TINY_MODEL
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -96,6 +96,28 @@ def test_pairwise_errors_png_and_data(tmp_path):
     assert artifacts.read_table(artifacts.FIGURE_DISTRIBUTION, tmp_path / "d.parquet").equals(table)
     assert (tmp_path / "f.png").read_bytes() == _drawn_twice(pairwise_errors.draw_pairwise_errors, table, tmp_path)
     assert pairwise_errors.axis_label("PairwiseErrors@200") == "pairwise errors per query (top 200)"
+
+
+# -------------------------------------------------------------------------------------------- epoch curves
+def test_epoch_points_are_each_epoch_s_mean_loss_and_last_dev_mrr100(tmp_path):
+    nan = math.nan
+    a = _write(pa.table({"step": [1, 2, 3, 4], "epoch": [0, 0, 1, 1], "loss": [2.0, 1.0, 0.8, 0.6],
+                         "dev_rr100": [nan, 0.3, nan, 0.4]}), tmp_path / "a.parquet")
+    b = _write(pa.table({"step": [2, 1], "epoch": [0, 0], "loss": [1.0, 3.0], "dev_rr100": [0.2, nan]}),
+               tmp_path / "b.parquet")
+    table = epoch_curves.epoch_table({"abs": a, "random": b}, {"abs": "ABS-Encode"})
+    data = table.to_pandas()
+    assert data["run"].tolist() == ["abs", "abs", "random"] and data["label"].tolist()[0] == "ABS-Encode"
+    assert data["epoch"].tolist() == [1, 2, 1]
+    assert data["loss"].tolist() == pytest.approx([1.5, 0.7, 2.0])
+    assert data["dev_rr100"].tolist() == [0.3, 0.4, 0.2]  # the value of each epoch's last step
+    _drawn_twice(epoch_curves.draw_epochs, table, tmp_path)
+    unevaluated = _write(pa.table({"step": [1, 2], "epoch": [0, 1], "loss": [1.0, 0.9], "dev_rr100": [nan, 0.1]}),
+                         tmp_path / "c.parquet")
+    for path in (unevaluated, _write(pa.table({"step": [1], "epoch": [0], "loss": [1.0]}), tmp_path / "d.parquet")):
+        with pytest.raises(DataError) as error:
+            epoch_curves.epoch_table({"x": path})
+        assert error.value.path == path and "dev_each_epoch" in error.value.message
 
 
 # ---------------------------------------------------------------------------------------------- dev curves
@@ -275,7 +297,11 @@ def test_default_config_figure_targets(default_config):
     plan = _plan(default_config)
     assert plan.figure_targets() == [f"results/figures/{name}.png" for name in
                                      ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix",
-                                      "hybrid_alpha", "gradient_norms")]
+                                      "hybrid_alpha", "gradient_norms", "epoch_curves")]
+    # the ABS report's curves: the ten runs, each evaluated on dev at the end of every epoch
+    assert len(plan.figure_inputs("epoch_curves")["train_logs"]) == 10
+    for run in default_config["figures"]["epoch_curves"]["runs"]:
+        assert plan.params(run)["train"]["dev_each_epoch"] and plan.method(run).name == "abs"
     # the gradient-norm figure: ANCE against runs continuing the same warm-up on the same batches
     assert plan.figure_inputs("gradient_norms")["train_logs"][0] == "results/ance/train_log.parquet"
     assert plan.gradient_norm_reference() == "ance"
@@ -321,6 +347,8 @@ def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
     ("pq_matrix", {"measure": "P@5"}, "figures.pq_matrix.measure"),
     ("gradient_norms", {"runs": ["ance", "bm25"]}, "figures.gradient_norms.runs.1"),
     ("gradient_norms", {"reference": "star"}, "figures.gradient_norms.reference"),
+    ("epoch_curves", {"runs": ["abs_random", "star"]}, "runs.star.params.train.dev_each_epoch"),
+    ("epoch_curves", {"runs": ["abs_random", "bm25"]}, "figures.epoch_curves.runs.1"),
 ])
 def test_figure_config_errors_name_the_key(default_config, name, spec, key):
     plan = _plan(default_config, **{name: spec})

@@ -106,6 +106,13 @@ FIGURE_GRAD_NORMS = ArtifactKind(
     pa.schema([("run", pa.string()), ("label", pa.string()), ("step", pa.int64()), ("grad_norm", pa.float64())]),
     "per run, the pre-clip gradient norm of every optimiser step",
 )
+FIGURE_EPOCHS = ArtifactKind(
+    "figure_epochs",
+    pa.schema([("run", pa.string()), ("label", pa.string()), ("epoch", pa.int64()), ("loss", pa.float64()),
+               ("dev_rr100", pa.float64())]),
+    "per run and training epoch (from 1): the mean training loss of the epoch's optimiser steps and dev MRR@100 "
+    "at its last step",
+)
 FIGURE_TSNE = ArtifactKind(
     "figure_tsne",
     pa.schema([("qid", pa.string()), ("point", pa.string()), ("kind", pa.string()), ("x", pa.float64()),
@@ -129,7 +136,7 @@ FIGURE_ALPHA = ArtifactKind(
 
 KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS, ROW_IDS, HARDNEGS, POSITIVE_SCORES,
                              AUDIT, FUSION_TUNING, FIGURE_DISTRIBUTION, FIGURE_CURVES, FIGURE_GRAD_NORMS, FIGURE_TSNE,
-                             FIGURE_MATRIX, FIGURE_ALPHA)}
+                             FIGURE_MATRIX, FIGURE_ALPHA, FIGURE_EPOCHS)}
 
 
 def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:

@@ -555,19 +555,24 @@ class Plan:
         runs = self._figure_runs(spec["runs"], f"{key}.runs")
         return {"per_query": [self.layout.per_query(run) for run in runs]}
 
-    def _dev_curve_inputs(self, spec: dict, key: str) -> dict:
+    def _evaluated_train_logs(self, spec: dict, key: str, setting: str, why: str) -> dict:
+        """The training logs of a figure's runs, each a trained dense run whose ``params.train.<setting>`` turns
+        on the dev evaluation the figure draws (``why`` says what to set, in words); its labels name its runs."""
         runs = self._figure_runs(spec["runs"], f"{key}.runs")
         for position, run in enumerate(runs):
             if not self.method(run).trains or self.method(run).kind != methods.DENSE:
                 raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev "
                                                             f"evaluation")
-            if not self.params(run)["train"]["dev_every"]:
-                raise ConfigError(f"runs.{run}.params.train.dev_every", f"{key} draws dev MRR@10 during training: set "
-                                                                        f"it above 0 (e.g. a tenth of the steps)")
+            if not self.params(run)["train"][setting]:
+                raise ConfigError(f"runs.{run}.params.train.{setting}", f"{key} {why}")
         for run in spec["labels"]:
             if run not in runs:
                 raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
         return {"train_logs": [self.layout.train_log(run) for run in runs]}
+
+    def _dev_curve_inputs(self, spec: dict, key: str) -> dict:
+        return self._evaluated_train_logs(spec, key, "dev_every", "draws dev MRR@10 during training: set it above 0 "
+                                                                  "(e.g. a tenth of the steps)")
 
     _training_curves_figure_inputs = _dev_curve_inputs
     _adore_vs_adore_l_figure_inputs = _dev_curve_inputs
@@ -589,6 +594,10 @@ class Plan:
         if spec["reference"] is not None and spec["reference"] not in runs:
             raise ConfigError(f"{key}.reference", f"run {spec['reference']!r} is not one of {key}.runs")
         return {"train_logs": [self.layout.train_log(run) for run in runs]}
+
+    def _epoch_curves_figure_inputs(self, spec: dict, key: str) -> dict:
+        return self._evaluated_train_logs(spec, key, "dev_each_epoch", "draws dev MRR@100 at the end of every "
+                                                                       "epoch: set it to true")
 
     def _tsne_figure_inputs(self, spec: dict, key: str) -> dict:
         run = check_run(self.config, spec["run"], f"{key}.run")

@@ -12,11 +12,13 @@ does both (what the rule's script calls):
 * ``pq_matrix`` (:mod:`.pq_matrix`): the ADORE PQ matrix as a heat map (Table 3);
 * ``hybrid_alpha`` (:mod:`.hybrid_alpha`): a hybrid run's tuned metric against the weight α;
 * ``gradient_norms`` (:mod:`.gradient_norms`): per-step gradient norms of runs trained with different negatives
-  (ANCE paper, Fig. 8).
+  (ANCE paper, Fig. 8);
+* ``epoch_curves`` (:mod:`.epoch_curves`): the mean training loss and dev MRR@100 of every epoch, of runs on
+  differently scheduled batches (the Adaptive Batch Scheduling report, Figs. 3-5).
 
 Every PNG is drawn on a :class:`matplotlib.figure.Figure` of its own (no pyplot state) by the Agg renderer and
 saved without metadata that changes between runs, so the same data give the same bytes (:mod:`._plot`).
 """
 
 FIGURES = ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix", "hybrid_alpha",
-           "gradient_norms")
+           "gradient_norms", "epoch_curves")

@@ -1,7 +1,7 @@
 """The README's results on the synthetic default: every run of config/config.yaml, the PQ matrix and the
-gradient norms of ANCE's figure.
+gradient norms of ANCE's figure; with ``--abs``, the Adaptive Batch Scheduling runs (with and without Condenser).
 
-    python benchmarks/synthetic_results.py [--cores 2]
+    python benchmarks/synthetic_results.py [--cores 2] [--tct] [--abs]
 
 Builds (with Snakemake, in the repository's results/) the metrics of every run of the default config, the
 ADORE PQ matrix and the figure gradient_norms, then prints the Markdown tables of README.md's "Results on the
@@ -24,6 +24,9 @@ ROWS = [("bm25", "bm25"), ("randneg", "randneg"), ("inbatch", "inbatch"), ("warm
         ("hybrid_adore_star", "hybrid_adore_star (α·BM25 + adore_star)"), ("rrf_adore_star", "rrf_adore_star (RRF)")]
 TCT_ROWS = [("colbert_teacher", "colbert_teacher (re-ranks BM25's top 100)"), ("tct", "tct"), ("tct_hn", "tct_hn"),
         ("tct_tct_hn", "tct_tct_hn"), ("colbert_teacher_hn", "colbert_teacher_hn"), ("tct_hnp", "tct_hnp (HN+)")]
+ABS_ROWS = [("abs_sequential", "Non-ABS-Sequential"), ("abs_random", "Non-ABS-Random"), ("abs_bm25", "ABS-BM25"),
+            ("abs_encode", "ABS-Encode"), ("abs_beam", "ABS-BeamSearch")]
+ABS_MEASURES = [("RR@10", "MRR@10"), ("RR@100", "MRR@100"), ("R@100", "R@100")]
 MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]
 
 
@@ -56,9 +59,22 @@ def gradient_table(results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def abs_table(results: Path) -> str:
+    """The ten runs of the ABS report's tables: each batch schedule without and with Condenser pre-training."""
+    lines = ["| batches | pre-training | " + " | ".join(label for _, label in ABS_MEASURES) + " |",
+             "|---|---|" + "---|" * len(ABS_MEASURES)]
+    for prefix, pretraining in (("", "none"), ("condenser_", "Condenser (coCondenser loss)")):
+        for run, label in ABS_ROWS:
+            measures = json.loads((results / f"{prefix}{run}" / "metrics.json").read_text())["measures"]
+            lines.append(f"| {label} (`{prefix}{run}`) | {pretraining} | "
+                         + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tct", action="store_true", help="also the TCT-ColBERT runs (teacher, student, variants)")
+    parser.add_argument("--abs", action="store_true", help="also the Adaptive Batch Scheduling runs and the condenser")
     parser.add_argument("--cores", default="all")
     parser.add_argument("--rerun-triggers", nargs="+", default=None,
                         help="passed to Snakemake, e.g. 'mtime' to build only what is missing or older than its inputs")
@@ -66,11 +82,16 @@ def main() -> None:
     rows = ROWS + (TCT_ROWS if args.tct else [])
     targets = [f"results/{run}/metrics.json" for run, _ in rows] + ["results/pq_matrix/matrix.md",
                                                                      "results/figures/gradient_norms.png"]
+    if args.abs:
+        targets += [f"results/{prefix}{run}/metrics.json" for prefix in ("", "condenser_") for run, _ in ABS_ROWS]
+        targets += ["results/condenser/metrics.json", "results/figures/epoch_curves.png"]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, *targets, *extra],
                    cwd=REPO, check=True)
     text = runs_table(REPO / "results", rows) + "\n" + (REPO / "results" / "pq_matrix" / "matrix.md").read_text()
     text += "\n" + gradient_table(REPO / "results")
+    if args.abs:
+        text += "\n" + abs_table(REPO / "results")
     out = REPO / "benchmarks" / "out" / "synthetic_results.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text(text)

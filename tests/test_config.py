@@ -52,7 +52,7 @@ _DELETE = object()
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
-    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of adore, ance, bm25, colbert, hybrid, inbatch, randneg, rrf, star, static_hn, tct, warmup, zeroshot; got 'bm52'"),
+    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of abs, adore, ance, bm25, colbert, condenser, hybrid, inbatch, randneg, rrf, star, static_hn, tct, warmup, zeroshot; got 'bm52'"),
     (["runs", "bm25", "params", "fields"], "title", "runs.bm25.params.fields", "must be one of flat, multifield"),
     (["datasets", "synthetic", "adapter"], "csv", "datasets.synthetic.adapter", "must be one of synthetic, beir"),
     (["datasets", "synthetic", "num_docs"], "5k", "datasets.synthetic.num_docs", "expected integer, got '5k'"),
@@ -113,6 +113,16 @@ _DELETE = object()
     (["runs", "hybrid_adore_star", "params"], {"alpha": -1}, "runs.hybrid_adore_star.params.alpha",
      "less than the minimum of 0"),
     (["runs", "rrf_adore_star", "params"], {"alpha": 0.1}, "runs.rrf_adore_star.params.alpha", "unknown key"),
+    # what only a method knows: adaptive batches are scored with BM25; Condenser needs an early and a late layer
+    (["runs", "abs_encode", "inputs"], {}, "runs.abs_encode.inputs.bm25", "name a BM25 run"),
+    (["runs", "abs_random", "params", "abs", "order"], "sorted", "runs.abs_random.params.abs.order",
+     "must be one of sequential, random, adaptive"),
+    (["runs", "condenser", "params", "model", "builtin", "num_hidden_layers"], 1,
+     "runs.condenser.params.model.builtin.num_hidden_layers", "it needs at least 2"),
+    (["runs", "condenser", "params", "condenser", "early_layers"], 2, "runs.condenser.params.condenser.early_layers",
+     "leaves no late layer"),
+    (["runs", "condenser", "params", "condenser", "span_min"], 0.6, "runs.condenser.params.condenser.span_min",
+     "is above span_max"),
 ])
 def test_config_errors_name_the_key(default_config, path, value, key, message):
     config = _mutate(default_config, path, value)

@@ -21,13 +21,17 @@ def plan(raw):
     return Plan(validate_config(copy.deepcopy(raw)))
 
 
+ABS_RUNS = [f"{prefix}abs_{order}" for prefix in ("", "condenser_")
+            for order in ("sequential", "random", "bm25", "encode", "beam")]
+
+
 def test_runs_by_kind_and_role(plan):
     assert plan.lexical_runs == ["bm25"]
     count = plan.params("ance")["ance"]["episodes"]
     episodes = [f"ance/episodes/{e}" for e in range(count)]  # each episode of ANCE is a run of its own
     assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "ance", *episodes, "tct", "tct_hn",
                                  "tct_tct_hn", "tct_hnp", "warmup_inbatch", "warmup_randneg", "warmup_bm25neg",
-                                 "static_hn", "randneg_warmup"]
+                                 "static_hn", "randneg_warmup", *ABS_RUNS[:5], "condenser", *ABS_RUNS[5:]]
     assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
     first_tct = plan.dense_runs.index("tct")  # the ColBERT teacher runs sit among the dense runs in config order
     assert plan.trained_runs == plan.dense_runs[:first_tct] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
@@ -40,6 +44,11 @@ def test_runs_by_kind_and_role(plan):
     assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
     assert plan.init_run("warmup") is None
     assert plan.model_root("adore_star") == "warmup"  # adore_star → star → warmup
+    # the ABS runs: BM25 scores adaptive batches; the condenser_ runs continue the Condenser pre-trained model
+    assert plan.train_inputs("abs_encode")["bm25"] == "results/bm25/runs/train.parquet"
+    assert plan.init_run("abs_random") is None
+    assert all(plan.init_run(run) == "condenser" for run in ABS_RUNS[5:])
+    assert plan.model_params("condenser_abs_beam")["builtin"]["num_hidden_layers"] == 2  # the condenser's model
 
 
 def test_training_inputs_follow_the_roles(plan):

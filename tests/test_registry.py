@@ -16,7 +16,7 @@ from hardneg.errors import ConfigError
 from tests.conftest import REPO
 from tests.test_workflow import SNAKEMAKE
 
-BUILTIN = ["adore", "bm25", "hybrid", "inbatch", "randneg", "rrf", "star", "warmup", "zeroshot"]
+BUILTIN = ["abs", "adore", "bm25", "condenser", "hybrid", "inbatch", "randneg", "rrf", "star", "warmup", "zeroshot"]
 
 
 def test_builtin_methods_are_found_in_their_modules():

@@ -184,6 +184,10 @@ def test_rerank_scores_top_depth(tiny):
         assert np.allclose(scores, direct, atol=1e-4)
     assert len(out) == 5 * 4 - 1  # the missing document is dropped, not replaced by the 5th
     assert not model.training
+    # queries re-ranked a group at a time (each group's candidates encoded once) score as in one group
+    grouped = rerank(model, queries, corpus, ranking, depth=4, batch_size=2, query_group=2)
+    assert grouped["docid"].to_pylist() == out["docid"].to_pylist()
+    assert np.allclose(grouped["score"].to_numpy(), out["score"].to_numpy(), atol=1e-5)
 
     with pytest.raises(DataError, match="nope"):
         rerank(model, queries, corpus, _ranking(corpus, [qids[0], "nope"]), depth=4)

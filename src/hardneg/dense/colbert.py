@@ -213,6 +213,11 @@ def is_colbert(folder: str | os.PathLike) -> bool:
     return (Path(folder) / META).is_file()
 
 
+# Queries re-ranked together: a candidate shared by queries of one group is encoded once, so the larger the group
+# the fewer documents are encoded again; only the group's query vectors (and their pairs' indices) are held.
+QUERY_GROUP = 2048
+
+
 def _candidates(ranking: pa.Table, depth: int, doc_row: dict[str, int]):
     """Per query of ``ranking``, in order of first appearance: ``(qid, positions)``, the positions (rows of
     ``ranking``) of its top-``depth`` documents by rank (ties in table order), those not in ``doc_row`` left out;
@@ -233,8 +238,18 @@ def _candidates(ranking: pa.Table, depth: int, doc_row: dict[str, int]):
     return out, docids, ranks, dropped
 
 
+def _query_vectors(model: ColBERT, query_texts, rows: np.ndarray, batch_size: int, device) -> torch.Tensor:
+    """Token vectors [len(rows), L, dim] of the queries of ``rows``, encoded ``batch_size`` at a time (each batch
+    as one padded block) and padded to the widest batch with zero vectors, which add nothing to a MaxSim."""
+    parts = [model.encode_batch({k: v.to(device) for k, v in query_texts.batch(rows[lo:lo + batch_size]).items()},
+                                "query")[0] for lo in range(0, len(rows), batch_size)]
+    width = max(part.shape[1] for part in parts)
+    return torch.cat([nn.functional.pad(part, (0, 0, 0, width - part.shape[1])) for part in parts])
+
+
 def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: int, batch_size: int = 64,
-           device: str | torch.device = "cpu", where: str | os.PathLike = "ranking") -> pa.Table:
+           device: str | torch.device = "cpu", where: str | os.PathLike = "ranking",
+           query_group: int = QUERY_GROUP) -> pa.Table:
     """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RUN table) by ColBERT's MaxSim: a
     RUN table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
     highest first, ties in their original rank order, ranked from 1.
@@ -244,15 +259,16 @@ def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: 
     candidate missing from ``doc_texts`` (an empty document left out of the cache) cannot be scored and is
     dropped: the candidates are the top ``depth`` of the ranking, less those.
 
-    ``batch_size`` texts go through the encoder at once. Queries are taken ``batch_size`` at a time and encoded
+    ``batch_size`` texts go through the encoder at once. Queries are taken ``query_group`` at a time and encoded
     once; their candidates (each document once per group) are encoded longest first, ``batch_size`` at a time,
     each such slice cut into length-homogeneous chunks (``doc_texts.chunked``), and scored against their
     queries with :func:`maxsim_pairs`. Runs in inference mode with dropout off; the model's mode comes back
     afterwards."""
     from hardneg.dense.tokenized import chunk_overhead
 
-    if depth < 1 or batch_size < 1:
-        raise ValueError(f"depth and batch_size must be at least 1, got {depth} and {batch_size}")
+    if depth < 1 or batch_size < 1 or query_group < 1:
+        raise ValueError(f"depth, batch_size and query_group must be at least 1, got {depth}, {batch_size} and "
+                         f"{query_group}")
     query_row = {qid: row for row, qid in enumerate(query_texts.row_ids)}
     doc_row = {docid: row for row, docid in enumerate(doc_texts.row_ids)}
     per_query, docids, ranks, dropped = _candidates(ranking, depth, doc_row)
@@ -268,15 +284,15 @@ def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: 
     scores = np.zeros(ranking.num_rows, dtype=np.float32)
     was_training = model.training
     model.to(device).eval()
+    group_size = max(1, query_group // batch_size) * batch_size  # whole encoder batches of queries
     try:
         with torch.inference_mode():
-            for lo in range(0, len(per_query), batch_size):
-                group = [(qid, positions) for qid, positions in per_query[lo:lo + batch_size] if len(positions)]
+            for lo in range(0, len(per_query), group_size):
+                group = [(qid, positions) for qid, positions in per_query[lo:lo + group_size] if len(positions)]
                 if not group:
                     continue
                 q_rows = np.asarray([query_row[qid] for qid, _ in group])
-                q_vectors, _ = model.encode_batch(
-                    {k: v.to(device) for k, v in query_texts.batch(q_rows).items()}, "query")
+                q_vectors = _query_vectors(model, query_texts, q_rows, batch_size, device)
                 group_positions = np.concatenate([p for _, p in group])
                 pair_query = np.repeat(np.arange(len(group)), [len(p) for _, p in group])
                 pair_doc = np.asarray([doc_row[docids[p]] for p in group_positions], dtype=np.int64)

@@ -117,7 +117,7 @@ def test_epoch_points_are_each_epoch_s_mean_loss_and_last_dev_mrr100(tmp_path):
     for path in (unevaluated, _write(pa.table({"step": [1], "epoch": [0], "loss": [1.0]}), tmp_path / "d.parquet")):
         with pytest.raises(DataError) as error:
             epoch_curves.epoch_table({"x": path})
-        assert error.value.path == path and "dev_each_epoch" in error.value.message
+        assert error.value.path == path and "dev_every: epoch" in error.value.message
 
 
 # ---------------------------------------------------------------------------------------------- dev curves
@@ -301,7 +301,7 @@ def test_default_config_figure_targets(default_config):
     # the ABS report's curves: the ten runs, each evaluated on dev at the end of every epoch
     assert len(plan.figure_inputs("epoch_curves")["train_logs"]) == 10
     for run in default_config["figures"]["epoch_curves"]["runs"]:
-        assert plan.params(run)["train"]["dev_each_epoch"] and plan.method(run).name == "abs"
+        assert plan.params(run)["train"]["dev_every"] == "epoch" and plan.method(run).name == "abs"
     # the gradient-norm figure: ANCE against runs continuing the same warm-up on the same batches
     assert plan.figure_inputs("gradient_norms")["train_logs"][0] == "results/ance/train_log.parquet"
     assert plan.gradient_norm_reference() == "ance"
@@ -347,7 +347,7 @@ def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
     ("pq_matrix", {"measure": "P@5"}, "figures.pq_matrix.measure"),
     ("gradient_norms", {"runs": ["ance", "bm25"]}, "figures.gradient_norms.runs.1"),
     ("gradient_norms", {"reference": "star"}, "figures.gradient_norms.reference"),
-    ("epoch_curves", {"runs": ["abs_random", "star"]}, "runs.star.params.train.dev_each_epoch"),
+    ("epoch_curves", {"runs": ["abs_random", "star"]}, "runs.star.params.train.dev_every"),
     ("epoch_curves", {"runs": ["abs_random", "bm25"]}, "figures.epoch_curves.runs.1"),
 ])
 def test_figure_config_errors_name_the_key(default_config, name, spec, key):

@@ -103,8 +103,7 @@ def test_dev_rr10_equals_an_independent_computation(tiny, tmp_path):
 
 def test_dev_evaluation_at_each_epoch_s_end_gives_rr10_and_rr100(tiny, tmp_path):
     model, method, data, config = _setup(tiny, epochs=2)
-    dev = DevEvaluation.from_split(tiny["cache"], tiny["data"] / "qrels" / "train.parquet", "test", every=0,
-                                   each_epoch=True)
+    dev = DevEvaluation.from_split(tiny["cache"], tiny["data"] / "qrels" / "train.parquet", "test", every="epoch")
     reference = _Reference(tiny)
     rows = Trainer(model, method, ShuffledBatches(len(data), config.batch_size, SEED), config,
                    checkpoint_dir=tmp_path, fingerprint="f", device="cpu", callbacks=[dev, reference]).fit()
@@ -114,7 +113,7 @@ def test_dev_evaluation_at_each_epoch_s_end_gives_rr10_and_rr100(tiny, tmp_path)
         assert logged == pytest.approx(expected, abs=1e-9), step
     for row in rows[7], rows[15]:
         assert row["dev_rr100"] >= row[COLUMN] > 0  # RR@100 counts every hit RR@10 counts, and more
-    with pytest.raises(ValueError, match="every >= 1, or each_epoch"):
+    with pytest.raises(ValueError, match="every >= 1 or 'epoch'"):
         DevEvaluation.from_split(tiny["cache"], tiny["data"] / "qrels" / "train.parquet", "test", every=0)
 
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 MODEL = {**TINY_DENSE["model"], "builtin": {**TINY_DENSE["model"]["builtin"], "num_hidden_layers": 2}}
 ABS = {"model": MODEL, "encode": TINY_DENSE["encode"], "search": TINY_DENSE["search"],
-       "train": {**TINY_DENSE["train"], "epochs": 2, "dev_each_epoch": True, "dev_split": "dev"}}
+       "train": {**TINY_DENSE["train"], "epochs": 2, "dev_every": "epoch", "dev_split": "dev"}}
 CONFIG = {
     "seed": 4, "dataset": "tiny",
     "datasets": {"tiny": {**DENSE_CONFIG["datasets"]["tiny"], "num_queries": {"train": 100, "dev": 20, "test": 30}}},

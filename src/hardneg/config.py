@@ -279,8 +279,7 @@ def _check_references(config: dict) -> None:
         roles = methods.get(run["method"]).roles
         if methods.get(run["method"]).check is not None:  # what only the method knows of its params and inputs
             methods.get(run["method"]).check(name, run)
-        if methods.get(run["method"]).kind == methods.RERANK and (run["params"]["train"]["dev_every"]
-                                                                  or run["params"]["train"]["dev_each_epoch"]):
+        if methods.get(run["method"]).kind == methods.RERANK and run["params"]["train"]["dev_every"]:
             raise ConfigError(f"runs.{name}.params.train.dev_every",
                               "dev evaluation during training searches a dense run's index; a re-ranking run is "
                               "evaluated by its metrics.json (set 0)")

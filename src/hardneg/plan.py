@@ -555,24 +555,25 @@ class Plan:
         runs = self._figure_runs(spec["runs"], f"{key}.runs")
         return {"per_query": [self.layout.per_query(run) for run in runs]}
 
-    def _evaluated_train_logs(self, spec: dict, key: str, setting: str, why: str) -> dict:
-        """The training logs of a figure's runs, each a trained dense run whose ``params.train.<setting>`` turns
-        on the dev evaluation the figure draws (``why`` says what to set, in words); its labels name its runs."""
+    def _evaluated_train_logs(self, spec: dict, key: str, evaluated, why: str) -> dict:
+        """The training logs of a figure's runs, each a trained dense run whose ``params.train.dev_every`` gives
+        the dev evaluation the figure draws (``evaluated(dev_every)`` is true; ``why`` says what to set, in
+        words); its labels name its runs."""
         runs = self._figure_runs(spec["runs"], f"{key}.runs")
         for position, run in enumerate(runs):
             if not self.method(run).trains or self.method(run).kind != methods.DENSE:
                 raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev "
                                                             f"evaluation")
-            if not self.params(run)["train"][setting]:
-                raise ConfigError(f"runs.{run}.params.train.{setting}", f"{key} {why}")
+            if not evaluated(self.params(run)["train"]["dev_every"]):
+                raise ConfigError(f"runs.{run}.params.train.dev_every", f"{key} {why}")
         for run in spec["labels"]:
             if run not in runs:
                 raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
         return {"train_logs": [self.layout.train_log(run) for run in runs]}
 
     def _dev_curve_inputs(self, spec: dict, key: str) -> dict:
-        return self._evaluated_train_logs(spec, key, "dev_every", "draws dev MRR@10 during training: set it above 0 "
-                                                                  "(e.g. a tenth of the steps)")
+        return self._evaluated_train_logs(spec, key, bool, "draws dev MRR@10 during training: set it above 0 (e.g. "
+                                                           "a tenth of the steps)")
 
     _training_curves_figure_inputs = _dev_curve_inputs
     _adore_vs_adore_l_figure_inputs = _dev_curve_inputs
@@ -596,8 +597,8 @@ class Plan:
         return {"train_logs": [self.layout.train_log(run) for run in runs]}
 
     def _epoch_curves_figure_inputs(self, spec: dict, key: str) -> dict:
-        return self._evaluated_train_logs(spec, key, "dev_each_epoch", "draws dev MRR@100 at the end of every "
-                                                                       "epoch: set it to true")
+        return self._evaluated_train_logs(spec, key, lambda every: every == "epoch", "draws dev MRR@100 at the end "
+                                                                                     "of every epoch: set it to 'epoch'")
 
     def _tsne_figure_inputs(self, spec: dict, key: str) -> dict:
         run = check_run(self.config, spec["run"], f"{key}.run")

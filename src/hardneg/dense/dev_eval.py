@@ -1,5 +1,5 @@
 """Dev evaluation during training: RR@10 and RR@100 on a held-out split every few optimiser steps
-(``train.dev_every``) and/or at the end of every epoch (``train.dev_each_epoch``).
+(``train.dev_every: N``) or at the end of every epoch (``train.dev_every: epoch``).
 
 ANCE-style training curves (effectiveness against steps) need the model's quality while it trains, not only
 at the end. :class:`DevEvaluation` is a trainer event: on due steps it encodes the dev queries and the whole
@@ -107,25 +107,25 @@ def dev_inputs(cache_dir, qrels_path, split: str) -> tuple[str, str]:
 
 
 class DevEvaluation:
-    """Trainer event: ``dev_rr10`` and ``dev_rr100`` every ``every`` optimiser steps (0: never), at the last step
-    of every epoch with ``each_epoch``, and at the last step; NaN on other steps.
+    """Trainer event: ``dev_rr10`` and ``dev_rr100`` every ``every`` optimiser steps, or with ``every="epoch"`` at
+    the last step of every epoch, and at the last step; NaN on other steps.
 
     With several processes they share the corpus encoding (see :func:`dev_rr10`); every rank logs the value.
     ``doc_vectors``: the fixed corpus embeddings of a run that searches another run's documents (see the module
     docstring); one row per row of ``corpus``."""
 
-    def __init__(self, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, every: int, *,
-                 batch_size: int = 128, doc_vectors: np.ndarray | None = None, each_epoch: bool = False):
-        if every < 0 or (every == 0 and not each_epoch):
-            raise ValueError("dev evaluation needs every >= 1, or each_epoch")
+    def __init__(self, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, every: int | str, *,
+                 batch_size: int = 128, doc_vectors: np.ndarray | None = None):
+        if every != "epoch" and (not isinstance(every, int) or every < 1):
+            raise ValueError(f"dev evaluation needs every >= 1 or 'epoch', got {every!r}")
         if doc_vectors is not None and len(doc_vectors) != len(corpus):
             raise ValueError(f"the fixed document embeddings have {len(doc_vectors)} rows, the tokenized corpus "
                              f"{len(corpus)}: they are not embeddings of this corpus")
         self.queries, self.corpus, self.qrels, self.every, self.batch_size = queries, corpus, qrels, every, batch_size
-        self.doc_vectors, self.each_epoch = doc_vectors, each_epoch
+        self.doc_vectors = doc_vectors
 
     @classmethod
-    def from_split(cls, cache_dir, qrels_path, split: str, every: int, *, doc_embeddings=None,
+    def from_split(cls, cache_dir, qrels_path, split: str, every: int | str, *, doc_embeddings=None,
                    **options) -> "DevEvaluation":
         """The dev split ``split`` of the tokenized cache, its qrels beside the training qrels ``qrels_path``;
         ``doc_embeddings``: the ``.npy`` of fixed corpus embeddings to search (None: encode the corpus)."""
@@ -136,8 +136,7 @@ class DevEvaluation:
 
     def on_step_end(self, trainer, step: int, row: dict) -> None:
         values = dict.fromkeys(COLUMNS, math.nan)
-        if ((self.every and step % self.every == 0) or step == trainer.total_steps
-                or (self.each_epoch and getattr(trainer, "epoch_ends", False))):
+        if step == trainer.total_steps or (trainer.epoch_ends if self.every == "epoch" else step % self.every == 0):
             values = dev_measures(trainer.model, self.queries, self.corpus, self.qrels, device=trainer.device,
                                   batch_size=self.batch_size, precision=trainer.precision, replicas=trainer.replicas,
                                   doc_vectors=self.doc_vectors)

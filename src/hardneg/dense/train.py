@@ -179,7 +179,7 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
             write_train_log([], timings_path)
         return []
     config = train_config(resolved)
-    if config.dev_every or config.dev_each_epoch:
+    if config.dev_every:
         from hardneg.dense.dev_eval import dev_inputs
 
         dev_inputs(cache_dir, qrels_path, config.dev_split)  # a missing dev split fails before any work
@@ -213,13 +213,12 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     method = methods.get(resolved["method"]).build_step(context)
     sampler = build_sampler(context, config)
     events = list(callbacks)
-    if config.dev_every or config.dev_each_epoch:
+    if config.dev_every:
         from hardneg.dense.dev_eval import DevEvaluation
 
         # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
         events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
-                                               doc_embeddings=inputs.get("doc_embeddings"),
-                                               each_epoch=config.dev_each_epoch))
+                                               doc_embeddings=inputs.get("doc_embeddings")))
     if config.tensorboard and tensorboard_dir is not None:
         from hardneg.dense.tensorboard import TensorBoardLog
 

@@ -88,8 +88,7 @@ class TrainConfig:
     device: str
     gpus: int
     processes: int | None
-    dev_every: int  # optimiser steps between dev evaluations; 0 = none
-    dev_each_epoch: bool  # also a dev evaluation at the end of every epoch
+    dev_every: int | str  # optimiser steps between dev evaluations (0 = none), or "epoch": each epoch's last step
     dev_split: str
     rows: str  # query | judgement: one training row per query, or per (query, positive) judgement
     seed: int

@@ -2,7 +2,7 @@
 loss of every epoch and dev MRR@100 at the end of every epoch, side by side, one line per run.
 
 The points come from the training logs: the mean of the ``loss`` column over each epoch's optimiser steps, and
-the ``dev_rr100`` value of the epoch's last step (a run evaluates it there with ``train.dev_each_epoch``,
+the ``dev_rr100`` value of the epoch's last step (a run evaluates it there with ``train.dev_every: epoch``,
 :mod:`hardneg.dense.dev_eval`). Epochs are numbered from 1. Harder batches give a higher in-batch loss for the
 same model, so the loss panel compares schedules' hardness as much as their progress; the MRR panel compares
 what they learn.
@@ -40,13 +40,13 @@ def epoch_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
         steps = pq.read_table(path).to_pandas()
         if not len(steps) or COLUMN not in steps.columns:
             raise DataError(path, None, f"no per-epoch dev evaluation in this training log (no {COLUMN} column): "
-                                        f"train the run with params.train.dev_each_epoch: true")
+                                        f"train the run with params.train.dev_every: epoch")
         steps = steps.sort_values("step")
         epochs = steps.groupby("epoch", sort=True)
         last = epochs.tail(1).set_index("epoch")[COLUMN]
         if last.isna().any():
             raise DataError(path, None, f"epoch {int(last.index[last.isna()][0])} ends without a dev evaluation: train "
-                                        f"the run with params.train.dev_each_epoch: true")
+                                        f"the run with params.train.dev_every: epoch")
         frames.append(pd.DataFrame({"run": run, "label": labels.get(run, run),
                                     "epoch": last.index.to_numpy(np.int64) + 1,
                                     "loss": epochs["loss"].mean().to_numpy(np.float64),

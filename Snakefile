@@ -2,6 +2,7 @@
 from snakemake.utils import min_version, update_config
 
 from hardneg.config import read_config_yaml, validate_config
+from hardneg.resources import check_resource_rules
 
 min_version("9.0")
 
@@ -28,6 +29,7 @@ wildcard_constraints:
     split=r"[A-Za-z0-9_.-]+",
 
 
+include: "rules/download.smk"
 include: "rules/datasets.smk"
 include: "rules/bm25.smk"
 include: "rules/tokenize.smk"
@@ -43,6 +45,9 @@ include: "rules/fusion.smk"
 include: "rules/summary.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
+
+# A rule named under the config's `resources` must be one that reads it (a misspelt name would change nothing).
+check_resource_rules(config, RESOURCE_RULES)
 
 
 onstart:

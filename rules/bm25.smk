@@ -18,8 +18,7 @@ rule bm25_index:
         LAYOUT.benchmark("{run}", "bm25_index")
     threads: 2
     resources:
-        mem_mb=6000,
-        runtime=120,
+        **rule_resources("bm25_index", mem_mb=6000, runtime=120),
     conda:
         "../environment.yml"
     script:
@@ -43,8 +42,7 @@ rule bm25_search:
         LAYOUT.benchmark("{run}", "bm25_search_{split}")
     threads: 2
     resources:
-        mem_mb=6000,
-        runtime=120,
+        **rule_resources("bm25_search", mem_mb=6000, runtime=120),
     conda:
         "../environment.yml"
     script:

@@ -3,6 +3,7 @@ import re
 
 from hardneg.datasets import dataset_input_files
 from hardneg.plan import Plan
+from hardneg import resources as _resources
 
 
 PLAN = Plan(config)
@@ -13,6 +14,16 @@ EVAL_SPLIT = PLAN.eval_split
 def names_regex(names):
     """A wildcard constraint matching exactly these names (and nothing when there are none)."""
     return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+RESOURCE_RULES = set()  # the rules that called rule_resources (the Snakefile checks the config's names against them)
+
+
+def rule_resources(rule, **defaults):
+    """A rule's mem_mb and runtime: ``defaults`` (sized for the synthetic default), or the config's
+    ``resources.<rule>`` (hardneg.resources). In a rule: ``**rule_resources("<rule>", mem_mb=..., runtime=...)``."""
+    RESOURCE_RULES.add(rule)
+    return _resources.rule_resources(config, rule, **defaults)
 
 
 def run_params(run, *keys):

@@ -17,8 +17,7 @@ rule prepare_dataset:
         LAYOUT.dataset_benchmark("{dataset}", "prepare_dataset")
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=60,
+        **rule_resources("prepare_dataset", mem_mb=8000, runtime=60),
     conda:
         "../environment.yml"
     script:

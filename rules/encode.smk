@@ -20,8 +20,8 @@ rule encode_corpus_shard:
         LAYOUT.benchmark("{run}", "encode_corpus_shard_{shard}")
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **rule_resources("encode_corpus_shard", mem_mb=4000, runtime=120),
+        gpu=lambda w: PLAN.inference_gpus(w.run),  # one device per shard: one GPU where the run trains on GPUs
     conda:
         "../environment.yml"
     script:
@@ -42,8 +42,7 @@ rule gather_embeddings:
         LAYOUT.benchmark("{run}", "gather_embeddings")
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **rule_resources("gather_embeddings", mem_mb=4000, runtime=30),
     conda:
         "../environment.yml"
     script:

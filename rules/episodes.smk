@@ -12,6 +12,10 @@ use rule train_dense as train_episode with:
         state=directory(LAYOUT.trainer_state("{run}")),
     wildcard_constraints:
         run=names_regex(PLAN.episode_runs()),
+    resources:
+        # an episode is a slice of one training: its own time limit (resources.train_episode), not train_dense's
+        **rule_resources("train_episode", mem_mb=8000, runtime=240),
+        gpu=lambda w: PLAN.train_gpus(w.run),
 
 
 rule assemble_episodes:
@@ -33,8 +37,7 @@ rule assemble_episodes:
         LAYOUT.benchmark("{run}", "assemble_episodes")
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **rule_resources("assemble_episodes", mem_mb=2000, runtime=10),
     conda:
         "../environment.yml"
     script:

@@ -14,8 +14,7 @@ rule run_config:
         LAYOUT.benchmark("{run}", "run_config")
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **rule_resources("run_config", mem_mb=500, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -37,8 +36,7 @@ rule evaluate:
         LAYOUT.benchmark("{run}", "evaluate")
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **rule_resources("evaluate", mem_mb=4000, runtime=30),
     conda:
         "../environment.yml"
     script:
@@ -62,8 +60,7 @@ rule evaluate_with_index:
         LAYOUT.benchmark("{run}", "evaluate_{index}")
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **rule_resources("evaluate_with_index", mem_mb=4000, runtime=30),
     conda:
         "../environment.yml"
     script:

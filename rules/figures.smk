@@ -26,8 +26,7 @@ rule figure_pairwise_errors:
         LAYOUT.experiment("figures", "benchmarks/pairwise_errors.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("figure_pairwise_errors", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -51,8 +50,7 @@ rule figure_training_curves:
         LAYOUT.experiment("figures", "benchmarks/training_curves.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("figure_training_curves", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -76,8 +74,7 @@ rule figure_adore_vs_adore_l:
         LAYOUT.experiment("figures", "benchmarks/adore_vs_adore_l.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("figure_adore_vs_adore_l", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -104,8 +101,7 @@ rule figure_tsne:
         LAYOUT.experiment("figures", "benchmarks/tsne.tsv")
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **rule_resources("figure_tsne", mem_mb=2000, runtime=10),
     conda:
         "../environment.yml"
     script:
@@ -126,8 +122,7 @@ rule figure_pq_matrix:
         LAYOUT.experiment("figures", "benchmarks/pq_matrix.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("figure_pq_matrix", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -149,8 +144,7 @@ rule figure_hybrid_alpha:
         LAYOUT.experiment("figures", "benchmarks/hybrid_alpha.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("figure_hybrid_alpha", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -174,8 +168,7 @@ rule figure_gradient_norms:
         LAYOUT.experiment("figures", "benchmarks/gradient_norms.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("figure_gradient_norms", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -198,8 +191,7 @@ rule figure_epoch_curves:
         LAYOUT.experiment("figures", "benchmarks/epoch_curves.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("figure_epoch_curves", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:

@@ -23,8 +23,7 @@ rule tune_fusion:
         LAYOUT.benchmark("{run}", "tune_fusion")
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **rule_resources("tune_fusion", mem_mb=4000, runtime=60),
     conda:
         "../environment.yml"
     script:
@@ -49,8 +48,7 @@ rule fuse:
         LAYOUT.benchmark("{run}", "fuse_{split}")
     threads: 1
     resources:
-        mem_mb=6000,
-        runtime=60,
+        **rule_resources("fuse", mem_mb=6000, runtime=60),
     conda:
         "../environment.yml"
     script:

@@ -18,8 +18,7 @@ rule build_faiss_index:
         LAYOUT.benchmark("{run}", "build_faiss_index_{index}")
     threads: 2
     resources:
-        mem_mb=8000,
-        runtime=120,
+        **rule_resources("build_faiss_index", mem_mb=8000, runtime=120),
     conda:
         "../environment.yml"
     script:
@@ -47,8 +46,8 @@ rule dense_search:
         LAYOUT.benchmark("{run}", "dense_search_{split}")
     threads: 2
     resources:
-        mem_mb=6000,
-        runtime=60,
+        **rule_resources("dense_search", mem_mb=6000, runtime=60),
+        gpu=lambda w: PLAN.inference_gpus(w.run),
     conda:
         "../environment.yml"
     script:
@@ -76,8 +75,8 @@ rule dense_search_with_index:
         LAYOUT.benchmark("{run}", "dense_search_{index}_{split}")
     threads: 2
     resources:
-        mem_mb=6000,
-        runtime=60,
+        **rule_resources("dense_search_with_index", mem_mb=6000, runtime=60),
+        gpu=lambda w: PLAN.inference_gpus(w.run),
     conda:
         "../environment.yml"
     script:

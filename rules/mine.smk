@@ -24,8 +24,7 @@ rule positive_scores:
         LAYOUT.benchmark("{run}", "positive_scores")
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **rule_resources("positive_scores", mem_mb=4000, runtime=30),
     conda:
         "../environment.yml"
     script:
@@ -49,8 +48,7 @@ rule mine_hard_negatives:
         LAYOUT.benchmark("{run}", "mine_hard_negatives")
     threads: 1
     resources:
-        mem_mb=6000,
-        runtime=60,
+        **rule_resources("mine_hard_negatives", mem_mb=6000, runtime=60),
     conda:
         "../environment.yml"
     script:
@@ -75,8 +73,7 @@ rule audit_hard_negatives:
         LAYOUT.benchmark("{run}", "audit_hard_negatives")
     threads: 1
     resources:
-        mem_mb=6000,
-        runtime=30,
+        **rule_resources("audit_hard_negatives", mem_mb=6000, runtime=30),
     conda:
         "../environment.yml"
     script:

@@ -16,8 +16,7 @@ rule pq_matrix:
         LAYOUT.experiment("pq_matrix", "benchmarks/pq_matrix.tsv")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("pq_matrix", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:

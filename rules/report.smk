@@ -30,8 +30,7 @@ rule hardneg_viewer:
         LAYOUT.benchmark("{run}", "hardneg_viewer")
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **rule_resources("hardneg_viewer", mem_mb=4000, runtime=30),
     conda:
         "../environment.yml"
     script:
@@ -59,8 +58,7 @@ rule markdown_page:
         "{page}.html.tsv"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **rule_resources("markdown_page", mem_mb=500, runtime=5),
     conda:
         "../environment.yml"
     script:

@@ -18,8 +18,8 @@ rule rerank:
         LAYOUT.benchmark("{run}", "rerank_{split}")
     threads: 2
     resources:
-        mem_mb=6000,
-        runtime=120,
+        **rule_resources("rerank", mem_mb=6000, runtime=120),
+        gpu=lambda w: PLAN.inference_gpus(w.run),
     conda:
         "../environment.yml"
     script:

@@ -20,8 +20,7 @@ rule summary:
         LAYOUT.table_benchmark("summary")
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **rule_resources("summary", mem_mb=2000, runtime=10),
     conda:
         "../environment.yml"
     script:
@@ -45,8 +44,7 @@ rule training_time_table:
         LAYOUT.table_benchmark("training_time")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("training_time_table", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:
@@ -72,8 +70,7 @@ rule adore_index_table:
         LAYOUT.table_benchmark("adore_indexes")
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **rule_resources("adore_index_table", mem_mb=1000, runtime=5),
     conda:
         "../environment.yml"
     script:

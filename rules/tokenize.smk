@@ -15,8 +15,7 @@ rule train_tokenizer:
         LAYOUT.dataset_benchmark("{dataset}", "train_tokenizer_{vocab}")
     threads: 2
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **rule_resources("train_tokenizer", mem_mb=4000, runtime=30),
     conda:
         "../environment.yml"
     script:
@@ -38,8 +37,7 @@ rule tokenize:
         LAYOUT.dataset_benchmark("{dataset}", "tokenize_{cache}")
     threads: 2
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **rule_resources("tokenize", mem_mb=4000, runtime=60),
     conda:
         "../environment.yml"
     script:

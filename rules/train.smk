@@ -24,8 +24,7 @@ rule train_dense:
         LAYOUT.benchmark("{run}", "train")
     threads: 2
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **rule_resources("train_dense", mem_mb=8000, runtime=240),
         gpu=lambda w: PLAN.train_gpus(w.run),
     conda:
         "../environment.yml"

@@ -135,11 +135,11 @@ def test_every_shipped_config_stands_alone(name, capsys):
 
 
 def test_msmarco_runs_score_as_the_papers_models():
-    """config/msmarco.yaml trains STAR and ADORE with the papers' head: CLS → linear → LayerNorm (768), the raw
+    """config/msmarco-passage.yaml trains STAR and ADORE with the papers' head: CLS → linear → LayerNorm (768), the raw
     dot product (no normalisation, temperature 1), the RankNet loss, and ADORE's loss as the authors computed it."""
     from hardneg.config import load_config_files
 
-    config = load_config_files(REPO / "config" / "msmarco.yaml")
+    config = load_config_files(REPO / "config" / "msmarco-passage.yaml")
     for name in ("warmup", "star", "adore_star"):
         params = config["runs"][name]["params"]
         model = params["model"]

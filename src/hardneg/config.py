@@ -141,6 +141,9 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     if error is not None:
         raise _describe(error)
     _check_references(config)
+    from hardneg.datasets.download import check_downloads
+
+    check_downloads(config)
     _inherit_models(config, explicit)
     _check_targets(config)
     from hardneg.evaluation import parse_measures

@@ -304,6 +304,11 @@ class Plan:
     def train_gpus(self, run: str) -> int:
         return self.params(run)["train"]["gpus"]
 
+    def inference_gpus(self, run: str) -> int:
+        """GPUs a job applying the run's model asks for (encoding a shard, searching, re-ranking): one where the
+        run trains on GPUs (``train.gpus`` > 0), else none."""
+        return min(self.train_gpus(run), 1)
+
     # --------------------------------------------------------------------------------------- re-ranking
     def candidates_run(self, run: str) -> str:
         """The run whose rankings a re-ranking run re-ranks."""

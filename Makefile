@@ -4,10 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SLURM_STAMP := $(VENV)/.installed-slurm
 TARGET ?= results/adore_star/metrics.json
 CORES ?= all
 
-.PHONY: setup browser run test lint clean
+.PHONY: setup browser run test slurm-test lint clean
 
 setup: $(STAMP)
 
@@ -22,6 +23,16 @@ run: setup
 
 test: setup browser
 	$(BIN)/python -m pytest tests --durations=15
+
+# The workflow on a real SLURM cluster: tests/slurm/cluster.sh brings up a single-node cluster of its own (as root;
+# Debian's slurm-wlm, slurmdbd, munge and mariadb-server installed when missing), runs the tiny pipeline through
+# profiles/slurm and checks SLURM's accounting; it stops its daemons and removes its state when done.
+slurm-test: $(SLURM_STAMP)
+	tests/slurm/cluster.sh
+
+$(SLURM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[slurm]'
+	touch $(SLURM_STAMP)
 
 # tests/test_report.py opens the Snakemake report in Debian's chromium, headless. As root (CI) it is installed here
 # when missing; anyone else is told how, and that test is skipped without it (outside CI).

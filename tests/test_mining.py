@@ -179,7 +179,7 @@ def test_mine_stage_reads_and_writes_parquet(tmp_path):
     out = mine_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "out" / "hardnegs.parquet",
                      positives_path=tmp_path / "pos.parquet", depth=7, rank_range=[2, 7], margin=1.0, keep=2)
     written = artifacts.read_table(artifacts.HARDNEGS, tmp_path / "out" / "hardnegs.parquet")
-    assert written.equals(out)
+    assert out == written.num_rows  # the count: the negatives are written block by block, never held whole
     assert pairs(written) == [("q1", "a3"), ("q1", "a4"), ("q2", "b3"), ("q2", "b4"), ("q3", "c2")]
 
 

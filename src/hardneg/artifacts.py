@@ -7,8 +7,10 @@ does not match its kind's schema is rejected at the boundary instead of deep ins
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -155,6 +157,69 @@ def write_table(table: pa.Table, kind: ArtifactKind, path: str | os.PathLike) ->
     table = _conform(table, kind, str(path))
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
+
+
+def string_array(values) -> pa.Array:
+    """Ids (or other strings) as one Arrow string array: from a list, a NumPy array, or an Arrow array or chunked
+    array, which stay Arrow (a million ids as Python objects take several times the memory)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values.cast(pa.string())
+    return pa.array(values if isinstance(values, list) else np.asarray(values, dtype=object), pa.string())
+
+
+ROW_GROUP_ROWS = 1024 * 1024  # pyarrow's default row-group length, which write_table keeps
+
+
+class TableWriter:
+    """Write a Parquet file of ``kind`` block by block (``write``), for a stage that never holds all of it.
+
+    Blocks are gathered into row groups of :data:`ROW_GROUP_ROWS` rows, each written as soon as it is full, so
+    the file is byte for byte what :func:`write_table` writes of the blocks' concatenation. Use it as a context
+    manager: the file appears atomically when the block ends without an exception, and not at all otherwise."""
+
+    def __init__(self, kind: ArtifactKind, path: str | os.PathLike, *, row_group_rows: int = ROW_GROUP_ROWS):
+        self.kind, self.path, self.row_group_rows = kind, path, row_group_rows
+        self.rows = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def __enter__(self) -> "TableWriter":
+        self._atomic = atomic_path(self.path)
+        tmp = self._atomic.__enter__()
+        try:
+            self._writer = pq.ParquetWriter(tmp, self.kind.schema, compression="zstd")
+        except BaseException:
+            self._atomic.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def write(self, table: pa.Table) -> None:
+        table = _conform(table, self.kind, str(self.path))
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        self.rows += table.num_rows
+        if self._pending_rows >= self.row_group_rows:
+            self._flush(whole_groups_only=True)
+
+    def _flush(self, whole_groups_only: bool) -> None:
+        pending = pa.concat_tables(self._pending or [self.kind.schema.empty_table()]).combine_chunks()
+        cut = pending.num_rows - pending.num_rows % self.row_group_rows if whole_groups_only else pending.num_rows
+        if cut or self.rows == 0:  # a file without rows still has its one empty row group, as write_table's
+            self._writer.write_table(pending.slice(0, cut), row_group_size=self.row_group_rows)
+        self._pending = [pending.slice(cut)]
+        self._pending_rows = pending.num_rows - cut
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            if exc_type is None:
+                self._flush(whole_groups_only=False)
+            self._writer.close()
+        except BaseException:
+            self._atomic.__exit__(*sys.exc_info())  # removes the temporary
+            raise
+        return self._atomic.__exit__(exc_type, exc, tb)
 
 
 def read_table(kind: ArtifactKind, path: str | os.PathLike, filters=None) -> pa.Table:

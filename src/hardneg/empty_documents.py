@@ -26,23 +26,32 @@ HANDLING = ("exclude", "keep")
 EXAMPLES = 10  # document ids listed in stats.json and in messages
 
 
+def _blank(values) -> pa.Array:
+    """Per value: missing, or nothing but white space."""
+    values = pc.fill_null(values, "")
+    return pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(values)), 0)
+
+
 def empty_mask(table: pa.Table | pa.RecordBatch) -> np.ndarray:
     """Boolean per row of a table with ``title`` and ``text`` columns: both blank."""
-    blank = None
-    for column in ("title", "text"):
-        values = pc.fill_null(table.column(column), "")
-        is_blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(values)), 0)
-        blank = is_blank if blank is None else pc.and_(blank, is_blank)
+    blank = pc.and_(_blank(table.column("title")), _blank(table.column("text")))
     return np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool) if len(table) else np.zeros(0, bool)
 
 
-def empty_docids(corpus_path: str | os.PathLike, batch_size: int = 100_000) -> list[str]:
-    """The ids of the empty documents of a ``corpus.parquet``, in corpus order (read in batches)."""
+def empty_docids(corpus_path: str | os.PathLike) -> list[str]:
+    """The ids of the empty documents of a ``corpus.parquet``, in corpus order, read row group by row group.
+
+    Titles are read first and texts only in a row group with a blank title: a corpus whose documents all have
+    a title (the synthetic one) is checked without reading its texts, whatever its size."""
+    corpus = pq.ParquetFile(corpus_path)
     found: list[str] = []
-    for batch in pq.ParquetFile(corpus_path).iter_batches(batch_size=batch_size, columns=["docid", "title", "text"]):
-        mask = empty_mask(batch)
-        if mask.any():
-            found.extend(batch.column(0).filter(pa.array(mask)).to_pylist())
+    for group in range(corpus.num_row_groups):
+        blank_title = _blank(corpus.read_row_group(group, columns=["title"]).column("title"))
+        if not pc.any(blank_title).as_py():
+            continue
+        rows = corpus.read_row_group(group, columns=["docid", "text"])
+        mask = pc.and_(blank_title, _blank(rows.column("text")))
+        found.extend(rows.column("docid").filter(mask).to_pylist())
     return found
 
 

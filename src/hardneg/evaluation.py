@@ -117,9 +117,12 @@ def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLik
             if embeddings:
                 import numpy as np
 
+                from hardneg.npyfile import NpyRows
+
                 full_ranks = full_corpus_ranks(np.load(embeddings["query_npy"]), _row_ids(embeddings["query_ids"]),
-                                               np.load(embeddings["doc_npy"], mmap_mode="r"),
-                                               _row_ids(embeddings["doc_ids"]), _relevant_ranks(run, qrels))
+                                               NpyRows(embeddings["doc_npy"]),  # read in blocks, never mapped whole
+                                               artifacts.read_table(artifacts.ROW_IDS, embeddings["doc_ids"])["id"],
+                                               _relevant_ranks(run, qrels))
             by_query = per_query_pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
             errors = summarise(by_query, pairwise_depth)
             per_query = pa.concat_tables([per_query, _pairwise_rows(by_query, pairwise_depth)])

@@ -50,6 +50,8 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
         sys.stdout = sys.stderr = handle
         if _log_path != os.fspath(path):
             _keep_attempt(os.fspath(path))
+        if _log_path is None:
+            atexit.register(_log_peak_memory)
         _log_path = os.fspath(path)
     logging.basicConfig(level=level, stream=sys.stderr, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -58,6 +60,30 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
 
     stop.handle_stop_signals()  # SIGTERM/SIGINT: no partial artifact (see hardneg.stop)
     _set_console(_console_stream if path is not None else None)
+
+
+def peak_memory_kib() -> int:
+    """This process's peak resident memory in KiB: the kernel's high-water mark of its memory since it started
+    its program (``VmHWM``; ``ru_maxrss`` where /proc is missing, which on Linux also counts the parent's memory
+    at the fork, carried across the exec)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+
+    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes on macOS, in KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit // 1024
+
+
+def _log_peak_memory() -> None:
+    """Log the process's peak resident memory as it ends: Snakemake's benchmark record samples memory, every
+    30 s after a job's first 15 s, and can miss a peak (benchmarks/scale.py reads both)."""
+    peak = peak_memory_kib()
+    logging.getLogger(__name__).info("peak resident memory: %d KiB (%.0f MiB)", peak, peak / 1024)
 
 
 def _keep_attempt(path: str) -> None:

@@ -5,7 +5,8 @@ the mining model's scores of the relevant pairs (a POSITIVE_SCORES table, needed
 is a HARDNEGS table: for each query its kept negatives with their rank and score under the mining model.
 
 Everything is vectorised over all rows at once (Arrow hash lookups, NumPy group arithmetic on sorted query codes);
-the only Python loop is one per query when negatives are sampled at random, to seed each query's generator.
+the only Python loop is one per query when negatives are sampled at random, to seed each query's generator. The
+stage mines a large run in blocks of whole queries (:func:`query_blocks`), which gives the same list.
 """
 
 from __future__ import annotations
@@ -50,16 +51,15 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
     """Inner-product score of every relevant pair (relevance >= 1) of ``qrels`` whose query is in ``qids``.
 
     ``query_emb`` is (len(qids), dim) and ``doc_emb`` is (len(docids), dim), row i embedding id i; either may be
-    float16 or a memory map, the dot products are computed in float32. Returns a POSITIVE_SCORES table (qid, docid,
-    relevance, score) in ``qrels`` row order. A relevant document without an embedding (an empty document, which
-    dense runs leave out under ``empty_documents: exclude``) has no score: its pairs are left out, with a
-    warning. Raises ValueError for repeated ids.
+    float16 or a memory map, the dot products are computed in float32; the ids may be Arrow string arrays.
+    Returns a POSITIVE_SCORES table (qid, docid, relevance, score) in ``qrels`` row order. A relevant document
+    without an embedding (an empty document, which dense runs leave out under ``empty_documents: exclude``) has no
+    score: its pairs are left out, with a warning. Raises ValueError for repeated ids.
     """
     if len(qids) != len(query_emb) or len(docids) != len(doc_emb):
         raise ValueError(f"ids and embeddings differ in length: {len(qids)} qids for {len(query_emb)} query rows, "
                          f"{len(docids)} docids for {len(doc_emb)} document rows")
-    qid_set = pa.array(np.asarray(qids, dtype=object), pa.string())
-    docid_set = pa.array(np.asarray(docids, dtype=object), pa.string())
+    qid_set, docid_set = artifacts.string_array(qids), artifacts.string_array(docids)
     for ids, what in ((qid_set, "qid"), (docid_set, "docid")):
         if len(pc.unique(ids)) != len(ids):
             raise ValueError(f"the {what}s of the embedding rows are not unique")
@@ -206,28 +206,52 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
     return out.cast(artifacts.HARDNEGS.schema).combine_chunks()
 
 
+MINE_BLOCK_ROWS = 1 << 20  # run rows mined at a time (whole queries)
+
+
+def query_blocks(run: pa.Table, block_rows: int = MINE_BLOCK_ROWS) -> list[tuple[int, int]]:
+    """Row ranges [lo, hi) of ``run`` that hold whole queries, about ``block_rows`` rows each, when every query's
+    rows are contiguous (as a search writes them); one range over the whole run otherwise."""
+    n = run.num_rows
+    if n == 0:
+        return [(0, 0)]
+    codes = _codes(run["qid"], pc.unique(run["qid"]))  # in first-appearance order: contiguous iff never decreasing
+    if np.any(np.diff(codes) < 0):
+        return [(0, n)]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    after = np.searchsorted(starts, np.arange(block_rows, n, block_rows), side="left")
+    bounds = np.r_[0, np.unique(starts[after[after < len(starts)]]), n]
+    return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
 def mine_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, hardnegs_path: str | os.PathLike, *,
                positives_path: str | os.PathLike | None = None, depth: int = 200,
                rank_range: tuple[int, int] | list[int] | None = None, keep: int | None = None,
                sampling: str = "top", seed: int = 0, margin: float | None = None,
-               relative_margin: float | None = None) -> pa.Table:
+               relative_margin: float | None = None, block_rows: int = MINE_BLOCK_ROWS) -> int:
     """Stage function: run Parquet + qrels Parquet (+ positive scores Parquet) → ``hardnegs_path`` (HARDNEGS).
 
     The options are those of :func:`mine_hard_negatives`; ``rank_range`` may be a two-element list (as in YAML).
-    The output is written atomically; the mined table is returned.
+    Every query is mined on its own, so the run is mined in blocks of whole queries (:func:`query_blocks`) and
+    each block's negatives are written as they come (:class:`hardneg.artifacts.TableWriter`): the same file as
+    mining the whole run at once. Returns the number of hard negatives.
     """
     run = artifacts.read_table(artifacts.RUN, run_path)
     qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
     positives = artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path) if positives_path else None
-    hardnegs = mine_hard_negatives(run, qrels, positives, depth=depth,
-                                   rank_range=tuple(rank_range) if rank_range is not None else None, keep=keep,
-                                   sampling=sampling, seed=seed, margin=margin, relative_margin=relative_margin)
-    num_queries = len(pc.unique(hardnegs["qid"]))
+    ranks = tuple(rank_range) if rank_range is not None else None
+    num_queries = 0
+    with artifacts.TableWriter(artifacts.HARDNEGS, hardnegs_path) as writer:
+        for lo, hi in query_blocks(run, block_rows):
+            hardnegs = mine_hard_negatives(run.slice(lo, hi - lo), qrels, positives, depth=depth,
+                                           rank_range=ranks, keep=keep, sampling=sampling, seed=seed,
+                                           margin=margin, relative_margin=relative_margin)
+            num_queries += len(pc.unique(hardnegs["qid"]))
+            writer.write(hardnegs)
     log.info("mined %d hard negatives for %d of %d queries (depth %d, rank_range %s, keep %s, sampling %s, "
-             "margin %s, relative_margin %s)", hardnegs.num_rows, num_queries, len(pc.unique(run["qid"])), depth,
+             "margin %s, relative_margin %s)", writer.rows, num_queries, len(pc.unique(run["qid"])), depth,
              rank_range, keep, sampling, margin, relative_margin)
-    artifacts.write_table(hardnegs, artifacts.HARDNEGS, hardnegs_path)
-    return hardnegs
+    return writer.rows
 
 
 def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str | os.PathLike,
@@ -238,8 +262,8 @@ def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str
     relevant documents are read."""
     query_emb = np.load(query_emb_path, mmap_mode="r")
     doc_emb = np.load(doc_emb_path, mmap_mode="r")
-    qids = artifacts.read_table(artifacts.ROW_IDS, query_ids_path)["id"].to_pylist()
-    docids = artifacts.read_table(artifacts.ROW_IDS, doc_ids_path)["id"].to_numpy(zero_copy_only=False)
+    qids = artifacts.read_table(artifacts.ROW_IDS, query_ids_path)["id"]
+    docids = artifacts.read_table(artifacts.ROW_IDS, doc_ids_path)["id"]  # Arrow strings, not Python objects
     qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
     scores = positive_scores(query_emb, qids, doc_emb, docids, qrels)
     log.info("scored %d relevant pairs of %d queries", scores.num_rows, len(pc.unique(scores["qid"])))

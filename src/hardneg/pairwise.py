@@ -14,6 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hardneg.artifacts import string_array
+
 
 def _relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
     """(qid, docid, rank) of every relevant pair of judged queries; rank NaN when the run misses it."""
@@ -22,27 +24,48 @@ def _relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
     return rel.merge(ranked, on=["qid", "docid"], how="left")
 
 
-def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids: list[str],
-                      pairs: pd.DataFrame, batch: int = 256) -> np.ndarray:
+DOC_BLOCK = 16_384  # documents scored at a time: 16 MiB of scores for 256 queries, whatever the corpus's size
+
+
+def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids, pairs: pd.DataFrame,
+                      batch: int = 256, doc_block: int = DOC_BLOCK) -> np.ndarray:
     """1 + the number of documents scoring strictly above each (qid, docid) pair, by inner product. A document
     without an embedding (an empty document left out under ``empty_documents: exclude``) ranks after every
-    embedded one: ``len(docids) + 1``."""
+    embedded one: ``len(docids) + 1``.
+
+    ``docids`` may be a list or an Arrow string array. Queries are scored ``batch`` at a time against
+    ``doc_block`` documents at a time (converted to float32 block by block: a float16 or memory-mapped matrix is
+    never copied whole), in two passes: each pair's own score, then the documents above it, both from the same
+    block products, so that a document tied with the relevant one is never counted above it."""
     q_index = {q: i for i, q in enumerate(qids)}
-    d_index = {d: i for i, d in enumerate(docids)}
     q_rows = pairs["qid"].map(q_index).to_numpy()
-    d_found = pairs["docid"].map(d_index)
-    unranked = d_found.isna().to_numpy()
-    d_rows = d_found.fillna(0).to_numpy().astype(np.int64)
+    found = pc.index_in(pa.array(pairs["docid"], pa.string()), value_set=string_array(docids))
+    unranked = found.is_null().to_numpy(zero_copy_only=False)
+    d_rows = pc.fill_null(found, 0).to_numpy().astype(np.int64)
     ranks = np.empty(len(pairs), dtype=np.int64)
     order = np.argsort(q_rows, kind="stable")
     unique_q = np.unique(q_rows)
+    num_docs = len(doc_emb)
+
+    def block_scores(queries: np.ndarray):
+        for start in range(0, num_docs, doc_block):
+            yield start, queries @ np.asarray(doc_emb[start:start + doc_block], dtype=np.float32).T
+
     for lo in range(0, len(unique_q), batch):
         chunk = unique_q[lo:lo + batch]
-        scores = np.asarray(query_emb[chunk], dtype=np.float32) @ np.asarray(doc_emb, dtype=np.float32).T
         position = {q: i for i, q in enumerate(chunk)}
-        for k in order[np.isin(q_rows[order], chunk)]:
-            row = scores[position[q_rows[k]]]
-            ranks[k] = 1 + int((row > row[d_rows[k]]).sum())
+        members = order[np.isin(q_rows[order], chunk)]  # the pairs of these queries
+        rows = np.array([position[q] for q in q_rows[members]], dtype=np.int64)
+        docs = d_rows[members]
+        queries = np.asarray(query_emb[chunk], dtype=np.float32)
+        own = np.zeros(len(members), dtype=np.float32)
+        for start, scores in block_scores(queries):
+            inside = (docs >= start) & (docs < start + scores.shape[1])
+            own[inside] = scores[rows[inside], docs[inside] - start]
+        above = np.zeros(len(members), dtype=np.int64)
+        for _, scores in block_scores(queries):
+            above += (scores[rows] > own[:, None]).sum(axis=1)
+        ranks[members] = 1 + above
     ranks[unranked] = len(docids) + 1
     return ranks
 

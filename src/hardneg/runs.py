@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
 
 import pyarrow as pa
 
@@ -45,6 +48,72 @@ def write_run(run: pa.Table, parquet_path: str | os.PathLike, trec_path: str | o
     artifacts.write_table(run, artifacts.RUN, parquet_path)
     if trec_path is not None:
         write_trec(run, trec_path, tag)
+
+
+class RunWriter:
+    """Write a run block by block, as Parquet and, when ``trec_path`` is given, as TREC: what :func:`write_run`
+    writes of the blocks' concatenation, byte for byte, without holding more than a block.
+
+    Each query's rows must come in one block, best rank first (as a search gives them). Parquet rows follow the
+    blocks (:class:`hardneg.artifacts.TableWriter`); TREC lines are in query-id order, so each block's lines go
+    to a spill file and are copied, query by query in id order, into the TREC file at the end. Ids are checked
+    block by block: a run that cannot be written as TREC leaves neither file. Use it as a context manager."""
+
+    def __init__(self, parquet_path: str | os.PathLike, trec_path: str | os.PathLike | None, tag: str):
+        self.parquet_path, self.trec_path, self.tag = parquet_path, trec_path, tag
+        self.rows = 0
+        self._queries: dict[str, tuple[int, int]] = {}  # qid -> (offset, length) of its lines in the spill
+
+    def __enter__(self) -> "RunWriter":
+        self._stack = contextlib.ExitStack()
+        with self._stack:
+            if self.trec_path is not None:
+                _check_trec_fields(artifacts.RUN.schema.empty_table(), (), self.trec_path, self.tag)
+                self._trec = self._stack.enter_context(atomic_path(self.trec_path))
+                self._spill = self._stack.enter_context(tempfile.TemporaryFile(dir=os.path.dirname(self._trec)))
+            self._table = self._stack.enter_context(artifacts.TableWriter(artifacts.RUN, self.parquet_path))
+            self._stack = self._stack.pop_all()
+        return self
+
+    def write(self, block: pa.Table) -> None:
+        if self.trec_path is not None:
+            _check_trec_fields(block, ("qid", "docid"), self.trec_path)
+            self._spill_lines(block)
+        self._table.write(block)
+        self.rows += block.num_rows
+
+    def _spill_lines(self, block: pa.Table) -> None:
+        columns = [block[c].to_pylist() for c in ("qid", "docid", "rank", "score")]
+        qids = columns[0]
+        start = 0
+        while start < len(qids):
+            qid, stop = qids[start], start + 1
+            while stop < len(qids) and qids[stop] == qid:
+                stop += 1
+            if qid in self._queries:
+                raise ValueError(f"{self.trec_path}: the rows of query {qid!r} are not in one block")
+            text = "".join(f"{qid} Q0 {docid} {rank} {score:.6f} {self.tag}\n"
+                           for docid, rank, score in zip(*(c[start:stop] for c in columns[1:]))).encode("utf-8")
+            self._queries[qid] = (self._spill.tell(), len(text))
+            self._spill.write(text)
+            start = stop
+
+    def _write_trec(self) -> None:
+        with open(self._trec, "wb") as handle:
+            for qid in sorted(self._queries):  # code-point order: the byte order of Arrow's sort in write_trec
+                offset, length = self._queries[qid]
+                self._spill.seek(offset)
+                handle.write(self._spill.read(length))
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None and self.trec_path is not None:
+            try:
+                self._write_trec()
+            except BaseException:
+                if not self._stack.__exit__(*sys.exc_info()):  # removes the temporaries
+                    raise
+                return False
+        return self._stack.__exit__(exc_type, exc, tb)
 
 
 def read_run(path: str | os.PathLike) -> pa.Table:

@@ -1,11 +1,11 @@
 """Encoding texts into vectors: length-sorted batches (little padding), optional float16 output, shards.
 
 Corpus encoding is split into shards (contiguous row ranges of the tokenized corpus) that run as separate jobs;
-:func:`gather_shards` concatenates them into one memory-mappable ``.npy`` with its row-id table. The rows are
-those of the tokenized corpus, which leaves the empty documents out under ``empty_documents: exclude``
-(:mod:`hardneg.dense.tokenized`): ``corpus.ids.parquet`` names exactly the documents ``corpus.npy`` holds, in
-the order of the tokenized corpus, so a row of the embeddings is a row of the tokenized corpus (ADORE and dev
-evaluation rely on it).
+:func:`gather_shards` concatenates them, file to file, into one memory-mappable ``.npy`` with its row-id table.
+The rows are those of the tokenized corpus, which leaves the empty documents out under ``empty_documents:
+exclude`` (:mod:`hardneg.dense.tokenized`): ``corpus.ids.parquet`` names exactly the documents ``corpus.npy``
+holds, in the order of the tokenized corpus, so a row of the embeddings is a row of the tokenized corpus (ADORE
+and dev evaluation rely on it).
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import torch
 
 from hardneg import artifacts
 from hardneg.atomic import atomic_path
-from hardneg.dense.precision import attention_kernels, effective
-from hardneg.dense.precision import autocast as precision_autocast
 from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.npyfile import NpyRows, NpyWriter
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +41,11 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
     from pinned memory without waiting, and vectors come back every :data:`FLUSH_ROWS` rows rather than after
     each batch, so the host prepares the next batches while the GPU computes.
     """
+    import torch  # here, not at module level: gathering shards and building indexes do without it
+
+    from hardneg.dense.precision import attention_kernels, effective
+    from hardneg.dense.precision import autocast as precision_autocast
+
     device = torch.device(device)
     rows = np.asarray(rows, dtype=np.int64)
     order = np.argsort(-texts.lengths[rows], kind="stable")
@@ -108,24 +111,20 @@ def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_p
 
 
 def gather_shards(npy_paths: list, ids_paths: list, npy_path, ids_path) -> int:
-    """Concatenate shard embeddings (in shard order) into one ``.npy`` written through a memory map."""
-    shards = [np.load(p, mmap_mode="r") for p in npy_paths]
+    """Concatenate shard embeddings (in shard order) into one ``.npy``, copied file to file: neither the shards
+    nor the result are ever in memory (:class:`hardneg.npyfile.NpyWriter`)."""
+    shards = [NpyRows(p) for p in npy_paths]
     rows = sum(len(s) for s in shards)
     dim, dtype = shards[0].shape[1], shards[0].dtype
-    ids: list[str] = []
+    ids = []
     for path, shard, npy in zip(ids_paths, shards, npy_paths):
-        shard_ids = artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist()
+        shard_ids = artifacts.read_table(artifacts.ROW_IDS, path)["id"]
         if len(shard_ids) != len(shard):  # row i of corpus.npy must be the document named on row i of the ids
             raise ValueError(f"{npy} has {len(shard)} rows but {path} lists {len(shard_ids)} ids")
-        ids.extend(shard_ids)
-    with atomic_path(npy_path) as tmp:
-        merged = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(rows, dim))
-        cursor = 0
-        for shard in shards:
-            merged[cursor:cursor + len(shard)] = shard
-            cursor += len(shard)
-        merged.flush()
-        del merged
-    artifacts.write_table(pa.table({"id": pa.array(ids, pa.string())}), artifacts.ROW_IDS, ids_path)
+        ids.append(shard_ids)
+    with atomic_path(npy_path) as tmp, NpyWriter(tmp, (rows, dim), dtype) as merged:
+        for npy in npy_paths:
+            merged.copy_from(npy)
+    ids_table = pa.table({"id": pa.chunked_array([c for part in ids for c in part.chunks], pa.string())})
+    artifacts.write_table(ids_table.combine_chunks(), artifacts.ROW_IDS, ids_path)
     return rows
-

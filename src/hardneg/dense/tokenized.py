@@ -7,8 +7,8 @@ A cache folder holds, per text set (``corpus`` and ``queries_<split>``):
     <name>.rows.parquet the document or query id of each row (ROW_IDS)
 
 Documents are encoded as the pair (title, text): ``[CLS] title [SEP] text [SEP]``, or ``[CLS] text [SEP]`` when
-the title is blank. Files are written in chunks through a memory map, so the corpus never has to fit twice
-in memory (as DRhard's pre-tokenised memmaps).
+the title is blank. Texts are tokenized in chunks and each chunk's rows are appended to the file, so the
+tokenized corpus is never in memory; stages read it through a memory map (as DRhard's pre-tokenised memmaps).
 
 With ``exclude_empty`` the corpus set leaves out the empty documents (see :mod:`hardneg.empty_documents`), so
 every stage that reads it (encoding, hence the corpus embeddings and their row ids, indexes, dense rankings and
@@ -35,6 +35,7 @@ from hardneg import artifacts
 from hardneg.atomic import atomic_dir
 from hardneg.errors import DataError
 from hardneg.logs import console
+from hardneg.npyfile import NpyWriter
 
 log = logging.getLogger(__name__)
 
@@ -96,17 +97,17 @@ def length_quantiles(kept: np.ndarray, cut_sample: np.ndarray, num_cut: int, qua
 
 def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length: int) -> dict:
     """Tokenize one text set into the cache; return its truncation facts (see :func:`_truncation`)."""
-    matrix = np.lib.format.open_memmap(path / f"{name}.ids.npy", mode="w+", dtype=np.int32, shape=(rows, max_length))
+    matrix = NpyWriter(path / f"{name}.ids.npy", (rows, max_length), np.int32)  # rows appended, never all in memory
     lengths = np.empty(rows, dtype=np.int32)
     cut = np.zeros(rows, dtype=bool)
-    row_ids: list[str] = []
+    row_ids: list[pa.Array] = []
     # A uniform sample of the cut texts, for their whole lengths: those with the smallest random keys.
     rng = np.random.default_rng(0)
     sample, sample_keys = [], np.zeros(0)
     cursor = 0
     for id_chunk, first, second in batches:
         chunk_ids, chunk_len, chunk_cut = _encode_chunk(tokenizer, first, second, max_length)
-        matrix[cursor:cursor + len(chunk_ids)] = chunk_ids
+        matrix.write(chunk_ids)
         lengths[cursor:cursor + len(chunk_ids)] = chunk_len
         cut[cursor:cursor + len(chunk_ids)] = chunk_cut
         if chunk_cut.any():
@@ -116,13 +117,13 @@ def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length:
             if len(sample) > _LENGTH_SAMPLE:
                 keep = np.sort(np.argpartition(sample_keys, _LENGTH_SAMPLE)[:_LENGTH_SAMPLE])
                 sample, sample_keys = [sample[i] for i in keep], sample_keys[keep]
-        row_ids.extend(id_chunk)
+        row_ids.append(pa.array(id_chunk, pa.string()))
         cursor += len(chunk_ids)
         log.info("tokenized %s: %d / %d", name, cursor, rows)
-    matrix.flush()
-    del matrix
+    matrix.close()
     np.save(path / f"{name}.len.npy", lengths)
-    pq.write_table(pa.table({"id": pa.array(row_ids, pa.string())}), path / f"{name}.rows.parquet")
+    ids = pa.concat_arrays(row_ids) if row_ids else pa.array([], pa.string())
+    pq.write_table(pa.table({"id": ids}), path / f"{name}.rows.parquet")
     whole = _full_lengths(tokenizer, sample) if sample else np.zeros(0, np.int64)
     num_cut = int(cut.sum())
     fit = length_quantiles(lengths[~cut], whole, num_cut)

@@ -130,6 +130,26 @@ def _default_train_size(index: faiss.Index, n: int) -> int:
     return default_train_size(index, n, DEFAULT_TRAIN_SIZE)
 
 
+def _is_flat(index: faiss.Index) -> bool:
+    """An empty exact index (``Flat``) whose storage is the float32 vectors themselves."""
+    flat = faiss.downcast_index(index)
+    return type(flat) in (faiss.IndexFlat, faiss.IndexFlatIP) and flat.ntotal == 0
+
+
+def _fill_flat(index: faiss.Index, embeddings) -> None:
+    """Store every row of ``embeddings`` in the empty flat ``index``, as ``add`` would, with its storage sized
+    once: ``add`` grows it by doubling, and a doubling holds the old and the new buffer at once (up to three
+    times the vectors, at the last block). Blocks are converted to float32 straight into the storage."""
+    flat = faiss.downcast_index(index)
+    n = len(embeddings)
+    flat.codes.resize(n * flat.code_size)
+    stored = faiss.rev_swig_ptr(flat.get_xb(), n * flat.d).reshape(n, flat.d)
+    for start in range(0, n, _ADD_BATCH):
+        stored[start:start + _ADD_BATCH] = embeddings[start:start + _ADD_BATCH]
+        log.info("added %d / %d rows", min(start + _ADD_BATCH, n), n)
+    flat.ntotal = n
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # building
 
@@ -138,7 +158,8 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
                 use_gpu: bool | str = "auto", threads: int | None = None, key: str = "index.factory") -> faiss.Index:
     """Build an inner-product faiss index over ``embeddings`` and return it as a CPU index.
 
-    ``embeddings``: [n, dim] float16 or float32 (a memmap is fine: rows are converted to float32 batch by batch);
+    ``embeddings``: [n, dim] float16 or float32 (a memmap or a :class:`hardneg.npyfile.NpyRows` is fine: rows are
+    read and converted to float32 batch by batch; a ``Flat`` index is sized once, never holding the vectors twice);
     row i gets faiss id i. ``factory``: a faiss index-factory string, e.g. "Flat", "PQ8" (8 bits per code unless
     written "PQ8x4"), "OPQ8,PQ8", "IVF1024,PQ8", "IVF1024,Flat", "HNSW32". An index that needs training is trained
     on ``train_size`` rows drawn without replacement by ``numpy.random.default_rng(seed)`` (default: all rows up to
@@ -198,9 +219,12 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
                                        f"{_faiss_message(exc)}") from exc
             log.info("trained in %.1f s", time.perf_counter() - started)
 
-        for start in range(0, n, _ADD_BATCH):
-            work.add(_float32(embeddings[start:start + _ADD_BATCH]))
-            log.info("added %d / %d rows", min(start + _ADD_BATCH, n), n)
+        if work is index and _is_flat(index):
+            _fill_flat(index, embeddings)
+        else:
+            for start in range(0, n, _ADD_BATCH):
+                work.add(_float32(embeddings[start:start + _ADD_BATCH]))
+                log.info("added %d / %d rows", min(start + _ADD_BATCH, n), n)
 
         if work is not index:
             index = faiss.index_gpu_to_cpu(work)
@@ -255,26 +279,24 @@ def is_exact(index: faiss.Index) -> bool:
 # searching
 
 
-def search(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096,
-           use_gpu: bool | str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    """Search ``queries`` ([n, dim] float16/float32) in ``batch_size`` batches for their top ``k`` rows.
-
-    Returns (scores, ids): float32 inner products [n, k'] best first and int64 row ids [n, k'], where
-    k' = min(k, index.ntotal); where an approximate index finds fewer than k' rows the tail has id -1.
-    ``use_gpu`` as in :func:`build_index`; the index is copied to all GPUs for the call when used.
-    """
+def search_blocks(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096,
+                  use_gpu: bool | str = "auto") -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Search ``queries`` ([n, dim] float16/float32) ``batch_size`` at a time for their top ``k`` rows: an
+    iterator over (first query row, scores, ids) of each batch, as :func:`search` returns them for all queries.
+    The arguments are checked at the call, before the first batch."""
     queries = _check_matrix(queries, "queries", dim=index.d, allow_empty=True)
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    n = queries.shape[0]
-    k = min(int(k), int(index.ntotal))
-    scores = np.empty((n, k), dtype=np.float32)
-    ids = np.empty((n, k), dtype=np.int64)
-    if n == 0 or k == 0:
-        return scores, ids
+    return _search_batches(index, queries, min(int(k), int(index.ntotal)), batch_size, use_gpu)
 
+
+def _search_batches(index: faiss.Index, queries: np.ndarray, k: int, batch_size: int,
+                    use_gpu: bool | str) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    n = queries.shape[0]
+    if n == 0 or k == 0:
+        return
     searcher = index
     if _want_gpu(use_gpu):
         if k > _GPU_MAX_K:
@@ -283,11 +305,34 @@ def search(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int =
             searcher = _to_gpu(index, ngpu=-1, what="search") or index
     started = time.perf_counter()
     for start in range(0, n, batch_size):
-        batch_scores, batch_ids = searcher.search(_float32(queries[start:start + batch_size]), k)
-        scores[start:start + batch_size] = batch_scores
-        ids[start:start + batch_size] = batch_ids
+        scores, ids = searcher.search(_float32(queries[start:start + batch_size]), k)
+        yield start, scores, ids
     log.info("searched %d queries for top %d in %.1f s", n, k, time.perf_counter() - started)
+
+
+def search(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096,
+           use_gpu: bool | str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Search ``queries`` ([n, dim] float16/float32) in ``batch_size`` batches for their top ``k`` rows.
+
+    Returns (scores, ids): float32 inner products [n, k'] best first and int64 row ids [n, k'], where
+    k' = min(k, index.ntotal); where an approximate index finds fewer than k' rows the tail has id -1.
+    ``use_gpu`` as in :func:`build_index`; the index is copied to all GPUs for the call when used.
+    """
+    blocks = search_blocks(index, queries, k, batch_size=batch_size, use_gpu=use_gpu)
+    n, k = queries.shape[0], min(int(k), int(index.ntotal))
+    scores = np.empty((n, k), dtype=np.float32)
+    ids = np.empty((n, k), dtype=np.int64)
+    for start, batch_scores, batch_ids in blocks:
+        scores[start:start + len(batch_scores)] = batch_scores
+        ids[start:start + len(batch_ids)] = batch_ids
     return scores, ids
+
+
+def _check_run_ids(index: faiss.Index, query_embeddings: np.ndarray, qids, docids) -> None:
+    if len(qids) != query_embeddings.shape[0]:
+        raise ValueError(f"{len(qids)} qids for {query_embeddings.shape[0]} query embeddings")
+    if len(docids) != index.ntotal:
+        raise ValueError(f"{len(docids)} docids for an index of {index.ntotal} vectors")
 
 
 def search_run(index: faiss.Index, query_embeddings: np.ndarray, qids: list[str], docids: list[str] | np.ndarray,
@@ -298,24 +343,31 @@ def search_run(index: faiss.Index, query_embeddings: np.ndarray, qids: list[str]
     results (-1) are dropped; rows are in ``qids`` order, then by rank, and equal scores keep faiss's order.
     Keyword arguments go to :func:`search`.
     """
-    if len(qids) != query_embeddings.shape[0]:
-        raise ValueError(f"{len(qids)} qids for {query_embeddings.shape[0]} query embeddings")
-    if len(docids) != index.ntotal:
-        raise ValueError(f"{len(docids)} docids for an index of {index.ntotal} vectors")
+    _check_run_ids(index, query_embeddings, qids, docids)
     scores, ids = search(index, query_embeddings, k, **kw)
     return run_table(scores, ids, qids, docids)
 
 
-def run_table(scores: np.ndarray, ids: np.ndarray, qids: list[str], docids: list[str] | np.ndarray) -> pa.Table:
+def search_run_blocks(index: faiss.Index, query_embeddings: np.ndarray, qids, docids, k: int,
+                      **kw) -> Iterator[pa.Table]:
+    """:func:`search_run` one search batch at a time: the RUN table of each batch of queries, in order (their
+    concatenation is :func:`search_run`'s table). ``qids`` and ``docids`` may be Arrow string arrays."""
+    _check_run_ids(index, query_embeddings, qids, docids)
+    batches = search_blocks(index, query_embeddings, k, **kw)
+    qids, docids = artifacts.string_array(qids), artifacts.string_array(docids)
+    return (run_table(scores, ids, qids.slice(start, len(ids)), docids) for start, scores, ids in batches)
+
+
+def run_table(scores: np.ndarray, ids: np.ndarray, qids, docids) -> pa.Table:
     """A RUN artifact table from search results: ``scores`` and row ``ids`` [n, k] best first (-1: no result,
-    dropped), ``qids[i]`` naming query i and ``docids[j]`` naming row j."""
+    dropped), ``qids[i]`` naming query i and ``docids[j]`` naming row j (lists, NumPy or Arrow arrays)."""
     found = ids >= 0
     # Rank counts only real results, so a -1 anywhere in a row cannot leave a gap.
     ranks = np.cumsum(found, axis=1, dtype=np.int32)[found]
     row_of = np.repeat(np.arange(ids.shape[0]), ids.shape[1]).reshape(ids.shape)[found]
     table = pa.table({
-        "qid": pa.array(np.asarray(qids, dtype=object)[row_of], type=pa.string()),
-        "docid": pa.array(np.asarray(docids, dtype=object)[ids[found]], type=pa.string()),
+        "qid": artifacts.string_array(qids).take(pa.array(row_of, pa.int64())),
+        "docid": artifacts.string_array(docids).take(pa.array(ids[found], pa.int64())),
         "rank": pa.array(ranks, type=pa.int32()),
         "score": pa.array(scores[found], type=pa.float32()),
     })

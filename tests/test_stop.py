@@ -26,12 +26,16 @@ CONFIG = {
             "model": {"vocab_size": 2000, "doc_max_length": 32, "query_max_length": 16,
                       "builtin": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
                                   "intermediate_size": 32}},
-            # many more steps than it takes to see the first checkpoint: the stop comes in the middle
-            "train": {"epochs": 20, "batch_size": 4, "learning_rate": 0.001, "checkpoint_every": 5},
+            # 960 steps, about ten seconds of training even on an idle machine: far more than it takes to see a
+            # checkpoint and send the signal, so the stop comes in the middle however the test is scheduled
+            "train": {"epochs": 60, "batch_size": 4, "learning_rate": 0.001, "checkpoint_every": 5},
             "negatives": {"depth": 50},
         }},
     },
 }
+
+
+TOTAL = 60 * 64 // 4  # optimiser steps: epochs x training queries / batch size
 
 
 def start(workdir):
@@ -59,13 +63,14 @@ def stop_training(workdir, signum, after_step=0) -> int:
     the checkpoint the stop left."""
     process = start(workdir)
     checkpoints = wait_for_checkpoint(workdir, process, after_step)
-    time.sleep(0.5)
+    time.sleep(0.2)  # the signal lands within a step, not at the checkpoint
     process.send_signal(signum)
     output, _ = process.communicate(timeout=120)
     assert process.returncode != 0, output[-3000:]
     run = workdir / "results" / "warmup"
+    assert (checkpoints / "state.json").is_file(), f"no checkpoint after the stop (training ended first?)\n{output[-3000:]}"
     state = json.loads((checkpoints / "state.json").read_text())
-    assert state["step"] < 320, "training ended before the stop: nothing was tested"
+    assert state["step"] < TOTAL, "training ended before the stop: nothing was tested"
     assert not (run / "model").exists() and not (run / "train_log.parquet").exists()
     assert not list((workdir / "results").rglob("*.tmp")), list((workdir / "results").rglob("*.tmp"))
     return state["step"]
@@ -79,11 +84,11 @@ def test_stop_signals_end_training_with_a_checkpoint_and_a_rerun_resumes(tmp_pat
     second = stop_training(tmp_path, signal.SIGINT, after_step=first)
     assert second > first
     log = (tmp_path / "results" / "warmup" / "logs" / "train.log").read_text()
-    assert f"resuming from step {first} of 320" in log and "stopping after the current step" in log, log[-3000:]
+    assert f"resuming from step {first} of {TOTAL}" in log and "stopping after the current step" in log, log[-3000:]
     rerun = subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
                             "--cores", "2"], capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     run = tmp_path / "results" / "warmup"
-    assert f"resuming from step {second} of 320" in (run / "logs" / "train.log").read_text()
+    assert f"resuming from step {second} of {TOTAL}" in (run / "logs" / "train.log").read_text()
     assert (run / "model").is_dir() and (run / "train_log.parquet").is_file()
     assert not (run / "checkpoints" / "state.json").exists()

@@ -167,8 +167,10 @@ class ColBERT(nn.Module):
         marker tokens that :meth:`create` added."""
         from safetensors.torch import save_file
 
+        from hardneg.dense.model import save_encoder
+
         with atomic_dir(out_dir) as tmp:
-            self.encoder.save_pretrained(tmp)
+            save_encoder(self.encoder, tmp)  # with the unused pooler as zeros: AutoModel finds every weight
             if tokenizer is not None:
                 tokenizer.save_pretrained(tmp)
             save_file({"weight": self.linear.weight.detach().cpu().contiguous()}, str(tmp / LINEAR))

@@ -12,8 +12,10 @@
 
 Saved layout (``save``): the query encoder is a standard Hugging Face model folder at the root, so
 ``AutoModel.from_pretrained(folder)`` reloads it, together with the tokenizer; a separate document encoder
-lives in ``doc_encoder/``; ``hardneg.json`` records pooling, head and markers; ``head.safetensors`` the head
-weights.
+lives in ``doc_encoder/`` (with a copy of the tokenizer); ``hardneg.json`` records pooling, head, markers and
+the maximum lengths; ``head.safetensors`` the head weights. The same folder is also a sentence-transformers
+model (:mod:`hardneg.dense.st_layout`): ``SentenceTransformer(folder).encode_query`` / ``encode_document`` give
+the vectors hardneg gives.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from torch import nn
 
 from hardneg.atomic import atomic_dir
 from hardneg.config import section_values
+from hardneg.dense import st_layout
 from hardneg.dense.markers import SKIP, Markers, add_markers
 
 log = logging.getLogger(__name__)
@@ -79,6 +82,35 @@ def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_leng
     return AutoModel.from_pretrained(spec.name)
 
 
+def save_encoder(encoder: nn.Module, folder: str | os.PathLike) -> None:
+    """``encoder.save_pretrained(folder)``, with the pooler its class builds by default saved as zeros when the
+    encoder has none.
+
+    The bi-encoder never reads a backbone's pooler and drops it (:class:`BiEncoder`), and the built-in BERT is
+    built without one, but ``AutoModel.from_pretrained(folder)`` (and sentence-transformers, which loads through
+    it) builds the class's default model, with a pooler: a folder without its weights would load with a randomly
+    drawn pooler and a warning that they are missing. Zeros are the same in every save, so a saved model depends
+    on its training only, and they say what the pooler is worth here: its output is the same for every text
+    (BERT's: tanh(0) = 0); hardneg's vectors are the bi-encoder's own pooling, never the pooler's."""
+    pooler = None
+    if getattr(encoder, "pooler", False) is None:  # the class has a pooler slot, left empty
+        with torch.device("meta"):  # the class's default model, as AutoModel builds it, without drawing a weight
+            default = type(encoder)(encoder.config)
+        if isinstance(getattr(default, "pooler", None), nn.Module):
+            weight = next(encoder.parameters())
+            pooler = default.pooler.to_empty(device=weight.device).to(weight.dtype)
+            for tensor in pooler.parameters():
+                nn.init.zeros_(tensor)
+    if pooler is None:
+        encoder.save_pretrained(folder)
+        return
+    encoder.pooler = pooler
+    try:
+        encoder.save_pretrained(folder)
+    finally:
+        encoder.pooler = None
+
+
 class Head(nn.Module):
     def __init__(self, dim_in: int, dim_out: int):
         super().__init__()
@@ -90,8 +122,14 @@ class Head(nn.Module):
 
 
 class BiEncoder(nn.Module):
+    """Queries and documents to vectors (see the module docstring). ``query_max_length`` / ``doc_max_length``: the
+    lengths of the tokenized cache the model reads (texts are cut there before they reach it,
+    :mod:`hardneg.dense.tokenized`), None when unknown; saved with the model for the sentence-transformers layout,
+    which tokenizes texts itself."""
+
     def __init__(self, query_encoder: nn.Module, doc_encoder: nn.Module | None, *, pooling: str = "cls",
-                 projection_dim: int | None = None, normalize: bool = False, markers: Markers | None = None):
+                 projection_dim: int | None = None, normalize: bool = False, markers: Markers | None = None,
+                 query_max_length: int | None = None, doc_max_length: int | None = None):
         super().__init__()
         if pooling not in ("cls", "mean"):
             raise ValueError(f"unknown pooling {pooling!r}")
@@ -106,6 +144,8 @@ class BiEncoder(nn.Module):
         self.projection_dim = projection_dim
         self.normalize = normalize
         self.markers = markers
+        self.query_max_length = query_max_length
+        self.doc_max_length = doc_max_length
         hidden = query_encoder.config.hidden_size
         self.query_head = Head(hidden, projection_dim) if projection_dim else None
         self.doc_head = (Head(hidden, projection_dim) if projection_dim and doc_encoder is not None else None)
@@ -168,15 +208,21 @@ class BiEncoder(nn.Module):
 
     # ------------------------------------------------------------------------------------------ persistence
     def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
-        """Save atomically (see the module docstring for the layout)."""
+        """Save atomically (see the module docstring for the layout). With the ``tokenizer``, the folder is also a
+        sentence-transformers model (:func:`hardneg.dense.st_layout.write_layout`); the tokenizer saved is
+        :func:`hardneg.dense.st_layout.prompt_tokenizer`'s (the same token ids)."""
         from safetensors.torch import save_file
 
+        if tokenizer is not None:
+            tokenizer = st_layout.prompt_tokenizer(tokenizer, self.markers)
         with atomic_dir(out_dir) as tmp:
-            self.query_encoder.save_pretrained(tmp)
+            save_encoder(self.query_encoder, tmp)
             if tokenizer is not None:
                 tokenizer.save_pretrained(tmp)
             if self.doc_encoder is not None:
-                self.doc_encoder.save_pretrained(tmp / "doc_encoder")
+                save_encoder(self.doc_encoder, tmp / "doc_encoder")
+                if tokenizer is not None:  # sentence-transformers loads each encoder with a tokenizer beside it
+                    tokenizer.save_pretrained(tmp / "doc_encoder")
             heads = {}
             for name, head in (("query_head", self.query_head), ("doc_head", self.doc_head)):
                 if head is not None:
@@ -186,7 +232,10 @@ class BiEncoder(nn.Module):
             (tmp / "hardneg.json").write_text(json.dumps({
                 "pooling": self.pooling, "projection_dim": self.projection_dim, "shared": self.shared,
                 "normalize": self.normalize, "dim": self.dim,
-                "markers": None if self.markers is None else self.markers.to_json()}, indent=2) + "\n")
+                "markers": None if self.markers is None else self.markers.to_json(),
+                "query_max_length": self.query_max_length, "doc_max_length": self.doc_max_length}, indent=2) + "\n")
+            if tokenizer is not None:
+                st_layout.write_layout(tmp, self, tokenizer)
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike) -> "BiEncoder":
@@ -198,7 +247,8 @@ class BiEncoder(nn.Module):
         query_encoder = AutoModel.from_pretrained(model_dir)
         doc_encoder = None if meta["shared"] else AutoModel.from_pretrained(model_dir / "doc_encoder")
         model = cls(query_encoder, doc_encoder, pooling=meta["pooling"], projection_dim=meta["projection_dim"],
-                    normalize=meta.get("normalize", False), markers=Markers.from_json(meta.get("markers")))
+                    normalize=meta.get("normalize", False), markers=Markers.from_json(meta.get("markers")),
+                    query_max_length=meta.get("query_max_length"), doc_max_length=meta.get("doc_max_length"))
         if (model_dir / "head.safetensors").exists():
             weights = load_file(str(model_dir / "head.safetensors"))
             for name in ("query_head", "doc_head"):
@@ -225,7 +275,8 @@ class BiEncoder(nn.Module):
                 add_markers(tokenizer, doc_encoder, spec.query_max_length + 1, seed + 1)
         torch.manual_seed(seed + 2)
         return cls(query_encoder, doc_encoder, pooling=spec.pooling, projection_dim=spec.projection_dim,
-                   normalize=spec.normalize, markers=markers)
+                   normalize=spec.normalize, markers=markers, query_max_length=spec.query_max_length,
+                   doc_max_length=spec.doc_max_length)
 
     @classmethod
     def from_encoder(cls, model_dir: str | os.PathLike, spec: ModelSpec, *, seed: int) -> "BiEncoder":
@@ -240,7 +291,8 @@ class BiEncoder(nn.Module):
         encoder = AutoModel.from_pretrained(model_dir)
         torch.manual_seed(seed + 2)
         return cls(encoder, None, pooling=spec.pooling, projection_dim=spec.projection_dim, normalize=spec.normalize,
-                   markers=Markers.from_json(meta.get("markers")) if spec.markers else None)
+                   markers=Markers.from_json(meta.get("markers")) if spec.markers else None,
+                   query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
 
 
 def describe(model: nn.Module) -> dict:

@@ -254,6 +254,8 @@ def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model
         model = BiEncoder.from_encoder(init_model, spec, seed=resolved["seed"])
     elif init_model:
         model = BiEncoder.load(init_model)
+        # the lengths of this run's tokenized cache, which a continued run may set (CONTINUED_MODEL_KEYS)
+        model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
     else:
         model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                                  max_length=spec.doc_max_length, seed=resolved["seed"], tokenizer=tokenizer)

@@ -203,6 +203,34 @@ def test_a_killed_re_mining_keeps_the_mined_list(reference):
 
 
 # ---------------------------------------------------------------------------------------- atomic writes
+def test_atomic_writes_keep_the_umask(tmp_path):
+    """Temporaries are private while written; the file or folder put in place has the umask's permissions
+    (0644 and 0755 under umask 022), like any file the user creates."""
+    from hardneg import atomic
+
+    previous = os.umask(0o022)
+    saved = atomic._UMASK
+    atomic._UMASK = 0o022  # as read at import by a process started under umask 022
+    try:
+        atomic.write_text(tmp_path / "a.txt", "x")
+        with atomic.atomic_path(tmp_path / "b.bin") as tmp:
+            assert stat.S_IMODE(tmp.stat().st_mode) == 0o600  # private while written
+            tmp.unlink()  # as a library that writes its own file and renames it does
+            fd = os.open(tmp, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        with atomic.atomic_dir(tmp_path / "folder") as folder:
+            (folder / "inner").mkdir(mode=0o700)
+            fd = os.open(folder / "inner" / "f.bin", os.O_CREAT | os.O_WRONLY, 0o600)  # as safetensors does
+            os.close(fd)
+    finally:
+        atomic._UMASK = saved
+        os.umask(previous)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [tmp_path / "a.txt", *(tmp_path / "folder").rglob("*"),
+                                                               tmp_path / "folder"]}
+    modes["b.bin"] = stat.S_IMODE((tmp_path / "b.bin").stat().st_mode)
+    assert modes == {"a.txt": 0o644, "b.bin": 0o644, "folder": 0o755, "inner": 0o755, "f.bin": 0o644}
+
+
 def test_a_write_removes_what_killed_writes_of_the_same_target_left(tmp_path):
     target = tmp_path / "corpus.parquet"
     stale_file = tmp_path / ".corpus.parquet.k1ll3d_1.tmp"

@@ -2,6 +2,8 @@
 a no-op, and a STAR hyper-parameter change re-runs STAR and what follows it, nothing before."""
 
 import json
+import os
+import stat
 
 import pyarrow.parquet as pq
 import pytest
@@ -36,11 +38,29 @@ TARGETS = [f"results/{run}/metrics.json" for run in ("warmup", "randneg", "inbat
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """The runs built under umask 002 (a group's shared project folder), which every artifact keeps."""
     workdir = tmp_path_factory.mktemp("dense-wf")
     write_config(workdir, CONFIG)
-    result = snakemake(workdir, *TARGETS)
+    previous = os.umask(0o002)  # inherited by Snakemake and its jobs
+    try:
+        result = snakemake(workdir, *TARGETS)
+    finally:
+        os.umask(previous)
     assert result.returncode == 0, result.stderr[-4000:]
     return workdir
+
+
+def test_every_artifact_keeps_the_users_umask(built):
+    """Under umask 002 files are 0664 and folders 0775 (models, indexes, embeddings, the tokenized cache, runs,
+    logs): nothing is left private to its writer, so a group can share the results."""
+    wrong = []
+    for path in [built / "results", *(built / "results").rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        expected = 0o775 if path.is_dir() else 0o664
+        if not path.is_symlink() and mode != expected:
+            wrong.append(f"{path.relative_to(built)}: {oct(mode)}")
+    assert not wrong, wrong[:20]
+    assert len(list((built / "results").rglob("*"))) > 100
 
 
 def test_every_dense_run_has_metrics_and_artifacts(built):
@@ -85,3 +105,13 @@ def test_star_hyperparameter_change_reruns_only_star(built):
         assert upstream not in jobs, upstream
     assert "train_dense        1" in out or "train_dense              1" in out or \
         any(line.split()[:2] == ["train_dense", "1"] for line in out.splitlines())
+
+
+def test_job_logs_hold_no_library_chatter(built):
+    """Faiss's loader lines, transformers' weight-loading bars and load reports stay out of the job logs; hardneg's
+    own lines (training steps, encoding progress) are there."""
+    logs = {path: path.read_text() for path in (built / "results").rglob("logs/*.log")}
+    assert any("hardneg.dense.trainer: step" in text for text in logs.values())
+    for path, text in logs.items():
+        for chatter in ("INFO faiss", "Loading weights", "LOAD REPORT", "it/s]"):
+            assert chatter not in text, f"{path.relative_to(built)}: {chatter!r}"

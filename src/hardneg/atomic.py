@@ -20,9 +20,28 @@ log = logging.getLogger(__name__)
 
 _SUFFIX = ".tmp"
 # The process's umask, read once at import (setting it to read it is not thread-safe): temporaries are created
-# private (0600 files, 0700 folders) and are opened up to the usual permissions before they take the target's place.
+# private (0600 files, 0700 folders) and, once written, are given the umask's permissions (0644 and 0755 under
+# umask 022), whatever their writers chose (some libraries create their files 0600), before they take the
+# target's place.
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
+
+
+def _open_up(path: Path) -> None:
+    """Give ``path`` (and, for a folder, everything in it) the permissions of a file or folder the user creates."""
+    if path.is_symlink():
+        return
+    if path.is_dir():
+        os.chmod(path, 0o777 & ~_UMASK)
+        for root, dirs, files in os.walk(path):
+            for name in dirs:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o777 & ~_UMASK)
+            for name in files:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o666 & ~_UMASK)
+    else:
+        os.chmod(path, 0o666 & ~_UMASK)
 
 
 def _prefix(target: Path) -> str:
@@ -69,8 +88,8 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     tmp_path = Path(tmp)
     try:
-        os.chmod(tmp_path, 0o666 & ~_UMASK)
         yield tmp_path
+        _open_up(tmp_path)
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
@@ -83,8 +102,8 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     target = _prepare(target)
     tmp_path = Path(tempfile.mkdtemp(prefix=_prefix(target), suffix=_SUFFIX, dir=target.parent))
     try:
-        os.chmod(tmp_path, 0o777 & ~_UMASK)
         yield tmp_path
+        _open_up(tmp_path)
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp_path, target)

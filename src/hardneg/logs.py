@@ -56,10 +56,33 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.captureWarnings(True)
+    _quiet_libraries()
     from hardneg import stop
 
     stop.handle_stop_signals()  # SIGTERM/SIGINT: no partial artifact (see hardneg.stop)
     _set_console(_console_stream if path is not None else None)
+
+
+# Libraries whose INFO chatter says nothing about the artifacts (Faiss's loader reports which build it picked, each
+# time it is imported): their warnings and errors still reach the log.
+QUIET_LOGGERS = ("faiss", "transformers", "huggingface_hub", "sentence_transformers", "urllib3", "filelock")
+
+
+def _quiet_libraries() -> None:
+    """Library chatter at WARNING and no download or weight-loading progress bars: a job's log holds hardneg's
+    own lines (one line per N steps or documents for the long stages) and whatever went wrong."""
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when huggingface_hub is imported
+    if "huggingface_hub" in sys.modules:  # already imported: tell it (and transformers) directly
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.set_verbosity_warning()
+        transformers_logging.disable_progress_bar()
 
 
 def peak_memory_kib() -> int:

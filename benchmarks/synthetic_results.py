@@ -14,35 +14,13 @@ benchmarks/out/synthetic_results.md.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
 
+from hardneg.results_tables import ABS_PRETRAINING, ABS_ROWS, ROWS, TCT_ROWS, abs_table, runs_table
+
 REPO = Path(__file__).resolve().parents[1]
-ROWS = [("bm25", "bm25"), ("randneg", "randneg"), ("inbatch", "inbatch"), ("warmup", "warmup (BM25 Neg)"),
-        ("star", "star"), ("ance", "ance"), ("adore_randneg", "adore_randneg"), ("adore_inbatch", "adore_inbatch"),
-        ("adore_warmup", "adore_warmup"), ("adore_star", "adore_star"),
-        ("hybrid_adore_star", "hybrid_adore_star (α·BM25 + adore_star)"), ("rrf_adore_star", "rrf_adore_star (RRF)")]
-TCT_ROWS = [("colbert_teacher", "colbert_teacher (re-ranks BM25's top 100)"), ("tct", "tct"), ("tct_hn", "tct_hn"),
-        ("tct_tct_hn", "tct_tct_hn"), ("colbert_teacher_hn", "colbert_teacher_hn"), ("tct_hnp", "tct_hnp (HN+)")]
-ABS_ROWS = [("abs_sequential", "Non-ABS-Sequential"), ("abs_random", "Non-ABS-Random"), ("abs_bm25", "ABS-BM25"),
-            ("abs_encode", "ABS-Encode"), ("abs_beam", "ABS-BeamSearch")]
-ABS_MEASURES = [("RR@10", "MRR@10"), ("RR@100", "MRR@100"), ("R@100", "R@100")]
-MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]
-
-
-def runs_table(results: Path, rows) -> str:
-    lines = ["| run | " + " | ".join(label for _, label in MEASURES)
-             + " | top-200 pairwise errors | total pairwise errors |",
-             "|---|" + "---|" * (len(MEASURES) + 2)]
-    for run, label in rows:
-        metrics = json.loads((results / run / "metrics.json").read_text())
-        errors = metrics["pairwise_errors"]
-        bound = " (≥)" if errors["total_is_lower_bound"] else ""
-        lines.append(f"| {label} | " + " | ".join(f"{metrics['measures'][m]:.3f}" for m, _ in MEASURES)
-                     + f" | {errors['top200_pairwise_errors']:.1f} | {errors['total_pairwise_errors']:.1f}{bound} |")
-    return "\n".join(lines) + "\n"
 
 
 def gradient_table(results: Path) -> str:
@@ -61,18 +39,6 @@ def gradient_table(results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def abs_table(results: Path) -> str:
-    """The ten runs of the ABS report's tables: each batch schedule without and with Condenser pre-training."""
-    lines = ["| batches | pre-training | " + " | ".join(label for _, label in ABS_MEASURES) + " |",
-             "|---|---|" + "---|" * len(ABS_MEASURES)]
-    for prefix, pretraining in (("", "none"), ("condenser_", "Condenser (coCondenser loss)")):
-        for run, label in ABS_ROWS:
-            measures = json.loads((results / f"{prefix}{run}" / "metrics.json").read_text())["measures"]
-            lines.append(f"| {label} (`{prefix}{run}`) | {pretraining} | "
-                         + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tct", action="store_true", help="also the TCT-ColBERT runs (teacher, student, variants)")
@@ -86,7 +52,7 @@ def main() -> None:
     targets = [f"results/{run}/metrics.json" for run, _ in rows] + ["results/pq_matrix/matrix.md",
                                                                      "results/figures/gradient_norms.png"]
     if args.abs:
-        targets = [f"results/{prefix}{run}/metrics.json" for prefix in ("", "condenser_") for run, _ in ABS_ROWS]
+        targets = [f"results/{prefix}{run}/metrics.json" for prefix, _ in ABS_PRETRAINING for run, _ in ABS_ROWS]
         targets += ["results/condenser/metrics.json", "results/figures/epoch_curves.png"]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, *targets, *extra],

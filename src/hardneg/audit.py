@@ -429,7 +429,7 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
         declared = methods.methods().get(method)  # None for a method of a module this process has not loaded
         if method is not None and (declared is None or not declared.role_providing("miner")):
             miners = [name for name, m in methods.methods().items() if m.role_providing("miner")]
-            raise HardnegError(f"run {run} is a {method} run and mines no hard negatives; runs of method "
+            raise HardnegError(f"run {run} (method {method}) mines no hard negatives; runs of method "
                                f"{' or '.join(miners)} do")
         raise HardnegError(f"run {run} has no hard-negative list: {hardnegs_path} is missing; "
                            f"build it with snakemake {hardnegs_path}")

@@ -50,11 +50,16 @@ def _methods(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from hardneg import artifacts
-    from hardneg.evaluation import evaluate
+    from hardneg.errors import ConfigError
+    from hardneg.evaluation import evaluate, parse_measures
+    from hardneg.runs import load_qrels, load_run
 
-    run = artifacts.read_table(artifacts.RUN, args.run)
-    qrels = artifacts.read_table(artifacts.QRELS, args.qrels)
+    try:
+        parse_measures(args.measures)
+    except ConfigError as exc:
+        raise HardnegError(f"--measures: {exc.message}") from None
+    run = load_run(args.run)
+    qrels = load_qrels(args.qrels)
     means, _ = evaluate(run, qrels, args.measures)
     print(json.dumps(means, indent=2))
     return 0
@@ -67,8 +72,101 @@ def _audit(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _table(args) -> int:
+    from hardneg.results_tables import available_rows, runs_table
+
+    rows = available_rows(args.results, args.runs)
+    if not rows:
+        raise HardnegError(f"no run of README's table has metrics under {args.results}/; build one first, e.g. "
+                           f"snakemake --cores all {args.results}/adore_star/metrics.json")
+    print(runs_table(args.results, rows), end="")
+    return 0
+
+
+def _export_hardnegs(args) -> int:
+    from hardneg.export.hardnegs import export_hardnegs
+
+    written = export_hardnegs(args.run, args.format, args.output, results=args.results, negatives=args.negatives,
+                              st_format=args.st_format, title_separator=args.title_separator)
+    columns = f", columns {', '.join(written['columns'])}" if "columns" in written else ""
+    print(f"wrote {written['output']}: {written['format']}"
+          + (f" ({written['st_format']})" if "st_format" in written else "")
+          + f", {written['rows']} rows of {written['queries']} training queries{columns}")
+    return 0
+
+
+def _export_index(args) -> int:
+    from hardneg.export.index import export_index
+
+    info = export_index(args.run, args.output, results=args.results, slug=args.index)
+    print(f"wrote {args.output}: index {info['index']} of run {info['run']} ({info['documents']} documents, "
+          f"dim {info['dim']}) with its query encoder in {args.output}/{info['encoder']}")
+    print(f"search it: from hardneg.export.pyserini import faiss_searcher; "
+          f"faiss_searcher({str(args.output)!r}).search('a query', k=10)")
+    auto = info["pyserini_auto_query_encoder"]
+    if auto:
+        print(f"or with Pyserini alone: FaissSearcher({str(args.output)!r}, AutoQueryEncoder("
+              f"{str(args.output) + '/' + info['encoder']!r}, pooling={auto['pooling']!r}, l2_norm={auto['l2_norm']}))"
+              f" (queries of at most {info['query_max_length']} tokens encode the same)")
+    return 0
+
+
+def _add_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="run name: its results are in RESULTS/RUN/")
+
+
+def _add_results(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", default="results", help="the results folder (default: results)")
+
+
+def _add_export(sub) -> None:
+    """The ``export`` command: ``export hardnegs`` and ``export index``."""
+    from hardneg.export import FORMATS, ST_FORMATS
+
+    export = sub.add_parser("export", help="export a run's hard negatives or its index for other toolkits",
+                            description="Write a finished run's hard negatives as training data for "
+                                        "sentence-transformers, Tevatron or Hugging Face datasets, or its Faiss "
+                                        "index and query encoder as a Pyserini FaissSearcher folder.")
+    kinds = export.add_subparsers(dest="export", required=True, metavar="{hardnegs,index}",
+                                  help="what to export: hardnegs or index")
+    hardnegs = kinds.add_parser("hardnegs", help="the run's mined hard negatives, with their texts",
+                                description="One training group per training query with a relevant document and "
+                                            "a hard negative: the query, its positives and its negatives in rank "
+                                            "order, with their texts.")
+    _add_run(hardnegs)
+    hardnegs.add_argument("--format", required=True, choices=FORMATS,
+                          help="sentence-transformers (mine_hard_negatives' dataset, a load_from_disk folder), "
+                               "tevatron (JSON Lines file), hf-dataset (a load_from_disk folder, one row per query) "
+                               "or jsonl (JSON Lines file, one object per query)")
+    hardnegs.add_argument("--output", required=True, help="the file (tevatron, jsonl) or folder to write")
+    _add_results(hardnegs)
+    hardnegs.add_argument("--negatives", type=int, default=None, metavar="N",
+                          help="keep each query's first N negatives in rank order (default: all)")
+    hardnegs.add_argument("--st-format", choices=ST_FORMATS, default=None,
+                          help="sentence-transformers only: mine_hard_negatives' output_format (default: triplet)")
+    hardnegs.add_argument("--title-separator", default=None, metavar="TEXT",
+                          help="sentence-transformers only: what joins a document's title and text (default: the "
+                               "separator of the run's tokenizer, e.g. [SEP], as hardneg's encoder reads them)")
+    hardnegs.set_defaults(func=_export_hardnegs)
+    index = kinds.add_parser("index", help="the run's Faiss index and query encoder as a Pyserini folder",
+                             description="Write the folder Pyserini's FaissSearcher opens (index, docid) with a copy "
+                                         "of the run's model as its query encoder (encoder/); search it with "
+                                         "hardneg.export.pyserini.HardnegQueryEncoder.")
+    _add_run(index)
+    index.add_argument("--output", required=True, help="the folder to write")
+    index.add_argument("--index", default=None, metavar="SLUG",
+                       help="which index of the run (a file name under index/, without .faiss; default: the one "
+                            "its queries are searched with)")
+    _add_results(index)
+    index.set_defaults(func=_export_index)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``hardneg`` argument parser: one subcommand per helper, each with its own ``--help``."""
+    from hardneg import __version__
+
     parser = argparse.ArgumentParser(prog="hardneg", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"hardneg {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check-config", help="validate a config file and list its runs")
     check.add_argument("config", nargs="*", default=["config/config.yaml"],
@@ -92,18 +190,35 @@ def main(argv: list[str] | None = None) -> int:
     listing.add_argument("--module", action="append", default=[],
                          help="also load this method module (dotted name or .py path), as method_modules does")
     listing.set_defaults(func=_methods)
-    ev = sub.add_parser("evaluate", help="evaluate a run Parquet file against a qrels Parquet file")
-    ev.add_argument("run")
-    ev.add_argument("qrels")
-    ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"])
+    ev = sub.add_parser("evaluate", help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
+                        description="Print the mean of each measure over the judged queries, as JSON. Files are "
+                                    "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "
+                                    "text ('qid Q0 docid rank score tag' runs, 'qid 0 docid relevance' qrels).")
+    ev.add_argument("run", help="a run: results/<run>/runs/<split>.parquet or .trec, or any TREC run file")
+    ev.add_argument("qrels", help="qrels: results/datasets/<dataset>/qrels/<split>.parquet or .trec, or any "
+                                  "TREC qrels file")
+    ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"],
+                    help="ir-measures names (default: RR@10 nDCG@10 R@100 R@1000)")
     ev.set_defaults(func=_evaluate)
     audit = sub.add_parser("audit", help="show one query's positives and mined hard negatives of a run")
-    audit.add_argument("run", help="run name: its results are in RESULTS/RUN/")
+    _add_run(audit)
     audit.add_argument("--qid", required=True, help="the query to show")
-    audit.add_argument("--results", default="results", help="the results folder (default: results)")
+    _add_results(audit)
     audit.add_argument("--top", type=int, default=10, help="how many negatives to show (default: 10)")
     audit.set_defaults(func=_audit)
-    args = parser.parse_args(argv)
+    table = sub.add_parser("table", help="print README's results table from the runs' metrics.json files",
+                           description="One Markdown row per run: the evaluation split's MRR@10, nDCG@10, R@100 and "
+                                       "pairwise errors, as in README.md's results tables.")
+    table.add_argument("runs", nargs="*", metavar="RUN",
+                       help="the runs to show (default: every run of README's table that has metrics)")
+    _add_results(table)
+    table.set_defaults(func=_table)
+    _add_export(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except HardnegError as exc:

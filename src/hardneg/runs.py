@@ -1,4 +1,5 @@
-"""Run files: the Parquet run artifact and its TREC-format twin for trec_eval and other tools."""
+"""Run files: the Parquet run artifact and its TREC-format twin for trec_eval and other tools; and runs and qrels
+a user brings, in either format (:func:`load_run`, :func:`load_qrels`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pyarrow as pa
 from hardneg import artifacts
 from hardneg.atomic import atomic_path
 from hardneg.datasets.canonical import ID_RULE, id_problem
-from hardneg.errors import HardnegError
+from hardneg.datasets.readers import iter_tsv
+from hardneg.errors import DataError, HardnegError
 
 
 def _check_trec_fields(table: pa.Table, columns: tuple[str, ...], path, tag: str | None = None) -> None:
@@ -118,6 +120,69 @@ class RunWriter:
 
 def read_run(path: str | os.PathLike) -> pa.Table:
     return artifacts.read_table(artifacts.RUN, path)
+
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _is_parquet(path: str | os.PathLike) -> bool:
+    """A Parquet file starts with ``PAR1`` (whatever its name); anything else is read as TREC text."""
+    with open(path, "rb") as handle:
+        return handle.read(4) == _PARQUET_MAGIC
+
+
+def _read_either(kind, path, read_trec) -> pa.Table:
+    if not os.path.isfile(path):
+        raise DataError(path, None, f"{kind.name} file does not exist" if not os.path.exists(path)
+                        else f"not a {kind.name} file: it is a folder")
+    if _is_parquet(path):
+        try:
+            return artifacts.read_table(kind, path)
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(path, None, f"cannot read it as Parquet: {exc}") from exc
+    return read_trec(path)  # text that is not UTF-8 is a DataError naming its line
+
+
+def _read_trec_run(path: str | os.PathLike) -> pa.Table:
+    """A TREC run file: ``qid Q0 docid rank score tag`` lines, whitespace separated. Errors name the line."""
+    qids, docids, ranks, scores = [], [], [], []
+    seen: dict[tuple[str, str], int] = {}
+    for number, fields in iter_tsv(path, 6, sep=None):
+        qid, _, docid, rank, score, _ = fields
+        try:
+            ranks.append(int(rank))
+        except ValueError:
+            raise DataError(path, number, f"rank {rank!r} is not an integer (a TREC run line is "
+                                          f"'qid Q0 docid rank score tag')") from None
+        try:
+            scores.append(float(score))
+        except ValueError:
+            raise DataError(path, number, f"score {score!r} is not a number (a TREC run line is "
+                                          f"'qid Q0 docid rank score tag')") from None
+        if (qid, docid) in seen:
+            raise DataError(path, number, f"document {docid!r} is ranked twice for query {qid!r} "
+                                          f"(first on line {seen[qid, docid]})")
+        seen[qid, docid] = number
+        qids.append(qid)
+        docids.append(docid)
+    if not qids:
+        raise DataError(path, None, "the run file holds no ranked documents")
+    return pa.table({"qid": qids, "docid": docids, "rank": ranks, "score": scores}, schema=artifacts.RUN.schema)
+
+
+def load_run(path: str | os.PathLike) -> pa.Table:
+    """A run from a Parquet run artifact or a TREC run file (told apart by content, not by name). A missing
+    file, an unreadable Parquet file or a malformed TREC line is a :class:`~hardneg.errors.DataError` naming the
+    file (and line)."""
+    return _read_either(artifacts.RUN, path, _read_trec_run)
+
+
+def load_qrels(path: str | os.PathLike) -> pa.Table:
+    """Qrels from a Parquet qrels artifact or a TREC qrels file (``qid iteration docid relevance``), with the
+    errors of :func:`load_run`."""
+    from hardneg.datasets.msmarco import read_trec_qrels
+
+    return _read_either(artifacts.QRELS, path, lambda p: read_trec_qrels(str(p))[0])
 
 
 def write_trec_qrels(qrels: pa.Table, path: str | os.PathLike) -> None:

@@ -215,9 +215,12 @@ def dataset_paths(root: str | os.PathLike, splits: list[str]) -> dict[str, Path]
 def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
     """Validate and write ``dataset`` under ``root``; return its statistics.
 
-    The ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, other files
+    Each split's qrels are written as Parquet and, beside them, as TREC qrels (``qrels/<split>.trec``). The
+    ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, other files
     atomically, so an error leaves no partial dataset behind.
     """
+    from hardneg.runs import write_trec_qrels
+
     validate(dataset)
     root = Path(root)
     paths = dataset_paths(root, dataset.splits)
@@ -225,6 +228,7 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
         for split in dataset.splits:
             artifacts.write_table(dataset.queries[split], artifacts.QUERIES, queries_dir / f"{split}.parquet")
             artifacts.write_table(dataset.qrels[split], artifacts.QRELS, qrels_dir / f"{split}.parquet")
+            write_trec_qrels(dataset.qrels[split], qrels_dir / f"{split}.trec")  # for trec_eval and other tools
     artifacts.write_table(dataset.corpus, artifacts.CORPUS, paths["corpus"])
     stats = statistics(dataset)
     write_text(paths["stats"], json.dumps(stats, indent=2) + "\n")

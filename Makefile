@@ -21,8 +21,12 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/snakemake --cores $(CORES) $(TARGET)
 
+# Test files run in parallel (pytest-xdist, one file per worker at a time: module fixtures are built once); the
+# integration tests' Snakemake jobs leave cores idle while one Python process imports or one JVM starts.
+TEST_WORKERS ?= 2
+
 test: setup browser
-	$(BIN)/python -m pytest tests --durations=15
+	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # The workflow on a real SLURM cluster: tests/slurm/cluster.sh brings up a single-node cluster of its own (as root;
 # Debian's slurm-wlm, slurmdbd, munge and mariadb-server installed when missing), runs the tiny pipeline through

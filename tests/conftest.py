@@ -45,3 +45,36 @@ def beir_folder(tmp_path):
         ])
         return root
     return build
+
+
+MAIN_TARGET = "results/adore_star/metrics.json"  # what `make run` builds (the Makefile's TARGET)
+
+
+@pytest.fixture(scope="session")
+def main_run(tmp_path_factory) -> Path:
+    """A checkout (the repository's files, linked, with the default config) after `make run`'s Snakemake command:
+    the main target built from nothing. Built once per test session, even when pytest-xdist's workers each ask for
+    it (a lock in the session's common temporary folder; the first builds, the others wait and reuse it)."""
+    import subprocess
+    import sys
+
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this session
+    work = root / "main_run"
+    with FileLock(str(root / "main_run.lock")):
+        if not (work / "done").exists():
+            if work.exists():
+                import shutil
+
+                shutil.rmtree(work)
+            work.mkdir()
+            for name in ("Snakefile", "rules", "scripts", "workflow", "profiles", "config", "benchmarks"):
+                (work / name).symlink_to(REPO / name)
+            result = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", "2", MAIN_TARGET],
+                                    cwd=work, capture_output=True, text=True)
+            assert result.returncode == 0, result.stderr[-5000:]
+            (work / "done").write_text("")
+    return work

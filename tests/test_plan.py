@@ -114,12 +114,24 @@ def test_evaluation_ranks_only_the_reported_splits(raw):
     assert star["reports"] == ["results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html"]
     assert star["query_npy"] == "results/star/embeddings/queries_test.npy"
     assert plan.evaluate_inputs("adore_star")["doc_npy"] == "results/star/embeddings/corpus.npy"
-    assert set(plan.evaluate_inputs("bm25")) == {"runs", "qrels", "config", "reports"}
+    assert set(plan.evaluate_inputs("bm25")) == {"runs", "qrels", "config", "reports", "lineage"}
     extra = copy.deepcopy(raw)
     extra["evaluation"]["extra_splits"] = ["dev"]
     extra["runs"]["hybrid_adore_star"]["params"]["tune"]["split"] = "train"  # dev, now evaluated, cannot tune α
     assert Plan(validate_config(extra)).evaluate_inputs("bm25")["runs"] == \
         ["results/bm25/runs/test.parquet", "results/bm25/runs/dev.parquet"]
+
+
+def test_a_runs_metrics_come_with_the_configs_and_audits_of_the_runs_behind_it(plan):
+    """`snakemake results/adore_star/metrics.json` also leaves what `hardneg audit star` and a look at each
+    upstream run's resolved config need."""
+    assert plan.ancestors("adore_star") == ["star", "warmup", "bm25"]
+    assert plan.evaluate_inputs("adore_star")["lineage"] == [
+        "results/star/config.yaml", "results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html",
+        "results/warmup/config.yaml", "results/bm25/config.yaml"]
+    assert plan.evaluate_inputs("bm25")["lineage"] == []
+    assert plan.ancestors("hybrid_adore_star") == ["bm25", "adore_star", "star", "warmup"]  # nearest first, once each
+    assert "results/star/hardnegs_audit.md" in plan.lineage("hybrid_adore_star")
 
 
 def test_targets_come_from_the_config(raw, plan):
@@ -162,7 +174,7 @@ def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):
     assert plan.tuning_inputs("hybrid_adore_star") == {
         "runs": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"],
         "qrels": "results/datasets/synthetic/qrels"}
-    assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"runs", "qrels", "config", "reports"}  # no embeddings
+    assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"runs", "qrels", "config", "reports", "lineage"}  # no embeddings
     assert plan.upstream("rrf_adore_star") == ["bm25", "adore_star"]
     assert plan.trained_splits("rrf_adore_star") == ["train"] and plan.trained_splits("bm25") == []
     fixed = copy.deepcopy(raw)

@@ -200,6 +200,16 @@ class Plan:
     def upstream(self, run: str) -> list[str]:
         return input_runs(self.runs[run])
 
+    def ancestors(self, run: str) -> list[str]:
+        """Every run that ``run`` is built from (its input runs, theirs, and so on), nearest first, each once."""
+        found, queue = [], list(self.upstream(run))
+        while queue:
+            parent = queue.pop(0)
+            if parent not in found:
+                found.append(parent)
+                queue += self.upstream(parent)
+        return found
+
     # ------------------------------------------------------------------------------------ tokenization
     def model_params(self, run: str) -> dict:
         """The run's ``params.model`` (a continued run's is its parent's, but for the maximum lengths)."""
@@ -386,13 +396,20 @@ class Plan:
             return [self.layout.audit(episode, "md") for episode in self.episode_runs(run)]
         return [self.layout.audit(run, "md"), self.layout.viewer(run)] if run in self.mining_runs else []
 
+    def lineage(self, run: str) -> list[str]:
+        """The resolved configs and reports (hard-negative audits, viewers) of every run ``run`` is built from:
+        whatever target reaches a run's metrics also leaves what it takes to audit the runs behind them (after
+        ``snakemake results/adore_star/metrics.json``, ``hardneg audit star`` works)."""
+        return [path for parent in self.ancestors(run) for path in [self.layout.config(parent), *self.reports(parent)]]
+
     def evaluate_inputs(self, run: str) -> dict:
-        """The run's rankings of the evaluated splits, the qrels, its resolved config, its reports and, for a
-        dense run, the embeddings behind the ranking (exact whole-corpus pairwise errors)."""
+        """The run's rankings of the evaluated splits, the qrels, its resolved config, its reports, its lineage's
+        configs and reports and, for a dense run, the embeddings behind the ranking (exact whole-corpus pairwise
+        errors)."""
         layout = self.layout
         inputs = {"runs": [layout.ranking(run, split) for split in self.eval_splits(run)],
                   "qrels": layout.qrels_dir(self.dataset(run)), "config": layout.config(run),
-                  "reports": self.reports(run)}
+                  "reports": self.reports(run), "lineage": self.lineage(run)}
         if self.method(run).kind == methods.DENSE:
             docs = self.doc_run(run)
             inputs.update(query_npy=layout.query_embeddings(run, self.eval_split),

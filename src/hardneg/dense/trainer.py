@@ -42,7 +42,6 @@ import logging
 import math
 import os
 import random
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, fields
@@ -59,6 +58,14 @@ from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = 3  # checkpoints of another layout are not resumed (3: safetensors + JSON, no pickle)
+
+
+def _duration(seconds: float) -> str:
+    """``1h02m``, ``3m05s`` or ``12s``: the time left, in a training step's log line."""
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 @dataclass(frozen=True)
@@ -338,10 +345,6 @@ class Trainer:
         # reads; ADORE's separate document encoder), which DDP must be told to expect.
         wrapped = replicas.wrap(model, find_unused_parameters=True)
         model.train()
-        from tqdm import tqdm
-
-        progress = tqdm(total=total_steps, initial=step, file=sys.stderr, mininterval=10, desc="training",
-                        disable=not replicas.is_main)
         clock, last_step_end, last_logged = self.wall_clock, time.perf_counter(), (step, 0.0)
         micro, pending, pending_stats, step_parts = 0, [], [], {}
         last_step = window.stop if window is not None else total_steps
@@ -399,7 +402,6 @@ class Trainer:
                 self.epoch_ends = index == len(self.batches) - 1  # this step ends the epoch (events may ask)
                 self._fire("on_step_end", step, row)
                 rows.append(row)
-                progress.update(1)
                 now = time.perf_counter()
                 clock.add("events", now - events_started)
                 clock.add("step", now - last_step_end)
@@ -408,9 +410,10 @@ class Trainer:
                 step_parts = {}
                 clock.steps, last_step_end = clock.steps + 1, now
                 if step % config.log_every == 0 or step == total_steps:
-                    since = clock.totals["step"] - last_logged[1]
-                    log.info("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step)", step, total_steps,
-                             epoch, row["loss"], row["lr"], row["grad_norm"], since / max(step - last_logged[0], 1))
+                    per_step = (clock.totals["step"] - last_logged[1]) / max(step - last_logged[0], 1)
+                    log.info("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s left)", step,
+                             total_steps, epoch, row["loss"], row["lr"], row["grad_norm"], per_step,
+                             _duration(per_step * (last_step - step)))
                     last_logged = (step, clock.totals["step"])
                 if step == last_step:
                     break
@@ -420,11 +423,9 @@ class Trainer:
                         self._save(self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows))
                     replicas.barrier()
                 if stopping and step < total_steps:
-                    progress.close()
                     log.warning("stopped after step %d of %d; the checkpoint is saved and a re-run resumes from it",
                                 step, total_steps)
                     raise stop.StopRequested(stopping)
-        progress.close()
         if window is not None:
             if replicas.is_main:  # the state the next part continues, written to a temporary folder and renamed
                 from hardneg.atomic import atomic_dir

@@ -78,3 +78,16 @@ def main_run(tmp_path_factory) -> Path:
             assert result.returncode == 0, result.stderr[-5000:]
             (work / "done").write_text("")
     return work
+
+
+# The test files with the longest fixtures, longest first: they start first, so that with pytest-xdist (`make test`
+# runs two files at a time) no worker is left running one of them alone at the end. tests/test_workflow_export.py,
+# which reuses test_readme.py's build of the main target, stays in its place, later.
+LONGEST_FIRST = ["test_readme.py", "test_own_data.py", "test_reliability_inputs.py", "test_reliability_kills.py",
+                 "test_workflow_ance.py", "test_reproducible.py", "test_report.py", "test_workflow_tct.py",
+                 "test_workflow_abs.py", "test_workflow_dense.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

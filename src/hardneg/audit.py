@@ -411,32 +411,11 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
     dataset ``results/datasets/<dataset>/``, the split whose queries contain ``qid`` (its queries and qrels) and
     the corpus rows shown. Raises HardnegError naming what is missing.
     """
-    from hardneg import methods
-    from hardneg.config import read_resolved
-    from hardneg.layout import Layout
+    from hardneg.run_files import RunFiles
 
-    layout = Layout(str(results))
-    run_dir = Path(layout.run_dir(run))
-    if not run_dir.is_dir():
-        known = sorted(path.parent.name for path in Path(results).glob("*/config.yaml"))
-        hint = f" (runs with results: {', '.join(known)})" if known else ""
-        raise HardnegError(f"run {run!r} has no results folder: {run_dir} does not exist{hint}")
-
-    hardnegs_path = Path(layout.hard_negatives(run))
-    config_path = Path(layout.config(run))
-    method = read_resolved(config_path).get("method") if config_path.exists() else None
-    if not hardnegs_path.exists():
-        declared = methods.methods().get(method)  # None for a method of a module this process has not loaded
-        if method is not None and (declared is None or not declared.role_providing("miner")):
-            miners = [name for name, m in methods.methods().items() if m.role_providing("miner")]
-            raise HardnegError(f"run {run} (method {method}) mines no hard negatives; runs of method "
-                               f"{' or '.join(miners)} do")
-        raise HardnegError(f"run {run} has no hard-negative list: {hardnegs_path} is missing; "
-                           f"build it with snakemake {hardnegs_path}")
-    if not config_path.exists():
-        raise HardnegError(f"run {run}: {config_path} is missing, so its dataset is unknown")
-
-    dataset = read_resolved(config_path)["dataset"]["name"]
+    files = RunFiles.open(run, results)
+    hardnegs_path = files.hard_negatives()
+    layout, dataset = files.layout, files.dataset
     query_files = sorted(Path(layout.queries_dir(dataset)).glob("*.parquet"))
     if not query_files:
         raise HardnegError(f"dataset {dataset!r} of run {run} is not prepared: no query files in "

@@ -1,7 +1,7 @@
 """Exports of a finished run for other toolkits (the ``hardneg export`` command).
 
-* :mod:`hardneg.export.run_files`: a run's files (its resolved config, hard negatives, model, index) and its
-  dataset's, found from the run's name under a results folder;
+They find a run's files through :class:`hardneg.run_files.RunFiles`.
+
 * :mod:`hardneg.export.texts`: documents as one text, title and text joined the way hardneg's encoder reads them;
 * :mod:`hardneg.export.groups`: the training groups (query, positives, hard negatives in rank order, with their
   texts) of a run's hard-negative list;

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from hardneg import artifacts
 from hardneg.errors import DataError, HardnegError
-from hardneg.export.run_files import RunFiles
+from hardneg.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from hardneg import artifacts
 from hardneg.atomic import atomic_dir
 from hardneg.errors import DataError
 from hardneg.export.outputs import check_output
-from hardneg.export.run_files import RunFiles
+from hardneg.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 

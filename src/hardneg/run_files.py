@@ -1,4 +1,4 @@
-"""A finished run's files, found from its name under a results folder: what the exports read.
+"""A finished run's files, found from its name under a results folder: what the exports and the audit read.
 
 A run's folder ``results/<run>/`` holds its resolved configuration (``config.yaml``), which names its dataset and
 its parameters; everything else follows from :class:`hardneg.layout.Layout`. Each accessor checks that the file

@@ -23,7 +23,9 @@ ROWS = [("bm25", "BM25 (Pyserini, flat)"), ("minilm", "MiniLM zero-shot"), ("war
         ("star", "MiniLM + STAR"), ("adore_star", "MiniLM + ADORE+STAR")]
 TCT_ROWS = [("colbert_teacher", "ColBERT teacher (MiniLM), re-ranking BM25's top 100"),
         ("tct", "TCT-ColBERT student (BM25 negatives)"), ("tct_hn", "TCT w/ HN, no teacher"),
-        ("tct_tct_hn", "TCT w/ HN, with the teacher"), ("tct_hnp", "TCT HN+ (teacher fine-tuned on the HN)")]
+        ("tct_tct_hn", "TCT w/ HN, with the teacher"),
+        ("colbert_teacher_hn", "ColBERT teacher fine-tuned on TCT's hard negatives (HN+), re-ranking BM25's top 100"),
+        ("tct_hnp", "TCT HN+ (distilled from that teacher)")]
 MEASURES = [("nDCG@10", "NDCG@10"), ("RR@10", "MRR@10"), ("R@100", "R@100")]
 
 

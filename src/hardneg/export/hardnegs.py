@@ -57,8 +57,8 @@ from hardneg.errors import HardnegError
 from hardneg.export import FORMATS, ST_FORMATS
 from hardneg.export.groups import Groups, load_groups
 from hardneg.export.outputs import check_output, is_saved_dataset, write_hf_dataset, write_jsonl
-from hardneg.run_files import RunFiles
 from hardneg.export.texts import joined_texts, tokenizer_separator
+from hardneg.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 

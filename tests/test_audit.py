@@ -222,3 +222,13 @@ def test_cli_audit_errors(results, capsys):
             in capsys.readouterr().err)
     assert main(["audit", "missing", "--qid", "q1", "--results", str(results)]) == 2
     assert "run 'missing' has no results folder" in capsys.readouterr().err
+
+
+def test_cli_audit_names_a_broken_resolved_config(results, capsys):
+    config = results / "other" / "config.yaml"
+    config.write_text("name: other\n")  # no method, no dataset
+    assert main(["audit", "other", "--qid", "q1", "--results", str(results)]) == 2
+    assert f"run other: {config} is not a resolved run configuration" in capsys.readouterr().err
+    config.write_text("method: [\n")
+    assert main(["audit", "other", "--qid", "q1", "--results", str(results)]) == 2
+    assert f"run other: {config}, line 2 is not valid YAML" in capsys.readouterr().err

@@ -44,10 +44,26 @@ class RunFiles:
 
     @cached_property
     def config(self) -> dict:
-        """The run's resolved configuration (``results/<run>/config.yaml``)."""
+        """The run's resolved configuration (``results/<run>/config.yaml``); an error naming the file when it is
+        not YAML or lacks the method or the dataset a resolved configuration always names."""
+        import yaml
+
         from hardneg.config import read_resolved
 
-        return read_resolved(self.layout.config(self.run))
+        path = self.layout.config(self.run)
+        try:
+            config = read_resolved(path)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f"{path}, line {mark.line + 1}" if mark is not None else path
+            raise HardnegError(f"run {self.run}: {where} is not valid YAML ({getattr(error, 'problem', error)}); "
+                               f"build it again with snakemake {path}") from None
+        dataset = config.get("dataset") if isinstance(config, dict) else None
+        if not (isinstance(config, dict) and isinstance(config.get("method"), str) and isinstance(dataset, dict)
+                and isinstance(dataset.get("name"), str)):
+            raise HardnegError(f"run {self.run}: {path} is not a resolved run configuration (it must name the "
+                               f"run's method and dataset.name); build it again with snakemake {path}")
+        return config
 
     @property
     def method(self) -> str:

@@ -85,8 +85,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="BEIR SciFact folder")
     parser.add_argument("--model", default=None, help="model folder (default: the packaged MiniLM)")
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--tct", action="store_true", help="also the TCT-ColBERT rows (teacher, student, variants)")
-    parser.add_argument("--tct-only", action="store_true",
+    rows = parser.add_mutually_exclusive_group()
+    rows.add_argument("--tct", action="store_true", help="also the TCT-ColBERT rows (teacher, student, variants)")
+    rows.add_argument("--tct-only", action="store_true",
                         help="only the TCT-ColBERT rows, and only the runs they need (BM25 among them)")
     parser.add_argument("--cores", default="all")
     parser.add_argument("--rerun-triggers", nargs="+", default=None,

@@ -1,8 +1,9 @@
 # hardneg: dense retrievers trained with hard negatives, one rule file per stage.
 from snakemake.utils import min_version, update_config
 
-from hardneg.config import read_config_yaml, validate_config
-from hardneg.resources import check_resource_rules
+from hardneg.pipeline.config import validate_config
+from hardneg.schema.files import read_config_yaml
+from hardneg.pipeline.resources import check_resource_rules
 
 min_version("9.0")
 
@@ -14,7 +15,7 @@ if not workflow.overwrite_configfiles:
     config.update(read_config_yaml("config/config.yaml"))
     update_config(config, _overrides)
 
-validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+validate_config(config)  # against the schema inside the hardneg package
 
 # `snakemake --report results/report.html`: the front page of the report (captions: workflow/report/)
 report: "workflow/report/workflow.rst"
@@ -53,7 +54,7 @@ check_resource_rules(config, RESOURCE_RULES)
 onstart:
     # SIGTERM/SIGINT to Snakemake stops the running jobs promptly (training saves a checkpoint first)
     if workflow.local_exec and not workflow.subprocess_exec:
-        from hardneg.stop import forward_to_jobs
+        from hardneg.io.stop import forward_to_jobs
 
         forward_to_jobs()
 

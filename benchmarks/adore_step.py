@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from report import save
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,12 +35,12 @@ def step_shares(run_dir: Path, steps: int = STEPS) -> dict | None:
     its ``train_dense`` job would run them: AdoreMethod's own timings of encoding, search and loss, and the
     backward pass timed here; an AdamW update follows each step (untimed), so the query encoder moves as in
     training. None (and a note) when the run's training inputs are not built."""
-    from hardneg import artifacts
     from hardneg.dense.data import ShuffledBatches, TrainQueries
     from hardneg.dense.model import BiEncoder
     from hardneg.dense.tokenized import TokenizedTexts
-    from hardneg.dense.train import build_method, train_config
     from hardneg.dense.trainer import make_optimizer
+    from hardneg.io import artifacts
+    from hardneg.pipeline.train import build_method, train_config
     from hardneg.stage import load_job
 
     _, _, job = load_job("train_dense", {"run": run_dir.name}, snakefile=REPO / "Snakefile")

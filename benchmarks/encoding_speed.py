@@ -41,16 +41,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import torch
-
 from report import save
 
-from hardneg import artifacts
-from hardneg.config import validate_params
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.precision import attention_kernels, autocast, effective
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.io import artifacts
+from hardneg.pipeline.config import validate_params
 
 WAYS = ("hardneg", "sorted_forward", "unsorted_dynamic")
 # Peak dense bf16 TFLOP/s by device name, first match wins (GH200 and H200 also match "H200").

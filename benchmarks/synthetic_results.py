@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hardneg.results_tables import ABS_PRETRAINING, ABS_ROWS, ROWS, TCT_ROWS, abs_table, runs_table
+from hardneg.evaluation.tables import ABS_PRETRAINING, ABS_ROWS, ROWS, TCT_ROWS, abs_table, runs_table
 
 REPO = Path(__file__).resolve().parents[1]
 

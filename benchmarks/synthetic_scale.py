@@ -16,7 +16,7 @@ from pathlib import Path
 
 from report import save
 
-from hardneg.datasets import prepare_dataset
+from hardneg.datasets.prepare import prepare_dataset
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """TCT-ColBERT's training step with and without its teacher: what scoring the batch with a frozen ColBERT costs.
 
 The paper (Lin, Yang and Lin, 2021) reports +33% training time for the teacher; the target here is at most 1.5x
-the step without it. Both steps are hardneg.dense.tct.TctMethod's, on the same student:
+the step without it. Both steps are hardneg.methods.tct.step.TctMethod's, on the same student:
 
 * student: a BiEncoder (mean pooling, ColBERT's input markers) over a seeded random BERT of ``--layers``,
   ``--hidden``, ``--heads``, ``--intermediate`` (2 layers of 256 by default, so a run takes a minute or two on
@@ -39,15 +39,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-
 from report import autocast, machine, save, summary, synchronize
 
-from hardneg.dense.colbert import ColBERT
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.markers import Markers
 from hardneg.dense.model import BiEncoder
-from hardneg.dense.tct import TctMethod
 from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.methods.colbert.maxsim import ColBERT
+from hardneg.methods.tct.step import TctMethod
 
 VOCAB = 30522  # BERT's: the embedding table is most of a small model's parameters (and of AdamW's update)
 PAD, CLS, SEP, MASK, QUERY_MARKER, DOC_MARKER = 0, 101, 102, 103, 1, 2  # BERT's ids ([unused0], [unused1])

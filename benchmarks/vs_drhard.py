@@ -55,7 +55,7 @@ repository root.
    (seeded random; the exact inner-product search is done beforehand, untimed) to the gradient of the batch
    loss, candidate building and the embedding gather included. The relevant documents (1-3 per query) are
    retrieved at various ranks for some queries, partially for others and not at all for the rest. hardneg:
-   ``hardneg.dense.adore.post_search_loss`` (LambdaLoss weighted by ΔMRR@k, mean over each query's pairs,
+   ``hardneg.methods.adore.step.post_search_loss`` (LambdaLoss weighted by ΔMRR@k, mean over each query's pairs,
    relevant documents appended when none was retrieved), twice: with the top-k scores the exact search returned
    (what training does with a ``Flat`` index: only appended candidates are scored again), and with every score
    recomputed from the embeddings (what it does with an approximate index such as ``PQ<m>``). DRhard: its
@@ -89,19 +89,18 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 import torch
-
 from report import autocast, machine, save, summary, synchronize
 
-from hardneg import artifacts
-from hardneg.config import validate_params
 from hardneg.datasets import beir
-from hardneg.dense.adore import post_search_loss
 from hardneg.dense.data import TrainQueries
 from hardneg.dense.methods import ContrastiveMethod
-from hardneg.dense.precision import attention_kernels
 from hardneg.dense.model import BiEncoder
+from hardneg.dense.precision import attention_kernels
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.trainer import TrainConfig, make_optimizer
+from hardneg.io import artifacts
+from hardneg.methods.adore.step import post_search_loss
+from hardneg.pipeline.config import validate_params
 
 REPO = Path(__file__).resolve().parents[1]
 ROBERTA_PAD = 1  # RoBERTa's pad id: its position ids count the tokens that are not this id

@@ -1,9 +1,9 @@
-# The run plan every rule reads (hardneg.plan) and the few helpers rules share. Functions only, no rules.
+# The run plan every rule reads (hardneg.pipeline.plan) and the few helpers rules share. Functions only, no rules.
 import re
 
-from hardneg.datasets import dataset_input_files
-from hardneg.plan import Plan
-from hardneg import resources as _resources
+from hardneg.datasets.adapters import dataset_input_files
+from hardneg.pipeline.plan import Plan
+from hardneg.pipeline import resources as _resources
 
 
 PLAN = Plan(config)
@@ -21,7 +21,7 @@ RESOURCE_RULES = set()  # the rules that called rule_resources (the Snakefile ch
 
 def rule_resources(rule, **defaults):
     """A rule's mem_mb and runtime: ``defaults`` (sized for the synthetic default), or the config's
-    ``resources.<rule>`` (hardneg.resources). In a rule: ``**rule_resources("<rule>", mem_mb=..., runtime=...)``."""
+    ``resources.<rule>`` (hardneg.pipeline.resources). In a rule: ``**rule_resources("<rule>", mem_mb=..., runtime=...)``."""
     RESOURCE_RULES.add(rule)
     return _resources.rule_resources(config, rule, **defaults)
 

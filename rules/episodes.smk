@@ -1,4 +1,4 @@
-# Training in episodes (ANCE, hardneg.episodes): each episode of an episodic run is a run of its own,
+# Training in episodes (ANCE, hardneg.pipeline.episodes): each episode of an episodic run is a run of its own,
 # results/<run>/episodes/<e>/, trained by train_episode and encoded, indexed, searched and mined by the rules every
 # dense run uses; the episodic run's model is its last episode's, its training log the episodes' end to end, and
 # benchmarks/refresh_costs.md the seconds spent training and refreshing the negatives, per checkpoint.

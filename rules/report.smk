@@ -1,6 +1,6 @@
 # What `snakemake --report results/report.html` shows beyond the other stages' report() outputs: the hard-negative
 # viewer of each mining run, and the Markdown reports (summary, tables, PQ matrix) as pages. Snakemake's report shows images, HTML and PDF in place and
-# offers other files (Markdown, Parquet) only for download, so Markdown tables come as HTML pages (hardneg.pages).
+# offers other files (Markdown, Parquet) only for download, so Markdown tables come as HTML pages (hardneg.report.pages).
 # Captions live in workflow/report/. The report holds the report() outputs of the jobs behind the requested target
 # (by default the config's `targets`); a mining run's viewer is one of its reports (PLAN.reports), built with its
 # metrics.

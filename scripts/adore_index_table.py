@@ -1,8 +1,8 @@
 """Rule adore_index_table: each ADORE run of the PQ experiment, evaluated with the index it trained with, and
 its training time → results/tables/adore_indexes.{md,parquet}."""
 
-from hardneg.logs import log_to
-from hardneg.timing import write_adore_index_table
+from hardneg.evaluation.timing import write_adore_index_table
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 write_adore_index_table(list(snakemake.params.indexes), list(snakemake.params.runs), snakemake.input.metrics,

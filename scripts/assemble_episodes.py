@@ -2,9 +2,9 @@
 timings (the episodes' end to end), and its refresh costs (seconds per checkpoint, from the jobs' benchmark
 records)."""
 
-from hardneg.episodes import assemble
-from hardneg.logs import log_to
-from hardneg.timing import write_refresh_costs
+from hardneg.evaluation.timing import write_refresh_costs
+from hardneg.io.logs import log_to
+from hardneg.pipeline.episodes import assemble
 
 log_to(snakemake.log[0])
 assemble(snakemake.input.model, list(snakemake.input.train_logs), list(snakemake.input.timings),

@@ -3,8 +3,8 @@ the training split) → Markdown report, per-query AUDIT Parquet and the summary
 
 import os
 
-from hardneg.audit import audit_stage
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
+from hardneg.mining.audit import audit_stage
 
 log_to(snakemake.log[0])
 bm25 = snakemake.input.bm25  # a list: empty when the run has no inputs.bm25

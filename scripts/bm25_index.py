@@ -1,7 +1,7 @@
 """Rule bm25_index: corpus.parquet → Lucene index (Pyserini/Anserini)."""
 
 from hardneg.bm25 import build_index, heap_for
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 build_index(snakemake.input.corpus, snakemake.output.index, threads=snakemake.threads,

@@ -3,7 +3,7 @@
 import os
 
 from hardneg.bm25 import heap_for, retrieve_split
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 search = snakemake.params.search

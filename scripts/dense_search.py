@@ -3,7 +3,7 @@
 import torch
 
 from hardneg.dense.search import dense_search_split
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)

@@ -1,7 +1,7 @@
 """Rule download: one file of the config's `downloads` from its URL, kept only when its MD5 matches."""
 
 from hardneg.datasets.download import download
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 entry = snakemake.config["downloads"][snakemake.wildcards.download]

@@ -3,7 +3,7 @@
 import torch
 
 from hardneg.dense.encode import encode_corpus_shard
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)

@@ -3,9 +3,9 @@ per-query values of the evaluation split."""
 
 import os
 
-from hardneg.config import read_resolved
-from hardneg.evaluation import evaluate_run
-from hardneg.logs import log_to
+from hardneg.evaluation.metrics import evaluate_run
+from hardneg.io.logs import log_to
+from hardneg.schema.files import read_resolved
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.

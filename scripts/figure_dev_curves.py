@@ -2,7 +2,7 @@
 optimiser steps (PNG and data)."""
 
 from hardneg.figures.curves import write_curves
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.

@@ -1,7 +1,7 @@
 """Rule figure_epoch_curves: the runs' train_log.parquet → each epoch's mean loss and dev MRR@100 (PNG and data)."""
 
 from hardneg.figures.epoch_curves import write_epoch_curves
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.

@@ -2,7 +2,7 @@
 reference run's mean norm to each other run's (PNG and data)."""
 
 from hardneg.figures.gradient_norms import write_gradient_norms
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.

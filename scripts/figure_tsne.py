@@ -2,7 +2,7 @@
 embeddings and the qrels → t-SNE map (PNG and data)."""
 
 from hardneg.figures.tsne import INPUTS, write_tsne
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 params = snakemake.params

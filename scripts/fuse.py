@@ -1,7 +1,7 @@
 """Rule fuse: the input runs' rankings of one split (+ the tuned α) → the fusion run's ranking (Parquet, TREC)."""
 
-from hardneg.fusion import fuse_split
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
+from hardneg.pipeline.fuse import fuse_split
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.

@@ -3,8 +3,8 @@ the training queries and qrels (+ a BM25 ranking) → one searchable HTML page o
 
 import os
 
-from hardneg.logs import log_to
-from hardneg.viewer import viewer_stage
+from hardneg.io.logs import log_to
+from hardneg.report.viewer import viewer_stage
 
 log_to(snakemake.log[0])
 split = snakemake.params.split

@@ -3,8 +3,8 @@ hardnegs.parquet (static hard negatives of a STAR run)."""
 
 import os
 
-from hardneg.logs import log_to
-from hardneg.mining import mine_stage
+from hardneg.io.logs import log_to
+from hardneg.mining.negatives import mine_stage
 
 log_to(snakemake.log[0])
 mining = snakemake.params.mining

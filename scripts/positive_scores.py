@@ -3,8 +3,8 @@ of every relevant (query, document) pair of the training split."""
 
 import os
 
-from hardneg.logs import log_to
-from hardneg.mining import positive_scores_stage
+from hardneg.io.logs import log_to
+from hardneg.mining.negatives import positive_scores_stage
 
 log_to(snakemake.log[0])
 positive_scores_stage(snakemake.input.query_emb, snakemake.input.query_ids, snakemake.input.doc_emb,

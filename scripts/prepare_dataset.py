@@ -3,9 +3,9 @@ on the console with what dense runs do with them (the dataset's empty_documents 
 
 import os
 
-from hardneg.datasets import prepare_dataset
-from hardneg.empty_documents import report
-from hardneg.logs import console, log_to
+from hardneg.datasets.empty_documents import report
+from hardneg.datasets.prepare import prepare_dataset
+from hardneg.io.logs import console, log_to
 
 log_to(snakemake.log[0])
 dataset = snakemake.params.dataset

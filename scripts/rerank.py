@@ -2,8 +2,8 @@
 
 import torch
 
-from hardneg.dense.rerank import rerank_split
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
+from hardneg.pipeline.rerank import rerank_split
 
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)

@@ -1,8 +1,8 @@
 """Rule summary: each run's metrics.json and per_query.parquet → results/summary.md, summary.parquet and
 summary_tests.parquet (the paired t-tests behind the markers)."""
 
-from hardneg.logs import log_to
-from hardneg.summary import write_summary
+from hardneg.evaluation.summary import write_summary
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 write_summary(list(snakemake.params.runs), dict(snakemake.params.methods), snakemake.input.metrics,

@@ -4,7 +4,7 @@ dataset's empty_documents is exclude); texts cut at the maximum lengths are repo
 import os
 
 from hardneg.dense.tokenized import build_cache
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 cache = snakemake.params.cache

@@ -6,8 +6,8 @@ import os
 
 import torch
 
-from hardneg.dense.train import train_run
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
+from hardneg.pipeline.train import train_run
 
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)

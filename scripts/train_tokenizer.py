@@ -3,7 +3,7 @@
 import os
 
 from hardneg.dense.tokenizer import train_wordpiece
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 train_queries = os.path.join(snakemake.input.queries, "train.parquet")

@@ -1,8 +1,8 @@
 """Rule training_time_table: the training log and training-job benchmark record of each trained run of the
 summary → results/tables/training_time.{md,parquet}."""
 
-from hardneg.logs import log_to
-from hardneg.timing import write_training_time_table
+from hardneg.evaluation.timing import write_training_time_table
+from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
 write_training_time_table(list(snakemake.params.runs), dict(snakemake.params.methods),

@@ -3,8 +3,8 @@
 
 import os
 
-from hardneg.fusion import tune_fusion
-from hardneg.logs import log_to
+from hardneg.io.logs import log_to
+from hardneg.pipeline.fuse import tune_fusion
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.

@@ -5,7 +5,7 @@ import signal
 import time
 from pathlib import Path
 
-from hardneg.datasets import prepare_dataset
+from hardneg.datasets.prepare import prepare_dataset
 from hardneg.dense.tokenized import build_cache
 from hardneg.dense.tokenizer import train_wordpiece
 

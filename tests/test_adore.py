@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hardneg.dense.adore import build_candidates, delta_mrr, lambda_loss
+from hardneg.methods.adore.step import build_candidates, delta_mrr, lambda_loss
 
 
 def test_delta_mrr_on_a_hand_made_ranking():
@@ -85,11 +85,11 @@ def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_p
 
     from hardneg.dense.encode import encode_rows
     from hardneg.dense.model import BiEncoder, ModelSpec
-    from hardneg.config import validate_params
     from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.dense.tokenizer import load_tokenizer
-    from hardneg.dense.train import train_run
     from hardneg.index import build_index, save_index
+    from hardneg.pipeline.config import validate_params
+    from hardneg.pipeline.train import train_run
     from tests.dense_fixtures import TINY_MODEL, build_tiny
 
     tiny = build_tiny(tmp_path)
@@ -224,7 +224,7 @@ def test_candidates_match_a_per_query_reading_of_the_rule(append_missing):
 def test_candidate_scores_and_gradient_equal_a_gathered_einsum(from_search):
     """Scores of the candidates (gathered a few queries at a time, or taken from an exact search with only the
     appended ones computed) and the gradient reaching the queries equal those of one gathered [B, C, D] block."""
-    from hardneg.dense.adore import GROUP, candidate_scores
+    from hardneg.methods.adore.step import GROUP, candidate_scores
 
     rng = np.random.default_rng(2)
     docs = rng.standard_normal((400, 24)).astype(np.float32)
@@ -253,7 +253,7 @@ def test_candidate_scores_and_gradient_equal_a_gathered_einsum(from_search):
 
 def test_missing_results_with_search_scores_stay_finite():
     """A search that found fewer than k rows (-1, with faiss's -3.4e38 score) leaves a finite loss and gradient."""
-    from hardneg.dense.adore import post_search_loss
+    from hardneg.methods.adore.step import post_search_loss
 
     rng = np.random.default_rng(4)
     docs = rng.standard_normal((50, 8)).astype(np.float32)

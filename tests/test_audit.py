@@ -3,11 +3,11 @@ import json
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
-from hardneg.audit import audit_hard_negatives, audit_stage, format_query, write_audit
 from hardneg.cli import main
-from hardneg.config import write_resolved
 from hardneg.errors import HardnegError
+from hardneg.io import artifacts
+from hardneg.mining.audit import audit_hard_negatives, audit_stage, format_query, write_audit
+from hardneg.pipeline.config import write_resolved
 
 
 def table(kind, rows):

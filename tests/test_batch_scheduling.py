@@ -5,15 +5,25 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
-from hardneg.config import validate_params
-from hardneg.dense.batch_scheduling import (AdaptiveBatchSampler, Conflicts, DenseSimilarity, SparseSimilarity,
-                                            adaptive_batches, batch_hardness, improve_batch, mean_hardness,
-                                            num_batches, random_batches, sequential_batches)
 from hardneg.dense.data import TrainQueries
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.io import artifacts
+from hardneg.methods.abs.scheduling import (
+    AdaptiveBatchSampler,
+    Conflicts,
+    DenseSimilarity,
+    SparseSimilarity,
+    adaptive_batches,
+    batch_hardness,
+    improve_batch,
+    mean_hardness,
+    num_batches,
+    random_batches,
+    sequential_batches,
+)
+from hardneg.pipeline.config import validate_params
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 

@@ -6,12 +6,13 @@ import subprocess
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
 from hardneg.bm25 import build_index, search
 from hardneg.bm25.java import anserini_jar, java_home
-from hardneg.datasets import prepare_dataset, read_split
-from hardneg.evaluation import evaluate
-from hardneg.runs import write_trec, write_trec_qrels
+from hardneg.datasets.canonical import read_split
+from hardneg.datasets.prepare import prepare_dataset
+from hardneg.evaluation.metrics import evaluate
+from hardneg.io import artifacts
+from hardneg.io.rankings import write_trec, write_trec_qrels
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +79,8 @@ def test_metrics_equal_trec_eval(scifact_bm25):
 def test_default_synthetic_dataset_is_neither_trivial_nor_hopeless_for_bm25(tmp_path):
     import yaml
 
-    from hardneg.config import dataset_config, validate_config
+    from hardneg.pipeline.config import validate_config
+    from hardneg.pipeline.resolution import dataset_config
     from tests.conftest import REPO
 
     config = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))

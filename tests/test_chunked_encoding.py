@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg import artifacts
-from hardneg.config import validate_params
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.losses import LOSSES
 from hardneg.dense.methods import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts, build_cache, length_chunks
 from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.io import artifacts
+from hardneg.pipeline.config import validate_params
 from tests.dense_fixtures import build_tiny
 
 SEED = 11
@@ -147,8 +147,8 @@ class _FixedVectors(torch.nn.Module):
 def test_scores_stay_float32_under_bf16_autocast(tiny):
     """Scores near 1,000 are 4 apart in bf16: under autocast the method still scores in float32, so the loss and
     gradient are those of float32 scoring (STAR's step, and ADORE's scoring after the search)."""
-    from hardneg.dense.adore import post_search_loss
     from hardneg.dense.precision import autocast
+    from hardneg.methods.adore.step import post_search_loss
 
     queries, corpus = TokenizedTexts(tiny["cache"], "queries_train"), TokenizedTexts(tiny["cache"], "corpus")
     qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")

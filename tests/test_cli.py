@@ -28,8 +28,8 @@ def _write_parquet_and_trec(tmp_path):
     """A small run and its qrels, as hardneg's Parquet artifacts and as TREC files (written by hardneg's writers)."""
     import pyarrow as pa
 
-    from hardneg import artifacts
-    from hardneg.runs import write_run, write_trec_qrels
+    from hardneg.io import artifacts
+    from hardneg.io.rankings import write_run, write_trec_qrels
 
     run = pa.table({"qid": ["q1", "q1", "q1", "q2", "q2", "q3"], "docid": ["d1", "d2", "d3", "d2", "d4", "d9"],
                     "rank": [1, 2, 3, 1, 2, 1], "score": [3.5, 2.25, 1.0, 0.75, 0.5, 9.0]}, schema=artifacts.RUN.schema)
@@ -87,9 +87,9 @@ def test_evaluate_reports_bad_inputs_by_file_and_line(tmp_path, capsys):
 
 
 def test_prepared_datasets_carry_trec_qrels_equal_to_the_parquet_ones(tmp_path):
-    from hardneg import artifacts
-    from hardneg.datasets import prepare_dataset
-    from hardneg.runs import load_qrels
+    from hardneg.datasets.prepare import prepare_dataset
+    from hardneg.datasets.qrels import load_qrels
+    from hardneg.io import artifacts
 
     prepare_dataset({"adapter": "synthetic", "num_docs": 40, "docs_per_cluster": 10,
                      "concept_vocab": 100, "num_queries": {"train": 8, "test": 4}, "seed": 3}, tmp_path)

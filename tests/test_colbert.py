@@ -5,13 +5,13 @@ import pyarrow as pa
 import pytest
 import torch
 
-from hardneg import artifacts
-from hardneg.config import validate_params
-from hardneg.dense.colbert import ColBERT, is_colbert, maxsim, maxsim_pairs, rerank
 from hardneg.dense.model import ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import DataError
+from hardneg.io import artifacts
+from hardneg.methods.colbert.maxsim import ColBERT, is_colbert, maxsim, maxsim_pairs, rerank
+from hardneg.pipeline.config import validate_params
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 SEED = 3

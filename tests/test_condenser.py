@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg.config import validate_params
-from hardneg.dense.condenser import IGNORE, Condenser, build_condenser_step, span_contrastive_loss
 from hardneg.dense.distributed import Replicas
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.methods.condenser import SECTION_SCHEMA, CondenserSection
+from hardneg.methods.condenser.pretraining import IGNORE, Condenser, build_condenser_step, span_contrastive_loss
+from hardneg.pipeline.config import validate_params
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 

@@ -5,8 +5,10 @@ import copy
 import pytest
 import yaml
 
-from hardneg.config import config_hash, load_config_file, resolve_run, validate_config
 from hardneg.errors import ConfigError
+from hardneg.pipeline.config import load_config_file, validate_config
+from hardneg.pipeline.resolution import resolve_run
+from hardneg.schema.files import config_hash
 from tests.conftest import REPO
 
 
@@ -150,7 +152,7 @@ def test_cycles_between_runs_are_rejected(default_config):
 
 
 def test_unknown_measure_is_a_config_error():
-    from hardneg.evaluation import parse_measures
+    from hardneg.evaluation.metrics import parse_measures
 
     with pytest.raises(ConfigError, match=r"config key 'evaluation.measures': 'MRR@ten'"):
         parse_measures(["nDCG@10", "MRR@ten"])
@@ -194,15 +196,15 @@ def test_unsafe_names_are_config_errors(default_config, path, value, key):
 
 
 def test_name_pattern_is_the_schema_and_layout_one():
-    from hardneg.config import load_schema
-    from hardneg.layout import NAME_PATTERN
+    from hardneg.io.layout import NAME_PATTERN
+    from hardneg.pipeline.config import load_schema
 
     assert load_schema()["$defs"]["name"]["pattern"] == NAME_PATTERN
 
 
 def test_layout_paths_stay_in_the_results_folder(tmp_path):
     from hardneg.errors import OutputPathError
-    from hardneg.layout import Layout
+    from hardneg.io.layout import Layout
 
     layout = Layout(str(tmp_path / "results"))
     assert layout.queries("d", "{split}") == f"{tmp_path}/results/datasets/d/queries/{{split}}.parquet"
@@ -285,7 +287,7 @@ def test_model_dimension_from_a_local_folder_or_unknown(default_config, tmp_path
 
 
 def test_build_job_errors_name_the_config_key(default_config):
-    from hardneg.index.validate import factory_key
+    from hardneg.pipeline.index_factories import factory_key
 
     config = validate_config(default_config)
     assert factory_key(config, "star", "Flat") == "pq_matrix.indexes.0"
@@ -303,8 +305,8 @@ def test_build_job_errors_name_the_config_key(default_config):
     ("just text\n", "bad.yaml: a config must be a mapping of keys, got a str"),
 ])
 def test_yaml_errors_name_file_and_line(tmp_path, text, message):
-    from hardneg.config import read_config_yaml
     from hardneg.errors import DataError
+    from hardneg.schema.files import read_config_yaml
 
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -316,7 +318,7 @@ def test_yaml_errors_name_file_and_line(tmp_path, text, message):
 
 
 def test_read_config_yaml_reads_mappings_and_anchors(tmp_path):
-    from hardneg.config import read_config_yaml
+    from hardneg.schema.files import read_config_yaml
 
     path = tmp_path / "ok.yaml"
     path.write_text("base: &b {k1: 0.9, b: 0.4}\nruns:\n  x:\n    <<: *b\n    k1: 1.2\n")

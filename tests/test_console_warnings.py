@@ -1,4 +1,4 @@
-"""Console messages of stage scripts (hardneg.logs.console): they reach the terminal under Snakemake as well as the
+"""Console messages of stage scripts (hardneg.io.logs.console): they reach the terminal under Snakemake as well as the
 job's log; tokenization warns about texts cut at the maximum lengths, training about a model trained from
 scratch on few queries and about epochs of few optimiser steps; ``train.rows: judgement`` makes one row per
 (query, positive) judgement."""
@@ -13,21 +13,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hardneg import artifacts
-from hardneg.config import validate_params
 from hardneg.dense.data import TrainQueries
 from hardneg.dense.tokenized import TokenizedTexts, build_cache, length_quantiles, truncation_warning
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.train import (FROM_SCRATCH_MIN_QUERIES, MIN_STEPS_PER_EPOCH, MIN_TOTAL_STEPS, steps_per_epoch,
-                                 train_run, training_warnings)
 from hardneg.dense.trainer import TrainConfig
+from hardneg.io import artifacts
+from hardneg.pipeline.config import validate_params
+from hardneg.pipeline.train import (
+    FROM_SCRATCH_MIN_QUERIES,
+    MIN_STEPS_PER_EPOCH,
+    MIN_TOTAL_STEPS,
+    steps_per_epoch,
+    train_run,
+    training_warnings,
+)
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 SNAKEMAKE = str(__import__("pathlib").Path(sys.executable).with_name("snakemake"))
 
 _JOB = """
 import sys
-from hardneg.logs import console, log_to
+from hardneg.io.logs import console, log_to
 log_to(sys.argv[1])
 print("for the log only")
 console("%d documents are empty", 2)
@@ -47,7 +53,7 @@ def test_console_writes_to_the_log_and_to_the_standard_error_of_before(tmp_path)
 
 
 def test_console_without_a_log_file_prints_once(tmp_path):
-    code = "from hardneg.logs import console, log_to\nlog_to(None)\nconsole('just once')\n"
+    code = "from hardneg.io.logs import console, log_to\nlog_to(None)\nconsole('just once')\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr.count("just once") == 1
 
@@ -61,7 +67,7 @@ def test_snakemake_shows_a_console_message_of_a_job(tmp_path):
             script: "job.py"
         """))
     (tmp_path / "job.py").write_text(textwrap.dedent("""
-        from hardneg.logs import console, log_to
+        from hardneg.io.logs import console, log_to
         log_to(snakemake.log[0])
         print("for the log only")
         console("visible on the terminal: %d empty documents", 2)

@@ -5,8 +5,10 @@ import logging
 import pyarrow.parquet as pq
 import pytest
 
-from hardneg.datasets import beir, load_dataset, msmarco, prepare_dataset, trec
+from hardneg.datasets import beir, msmarco, trec
+from hardneg.datasets.adapters import load_dataset
 from hardneg.datasets.canonical import validate
+from hardneg.datasets.prepare import prepare_dataset
 from hardneg.errors import DataError, HardnegError
 from tests.conftest import write_lines
 
@@ -107,7 +109,7 @@ def test_warnings_for_empty_text_and_unjudged_queries(beir_folder, caplog):
     assert "1 documents with empty text (e.g. d1)" in text
     assert ("1 of 2 'test' queries have no relevant document (e.g. q1); they are left out of training and of "
             "every evaluation measure") in text
-    assert "count as 0" not in text  # evaluation leaves such queries out of every mean (hardneg.evaluation)
+    assert "count as 0" not in text  # evaluation leaves such queries out of every mean (hardneg.evaluation.metrics)
 
 
 def test_msmarco_passage_files(tmp_path):
@@ -296,8 +298,8 @@ def test_trec_topics_split_without_qrels_names_the_key(tmp_path):
 # ------------------------------------------------------------------------------------- output paths
 def test_split_names_cannot_leave_the_dataset_folder(tmp_path):
     from hardneg.datasets.canonical import Dataset, dataset_paths, table_from_rows, write_dataset
-    from hardneg import artifacts
     from hardneg.errors import OutputPathError
+    from hardneg.io import artifacts
 
     for split in ("../../../../tmp/x", "..", "a/b", ""):
         with pytest.raises(OutputPathError, match="split name .* cannot be used in a path"):
@@ -315,7 +317,7 @@ def test_split_names_cannot_leave_the_dataset_folder(tmp_path):
 def test_trec_writer_refuses_ids_that_break_lines(tmp_path):
     import pyarrow as pa
 
-    from hardneg import runs
+    from hardneg.io import rankings as runs
 
     run = pa.table({"qid": ["q1", "q1"], "docid": ["d1", "d 2"], "rank": pa.array([1, 2], pa.int32()),
                     "score": pa.array([2.0, 1.0], pa.float32())})

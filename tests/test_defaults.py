@@ -5,12 +5,11 @@ from dataclasses import MISSING, fields
 
 import pytest
 
-from hardneg.config import load_schema
 from hardneg.dense.model import ModelSpec
-from hardneg.config import validate_params
-from hardneg.dense.train import train_run
 from hardneg.dense.trainer import TrainConfig
 from hardneg.errors import ConfigError
+from hardneg.pipeline.config import load_schema, validate_params
+from hardneg.pipeline.train import train_run
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hardneg import artifacts
 from hardneg.dense.distributed import Replicas, resolve_processes
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.model import BiEncoder, ModelSpec
-from hardneg.config import validate_params
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.train import train_run
-from hardneg.mining import mine_hard_negatives
+from hardneg.io import artifacts
+from hardneg.mining.negatives import mine_hard_negatives
+from hardneg.pipeline.config import validate_params
+from hardneg.pipeline.train import train_run
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 # Dropout masks differ between processes (each draws its own share's), so the comparison runs without dropout.
@@ -132,7 +132,7 @@ def _train_tct(tiny, method, out, processes, teacher=None):
 def test_two_processes_train_the_colbert_teacher_and_the_tct_student_like_one(tiny, tmp_path):
     """ColBERT's token vectors are padded to one width before the gather; every rank scores the whole batch
     with its own copy of the teacher."""
-    from hardneg.dense.colbert import ColBERT
+    from hardneg.methods.colbert.maxsim import ColBERT
 
     for method in ("colbert", "tct"):
         teacher = None if method == "colbert" else tmp_path / "one_colbert" / "model"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardneg.config import validate_config
-from hardneg.datasets.download import (ChecksumError, DownloadError, check_downloads, download, extract_member)
+from hardneg.datasets.download import ChecksumError, DownloadError, check_downloads, download, extract_member
 from hardneg.errors import ConfigError
-from hardneg.resources import check_resource_rules, rule_resources
+from hardneg.pipeline.config import validate_config
+from hardneg.pipeline.resources import check_resource_rules, rule_resources
 from tests.conftest import REPO
 
 PAYLOAD = b"".join(b"%d\tpassage number %d\n" % (i, i) for i in range(5000))  # ~100 kB, several chunks of a read

@@ -10,18 +10,18 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
-from hardneg.config import validate_params
-from hardneg.datasets import prepare_dataset
+from hardneg.datasets.empty_documents import empty_docids, empty_mask, empty_stats, report
+from hardneg.datasets.prepare import prepare_dataset
 from hardneg.dense.data import RankedNegatives, TrainQueries
 from hardneg.dense.encode import encode_corpus_shard, gather_shards, load_embeddings
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.search import build_index_stage, dense_search_split
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.tokenizer import load_tokenizer, train_wordpiece
-from hardneg.empty_documents import empty_docids, empty_mask, empty_stats, report
-from hardneg.mining import mine_hard_negatives, positive_scores_stage
-from hardneg.pairwise import full_corpus_ranks
+from hardneg.evaluation.pairwise import full_corpus_ranks
+from hardneg.io import artifacts
+from hardneg.mining.negatives import mine_hard_negatives, positive_scores_stage
+from hardneg.pipeline.config import validate_params
 from tests.conftest import write_lines
 
 WORDS = ["cat", "dog", "fish", "bird", "tree", "rock", "river", "cloud", "stone", "leaf", "apple", "bread"]

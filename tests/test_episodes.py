@@ -11,16 +11,18 @@ import pytest
 import torch
 import yaml
 
-from hardneg import artifacts, episodes
-from hardneg.config import validate_config, validate_params
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.methods import ContrastiveMethod
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.trainer import CHECKPOINT_FORMAT, Window
 from hardneg.errors import OutputPathError
-from hardneg.layout import Layout
-from hardneg.plan import Plan
+from hardneg.io import artifacts
+from hardneg.io.layout import Layout, parse_episode_run
+from hardneg.methods.registry import Episodes
+from hardneg.pipeline import episodes
+from hardneg.pipeline.config import validate_config, validate_params
+from hardneg.pipeline.plan import Plan
 from tests.conftest import REPO
 from tests.dense_fixtures import build_tiny
 
@@ -83,8 +85,8 @@ def test_the_episodic_run_is_assembled_not_trained():
 
 
 def test_episode_names_and_their_folders():
-    assert episodes.parse("ance/episodes/12") == ("ance", 12)
-    assert episodes.parse("ance") is None and episodes.parse("ance/episodes/01") is None
+    assert parse_episode_run("ance/episodes/12") == ("ance", 12)
+    assert parse_episode_run("ance") is None and parse_episode_run("ance/episodes/01") is None
     layout = Layout("results")
     assert layout.model("ance/episodes/3") == "results/ance/episodes/3/model"
     assert layout.hard_negatives("ance/episodes/0") == "results/ance/episodes/0/hardnegs.parquet"
@@ -191,7 +193,7 @@ def test_every_episode_trains_the_ance_loss(tiny, monkeypatch):
 
     method = methods.get("ance")
     assert method.episodes({"ance": {"episodes": 3, "steps_per_episode": 7, "lag": 1}}) == \
-        episodes.Episodes(count=3, steps=7, lag=1)
+        Episodes(count=3, steps=7, lag=1)
     params = validate_params({}, method="ance")
     assert params["ance"] == {"episodes": 4, "steps_per_episode": 10000, "lag": 1}
     assert params["mining"]["depth"] == 200 and params["negatives"]["per_query"] == 1

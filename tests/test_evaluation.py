@@ -6,8 +6,8 @@ import math
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
-from hardneg.evaluation import evaluate, evaluate_run
+from hardneg.evaluation.metrics import evaluate, evaluate_run
+from hardneg.io import artifacts
 
 QRELS = pa.table({"qid": ["q1", "q1", "q2", "q3", "q4"], "docid": ["d1", "d2", "d3", "d5", "d6"],
                   "relevance": [1, 2, 1, 1, 0]}, schema=artifacts.QRELS.schema)

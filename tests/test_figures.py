@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from hardneg import artifacts
 from hardneg.errors import ConfigError, DataError
 from hardneg.figures import curves, epoch_curves, gradient_norms, hybrid_alpha, pairwise_errors, pq_matrix, tsne
+from hardneg.io import artifacts
 from tests.dense_fixtures import TINY_MODEL
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -277,7 +277,7 @@ def test_hybrid_alpha_summary_must_agree_with_the_table(tmp_path):
 # ----------------------------------------------------------------------------------------- plan and config
 @pytest.fixture(scope="module")
 def default_config():
-    from hardneg.config import load_config_file
+    from hardneg.pipeline.config import load_config_file
 
     return load_config_file("config/config.yaml")
 
@@ -285,7 +285,7 @@ def default_config():
 def _plan(config, **figures):
     import copy
 
-    from hardneg.plan import Plan
+    from hardneg.pipeline.plan import Plan
 
     config = copy.deepcopy(config)
     for name, spec in figures.items():
@@ -361,7 +361,7 @@ def test_figure_config_errors_name_the_key(default_config, name, spec, key):
 def test_unknown_figure_keys_are_config_errors(default_config):
     import copy
 
-    from hardneg.config import validate_config
+    from hardneg.pipeline.config import validate_config
 
     config = copy.deepcopy(default_config)
     config["figures"]["tsne"]["perplexty"] = 3
@@ -418,10 +418,10 @@ def tiny(tmp_path_factory):
 
 def test_static_hn_method_is_stars_without_reuse(tiny, tmp_path):
     from hardneg import methods
-    from hardneg.config import validate_params
     from hardneg.dense.methods import ContrastiveMethod
     from hardneg.dense.tokenized import TokenizedTexts
-    from hardneg.dense.train import build_method, load_training_data, train_config
+    from hardneg.pipeline.config import validate_params
+    from hardneg.pipeline.train import build_method, load_training_data, train_config
 
     static, star = methods.get("static_hn"), methods.get("star")
     assert static.roles == star.roles and static.schema == star.schema and static.kind == star.kind
@@ -450,14 +450,14 @@ def test_static_hn_method_is_stars_without_reuse(tiny, tmp_path):
 
 # ------------------------------------------------------------------------- ADORE's dev evaluation, fixed docs
 def test_adore_dev_evaluation_searches_the_fixed_documents(tiny, tmp_path):
-    from hardneg import evaluation
-    from hardneg.config import validate_params
     from hardneg.dense.encode import encode_rows
     from hardneg.dense.model import BiEncoder, ModelSpec
     from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.dense.tokenizer import load_tokenizer
-    from hardneg.dense.train import train_run
+    from hardneg.evaluation import metrics as evaluation
     from hardneg.index import build_index, save_index
+    from hardneg.pipeline.config import validate_params
+    from hardneg.pipeline.train import train_run
 
     tokenizer = load_tokenizer(tiny["tokenizer"])
     spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL}})["model"])

@@ -7,9 +7,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
 from hardneg import fusion
-from hardneg.fusion import fuse_split, ranked, reciprocal_rank_fusion, sample_queries, tune_fusion, tune_weight
+from hardneg.fusion import ranked, reciprocal_rank_fusion, sample_queries, tune_weight
+from hardneg.io import artifacts
+from hardneg.pipeline.fuse import fuse_split, tune_fusion
 
 
 def hybrid(sparse, dense, alpha, depth=1000, k=1000, normalization=False, weight_on_dense=False):

@@ -7,12 +7,12 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from hardneg.config import validate_params
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.train import train_run
+from hardneg.pipeline.config import validate_params
+from hardneg.pipeline.train import train_run
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 pytestmark = [pytest.mark.gpu,

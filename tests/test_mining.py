@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from hardneg import artifacts
-from hardneg.mining import mine_hard_negatives, mine_stage, positive_scores
+from hardneg.io import artifacts
+from hardneg.mining.negatives import mine_hard_negatives, mine_stage, positive_scores
 
 
 def run_table(rows):
@@ -165,7 +165,7 @@ def test_random_sampling_does_not_depend_on_python_hash_seed(tmp_path):
     artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
     mine_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "here.parquet", keep=3,
                sampling="random", seed=5)
-    code = ("import sys; from hardneg.mining import mine_stage; "
+    code = ("import sys; from hardneg.mining.negatives import mine_stage; "
             "mine_stage(sys.argv[1], sys.argv[2], sys.argv[3], keep=3, sampling='random', seed=5)")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "run.parquet"), str(tmp_path / "qrels.parquet"),
                     str(tmp_path / "there.parquet")], check=True, env={**os.environ, "PYTHONHASHSEED": "12345"})

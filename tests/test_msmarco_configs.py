@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardneg.config import load_config_files
-from hardneg.datasets import dataset_input_files
+from hardneg.datasets.adapters import dataset_input_files
 from hardneg.datasets.download import downloaded_files, extracted_files
+from hardneg.pipeline.config import load_config_files
 from tests.conftest import REPO
 
 PASSAGE, DOC = REPO / "config" / "msmarco-passage.yaml", REPO / "config" / "msmarco-doc.yaml"

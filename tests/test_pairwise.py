@@ -3,8 +3,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
-from hardneg.pairwise import _relevant_ranks, full_corpus_ranks, pairwise_errors
+from hardneg.evaluation.pairwise import full_corpus_ranks, pairwise_errors, relevant_ranks
+from hardneg.io import artifacts
 
 
 def _run(rows):
@@ -37,7 +37,7 @@ def test_exact_corpus_ranks_from_embeddings():
     assert ranks.tolist() == [4, 2]
     qrels = pa.table({"qid": ["a", "a"], "docid": ["d3", "d1"], "relevance": [1, 1]}, schema=artifacts.QRELS.schema)
     run = _run([("a", "d0", 1), ("a", "d1", 2)])
-    pairs = _relevant_ranks(run, qrels)
+    pairs = relevant_ranks(run, qrels)
     result = pairwise_errors(run, qrels, depth=2, full_ranks=full_corpus_ranks(query_emb, ["a"], doc_emb,
                                                                                 ["d0", "d1", "d2", "d3"], pairs))
     # d1 at 2: one error (d0); d3 at 4: d0, d2 above (d1 is relevant) = 2 errors. Top-2: d1 -> 1, d3 -> 2 - 1 = 1.

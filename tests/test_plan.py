@@ -5,9 +5,9 @@ import copy
 import pytest
 import yaml
 
-from hardneg.config import validate_config
-from hardneg.layout import Layout
-from hardneg.plan import Plan
+from hardneg.io.layout import Layout
+from hardneg.pipeline.config import validate_config
+from hardneg.pipeline.plan import Plan
 from tests.conftest import REPO
 
 

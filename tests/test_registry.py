@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from hardneg import methods
-from hardneg.config import load_schema, validate_config
 from hardneg.errors import ConfigError
+from hardneg.pipeline.config import load_schema, validate_config
 from tests.conftest import REPO
 from tests.test_workflow import SNAKEMAKE
 
@@ -207,7 +207,7 @@ def test_a_method_of_its_own_module_trains_and_is_evaluated(tmp_path):
 
 def test_a_role_of_many_runs(monkeypatch):
     from hardneg.methods import registry
-    from hardneg.plan import Plan
+    from hardneg.pipeline.plan import Plan
 
     fusion = methods.Method(name="toyfusion", kind=methods.DENSE, summary="a role of many runs",
                             roles={"runs": methods.Role("runs", many=True)}, training_sections=("model", "train"),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.atomic import atomic_dir, atomic_path, stale_temporaries
+from hardneg.io.atomic import atomic_dir, atomic_path, stale_temporaries
 from tests.reliability_support import PausedRun, digests, output_of, snakemake, temporaries, write_config
 
 FINAL = "results/star/metrics.json"
@@ -206,7 +206,7 @@ def test_a_killed_re_mining_keeps_the_mined_list(reference):
 def test_atomic_writes_keep_the_umask(tmp_path):
     """Temporaries are private while written; the file or folder put in place has the umask's permissions
     (0644 and 0755 under umask 022), like any file the user creates."""
-    from hardneg import atomic
+    from hardneg.io import atomic
 
     previous = os.umask(0o022)
     saved = atomic._UMASK

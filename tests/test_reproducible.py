@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.config import validate_params
-from hardneg.dense.train import train_run
+from hardneg.pipeline.config import validate_params
+from hardneg.pipeline.train import train_run
 from tests.conftest import REPO
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 from tests.test_workflow import SNAKEMAKE, write_config

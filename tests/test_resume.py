@@ -14,8 +14,6 @@ import sys
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from hardneg import artifacts
 import torch
 
 from hardneg.dense.checkpoint import STATE
@@ -23,19 +21,20 @@ from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.methods import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
-from hardneg.config import validate_params
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import CHECKPOINT_FORMAT, Trainer, TrainConfig
-from hardneg.evaluation import evaluate
-from hardneg.mining import mine_hard_negatives
+from hardneg.dense.trainer import CHECKPOINT_FORMAT, TrainConfig, Trainer
+from hardneg.evaluation.metrics import evaluate
+from hardneg.io import artifacts
+from hardneg.mining.negatives import mine_hard_negatives
+from hardneg.pipeline.config import validate_params
 from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
 from tests.test_tensorboard import assert_same_curves, expected_scalars, read_scalars
 
 DRIVER = """
 import json, logging, sys, time
 logging.basicConfig(level=logging.INFO)
-from hardneg.dense.train import train_run
+from hardneg.pipeline.train import train_run
 args = json.loads(sys.argv[1])
 slow = lambda trainer, step: time.sleep(args["sleep"])
 train_run(args["resolved"], cache_dir=args["cache"], qrels_path=args["qrels"], model_dir=args["model"],

@@ -12,11 +12,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hardneg import artifacts
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.tokenizer import load_tokenizer, train_wordpiece
+from hardneg.io import artifacts
 from tests.dense_fixtures import TINY_MODEL
 
 QUERY_MAX_LENGTH, DOC_MAX_LENGTH = 8, 24  # the last query and the third document are cut

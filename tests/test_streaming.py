@@ -13,13 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hardneg import artifacts
 from hardneg.dense.encode import gather_shards, save_embeddings
 from hardneg.errors import HardnegError
 from hardneg.index import build_index, run_table, search_run, search_run_blocks
-from hardneg.mining import mine_stage, query_blocks
-from hardneg.npyfile import NpyRows, NpyWriter
-from hardneg.runs import RunWriter, write_run
+from hardneg.io import artifacts
+from hardneg.io.npyfile import NpyRows, NpyWriter
+from hardneg.io.rankings import RunWriter, write_run
+from hardneg.mining.negatives import mine_stage, query_blocks
 
 
 def digest(path) -> str:
@@ -229,9 +229,9 @@ import json, sys
 import numpy as np
 from hardneg.dense.encode import gather_shards
 from hardneg.dense.search import build_index_stage
-from hardneg.logs import log_to, peak_memory_kib
+from hardneg.io.logs import log_to, peak_memory_kib
 import faiss
-from hardneg import artifacts
+from hardneg.io import artifacts
 log_to(sys.argv[1] + "/job.log")
 d = sys.argv[1]
 for shard in range(2):  # Arrow's memory pool keeps what reading the id tables takes: not the matrix's doing
@@ -277,7 +277,7 @@ def test_gathering_and_indexing_never_hold_the_matrix_twice(tmp_path):
 def test_full_corpus_ranks_in_document_blocks(tmp_path, dtype):
     import pandas as pd
 
-    from hardneg.pairwise import full_corpus_ranks
+    from hardneg.evaluation.pairwise import full_corpus_ranks
 
     rng = np.random.default_rng(11)
     docs = rng.standard_normal((1000, 8)).astype(dtype)

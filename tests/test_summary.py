@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.stats import ttest_rel
 
-from hardneg import artifacts
-from hardneg.config import load_config_file, validate_config
 from hardneg.errors import ConfigError, DataError
-from hardneg.plan import Plan
-from hardneg.summary import measure_label, paired_t_test, write_summary
-from hardneg.timing import benchmark_seconds, write_adore_index_table, write_training_time_table
+from hardneg.evaluation.summary import measure_label, paired_t_test, write_summary
+from hardneg.evaluation.timing import benchmark_seconds, write_adore_index_table, write_training_time_table
+from hardneg.io import artifacts
+from hardneg.pipeline.config import load_config_file, validate_config
+from hardneg.pipeline.plan import Plan
 from tests.conftest import REPO
 
 MEASURES = ["RR@10", "R@100"]

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg import artifacts
-from hardneg.config import validate_params
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.methods import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
-from hardneg.dense.tct import TctMethod, kd_loss
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.io import artifacts
+from hardneg.methods.tct.step import TctMethod, kd_loss
+from hardneg.pipeline.config import validate_params
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 
@@ -108,7 +108,7 @@ def test_without_a_teacher_the_loss_is_the_contrastive_one(tiny, loss):
 
 @pytest.fixture(scope="module")
 def teacher(tiny):
-    from hardneg.dense.colbert import ColBERT
+    from hardneg.methods.colbert.maxsim import ColBERT
 
     spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64,
                                                             "query_max_length": 16}})["model"])

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from hardneg.config import validate_params
 from hardneg.dense.tensorboard import TensorBoardLog, scalars
-from hardneg.dense.train import train_run
+from hardneg.pipeline.config import validate_params
+from hardneg.pipeline.train import train_run
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 SEED = 4

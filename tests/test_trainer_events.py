@@ -12,17 +12,17 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from hardneg import artifacts
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.dev_eval import COLUMN, DevEvaluation
 from hardneg.dense.methods import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
-from hardneg.config import validate_params
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.train import train_run
-from hardneg.dense.trainer import Trainer, TrainConfig
+from hardneg.dense.trainer import TrainConfig, Trainer
 from hardneg.errors import ConfigError
+from hardneg.io import artifacts
+from hardneg.pipeline.config import validate_params
+from hardneg.pipeline.train import train_run
 from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
 
 SEED = 4
@@ -171,14 +171,14 @@ DRIVER = """
 import json, logging, sys, time
 import numpy as np
 logging.basicConfig(level=logging.INFO)
-from hardneg import artifacts
-from hardneg.config import config_hash
+from hardneg.io import artifacts
+from hardneg.schema.files import config_hash
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.dev_eval import DevEvaluation
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.train import build_method, write_train_log
+from hardneg.pipeline.train import build_method, write_train_log
 from hardneg.dense.trainer import Trainer, TrainConfig
 
 

@@ -9,8 +9,10 @@ import pytest
 import yaml
 
 from hardneg.cli import main
-from hardneg.config import config_hash, resolve_run, validate_config
 from hardneg.errors import ConfigError
+from hardneg.pipeline.config import validate_config
+from hardneg.pipeline.resolution import resolve_run
+from hardneg.schema.files import config_hash
 from tests.conftest import REPO
 from tests.test_workflow import snakemake, write_config
 
@@ -137,7 +139,7 @@ def test_every_shipped_config_stands_alone(name, capsys):
 def test_msmarco_runs_score_as_the_papers_models():
     """config/msmarco-passage.yaml trains STAR and ADORE with the papers' head: CLS → linear → LayerNorm (768), the raw
     dot product (no normalisation, temperature 1), the RankNet loss, and ADORE's loss as the authors computed it."""
-    from hardneg.config import load_config_files
+    from hardneg.pipeline.config import load_config_files
 
     config = load_config_files(REPO / "config" / "msmarco-passage.yaml")
     for name in ("warmup", "star", "adore_star"):

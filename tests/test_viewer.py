@@ -7,12 +7,12 @@ import re
 import pytest
 import yaml
 
-from hardneg import artifacts
-from hardneg.audit import audit_hard_negatives
-from hardneg.config import validate_config
 from hardneg.errors import ConfigError
-from hardneg.pages import markdown_page
-from hardneg.viewer import ViewerSettings, render_viewer, sample_queries, viewer_queries, viewer_stage
+from hardneg.io import artifacts
+from hardneg.mining.audit import audit_hard_negatives
+from hardneg.pipeline.config import validate_config
+from hardneg.report.pages import markdown_page
+from hardneg.report.viewer import ViewerSettings, render_viewer, sample_queries, viewer_queries, viewer_stage
 from tests.conftest import REPO
 from tests.test_audit import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
 

@@ -30,8 +30,9 @@ def test_pyserini_searches_the_exported_index_as_the_run_did(results, tmp_path, 
         pq.read_table(results / "star" / "embeddings" / "corpus.ids.parquet")["id"].to_pylist()
     assert json.loads((out / "encoder" / "hardneg_query.json").read_text()) == {"max_length": 32}
 
-    from hardneg.export.pyserini import HardnegQueryEncoder  # starts the JVM
     from pyserini.search.faiss import FaissSearcher
+
+    from hardneg.export.pyserini import HardnegQueryEncoder  # starts the JVM
 
     searcher = FaissSearcher(str(out), HardnegQueryEncoder(out / "encoder"))
     queries = pq.read_table(results / "datasets" / "synthetic" / "queries" / "test.parquet").to_pandas()
@@ -73,7 +74,7 @@ def test_index_export_errors(results, tmp_path, capsys):
 def test_hard_negative_exports_of_the_run(results, tmp_path):
     import datasets
 
-    from hardneg.dense.tokenized import TokenizedTexts, _encode_chunk
+    from hardneg.dense.tokenized import TokenizedTexts, encode_chunk
     from hardneg.dense.tokenizer import load_tokenizer
 
     hardnegs = pq.read_table(results / "star" / "hardnegs.parquet").to_pandas()
@@ -100,5 +101,5 @@ def test_hard_negative_exports_of_the_run(results, tmp_path):
     tokenizer = load_tokenizer(results / "datasets" / "synthetic" / "tokenizers" / "wordpiece-32000")
     docid = rows[0]["negatives"][0]["docid"]
     row = corpus.row_ids.index(docid)
-    ids, lengths, _ = _encode_chunk(tokenizer, [triplets[0]["negative"]], None, 128)
+    ids, lengths, _ = encode_chunk(tokenizer, [triplets[0]["negative"]], None, 128)
     assert lengths[0] == corpus.lengths[row] and (ids[0] == corpus.ids[row]).all()

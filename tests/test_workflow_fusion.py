@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from hardneg import artifacts
 from hardneg.fusion import hybrid, sample_queries, tune_weight
+from hardneg.io import artifacts
 from tests.test_workflow import snakemake, write_config
 from tests.test_workflow_dense import TINY_DENSE
 

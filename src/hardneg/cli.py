@@ -10,7 +10,9 @@ from hardneg.errors import HardnegError
 
 
 def _check_config(args) -> int:
-    from hardneg.config import load_config_files, resolve_run, config_hash
+    from hardneg.pipeline.config import load_config_files
+    from hardneg.pipeline.resolution import resolve_run
+    from hardneg.schema.files import config_hash
 
     config = load_config_files(args.config, args.schema)
     print(f"{' + '.join(args.config)}: valid")
@@ -22,7 +24,7 @@ def _check_config(args) -> int:
 
 
 def _init(args) -> int:
-    from hardneg import starter
+    from hardneg.pipeline import starter
 
     if args.beir:
         dataset = starter.beir_dataset(args.beir)
@@ -50,9 +52,10 @@ def _methods(args) -> int:
 
 
 def _evaluate(args) -> int:
+    from hardneg.datasets.qrels import load_qrels
     from hardneg.errors import ConfigError
-    from hardneg.evaluation import evaluate, parse_measures
-    from hardneg.runs import load_qrels, load_run
+    from hardneg.evaluation.metrics import evaluate, parse_measures
+    from hardneg.io.rankings import load_run
 
     try:
         parse_measures(args.measures)
@@ -66,14 +69,14 @@ def _evaluate(args) -> int:
 
 
 def _audit(args) -> int:
-    from hardneg.audit import describe_query
+    from hardneg.results.query_view import describe_query
 
     print(describe_query(args.run, args.qid, results=args.results, top=args.top), end="")
     return 0
 
 
 def _table(args) -> int:
-    from hardneg.results_tables import available_rows, runs_table
+    from hardneg.evaluation.tables import available_rows, runs_table
 
     rows = available_rows(args.results, args.runs)
     if not rows:
@@ -172,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("config", nargs="*", default=["config/config.yaml"],
                        help="config files, merged in order as Snakemake's --configfile merges them "
                             "(default: config/config.yaml)")
-    check.add_argument("--schema", default=None, help="schema file (default: the package's workflow schema)")
+    check.add_argument("--schema", default=None, help="schema file (default: the schema inside the hardneg package)")
     check.set_defaults(func=_check_config)
     init = sub.add_parser("init", help="write a starting config for your own data (BEIR folder or MS MARCO TSVs)")
     source = init.add_mutually_exclusive_group(required=True)

@@ -8,7 +8,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hardneg.atomic import atomic_path, write_text
+from hardneg.io.atomic import atomic_path, write_text
 
 
 def write_pq_matrix(cells: dict, indexes: list[str], measures: list[str], table_path: str | os.PathLike,

@@ -21,7 +21,6 @@ from pathlib import Path
 from hardneg.errors import HardnegError
 
 WILDCARDS = ("run", "split", "shard", "index", "dataset", "cache", "vocab")
-REPO = Path(__file__).resolve().parents[2]
 
 
 def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, configfiles: list | None = None):
@@ -31,8 +30,15 @@ def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, c
     from snakemake.dag import DAG
     from snakemake.jobs import Job
     from snakemake.logging import LoggerManager, logger
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, DeploymentSettings, OutputSettings,
-                                          ResourceSettings, StorageSettings, WorkflowSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        DeploymentSettings,
+        OutputSettings,
+        ResourceSettings,
+        StorageSettings,
+        WorkflowSettings,
+    )
 
     workflow = Workflow(config_settings=ConfigSettings(configfiles=[Path(f) for f in configfiles or []]),
                         resource_settings=ResourceSettings(), workflow_settings=WorkflowSettings(),
@@ -56,7 +62,7 @@ def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, c
     return workflow, rule, job
 
 
-def run_stage(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike = REPO / "Snakefile",
+def run_stage(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike = "Snakefile",
               configfiles: list | None = None, console: bool = False, threads: int | None = None) -> None:
     """Run one job of the workflow in this process (see the module docstring)."""
     from snakemake.iocontainers import Snakemake
@@ -91,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stage", help="the rule to run, e.g. train_dense, encode_corpus_shard, dense_search")
     parser.add_argument("--config", action="append", default=None,
                         help="config file (default: the Snakefile's config/config.yaml)")
-    parser.add_argument("--snakefile", default=str(REPO / "Snakefile"))
+    parser.add_argument("--snakefile", default=None,
+                        help="the workflow (default: the Snakefile in --directory, else in the current directory)")
     parser.add_argument("--directory", default=".", help="working directory holding results/ (default: .)")
     parser.add_argument("--threads", type=int, default=None, help="threads (default: the rule's)")
     parser.add_argument("--console", action="store_true", help="log to the terminal, not the rule's log file")
@@ -100,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wildcards = {name: getattr(args, name) for name in WILDCARDS if getattr(args, name) is not None}
     configs = [os.path.abspath(c) for c in args.config] if args.config else None
-    snakefile = os.path.abspath(args.snakefile)
+    snakefile = args.snakefile or next((path for path in (os.path.join(args.directory, "Snakefile"), "Snakefile")
+                                        if os.path.exists(path)), "Snakefile")
+    snakefile = os.path.abspath(snakefile)
     os.chdir(args.directory)
     try:
         run_stage(args.stage, wildcards, snakefile=snakefile, configfiles=configs, console=args.console,

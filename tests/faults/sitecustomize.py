@@ -1,7 +1,7 @@
 """Fault injection for the reliability tests, loaded at interpreter start when this folder is on PYTHONPATH.
 
 With ``HARDNEG_PAUSE_AT`` set, a stage process that renames one of its temporaries (``.<name>.<random>.tmp``,
-see ``hardneg.atomic``) onto a path containing that text writes its process id to the file
+see ``hardneg.io.atomic``) onto a path containing that text writes its process id to the file
 ``HARDNEG_PAUSE_MARK`` and sleeps ``HARDNEG_PAUSE_SECONDS`` (default 600): just before the rename, or just after
 it with ``HARDNEG_PAUSE_AFTER=1``. The test then kills the process at that known point. Without the variable
 nothing changes.

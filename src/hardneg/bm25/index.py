@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from hardneg import artifacts
-from hardneg.atomic import atomic_dir
 from hardneg.bm25.java import start_jvm
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_dir
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from hardneg import artifacts
 from hardneg.bm25.index import lucene_dir
 from hardneg.bm25.java import start_jvm
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def retrieve_split(index_dir: str | os.PathLike, queries_path: str | os.PathLike
                    title_weight: float = 1.0, threads: int = 1, tag: str = "bm25",
                    max_heap: str | None = None) -> pa.Table:
     """Stage function: BM25 top-``top_k`` of one split's queries → run Parquet + TREC file."""
-    from hardneg.runs import write_run
+    from hardneg.io.rankings import write_run
 
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
     run = search(index_dir, queries, k=top_k, k1=k1, b=b, threads=threads, title_weight=title_weight,

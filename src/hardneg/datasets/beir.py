@@ -5,14 +5,16 @@ A split's queries are those its qrels file judges, in ``queries.jsonl`` order (t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow.compute as pc
 
+from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset, Source
-from hardneg.datasets.readers import iter_jsonl, iter_tsv
 from hardneg.datasets.tables import corpus_table, qrels_table, queries_table, text_field
 from hardneg.errors import DataError
+from hardneg.io.readers import iter_jsonl, iter_tsv
 
 
 def read_jsonl_corpus(path: str | Path):
@@ -46,3 +48,13 @@ def load(folder: str | Path, splits: list[str]) -> Dataset:
         # Unknown-qid errors must point into the qrels file, so the split's source keeps all query lines.
         queries_source[split] = Source(q_path, all_source.lines[judged.to_numpy(zero_copy_only=False)])
     return Dataset(corpus, queries, qrels, corpus_source, queries_source, qrels_source)
+
+
+def _input_files(cfg: dict) -> list[str]:
+    root = cfg["path"]
+    return [os.path.join(root, "corpus.jsonl"), os.path.join(root, "queries.jsonl")] + [
+        os.path.join(root, "qrels", f"{s}.tsv") for s in cfg["splits"]]
+
+
+ADAPTER = Adapter("beir", splits=lambda cfg: list(cfg["splits"]),
+                  load=lambda cfg: load(cfg["path"], list(cfg["splits"])), input_files=_input_files)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,9 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hardneg import artifacts
-from hardneg.atomic import atomic_dir, write_text
 from hardneg.errors import DataError
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_dir, write_text
+from hardneg.io.ids import ID_RULE, check_id, id_problem  # noqa: F401  (the id rule of every table here)
 
 log = logging.getLogger(__name__)
 
@@ -54,37 +54,6 @@ class Dataset:
     @property
     def splits(self) -> list[str]:
         return list(self.queries)
-
-
-_UNSAFE_ID_CHARACTER = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
-_CHARACTER_NAMES = {" ": "a space", "\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
-ID_RULE = "ids must not contain whitespace or control characters (TREC files separate fields by whitespace)"
-
-
-def id_problem(value: str) -> str | None:
-    """What makes ``value`` unusable as a document or query id, or None when it is fine.
-
-    An id is written as one field of whitespace-separated TREC run and qrels lines, so it must be non-empty
-    and hold no whitespace and no control character.
-    """
-    if value == "":
-        return "is empty"
-    found = _UNSAFE_ID_CHARACTER.search(value)
-    if found is None:
-        return None
-    char = found.group()
-    if char in _CHARACTER_NAMES:
-        return f"contains {_CHARACTER_NAMES[char]}"
-    kind = "whitespace" if char.isspace() else "a control character"
-    return f"contains {kind} (U+{ord(char):04X})"
-
-
-def check_id(value: str, what: str, path: str, line: int | None) -> str:
-    """Return ``value`` when it is a valid id; else raise :class:`DataError` naming the file and line."""
-    problem = id_problem(value)
-    if problem is not None:
-        raise DataError(path, line, f"{what} {value!r} {problem}; {ID_RULE}")
-    return value
 
 
 def table_from_rows(kind: artifacts.ArtifactKind, columns: dict[str, list]) -> pa.Table:
@@ -186,7 +155,7 @@ def statistics(dataset: Dataset) -> dict:
             },
             "relevance_grades": {str(g["values"]): int(g["counts"]) for g in sorted(grades, key=lambda g: g["values"])},
         }
-    from hardneg.empty_documents import empty_stats
+    from hardneg.datasets.empty_documents import empty_stats
 
     stats["empty_documents"] = empty_stats(dataset.corpus, dataset.qrels)  # documents with no title and no text
     stats.update(dataset.extra_stats)
@@ -199,7 +168,7 @@ def dataset_paths(root: str | os.PathLike, splits: list[str]) -> dict[str, Path]
     A split name that is not one plain file name, or a path that would leave ``root``, is an
     :class:`~hardneg.errors.OutputPathError` (the configuration schema rejects such names first).
     """
-    from hardneg.layout import check_inside, check_name
+    from hardneg.io.layout import check_inside, check_name
 
     root = Path(root)
     paths = {"corpus": root / "corpus.parquet", "stats": root / "stats.json"}
@@ -219,7 +188,7 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
     ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, other files
     atomically, so an error leaves no partial dataset behind.
     """
-    from hardneg.runs import write_trec_qrels
+    from hardneg.io.rankings import write_trec_qrels
 
     validate(dataset)
     root = Path(root)

@@ -10,7 +10,7 @@ Each entry is keyed by the local path it produces (the path a dataset's keys nam
   way, so a 3 GB member never needs the whole archive unpacked.
 
 A wrong checksum is a :class:`ChecksumError` naming the URL (or archive and member), the expected and the actual
-digest; an interrupted or failed transfer leaves nothing at the target (:func:`hardneg.atomic.atomic_path`).
+digest; an interrupted or failed transfer leaves nothing at the target (:func:`hardneg.io.atomic.atomic_path`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import urllib.error
 import urllib.request
 from pathlib import PurePosixPath
 
-from hardneg.atomic import atomic_path
 from hardneg.errors import ConfigError, HardnegError
+from hardneg.io.atomic import atomic_path
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ download the files into ``ir_datasets``' own cache.
 
 from __future__ import annotations
 
+from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset, Source
 from hardneg.datasets.tables import corpus_table, qrels_table, queries_table
 from hardneg.errors import HardnegError
@@ -54,3 +55,6 @@ def load(splits: dict[str, str]) -> Dataset:
 
 
 __all__ = ["load", "Source"]
+
+
+ADAPTER = Adapter("ir_datasets", splits=lambda cfg: list(cfg["splits"]), load=lambda cfg: load(cfg["splits"]))

@@ -6,19 +6,16 @@ Document: ``msmarco-docs.tsv`` (docid, url, title, body), queries as above, qrel
 
 from __future__ import annotations
 
-from hardneg.datasets import check_split_files
+from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset
-from hardneg.datasets.readers import iter_tsv
-from hardneg.datasets.tables import corpus_table, qrels_table, queries_table, restrict_to_judged
+from hardneg.datasets.qrels import read_trec_qrels
+from hardneg.datasets.splits import check_query_and_qrels_files
+from hardneg.datasets.tables import corpus_table, queries_table, restrict_to_judged
+from hardneg.io.readers import iter_tsv
 
 
 def read_tsv_queries(path: str):
     return queries_table(((line, f[0], f[1]) for line, f in iter_tsv(path, 2)), path)
-
-
-def read_trec_qrels(path: str):
-    """TREC qrels: ``qid iteration docid relevance``, whitespace separated."""
-    return qrels_table(((line, f[0], f[2], f[3]) for line, f in iter_tsv(path, 4, sep=None)), path)
 
 
 def _load(corpus, corpus_source, queries_files: dict, qrels_files: dict, judged_only: bool) -> Dataset:
@@ -32,12 +29,20 @@ def _load(corpus, corpus_source, queries_files: dict, qrels_files: dict, judged_
 
 
 def load_passage(collection: str, queries: dict, qrels: dict, judged_only: bool = True) -> Dataset:
-    check_split_files({"adapter": "msmarco_passage", "queries": queries, "qrels": qrels})  # before the big file
+    check_query_and_qrels_files({"queries": queries, "qrels": qrels}, "queries")  # before the big file
     corpus, source = corpus_table(((line, f[0], "", f[1]) for line, f in iter_tsv(collection, 2)), collection)
     return _load(corpus, source, queries, qrels, judged_only)
 
 
 def load_document(docs: str, queries: dict, qrels: dict, judged_only: bool = True) -> Dataset:
-    check_split_files({"adapter": "msmarco_document", "queries": queries, "qrels": qrels})
+    check_query_and_qrels_files({"queries": queries, "qrels": qrels}, "queries")
     corpus, source = corpus_table(((line, f[0], f[2], f[3]) for line, f in iter_tsv(docs, 4)), docs)
     return _load(corpus, source, queries, qrels, judged_only)
+
+
+PASSAGE = Adapter("msmarco_passage", splits=lambda cfg: list(cfg["queries"]), query_files="queries",
+                  load=lambda cfg: load_passage(cfg["collection"], cfg["queries"], cfg["qrels"], cfg["judged_only"]),
+                  input_files=lambda cfg: [cfg["collection"], *cfg["queries"].values(), *cfg["qrels"].values()])
+DOCUMENT = Adapter("msmarco_document", splits=lambda cfg: list(cfg["queries"]), query_files="queries",
+                   load=lambda cfg: load_document(cfg["docs"], cfg["queries"], cfg["qrels"], cfg["judged_only"]),
+                   input_files=lambda cfg: [cfg["docs"], *cfg["queries"].values(), *cfg["qrels"].values()])

@@ -30,8 +30,9 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import pyarrow as pa
 
-from hardneg import artifacts
+from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset, Source, table_from_rows
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,8 @@ class SyntheticSpec:
     def from_config(cls, cfg: dict, *, where: str = "dataset") -> "SyntheticSpec":
         """From a ``synthetic`` dataset entry (``adapter: synthetic`` and its keys); missing keys get the schema's
         defaults but ``seed``, which the workflow fills from the global seed. Errors name ``<where>.<key>``."""
-        from hardneg.config import section_values, validate_dataset
+        from hardneg.schema.validation import validate_dataset
+        from hardneg.schema.values import section_values
 
         cfg = validate_dataset(cfg, where=where)
         values = section_values({k: v for k, v in cfg.items() if k not in ("adapter", "empty_documents")},
@@ -287,3 +289,7 @@ def generate(spec: SyntheticSpec) -> Dataset:
         qrels_source={s: Source(f"<synthetic qrels {s}>") for s in splits},
         extra_stats=extra,
     )
+
+
+ADAPTER = Adapter("synthetic", splits=lambda cfg: list(cfg["num_queries"]),
+                  load=lambda cfg: generate(SyntheticSpec.from_config(cfg)))

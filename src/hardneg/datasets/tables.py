@@ -6,10 +6,11 @@ from typing import Iterable
 
 import numpy as np
 
-from hardneg import artifacts
-from hardneg.datasets.canonical import Source, check_id, table_from_rows
-from hardneg.datasets.readers import parse_relevance
+from hardneg.datasets.canonical import Source, table_from_rows
 from hardneg.errors import DataError
+from hardneg.io import artifacts
+from hardneg.io.ids import check_id
+from hardneg.io.readers import parse_relevance
 
 
 def corpus_table(rows: Iterable[tuple[int, str, str, str]], path: str):

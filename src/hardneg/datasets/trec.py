@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hardneg.datasets import check_split_files
+from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset
-from hardneg.datasets.readers import iter_jsonl, iter_lines, iter_tsv
-from hardneg.datasets.msmarco import read_trec_qrels
+from hardneg.datasets.qrels import read_trec_qrels
+from hardneg.datasets.splits import check_query_and_qrels_files
 from hardneg.datasets.tables import corpus_table, queries_table, restrict_to_judged, text_field
 from hardneg.errors import DataError
+from hardneg.io.readers import iter_jsonl, iter_lines, iter_tsv
 
 FIELDS = ("title", "description", "narrative")
 _SGML_TAGS = {"num": "num", "title": "title", "desc": "description", "narr": "narrative"}
@@ -129,7 +130,7 @@ def read_corpus(path: str):
 
 
 def load(corpus: str, topics: dict, qrels: dict, topic_field: str = "title", judged_only: bool = True) -> Dataset:
-    check_split_files({"adapter": "trec", "topics": topics, "qrels": qrels})
+    check_query_and_qrels_files({"topics": topics, "qrels": qrels}, "topics")
     table, source = read_corpus(corpus)
     queries, queries_source, qrels_tables, qrels_source = {}, {}, {}, {}
     for split, topics_path in topics.items():
@@ -139,3 +140,9 @@ def load(corpus: str, topics: dict, qrels: dict, topic_field: str = "title", jud
             queries[split], queries_source[split] = restrict_to_judged(queries[split], queries_source[split],
                                                                        qrels_tables[split])
     return Dataset(table, queries, qrels_tables, source, queries_source, qrels_source)
+
+
+ADAPTER = Adapter("trec", splits=lambda cfg: list(cfg["topics"]), query_files="topics",
+                  load=lambda cfg: load(cfg["corpus"], cfg["topics"], cfg["qrels"], cfg["topic_field"],
+                                        cfg["judged_only"]),
+                  input_files=lambda cfg: [cfg["corpus"], *cfg["topics"].values(), *cfg["qrels"].values()])

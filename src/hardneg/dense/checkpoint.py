@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hardneg.atomic import atomic_path
+from hardneg.io.atomic import atomic_path
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ ANCE-style training curves (effectiveness against steps) need the model's qualit
 at the end. :class:`DevEvaluation` is a trainer event: on due steps it encodes the dev queries and the whole
 corpus with the current model (eval mode, no gradient; back to train mode afterwards), retrieves each query's
 exact inner-product top 100 (Faiss Flat), scores RR@10 and RR@100 with ir-measures
-(:func:`hardneg.evaluation.evaluate`) and writes them into the step's log row as ``dev_rr10`` and ``dev_rr100``
+(:func:`hardneg.evaluation.metrics.evaluate`) and writes them into the step's log row as ``dev_rr10`` and ``dev_rr100``
 (the Adaptive Batch Scheduling report's curves are dev MRR@100 per epoch). Other steps get NaN, so the columns
 are on every row and the Parquet log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
 goes on exactly as without the event.
@@ -26,11 +26,11 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from hardneg import artifacts
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.errors import ConfigError
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def dev_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: 
     With several processes each encodes its share of the corpus and finds its share's top 100 of every query;
     the shares' top 100s are gathered and merged into the exact top 100 (every rank returns the same values).
     """
-    from hardneg.evaluation import evaluate
+    from hardneg.evaluation.metrics import evaluate
     from hardneg.index import run_table
 
     share = np.arange(len(corpus))[replicas.local(len(corpus))]

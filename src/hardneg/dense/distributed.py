@@ -193,7 +193,7 @@ def process_group(device: str = "auto", threads: int | None = None):
 
 def _logging_setup() -> dict:
     """How this process logs (root level and format), for workers to log the same way: they inherit the
-    standard streams (a log file that :func:`hardneg.logs.log_to` put there included) but not the handlers."""
+    standard streams (a log file that :func:`hardneg.io.logs.log_to` put there included) but not the handlers."""
     root = logging.getLogger()
     formats = [h.formatter._fmt for h in root.handlers if h.formatter is not None and h.formatter._fmt]
     return {"level": root.getEffectiveLevel(), "format": formats[0] if formats else logging.BASIC_FORMAT}
@@ -217,7 +217,7 @@ def worker_main(job_dir: str) -> None:
     import pickle
 
     _die_with_parent()
-    from hardneg import stop
+    from hardneg.io import stop
 
     stop.handle_stop_signals()  # SIGTERM: stop after the current step, with the other ranks
     with open(os.path.join(job_dir, "job.pkl"), "rb") as handle:

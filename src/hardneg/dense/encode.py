@@ -16,10 +16,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from hardneg import artifacts
-from hardneg.atomic import atomic_path
 from hardneg.dense.tokenized import TokenizedTexts
-from hardneg.npyfile import NpyRows, NpyWriter
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_path
+from hardneg.io.npyfile import NpyRows, NpyWriter
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_p
 
 def gather_shards(npy_paths: list, ids_paths: list, npy_path, ids_path) -> int:
     """Concatenate shard embeddings (in shard order) into one ``.npy``, copied file to file: neither the shards
-    nor the result are ever in memory (:class:`hardneg.npyfile.NpyWriter`)."""
+    nor the result are ever in memory (:class:`hardneg.io.npyfile.NpyWriter`)."""
     shards = [NpyRows(p) for p in npy_paths]
     rows = sum(len(s) for s in shards)
     dim, dtype = shards[0].shape[1], shards[0].dtype

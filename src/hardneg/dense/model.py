@@ -29,10 +29,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from hardneg.atomic import atomic_dir
-from hardneg.config import section_values
 from hardneg.dense import st_layout
 from hardneg.dense.markers import SKIP, Markers, add_markers
+from hardneg.io.atomic import atomic_dir
+from hardneg.schema.values import section_values
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class ModelSpec:
     @classmethod
     def from_params(cls, section: dict, *, where: str = "params.model") -> "ModelSpec":
         """From a validated ``params.model`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown or
-        a missing key (:func:`hardneg.config.validate_params` fills a hand-written section's defaults)."""
+        a missing key (:func:`hardneg.pipeline.config.validate_params` fills a hand-written section's defaults)."""
         return cls(**section_values(section, [f.name for f in fields(cls)], where))
 
 

@@ -15,9 +15,9 @@ log = logging.getLogger(__name__)
 def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=None, seed: int = 0,
                       threads: int | None = None, key: str = "index.factory") -> None:
     """Build the ``factory`` index over a corpus embedding matrix and save it atomically; errors name config
-    ``key`` (see :func:`hardneg.index.validate.factory_key`)."""
+    ``key`` (see :func:`hardneg.pipeline.index_factories.factory_key`)."""
     from hardneg.index import build_index, save_index
-    from hardneg.npyfile import NpyRows
+    from hardneg.io.npyfile import NpyRows
 
     vectors = NpyRows(embeddings_path)  # read block by block: only the index holds the vectors
     index = build_index(vectors, factory, train_size=train_size, seed=seed, threads=threads, key=key)
@@ -30,12 +30,12 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     """Encode one split's queries, search the index, write the run (Parquet + TREC) and the query embeddings.
 
     Queries are searched one batch at a time and each batch's ranking is written as it comes
-    (:class:`hardneg.runs.RunWriter`), so the whole run is never in memory. Returns the run's row count."""
-    from hardneg import artifacts
+    (:class:`hardneg.io.rankings.RunWriter`), so the whole run is never in memory. Returns the run's row count."""
     from hardneg.dense.model import BiEncoder
     from hardneg.dense.trainer import resolve_device
     from hardneg.index import load_index, search_run_blocks, set_search_params
-    from hardneg.runs import RunWriter
+    from hardneg.io import artifacts
+    from hardneg.io.rankings import RunWriter
 
     texts = TokenizedTexts(cache_dir, f"queries_{split}")
     model = BiEncoder.load(model_dir)

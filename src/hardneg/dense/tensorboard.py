@@ -23,7 +23,7 @@ import time
 from numbers import Real
 from pathlib import Path
 
-from hardneg import stop
+from hardneg.io import stop
 
 log = logging.getLogger(__name__)
 

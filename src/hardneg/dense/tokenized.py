@@ -10,14 +10,14 @@ Documents are encoded as the pair (title, text): ``[CLS] title [SEP] text [SEP]`
 the title is blank. Texts are tokenized in chunks and each chunk's rows are appended to the file, so the
 tokenized corpus is never in memory; stages read it through a memory map (as DRhard's pre-tokenised memmaps).
 
-With ``exclude_empty`` the corpus set leaves out the empty documents (see :mod:`hardneg.empty_documents`), so
+With ``exclude_empty`` the corpus set leaves out the empty documents (see :mod:`hardneg.datasets.empty_documents`), so
 every stage that reads it (encoding, hence the corpus embeddings and their row ids, indexes, dense rankings and
 mining; random negatives; ADORE; dev evaluation) sees only the others: a row of the corpus set is a row of
 ``embeddings/corpus.npy``.
 
 Texts longer than the maximum length are cut. ``cache.json`` records, per text set, how many were cut and the
 lengths that would keep 95% and 99% of them whole; when more than :data:`TRUNCATION_WARN_SHARE` of a set is
-cut, the console says so (:func:`hardneg.logs.console`).
+cut, the console says so (:func:`hardneg.io.logs.console`).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hardneg import artifacts
-from hardneg.atomic import atomic_dir
 from hardneg.errors import DataError
-from hardneg.logs import console
-from hardneg.npyfile import NpyWriter
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_dir
+from hardneg.io.logs import console
+from hardneg.io.npyfile import NpyWriter
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def _inputs(first: list[str], second: list[str] | None) -> list:
     return list(first) if second is None else [(t, x) if t and t.strip() else x for t, x in zip(first, second)]
 
 
-def _encode_chunk(tokenizer, first: list[str], second: list[str] | None, max_length: int):
+def encode_chunk(tokenizer, first: list[str], second: list[str] | None, max_length: int):
     """Token ids [rows, max_length] (padded), lengths, and whether each text was cut to ``max_length``."""
     backend = tokenizer.backend_tokenizer
     backend.enable_truncation(max_length)
@@ -106,7 +106,7 @@ def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length:
     sample, sample_keys = [], np.zeros(0)
     cursor = 0
     for id_chunk, first, second in batches:
-        chunk_ids, chunk_len, chunk_cut = _encode_chunk(tokenizer, first, second, max_length)
+        chunk_ids, chunk_len, chunk_cut = encode_chunk(tokenizer, first, second, max_length)
         matrix.write(chunk_ids)
         lengths[cursor:cursor + len(chunk_ids)] = chunk_len
         cut[cursor:cursor + len(chunk_ids)] = chunk_cut
@@ -164,8 +164,8 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
     empty documents (``count``, first ``docids``, whether ``excluded``) and per text set its ``truncation``
     (``rows``, ``cut``, ``max_length``, and ``fit``: the lengths keeping 95% and 99% whole). A set with more
     than :data:`TRUNCATION_WARN_SHARE` cut is reported on the console; ``dataset`` names it there."""
+    from hardneg.datasets.empty_documents import EXAMPLES, empty_docids, empty_mask
     from hardneg.dense.tokenizer import load_tokenizer
-    from hardneg.empty_documents import EXAMPLES, empty_docids, empty_mask
 
     tokenizer = load_tokenizer(tokenizer_source)
     empty = empty_docids(corpus_path)

@@ -11,7 +11,7 @@ import os
 
 import pyarrow.parquet as pq
 
-from hardneg.atomic import atomic_dir
+from hardneg.io.atomic import atomic_dir
 
 log = logging.getLogger(__name__)
 

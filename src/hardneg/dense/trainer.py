@@ -50,10 +50,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hardneg import stop
-from hardneg.config import section_values
 from hardneg.dense import checkpoint, precision
 from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
+from hardneg.io import stop
+from hardneg.schema.values import section_values
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class TrainConfig:
     @classmethod
     def from_params(cls, section: dict, seed: int, *, where: str = "params.train") -> "TrainConfig":
         """From a validated ``params.train`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown
-        or a missing key (:func:`hardneg.config.validate_params` fills a hand-written section's defaults)."""
+        or a missing key (:func:`hardneg.pipeline.config.validate_params` fills a hand-written section's defaults)."""
         names = [f.name for f in fields(cls) if f.name != "seed"]
         return cls(**section_values(section, names, where), seed=seed)
 
@@ -174,7 +174,7 @@ class WallClock:
 
 @dataclass(frozen=True)
 class Window:
-    """A part of a longer training (an episode, :mod:`hardneg.episodes`): the learning-rate schedule and the data
+    """A part of a longer training (an episode, :mod:`hardneg.pipeline.episodes`): the learning-rate schedule and the data
     order are those of ``total_steps`` optimiser steps (as many epochs as they take, the last one cut short), and
     this job trains from step ``start`` to step ``stop``. ``start_state``: the trainer state at step ``start``
     (what the previous part wrote; None when ``start`` is 0); at step ``stop`` the state is written to
@@ -428,7 +428,7 @@ class Trainer:
                     raise stop.StopRequested(stopping)
         if window is not None:
             if replicas.is_main:  # the state the next part continues, written to a temporary folder and renamed
-                from hardneg.atomic import atomic_dir
+                from hardneg.io.atomic import atomic_dir
 
                 with atomic_dir(window.stop_state) as folder:
                     checkpoint.save_checkpoint(folder, self._checkpoint(model, optimizer, scheduler, scaler, micro,

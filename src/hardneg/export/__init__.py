@@ -1,6 +1,6 @@
 """Exports of a finished run for other toolkits (the ``hardneg export`` command).
 
-They find a run's files through :class:`hardneg.run_files.RunFiles`.
+They find a run's files through :class:`hardneg.results.run_files.RunFiles`.
 
 * :mod:`hardneg.export.texts`: documents as one text, title and text joined the way hardneg's encoder reads them;
 * :mod:`hardneg.export.groups`: the training groups (query, positives, hard negatives in rank order, with their

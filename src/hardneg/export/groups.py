@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hardneg import artifacts
 from hardneg.errors import DataError, HardnegError
-from hardneg.run_files import RunFiles
+from hardneg.io import artifacts
+from hardneg.results.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ from hardneg.export import FORMATS, ST_FORMATS
 from hardneg.export.groups import Groups, load_groups
 from hardneg.export.outputs import check_output, is_saved_dataset, write_hf_dataset, write_jsonl
 from hardneg.export.texts import joined_texts, tokenizer_separator
-from hardneg.run_files import RunFiles
+from hardneg.results.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 

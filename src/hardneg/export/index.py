@@ -36,11 +36,11 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from hardneg import artifacts
-from hardneg.atomic import atomic_dir
 from hardneg.errors import DataError
 from hardneg.export.outputs import check_output
-from hardneg.run_files import RunFiles
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_dir
+from hardneg.results.run_files import RunFiles
 
 log = logging.getLogger(__name__)
 

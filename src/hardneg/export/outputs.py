@@ -1,7 +1,7 @@
 """Where an export may be written, and the atomic writers of its files.
 
 Every export is written beside its target under a temporary name and renamed into place once whole
-(:mod:`hardneg.atomic`), so a failed or interrupted export leaves the previous one, or nothing. A folder output
+(:mod:`hardneg.io.atomic`), so a failed or interrupted export leaves the previous one, or nothing. A folder output
 replaces the folder whole, so an existing folder is replaced only when it is empty or an export of the same kind
 (recognised by its files): a mistyped ``--output`` cannot remove anything else.
 """
@@ -16,8 +16,8 @@ from typing import Callable, Iterable
 
 import pyarrow as pa
 
-from hardneg.atomic import atomic_dir, atomic_path
 from hardneg.errors import HardnegError
+from hardneg.io.atomic import atomic_dir, atomic_path
 
 
 def is_saved_dataset(path: Path) -> bool:

@@ -87,13 +87,13 @@ class HardnegQueryEncoder(QueryEncoder):
         """Vectors [len(queries), dim] (float32) of ``queries``, in order."""
         import torch
 
-        from hardneg.dense.tokenized import _encode_chunk
+        from hardneg.dense.tokenized import encode_chunk
 
         out = np.empty((len(queries), self.model.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(queries), self.batch_size):
                 part = list(queries[start:start + self.batch_size])
-                ids, lengths, _ = _encode_chunk(self.tokenizer, part, None, self.max_length)
+                ids, lengths, _ = encode_chunk(self.tokenizer, part, None, self.max_length)
                 width = int(lengths.max())
                 input_ids = torch.from_numpy(ids[:, :width].astype(np.int64)).to(self.device)
                 mask = (torch.arange(width)[None, :] < torch.from_numpy(lengths.astype(np.int64))[:, None]).long()

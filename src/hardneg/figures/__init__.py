@@ -1,5 +1,5 @@
 """The papers' figures, regenerated from runs' artifacts. One module per figure, each with a function that
-computes the figure's data (an Arrow table of a kind declared in :mod:`hardneg.artifacts`, written as
+computes the figure's data (an Arrow table of a kind declared in :mod:`hardneg.io.artifacts`, written as
 ``results/figures/<name>.parquet``), one that draws it (matplotlib, ``results/figures/<name>.png``) and one that
 does both (what the rule's script calls):
 

@@ -7,9 +7,9 @@ import os
 
 import pyarrow as pa
 
-from hardneg import artifacts
-from hardneg.atomic import atomic_path
 from hardneg.errors import DataError
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_path
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hardneg import artifacts
 from hardneg.dense.dev_eval import COLUMN
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 def curve_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str, str] | None = None) -> pa.Table:
     """The dev-evaluated steps of each run's ``train_log.parquet`` (``train_logs``: run → path, in legend order).
 
-    Returns a table of kind :data:`hardneg.artifacts.FIGURE_CURVES`: per run, one row per step whose ``dev_rr10``
+    Returns a table of kind :data:`hardneg.io.artifacts.FIGURE_CURVES`: per run, one row per step whose ``dev_rr10``
     is not NaN (in step order), with the run's legend text (``labels[run]``, default the run's name)."""
     labels = labels or {}
     frames = []

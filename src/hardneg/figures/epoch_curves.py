@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hardneg import artifacts
 from hardneg.errors import DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.io import artifacts
 
 KIND = artifacts.FIGURE_EPOCHS
 COLUMN = "dev_rr100"
@@ -27,7 +27,7 @@ COLUMN = "dev_rr100"
 
 def epoch_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str, str] | None = None) -> pa.Table:
     """Per run (``train_logs``: run → ``train_log.parquet``, in legend order) and epoch, the mean loss and the
-    dev MRR@100 of the epoch's last step, as a table of kind :data:`hardneg.artifacts.FIGURE_EPOCHS` with each
+    dev MRR@100 of the epoch's last step, as a table of kind :data:`hardneg.io.artifacts.FIGURE_EPOCHS` with each
     run's legend text (``labels[run]``, default its name). A log without steps, or whose epochs' last steps were
     not evaluated on dev, is a :class:`DataError` naming it."""
     import pyarrow.parquet as pq

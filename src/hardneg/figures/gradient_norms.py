@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hardneg import artifacts
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
+from hardneg.io import artifacts
 
 KIND = artifacts.FIGURE_GRAD_NORMS
 TITLE = "Pre-clip gradient norm per optimiser step"
@@ -28,7 +28,7 @@ TITLE = "Pre-clip gradient norm per optimiser step"
 
 def norm_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str, str] | None = None) -> pa.Table:
     """Every step's ``grad_norm`` of each run's ``train_log.parquet`` (``train_logs``: run → path, in legend order),
-    as a table of kind :data:`hardneg.artifacts.FIGURE_GRAD_NORMS` with each run's legend text (``labels[run]``,
+    as a table of kind :data:`hardneg.io.artifacts.FIGURE_GRAD_NORMS` with each run's legend text (``labels[run]``,
     default its name). A log without the column, or without steps, is a :class:`DataError` naming it."""
     labels = labels or {}
     frames = []

@@ -1,7 +1,7 @@
 """Figure ``hybrid_alpha``: a hybrid (fusion) run's tuned metric against the weight α that combines its dense
 and sparse scores, with the α the tuning chose. It reads the run's ``fusion_tuning.parquet`` (alpha, value,
 chosen: one row per α tried) and ``fusion_tuning.json`` (``measure``, ``split`` and the chosen ``alpha``), which
-the fusion tuning writes (:meth:`hardneg.layout.Layout.fusion_tuning`)."""
+the fusion tuning writes (:meth:`hardneg.io.layout.Layout.fusion_tuning`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hardneg import artifacts
 from hardneg.errors import DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ SUMMARY_KEYS = ("measure", "split", "alpha")
 def alpha_table(tuning_path: str | os.PathLike, summary_path: str | os.PathLike) -> pa.Table:
     """The tuning's (alpha, value, chosen) rows in increasing alpha, with the measure and split of the summary.
 
-    Returns a table of kind :data:`hardneg.artifacts.FIGURE_ALPHA`. Missing columns or keys, or a summary whose
+    Returns a table of kind :data:`hardneg.io.artifacts.FIGURE_ALPHA`. Missing columns or keys, or a summary whose
     ``alpha`` is not the row marked chosen, are a :class:`DataError` naming the file."""
     for path in (tuning_path, summary_path):
         if not os.path.exists(path):

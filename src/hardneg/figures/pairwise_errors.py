@@ -2,7 +2,7 @@
 evaluation queries, for several runs. Each run is one empirical CDF (the share of queries with at most x errors),
 one panel per measure: ``PairwiseErrors@200`` (non-relevant documents above a relevant one within the top 200)
 and ``PairwiseErrors`` (over the whole corpus; a lower bound for a ranking cut before some relevant document,
-such as BM25's). The values are read from each run's ``per_query.parquet`` (see :mod:`hardneg.pairwise`)."""
+such as BM25's). The values are read from each run's ``per_query.parquet`` (see :mod:`hardneg.evaluation.pairwise`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hardneg import artifacts
 from hardneg.errors import DataError
+from hardneg.evaluation.pairwise import TOTAL_MEASURE
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
-from hardneg.pairwise import TOTAL_MEASURE
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def distribution_table(per_query: Mapping[str, str | os.PathLike], measures: Seq
     """The empirical CDF of each measure over each run's queries.
 
     ``per_query`` maps run names to their ``per_query.parquet`` (qid, measure, value). Returns a table of kind
-    :data:`hardneg.artifacts.FIGURE_DISTRIBUTION`: per run (in the order given) and measure, one row per query in
+    :data:`hardneg.io.artifacts.FIGURE_DISTRIBUTION`: per run (in the order given) and measure, one row per query in
     increasing value (ties by qid), with ``share`` = the fraction of that run's queries whose value is at most
     the row's value. A measure missing from a file is a :class:`DataError` naming the file."""
     frames = []

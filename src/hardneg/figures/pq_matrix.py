@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hardneg import artifacts
 from hardneg.errors import DataError
 from hardneg.figures._plot import new_figure, save_png, write_data
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ KIND = artifacts.FIGURE_MATRIX
 
 def matrix_table(matrix_path: str | os.PathLike, measure: str) -> pa.Table:
     """The cells of the PQ matrix file (train_index, eval_index and one column per measure) for ``measure``, in
-    the file's order. Returns a table of kind :data:`hardneg.artifacts.FIGURE_MATRIX`."""
+    the file's order. Returns a table of kind :data:`hardneg.io.artifacts.FIGURE_MATRIX`."""
     if not os.path.exists(matrix_path):
         raise DataError(matrix_path, None, "PQ matrix file does not exist")
     matrix = pq.read_table(matrix_path)

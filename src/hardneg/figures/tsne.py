@@ -23,14 +23,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hardneg import artifacts
 from hardneg.errors import ConfigError, DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
 KIND = artifacts.FIGURE_TSNE
-# the files the figure reads (hardneg.plan.Plan.figure_inputs("tsne") gives them under these names)
+# the files the figure reads (hardneg.pipeline.plan.Plan.figure_inputs("tsne") gives them under these names)
 INPUTS = ("query_before", "query_ids_before", "ranking_before", "query_after", "query_ids_after", "ranking_after",
           "doc_embeddings", "doc_ids", "qrels")
 QUERY_KINDS = ("query_before", "query_after")
@@ -89,7 +89,7 @@ def tsne_table(inputs: Mapping[str, str | os.PathLike], split: str, *, qid: str 
     (``.ids.parquet``) and the ranking of split ``split`` before (the docs run) and after (the ADORE run), the
     fixed corpus embeddings and their ids, and the qrels folder (``<split>.parquet`` is read). ``qid`` None: see
     :func:`choose_query`.
-    Returns a table of kind :data:`hardneg.artifacts.FIGURE_TSNE` (the queries first, then the relevant
+    Returns a table of kind :data:`hardneg.io.artifacts.FIGURE_TSNE` (the queries first, then the relevant
     documents in docid order, then the negatives: before's in rank order, then after's others). A ``qid`` without
     a relevant document, or a ``perplexity`` not below the number of points, is a :class:`ConfigError` naming
     ``figures.tsne.qid`` / ``figures.tsne.perplexity``."""

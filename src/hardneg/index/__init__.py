@@ -4,7 +4,7 @@ Faiss is imported on first use of one of its functions, so that ``slug`` (used w
 does not pay for it.
 """
 
-from hardneg.index.naming import slug
+from hardneg.io.index_names import slug
 
 _FAISS_FUNCTIONS = ("build_index", "is_exact", "load_index", "save_index", "run_table", "search", "search_blocks",
                     "search_run", "search_run_blocks", "set_search_params")

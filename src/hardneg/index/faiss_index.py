@@ -14,14 +14,13 @@ import time
 from typing import Iterator
 
 import faiss
-
-from hardneg.index.naming import slug  # noqa: F401  (re-exported)
 import numpy as np
 import pyarrow as pa
 
-from hardneg import artifacts
-from hardneg.atomic import atomic_path
 from hardneg.errors import ConfigError
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_path
+from hardneg.io.index_names import slug  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +157,7 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
                 use_gpu: bool | str = "auto", threads: int | None = None, key: str = "index.factory") -> faiss.Index:
     """Build an inner-product faiss index over ``embeddings`` and return it as a CPU index.
 
-    ``embeddings``: [n, dim] float16 or float32 (a memmap or a :class:`hardneg.npyfile.NpyRows` is fine: rows are
+    ``embeddings``: [n, dim] float16 or float32 (a memmap or a :class:`hardneg.io.npyfile.NpyRows` is fine: rows are
     read and converted to float32 batch by batch; a ``Flat`` index is sized once, never holding the vectors twice);
     row i gets faiss id i. ``factory``: a faiss index-factory string, e.g. "Flat", "PQ8" (8 bits per code unless
     written "PQ8x4"), "OPQ8,PQ8", "IVF1024,PQ8", "IVF1024,Flat", "HNSW32". An index that needs training is trained
@@ -179,8 +178,12 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
     n, dim = embeddings.shape
     if not isinstance(factory, str) or not factory.strip():
         raise ConfigError(key, f"must be a non-empty faiss index-factory string, got {factory!r}")
-    from hardneg.index.validate import (FAISS_POINTS_PER_CENTROID, describe_factory_error, needed_training_vectors,
-                                        too_few_training_vectors)
+    from hardneg.index.validate import (
+        FAISS_POINTS_PER_CENTROID,
+        describe_factory_error,
+        needed_training_vectors,
+        too_few_training_vectors,
+    )
 
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)

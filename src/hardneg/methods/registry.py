@@ -4,7 +4,7 @@ A method is declared by one module that defines ``METHOD = Method(...)``: its na
 are ranked by Pyserini, ``dense`` runs train a bi-encoder, ``rerank`` runs train a model that re-ranks another
 run's ranking, ``fusion`` runs combine other runs' rankings), its own parameters (a typed dataclass and the JSON
 schema of its keys, whose ``default:`` values are the only defaults), its input roles and what each role must
-provide, and how to build its training step. The configuration schema, the run plan (:mod:`hardneg.plan`), the
+provide, and how to build its training step. The configuration schema, the run plan (:mod:`hardneg.pipeline.plan`), the
 workflow rules and the training stage read these declarations; none of them branches on a method's name.
 
 Methods are found in three places: the modules of this package, the modules listed under the config key
@@ -14,18 +14,17 @@ packages.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
 import importlib.util
 import pkgutil
 import sys
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hardneg.errors import ConfigError
+from hardneg.schema.values import dataclass_from
 
 LEXICAL, DENSE, RERANK, FUSION = "lexical", "dense", "rerank", "fusion"
 KINDS = (LEXICAL, DENSE, RERANK, FUSION)
@@ -46,6 +45,27 @@ PROVIDES = {
 # Roles whose run must be dense (its embeddings are used), and roles whose run must have a trained model.
 DENSE_PROVIDES = frozenset({"miner", "doc_index"})
 MODEL_PROVIDES = frozenset({"model", "teacher"})
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """How an episodic run trains: ``count`` episodes of ``steps`` optimiser steps each, on negatives mined by
+    the checkpoint ``lag`` episodes before the previous one (see :mod:`hardneg.pipeline.episodes`)."""
+
+    count: int
+    steps: int
+    lag: int
+
+    @property
+    def total_steps(self) -> int:
+        return self.count * self.steps
+
+
+def source_episode(index: int, lag: int) -> int | None:
+    """The episode whose checkpoint mines episode ``index``'s negatives: ``index − 1 − lag``; None when that is
+    before the first episode (the episodic run's miner input, its warm-up by default, mines them)."""
+    source = index - 1 - lag
+    return source if source >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -108,8 +128,8 @@ class Method:
     :class:`StepContext`; ``None`` for a method that does not train.
 
     A method that trains in episodes with negatives mined by its own earlier checkpoints (ANCE) declares
-    ``episodes``: its params → :class:`hardneg.episodes.Episodes`; the plan runs each episode as a run of its
-    own (:mod:`hardneg.episodes`), so such a method needs a role providing ``model`` (the warm-up the first
+    ``episodes``: its params → :class:`Episodes`; the plan runs each episode as a run of its
+    own (:mod:`hardneg.pipeline.episodes`), so such a method needs a role providing ``model`` (the warm-up the first
     episode continues) and one providing ``miner`` (the episodes' negatives).
 
     ``build_sampler`` builds the trainer's batch sampler (:class:`hardneg.dense.data.BatchSampler`) from the
@@ -159,7 +179,7 @@ class Method:
                              f"'alpha_grid' (hardneg.fusion.WEIGHT_SCHEMA)")
         if self.role_providing("miner") and "mining" not in self.schema:
             raise ValueError(f"method {self.name!r} mines hard negatives (a 'miner' role), so its schema needs the "
-                             f"'mining' section (hardneg.mining.MINING_SCHEMA)")
+                             f"'mining' section (hardneg.mining.negatives.MINING_SCHEMA)")
         if self.episodes is not None and not (self.role_providing("model") and self.role_providing("miner")
                                               and self.kind == DENSE):
             raise ValueError(f"method {self.name!r} trains in episodes, so it is dense and needs a 'model' role (the "
@@ -196,18 +216,6 @@ class Method:
         return dataclass_from(self.params, {key: params[key] for key in self.schema if key in params}, where)
 
 
-def dataclass_from(cls, values: Mapping, where: str):
-    """Build dataclass ``cls`` from a validated mapping; every field must be there and no other key may be.
-
-    ``where`` is the dotted config key of the mapping, used in the :class:`ConfigError` raised otherwise."""
-    from hardneg.config import section_values
-
-    values = section_values(values, [f.name for f in dataclasses.fields(cls)], where)
-    hints = typing.get_type_hints(cls)
-    return cls(**{name: dataclass_from(hints[name], value, f"{where}.{name}")
-                  if dataclasses.is_dataclass(hints.get(name)) else copy.deepcopy(value) for name, value in values.items()})
-
-
 # ----------------------------------------------------------------------------------------------- discovery
 _METHODS: dict[str, Method] = {}
 _LOADED: set[str] = set()
@@ -236,8 +244,8 @@ def _load_builtin() -> None:
     _LOADED.add("<builtin>")
     package = importlib.import_module("hardneg.methods")
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name == "registry":
-            continue
+        if not info.ispkg or info.name.startswith("_"):
+            continue  # a method is a package; the plain modules beside them (registry, contrastive) are shared
         name = f"hardneg.methods.{info.name}"
         _register_module(importlib.import_module(name), name)
     from importlib.metadata import entry_points

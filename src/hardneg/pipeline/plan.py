@@ -1,0 +1,677 @@
+"""The run plan: from a validated config, what every run reads and what each target needs.
+
+Plain functions over the config and the method registry, with no Snakemake in them: the workflow's rules are
+thin input functions over a :class:`Plan`, and the command line and the stage runner use the same one. Paths
+come from :class:`hardneg.io.layout.Layout`.
+
+What a run reads follows from its method's input roles (:data:`hardneg.methods.PROVIDES`):
+
+=================  ==========================================================================================
+role provides      training inputs the plan adds (name → path)
+=================  ==========================================================================================
+model              ``init``: the input run's model (training continues it)
+ranking            ``<role>``: the input run's ranking of the training split
+miner              ``hard_negatives``: this run's mined list (mined from the input run's ranking and embeddings)
+doc_index          ``doc_embeddings`` and ``train_index`` over the input run's documents; ``init``: its model
+teacher            ``<role>``: the input run's model
+candidates         nothing for training; re-ranking reads the input run's ranking of each split
+runs               ``<role>``: the rankings of the training split of every listed run; a fusion run reads every
+                   listed run's ranking of each split it ranks (and of ``tune.split`` when it tunes its weight)
+reference_ranking  nothing for training; reports (the hard-negative audit) read its training-split ranking
+=================  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import os
+
+from hardneg import methods
+from hardneg.errors import ConfigError
+from hardneg.evaluation.timing import REFRESH_PARTS
+from hardneg.io.layout import RESULTS, Layout, episode_run, parse_episode_run
+from hardneg.methods.registry import source_episode
+from hardneg.pipeline import episodes as _episodes
+from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, pq_matrix_run, resolve_run
+from hardneg.schema.values import check_evaluated_measure, check_run
+
+
+def _slug(factory: str) -> str:
+    from hardneg.index import slug
+
+    return slug(factory)
+
+
+class Plan:
+    """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
+
+    def __init__(self, config: dict, root: str = RESULTS):
+        self.user_runs: dict = config["runs"]  # the config's runs (with the PQ experiment's)
+        self.runs: dict = _episodes.expand(config["runs"])  # and each episode of an episodic run as a run of its own
+        self.config = {**config, "runs": self.runs}
+        self.layout = Layout(root)
+        self.datasets: dict = config["datasets"]
+        self.eval_split: str = config["evaluation"]["split"]
+
+    # --------------------------------------------------------------------------------------------- runs
+    def method(self, run: str) -> methods.Method:
+        return methods.get(self.runs[run]["method"])
+
+    def runs_of_kind(self, kind: str) -> list[str]:
+        return [run for run in self.runs if self.method(run).kind == kind]
+
+    @property
+    def dense_runs(self) -> list[str]:
+        return self.runs_of_kind(methods.DENSE)
+
+    @property
+    def lexical_runs(self) -> list[str]:
+        return self.runs_of_kind(methods.LEXICAL)
+
+    @property
+    def rerank_runs(self) -> list[str]:
+        return self.runs_of_kind(methods.RERANK)
+
+    @property
+    def trained_runs(self) -> list[str]:
+        """Runs that train a model from the tokenized cache (dense and re-ranking runs)."""
+        return [run for run in self.runs if self.method(run).kind in methods.TRAINED]
+
+    @property
+    def step_trained_runs(self) -> list[str]:
+        """Runs trained by one training job (rule train_dense): every trained run but episodic runs and their
+        episodes."""
+        return [run for run in self.trained_runs if run not in self.episodic_runs and run not in self.episode_runs()]
+
+    # ---------------------------------------------------------------------------------------- episodes
+    def episodes(self, run: str):
+        """The :class:`hardneg.methods.Episodes` of an episodic run (None for any other run, episodes included)."""
+        return _episodes.of(self.method(run), self.params(run)) if run in self.user_runs else None
+
+    @property
+    def episodic_runs(self) -> list[str]:
+        """Runs that train in episodes (ANCE): their model is their last episode's."""
+        return [run for run in self.user_runs if self.episodes(run) is not None]
+
+    def episode_runs(self, run: str | None = None) -> list[str]:
+        """The episode runs of episodic run ``run`` in order (of every episodic run when None)."""
+        if run is None:
+            return [name for parent in self.episodic_runs for name in self.episode_runs(parent)]
+        return [episode_run(run, index) for index in range(self.episodes(run).count)]
+
+    def episode_of(self, run: str) -> tuple[str, int] | None:
+        """(episodic run, index) of an episode run; None for any other run."""
+        return parse_episode_run(run) if run in self.runs else None
+
+    def assemble_inputs(self, run: str) -> dict:
+        """What an episodic run's model, training log and refresh costs are assembled from: the last episode's
+        ``model`` (behind it, every episode and refresh) and every episode's ``train_log`` and ``timings``."""
+        episodes, layout = self.episode_runs(run), self.layout
+        return {"model": layout.model(episodes[-1]), "train_logs": [layout.train_log(e) for e in episodes],
+                "timings": [layout.train_timings(e) for e in episodes]}
+
+    def refresh_benchmarks(self, run: str) -> list[dict]:
+        """The benchmark records (Snakemake writes them beside the artifacts; no rule can ask for one as an input)
+        of an episodic run's jobs, by checkpoint: first the warm-up's (``checkpoint`` None: mining the episodes its
+        model mines for), then each episode's: ``train`` (its training job) and the refresh its checkpoint feeds,
+        ``encode`` (the shards and their gathering), ``index``, ``search`` (the training split) and ``mine``
+        (positive scores and mining, of each episode trained on its negatives). A checkpoint no episode trains on
+        has no refresh jobs."""
+        plan, layout, names = self.episodes(run), self.layout, self.episode_runs(run)
+        fed = {None: [], **{index: [] for index in range(plan.count)}}  # checkpoint → episodes on its negatives
+        for index, name in enumerate(names):
+            fed[source_episode(index, plan.lag)].append(name)
+        out = []
+        for checkpoint in [None, *range(plan.count)]:
+            bench = {"checkpoint": checkpoint, "train": [], "encode": [], "index": [], "search": [],
+                     "mine": [job for name in fed[checkpoint]
+                              for job in (layout.benchmark(name, "positive_scores"),
+                                          layout.benchmark(name, "mine_hard_negatives"))]}
+            if checkpoint is not None:
+                name = names[checkpoint]
+                bench["train"] = [layout.benchmark(name, "train")]
+                if fed[checkpoint]:
+                    shards = range(self.params(name)["encode"]["shards"])
+                    bench["encode"] = [layout.benchmark(name, f"encode_corpus_shard_{shard}") for shard in shards]
+                    bench["encode"].append(layout.benchmark(name, "gather_embeddings"))
+                    bench["index"] = [layout.benchmark(name, f"build_faiss_index_{slug}")
+                                      for slug in self.index_factories(name)]
+                    bench["search"] = [layout.benchmark(name, f"dense_search_{self.train_split(name)}")]
+            out.append(bench)
+        return out
+
+    @property
+    def encoded_runs(self) -> list[str]:
+        """Dense runs that encode their own corpus (every dense run but those keeping another run's documents)."""
+        return [run for run in self.dense_runs if self.doc_run(run) == run]
+
+    @property
+    def mining_runs(self) -> list[str]:
+        """Runs that mine their own static hard-negative list (they name a miner run)."""
+        return [run for run in self.runs if self.role_run(run, "miner") and run not in self.episodic_runs]
+
+    def params(self, run: str) -> dict:
+        return self.runs[run]["params"]
+
+    def seed(self, run: str) -> int:
+        return self.runs[run].get("seed", self.config["seed"])
+
+    def dataset(self, run: str) -> str:
+        return self.runs[run].get("dataset", self.config["dataset"])
+
+    def dataset_config(self, dataset: str) -> dict:
+        return dataset_config(self.config, dataset)
+
+    def splits(self, run: str) -> list[str]:
+        from hardneg.datasets.adapters import dataset_splits
+
+        return dataset_splits(self.datasets[self.dataset(run)])
+
+    def resolved(self, run: str) -> dict:
+        """Everything the run depends on (recorded as ``results/<run>/config.yaml``)."""
+        return resolve_run(self.config, run)
+
+    def input_run(self, run: str, role: str):
+        """The run (or, for a role of many, the runs) named by ``inputs.<role>``; None when not given."""
+        return self.runs[run].get("inputs", {}).get(role)
+
+    def role_run(self, run: str, provides: str) -> str | None:
+        """The input run of the run's first role that provides ``provides``."""
+        for role in self.method(run).roles_providing(provides):
+            other = self.input_run(run, role)
+            if other is not None:
+                return other
+        return None
+
+    def doc_run(self, run: str) -> str:
+        """The run whose corpus embeddings and indexes ``run`` searches: its ``doc_index`` input, else itself."""
+        return self.role_run(run, "doc_index") or run
+
+    def init_run(self, run: str) -> str | None:
+        """The run whose model ``run`` starts from: its ``model`` input, else its ``doc_index`` input (the
+        config gave the run that run's ``params.model``, see :func:`hardneg.pipeline.resolution.continued_run`)."""
+        source = continued_run(self.runs, run)
+        return source[1] if source else None
+
+    def model_root(self, run: str) -> str:
+        """The run whose model ``run`` descends from (following ``init_run``): the one that loaded
+        ``params.model.name``."""
+        while (parent := self.init_run(run)) is not None:
+            run = parent
+        return run
+
+    def upstream(self, run: str) -> list[str]:
+        return input_runs(self.runs[run])
+
+    def ancestors(self, run: str) -> list[str]:
+        """Every run that ``run`` is built from (its input runs, theirs, and so on), nearest first, each once."""
+        found, queue = [], list(self.upstream(run))
+        while queue:
+            parent = queue.pop(0)
+            if parent not in found:
+                found.append(parent)
+                queue += self.upstream(parent)
+        return found
+
+    # ------------------------------------------------------------------------------------ tokenization
+    def model_params(self, run: str) -> dict:
+        """The run's ``params.model`` (a continued run's is its parent's, but for the maximum lengths)."""
+        return self.params(run)["model"]
+
+    def loaded_model(self, run: str) -> str | None:
+        """What a dense run's training starts from, in words: the model folder of the run it continues, else
+        ``params.model.name`` (a folder or hub name, or the built-in model with its corpus tokenizer)."""
+        if self.method(run).kind not in methods.TRAINED:
+            return None
+        init = self.init_run(run)
+        model = self.model_params(run)
+        if init is not None:
+            return f"{self.layout.model(init)} (the model of run {init!r}; it descends from {model['name']})"
+        if model["name"] == "builtin":
+            return f"builtin (a BERT built from params.model.builtin, tokenizer {self.tokenizer_source(run)})"
+        return model["name"]
+
+    def tokenizer_source(self, run: str) -> str:
+        """The built-in WordPiece folder of the run's dataset, or the model's own (folder or hub name)."""
+        model = self.model_params(run)
+        if model["name"] == "builtin":
+            return self.layout.tokenizer(self.dataset(run), model["vocab_size"])
+        return model["name"]
+
+    def cache_key(self, run: str) -> str:
+        from hardneg.dense.tokenized import cache_key
+
+        model = self.model_params(run)
+        return cache_key(self.tokenizer_source(run), model["doc_max_length"], model["query_max_length"])
+
+    def cache_dir(self, run: str) -> str:
+        return self.layout.tokenized(self.dataset(run), self.cache_key(run))
+
+    def caches(self) -> dict:
+        """Every tokenized cache some dense run needs: (dataset, key) → how to build it."""
+        out = {}
+        for run in self.trained_runs:
+            model = self.model_params(run)
+            out[(self.dataset(run), self.cache_key(run))] = {
+                "tokenizer": self.tokenizer_source(run), "doc_max_length": model["doc_max_length"],
+                "query_max_length": model["query_max_length"], "splits": self.splits(run),
+                "empty_documents": self.datasets[self.dataset(run)]["empty_documents"]}
+        return out
+
+    def builtin_tokenizers(self, dataset: str, key: str) -> list[str]:
+        """The tokenizer folder a cache is built with, when the workflow builds it (the built-in WordPiece)."""
+        source = self.caches()[(dataset, key)]["tokenizer"]
+        return [source] if source.startswith(f"{self.layout.root}/") else []
+
+    # ---------------------------------------------------------------------------------------- training
+    def train_split(self, run: str) -> str:
+        return self.params(run)["train"]["split"]
+
+    def training_index_factory(self, run: str) -> str | None:
+        method = self.method(run)
+        return method.training_index(self.params(run)) if method.training_index else None
+
+    def train_inputs(self, run: str) -> dict:
+        """What the training job of a dense run reads: ``cache`` and ``qrels`` (folders), ``init`` when it continues
+        a model, and what its roles provide (see the module docstring)."""
+        layout, split = self.layout, self.train_split(run)
+        inputs = {"cache": self.cache_dir(run), "qrels": layout.qrels_dir(self.dataset(run))}
+        init = self.init_run(run)
+        if init is not None:
+            inputs["init"] = layout.model(init)
+        episode = self.episode_of(run)
+        if episode is not None and episode[1] > 0:  # the trainer state the previous episode ended with
+            inputs["state"] = layout.trainer_state(init)
+        for role, spec in self.method(run).roles.items():
+            other = self.input_run(run, role)
+            if other is None:
+                continue
+            if spec.provides == "ranking":
+                inputs[role] = layout.ranking(other, split)
+            elif spec.provides == "runs":
+                inputs[role] = [layout.ranking(o, split) for o in other]
+            elif spec.provides == "teacher":
+                inputs[role] = layout.model(other)
+            elif spec.provides == "miner":
+                inputs["hard_negatives"] = layout.hard_negatives(run)
+            elif spec.provides == "doc_index":
+                inputs["doc_embeddings"] = layout.corpus_embeddings(self.doc_run(other))
+                inputs["train_index"] = layout.index(self.doc_run(other), _slug(self.training_index_factory(run)))
+        return inputs
+
+    def training_slice(self, run: str) -> dict:
+        """What training depends on in the config: changing any other key (search, index, encoding) retrains
+        nothing."""
+        params = self.params(run)
+        episode = {"episode": dict(self.runs[run]["episode"])} if "episode" in self.runs[run] else {}
+        return {"name": run, "method": self.runs[run]["method"], "seed": self.seed(run),
+                "dataset": self.dataset(run), "inputs": dict(self.runs[run].get("inputs", {})),
+                "params": {key: params[key] for key in self.method(run).training_sections}, **episode}
+
+    def method_modules(self, run: str) -> list[str]:
+        """The config's ``method_modules`` entry that declares the run's method (none for a method of this
+        package or of an entry point): a training job, a process of its own, imports it again."""
+        module = self.method(run).module
+        return [module] if module in self.config["method_modules"] else []
+
+    def train_gpus(self, run: str) -> int:
+        return self.params(run)["train"]["gpus"]
+
+    def inference_gpus(self, run: str) -> int:
+        """GPUs a job applying the run's model asks for (encoding a shard, searching, re-ranking): one where the
+        run trains on GPUs (``train.gpus`` > 0), else none."""
+        return min(self.train_gpus(run), 1)
+
+    # --------------------------------------------------------------------------------------- re-ranking
+    def candidates_run(self, run: str) -> str:
+        """The run whose rankings a re-ranking run re-ranks."""
+        return self.role_run(run, "candidates")
+
+    def rerank_inputs(self, run: str, split: str) -> dict:
+        return {"model": self.layout.model(run), "cache": self.cache_dir(run),
+                "candidates": self.layout.ranking(self.candidates_run(run), split)}
+
+    # ---------------------------------------------------------------------------------------- encoding
+    def embedding_shards(self, run: str) -> dict:
+        """The corpus-embedding shards of an encoded run (``npy`` and ``ids``, one per ``encode.shards``)."""
+        shards = range(self.params(run)["encode"]["shards"])
+        return {"npy": [self.layout.embedding_shard(run, i) for i in shards],
+                "ids": [self.layout.embedding_shard_ids(run, i) for i in shards]}
+
+    # ----------------------------------------------------------------------------------------- indexes
+    def index_factories(self, run: str) -> dict:
+        """slug → factory of every index built over an encoded run's embeddings: its own, and those the runs
+        keeping its documents fixed evaluate and train with."""
+        factories = [self.params(run)["index"]["factory"]]
+        for other in self.dense_runs:
+            if other != run and self.doc_run(other) == run:
+                factories.append(self.params(other)["index"]["factory"])
+                if self.training_index_factory(other):
+                    factories.append(self.training_index_factory(other))
+        return {_slug(f): f for f in factories}
+
+    def search_index(self, run: str, slug: str | None = None) -> str:
+        """The index a dense run's queries are searched with: its ``index.factory`` (or ``slug``) over its
+        documents."""
+        slug = slug or _slug(self.params(run)["index"]["factory"])
+        return self.layout.index(self.doc_run(run), slug)
+
+    def search_inputs(self, run: str, slug: str | None = None) -> dict:
+        return {"model": self.layout.model(run), "cache": self.cache_dir(run),
+                "index": self.search_index(run, slug), "docids": self.layout.corpus_ids(self.doc_run(run))}
+
+    # ------------------------------------------------------------------------------------------ mining
+    def miner(self, run: str) -> str:
+        return self.role_run(run, "miner")
+
+    def positive_scores_inputs(self, run: str) -> dict:
+        miner, split, layout = self.miner(run), self.train_split(run), self.layout
+        return {"query_emb": layout.query_embeddings(miner, split), "query_ids": layout.query_ids(miner, split),
+                "doc_emb": layout.corpus_embeddings(self.doc_run(miner)),
+                "doc_ids": layout.corpus_ids(self.doc_run(miner)), "qrels": layout.qrels_dir(self.dataset(run))}
+
+    def mining_inputs(self, run: str) -> dict:
+        return {"run": self.layout.ranking(self.miner(run), self.train_split(run)),
+                "qrels": self.layout.qrels_dir(self.dataset(run)), "positives": self.layout.positive_scores(run)}
+
+    def audit_inputs(self, run: str) -> dict:
+        split = self.train_split(run)
+        references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
+        return {**self.mining_inputs(run), "hardnegs": self.layout.hard_negatives(run),
+                "bm25": [self.layout.ranking(other, split) for other in references if other],
+                "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
+
+    def viewer_inputs(self, run: str) -> dict:
+        """What the hard-negative viewer of a mining run reads: the audit's inputs (the mined list, the miner's
+        ranking, qrels, positive scores, the BM25 reference, the corpus), the audit and the queries."""
+        return {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
+                "audit_markdown": self.layout.audit(run, "md"), "queries": self.layout.queries_dir(self.dataset(run))}
+
+    # -------------------------------------------------------------------------------------- evaluation
+    def eval_splits(self, run: str) -> list[str]:
+        """The splits a run's metrics.json reports: the evaluation split and ``evaluation.extra_splits``."""
+        return [self.eval_split] + [s for s in self.config["evaluation"]["extra_splits"] if s != self.eval_split]
+
+    def reports(self, run: str) -> list[str]:
+        """Reports a run makes beside its metrics (a mining run: the hard-negative audit and viewer), so that any
+        target reaching the run builds them and ``snakemake --report`` finds them."""
+        if run in self.episodic_runs:  # each episode's hard negatives, audited
+            return [self.layout.audit(episode, "md") for episode in self.episode_runs(run)]
+        return [self.layout.audit(run, "md"), self.layout.viewer(run)] if run in self.mining_runs else []
+
+    def lineage(self, run: str) -> list[str]:
+        """The resolved configs and reports (hard-negative audits, viewers) of every run ``run`` is built from:
+        whatever target reaches a run's metrics also leaves what it takes to audit the runs behind them (after
+        ``snakemake results/adore_star/metrics.json``, ``hardneg audit star`` works)."""
+        return [path for parent in self.ancestors(run) for path in [self.layout.config(parent), *self.reports(parent)]]
+
+    def evaluate_inputs(self, run: str) -> dict:
+        """The run's rankings of the evaluated splits, the qrels, its resolved config, its reports, its lineage's
+        configs and reports and, for a dense run, the embeddings behind the ranking (exact whole-corpus pairwise
+        errors)."""
+        layout = self.layout
+        inputs = {"runs": [layout.ranking(run, split) for split in self.eval_splits(run)],
+                  "qrels": layout.qrels_dir(self.dataset(run)), "config": layout.config(run),
+                  "reports": self.reports(run), "lineage": self.lineage(run)}
+        if self.method(run).kind == methods.DENSE:
+            docs = self.doc_run(run)
+            inputs.update(query_npy=layout.query_embeddings(run, self.eval_split),
+                          query_ids=layout.query_ids(run, self.eval_split),
+                          doc_npy=layout.corpus_embeddings(docs), doc_ids=layout.corpus_ids(docs))
+        return inputs
+
+    # ------------------------------------------------------------------------------------------ fusion
+    @property
+    def fusion_runs(self) -> list[str]:
+        return self.runs_of_kind(methods.FUSION)
+
+    def tuning_split(self, run: str) -> str | None:
+        """The split whose queries a fusion run's weight is tuned on; None when the run tunes nothing."""
+        return self.method(run).tuning_split(self.params(run))
+
+    @property
+    def tuned_runs(self) -> list[str]:
+        """Fusion runs that tune their weight (results/<run>/fusion_tuning.json)."""
+        return [run for run in self.fusion_runs if self.tuning_split(run) is not None]
+
+    def fused_runs(self, run: str) -> list[str]:
+        """The runs a fusion run combines, in the order of its role of many runs."""
+        return list(self.role_run(run, "runs"))
+
+    def fusion_inputs(self, run: str, split: str) -> dict:
+        """What a fusion run's ranking of ``split`` reads: its input runs' rankings of that split (``runs``) and,
+        when it tunes its weight, its tuning (``tuning``)."""
+        inputs = {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)]}
+        if run in self.tuned_runs:
+            inputs["tuning"] = self.layout.fusion_tuning(run, "json")
+        return inputs
+
+    def trained_splits(self, run: str) -> list[str]:
+        """The splits whose queries trained a model behind ``run``: the training split of every trained run among
+        ``run`` and the runs it depends on, recursively."""
+        splits, seen, todo = set(), set(), [run]
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                if self.method(current).kind in methods.TRAINED:
+                    splits.add(self.train_split(current))
+                todo += self.upstream(current)
+        return sorted(splits)
+
+    def tuning_inputs(self, run: str) -> dict:
+        """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and the qrels folder
+        (the tuning split's file is read)."""
+        split = self.tuning_split(run)
+        return {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
+                "qrels": self.layout.qrels_dir(self.dataset(run))}
+
+    # ------------------------------------------------------------------------------------ experiments
+    def pq_matrix_cells(self) -> list[tuple[str, str, str]]:
+        """(training index, evaluation index, metrics.json) of every cell of the ADORE PQ matrix."""
+        indexes = self.config["pq_matrix"]["indexes"]
+        return [(a, b, self.layout.metrics(pq_matrix_run(a), _slug(b))) for a in indexes for b in indexes]
+
+    def targets(self) -> list[str]:
+        """What a plain ``snakemake`` builds: ``targets`` of the config (run names → their metrics.json, paths as
+        given), by default every run's metrics.json."""
+        targets = self.config.get("targets")
+        if targets is None:
+            targets = list(self.user_runs)
+        return [target if "/" in target else self.layout.metrics(target) for target in targets]
+
+    # ----------------------------------------------------------------------------- summary and tables
+    def targeted_runs(self) -> list[str]:
+        """The runs whose metrics.json the config's ``targets`` name (every run when ``targets`` is null)."""
+        targets = {os.path.normpath(target) for target in self.targets()}
+        return [run for run in self.user_runs if os.path.normpath(self.layout.metrics(run)) in targets]
+
+    def summary_runs(self, exists=os.path.exists) -> list[str]:
+        """The runs of the summary: ``summary.runs`` as given, else the targeted runs and every run whose
+        metrics.json ``exists`` now, in config order. A run nobody asked for and never evaluated stays out, so
+        the summary never starts training it."""
+        chosen = self.config["summary"]["runs"]
+        if chosen is not None:
+            return list(chosen)
+        targeted = set(self.targeted_runs())
+        return [run for run in self.user_runs if run in targeted or exists(self.layout.metrics(run))]
+
+    def summary_measures(self) -> list[str]:
+        """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""
+        return list(self.config["summary"]["measures"] or self.config["evaluation"]["measures"])
+
+    def summary_settings(self) -> dict:
+        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`)."""
+        return {**self.config["summary"], "measures": self.summary_measures()}
+
+    def summary_inputs(self) -> dict:
+        """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
+        runs = self.summary_runs()
+        return {"metrics": [self.layout.metrics(run) for run in runs],
+                "per_query": [self.layout.per_query(run) for run in runs]}
+
+    def methods_of(self, runs: list[str]) -> dict:
+        """run → its method's name."""
+        return {run: self.runs[run]["method"] for run in runs}
+
+    def training_time_runs(self) -> list[str]:
+        """The runs of the summary that train (the training-time table shows their training jobs)."""
+        return [run for run in self.summary_runs()
+                if self.method(run).kind in methods.TRAINED and self.method(run).trains]
+
+    def training_time_inputs(self) -> dict:
+        """The training logs of :meth:`training_time_runs` (``train_log``)."""
+        return {"train_log": [self.layout.train_log(run) for run in self.training_time_runs()]}
+
+    def training_benchmarks(self, runs: list[str]) -> list[str]:
+        """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
+        no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
+        episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
+        return [[path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS
+                 for path in checkpoint[part]] if run in self.episodic_runs
+                else self.layout.benchmark(run, "train") for run in runs]
+
+    def adore_index_runs(self) -> list[tuple[str, str]]:
+        """(index, ADORE run trained with it) of each index of ``pq_matrix.indexes``."""
+        if not self.config.get("pq_matrix"):
+            raise ConfigError("pq_matrix", "the table of ADORE with each index lists the runs of the PQ experiment: "
+                                           "add a pq_matrix section (docs, indexes)")
+        return [(index, pq_matrix_run(index)) for index in self.config["pq_matrix"]["indexes"]]
+
+    def adore_index_inputs(self) -> dict:
+        """Each ADORE run of the PQ experiment: its ``metrics`` evaluated with the index it trained with (its own
+        metrics.json, searched with its ``index.factory``, or else the PQ matrix's cell) and its ``train_log``."""
+        pairs = self.adore_index_runs()
+        return {"metrics": [self.layout.metrics(run) if self.params(run)["index"]["factory"] == index
+                            else self.layout.metrics(run, _slug(index)) for index, run in pairs],
+                "train_log": [self.layout.train_log(run) for _, run in pairs]}
+    # ---------------------------------------------------------------------------------------------- figures
+    def figure_inputs(self, name: str) -> dict:
+        """What figure ``name`` (one of :data:`hardneg.figures.FIGURES`) reads, from the config's
+        ``figures.<name>`` (name → path, or list of paths). A :class:`ConfigError` names the key to set when the
+        config cannot build the figure (a run it does not define, a run without dev evaluation, ...)."""
+        from hardneg.figures import FIGURES
+
+        if name not in FIGURES:
+            raise ConfigError("figures", f"no figure named {name!r}; the figures are {', '.join(FIGURES)}")
+        return getattr(self, f"_{name}_figure_inputs")(self.config["figures"][name], f"figures.{name}")
+
+    def figure_targets(self) -> list[str]:
+        """The PNG of every figure the config can build (see :meth:`figure_inputs`)."""
+        from hardneg.figures import FIGURES
+
+        targets = []
+        for name in FIGURES:
+            try:
+                self.figure_inputs(name)
+            except ConfigError:
+                continue
+            targets.append(self.layout.figure(name, "png"))
+        return targets
+
+    def _figure_runs(self, names: list[str], key: str) -> list[str]:
+        if not names:
+            raise ConfigError(key, "no runs are named: list the runs this figure draws")
+        for position, run in enumerate(names):
+            check_run(self.config, run, f"{key}.{position}")
+        return names
+
+    def _pairwise_errors_figure_inputs(self, spec: dict, key: str) -> dict:
+        runs = self._figure_runs(spec["runs"], f"{key}.runs")
+        return {"per_query": [self.layout.per_query(run) for run in runs]}
+
+    def _evaluated_train_logs(self, spec: dict, key: str, evaluated, why: str) -> dict:
+        """The training logs of a figure's runs, each a trained dense run whose ``params.train.dev_every`` gives
+        the dev evaluation the figure draws (``evaluated(dev_every)`` is true; ``why`` says what to set, in
+        words); its labels name its runs."""
+        runs = self._figure_runs(spec["runs"], f"{key}.runs")
+        for position, run in enumerate(runs):
+            if not self.method(run).trains or self.method(run).kind != methods.DENSE:
+                raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev "
+                                                            f"evaluation")
+            if not evaluated(self.params(run)["train"]["dev_every"]):
+                raise ConfigError(f"runs.{run}.params.train.dev_every", f"{key} {why}")
+        for run in spec["labels"]:
+            if run not in runs:
+                raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
+        return {"train_logs": [self.layout.train_log(run) for run in runs]}
+
+    def _dev_curve_inputs(self, spec: dict, key: str) -> dict:
+        return self._evaluated_train_logs(spec, key, bool, "draws dev MRR@10 during training: set it above 0 (e.g. "
+                                                           "a tenth of the steps)")
+
+    _training_curves_figure_inputs = _dev_curve_inputs
+    _adore_vs_adore_l_figure_inputs = _dev_curve_inputs
+
+    def gradient_norm_reference(self) -> str | None:
+        """The run figure ``gradient_norms`` compares the others with: ``figures.gradient_norms.reference``, else
+        the first of its runs (None without runs)."""
+        spec = self.config["figures"]["gradient_norms"]
+        return spec["reference"] or (spec["runs"][0] if spec["runs"] else None)
+
+    def _gradient_norms_figure_inputs(self, spec: dict, key: str) -> dict:
+        runs = self._figure_runs(spec["runs"], f"{key}.runs")
+        for position, run in enumerate(runs):
+            if not self.method(run).trains:
+                raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains nothing, so it has no gradient norms")
+        for run in spec["labels"]:
+            if run not in runs:
+                raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
+        if spec["reference"] is not None and spec["reference"] not in runs:
+            raise ConfigError(f"{key}.reference", f"run {spec['reference']!r} is not one of {key}.runs")
+        return {"train_logs": [self.layout.train_log(run) for run in runs]}
+
+    def _epoch_curves_figure_inputs(self, spec: dict, key: str) -> dict:
+        return self._evaluated_train_logs(spec, key, lambda every: every == "epoch", "draws dev MRR@100 at the end "
+                                                                                     "of every epoch: set it to 'epoch'")
+
+    def _tsne_figure_inputs(self, spec: dict, key: str) -> dict:
+        run = check_run(self.config, spec["run"], f"{key}.run")
+        docs = self.doc_run(run)
+        if docs == run:
+            raise ConfigError(f"{key}.run", f"run {run!r} keeps no other run's documents fixed: name an ADORE run "
+                                            f"(inputs.docs), whose docs run gives the 'before'")
+        layout, split = self.layout, self.eval_split
+        return {"query_before": layout.query_embeddings(docs, split), "query_ids_before": layout.query_ids(docs, split),
+                "ranking_before": layout.ranking(docs, split), "query_after": layout.query_embeddings(run, split),
+                "query_ids_after": layout.query_ids(run, split), "ranking_after": layout.ranking(run, split),
+                "doc_embeddings": layout.corpus_embeddings(docs), "doc_ids": layout.corpus_ids(docs),
+                "qrels": layout.qrels_dir(self.dataset(run))}
+
+    def _pq_matrix_figure_inputs(self, spec: dict, key: str) -> dict:
+        if not self.config.get("pq_matrix"):
+            raise ConfigError("pq_matrix", f"{key} draws the ADORE PQ matrix: the config has no pq_matrix section")
+        check_evaluated_measure(self.config, spec["measure"], f"{key}.measure")
+        return {"matrix": self.layout.experiment("pq_matrix", "matrix.parquet")}
+
+    def _hybrid_alpha_figure_inputs(self, spec: dict, key: str) -> dict:
+        run = spec["run"]
+        if run is None:
+            raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
+        check_run(self.config, run, f"{key}.run")
+        if run not in self.tuned_runs:
+            raise ConfigError(f"{key}.run", f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is "
+                                            f"tuned (params.alpha: null)")
+        return {"tuning": self.layout.fusion_tuning(run, "parquet"), "summary": self.layout.fusion_tuning(run, "json")}
+
+    # ----------------------------------------------------------------------------------------- the report
+    def markdown_pages(self) -> dict:
+        """The Markdown reports shown as HTML pages in ``snakemake --report`` (its report shows HTML in place, and
+        Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
+        ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
+        layout = self.layout
+        pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
+                 layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
+        if self.config.get("pq_matrix"):
+            pages[layout.table("adore_indexes", "md")] = ("ADORE with each index: effectiveness and training time",
+                                                          "Summary", "adore_indexes.rst")
+            pages[layout.experiment("pq_matrix", "matrix.md")] = (
+                "ADORE with product-quantised indexes: trained with index A, evaluated with index B", "Experiments",
+                "pq_matrix.rst")
+        return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
+                                         "caption": caption}
+                for markdown, (title, category, caption) in pages.items()}
+
+    def paper_targets(self) -> list[str]:
+        """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
+        the summary and its tables as pages, and every figure the config can build."""
+        return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()

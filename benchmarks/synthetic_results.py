@@ -18,7 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hardneg.evaluation.tables import ABS_PRETRAINING, ABS_ROWS, ROWS, TCT_ROWS, abs_table, runs_table
+from hardneg.evaluation.tables import abs_table, runs_table, table_rows
+from hardneg.pipeline.config import load_config_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,17 +49,19 @@ def main() -> None:
     parser.add_argument("--rerun-triggers", nargs="+", default=None,
                         help="passed to Snakemake, e.g. 'mtime' to build only what is missing or older than its inputs")
     args = parser.parse_args()
-    rows = ROWS + (TCT_ROWS if args.tct else [])
+    tables = load_config_file(REPO / "config" / "config.yaml")["tables"]  # the runs of README's tables
+    rows = table_rows(tables["results"]) + (table_rows(tables["distillation"]) if args.tct else [])
     targets = [f"results/{run}/metrics.json" for run, _ in rows] + ["results/pq_matrix/matrix.md",
                                                                      "results/figures/gradient_norms.png"]
     if args.abs:
-        targets = [f"results/{prefix}{run}/metrics.json" for prefix, _ in ABS_PRETRAINING for run, _ in ABS_ROWS]
+        targets = [f"results/{block['prefix']}{row['run']}/metrics.json" for block in tables["abs"]["pretraining"]
+                   for row in tables["abs"]["rows"]]
         targets += ["results/condenser/metrics.json", "results/figures/epoch_curves.png"]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, *targets, *extra],
                    cwd=REPO, check=True)
     if args.abs:
-        text = abs_table(REPO / "results")
+        text = abs_table(REPO / "results", tables["abs"])
     else:
         text = runs_table(REPO / "results", rows) + "\n" + (REPO / "results" / "pq_matrix" / "matrix.md").read_text()
         text += "\n" + gradient_table(REPO / "results")

@@ -2,6 +2,7 @@
 import re
 
 from hardneg.datasets.adapters import dataset_input_files
+from hardneg.methods.adore import pq_matrix as PQ_MATRIX
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline import resources as _resources
 

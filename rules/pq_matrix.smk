@@ -1,9 +1,10 @@
-# The ADORE PQ experiment (Table 3 of the paper): ADORE trained with index A, evaluated with index B.
+# The ADORE PQ experiment (Table 3 of the paper): ADORE trained with index A, evaluated with index B. Its runs,
+# inputs, writers and report pages are hardneg.methods.adore.pq_matrix (PQ_MATRIX, rules/common.smk).
 
 
 rule pq_matrix:
     input:
-        lambda w: [metrics for _, _, metrics in PLAN.pq_matrix_cells()],
+        lambda w: [metrics for _, _, metrics in PQ_MATRIX.cells(PLAN)],
     output:
         table=LAYOUT.experiment("pq_matrix", "matrix.parquet"),
         markdown=LAYOUT.experiment("pq_matrix", "matrix.md"),
@@ -21,3 +22,29 @@ rule pq_matrix:
         "../environment.yml"
     script:
         "../scripts/pq_matrix.py"
+
+
+rule adore_index_table:
+    input:
+        unpack(lambda w: PQ_MATRIX.index_table_inputs(PLAN)),
+    output:
+        markdown=LAYOUT.table("adore_indexes", "md"),
+        table=report(LAYOUT.table("adore_indexes", "parquet"), caption="../workflow/report/adore_indexes.rst",
+                     category="Summary"),
+    params:
+        indexes=lambda w: [index for index, _ in PQ_MATRIX.index_runs(PLAN)],
+        runs=lambda w: [run for _, run in PQ_MATRIX.index_runs(PLAN)],
+        benchmarks=lambda w: PLAN.training_benchmarks([run for _, run in PQ_MATRIX.index_runs(PLAN)]),
+        measures=lambda w: PLAN.summary_measures(),
+        docs=lambda w: config["pq_matrix"]["docs"],
+    log:
+        LAYOUT.table_log("adore_indexes"),
+    benchmark:
+        LAYOUT.table_benchmark("adore_indexes")
+    threads: 1
+    resources:
+        **rule_resources("adore_index_table", mem_mb=1000, runtime=5),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/adore_index_table.py"

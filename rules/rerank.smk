@@ -10,6 +10,8 @@ rule rerank:
     wildcard_constraints:
         run=names_regex(PLAN.rerank_runs),
     params:
+        method=lambda w: PLAN.runs[w.run]["method"],
+        method_modules=lambda w: PLAN.method_modules(w.run),
         rerank=lambda w: run_params(w.run)["rerank"],
         device=lambda w: run_params(w.run)["train"]["device"],
     log:

@@ -38,6 +38,7 @@ rule training_time_table:
         runs=lambda w: PLAN.training_time_runs(),
         methods=lambda w: PLAN.methods_of(PLAN.training_time_runs()),
         benchmarks=lambda w: PLAN.training_benchmarks(PLAN.training_time_runs()),
+        reference=lambda w: PLAN.speed_reference(),
     log:
         LAYOUT.table_log("training_time"),
     benchmark:
@@ -49,29 +50,3 @@ rule training_time_table:
         "../environment.yml"
     script:
         "../scripts/training_time_table.py"
-
-
-rule adore_index_table:
-    input:
-        unpack(lambda w: PLAN.adore_index_inputs()),
-    output:
-        markdown=LAYOUT.table("adore_indexes", "md"),
-        table=report(LAYOUT.table("adore_indexes", "parquet"), caption="../workflow/report/adore_indexes.rst",
-                     category="Summary"),
-    params:
-        indexes=lambda w: [index for index, _ in PLAN.adore_index_runs()],
-        runs=lambda w: [run for _, run in PLAN.adore_index_runs()],
-        benchmarks=lambda w: PLAN.training_benchmarks([run for _, run in PLAN.adore_index_runs()]),
-        measures=lambda w: PLAN.summary_measures(),
-        docs=lambda w: config["pq_matrix"]["docs"],
-    log:
-        LAYOUT.table_log("adore_indexes"),
-    benchmark:
-        LAYOUT.table_benchmark("adore_indexes")
-    threads: 1
-    resources:
-        **rule_resources("adore_index_table", mem_mb=1000, runtime=5),
-    conda:
-        "../environment.yml"
-    script:
-        "../scripts/adore_index_table.py"

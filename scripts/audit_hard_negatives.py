@@ -7,9 +7,9 @@ from hardneg.io.logs import log_to
 from hardneg.mining.audit import audit_stage
 
 log_to(snakemake.log[0])
-bm25 = snakemake.input.bm25  # a list: empty when the run has no inputs.bm25
+reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
 bm25 = [bm25] if isinstance(bm25, str) else list(bm25)
 audit_stage(snakemake.input.hardnegs, snakemake.input.run,
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
-            snakemake.output.markdown, snakemake.output.table, bm25_run_path=bm25[0] if bm25 else None,
+            snakemake.output.markdown, snakemake.output.table, bm25_run_path=reference[0] if reference else None,
             summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus)

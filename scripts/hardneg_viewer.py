@@ -8,12 +8,12 @@ from hardneg.report.viewer import viewer_stage
 
 log_to(snakemake.log[0])
 split = snakemake.params.split
-bm25 = snakemake.input.bm25  # a list: empty when the run has no inputs.bm25
+reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
 bm25 = [bm25] if isinstance(bm25, str) else list(bm25)
 viewer_stage(snakemake.wildcards.run, hardnegs_path=snakemake.input.hardnegs,
              positives_path=snakemake.input.positives, audit_path=snakemake.input.audit,
              audit_markdown_path=snakemake.input.audit_markdown, mining_run_path=snakemake.input.run,
              corpus_path=snakemake.input.corpus, queries_path=os.path.join(snakemake.input.queries, f"{split}.parquet"),
              qrels_path=os.path.join(snakemake.input.qrels, f"{split}.parquet"), output_path=snakemake.output.viewer,
-             bm25_run_path=bm25[0] if bm25 else None, miner=snakemake.params.miner, split=split,
+             bm25_run_path=reference[0] if reference else None, miner=snakemake.params.miner, split=split,
              depth=snakemake.params.depth, seed=snakemake.params.seed, settings=snakemake.params.viewer)

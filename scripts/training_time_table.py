@@ -7,4 +7,5 @@ from hardneg.io.logs import log_to
 log_to(snakemake.log[0])
 write_training_time_table(list(snakemake.params.runs), dict(snakemake.params.methods),
                           snakemake.input.train_log, list(snakemake.params.benchmarks),
-                          snakemake.output.markdown, snakemake.output.table)
+                          snakemake.output.markdown, snakemake.output.table,
+                          reference=snakemake.params.reference)

@@ -20,7 +20,6 @@ from hardneg.errors import OutputPathError
 from hardneg.io import artifacts
 from hardneg.io.layout import Layout, parse_episode_run
 from hardneg.methods.registry import Episodes
-from hardneg.pipeline import episodes
 from hardneg.pipeline.config import validate_config, validate_params
 from hardneg.pipeline.plan import Plan
 from tests.conftest import REPO

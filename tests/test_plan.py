@@ -104,7 +104,7 @@ def test_indexes_over_a_runs_documents(plan):
 def test_mining_reads_the_miners_training_ranking_and_embeddings(plan):
     assert plan.positive_scores_inputs("star")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
     assert plan.mining_inputs("star")["run"] == "results/warmup/runs/train.parquet"
-    assert plan.audit_inputs("star")["bm25"] == ["results/bm25/runs/train.parquet"]
+    assert plan.audit_inputs("star")["reference"] == ["results/bm25/runs/train.parquet"]
 
 
 def test_evaluation_ranks_only_the_reported_splits(raw):

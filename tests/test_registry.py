@@ -16,12 +16,20 @@ from hardneg.pipeline.config import load_schema, validate_config
 from tests.conftest import REPO
 from tests.test_workflow import SNAKEMAKE
 
-BUILTIN = ["abs", "adore", "bm25", "condenser", "hybrid", "inbatch", "randneg", "rrf", "star", "warmup", "zeroshot"]
+BUILTIN = ["abs", "adore", "ance", "bm25", "colbert", "condenser", "hybrid", "inbatch", "randneg", "rrf", "star",
+           "static_hn", "tct", "warmup", "zeroshot"]
+METHODS = REPO / "src" / "hardneg" / "methods"
 
 
-def test_builtin_methods_are_found_in_their_modules():
+def builtin_names() -> list[str]:
+    """The methods the registry finds in the package (not those of modules a test loads)."""
+    return sorted(name for name, method in methods.methods().items() if method.module.startswith("hardneg.methods."))
+
+
+def test_builtin_methods_are_found_in_their_packages():
     found = methods.methods()
-    assert sorted(found)[:len(BUILTIN)] == BUILTIN or set(BUILTIN) <= set(found)
+    assert builtin_names() == BUILTIN
+    assert sorted(path.name for path in METHODS.iterdir() if (path / "__init__.py").is_file()) == BUILTIN
     for name in BUILTIN:
         assert found[name].module == f"hardneg.methods.{name}"
     assert methods.get("star").role_providing("miner") == "negatives"
@@ -111,6 +119,23 @@ def test_no_rule_or_script_branches_on_a_method_name():
     pattern = re.compile(r"method ?[=!]=|\[.method.\] ?(==|in)")
     offending = [f"{path.relative_to(REPO)}:{number}"
                  for folder in ("rules", "scripts") for path in sorted((REPO / folder).iterdir())
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offending == []
+
+
+# The starter config `hardneg init` writes names the methods of the runs it puts in a config.
+NAMES_ALLOWED = {REPO / "src" / "hardneg" / "pipeline" / "starter.py"}
+
+
+def test_method_names_are_written_only_in_their_packages():
+    """No library module, rule or script outside ``methods/`` writes a built-in method's name as a string: what
+    code needs of a method is a declaration of the method (a field of ``Method``) or the config."""
+    names = builtin_names()
+    pattern = re.compile(r"""["'](%s)["']""" % "|".join(map(re.escape, names)))
+    files = [path for folder in ("src/hardneg", "rules", "scripts") for path in sorted((REPO / folder).rglob("*"))
+             if path.suffix in (".py", ".smk", ".yaml") and METHODS not in path.parents and path not in NAMES_ALLOWED]
+    assert len(files) > 50
+    offending = [f"{path.relative_to(REPO)}:{number}: {line.strip()}" for path in files
                  for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
     assert offending == []
 

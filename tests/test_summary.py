@@ -14,8 +14,9 @@ from scipy.stats import ttest_rel
 
 from hardneg.errors import ConfigError, DataError
 from hardneg.evaluation.summary import measure_label, paired_t_test, write_summary
-from hardneg.evaluation.timing import benchmark_seconds, write_adore_index_table, write_training_time_table
+from hardneg.evaluation.timing import benchmark_seconds, write_training_time_table
 from hardneg.io import artifacts
+from hardneg.methods.adore import pq_matrix
 from hardneg.pipeline.config import load_config_file, validate_config
 from hardneg.pipeline.plan import Plan
 from tests.conftest import REPO
@@ -248,13 +249,14 @@ def test_the_plan_summarises_targets_and_evaluated_runs_only(raw, tmp_path, monk
 
 def test_the_adore_index_table_reads_the_pq_runs(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
-    assert plan.adore_index_runs() == [("Flat", "adore_pq_Flat"), ("PQ32", "adore_pq_PQ32"), ("PQ16", "adore_pq_PQ16")]
-    assert plan.adore_index_inputs()["metrics"] == [f"results/adore_pq_{s}/metrics.json" for s in ("Flat", "PQ32",
-                                                                                                    "PQ16")]
+    assert pq_matrix.index_runs(plan) == [("Flat", "adore_pq_Flat"), ("PQ32", "adore_pq_PQ32"),
+                                          ("PQ16", "adore_pq_PQ16")]
+    assert pq_matrix.index_table_inputs(plan)["metrics"] == [f"results/adore_pq_{s}/metrics.json"
+                                                             for s in ("Flat", "PQ32", "PQ16")]
     config = copy.deepcopy(raw)
     del config["pq_matrix"]
     with pytest.raises(ConfigError) as error:
-        Plan(validate_config(config)).adore_index_inputs()
+        pq_matrix.index_table_inputs(Plan(validate_config(config)))
     assert error.value.key == "pq_matrix"
 
 
@@ -281,14 +283,17 @@ def test_training_time_table(tmp_path):
     runs = {"star": (100.0, 50), "ance": (1500.0, 300), "adore": (None, 20)}
     paths = {run: write_training(tmp_path, run, *spec) for run, spec in runs.items()}
     methods = {"star": "star", "ance": "ance", "adore": "adore"}
+    reference = Plan.speed_reference()  # declared by the method: ANCE, as in Table 4 of the STAR/ADORE paper
+    assert reference == ("ance", "ANCE")
     table = write_training_time_table(["star", "adore"], methods, [paths["star"][0], paths["adore"][0]],
-                                      [paths["star"][1], paths["adore"][1]], tmp_path / "t.md", tmp_path / "t.parquet")
+                                      [paths["star"][1], paths["adore"][1]], tmp_path / "t.md", tmp_path / "t.parquet",
+                                      reference)
     assert table["seconds_per_step"].iloc[0] == pytest.approx(2.0) and table["speedup_vs_ance"].isna().all()
     markdown = (tmp_path / "t.md").read_text()
     assert "| star | star | 100.0 | 50 | 2.000 |" in markdown and "No run of method `ance`" in markdown
     assert "| adore | adore | — | 20 | — |" in markdown and "No benchmark record" in markdown
     write_training_time_table(["star", "ance"], methods, [paths["star"][0], paths["ance"][0]],
-                              [paths["star"][1], paths["ance"][1]], tmp_path / "t.md", tmp_path / "t.parquet")
+                              [paths["star"][1], paths["ance"][1]], tmp_path / "t.md", tmp_path / "t.parquet", reference)
     stored = pq.read_table(tmp_path / "t.parquet")
     assert stored.schema == artifacts.TRAINING_TIME.schema
     assert stored["speedup_vs_ance"].to_pylist() == [15.0, 1.0]
@@ -313,8 +318,8 @@ def test_adore_index_table(tmp_path):
         path = tmp_path / f"adore_pq_{index}" / "metrics.json"
         path.write_text(json.dumps({"measures": {"RR@10": value, "R@100": 0.8}}))
         logs.append(log), benches.append(bench), metrics.append(str(path))
-    table = write_adore_index_table(["Flat", "PQ16"], ["adore_pq_Flat", "adore_pq_PQ16"], metrics, logs, benches,
-                                    ["RR@10"], "star", tmp_path / "a.md", tmp_path / "a.parquet")
+    table = pq_matrix.write_index_table(["Flat", "PQ16"], ["adore_pq_Flat", "adore_pq_PQ16"], metrics, logs, benches,
+                                        ["RR@10"], "star", tmp_path / "a.md", tmp_path / "a.parquet")
     assert table["RR@10"].tolist() == [0.35, 0.27] and table["seconds"].tolist() == [40.0, 30.0]
     assert "| PQ16 | adore_pq_PQ16 | 0.270 | 30.0 | 10 | 3.000 |" in (tmp_path / "a.md").read_text()
     assert pq.read_table(tmp_path / "a.parquet").schema == artifacts.adore_indexes_kind(["RR@10"]).schema

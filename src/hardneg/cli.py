@@ -77,8 +77,9 @@ def _audit(args) -> int:
 
 def _table(args) -> int:
     from hardneg.evaluation.tables import available_rows, runs_table
+    from hardneg.pipeline.config import load_config_files
 
-    rows = available_rows(args.results, args.runs)
+    rows = available_rows(args.results, load_config_files([args.config])["tables"], args.runs)
     if not rows:
         raise HardnegError(f"no run of README's table has metrics under {args.results}/; build one first, e.g. "
                            f"snakemake --cores all {args.results}/adore_star/metrics.json")
@@ -213,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
                            description="One Markdown row per run: the evaluation split's MRR@10, nDCG@10, R@100 and "
                                        "pairwise errors, as in README.md's results tables.")
     table.add_argument("runs", nargs="*", metavar="RUN",
-                       help="the runs to show (default: every run of README's table that has metrics)")
+                       help="the runs to show (default: every run of the config's tables that has metrics)")
+    table.add_argument("--config", default="config/config.yaml",
+                       help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)")
     _add_results(table)
     table.set_defaults(func=_table)
     _add_export(sub)

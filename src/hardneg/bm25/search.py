@@ -58,9 +58,10 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
 
 def retrieve_split(index_dir: str | os.PathLike, queries_path: str | os.PathLike, run_path: str | os.PathLike,
                    trec_path: str | os.PathLike, *, top_k: int = 1000, k1: float = 0.9, b: float = 0.4,
-                   title_weight: float = 1.0, threads: int = 1, tag: str = "bm25",
+                   title_weight: float = 1.0, threads: int = 1, tag: str = "BM25",
                    max_heap: str | None = None) -> pa.Table:
-    """Stage function: BM25 top-``top_k`` of one split's queries → run Parquet + TREC file."""
+    """Stage function: BM25 top-``top_k`` of one split's queries → run Parquet + TREC file (``tag``: the TREC
+    file's run tag, the workflow's run name)."""
     from hardneg.io.rankings import write_run
 
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)

@@ -18,6 +18,13 @@ def adapter_of(cfg: dict) -> Adapter:
     return ADAPTERS[cfg["adapter"]]
 
 
+def check_dataset(cfg: dict, where: str) -> None:
+    """The adapter's own checks of a validated dataset entry (``Adapter.check``: what the schema cannot say).
+    Errors name ``<where>.<key>``."""
+    if adapter_of(cfg).check is not None:
+        adapter_of(cfg).check(cfg, where)
+
+
 def dataset_splits(cfg: dict) -> list[str]:
     """The split names a dataset config declares, in order."""
     return adapter_of(cfg).splits(cfg)

@@ -291,5 +291,11 @@ def generate(spec: SyntheticSpec) -> Dataset:
     )
 
 
+def _check(cfg: dict, where: str) -> None:
+    """The sizes of an entry must fit together (the generator's own checks, :meth:`SyntheticSpec.from_config`)."""
+    SyntheticSpec.from_config(cfg, where=where)
+
+
 ADAPTER = Adapter("synthetic", splits=lambda cfg: list(cfg["num_queries"]),
-                  load=lambda cfg: generate(SyntheticSpec.from_config(cfg)))
+                  load=lambda cfg: generate(SyntheticSpec.from_config(cfg)), seeded=True, check=_check,
+                  num_docs=lambda cfg: cfg.get("num_docs"))

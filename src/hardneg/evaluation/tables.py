@@ -1,6 +1,7 @@
 """README.md's results tables, made from the ``metrics.json`` files under ``results/``: one row per run (MRR@10,
 nDCG@10, R@100 and the pairwise errors of Table 1 of the STAR/ADORE paper) and the Adaptive Batch Scheduling
-table (each schedule without and with Condenser pre-training).
+table (each schedule without and with Condenser pre-training). Which runs they show, and with which labels, is
+the config's ``tables`` section (validated: :func:`table_rows` reads one of its lists).
 
 ``hardneg table`` prints the first for the runs that have metrics; ``benchmarks/synthetic_results.py`` builds every
 run of the default config and prints both. A test builds the main target from nothing and finds its rows in
@@ -15,17 +16,7 @@ from pathlib import Path
 
 from hardneg.errors import HardnegError
 
-# The rows of README.md's table, in its order: run name and the label shown.
-ROWS = [("bm25", "bm25"), ("randneg", "randneg"), ("inbatch", "inbatch"), ("warmup", "warmup (BM25 Neg)"),
-        ("star", "star"), ("ance", "ance"), ("adore_randneg", "adore_randneg"), ("adore_inbatch", "adore_inbatch"),
-        ("adore_warmup", "adore_warmup"), ("adore_star", "adore_star"),
-        ("hybrid_adore_star", "hybrid_adore_star (α·BM25 + adore_star)"), ("rrf_adore_star", "rrf_adore_star (RRF)")]
-TCT_ROWS = [("colbert_teacher", "colbert_teacher (re-ranks BM25's top 100)"), ("tct", "tct"), ("tct_hn", "tct_hn"),
-            ("tct_tct_hn", "tct_tct_hn"), ("colbert_teacher_hn", "colbert_teacher_hn"), ("tct_hnp", "tct_hnp (HN+)")]
 MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]
-ABS_ROWS = [("abs_sequential", "Non-ABS-Sequential"), ("abs_random", "Non-ABS-Random"), ("abs_bm25", "ABS-BM25"),
-            ("abs_encode", "ABS-Encode"), ("abs_beam", "ABS-BeamSearch")]
-ABS_PRETRAINING = [("", "none"), ("condenser_", "Condenser (coCondenser loss)")]
 ABS_MEASURES = [("RR@10", "MRR@10"), ("RR@100", "MRR@100"), ("R@100", "R@100")]
 
 
@@ -51,22 +42,31 @@ def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def abs_table(results: str | os.PathLike) -> str:
-    """The ten runs of the ABS report's tables: each batch schedule without and with Condenser pre-training."""
+def table_rows(rows: list[dict]) -> list[tuple[str, str]]:
+    """(run, label) of each row of a table of the config (``tables.results``, ``tables.distillation``, ``tables.abs.rows``);
+    a row without a label is labelled with its run."""
+    return [(row["run"], row["label"] or row["run"]) for row in rows]
+
+
+def abs_table(results: str | os.PathLike, section: dict) -> str:
+    """The runs of the ABS report's tables (``section``: the config's ``tables.abs``): each batch schedule of
+    ``rows`` under each pre-training of ``pretraining`` (the prefix of its runs' names)."""
     lines = ["| batches | pre-training | " + " | ".join(label for _, label in ABS_MEASURES) + " |",
              "|---|---|" + "---|" * len(ABS_MEASURES)]
-    for prefix, pretraining in ABS_PRETRAINING:
-        for run, label in ABS_ROWS:
+    for block in section["pretraining"]:
+        prefix, pretraining = block["prefix"], block["label"]
+        for run, label in table_rows(section["rows"]):
             measures = _metrics(results, f"{prefix}{run}")["measures"]
             lines.append(f"| {label} (`{prefix}{run}`) | {pretraining} | "
                          + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES) + " |")
     return "\n".join(lines) + "\n"
 
 
-def available_rows(results: str | os.PathLike, runs: list[str] | None = None) -> list[tuple[str, str]]:
-    """The rows to show: ``runs`` (README's label where it has one), or else every run of README's table, TCT rows
-    included, that has metrics under ``results``, in the table's order."""
-    labels = dict(ROWS + TCT_ROWS)
+def available_rows(results: str | os.PathLike, tables: dict, runs: list[str] | None = None) -> list[tuple[str, str]]:
+    """The rows to show: ``runs`` (with their label in the config's ``tables`` where it has one), or else every run
+    of the results and TCT tables of ``tables`` that has metrics under ``results``, in the tables' order."""
+    rows = table_rows(tables["results"]) + table_rows(tables["distillation"])
+    labels = dict(rows)
     if runs:
         return [(run, labels.get(run, run)) for run in runs]
-    return [(run, label) for run, label in ROWS + TCT_ROWS if (Path(results) / run / "metrics.json").is_file()]
+    return [(run, label) for run, label in rows if (Path(results) / run / "metrics.json").is_file()]

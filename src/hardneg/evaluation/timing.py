@@ -10,7 +10,6 @@ does not reproduce: they depend on the machine and its load.
 from __future__ import annotations
 
 import csv
-import json
 import os
 
 import pandas as pd
@@ -18,11 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hardneg.errors import DataError
-from hardneg.evaluation.summary import as_paths, measure_label
+from hardneg.evaluation.summary import as_paths
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 
-ANCE = "ance"  # the method Table 4 of the paper measures speed-ups against
 # The parts of an episodic run's work (hardneg.pipeline.plan.Plan.refresh_benchmarks): training, and refreshing
 # its negatives
 REFRESH_PARTS = ("train", "encode", "index", "search", "mine")
@@ -71,11 +69,11 @@ def training_time(train_log: str | os.PathLike, benchmark) -> dict:
             "seconds_per_step": seconds / steps if seconds is not None and steps else None}
 
 
-def _number(value, digits: int) -> str:
+def number_cell(value, digits: int) -> str:
     return "—" if value is None or pd.isna(value) else f"{value:.{digits}f}"
 
 
-def _unrecorded_note(rows: list[dict], benchmarks: list[str]) -> list[str]:
+def unrecorded_note(rows: list[dict], benchmarks: list[str]) -> list[str]:
     missing = [f"{row['run']} ({path if isinstance(path, str) else 'its episodes: ' + ', '.join(path)})"
                for row, path in zip(rows, benchmarks) if row["seconds"] is None]
     return ["", f"No benchmark record (a job run outside Snakemake): {', '.join(missing)}."] if missing else []
@@ -83,14 +81,17 @@ def _unrecorded_note(rows: list[dict], benchmarks: list[str]) -> list[str]:
 
 def write_training_time_table(runs: list[str], methods: dict[str, str], train_logs,
                               benchmarks: list[str], markdown_path: str | os.PathLike,
-                              table_path: str | os.PathLike) -> pd.DataFrame:
+                              table_path: str | os.PathLike, reference: tuple[str, str] | None = None) -> pd.DataFrame:
     """Stage function: the training time of each run of ``runs`` (``methods``: run → method; ``train_logs`` and
     ``benchmarks``, the training jobs' benchmark records, aligned with ``runs``) as Markdown and Parquet
-    (:data:`hardneg.io.artifacts.TRAINING_TIME`). With a run of method ``ance`` among them, each run's speed-up is
-    the ANCE run's seconds over its own (the first ANCE run's, when there are several)."""
+    (:data:`hardneg.io.artifacts.TRAINING_TIME`). ``reference``: (method, label) of the method speed-ups are
+    measured against (the one declaring ``Method.speed_reference``: ANCE, as in Table 4 of the STAR/ADORE paper).
+    With a run of that method among them, each run's speed-up is that run's seconds over its own (the first such
+    run's, when there are several)."""
+    method, label = reference if reference is not None else (None, None)
     rows = [{"run": run, "method": methods[run], **training_time(log, bench)}
             for run, log, bench in zip(runs, as_paths(train_logs), benchmarks, strict=True)]
-    ance = next((row for row in rows if row["method"] == ANCE and row["seconds"]), None)
+    ance = next((row for row in rows if method is not None and row["method"] == method and row["seconds"]), None)
     for row in rows:
         row["speedup_vs_ance"] = ance["seconds"] / row["seconds"] if ance and row["seconds"] else None
     table = pd.DataFrame(rows, columns=artifacts.TRAINING_TIME.schema.names)
@@ -103,56 +104,24 @@ def write_training_time_table(runs: list[str], methods: dict[str, str], train_lo
              "(train_log.parquet) and seconds per step; for a run training in episodes (ANCE), all its episodes' "
              "training jobs and the jobs refreshing their negatives (benchmarks/refresh_costs.md). Wall-clock "
              "times depend on the machine and its load.", "",
-             "| run | method | seconds | steps | seconds per step |" + (" speed-up against ANCE |" if speedup else ""),
+             "| run | method | seconds | steps | seconds per step |" + (f" speed-up against {label} |" if speedup else ""),
              "|---|---|---:|---:|---:|" + ("---:|" if speedup else "")]
     for row in rows:
-        cells = [row["run"], row["method"], _number(row["seconds"], 1), str(row["steps"]),
-                 _number(row["seconds_per_step"], 3)]
+        cells = [row["run"], row["method"], number_cell(row["seconds"], 1), str(row["steps"]),
+                 number_cell(row["seconds_per_step"], 3)]
         if speedup:
-            cells.append(_number(row["speedup_vs_ance"], 1) + ("×" if row["speedup_vs_ance"] else ""))
+            cells.append(number_cell(row["speedup_vs_ance"], 1) + ("×" if row["speedup_vs_ance"] else ""))
         lines.append("| " + " | ".join(cells) + " |")
     if not rows:
         lines += ["", "No run of the summary trains."]
     if speedup:
-        lines += ["", f"Speed-up: the seconds of run {ance['run']} (method {ANCE}) over each run's."]
+        lines += ["", f"Speed-up: the seconds of run {ance['run']} (method {method}) over each run's."]
+    elif method is not None:
+        lines += ["", f"No run of method `{method}` is among them, so there is no speed-up column (Table 4 of the "
+                      f"STAR/ADORE paper gives speed-ups against {label})."]
     else:
-        lines += ["", f"No run of method `{ANCE}` is among them, so there is no speed-up column (Table 4 of the "
-                      f"STAR/ADORE paper gives speed-ups against ANCE)."]
-    write_text(markdown_path, "\n".join(lines + _unrecorded_note(rows, benchmarks)) + "\n")
-    return table
-
-
-def write_adore_index_table(indexes: list[str], runs: list[str], metrics_paths, train_logs,
-                            benchmarks: list[str], measures: list[str], docs: str,
-                            markdown_path: str | os.PathLike, table_path: str | os.PathLike) -> pd.DataFrame:
-    """Stage function: for each index of ``indexes`` the ADORE run trained with it (``runs``), its mean of each
-    of ``measures`` evaluated with that same index (``metrics_paths``), and its training time (``train_logs``,
-    ``benchmarks``), all aligned; ``docs`` is the run whose documents the index holds. Markdown and Parquet
-    (:func:`hardneg.io.artifacts.adore_indexes_kind`)."""
-    rows = []
-    for index, run, path, log, bench in zip(indexes, runs, as_paths(metrics_paths), as_paths(train_logs), benchmarks,
-                                            strict=True):
-        with open(path, encoding="utf-8") as handle:
-            values = json.load(handle)["measures"]
-        missing = [m for m in measures if m not in values]
-        if missing:
-            raise DataError(path, None, f"metrics.json has no {', '.join(missing)}: evaluate the run again")
-        rows.append({"index": index, "run": run, **{m: float(values[m]) for m in measures},
-                     **training_time(log, bench)})
-    kind = artifacts.adore_indexes_kind(measures)
-    table = pd.DataFrame(rows, columns=kind.schema.names)
-    artifacts.write_table(pa.Table.from_pandas(table, schema=kind.schema, preserve_index=False), kind, table_path)
-    lines = ["# ADORE with each index", "",
-             f"ADORE trained with each index of pq_matrix.indexes over the documents of run `{docs}`, evaluated "
-             f"with that same index; training time as in training_time.md (wall clock, machine-dependent).", "",
-             "| index | run | " + " | ".join(measure_label(m) for m in measures) + " | seconds | steps | "
-             "seconds per step |",
-             "|---|---|" + "---:|" * (len(measures) + 3)]
-    for row in rows:
-        cells = [row["index"], row["run"], *(f"{row[m]:.3f}" for m in measures), _number(row["seconds"], 1),
-                 str(row["steps"]), _number(row["seconds_per_step"], 3)]
-        lines.append("| " + " | ".join(cells) + " |")
-    write_text(markdown_path, "\n".join(lines + _unrecorded_note(rows, benchmarks)) + "\n")
+        lines += ["", "No method is declared as the reference of speed-ups, so there is no speed-up column."]
+    write_text(markdown_path, "\n".join(lines + unrecorded_note(rows, benchmarks)) + "\n")
     return table
 
 
@@ -187,8 +156,8 @@ def write_refresh_costs(run: str, checkpoints: list[dict], markdown_path: str | 
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         name = "warm-up" if row["checkpoint"] is None else f"episode {row['checkpoint']}"
-        cells = [name, *(_number(row[f"{part}_seconds"], 1) for part in REFRESH_PARTS),
-                 _number(row["refresh_seconds"], 1), str(row["episodes_fed"])]
+        cells = [name, *(number_cell(row[f"{part}_seconds"], 1) for part in REFRESH_PARTS),
+                 number_cell(row["refresh_seconds"], 1), str(row["episodes_fed"])]
         lines.append("| " + " | ".join(cells) + " |")
     ratio = f"{refresh_total / train_total:.2f}" if train_total else "—"
     lines += ["", f"In all: {train_total:.1f} s training, {refresh_total:.1f} s refreshing (refresh / training "

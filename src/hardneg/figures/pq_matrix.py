@@ -1,6 +1,6 @@
 """Figure ``pq_matrix`` (STAR/ADORE paper, Table 3): the ADORE PQ matrix as a heat map, one measure, rows the
 index ADORE trained with, columns the index it is evaluated with, each cell annotated with its value. It reads
-``results/pq_matrix/matrix.parquet`` (:func:`hardneg.experiments.write_pq_matrix`: one row per cell, one column
+``results/pq_matrix/matrix.parquet`` (:func:`hardneg.methods.adore.pq_matrix.write_pq_matrix`: one row per cell, one column
 per measure)."""
 
 from __future__ import annotations

@@ -140,6 +140,16 @@ class Method:
     checked, for what the schema cannot say (a parameter that needs an input role, say); it raises
     :class:`hardneg.errors.ConfigError` naming the key.
 
+    A ``rerank`` method declares ``rerank``: its trained model's folder, the tokenized queries and corpus
+    (:class:`hardneg.dense.tokenized.TokenizedTexts`), the candidates' ranking (a RUN table), ``depth``,
+    ``batch_size`` and ``device`` → the re-ranked RUN table. A method whose saved model is not a bi-encoder
+    but can start one (the ColBERT teacher its TCT student) declares ``bi_encoder_from``: a model folder, the
+    student's :class:`hardneg.dense.model.ModelSpec` and seed → the bi-encoder, or None when the folder is not
+    one of its models.
+
+    The method training-time tables measure speed-ups against (ANCE, in Table 4 of the STAR/ADORE paper) declares
+    ``speed_reference``: the name the tables give it.
+
     A ``fusion`` method declares ``fuse``: its input runs' rankings of one split (RUN tables, in the order of its
     role of many runs) and its params → the fused ranking. A fusion method whose schema has the ``tune`` section
     (with ``alpha`` and ``alpha_grid``; :data:`hardneg.fusion.WEIGHT_SCHEMA`) tunes its weight ``alpha`` on a
@@ -161,13 +171,16 @@ class Method:
     episodes: Callable[[dict], Any] | None = None
     build_sampler: Callable[[StepContext, Any], Any] | None = None
     check: Callable[[str, dict], None] | None = None
+    rerank: Callable[..., Any] | None = None
+    bi_encoder_from: Callable[..., Any] | None = None
+    speed_reference: str | None = None
     module: str = ""
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"method {self.name!r}: kind must be one of {', '.join(KINDS)}")
-        if self.kind == RERANK and not self.role_providing("candidates"):
-            raise ValueError(f"method {self.name!r} re-ranks, so it needs a 'candidates' role")
+        if self.kind == RERANK and (not self.role_providing("candidates") or self.rerank is None):
+            raise ValueError(f"method {self.name!r} re-ranks, so it needs a 'candidates' role and `rerank`")
         for group in self.exclusive_roles:
             if not set(group) <= set(self.roles):
                 raise ValueError(f"method {self.name!r}: exclusive_roles names unknown roles {group}")

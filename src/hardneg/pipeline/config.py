@@ -16,15 +16,15 @@ import os
 import yaml
 
 from hardneg import methods
-from hardneg.datasets.adapters import check_split_files, dataset_splits
+from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_splits
 from hardneg.datasets.download import check_downloads
-from hardneg.datasets.synthetic import SyntheticSpec
 from hardneg.errors import ConfigError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
 from hardneg.io.atomic import write_text
+from hardneg.methods.adore import pq_matrix
 from hardneg.pipeline.index_factories import check_index_factories
-from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs, pq_matrix_run
+from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
 from hardneg.schema.files import config_hash, read_config_yaml
 from hardneg.schema.validation import Validator, describe, first_error, read_schema, validate_fragment
 
@@ -81,7 +81,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         schema = with_methods(schema)
     validator = Validator(schema)
     error = first_error(validator, config)
-    if error is None and _expand_pq_matrix(config):
+    if error is None and pq_matrix.expand_config(config):
         explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
         error = first_error(validator, config)  # defaults of new runs
     if error is not None:
@@ -152,27 +152,12 @@ def _check_targets(config: dict) -> None:
                                                      f"under results/)")
 
 
-def _expand_pq_matrix(config: dict) -> bool:
-    """Add one ADORE run per training index of ``pq_matrix`` (kept if the user already defined it)."""
-    matrix = config.get("pq_matrix")
-    if not matrix:
-        return False
-    for factory in matrix["indexes"]:
-        params = copy.deepcopy(matrix.get("params", {}))
-        params.setdefault("index", {})["factory"] = factory
-        params.setdefault("adore", {})["index"] = factory
-        config["runs"].setdefault(pq_matrix_run(factory), {"method": "adore", "inputs": {"docs": matrix["docs"]},
-                                                             "params": params})
-    return True
-
-
 def _check_references(config: dict) -> None:
     for name, dataset in config["datasets"].items():
         check_split_files(dataset, f"datasets.{name}")
     datasets, runs = config["datasets"], config["runs"]
     for name in datasets:
-        if datasets[name]["adapter"] == "synthetic":  # its sizes must fit together (the generator's own checks)
-            SyntheticSpec.from_config(dataset_config(config, name), where=f"datasets.{name}")
+        check_dataset(dataset_config(config, name), f"datasets.{name}")
     if config["dataset"] not in datasets:
         raise ConfigError("dataset", f"no dataset named {config['dataset']!r} under 'datasets' "
                                      f"(defined: {', '.join(datasets)})")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from hardneg.datasets.adapters import adapter_of
 from hardneg.index.faiss_index import DEFAULT_TRAIN_SIZE
 from hardneg.index.validate import check_factory, embedding_dim
 from hardneg.pipeline.plan import Plan
@@ -65,6 +66,6 @@ def check_index_factories(config: dict) -> None:
         if docs not in dims:
             dims[docs] = embedding_dim(plan.model_params(docs))
         dataset = config["datasets"][plan.dataset(docs)]
-        num_docs = dataset.get("num_docs") if dataset["adapter"] == "synthetic" else None
+        num_docs = adapter_of(dataset).num_docs(dataset)
         check_factory(factory, key, dim=dims[docs], num_docs=num_docs,
                       train_size=plan.params(docs)["index"]["train_size"], default_train_size=DEFAULT_TRAIN_SIZE)

@@ -28,17 +28,13 @@ import os
 from hardneg import methods
 from hardneg.errors import ConfigError
 from hardneg.evaluation.timing import REFRESH_PARTS
+from hardneg.io.index_names import slug as factory_slug
 from hardneg.io.layout import RESULTS, Layout, episode_run, parse_episode_run
+from hardneg.methods.adore import pq_matrix
 from hardneg.methods.registry import source_episode
 from hardneg.pipeline import episodes as _episodes
-from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, pq_matrix_run, resolve_run
+from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, resolve_run
 from hardneg.schema.values import check_evaluated_measure, check_run
-
-
-def _slug(factory: str) -> str:
-    from hardneg.index import slug
-
-    return slug(factory)
 
 
 class Plan:
@@ -295,7 +291,8 @@ class Plan:
                 inputs["hard_negatives"] = layout.hard_negatives(run)
             elif spec.provides == "doc_index":
                 inputs["doc_embeddings"] = layout.corpus_embeddings(self.doc_run(other))
-                inputs["train_index"] = layout.index(self.doc_run(other), _slug(self.training_index_factory(run)))
+                inputs["train_index"] = layout.index(self.doc_run(other),
+                                                     factory_slug(self.training_index_factory(run)))
         return inputs
 
     def training_slice(self, run: str) -> dict:
@@ -347,12 +344,12 @@ class Plan:
                 factories.append(self.params(other)["index"]["factory"])
                 if self.training_index_factory(other):
                     factories.append(self.training_index_factory(other))
-        return {_slug(f): f for f in factories}
+        return {factory_slug(f): f for f in factories}
 
     def search_index(self, run: str, slug: str | None = None) -> str:
         """The index a dense run's queries are searched with: its ``index.factory`` (or ``slug``) over its
         documents."""
-        slug = slug or _slug(self.params(run)["index"]["factory"])
+        slug = slug or factory_slug(self.params(run)["index"]["factory"])
         return self.layout.index(self.doc_run(run), slug)
 
     def search_inputs(self, run: str, slug: str | None = None) -> dict:
@@ -377,7 +374,7 @@ class Plan:
         split = self.train_split(run)
         references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
         return {**self.mining_inputs(run), "hardnegs": self.layout.hard_negatives(run),
-                "bm25": [self.layout.ranking(other, split) for other in references if other],
+                "reference": [self.layout.ranking(other, split) for other in references if other],
                 "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
 
     def viewer_inputs(self, run: str) -> dict:
@@ -465,12 +462,7 @@ class Plan:
         return {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
                 "qrels": self.layout.qrels_dir(self.dataset(run))}
 
-    # ------------------------------------------------------------------------------------ experiments
-    def pq_matrix_cells(self) -> list[tuple[str, str, str]]:
-        """(training index, evaluation index, metrics.json) of every cell of the ADORE PQ matrix."""
-        indexes = self.config["pq_matrix"]["indexes"]
-        return [(a, b, self.layout.metrics(pq_matrix_run(a), _slug(b))) for a in indexes for b in indexes]
-
+    # ---------------------------------------------------------------------------------------- targets
     def targets(self) -> list[str]:
         """What a plain ``snakemake`` builds: ``targets`` of the config (run names → their metrics.json, paths as
         given), by default every run's metrics.json."""
@@ -518,6 +510,13 @@ class Plan:
         return [run for run in self.summary_runs()
                 if self.method(run).kind in methods.TRAINED and self.method(run).trains]
 
+    @staticmethod
+    def speed_reference() -> tuple[str, str] | None:
+        """(method, label) of the method the training-time table measures speed-ups against: the first declaring
+        ``Method.speed_reference``; None when none does."""
+        return next(((name, method.speed_reference) for name, method in methods.methods().items()
+                     if method.speed_reference), None)
+
     def training_time_inputs(self) -> dict:
         """The training logs of :meth:`training_time_runs` (``train_log``)."""
         return {"train_log": [self.layout.train_log(run) for run in self.training_time_runs()]}
@@ -530,20 +529,6 @@ class Plan:
                  for path in checkpoint[part]] if run in self.episodic_runs
                 else self.layout.benchmark(run, "train") for run in runs]
 
-    def adore_index_runs(self) -> list[tuple[str, str]]:
-        """(index, ADORE run trained with it) of each index of ``pq_matrix.indexes``."""
-        if not self.config.get("pq_matrix"):
-            raise ConfigError("pq_matrix", "the table of ADORE with each index lists the runs of the PQ experiment: "
-                                           "add a pq_matrix section (docs, indexes)")
-        return [(index, pq_matrix_run(index)) for index in self.config["pq_matrix"]["indexes"]]
-
-    def adore_index_inputs(self) -> dict:
-        """Each ADORE run of the PQ experiment: its ``metrics`` evaluated with the index it trained with (its own
-        metrics.json, searched with its ``index.factory``, or else the PQ matrix's cell) and its ``train_log``."""
-        pairs = self.adore_index_runs()
-        return {"metrics": [self.layout.metrics(run) if self.params(run)["index"]["factory"] == index
-                            else self.layout.metrics(run, _slug(index)) for index, run in pairs],
-                "train_log": [self.layout.train_log(run) for _, run in pairs]}
     # ---------------------------------------------------------------------------------------------- figures
     def figure_inputs(self, name: str) -> dict:
         """What figure ``name`` (one of :data:`hardneg.figures.FIGURES`) reads, from the config's
@@ -661,12 +646,7 @@ class Plan:
         layout = self.layout
         pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
                  layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
-        if self.config.get("pq_matrix"):
-            pages[layout.table("adore_indexes", "md")] = ("ADORE with each index: effectiveness and training time",
-                                                          "Summary", "adore_indexes.rst")
-            pages[layout.experiment("pq_matrix", "matrix.md")] = (
-                "ADORE with product-quantised indexes: trained with index A, evaluated with index B", "Experiments",
-                "pq_matrix.rst")
+        pages.update(pq_matrix.report_pages(self))
         return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
                                          "caption": caption}
                 for markdown, (title, category, caption) in pages.items()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 from hardneg import methods
-from hardneg.index import slug
+from hardneg.datasets.adapters import adapter_of
 
 # Keys of ``params.model`` a run continuing another run's model may set for itself; the others describe the
 # loaded model (its architecture and tokenizer) and come from the run it continues.
@@ -34,9 +34,10 @@ def input_runs(run: dict) -> list[str]:
 
 
 def dataset_config(config: dict, name: str) -> dict:
-    """A dataset's config with its seed resolved (its own, else the global seed)."""
+    """A dataset's config with its seed resolved (its own, else the global seed) when its adapter generates data
+    from a seed."""
     cfg = dict(config["datasets"][name])
-    if cfg["adapter"] == "synthetic":
+    if adapter_of(cfg).seeded:
         cfg.setdefault("seed", config["seed"])
     return cfg
 
@@ -57,8 +58,3 @@ def resolve_run(config: dict, name: str) -> dict:
                    [resolve_run(config, o) for o in other] for role, other in run.get("inputs", {}).items()},
         **({"episode": copy.deepcopy(run["episode"])} if "episode" in run else {}),  # hardneg.pipeline.episodes
     }
-
-
-def pq_matrix_run(factory: str) -> str:
-    """Name of the generated ADORE run trained with index ``factory``."""
-    return f"adore_pq_{slug(factory)}"

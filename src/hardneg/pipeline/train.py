@@ -243,20 +243,18 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
 
 def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model):
     """The model training starts from (the ``init`` model, else a new one of ``spec``) and its tokenizer: the
-    method's own model (``Method.new_model``), else a bi-encoder. A bi-encoder continuing a ColBERT model (a
-    TCT student from its teacher) starts from the teacher's encoder."""
-    from hardneg.methods.colbert.maxsim import is_colbert
-
+    method's own model (``Method.new_model``), else a bi-encoder. A bi-encoder continuing a model that is not one
+    (a TCT student from its ColBERT teacher) starts as that model's method declares (``Method.bi_encoder_from``)."""
     tokenizer = load_tokenizer(init_model or tokenizer_source)
     new_model = methods.get(resolved["method"]).new_model
     if new_model is not None:
         model = new_model(spec, tokenizer, resolved, init_model)
-    elif init_model and is_colbert(init_model):
-        model = BiEncoder.from_encoder(init_model, spec, seed=resolved["seed"])
     elif init_model:
-        model = BiEncoder.load(init_model)
-        # the lengths of this run's tokenized cache, which a continued run may set (CONTINUED_MODEL_KEYS)
-        model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
+        model = _bi_encoder_from(init_model, spec, resolved["seed"])
+        if model is None:
+            model = BiEncoder.load(init_model)
+            # the lengths of this run's tokenized cache, which a continued run may set (CONTINUED_MODEL_KEYS)
+            model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
     else:
         model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                                  max_length=spec.doc_max_length, seed=resolved["seed"], tokenizer=tokenizer)
@@ -264,6 +262,16 @@ def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model
         log.info("initialised from %s", init_model)
     log.info("model: %s", describe(model))
     return model, tokenizer
+
+
+def _bi_encoder_from(folder, spec: ModelSpec, seed: int):
+    """A bi-encoder started from the model in ``folder`` by the method that saved it, when that model is not a
+    bi-encoder; None otherwise."""
+    for method in methods.methods().values():
+        model = method.bi_encoder_from(folder, spec, seed) if method.bi_encoder_from is not None else None
+        if model is not None:
+            return model
+    return None
 
 
 def _save_untrained(resolved: dict, spec: ModelSpec, *, model_dir, log_path, tokenizer_source, init_model) -> None:

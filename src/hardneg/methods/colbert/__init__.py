@@ -74,6 +74,24 @@ def new_model(spec, tokenizer, resolved: dict, init):
     return model
 
 
+def rerank(model_dir, queries, corpus, candidates, *, depth: int, batch_size: int, device: str):
+    """The trained ColBERT's MaxSim scores of each query's top-``depth`` candidates, best first."""
+    from hardneg.methods.colbert.maxsim import ColBERT  # torch: imported when re-ranking
+    from hardneg.methods.colbert.maxsim import rerank as maxsim_rerank
+
+    return maxsim_rerank(ColBERT.load(model_dir), queries, corpus, candidates, depth=depth, batch_size=batch_size,
+                         device=device)
+
+
+def bi_encoder_from(folder, spec, seed: int):
+    """A bi-encoder (a TCT student) starting from the encoder of the ColBERT saved in ``folder``; None when the
+    folder holds no ColBERT."""
+    from hardneg.dense.model import BiEncoder  # torch: imported when a model is built
+    from hardneg.methods.colbert.maxsim import is_colbert
+
+    return BiEncoder.from_encoder(folder, spec, seed=seed) if is_colbert(folder) else None
+
+
 def build_step(ctx: StepContext):
     from hardneg.methods.colbert.step import ColbertMethod  # torch: imported when training
 
@@ -96,4 +114,4 @@ METHOD = Method(
                         description="a BM25 run, for the overlap column of the hard-negative audit")},
     exclusive_roles=(("negatives", "hard_negatives"),),
     schema=SCHEMA, params=ColbertParams, training_sections=("model", "train", "negatives", "colbert"),
-    build_step=build_step, new_model=new_model)
+    build_step=build_step, new_model=new_model, rerank=rerank, bi_encoder_from=bi_encoder_from)

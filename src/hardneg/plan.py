@@ -566,6 +566,15 @@ class Plan:
             targets.append(self.layout.figure(name, "png"))
         return targets
 
+    def check_run(self, run, key: str) -> str:
+        """``run`` when the config defines it (an episode of an episodic run too); a :class:`ConfigError` naming
+        ``key`` otherwise (for a section that reads finished runs, such as a figure's)."""
+        return check_run(self.config, run, key)
+
+    def check_evaluated_measure(self, measure: str, key: str) -> str:
+        """``measure`` when it is one of ``evaluation.measures``; a :class:`ConfigError` naming ``key`` otherwise."""
+        return check_evaluated_measure(self.config, measure, key)
+
     def _figure_runs(self, names: list[str], key: str) -> list[str]:
         if not names:
             raise ConfigError(key, "no runs are named: list the runs this figure draws")

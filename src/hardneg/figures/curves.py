@@ -17,7 +17,6 @@ import pandas as pd
 import pyarrow as pa
 
 from hardneg import artifacts
-from hardneg.dense.dev_eval import COLUMN
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
 
 log = logging.getLogger(__name__)
@@ -35,6 +34,8 @@ def curve_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
 
     Returns a table of kind :data:`hardneg.artifacts.FIGURE_CURVES`: per run, one row per step whose ``dev_rr10``
     is not NaN (in step order), with the run's legend text (``labels[run]``, default the run's name)."""
+    from hardneg.dense.dev_eval import COLUMN  # here: the Snakefile reads this module, and dev_eval imports torch
+
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():

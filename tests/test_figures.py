@@ -294,6 +294,8 @@ def _plan(config, **figures):
 
 
 def test_default_config_figure_targets(default_config):
+    from hardneg.figures import FIGURES
+
     plan = _plan(default_config)
     assert plan.figure_targets() == [f"results/figures/{name}.png" for name in
                                      ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix",
@@ -304,7 +306,7 @@ def test_default_config_figure_targets(default_config):
         assert plan.params(run)["train"]["dev_every"] == "epoch" and plan.method(run).name == "abs"
     # the gradient-norm figure: ANCE against runs continuing the same warm-up on the same batches
     assert plan.figure_inputs("gradient_norms")["train_logs"][0] == "results/ance/train_log.parquet"
-    assert plan.gradient_norm_reference() == "ance"
+    assert FIGURES["gradient_norms"].params(default_config["figures"]["gradient_norms"], plan)["reference"] == "ance"
     for run in default_config["figures"]["gradient_norms"]["runs"]:
         assert plan.init_run(run) == "warmup"
         assert plan.params(run)["train"]["learning_rate"] == plan.params("ance")["train"]["learning_rate"]

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from hardneg import artifacts
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, runs_and_labels
 
 log = logging.getLogger(__name__)
 
@@ -73,3 +74,19 @@ def write_curves(name: str, train_logs: Mapping[str, str | os.PathLike], labels:
     table = write_data(curve_table(train_logs, labels), KIND, data_path)
     draw_curves(table, png_path, TITLES[name])
     return table
+
+
+def _dev_curve_inputs(plan, spec: dict, key: str) -> dict:
+    return evaluated_train_logs(plan, spec, key, bool, "draws dev MRR@10 during training: set it above 0 (e.g. a "
+                                                       "tenth of the steps)")
+
+
+def _figure(name: str) -> Figure:
+    def build(inputs, params, data_path, png_path) -> pa.Table:
+        return write_curves(name, run_logs(inputs, params), params["labels"], data_path, png_path)
+
+    return Figure(name, caption=f"{name}.rst", inputs=_dev_curve_inputs, params=runs_and_labels, build=build)
+
+
+TRAINING_CURVES = _figure("training_curves")
+ADORE_VS_ADORE_L = _figure("adore_vs_adore_l")

@@ -294,6 +294,8 @@ def _plan(config, **figures):
 
 
 def test_default_config_figure_targets(default_config):
+    from hardneg.figures import FIGURES
+
     plan = _plan(default_config)
     assert plan.figure_targets() == [f"results/figures/{name}.png" for name in
                                      ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix",
@@ -304,7 +306,7 @@ def test_default_config_figure_targets(default_config):
         assert plan.params(run)["train"]["dev_every"] == "epoch" and plan.method(run).name == "abs"
     # the gradient-norm figure: ANCE against runs continuing the same warm-up on the same batches
     assert plan.figure_inputs("gradient_norms")["train_logs"][0] == "results/ance/train_log.parquet"
-    assert plan.gradient_norm_reference() == "ance"
+    assert FIGURES["gradient_norms"].params(default_config["figures"]["gradient_norms"], plan)["reference"] == "ance"
     for run in default_config["figures"]["gradient_norms"]["runs"]:
         assert plan.init_run(run) == "warmup"
         assert plan.params(run)["train"]["learning_rate"] == plan.params("ance")["train"]["learning_rate"]
@@ -368,6 +370,61 @@ def test_unknown_figure_keys_are_config_errors(default_config):
     with pytest.raises(ConfigError) as error:
         validate_config(config)
     assert error.value.key == "figures.tsne.perplexty"
+
+
+def test_rules_figures_smk_makes_the_rules_of_the_declarations_in_at_most_50_lines():
+    from tests.conftest import REPO
+
+    rules = (REPO / "rules" / "figures.smk").read_text().splitlines()
+    assert len(rules) <= 50
+    assert sum(line.strip() == "rule:" for line in rules) == 1  # one loop, no figure written out by hand
+    assert not list((REPO / "scripts").glob("figure_*.py"))  # one script, scripts/figure.py, draws them all
+
+
+def test_the_declarations_know_nothing_of_the_plan_or_the_workflow():
+    """Importing the registry (as the Snakefile does) loads neither the plan, nor the config's composition, nor
+    torch: a declaration takes what it needs from the plan it is given."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hardneg.figures; print(sorted({'hardneg.pipeline.plan', 'hardneg.pipeline.config', 'hardneg.methods', 'torch', "
+            "'snakemake'} & set(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_every_figure_is_a_rule_of_its_name_in_the_dag(default_config, tmp_path):
+    """A dry run of `snakemake figures` on the default config: one job of rule figure_<name> per declared figure,
+    each with its own inputs (no input function of the loop reading another figure's), outputs, log and
+    resources."""
+    import shutil
+    import subprocess
+
+    from hardneg.figures import FIGURES
+    from hardneg.pipeline.plan import Plan
+    from tests.conftest import REPO
+    from tests.test_workflow import SNAKEMAKE
+
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
+    result = subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n",
+                             "--cores", "1", "figures"], check=False, capture_output=True, text=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    jobs = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}
+    assert {rule for rule in jobs if rule.startswith("figure_")} == {f"figure_{name}" for name in FIGURES}
+    plan = Plan(default_config)
+    for name, figure in FIGURES.items():
+        job = jobs[f"figure_{name}"]
+        inputs = [path for value in plan.figure_inputs(name).values()
+                  for path in ([value] if isinstance(value, str) else value)]
+        assert f"    input: {', '.join(inputs)}\n" in job, (name, job)
+        assert f"    output: results/figures/{name}.parquet, results/figures/{name}.png\n" in job, (name, job)
+        assert f"    log: results/figures/logs/{name}.log\n" in job, (name, job)
+        assert f"    benchmark: results/figures/benchmarks/{name}.tsv\n" in job, (name, job)
+        assert f"runtime={figure.runtime}, mem_mb={figure.mem_mb}," in job, (name, job)
+    assert FIGURES["tsne"].resources == {"mem_mb": 2000, "runtime": 10}
 
 
 # ------------------------------------------------------------------------------------------------ static_hn

@@ -1,7 +1,9 @@
 """The papers' figures, regenerated from runs' artifacts. One module per figure, each with a function that
 computes the figure's data (an Arrow table of a kind declared in :mod:`hardneg.io.artifacts`, written as
 ``results/figures/<name>.parquet``), one that draws it (matplotlib, ``results/figures/<name>.png``) and one that
-does both (what the rule's script calls):
+does both, and the figure's declaration (:class:`~hardneg.figures.declaration.Figure`: what it reads, its
+settings, its drawing), registered in :data:`FIGURES`; ``rules/figures.smk`` makes one rule ``figure_<name>`` of
+each:
 
 * ``pairwise_errors`` (:mod:`.pairwise_errors`): per-query pairwise errors of several runs as CDFs (STAR/ADORE
   paper, Fig. 3);
@@ -20,5 +22,10 @@ Every PNG is drawn on a :class:`matplotlib.figure.Figure` of its own (no pyplot 
 saved without metadata that changes between runs, so the same data give the same bytes (:mod:`._plot`).
 """
 
-FIGURES = ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix", "hybrid_alpha",
-           "gradient_norms", "epoch_curves")
+from hardneg.figures import curves, epoch_curves, gradient_norms, hybrid_alpha, pairwise_errors, pq_matrix, tsne
+from hardneg.figures.declaration import Figure
+
+# name → declaration (the figure targets are listed in this order)
+FIGURES: dict[str, Figure] = {figure.name: figure for figure in (
+    pairwise_errors.FIGURE, curves.TRAINING_CURVES, curves.ADORE_VS_ADORE_L, tsne.FIGURE, pq_matrix.FIGURE,
+    hybrid_alpha.FIGURE, gradient_norms.FIGURE, epoch_curves.FIGURE)}

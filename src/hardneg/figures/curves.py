@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hardneg.dense.dev_eval import COLUMN
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, runs_and_labels
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,8 @@ def curve_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
 
     Returns a table of kind :data:`hardneg.io.artifacts.FIGURE_CURVES`: per run, one row per step whose ``dev_rr10``
     is not NaN (in step order), with the run's legend text (``labels[run]``, default the run's name)."""
+    from hardneg.dense.dev_eval import COLUMN  # here: the Snakefile reads this module, and dev_eval imports torch
+
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():
@@ -72,3 +74,19 @@ def write_curves(name: str, train_logs: Mapping[str, str | os.PathLike], labels:
     table = write_data(curve_table(train_logs, labels), KIND, data_path)
     draw_curves(table, png_path, TITLES[name])
     return table
+
+
+def _dev_curve_inputs(plan, spec: dict, key: str) -> dict:
+    return evaluated_train_logs(plan, spec, key, bool, "draws dev MRR@10 during training: set it above 0 (e.g. a "
+                                                       "tenth of the steps)")
+
+
+def _figure(name: str) -> Figure:
+    def build(inputs, params, data_path, png_path) -> pa.Table:
+        return write_curves(name, run_logs(inputs, params), params["labels"], data_path, png_path)
+
+    return Figure(name, caption=f"{name}.rst", inputs=_dev_curve_inputs, params=runs_and_labels, build=build)
+
+
+TRAINING_CURVES = _figure("training_curves")
+ADORE_VS_ADORE_L = _figure("adore_vs_adore_l")

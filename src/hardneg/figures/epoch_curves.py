@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from hardneg.errors import DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, runs_and_labels
 from hardneg.io import artifacts
 
 KIND = artifacts.FIGURE_EPOCHS
@@ -83,3 +84,13 @@ def write_epoch_curves(train_logs: Mapping[str, str | os.PathLike], labels: Mapp
     table = write_data(epoch_table(train_logs, labels), KIND, data_path)
     draw_epochs(table, png_path)
     return table
+
+
+def _inputs(plan, spec: dict, key: str) -> dict:
+    return evaluated_train_logs(plan, spec, key, lambda every: every == "epoch", "draws dev MRR@100 at the end of "
+                                                                                "every epoch: set it to 'epoch'")
+
+
+FIGURE = Figure("epoch_curves", caption="epoch_curves.rst", inputs=_inputs, params=runs_and_labels,
+                build=lambda inputs, params, data_path, png_path: write_epoch_curves(
+                    run_logs(inputs, params), params["labels"], data_path, png_path))

@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from hardneg.errors import ConfigError
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure, check_labels, figure_runs, run_logs, runs_and_labels
 from hardneg.io import artifacts
 
 KIND = artifacts.FIGURE_GRAD_NORMS
@@ -75,3 +77,26 @@ def write_gradient_norms(train_logs: Mapping[str, str | os.PathLike], labels: Ma
     table = write_data(norm_table(train_logs, labels), KIND, data_path)
     draw_norms(table, png_path, reference)
     return table
+
+
+def reference_run(spec: dict) -> str | None:
+    """The run the figure compares the others with (its config section ``spec``): ``reference``, else the first
+    of its runs (None without runs)."""
+    return spec["reference"] or (spec["runs"][0] if spec["runs"] else None)
+
+
+def _inputs(plan, spec: dict, key: str) -> dict:
+    runs = figure_runs(plan, spec["runs"], f"{key}.runs")
+    for position, run in enumerate(runs):
+        if not plan.method(run).trains:
+            raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains nothing, so it has no gradient norms")
+    check_labels(spec, runs, key)
+    if spec["reference"] is not None and spec["reference"] not in runs:
+        raise ConfigError(f"{key}.reference", f"run {spec['reference']!r} is not one of {key}.runs")
+    return {"train_logs": [plan.layout.train_log(run) for run in runs]}
+
+
+FIGURE = Figure("gradient_norms", caption="gradient_norms.rst", inputs=_inputs,
+                params=lambda spec, plan: {**runs_and_labels(spec, plan), "reference": reference_run(spec)},
+                build=lambda inputs, params, data_path, png_path: write_gradient_norms(
+                    run_logs(inputs, params), params["labels"], params["reference"], data_path, png_path))

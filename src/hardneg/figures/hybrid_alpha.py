@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hardneg.errors import DataError
+from hardneg.errors import ConfigError, DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
@@ -78,3 +79,20 @@ def write_hybrid_alpha(run: str, tuning_path: str | os.PathLike, summary_path: s
     table = write_data(alpha_table(tuning_path, summary_path), KIND, data_path)
     draw_hybrid_alpha(table, png_path, run)
     return table
+
+
+def _inputs(plan, spec: dict, key: str) -> dict:
+    run = spec["run"]
+    if run is None:
+        raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
+    plan.check_run(run, f"{key}.run")
+    if run not in plan.tuned_runs:
+        raise ConfigError(f"{key}.run", f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is "
+                                        f"tuned (params.alpha: null)")
+    return {"tuning": plan.layout.fusion_tuning(run, "parquet"), "summary": plan.layout.fusion_tuning(run, "json")}
+
+
+FIGURE = Figure("hybrid_alpha", caption="hybrid_alpha.rst", inputs=_inputs,
+                params=lambda spec, plan: {"run": spec["run"]},
+                build=lambda inputs, params, data_path, png_path: write_hybrid_alpha(
+                    params["run"], inputs["tuning"], inputs["summary"], data_path, png_path))

@@ -17,6 +17,7 @@ import pyarrow as pa
 from hardneg.errors import DataError
 from hardneg.evaluation.pairwise import TOTAL_MEASURE
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure, figure_runs, paths
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
@@ -88,3 +89,17 @@ def write_pairwise_errors(per_query: Mapping[str, str | os.PathLike], measures: 
     table = write_data(distribution_table(per_query, measures), KIND, data_path)
     draw_pairwise_errors(table, png_path)
     return table
+
+
+def _inputs(plan, spec: dict, key: str) -> dict:
+    runs = figure_runs(plan, spec["runs"], f"{key}.runs")
+    return {"per_query": [plan.layout.per_query(run) for run in runs]}
+
+
+def _build(inputs, params, data_path, png_path) -> pa.Table:
+    return write_pairwise_errors(dict(zip(params["runs"], paths(inputs["per_query"]))), params["measures"],
+                                 data_path, png_path)
+
+
+FIGURE = Figure("pairwise_errors", caption="pairwise_errors.rst", inputs=_inputs,
+                params=lambda spec, plan: {"runs": spec["runs"], "measures": spec["measures"]}, build=_build)

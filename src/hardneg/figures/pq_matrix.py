@@ -1,6 +1,6 @@
 """Figure ``pq_matrix`` (STAR/ADORE paper, Table 3): the ADORE PQ matrix as a heat map, one measure, rows the
 index ADORE trained with, columns the index it is evaluated with, each cell annotated with its value. It reads
-``results/pq_matrix/matrix.parquet`` (:func:`hardneg.methods.adore.pq_matrix.write_pq_matrix`: one row per cell, one column
+``results/pq_matrix/matrix.parquet`` (:func:`hardneg.experiments.write_pq_matrix`: one row per cell, one column
 per measure)."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hardneg.errors import DataError
+from hardneg.errors import ConfigError, DataError
 from hardneg.figures._plot import new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
@@ -70,3 +71,16 @@ def write_pq_matrix_figure(matrix_path: str | os.PathLike, measure: str, data_pa
     table = write_data(matrix_table(matrix_path, measure), KIND, data_path)
     draw_pq_matrix(table, png_path)
     return table
+
+
+def _inputs(plan, spec: dict, key: str) -> dict:
+    if not plan.config.get("pq_matrix"):
+        raise ConfigError("pq_matrix", f"{key} draws the ADORE PQ matrix: the config has no pq_matrix section")
+    plan.check_evaluated_measure(spec["measure"], f"{key}.measure")
+    return {"matrix": plan.layout.experiment("pq_matrix", "matrix.parquet")}
+
+
+FIGURE = Figure("pq_matrix", caption="pq_matrix_heatmap.rst", inputs=_inputs,
+                params=lambda spec, plan: {"measure": spec["measure"]},
+                build=lambda inputs, params, data_path, png_path: write_pq_matrix_figure(
+                    inputs["matrix"], params["measure"], data_path, png_path))

@@ -25,12 +25,13 @@ import pyarrow as pa
 
 from hardneg.errors import ConfigError, DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
+from hardneg.figures.declaration import Figure
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
 
 KIND = artifacts.FIGURE_TSNE
-# the files the figure reads (hardneg.pipeline.plan.Plan.figure_inputs("tsne") gives them under these names)
+# the files the figure reads (its declaration's inputs give them under these names)
 INPUTS = ("query_before", "query_ids_before", "ranking_before", "query_after", "query_ids_after", "ranking_after",
           "doc_embeddings", "doc_ids", "qrels")
 QUERY_KINDS = ("query_before", "query_after")
@@ -185,3 +186,33 @@ def write_tsne(inputs: Mapping[str, str | os.PathLike], split: str, *, before: s
                        KIND, data_path)
     draw_tsne(table, png_path, before=before, after=after)
     return table
+
+
+def _inputs(plan, spec: dict, key: str) -> dict:
+    run = plan.check_run(spec["run"], f"{key}.run")
+    docs = plan.doc_run(run)
+    if docs == run:
+        raise ConfigError(f"{key}.run", f"run {run!r} keeps no other run's documents fixed: name an ADORE run "
+                                        f"(inputs.docs), whose docs run gives the 'before'")
+    layout, split = plan.layout, plan.eval_split
+    return {"query_before": layout.query_embeddings(docs, split), "query_ids_before": layout.query_ids(docs, split),
+            "ranking_before": layout.ranking(docs, split), "query_after": layout.query_embeddings(run, split),
+            "query_ids_after": layout.query_ids(run, split), "ranking_after": layout.ranking(run, split),
+            "doc_embeddings": layout.corpus_embeddings(docs), "doc_ids": layout.corpus_ids(docs),
+            "qrels": layout.qrels_dir(plan.dataset(run))}
+
+
+def _params(spec: dict, plan) -> dict:
+    # the docs run, for the job only: a config whose t-SNE run is not defined draws no t-SNE, and still parses
+    return {"run": spec["run"], "qid": spec["qid"], "negatives": spec["negatives"], "perplexity": spec["perplexity"],
+            "docs": lambda wildcards: plan.doc_run(spec["run"]), "split": plan.eval_split,
+            "seed": plan.config["seed"]}
+
+
+def _build(inputs, params, data_path, png_path) -> pa.Table:
+    return write_tsne({name: inputs[name] for name in INPUTS}, params["split"], before=params["docs"],
+                      after=params["run"], qid=params["qid"], negatives=params["negatives"],
+                      perplexity=params["perplexity"], seed=params["seed"], data_path=data_path, png_path=png_path)
+
+
+FIGURE = Figure("tsne", caption="tsne.rst", inputs=_inputs, params=_params, build=_build, mem_mb=2000, runtime=10)

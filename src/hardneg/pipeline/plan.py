@@ -532,13 +532,14 @@ class Plan:
     # ---------------------------------------------------------------------------------------------- figures
     def figure_inputs(self, name: str) -> dict:
         """What figure ``name`` (one of :data:`hardneg.figures.FIGURES`) reads, from the config's
-        ``figures.<name>`` (name → path, or list of paths). A :class:`ConfigError` names the key to set when the
-        config cannot build the figure (a run it does not define, a run without dev evaluation, ...)."""
+        ``figures.<name>`` (name → path, or list of paths): its declaration's ``inputs``. A :class:`ConfigError`
+        names the key to set when the config cannot build the figure (a run it does not define, a run without dev
+        evaluation, ...)."""
         from hardneg.figures import FIGURES
 
         if name not in FIGURES:
             raise ConfigError("figures", f"no figure named {name!r}; the figures are {', '.join(FIGURES)}")
-        return getattr(self, f"_{name}_figure_inputs")(self.config["figures"][name], f"figures.{name}")
+        return FIGURES[name].inputs(self, self.config["figures"][name], f"figures.{name}")
 
     def figure_targets(self) -> list[str]:
         """The PNG of every figure the config can build (see :meth:`figure_inputs`)."""
@@ -553,90 +554,14 @@ class Plan:
             targets.append(self.layout.figure(name, "png"))
         return targets
 
-    def _figure_runs(self, names: list[str], key: str) -> list[str]:
-        if not names:
-            raise ConfigError(key, "no runs are named: list the runs this figure draws")
-        for position, run in enumerate(names):
-            check_run(self.config, run, f"{key}.{position}")
-        return names
+    def check_run(self, run, key: str) -> str:
+        """``run`` when the config defines it (an episode of an episodic run too); a :class:`ConfigError` naming
+        ``key`` otherwise (for a section that reads finished runs, such as a figure's)."""
+        return check_run(self.config, run, key)
 
-    def _pairwise_errors_figure_inputs(self, spec: dict, key: str) -> dict:
-        runs = self._figure_runs(spec["runs"], f"{key}.runs")
-        return {"per_query": [self.layout.per_query(run) for run in runs]}
-
-    def _evaluated_train_logs(self, spec: dict, key: str, evaluated, why: str) -> dict:
-        """The training logs of a figure's runs, each a trained dense run whose ``params.train.dev_every`` gives
-        the dev evaluation the figure draws (``evaluated(dev_every)`` is true; ``why`` says what to set, in
-        words); its labels name its runs."""
-        runs = self._figure_runs(spec["runs"], f"{key}.runs")
-        for position, run in enumerate(runs):
-            if not self.method(run).trains or self.method(run).kind != methods.DENSE:
-                raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev "
-                                                            f"evaluation")
-            if not evaluated(self.params(run)["train"]["dev_every"]):
-                raise ConfigError(f"runs.{run}.params.train.dev_every", f"{key} {why}")
-        for run in spec["labels"]:
-            if run not in runs:
-                raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
-        return {"train_logs": [self.layout.train_log(run) for run in runs]}
-
-    def _dev_curve_inputs(self, spec: dict, key: str) -> dict:
-        return self._evaluated_train_logs(spec, key, bool, "draws dev MRR@10 during training: set it above 0 (e.g. "
-                                                           "a tenth of the steps)")
-
-    _training_curves_figure_inputs = _dev_curve_inputs
-    _adore_vs_adore_l_figure_inputs = _dev_curve_inputs
-
-    def gradient_norm_reference(self) -> str | None:
-        """The run figure ``gradient_norms`` compares the others with: ``figures.gradient_norms.reference``, else
-        the first of its runs (None without runs)."""
-        spec = self.config["figures"]["gradient_norms"]
-        return spec["reference"] or (spec["runs"][0] if spec["runs"] else None)
-
-    def _gradient_norms_figure_inputs(self, spec: dict, key: str) -> dict:
-        runs = self._figure_runs(spec["runs"], f"{key}.runs")
-        for position, run in enumerate(runs):
-            if not self.method(run).trains:
-                raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains nothing, so it has no gradient norms")
-        for run in spec["labels"]:
-            if run not in runs:
-                raise ConfigError(f"{key}.labels.{run}", f"run {run!r} is not one of {key}.runs")
-        if spec["reference"] is not None and spec["reference"] not in runs:
-            raise ConfigError(f"{key}.reference", f"run {spec['reference']!r} is not one of {key}.runs")
-        return {"train_logs": [self.layout.train_log(run) for run in runs]}
-
-    def _epoch_curves_figure_inputs(self, spec: dict, key: str) -> dict:
-        return self._evaluated_train_logs(spec, key, lambda every: every == "epoch", "draws dev MRR@100 at the end "
-                                                                                     "of every epoch: set it to 'epoch'")
-
-    def _tsne_figure_inputs(self, spec: dict, key: str) -> dict:
-        run = check_run(self.config, spec["run"], f"{key}.run")
-        docs = self.doc_run(run)
-        if docs == run:
-            raise ConfigError(f"{key}.run", f"run {run!r} keeps no other run's documents fixed: name an ADORE run "
-                                            f"(inputs.docs), whose docs run gives the 'before'")
-        layout, split = self.layout, self.eval_split
-        return {"query_before": layout.query_embeddings(docs, split), "query_ids_before": layout.query_ids(docs, split),
-                "ranking_before": layout.ranking(docs, split), "query_after": layout.query_embeddings(run, split),
-                "query_ids_after": layout.query_ids(run, split), "ranking_after": layout.ranking(run, split),
-                "doc_embeddings": layout.corpus_embeddings(docs), "doc_ids": layout.corpus_ids(docs),
-                "qrels": layout.qrels_dir(self.dataset(run))}
-
-    def _pq_matrix_figure_inputs(self, spec: dict, key: str) -> dict:
-        if not self.config.get("pq_matrix"):
-            raise ConfigError("pq_matrix", f"{key} draws the ADORE PQ matrix: the config has no pq_matrix section")
-        check_evaluated_measure(self.config, spec["measure"], f"{key}.measure")
-        return {"matrix": self.layout.experiment("pq_matrix", "matrix.parquet")}
-
-    def _hybrid_alpha_figure_inputs(self, spec: dict, key: str) -> dict:
-        run = spec["run"]
-        if run is None:
-            raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
-        check_run(self.config, run, f"{key}.run")
-        if run not in self.tuned_runs:
-            raise ConfigError(f"{key}.run", f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is "
-                                            f"tuned (params.alpha: null)")
-        return {"tuning": self.layout.fusion_tuning(run, "parquet"), "summary": self.layout.fusion_tuning(run, "json")}
+    def check_evaluated_measure(self, measure: str, key: str) -> str:
+        """``measure`` when it is one of ``evaluation.measures``; a :class:`ConfigError` naming ``key`` otherwise."""
+        return check_evaluated_measure(self.config, measure, key)
 
     # ----------------------------------------------------------------------------------------- the report
     def markdown_pages(self) -> dict:

@@ -23,21 +23,17 @@ reference_ranking  nothing for training; reports (the hard-negative audit) read 
 
 from __future__ import annotations
 
-import os
-
 from hardneg import methods
-from hardneg.errors import ConfigError
-from hardneg.evaluation.timing import REFRESH_PARTS
 from hardneg.io.index_names import slug as factory_slug
-from hardneg.io.layout import RESULTS, Layout, episode_run, parse_episode_run
-from hardneg.methods.adore import pq_matrix
-from hardneg.methods.registry import source_episode
+from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline import episodes as _episodes
+from hardneg.pipeline.episode_plan import EpisodePlan
+from hardneg.pipeline.fusion_plan import FusionPlan
+from hardneg.pipeline.report_plan import ReportPlan
 from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, resolve_run
-from hardneg.schema.values import check_evaluated_measure, check_run
 
 
-class Plan:
+class Plan(EpisodePlan, FusionPlan, ReportPlan):
     """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
 
     def __init__(self, config: dict, root: str = RESULTS):
@@ -77,63 +73,6 @@ class Plan:
         """Runs trained by one training job (rule train_dense): every trained run but episodic runs and their
         episodes."""
         return [run for run in self.trained_runs if run not in self.episodic_runs and run not in self.episode_runs()]
-
-    # ---------------------------------------------------------------------------------------- episodes
-    def episodes(self, run: str):
-        """The :class:`hardneg.methods.Episodes` of an episodic run (None for any other run, episodes included)."""
-        return _episodes.of(self.method(run), self.params(run)) if run in self.user_runs else None
-
-    @property
-    def episodic_runs(self) -> list[str]:
-        """Runs that train in episodes (ANCE): their model is their last episode's."""
-        return [run for run in self.user_runs if self.episodes(run) is not None]
-
-    def episode_runs(self, run: str | None = None) -> list[str]:
-        """The episode runs of episodic run ``run`` in order (of every episodic run when None)."""
-        if run is None:
-            return [name for parent in self.episodic_runs for name in self.episode_runs(parent)]
-        return [episode_run(run, index) for index in range(self.episodes(run).count)]
-
-    def episode_of(self, run: str) -> tuple[str, int] | None:
-        """(episodic run, index) of an episode run; None for any other run."""
-        return parse_episode_run(run) if run in self.runs else None
-
-    def assemble_inputs(self, run: str) -> dict:
-        """What an episodic run's model, training log and refresh costs are assembled from: the last episode's
-        ``model`` (behind it, every episode and refresh) and every episode's ``train_log`` and ``timings``."""
-        episodes, layout = self.episode_runs(run), self.layout
-        return {"model": layout.model(episodes[-1]), "train_logs": [layout.train_log(e) for e in episodes],
-                "timings": [layout.train_timings(e) for e in episodes]}
-
-    def refresh_benchmarks(self, run: str) -> list[dict]:
-        """The benchmark records (Snakemake writes them beside the artifacts; no rule can ask for one as an input)
-        of an episodic run's jobs, by checkpoint: first the warm-up's (``checkpoint`` None: mining the episodes its
-        model mines for), then each episode's: ``train`` (its training job) and the refresh its checkpoint feeds,
-        ``encode`` (the shards and their gathering), ``index``, ``search`` (the training split) and ``mine``
-        (positive scores and mining, of each episode trained on its negatives). A checkpoint no episode trains on
-        has no refresh jobs."""
-        plan, layout, names = self.episodes(run), self.layout, self.episode_runs(run)
-        fed = {None: [], **{index: [] for index in range(plan.count)}}  # checkpoint → episodes on its negatives
-        for index, name in enumerate(names):
-            fed[source_episode(index, plan.lag)].append(name)
-        out = []
-        for checkpoint in [None, *range(plan.count)]:
-            bench = {"checkpoint": checkpoint, "train": [], "encode": [], "index": [], "search": [],
-                     "mine": [job for name in fed[checkpoint]
-                              for job in (layout.benchmark(name, "positive_scores"),
-                                          layout.benchmark(name, "mine_hard_negatives"))]}
-            if checkpoint is not None:
-                name = names[checkpoint]
-                bench["train"] = [layout.benchmark(name, "train")]
-                if fed[checkpoint]:
-                    shards = range(self.params(name)["encode"]["shards"])
-                    bench["encode"] = [layout.benchmark(name, f"encode_corpus_shard_{shard}") for shard in shards]
-                    bench["encode"].append(layout.benchmark(name, "gather_embeddings"))
-                    bench["index"] = [layout.benchmark(name, f"build_faiss_index_{slug}")
-                                      for slug in self.index_factories(name)]
-                    bench["search"] = [layout.benchmark(name, f"dense_search_{self.train_split(name)}")]
-            out.append(bench)
-        return out
 
     @property
     def encoded_runs(self) -> list[str]:
@@ -415,168 +354,3 @@ class Plan:
                           query_ids=layout.query_ids(run, self.eval_split),
                           doc_npy=layout.corpus_embeddings(docs), doc_ids=layout.corpus_ids(docs))
         return inputs
-
-    # ------------------------------------------------------------------------------------------ fusion
-    @property
-    def fusion_runs(self) -> list[str]:
-        return self.runs_of_kind(methods.FUSION)
-
-    def tuning_split(self, run: str) -> str | None:
-        """The split whose queries a fusion run's weight is tuned on; None when the run tunes nothing."""
-        return self.method(run).tuning_split(self.params(run))
-
-    @property
-    def tuned_runs(self) -> list[str]:
-        """Fusion runs that tune their weight (results/<run>/fusion_tuning.json)."""
-        return [run for run in self.fusion_runs if self.tuning_split(run) is not None]
-
-    def fused_runs(self, run: str) -> list[str]:
-        """The runs a fusion run combines, in the order of its role of many runs."""
-        return list(self.role_run(run, "runs"))
-
-    def fusion_inputs(self, run: str, split: str) -> dict:
-        """What a fusion run's ranking of ``split`` reads: its input runs' rankings of that split (``runs``) and,
-        when it tunes its weight, its tuning (``tuning``)."""
-        inputs = {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)]}
-        if run in self.tuned_runs:
-            inputs["tuning"] = self.layout.fusion_tuning(run, "json")
-        return inputs
-
-    def trained_splits(self, run: str) -> list[str]:
-        """The splits whose queries trained a model behind ``run``: the training split of every trained run among
-        ``run`` and the runs it depends on, recursively."""
-        splits, seen, todo = set(), set(), [run]
-        while todo:
-            current = todo.pop()
-            if current not in seen:
-                seen.add(current)
-                if self.method(current).kind in methods.TRAINED:
-                    splits.add(self.train_split(current))
-                todo += self.upstream(current)
-        return sorted(splits)
-
-    def tuning_inputs(self, run: str) -> dict:
-        """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and the qrels folder
-        (the tuning split's file is read)."""
-        split = self.tuning_split(run)
-        return {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
-                "qrels": self.layout.qrels_dir(self.dataset(run))}
-
-    # ---------------------------------------------------------------------------------------- targets
-    def targets(self) -> list[str]:
-        """What a plain ``snakemake`` builds: ``targets`` of the config (run names → their metrics.json, paths as
-        given), by default every run's metrics.json."""
-        targets = self.config.get("targets")
-        if targets is None:
-            targets = list(self.user_runs)
-        return [target if "/" in target else self.layout.metrics(target) for target in targets]
-
-    # ----------------------------------------------------------------------------- summary and tables
-    def targeted_runs(self) -> list[str]:
-        """The runs whose metrics.json the config's ``targets`` name (every run when ``targets`` is null)."""
-        targets = {os.path.normpath(target) for target in self.targets()}
-        return [run for run in self.user_runs if os.path.normpath(self.layout.metrics(run)) in targets]
-
-    def summary_runs(self, exists=os.path.exists) -> list[str]:
-        """The runs of the summary: ``summary.runs`` as given, else the targeted runs and every run whose
-        metrics.json ``exists`` now, in config order. A run nobody asked for and never evaluated stays out, so
-        the summary never starts training it."""
-        chosen = self.config["summary"]["runs"]
-        if chosen is not None:
-            return list(chosen)
-        targeted = set(self.targeted_runs())
-        return [run for run in self.user_runs if run in targeted or exists(self.layout.metrics(run))]
-
-    def summary_measures(self) -> list[str]:
-        """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""
-        return list(self.config["summary"]["measures"] or self.config["evaluation"]["measures"])
-
-    def summary_settings(self) -> dict:
-        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`)."""
-        return {**self.config["summary"], "measures": self.summary_measures()}
-
-    def summary_inputs(self) -> dict:
-        """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
-        runs = self.summary_runs()
-        return {"metrics": [self.layout.metrics(run) for run in runs],
-                "per_query": [self.layout.per_query(run) for run in runs]}
-
-    def methods_of(self, runs: list[str]) -> dict:
-        """run → its method's name."""
-        return {run: self.runs[run]["method"] for run in runs}
-
-    def training_time_runs(self) -> list[str]:
-        """The runs of the summary that train (the training-time table shows their training jobs)."""
-        return [run for run in self.summary_runs()
-                if self.method(run).kind in methods.TRAINED and self.method(run).trains]
-
-    @staticmethod
-    def speed_reference() -> tuple[str, str] | None:
-        """(method, label) of the method the training-time table measures speed-ups against: the first declaring
-        ``Method.speed_reference``; None when none does."""
-        return next(((name, method.speed_reference) for name, method in methods.methods().items()
-                     if method.speed_reference), None)
-
-    def training_time_inputs(self) -> dict:
-        """The training logs of :meth:`training_time_runs` (``train_log``)."""
-        return {"train_log": [self.layout.train_log(run) for run in self.training_time_runs()]}
-
-    def training_benchmarks(self, runs: list[str]) -> list[str]:
-        """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
-        no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
-        episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
-        return [[path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS
-                 for path in checkpoint[part]] if run in self.episodic_runs
-                else self.layout.benchmark(run, "train") for run in runs]
-
-    # ---------------------------------------------------------------------------------------------- figures
-    def figure_inputs(self, name: str) -> dict:
-        """What figure ``name`` (one of :data:`hardneg.figures.FIGURES`) reads, from the config's
-        ``figures.<name>`` (name → path, or list of paths): its declaration's ``inputs``. A :class:`ConfigError`
-        names the key to set when the config cannot build the figure (a run it does not define, a run without dev
-        evaluation, ...)."""
-        from hardneg.figures import FIGURES
-
-        if name not in FIGURES:
-            raise ConfigError("figures", f"no figure named {name!r}; the figures are {', '.join(FIGURES)}")
-        return FIGURES[name].inputs(self, self.config["figures"][name], f"figures.{name}")
-
-    def figure_targets(self) -> list[str]:
-        """The PNG of every figure the config can build (see :meth:`figure_inputs`)."""
-        from hardneg.figures import FIGURES
-
-        targets = []
-        for name in FIGURES:
-            try:
-                self.figure_inputs(name)
-            except ConfigError:
-                continue
-            targets.append(self.layout.figure(name, "png"))
-        return targets
-
-    def check_run(self, run, key: str) -> str:
-        """``run`` when the config defines it (an episode of an episodic run too); a :class:`ConfigError` naming
-        ``key`` otherwise (for a section that reads finished runs, such as a figure's)."""
-        return check_run(self.config, run, key)
-
-    def check_evaluated_measure(self, measure: str, key: str) -> str:
-        """``measure`` when it is one of ``evaluation.measures``; a :class:`ConfigError` naming ``key`` otherwise."""
-        return check_evaluated_measure(self.config, measure, key)
-
-    # ----------------------------------------------------------------------------------------- the report
-    def markdown_pages(self) -> dict:
-        """The Markdown reports shown as HTML pages in ``snakemake --report`` (its report shows HTML in place, and
-        Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
-        ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
-        layout = self.layout
-        pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
-                 layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
-        pages.update(pq_matrix.report_pages(self))
-        return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
-                                         "caption": caption}
-                for markdown, (title, category, caption) in pages.items()}
-
-    def paper_targets(self) -> list[str]:
-        """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
-        the summary and its tables as pages, and every figure the config can build."""
-        return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()

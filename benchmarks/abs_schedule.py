@@ -6,7 +6,7 @@ A synthetic instance set with hardness structure: ``--topics`` topic centres (de
 each instance's passage a unit vector near its topic's centre and its question a unit vector near its passage
 (see :func:`clustered`), so the instances of one topic are each other's hard negatives and those of others easy
 ones. s(q_i, p_j) is the
-dot product (:class:`hardneg.methods.abs.scheduling.DenseSimilarity`, Faiss ``--index`` for the neighbour
+dot product (:class:`hardneg.methods.abs.similarity.DenseSimilarity`, Faiss ``--index`` for the neighbour
 search). One epoch is scheduled with random batching and with each ``--search``; the table gives instances
 scheduled per second (wall clock, neighbour search included), the seconds of the neighbour search and the
 number of swaps, the mean h(B) over the epoch's batches, and that mean over random batching's. Prints a
@@ -21,7 +21,8 @@ import time
 import numpy as np
 from report import save
 
-from hardneg.methods.abs.scheduling import DenseSimilarity, adaptive_batches, mean_hardness, num_batches, random_batches
+from hardneg.methods.abs.scheduling import adaptive_batches, num_batches, random_batches
+from hardneg.methods.abs.similarity import DenseSimilarity, mean_hardness
 
 
 def unit(x: np.ndarray) -> np.ndarray:

@@ -10,19 +10,10 @@ from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts
-from hardneg.methods.abs.scheduling import (
-    AdaptiveBatchSampler,
-    Conflicts,
-    DenseSimilarity,
-    SparseSimilarity,
-    adaptive_batches,
-    batch_hardness,
-    improve_batch,
-    mean_hardness,
-    num_batches,
-    random_batches,
-    sequential_batches,
-)
+from hardneg.methods.abs.sampler import AdaptiveBatchSampler
+from hardneg.methods.abs.scheduling import (adaptive_batches, improve_batch, num_batches, random_batches,
+                                            sequential_batches)
+from hardneg.methods.abs.similarity import Conflicts, DenseSimilarity, SparseSimilarity, batch_hardness, mean_hardness
 from hardneg.pipeline.config import validate_params
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 

@@ -19,14 +19,8 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.trainer import TrainConfig
 from hardneg.io import artifacts
 from hardneg.pipeline.config import validate_params
-from hardneg.pipeline.train import (
-    FROM_SCRATCH_MIN_QUERIES,
-    MIN_STEPS_PER_EPOCH,
-    MIN_TOTAL_STEPS,
-    steps_per_epoch,
-    train_run,
-    training_warnings,
-)
+from hardneg.pipeline.train import (FROM_SCRATCH_MIN_QUERIES, MIN_STEPS_PER_EPOCH, MIN_TOTAL_STEPS, steps_per_epoch,
+                                    train_run, training_warnings)
 from tests.dense_fixtures import TINY_MODEL, build_tiny
 
 SNAKEMAKE = str(__import__("pathlib").Path(sys.executable).with_name("snakemake"))

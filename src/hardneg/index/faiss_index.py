@@ -178,12 +178,8 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
     n, dim = embeddings.shape
     if not isinstance(factory, str) or not factory.strip():
         raise ConfigError(key, f"must be a non-empty faiss index-factory string, got {factory!r}")
-    from hardneg.index.validate import (
-        FAISS_POINTS_PER_CENTROID,
-        describe_factory_error,
-        needed_training_vectors,
-        too_few_training_vectors,
-    )
+    from hardneg.index.validate import (FAISS_POINTS_PER_CENTROID, describe_factory_error, needed_training_vectors,
+                                        too_few_training_vectors)
 
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)

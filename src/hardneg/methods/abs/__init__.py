@@ -2,7 +2,7 @@
 training (each row's positive is every other row's negative, softmax cross-entropy) on batches grouped so that
 they are hard, h(B) = Σ_{i≠j in B} s(q_i, p_j).
 
-The batches of each epoch come from the method's sampler (:class:`hardneg.methods.abs.scheduling.AdaptiveBatchSampler`):
+The batches of each epoch come from the method's sampler (:class:`hardneg.methods.abs.sampler.AdaptiveBatchSampler`):
 ``abs.order`` ``sequential`` (the data order: Non-ABS-Sequential), ``random`` (a fresh shuffle each epoch:
 Non-ABS-Random) or ``adaptive`` (greedy or beam search over swaps, from the similarity ``abs.similarity``:
 ``bm25``, the scores of the ``inputs.bm25`` run's ranking of the training split every epoch (ABS-BM25), or
@@ -80,15 +80,15 @@ def build_step(ctx: StepContext):
 
 def build_sampler(ctx: StepContext, config):
     from hardneg.io import artifacts
-    from hardneg.methods.abs.scheduling import AdaptiveBatchSampler
+    from hardneg.methods.abs.sampler import AdaptiveBatchSampler
 
-    section = ctx.params["abs"]
+    section = METHOD.read_params(ctx.params).abs
     ranking = artifacts.read_table(artifacts.RUN, ctx.input("bm25")) if "bm25" in ctx.inputs else None
     return AdaptiveBatchSampler(ctx.train, ctx.query_texts, ctx.doc_texts, batch_size=config.batch_size,
-                                seed=config.seed, order=section["order"], similarity=section["similarity"],
-                                ranking=ranking, search=section["search"], beam=section["beam"],
-                                candidates=section["candidates"], max_swaps=section["max_swaps"],
-                                index=section["index"], device=ctx.device)
+                                seed=config.seed, order=section.order, similarity=section.similarity,
+                                ranking=ranking, search=section.search, beam=section.beam,
+                                candidates=section.candidates, max_swaps=section.max_swaps,
+                                index=section.index, device=ctx.device)
 
 
 METHOD = Method(

@@ -16,6 +16,8 @@ from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
 @dataclass(frozen=True)
 class TctSection:
+    """``params.tct``: the distillation's temperature and weight."""
+
     teacher_temperature: float
     kd_weight: float
 
@@ -46,11 +48,11 @@ def build_step(ctx: StepContext):
     from hardneg.methods.tct.step import TctMethod, load_teacher
 
     negatives = role_negatives(ctx)
-    tct, train = ctx.params["tct"], ctx.params["train"]
+    tct, train = METHOD.read_params(ctx.params).tct, ctx.params["train"]
     teacher = load_teacher(ctx.input("teacher"), "cpu") if "teacher" in ctx.inputs else None
     return TctMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
                      per_query=ctx.params["negatives"]["per_query"], teacher=teacher,
-                     teacher_temperature=tct["teacher_temperature"], kd_weight=tct["kd_weight"],
+                     teacher_temperature=tct.teacher_temperature, kd_weight=tct.kd_weight,
                      loss=train["loss"] or "ce", temperature=train["temperature"])
 
 

@@ -250,3 +250,77 @@ def test_a_role_of_many_runs(monkeypatch):
         with pytest.raises(ConfigError, match=message) as info:
             validate_config(copy.deepcopy(raw))
         assert info.value.key == "runs.fuse.inputs.runs"
+
+
+def readme_method() -> str:
+    """The method package README.md's "Adding a method" walkthrough shows (its first Python block)."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("**Adding a method**", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_the_readme_method_is_planned_trained_and_evaluated(tmp_path):
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "bandneg.py").write_text(readme_method())
+    tiny = {"model": {"vocab_size": 3000, "doc_max_length": 32, "query_max_length": 16,
+                      "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "intermediate_size": 64}},
+            "train": {"epochs": 1, "batch_size": 16}, "encode": {"shards": 1}, "search": {"top_k": 50}}
+    config = {
+        "dataset": "tiny", "method_modules": ["extra/bandneg.py"], "targets": ["bandneg"],
+        "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
+                              "num_queries": {"train": 48, "test": 20}}},
+        "runs": {"bm25": {"method": "bm25"},
+                 "bandneg": {"method": "bandneg", "inputs": {"negatives": "bm25"},
+                             "params": {**tiny, "band": {"skip": 5}}}},
+    }
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    command = [SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2"]
+    planned = subprocess.run([*command, "-n", "--quiet", "rules"], capture_output=True, text=True)
+    assert planned.returncode == 0, (planned.stdout + planned.stderr)[-3000:]
+    assert "train_dense" in planned.stdout + planned.stderr
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    import json
+
+    metrics = json.loads((tmp_path / "results" / "bandneg" / "metrics.json").read_text())
+    assert metrics["num_queries"] == 20 and 0.0 <= metrics["measures"]["RR@10"] <= 1.0
+    resolved = yaml.safe_load((tmp_path / "results" / "bandneg" / "config.yaml").read_text())
+    assert resolved["params"]["band"] == {"skip": 5} and resolved["inputs"]["negatives"]["method"] == "bm25"
+    config["runs"]["bandneg"]["params"]["band"]["skp"] = 3  # a misspelt key of the new method is refused by name
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    refused = subprocess.run([*command, "-n"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "config key 'runs.bandneg.params.band.skp': unknown key" in \
+        refused.stdout + refused.stderr
+
+
+def test_the_readme_method_declares_its_samples_from_the_band(tmp_path):
+    """The walkthrough's step draws negatives only from ranks skip+1 .. depth of its ranking."""
+    import importlib.util
+
+    import numpy as np
+    import pyarrow as pa
+
+    path = tmp_path / "bandneg.py"
+    path.write_text(readme_method())
+    spec = importlib.util.spec_from_file_location("readme_bandneg", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from hardneg.dense.data import TrainQueries
+    from hardneg.io import artifacts
+
+    ranking = pa.table({"qid": ["q1"] * 6, "docid": [f"d{i}" for i in range(1, 7)], "rank": list(range(1, 7)),
+                        "score": [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]}, schema=artifacts.RUN.schema)
+    artifacts.write_table(ranking, artifacts.RUN, tmp_path / "run.parquet")
+
+    class Texts:
+        row_ids = [f"d{i}" for i in range(1, 9)]
+
+    train = TrainQueries(pa.table({"qid": ["q1"], "docid": ["d7"], "relevance": [1]}), ["q1"], Texts.row_ids)
+    params = {"band": {"skip": 2}, "negatives": {"per_query": 3, "depth": 5}, "train": {"loss": None, "temperature": 1.0}}
+    ctx = methods.StepContext(resolved={"method": "bandneg", "params": params}, train=train, query_texts=None,
+                              doc_texts=Texts, inputs={"negatives": str(tmp_path / "run.parquet")})
+    step = module.build_step(ctx)
+    drawn = step.negatives.sample(np.array([0]), 50, np.random.default_rng(0))
+    assert set(np.asarray(drawn).ravel().tolist()) == {2, 3, 4}  # rows of d3, d4, d5: ranks 3 to 5

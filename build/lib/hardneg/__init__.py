@@ -1,0 +1,3 @@
+"""hardneg: a reproducible pipeline for training dense retrievers with hard negatives."""
+
+__version__ = "0.1.0"

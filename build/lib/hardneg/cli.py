@@ -1,0 +1,236 @@
+"""The ``hardneg`` command: helpers around the workflow (the workflow itself runs with ``snakemake``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from hardneg.errors import HardnegError
+
+
+def _check_config(args) -> int:
+    from hardneg.pipeline.config import load_config_files
+    from hardneg.pipeline.resolution import resolve_run
+    from hardneg.schema.files import config_hash
+
+    config = load_config_files(args.config, args.schema)
+    print(f"{' + '.join(args.config)}: valid")
+    for name in config["runs"]:
+        resolved = resolve_run(config, name)
+        print(f"  run {name}: method {resolved['method']}, dataset {resolved['dataset']['name']}, "
+              f"config_hash {config_hash(resolved)[:12]}")
+    return 0
+
+
+def _init(args) -> int:
+    from hardneg.pipeline import starter
+
+    if args.beir:
+        dataset = starter.beir_dataset(args.beir)
+    else:
+        dataset = starter.msmarco_passage_dataset(args.msmarco_passage)
+    config = starter.starter_config(dataset, name=args.name, model=args.model)
+    starter.write_starter(config, args.output)
+    print(f"wrote {args.output}: dataset {args.name} ({dataset['adapter']}), runs {', '.join(config['runs'])}")
+    print(f"next: snakemake --cores all --configfile {args.output}")
+    return 0
+
+
+def _methods(args) -> int:
+    from hardneg import methods
+
+    methods.load_modules(args.module)
+    for name, method in methods.methods().items():
+        print(f"{name} ({method.kind}): {method.summary}  [{method.module}]")
+        for role, spec in method.roles.items():
+            need = "required" if spec.required else "optional"
+            print(f"  inputs.{role}: {spec.provides} ({need}) - {spec.description or methods.PROVIDES[spec.provides]}")
+        for key in method.schema:
+            print(f"  params.{key}")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from hardneg.datasets.qrels import load_qrels
+    from hardneg.errors import ConfigError
+    from hardneg.evaluation.metrics import evaluate, parse_measures
+    from hardneg.io.rankings import load_run
+
+    try:
+        parse_measures(args.measures)
+    except ConfigError as exc:
+        raise HardnegError(f"--measures: {exc.message}") from None
+    run = load_run(args.run)
+    qrels = load_qrels(args.qrels)
+    means, _ = evaluate(run, qrels, args.measures)
+    print(json.dumps(means, indent=2))
+    return 0
+
+
+def _audit(args) -> int:
+    from hardneg.results.query_view import describe_query
+
+    print(describe_query(args.run, args.qid, results=args.results, top=args.top), end="")
+    return 0
+
+
+def _table(args) -> int:
+    from hardneg.evaluation.tables import available_rows, runs_table
+    from hardneg.pipeline.config import load_config_files
+
+    rows = available_rows(args.results, load_config_files([args.config])["tables"], args.runs)
+    if not rows:
+        raise HardnegError(f"no run of README's table has metrics under {args.results}/; build one first, e.g. "
+                           f"snakemake --cores all {args.results}/adore_star/metrics.json")
+    print(runs_table(args.results, rows), end="")
+    return 0
+
+
+def _export_hardnegs(args) -> int:
+    from hardneg.export.hardnegs import export_hardnegs
+
+    written = export_hardnegs(args.run, args.format, args.output, results=args.results, negatives=args.negatives,
+                              st_format=args.st_format, title_separator=args.title_separator)
+    columns = f", columns {', '.join(written['columns'])}" if "columns" in written else ""
+    print(f"wrote {written['output']}: {written['format']}"
+          + (f" ({written['st_format']})" if "st_format" in written else "")
+          + f", {written['rows']} rows of {written['queries']} training queries{columns}")
+    return 0
+
+
+def _export_index(args) -> int:
+    from hardneg.export.index import export_index
+
+    info = export_index(args.run, args.output, results=args.results, slug=args.index)
+    print(f"wrote {args.output}: index {info['index']} of run {info['run']} ({info['documents']} documents, "
+          f"dim {info['dim']}) with its query encoder in {args.output}/{info['encoder']}")
+    print(f"search it: from hardneg.export.pyserini import faiss_searcher; "
+          f"faiss_searcher({str(args.output)!r}).search('a query', k=10)")
+    auto = info["pyserini_auto_query_encoder"]
+    if auto:
+        print(f"or with Pyserini alone: FaissSearcher({str(args.output)!r}, AutoQueryEncoder("
+              f"{str(args.output) + '/' + info['encoder']!r}, pooling={auto['pooling']!r}, l2_norm={auto['l2_norm']}))"
+              f" (queries of at most {info['query_max_length']} tokens encode the same)")
+    return 0
+
+
+def _add_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="run name: its results are in RESULTS/RUN/")
+
+
+def _add_results(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", default="results", help="the results folder (default: results)")
+
+
+def _add_export(sub) -> None:
+    """The ``export`` command: ``export hardnegs`` and ``export index``."""
+    from hardneg.export import FORMATS, ST_FORMATS
+
+    export = sub.add_parser("export", help="export a run's hard negatives or its index for other toolkits",
+                            description="Write a finished run's hard negatives as training data for "
+                                        "sentence-transformers, Tevatron or Hugging Face datasets, or its Faiss "
+                                        "index and query encoder as a Pyserini FaissSearcher folder.")
+    kinds = export.add_subparsers(dest="export", required=True, metavar="{hardnegs,index}",
+                                  help="what to export: hardnegs or index")
+    hardnegs = kinds.add_parser("hardnegs", help="the run's mined hard negatives, with their texts",
+                                description="One training group per training query with a relevant document and "
+                                            "a hard negative: the query, its positives and its negatives in rank "
+                                            "order, with their texts.")
+    _add_run(hardnegs)
+    hardnegs.add_argument("--format", required=True, choices=FORMATS,
+                          help="sentence-transformers (mine_hard_negatives' dataset, a load_from_disk folder), "
+                               "tevatron (JSON Lines file), hf-dataset (a load_from_disk folder, one row per query) "
+                               "or jsonl (JSON Lines file, one object per query)")
+    hardnegs.add_argument("--output", required=True, help="the file (tevatron, jsonl) or folder to write")
+    _add_results(hardnegs)
+    hardnegs.add_argument("--negatives", type=int, default=None, metavar="N",
+                          help="keep each query's first N negatives in rank order (default: all)")
+    hardnegs.add_argument("--st-format", choices=ST_FORMATS, default=None,
+                          help="sentence-transformers only: mine_hard_negatives' output_format (default: triplet)")
+    hardnegs.add_argument("--title-separator", default=None, metavar="TEXT",
+                          help="sentence-transformers only: what joins a document's title and text (default: the "
+                               "separator of the run's tokenizer, e.g. [SEP], as hardneg's encoder reads them)")
+    hardnegs.set_defaults(func=_export_hardnegs)
+    index = kinds.add_parser("index", help="the run's Faiss index and query encoder as a Pyserini folder",
+                             description="Write the folder Pyserini's FaissSearcher opens (index, docid) with a copy "
+                                         "of the run's model as its query encoder (encoder/); search it with "
+                                         "hardneg.export.pyserini.HardnegQueryEncoder.")
+    _add_run(index)
+    index.add_argument("--output", required=True, help="the folder to write")
+    index.add_argument("--index", default=None, metavar="SLUG",
+                       help="which index of the run (a file name under index/, without .faiss; default: the one "
+                            "its queries are searched with)")
+    _add_results(index)
+    index.set_defaults(func=_export_index)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``hardneg`` argument parser: one subcommand per helper, each with its own ``--help``."""
+    from hardneg import __version__
+
+    parser = argparse.ArgumentParser(prog="hardneg", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"hardneg {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check-config", help="validate a config file and list its runs")
+    check.add_argument("config", nargs="*", default=["config/config.yaml"],
+                       help="config files, merged in order as Snakemake's --configfile merges them "
+                            "(default: config/config.yaml)")
+    check.add_argument("--schema", default=None, help="schema file (default: the schema inside the hardneg package)")
+    check.set_defaults(func=_check_config)
+    init = sub.add_parser("init", help="write a starting config for your own data (BEIR folder or MS MARCO TSVs)")
+    source = init.add_mutually_exclusive_group(required=True)
+    source.add_argument("--beir", metavar="FOLDER", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    source.add_argument("--msmarco-passage", metavar="FOLDER",
+                        help="a folder with collection.tsv, queries.<split>.tsv and qrels.<split>.tsv")
+    init.add_argument("--model", default="builtin",
+                      help="builtin (default: a small BERT trained from scratch), minilm (the packaged "
+                           "all-MiniLM-L6-v2) or a Hugging Face model folder")
+    init.add_argument("--name", default="mydata",
+                      help="the dataset's name; run names start with it unless it is the default, mydata")
+    init.add_argument("--output", default="my.yaml", help="where to write the config (default: my.yaml)")
+    init.set_defaults(func=_init)
+    listing = sub.add_parser("methods", help="list the registered methods, their input roles and own params")
+    listing.add_argument("--module", action="append", default=[],
+                         help="also load this method module (dotted name or .py path), as method_modules does")
+    listing.set_defaults(func=_methods)
+    ev = sub.add_parser("evaluate", help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
+                        description="Print the mean of each measure over the judged queries, as JSON. Files are "
+                                    "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "
+                                    "text ('qid Q0 docid rank score tag' runs, 'qid 0 docid relevance' qrels).")
+    ev.add_argument("run", help="a run: results/<run>/runs/<split>.parquet or .trec, or any TREC run file")
+    ev.add_argument("qrels", help="qrels: results/datasets/<dataset>/qrels/<split>.parquet or .trec, or any "
+                                  "TREC qrels file")
+    ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"],
+                    help="ir-measures names (default: RR@10 nDCG@10 R@100 R@1000)")
+    ev.set_defaults(func=_evaluate)
+    audit = sub.add_parser("audit", help="show one query's positives and mined hard negatives of a run")
+    _add_run(audit)
+    audit.add_argument("--qid", required=True, help="the query to show")
+    _add_results(audit)
+    audit.add_argument("--top", type=int, default=10, help="how many negatives to show (default: 10)")
+    audit.set_defaults(func=_audit)
+    table = sub.add_parser("table", help="print README's results table from the runs' metrics.json files",
+                           description="One Markdown row per run: the evaluation split's MRR@10, nDCG@10, R@100 and "
+                                       "pairwise errors, as in README.md's results tables.")
+    table.add_argument("runs", nargs="*", metavar="RUN",
+                       help="the runs to show (default: every run of the config's tables that has metrics)")
+    table.add_argument("--config", default="config/config.yaml",
+                       help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)")
+    _add_results(table)
+    table.set_defaults(func=_table)
+    _add_export(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HardnegError as exc:
+        print(f"hardneg: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The dataset adapters, by the name a config entry gives under ``adapter``; each declares an :class:`Adapter` in
+its own module (:mod:`.synthetic`, :mod:`.beir`, :mod:`.msmarco`, :mod:`.trec`, :mod:`.irds`)."""
+
+from __future__ import annotations
+
+from hardneg.datasets import beir, irds, msmarco, synthetic, trec
+from hardneg.datasets.adapter import Adapter
+from hardneg.datasets.canonical import Dataset
+from hardneg.datasets.splits import check_query_and_qrels_files
+from hardneg.schema.validation import validate_dataset
+
+ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in (
+    synthetic.ADAPTER, beir.ADAPTER, msmarco.PASSAGE, msmarco.DOCUMENT, trec.ADAPTER, irds.ADAPTER)}
+
+
+def adapter_of(cfg: dict) -> Adapter:
+    """The adapter of a dataset's config entry (the schema admits only the names of :data:`ADAPTERS`)."""
+    return ADAPTERS[cfg["adapter"]]
+
+
+def check_dataset(cfg: dict, where: str) -> None:
+    """The adapter's own checks of a validated dataset entry (``Adapter.check``: what the schema cannot say).
+    Errors name ``<where>.<key>``."""
+    if adapter_of(cfg).check is not None:
+        adapter_of(cfg).check(cfg, where)
+
+
+def dataset_splits(cfg: dict) -> list[str]:
+    """The split names a dataset config declares, in order."""
+    return adapter_of(cfg).splits(cfg)
+
+
+def check_split_files(cfg: dict, where: str = "dataset") -> None:
+    """Check that every split of a file-based adapter names both its query file and its qrels file (see
+    :func:`hardneg.datasets.splits.check_query_and_qrels_files`); other adapters pass."""
+    adapter = ADAPTERS.get(cfg.get("adapter"))
+    if adapter is not None and adapter.query_files is not None:
+        check_query_and_qrels_files(cfg, adapter.query_files, where)
+
+
+def dataset_input_files(cfg: dict) -> list[str]:
+    """The raw files a dataset is prepared from, so that editing one re-prepares the dataset."""
+    return adapter_of(cfg).input_files(cfg)
+
+
+def load_dataset(cfg: dict) -> Dataset:
+    """Load a dataset described by a config entry (see the schema's ``$defs/dataset``); keys it leaves out get
+    the schema's defaults, and a wrong one (or a split without its qrels file, see :func:`check_split_files`)
+    raises ``ConfigError`` naming ``dataset.<key>``."""
+    cfg = validate_dataset(cfg)
+    check_split_files(cfg)
+    return adapter_of(cfg).load(cfg)

@@ -1,0 +1,211 @@
+"""The canonical dataset form every adapter produces, its validation, statistics and writing.
+
+On disk a prepared dataset is a folder::
+
+    corpus.parquet            docid, title, text
+    queries/<split>.parquet   qid, text
+    qrels/<split>.parquet     qid, docid, relevance
+    stats.json                sizes, judgements per query, adapter-specific facts (e.g. clusters)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg.errors import DataError
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_dir, write_text
+from hardneg.io.ids import ID_RULE, check_id, id_problem  # noqa: F401  (the id rule of every table here)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Source:
+    """Where a table came from, so later checks can name the file and line of a bad row."""
+
+    path: str
+    lines: np.ndarray | None = None  # line number of each row, when the rows came from a text file
+
+    def line_of(self, row: int) -> int | None:
+        return int(self.lines[row]) if self.lines is not None else None
+
+
+@dataclass
+class Dataset:
+    """A dataset in canonical form: one corpus, and queries and qrels per split."""
+
+    corpus: pa.Table
+    queries: dict[str, pa.Table]
+    qrels: dict[str, pa.Table]
+    corpus_source: Source = field(default_factory=lambda: Source("<corpus>"))
+    queries_source: dict[str, Source] = field(default_factory=dict)
+    qrels_source: dict[str, Source] = field(default_factory=dict)
+    extra_stats: dict = field(default_factory=dict)
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.queries)
+
+
+def table_from_rows(kind: artifacts.ArtifactKind, columns: dict[str, list]) -> pa.Table:
+    return pa.table({name: pa.array(columns[name], type=kind.schema.field(name).type) for name in kind.schema.names})
+
+
+def _first_duplicate(ids: pa.Array) -> tuple[int, int] | None:
+    """Row indices (first, second) of the first repeated id, or None."""
+    values = ids.to_numpy(zero_copy_only=False)
+    _, first_index, counts = np.unique(values, return_index=True, return_counts=True)
+    if counts.max(initial=1) <= 1:
+        return None
+    seen: dict = {}
+    for row, value in enumerate(values):
+        if value in seen:
+            return seen[value], row
+        seen[value] = row
+    return None  # pragma: no cover
+
+
+def _check_unique(ids: pa.Array, what: str, source: Source) -> None:
+    dup = _first_duplicate(ids)
+    if dup is not None:
+        first, second = dup
+        first_line = source.line_of(first)
+        hint = f" (first seen on line {first_line})" if first_line is not None else ""
+        raise DataError(source.path, source.line_of(second), f"duplicate {what} {ids[second].as_py()!r}{hint}")
+
+
+def _check_known(ids: pa.Array, known: pa.Array, what: str, source: Source) -> None:
+    present = pc.is_in(ids, value_set=known)
+    if not pc.all(present).as_py():
+        row = pc.index(present, False).as_py()
+        raise DataError(source.path, source.line_of(row), f"unknown {what} {ids[row].as_py()!r}")
+
+
+def _warn_empty(table: pa.Table, id_column: str, text_columns: list[str], what: str, path: str) -> None:
+    empty = None
+    for column in text_columns:
+        blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(pc.fill_null(table[column], ""))), 0)
+        empty = blank if empty is None else pc.and_(empty, blank)
+    count = pc.sum(empty).as_py() or 0
+    if count:
+        examples = table.filter(empty)[id_column].slice(0, 5).to_pylist()
+        log.warning("%s: %d %s with empty text (e.g. %s)", path, count, what, ", ".join(map(str, examples)))
+
+
+def validate(dataset: Dataset) -> None:
+    """Check the cross-file invariants; raise :class:`DataError` on the first violation, warn on soft issues.
+
+    Errors: empty corpus, duplicate docids/qids, qrels naming unknown documents or queries.
+    Warnings: empty texts, queries with no relevant document.
+    """
+    corpus_path = dataset.corpus_source.path
+    if dataset.corpus.num_rows == 0:
+        raise DataError(corpus_path, None, "the corpus holds no documents")
+    _check_unique(dataset.corpus["docid"], "docid", dataset.corpus_source)
+    _warn_empty(dataset.corpus, "docid", ["title", "text"], "documents", corpus_path)
+    docids = dataset.corpus["docid"]
+    for split in dataset.splits:
+        queries, qrels = dataset.queries[split], dataset.qrels[split]
+        q_source = dataset.queries_source.get(split, Source(f"<queries {split}>"))
+        r_source = dataset.qrels_source.get(split, Source(f"<qrels {split}>"))
+        if queries.num_rows == 0:
+            raise DataError(q_source.path, None, f"split '{split}' has no queries")
+        _check_unique(queries["qid"], "qid", q_source)
+        _warn_empty(queries, "qid", ["text"], "queries", q_source.path)
+        _check_known(qrels["docid"], docids, "docid", r_source)
+        _check_known(qrels["qid"], queries["qid"], "qid", r_source)
+        relevant = qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].unique()
+        lacking = queries.filter(pc.invert(pc.is_in(queries["qid"], value_set=relevant)))["qid"]
+        if len(lacking):
+            log.warning("%s: %d of %d '%s' queries have no relevant document (e.g. %s); they are left out of "
+                        "training and of every evaluation measure", r_source.path, len(lacking), queries.num_rows,
+                        split, ", ".join(lacking.slice(0, 5).to_pylist()))
+
+
+def statistics(dataset: Dataset) -> dict:
+    """Sizes and judgement statistics of a dataset (JSON-serialisable)."""
+    lengths = pc.utf8_length(dataset.corpus["text"]).to_numpy(zero_copy_only=False)
+    stats: dict = {
+        "num_docs": dataset.corpus.num_rows,
+        "doc_text_chars": {"mean": float(np.mean(lengths)), "max": int(np.max(lengths))},
+        "splits": {},
+    }
+    for split in dataset.splits:
+        qrels = dataset.qrels[split]
+        rel = qrels.filter(pc.greater_equal(qrels["relevance"], 1))
+        per_query = pc.value_counts(rel["qid"]).field("counts").to_numpy() if rel.num_rows else np.zeros(0)
+        grades = pc.value_counts(qrels["relevance"]).to_pylist()
+        stats["splits"][split] = {
+            "num_queries": dataset.queries[split].num_rows,
+            "num_qrels": qrels.num_rows,
+            "queries_with_relevant": int(len(per_query)),
+            "relevant_per_query": {
+                "mean": float(per_query.mean()) if len(per_query) else 0.0,
+                "max": int(per_query.max()) if len(per_query) else 0,
+                "histogram": {str(k): int(v) for k, v in zip(*np.unique(per_query, return_counts=True))},
+            },
+            "relevance_grades": {str(g["values"]): int(g["counts"]) for g in sorted(grades, key=lambda g: g["values"])},
+        }
+    from hardneg.datasets.empty_documents import empty_stats
+
+    stats["empty_documents"] = empty_stats(dataset.corpus, dataset.qrels)  # documents with no title and no text
+    stats.update(dataset.extra_stats)
+    return stats
+
+
+def dataset_paths(root: str | os.PathLike, splits: list[str]) -> dict[str, Path]:
+    """The files of a prepared dataset folder, by role (``corpus``, ``queries/<split>``, ``qrels/<split>``, ``stats``).
+
+    A split name that is not one plain file name, or a path that would leave ``root``, is an
+    :class:`~hardneg.errors.OutputPathError` (the configuration schema rejects such names first).
+    """
+    from hardneg.io.layout import check_inside, check_name
+
+    root = Path(root)
+    paths = {"corpus": root / "corpus.parquet", "stats": root / "stats.json"}
+    for split in splits:
+        check_name("split", split, str(root))
+        paths[f"queries/{split}"] = root / "queries" / f"{split}.parquet"
+        paths[f"qrels/{split}"] = root / "qrels" / f"{split}.parquet"
+    for path in paths.values():
+        check_inside(path, root)
+    return paths
+
+
+def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
+    """Validate and write ``dataset`` under ``root``; return its statistics.
+
+    Each split's qrels are written as Parquet and, beside them, as TREC qrels (``qrels/<split>.trec``). The
+    ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, other files
+    atomically, so an error leaves no partial dataset behind.
+    """
+    from hardneg.io.rankings import write_trec_qrels
+
+    validate(dataset)
+    root = Path(root)
+    paths = dataset_paths(root, dataset.splits)
+    with atomic_dir(root / "queries") as queries_dir, atomic_dir(root / "qrels") as qrels_dir:
+        for split in dataset.splits:
+            artifacts.write_table(dataset.queries[split], artifacts.QUERIES, queries_dir / f"{split}.parquet")
+            artifacts.write_table(dataset.qrels[split], artifacts.QRELS, qrels_dir / f"{split}.parquet")
+            write_trec_qrels(dataset.qrels[split], qrels_dir / f"{split}.trec")  # for trec_eval and other tools
+    artifacts.write_table(dataset.corpus, artifacts.CORPUS, paths["corpus"])
+    stats = statistics(dataset)
+    write_text(paths["stats"], json.dumps(stats, indent=2) + "\n")
+    return stats
+
+
+def read_split(root: str | os.PathLike, split: str) -> tuple[pa.Table, pa.Table]:
+    """Queries and qrels of one split of a prepared dataset."""
+    paths = dataset_paths(root, [split])
+    return (artifacts.read_table(artifacts.QUERIES, paths[f"queries/{split}"]),
+            artifacts.read_table(artifacts.QRELS, paths[f"qrels/{split}"]))

@@ -1,0 +1,1 @@
+"""Dense retrieval: tokenizer, tokenized cache, bi-encoder model, training, encoding and search."""

@@ -1,0 +1,130 @@
+"""Encoding texts into vectors: length-sorted batches (little padding), optional float16 output, shards.
+
+Corpus encoding is split into shards (contiguous row ranges of the tokenized corpus) that run as separate jobs;
+:func:`gather_shards` concatenates them, file to file, into one memory-mappable ``.npy`` with its row-id table.
+The rows are those of the tokenized corpus, which leaves the empty documents out under ``empty_documents:
+exclude`` (:mod:`hardneg.dense.tokenized`): ``corpus.ids.parquet`` names exactly the documents ``corpus.npy``
+holds, in the order of the tokenized corpus, so a row of the embeddings is a row of the tokenized corpus (ADORE
+and dev evaluation rely on it).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_path
+from hardneg.io.npyfile import NpyRows, NpyWriter
+
+log = logging.getLogger(__name__)
+
+
+def shard_range(num_rows: int, shard: int, num_shards: int) -> tuple[int, int]:
+    """Rows [lo, hi) of shard ``shard`` (0-based) of ``num_shards`` near-equal contiguous shards."""
+    return shard * num_rows // num_shards, (shard + 1) * num_rows // num_shards
+
+
+FLUSH_ROWS = 32768  # vectors kept on the device before one copy back to the host
+
+
+def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, batch_size: int = 128,
+                device: str | torch.device = "cpu", fp16: bool = False, precision: str = "fp32") -> np.ndarray:
+    """Vectors of ``rows`` (in the order given), stored as float32, or float16 with ``fp16``.
+
+    Rows are encoded longest first in batches trimmed to their longest member, which removes most padding.
+    ``precision`` is the compute precision: ``fp32``, or ``bf16``/``fp16`` autocast. On a GPU, batches go over
+    from pinned memory without waiting, and vectors come back every :data:`FLUSH_ROWS` rows rather than after
+    each batch, so the host prepares the next batches while the GPU computes.
+    """
+    import torch  # here, not at module level: gathering shards and building indexes do without it
+
+    from hardneg.dense.precision import attention_kernels, effective
+    from hardneg.dense.precision import autocast as precision_autocast
+
+    device = torch.device(device)
+    rows = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(-texts.lengths[rows], kind="stable")
+    out = np.empty((len(rows), model.dim), dtype=np.float16 if fp16 else np.float32)
+    autocast = precision_autocast(device, effective(device, precision))
+    model.to(device).eval()
+    cuda = device.type == "cuda"
+    started, done, last_log = time.perf_counter(), 0, time.perf_counter()
+    pending: list[tuple[np.ndarray, torch.Tensor]] = []
+
+    def flush() -> None:
+        for positions, vectors in pending:
+            out[positions] = vectors.float().cpu().numpy().astype(out.dtype, copy=False)
+        pending.clear()
+
+    with torch.inference_mode(), autocast, attention_kernels(device):
+        for lo in range(0, len(order), batch_size):
+            positions = order[lo:lo + batch_size]
+            batch = texts.batch(rows[positions])
+            if cuda:
+                batch = {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
+            pending.append((positions, model.encode(batch["input_ids"], batch["attention_mask"], side)))
+            done += len(positions)
+            if len(pending) * batch_size >= FLUSH_ROWS or not cuda:
+                flush()
+            if time.perf_counter() - last_log > 10:
+                last_log = time.perf_counter()
+                log.info("encoded %d / %d (%.0f per second)", done, len(rows), done / (last_log - started))
+        flush()
+    rate = len(rows) / max(time.perf_counter() - started, 1e-9)
+    log.info("encoded %d %s texts at %.1f per second", len(rows), side, rate)
+    return out
+
+
+def save_embeddings(vectors: np.ndarray, ids: list[str], npy_path, ids_path) -> None:
+    with atomic_path(npy_path) as tmp:
+        with open(tmp, "wb") as handle:
+            np.save(handle, vectors)
+    artifacts.write_table(pa.table({"id": pa.array(ids, pa.string())}), artifacts.ROW_IDS, ids_path)
+
+
+def load_embeddings(npy_path, ids_path, mmap: bool = True) -> tuple[np.ndarray, list[str]]:
+    vectors = np.load(npy_path, mmap_mode="r" if mmap else None)
+    ids = artifacts.read_table(artifacts.ROW_IDS, ids_path)["id"].to_pylist()
+    if len(ids) != len(vectors):
+        raise ValueError(f"{npy_path} has {len(vectors)} rows but {ids_path} lists {len(ids)} ids")
+    return vectors, ids
+
+
+def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_path, ids_path, *,
+                        batch_size: int = 128, fp16: bool = False, precision: str = "fp32", device: str = "auto") -> int:
+    """Stage function: encode shard ``shard`` of the tokenized corpus with a saved bi-encoder."""
+    from hardneg.dense.model import BiEncoder
+    from hardneg.dense.trainer import resolve_device
+
+    texts = TokenizedTexts(cache_dir, "corpus")
+    lo, hi = shard_range(len(texts), shard, num_shards)
+    model = BiEncoder.load(model_dir)
+    vectors = encode_rows(model, texts, np.arange(lo, hi), "doc", batch_size=batch_size,
+                          device=resolve_device(device), fp16=fp16, precision=precision)
+    save_embeddings(vectors, texts.row_ids[lo:hi], npy_path, ids_path)
+    return hi - lo
+
+
+def gather_shards(npy_paths: list, ids_paths: list, npy_path, ids_path) -> int:
+    """Concatenate shard embeddings (in shard order) into one ``.npy``, copied file to file: neither the shards
+    nor the result are ever in memory (:class:`hardneg.io.npyfile.NpyWriter`)."""
+    shards = [NpyRows(p) for p in npy_paths]
+    rows = sum(len(s) for s in shards)
+    dim, dtype = shards[0].shape[1], shards[0].dtype
+    ids = []
+    for path, shard, npy in zip(ids_paths, shards, npy_paths):
+        shard_ids = artifacts.read_table(artifacts.ROW_IDS, path)["id"]
+        if len(shard_ids) != len(shard):  # row i of corpus.npy must be the document named on row i of the ids
+            raise ValueError(f"{npy} has {len(shard)} rows but {path} lists {len(shard_ids)} ids")
+        ids.append(shard_ids)
+    with atomic_path(npy_path) as tmp, NpyWriter(tmp, (rows, dim), dtype) as merged:
+        for npy in npy_paths:
+            merged.copy_from(npy)
+    ids_table = pa.table({"id": pa.chunked_array([c for part in ids for c in part.chunks], pa.string())})
+    artifacts.write_table(ids_table.combine_chunks(), artifacts.ROW_IDS, ids_path)
+    return rows

@@ -1,0 +1,115 @@
+"""Training steps: how a batch is built from training queries, and the loss it is scored with.
+
+A method has two operations the trainer calls: ``make_batch(queries, rng)`` (cheap, integer arrays only) and
+``loss(model, batch, device, replicas=...)``. Methods that need more inside the step (a teacher model scoring
+on the fly, an index searched with the current query encoder) implement the same two operations. A method may
+also define the trainer's events (``on_epoch_start``, ``on_step_end``) and ``state_dict`` /
+``load_state_dict`` (see :mod:`hardneg.dense.trainer`).
+
+``loss`` calls ``model(queries=..., docs=...)`` once per step: ``model`` is the bi-encoder itself or its
+``DistributedDataParallel`` wrapper, which needs exactly one forward per backward. ``batch`` is the *global*
+batch; with several processes (``replicas``, see :mod:`hardneg.dense.distributed`) each encodes its share of
+the rows and the embeddings are gathered, so the loss is the one of the whole batch, as in one process.
+
+:class:`ContrastiveMethod` is the step of the contrastive methods (warm-up, the baselines, STAR; declared in
+:mod:`hardneg.methods`), which differ only in where each row's negatives come from and in the loss.
+
+Every query is scored against every document of the batch (its positive, its negatives, and other rows'
+positives and negatives; with ``in_batch`` false only its own positive and negatives); pairs whose document is
+relevant to the query are masked.
+
+Queries and documents reach the encoder in length-homogeneous chunks (:meth:`TokenizedTexts.chunked`), not as
+one block padded to the batch's longest text: when lengths vary, most of the padding, and of the time spent
+on it, goes away, and the vectors are those of one padded block up to rounding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from hardneg.dense.data import NegativeSource, TrainQueries
+from hardneg.dense.distributed import SINGLE, Replicas
+from hardneg.dense.losses import LOSSES
+from hardneg.dense.tokenized import TokenizedTexts, chunk_overhead
+
+
+@dataclass
+class Batch:
+    queries: np.ndarray  # indices into TrainQueries
+    query_rows: np.ndarray  # rows of the tokenized queries
+    doc_rows: np.ndarray  # rows of the tokenized corpus: the B positives first, then the negatives
+    positive: np.ndarray  # [B] column of each row's positive in doc_rows
+    relevant: np.ndarray  # [B, len(doc_rows)] document relevant to the query
+
+
+class ContrastiveMethod:
+    """The contrastive step. With ``in_batch`` (the default) each query is scored against every document of the
+    batch; without it, against its own positive and its own negatives only: the other rows' documents are left
+    out of its loss as relevant ones are (ColBERT's triples; STAR's hard negatives without their reuse as other
+    rows' negatives, ``static_hn``)."""
+
+    def __init__(self, train: TrainQueries, query_texts: TokenizedTexts, doc_texts: TokenizedTexts, *,
+                 negatives: NegativeSource | None, per_query: int, loss: str, temperature: float = 1.0,
+                 in_batch: bool = True):
+        if loss not in LOSSES:
+            raise ValueError(f"unknown loss {loss!r}")
+        self.train, self.query_texts, self.doc_texts = train, query_texts, doc_texts
+        self.negatives, self.per_query, self.loss_name = negatives, per_query if negatives else 0, loss
+        self.temperature = temperature  # scores are divided by it (e.g. 0.05 for normalised vectors)
+        self.in_batch = in_batch
+
+    def make_batch(self, queries: np.ndarray, rng: np.random.Generator) -> Batch:
+        positives = self.train.sample_positives(queries, rng)
+        parts = [positives]
+        if self.negatives is not None and self.per_query > 0:
+            parts.append(self.negatives.sample(queries, self.per_query, rng).reshape(-1))
+        doc_rows = np.concatenate(parts)
+        return Batch(queries=queries, query_rows=self.train.query_rows[queries], doc_rows=doc_rows,
+                     positive=np.arange(len(queries)), relevant=self.train.relevance_mask(queries, doc_rows))
+
+    def encode(self, model, batch: Batch, device, replicas: Replicas = SINGLE):
+        """The model's outputs for this process's share of the batch's queries and documents (one forward)."""
+        query_rows = batch.query_rows[replicas.local(len(batch.query_rows))]
+        doc_rows = batch.doc_rows[replicas.local(len(batch.doc_rows))]
+        overhead = chunk_overhead(device)
+        return model(queries=self.query_texts.chunked(query_rows, overhead=overhead).to(device, non_blocking=True),
+                     docs=self.doc_texts.chunked(doc_rows, overhead=overhead).to(device, non_blocking=True))
+
+    def scores(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> torch.Tensor:
+        """Raw scores [B, len(doc_rows)] of every query of the global batch against every document of it (at
+        least float32: bf16 rounds big scores by units), not yet divided by the temperature."""
+        q, d = self.encode(model, batch, device, replicas)
+        q, d = replicas.gather(q, len(batch.query_rows)), replicas.gather(d, len(batch.doc_rows))
+        exact = torch.promote_types(q.dtype, torch.float32)
+        with torch.autocast(torch.device(device).type, enabled=False):
+            return q.to(exact) @ d.to(exact).T
+
+    def loss(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> tuple[torch.Tensor, dict]:
+        """The loss of the global batch (the same value on every rank) and batch statistics."""
+        return self.contrastive_loss(self.scores(model, batch, device, replicas) / self.temperature, batch, device)
+
+    def contrastive_loss(self, scores: torch.Tensor, batch: Batch, device) -> tuple[torch.Tensor, dict]:
+        """The method's loss of ``scores`` (divided by the temperature already) and the batch accuracy."""
+        if not self.in_batch:  # other rows' documents are left out as relevant ones are: never negatives
+            batch = dataclasses.replace(batch, relevant=batch.relevant | ~self.own_documents(batch))
+        positive = torch.from_numpy(batch.positive).to(device)
+        relevant = torch.from_numpy(batch.relevant).to(device)
+        loss = LOSSES[self.loss_name](scores, positive, relevant)
+        with torch.no_grad():
+            best_negative = scores.masked_fill(relevant, float("-inf")).max(dim=1).values
+            accuracy = (scores.gather(1, positive[:, None]).squeeze(1) > best_negative).float().mean()
+        return loss, {"batch_accuracy": float(accuracy)}
+
+    def own_documents(self, batch: Batch) -> np.ndarray:
+        """[B, len(doc_rows)]: each row's own positive and negatives (``make_batch`` lays the B positives out
+        first, then each row's ``per_query`` negatives in row order)."""
+        rows = len(batch.query_rows)
+        own = np.zeros((rows, len(batch.doc_rows)), dtype=bool)
+        own[np.arange(rows), batch.positive] = True
+        negatives = rows + np.arange(rows)[:, None] * self.per_query + np.arange(self.per_query)[None, :]
+        own[np.repeat(np.arange(rows), self.per_query), negatives.reshape(-1)] = True
+        return own

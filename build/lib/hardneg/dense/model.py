@@ -1,0 +1,306 @@
+"""The bi-encoder: any Hugging Face encoder (``AutoModel``) for queries and documents, pooled to one vector.
+
+* pooling: ``cls`` (the first token) or ``mean`` (over real tokens);
+* an optional head: a linear projection to ``projection_dim`` followed by LayerNorm;
+* optional L2 normalisation (``normalize``), so the inner product is the cosine (as sentence-transformers
+  models such as all-MiniLM-L6-v2 were trained);
+* optional ColBERT input markers (``markers``, :mod:`hardneg.dense.markers`): ``[Q]``/``[D]`` after ``[CLS]``
+  and queries padded with ``[MASK]`` to a fixed length; mean pooling then skips ``[CLS]`` and the marker (the
+  TCT-ColBERT student);
+* query and document encoders shared (default) or separate;
+* relevance is the inner product of the two vectors.
+
+Saved layout (``save``): the query encoder is a standard Hugging Face model folder at the root, so
+``AutoModel.from_pretrained(folder)`` reloads it, together with the tokenizer; a separate document encoder
+lives in ``doc_encoder/`` (with a copy of the tokenizer); ``hardneg.json`` records pooling, head, markers and
+the maximum lengths; ``head.safetensors`` the head weights. The same folder is also a sentence-transformers
+model (:mod:`hardneg.dense.st_layout`): ``SentenceTransformer(folder).encode_query`` / ``encode_document`` give
+the vectors hardneg gives.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from hardneg.dense import st_layout
+from hardneg.dense.markers import SKIP, Markers, add_markers
+from hardneg.io.atomic import atomic_dir
+from hardneg.schema.values import section_values
+
+log = logging.getLogger(__name__)
+
+BUILTIN = "builtin"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to build a fresh bi-encoder: exactly the keys of a run's ``params.model`` section (see the schema,
+    ``$defs/dense_params/properties/model``, for their meaning and defaults; there is no second copy here).
+
+    ``name``: ``builtin`` (a small BERT built from the ``builtin`` config, for the built-in WordPiece tokenizer),
+    a local folder, or a hub name. ``vocab_size`` sizes the built-in tokenizer the workflow trains; the model
+    takes its vocabulary size from the tokenizer it is given. The max lengths are those of the tokenized cache.
+    """
+
+    name: str
+    pooling: str
+    projection_dim: int | None
+    shared: bool
+    normalize: bool
+    markers: bool
+    query_augmentation: bool
+    vocab_size: int
+    builtin: dict
+    query_max_length: int
+    doc_max_length: int
+
+    @classmethod
+    def from_params(cls, section: dict, *, where: str = "params.model") -> "ModelSpec":
+        """From a validated ``params.model`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown or
+        a missing key (:func:`hardneg.pipeline.config.validate_params` fills a hand-written section's defaults)."""
+        return cls(**section_values(section, [f.name for f in fields(cls)], where))
+
+
+def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> nn.Module:
+    """The encoder of a fresh bi-encoder. Every weight it initialises comes from ``seed``: all of them for the
+    built-in BERT, and for a pretrained model those its checkpoint lacks (Hugging Face initialises them at
+    random), so the same spec and seed give the same weights."""
+    from transformers import AutoModel, BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    if spec.name == BUILTIN:
+        config = BertConfig(vocab_size=vocab_size, pad_token_id=pad_token_id,
+                            max_position_embeddings=max(512, max_length), **spec.builtin)
+        return BertModel(config, add_pooling_layer=False)
+    return AutoModel.from_pretrained(spec.name)
+
+
+def save_encoder(encoder: nn.Module, folder: str | os.PathLike) -> None:
+    """``encoder.save_pretrained(folder)``, with the pooler its class builds by default saved as zeros when the
+    encoder has none.
+
+    The bi-encoder never reads a backbone's pooler and drops it (:class:`BiEncoder`), and the built-in BERT is
+    built without one, but ``AutoModel.from_pretrained(folder)`` (and sentence-transformers, which loads through
+    it) builds the class's default model, with a pooler: a folder without its weights would load with a randomly
+    drawn pooler and a warning that they are missing. Zeros are the same in every save, so a saved model depends
+    on its training only, and they say what the pooler is worth here: its output is the same for every text
+    (BERT's: tanh(0) = 0); hardneg's vectors are the bi-encoder's own pooling, never the pooler's."""
+    pooler = None
+    if getattr(encoder, "pooler", False) is None:  # the class has a pooler slot, left empty
+        with torch.device("meta"):  # the class's default model, as AutoModel builds it, without drawing a weight
+            default = type(encoder)(encoder.config)
+        if isinstance(getattr(default, "pooler", None), nn.Module):
+            weight = next(encoder.parameters())
+            pooler = default.pooler.to_empty(device=weight.device).to(weight.dtype)
+            for tensor in pooler.parameters():
+                nn.init.zeros_(tensor)
+    if pooler is None:
+        encoder.save_pretrained(folder)
+        return
+    encoder.pooler = pooler
+    try:
+        encoder.save_pretrained(folder)
+    finally:
+        encoder.pooler = None
+
+
+class Head(nn.Module):
+    def __init__(self, dim_in: int, dim_out: int):
+        super().__init__()
+        self.linear = nn.Linear(dim_in, dim_out)
+        self.norm = nn.LayerNorm(dim_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.linear(x))
+
+
+class BiEncoder(nn.Module):
+    """Queries and documents to vectors (see the module docstring). ``query_max_length`` / ``doc_max_length``: the
+    lengths of the tokenized cache the model reads (texts are cut there before they reach it,
+    :mod:`hardneg.dense.tokenized`), None when unknown; saved with the model for the sentence-transformers layout,
+    which tokenizes texts itself."""
+
+    def __init__(self, query_encoder: nn.Module, doc_encoder: nn.Module | None, *, pooling: str = "cls",
+                 projection_dim: int | None = None, normalize: bool = False, markers: Markers | None = None,
+                 query_max_length: int | None = None, doc_max_length: int | None = None):
+        super().__init__()
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"unknown pooling {pooling!r}")
+        for encoder in (query_encoder, doc_encoder):
+            # The bi-encoder pools the hidden states itself: a backbone's own pooler (BERT's) is never read, and
+            # a checkpoint without one would get a randomly initialised copy saved with the model.
+            if isinstance(getattr(encoder, "pooler", None), nn.Module):
+                encoder.pooler = None
+        self.query_encoder = query_encoder
+        self.doc_encoder = doc_encoder  # None: shared with the query encoder
+        self.pooling = pooling
+        self.projection_dim = projection_dim
+        self.normalize = normalize
+        self.markers = markers
+        self.query_max_length = query_max_length
+        self.doc_max_length = doc_max_length
+        hidden = query_encoder.config.hidden_size
+        self.query_head = Head(hidden, projection_dim) if projection_dim else None
+        self.doc_head = (Head(hidden, projection_dim) if projection_dim and doc_encoder is not None else None)
+
+    @property
+    def shared(self) -> bool:
+        return self.doc_encoder is None
+
+    @property
+    def dim(self) -> int:
+        return self.projection_dim or self.query_encoder.config.hidden_size
+
+    def _pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        if self.markers is not None:  # TCT-ColBERT: the mean over the tokens after [CLS] and the marker
+            weights[:, :SKIP] = 0
+        return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str) -> torch.Tensor:
+        """Vectors [batch, dim] of queries (``side="query"``) or documents (``side="doc"``)."""
+        encoder = self.query_encoder if side == "query" or self.shared else self.doc_encoder
+        head = self.query_head if side == "query" or self.doc_head is None else self.doc_head
+        if self.markers is not None:
+            input_ids, attention_mask = self.markers.apply(input_ids, attention_mask, side,
+                                                           encoder.config.max_position_embeddings)
+        hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        pooled = self._pool(hidden, attention_mask)
+        vector = head(pooled) if head is not None else pooled
+        return nn.functional.normalize(vector, dim=-1) if self.normalize else vector
+
+    def encode_batch(self, batch, side: str) -> torch.Tensor:
+        """Vectors of a token batch: a dict (``input_ids`` + ``attention_mask``, one padded block) or a
+        :class:`hardneg.dense.tokenized.Chunked` batch (each chunk encoded on its own, the vectors returned in
+        the order of the batch's rows)."""
+        if isinstance(batch, dict):
+            return self.encode(batch["input_ids"], batch["attention_mask"], side)
+        vectors = [self.encode(part["input_ids"], part["attention_mask"], side) for part in batch.parts]
+        return torch.cat(vectors)[batch.inverse]
+
+    def encode_queries(self, batch) -> torch.Tensor:
+        return self.encode_batch(batch, "query")
+
+    def encode_docs(self, batch) -> torch.Tensor:
+        return self.encode_batch(batch, "doc")
+
+    def forward(self, queries=None, docs=None):
+        """Encode a query batch and a document batch (each a dict of ``input_ids`` + ``attention_mask``, or
+        :class:`hardneg.dense.tokenized.Chunked`) in one call:
+        ``(query vectors, doc vectors)``, ``None`` for a batch not given. Queries are encoded first.
+
+        Training calls the model this way, once per step, because ``DistributedDataParallel`` needs exactly
+        one ``forward`` per backward to hook its gradient all-reduce; on the plain model it is the same as
+        ``encode_queries`` followed by ``encode_docs``.
+        """
+        q = self.encode_queries(queries) if queries is not None else None
+        d = self.encode_docs(docs) if docs is not None else None
+        return q, d
+
+    # ------------------------------------------------------------------------------------------ persistence
+    def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
+        """Save atomically (see the module docstring for the layout). With the ``tokenizer``, the folder is also a
+        sentence-transformers model (:func:`hardneg.dense.st_layout.write_layout`); the tokenizer saved is
+        :func:`hardneg.dense.st_layout.prompt_tokenizer`'s (the same token ids)."""
+        from safetensors.torch import save_file
+
+        if tokenizer is not None:
+            tokenizer = st_layout.prompt_tokenizer(tokenizer, self.markers)
+        with atomic_dir(out_dir) as tmp:
+            save_encoder(self.query_encoder, tmp)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(tmp)
+            if self.doc_encoder is not None:
+                save_encoder(self.doc_encoder, tmp / "doc_encoder")
+                if tokenizer is not None:  # sentence-transformers loads each encoder with a tokenizer beside it
+                    tokenizer.save_pretrained(tmp / "doc_encoder")
+            heads = {}
+            for name, head in (("query_head", self.query_head), ("doc_head", self.doc_head)):
+                if head is not None:
+                    heads.update({f"{name}.{k}": v.detach().cpu().contiguous() for k, v in head.state_dict().items()})
+            if heads:
+                save_file(heads, str(tmp / "head.safetensors"))
+            (tmp / "hardneg.json").write_text(json.dumps({
+                "pooling": self.pooling, "projection_dim": self.projection_dim, "shared": self.shared,
+                "normalize": self.normalize, "dim": self.dim,
+                "markers": None if self.markers is None else self.markers.to_json(),
+                "query_max_length": self.query_max_length, "doc_max_length": self.doc_max_length}, indent=2) + "\n")
+            if tokenizer is not None:
+                st_layout.write_layout(tmp, self, tokenizer)
+
+    @classmethod
+    def load(cls, model_dir: str | os.PathLike) -> "BiEncoder":
+        from safetensors.torch import load_file
+        from transformers import AutoModel
+
+        model_dir = Path(model_dir)
+        meta = json.loads((model_dir / "hardneg.json").read_text())
+        query_encoder = AutoModel.from_pretrained(model_dir)
+        doc_encoder = None if meta["shared"] else AutoModel.from_pretrained(model_dir / "doc_encoder")
+        model = cls(query_encoder, doc_encoder, pooling=meta["pooling"], projection_dim=meta["projection_dim"],
+                    normalize=meta.get("normalize", False), markers=Markers.from_json(meta.get("markers")),
+                    query_max_length=meta.get("query_max_length"), doc_max_length=meta.get("doc_max_length"))
+        if (model_dir / "head.safetensors").exists():
+            weights = load_file(str(model_dir / "head.safetensors"))
+            for name in ("query_head", "doc_head"):
+                head = getattr(model, name)
+                if head is not None:
+                    head.load_state_dict({k.split(".", 1)[1]: v for k, v in weights.items() if k.startswith(name)})
+        return model
+
+    @classmethod
+    def create(cls, spec: ModelSpec, *, vocab_size: int, pad_token_id: int, max_length: int, seed: int,
+               tokenizer=None) -> "BiEncoder":
+        """A fresh bi-encoder from a spec (seeded, so the same spec and seed give the same weights). With
+        ``spec.markers``, ``tokenizer`` is needed and may gain the marker tokens (:func:`add_markers`): save it
+        with the model."""
+        if spec.markers and tokenizer is None:
+            raise ValueError("a model with markers (params.model.markers) is created with its tokenizer")
+        query_encoder = build_backbone(spec, vocab_size, pad_token_id, max_length, seed)
+        doc_encoder = None if spec.shared else build_backbone(spec, vocab_size, pad_token_id, max_length, seed + 1)
+        markers = None
+        if spec.markers:
+            markers = add_markers(tokenizer, query_encoder, spec.query_max_length + 1, seed,
+                                  augment=spec.query_augmentation)
+            if doc_encoder is not None:
+                add_markers(tokenizer, doc_encoder, spec.query_max_length + 1, seed + 1)
+        torch.manual_seed(seed + 2)
+        return cls(query_encoder, doc_encoder, pooling=spec.pooling, projection_dim=spec.projection_dim,
+                   normalize=spec.normalize, markers=markers, query_max_length=spec.query_max_length,
+                   doc_max_length=spec.doc_max_length)
+
+    @classmethod
+    def from_encoder(cls, model_dir: str | os.PathLike, spec: ModelSpec, *, seed: int) -> "BiEncoder":
+        """A bi-encoder of ``spec`` (pooling, head, normalisation) over the Hugging Face encoder saved at
+        ``model_dir`` (shared by queries and documents), with the markers its folder records (``colbert.json``
+        or ``hardneg.json``) when ``spec.markers``: how a TCT student starts from its ColBERT teacher's weights."""
+        from transformers import AutoModel
+
+        model_dir = Path(model_dir)
+        meta = next((json.loads((model_dir / name).read_text()) for name in ("colbert.json", "hardneg.json")
+                     if (model_dir / name).exists()), {})
+        encoder = AutoModel.from_pretrained(model_dir)
+        torch.manual_seed(seed + 2)
+        return cls(encoder, None, pooling=spec.pooling, projection_dim=spec.projection_dim, normalize=spec.normalize,
+                   markers=Markers.from_json(meta.get("markers")) if spec.markers else None,
+                   query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+
+
+def describe(model: nn.Module) -> dict:
+    if not isinstance(model, BiEncoder):
+        return {"model": type(model).__name__, "parameters": sum(p.numel() for p in model.parameters())}
+    return {"parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim, "shared": model.shared,
+            "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize,
+            "markers": model.markers is not None}
+
+
+__all__ = ["BiEncoder", "ModelSpec", "asdict", "describe"]

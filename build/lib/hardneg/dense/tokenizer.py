@@ -1,0 +1,98 @@
+"""Tokenizers: a WordPiece vocabulary trained on the corpus for the built-in model, or any Hugging Face one.
+
+The built-in tokenizer makes the default run fully offline: its vocabulary is learnt from the dataset's own
+documents with the ``tokenizers`` library and saved as a standard Hugging Face fast tokenizer folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pyarrow.parquet as pq
+
+from hardneg.io.atomic import atomic_dir
+
+log = logging.getLogger(__name__)
+
+BUILTIN = "builtin"
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _texts(corpus_path: str | os.PathLike, query_paths, batch_size: int = 10_000):
+    for batch in pq.ParquetFile(corpus_path).iter_batches(batch_size=batch_size, columns=["title", "text"]):
+        titles, texts = batch.column(0).to_pylist(), batch.column(1).to_pylist()
+        yield [f"{t} {x}" if t else x for t, x in zip(titles, texts)]
+    for path in query_paths:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["text"]):
+            yield batch.column(0).to_pylist()
+
+
+def _alphabet(texts, normalizer) -> list[str]:
+    """The characters of the normalised ``texts`` (whitespace aside: the pre-tokenizer splits on it), sorted.
+
+    Normalising each distinct raw character gives the characters of the normalised text: the BERT normaliser
+    works character by character (cleaning, accent stripping and lowercasing never look at neighbours)."""
+    raw: set[str] = set()
+    for batch in texts:
+        raw.update("".join(batch))
+    normalised: set[str] = set()
+    for char in raw:
+        normalised.update(normalizer.normalize_str(char))
+    return sorted(c for c in normalised if not c.isspace())
+
+
+def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, *, query_paths=(),
+                    vocab_size: int = 32000, lowercase: bool = True, min_frequency: int = 1) -> int:
+    """Train a BERT-style WordPiece tokenizer on the corpus (titles and texts) and on ``query_paths`` (the
+    training queries: their words are part of what the model learns) and save it as a Hugging Face tokenizer
+    folder, atomically. Returns the vocabulary size reached.
+
+    The same texts give the same ``tokenizer.json``, byte for byte, in every process. The ``tokenizers``
+    trainer numbers the continuation tokens (``##c``) it meets in hash-map order, which changes from one
+    process to the next, and breaks ties between equally frequent merges by token id, so on small corpora the
+    set of learnt tokens could change from run to run. Every alphabet character and its continuation token are
+    therefore numbered up front, in sorted order (given to the trainer after the special tokens), which leaves
+    nothing to hash-map order; the learnt tokens are then renumbered in a fixed order (special tokens, then the
+    others sorted) into a fresh tokenizer whose only special tokens are the five real ones.
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    def pipeline(model) -> Tokenizer:
+        tokenizer = Tokenizer(model)
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        return tokenizer
+
+    learner = pipeline(models.WordPiece(unk_token="[UNK]"))
+    alphabet = _alphabet(_texts(corpus_path, query_paths), learner.normalizer)
+    seeded = SPECIAL_TOKENS + alphabet + ["##" + c for c in alphabet]
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=seeded, show_progress=False)
+    learner.train_from_iterator(_texts(corpus_path, query_paths), trainer=trainer)
+    learnt = learner.get_vocab()
+    ordered = SPECIAL_TOKENS + sorted(token for token in learnt if token not in SPECIAL_TOKENS)
+    # A fresh tokenizer: the learner holds the seeded alphabet as special added tokens, which would be split
+    # out of raw text before WordPiece sees it.
+    tokenizer = pipeline(models.WordPiece({token: i for i, token in enumerate(ordered)}, unk_token="[UNK]"))
+    tokenizer.add_special_tokens(SPECIAL_TOKENS)
+    cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+                                   model_max_length=512, do_lower_case=lowercase)
+    with atomic_dir(out_dir) as tmp:
+        fast.save_pretrained(tmp)
+    log.info("trained a WordPiece vocabulary of %d tokens (alphabet of %d characters)", tokenizer.get_vocab_size(),
+             len(alphabet))
+    return tokenizer.get_vocab_size()
+
+
+def load_tokenizer(source: str | os.PathLike):
+    """A fast tokenizer from a local folder or a hub name (the hub needs network on first use)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(source), use_fast=True)

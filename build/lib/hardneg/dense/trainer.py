@@ -1,0 +1,455 @@
+"""The trainer every method shares.
+
+AdamW or LAMB (``pytorch_optimizer``), linear warm-up then linear decay, gradient accumulation, gradient
+clipping, bf16 autocast (GPU, or CPU with bf16 instructions; :mod:`hardneg.dense.precision`), fp16 autocast and
+gradient checkpointing on GPU, seeded data order, periodic checkpoints with resume, several processes
+(``DistributedDataParallel``, see :mod:`hardneg.dense.distributed`), and a per-step log of loss, learning rate,
+pre-clip gradient norm and whatever the method and the events add.
+
+Extension points:
+
+* the *sampler* (:class:`hardneg.dense.data.BatchSampler`) says up front how many batches each epoch has (the
+  learning-rate schedule needs the total) and is asked for an epoch's batches at the start of that epoch,
+  with the current model;
+* *events*: the method and every callback may define ``on_epoch_start(trainer, epoch)`` (before the sampler
+  is asked) and ``on_step_end(trainer, step, row)`` (after every optimiser step; ``row`` is that step's log
+  dict, to which an event may add columns, e.g. :class:`hardneg.dense.dev_eval.DevEvaluation`). A plain
+  function callback is called as ``callback(trainer, step)`` after every optimiser step;
+* *state*: the method, the sampler and callbacks may define ``state_dict()`` / ``load_state_dict(state)``;
+  a state holds JSON values, NumPy numbers and arrays, and tensors (see :mod:`hardneg.dense.checkpoint`);
+* *timings*: a method may set ``step_timings``, a dict of part name → wall-clock seconds of its latest ``loss``
+  call (ADORE: encode, search, loss).
+
+Resume: a checkpoint holds the model, optimiser, scheduler and random-number states (Python's ``random``,
+NumPy's global generator, torch's CPU and CUDA generators), the number of micro-batches done, the log so far,
+the current epoch's batch list (a model-dependent sampler could not draw it again once the model has moved
+on) and the states of method, sampler and callbacks. Batch contents are drawn from a generator seeded by
+(seed, epoch, batch index), so a resumed run skips the batches already seen and continues exactly as an
+uninterrupted run would. Checkpoints are a safetensors file and a JSON file, never a pickle; one written for
+another configuration or format, or altered, is ignored with a logged reason (see
+:mod:`hardneg.dense.checkpoint`).
+
+The per-step log holds only what the same configuration and seed reproduce exactly (no wall-clock times):
+the wall-clock seconds of each part of a step (the method's ``step_timings``, backward, optimiser update,
+events) go to the job's log, every ``log_every`` steps and as means over the whole run at the end, and, step
+by step, to :attr:`Trainer.timings` (``benchmarks/train_steps.parquet``, with the jobs' time and memory
+records, outside the artifacts a seed reproduces).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hardneg.dense import checkpoint, precision
+from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
+from hardneg.io import stop
+from hardneg.schema.values import section_values
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = 3  # checkpoints of another layout are not resumed (3: safetensors + JSON, no pickle)
+
+
+def _duration(seconds: float) -> str:
+    """``1h02m``, ``3m05s`` or ``12s``: the time left, in a training step's log line."""
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training settings: exactly the keys of a run's ``params.train`` section, plus the run's ``seed``.
+
+    Their meaning and defaults are in the schema (``$defs/dense_params/properties/train``); there is no second
+    copy of the defaults here. Build it with :meth:`from_params` from a validated section.
+    """
+
+    split: str
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    optimizer: str  # adamw | lamb
+    weight_decay: float
+    warmup_ratio: float
+    grad_accumulation: int
+    max_grad_norm: float | None
+    precision: str  # fp32 | fp16 | bf16 (autocast where the device runs it, see hardneg.dense.precision)
+    gradient_checkpointing: bool
+    checkpoint_every: int  # optimiser steps; 0 = none
+    log_every: int
+    tensorboard: bool  # write the step log to a TensorBoard log while training (hardneg.dense.tensorboard)
+    loss: str | None
+    temperature: float
+    device: str
+    gpus: int
+    processes: int | None
+    dev_every: int | str  # optimiser steps between dev evaluations (0 = none), or "epoch": each epoch's last step
+    dev_split: str
+    rows: str  # query | judgement: one training row per query, or per (query, positive) judgement
+    seed: int
+
+    @classmethod
+    def from_params(cls, section: dict, seed: int, *, where: str = "params.train") -> "TrainConfig":
+        """From a validated ``params.train`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown
+        or a missing key (:func:`hardneg.pipeline.config.validate_params` fills a hand-written section's defaults)."""
+        names = [f.name for f in fields(cls) if f.name != "seed"]
+        return cls(**section_values(section, names, where), seed=seed)
+
+    @property
+    def num_processes(self) -> int:
+        """Training processes: ``processes``, else one per GPU when ``gpus`` > 1, else 1."""
+        return resolve_processes(self.processes, self.gpus)
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def make_optimizer(params, config: TrainConfig):
+    decay, no_decay = [], []
+    for name, param in params:
+        if param.requires_grad:
+            (no_decay if param.ndim < 2 or "norm" in name.lower() else decay).append(param)
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if config.optimizer == "adamw":
+        return torch.optim.AdamW(groups, lr=config.learning_rate)
+    if config.optimizer == "lamb":
+        from pytorch_optimizer import Lamb
+
+        return Lamb(groups, lr=config.learning_rate)
+    raise ValueError(f"unknown optimizer {config.optimizer!r}")
+
+
+class _StepFunction:
+    """A plain ``callback(trainer, step)`` as an ``on_step_end`` event."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def on_step_end(self, trainer, step: int, row: dict) -> None:
+        self.function(trainer, step)
+
+
+def _state_of(obj):
+    return obj.state_dict() if hasattr(obj, "state_dict") else None
+
+
+def _restore(obj, state) -> None:
+    if state is not None:
+        obj.load_state_dict(state)
+
+
+class WallClock:
+    """Wall-clock seconds spent in each part of the optimiser steps, for the job's log only: no artifact holds
+    a time, so the same configuration and seed give the same bytes."""
+
+    def __init__(self):
+        self.totals: dict[str, float] = {}
+        self.steps = 0
+
+    def add(self, part: str, seconds: float) -> None:
+        self.totals[part] = self.totals.get(part, 0.0) + seconds
+
+    def means(self) -> dict[str, float]:
+        """Mean seconds per optimiser step of each part (``step``: the whole step, data and events included)."""
+        return {part: total / max(self.steps, 1) for part, total in self.totals.items()}
+
+    def describe(self) -> str:
+        return ", ".join(f"{part} {seconds:.4f}" for part, seconds in self.means().items())
+
+
+@dataclass(frozen=True)
+class Window:
+    """A part of a longer training (an episode, :mod:`hardneg.pipeline.episodes`): the learning-rate schedule and the data
+    order are those of ``total_steps`` optimiser steps (as many epochs as they take, the last one cut short), and
+    this job trains from step ``start`` to step ``stop``. ``start_state``: the trainer state at step ``start``
+    (what the previous part wrote; None when ``start`` is 0); at step ``stop`` the state is written to
+    ``stop_state`` (a folder, as a checkpoint with ``fingerprint``) for the next part."""
+
+    total_steps: int
+    start: int
+    stop: int
+    start_state: dict | None
+    stop_state: str | os.PathLike
+    fingerprint: str
+
+    def __post_init__(self):
+        if not 0 <= self.start < self.stop <= self.total_steps:
+            raise ValueError(f"a training window needs 0 <= start < stop <= total_steps, got {self.start}, "
+                             f"{self.stop}, {self.total_steps}")
+        if (self.start_state is None) != (self.start == 0):
+            raise ValueError("a training window starting after step 0 continues a trainer state, and only it does")
+
+
+class Trainer:
+    """Trains ``model`` with ``method`` on the batches of ``sampler`` (see the module docstring).
+
+    ``replicas`` places this process among several training processes (:data:`SINGLE` in one process); with
+    more than one, ``model`` is wrapped in ``DistributedDataParallel`` and only rank 0 writes checkpoints.
+    ``device`` is ignored when ``replicas`` names one (a worker's own GPU). Attributes events may read:
+    ``model`` (the plain model, not the DDP wrapper), ``device``, ``precision``, ``replicas``, ``config``,
+    ``total_steps``, ``step``, ``epoch``, ``batches`` (the current epoch's batch list) and ``epoch_ends`` (during
+    ``on_step_end``: whether the step ends its epoch). ``window``: train
+    only a part of a longer training (:class:`Window`).
+    """
+
+    def __init__(self, model: torch.nn.Module, method, sampler, config: TrainConfig, *,
+                 checkpoint_dir: str | os.PathLike, fingerprint: str, device: str = "auto", callbacks=(),
+                 replicas: Replicas = SINGLE, window: "Window | None" = None):
+        self.model, self.method, self.sampler, self.config = model, method, sampler, config
+        self.window = window
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.fingerprint = fingerprint  # a checkpoint of another configuration is never resumed
+        self.replicas = replicas
+        self.device = replicas.device or resolve_device(device)
+        self.callbacks = list(callbacks)
+        self.precision = precision.effective(self.device, config.precision)
+        self.total_steps, self.step, self.epoch, self.batches, self.epoch_ends = 0, 0, 0, [], False
+        self.wall_clock = WallClock()  # seconds per part of a step, this process's steps only
+        self.timings: list[dict] = []  # per optimiser step of this process: seconds of each part
+
+    # ------------------------------------------------------------------------------------------- events
+    def _event_targets(self) -> list:
+        """The method first, then the callbacks in order (plain functions as ``on_step_end`` events)."""
+        return [self.method] + [c if hasattr(c, "on_step_end") or hasattr(c, "on_epoch_start") else _StepFunction(c)
+                                for c in self.callbacks]
+
+    def _fire(self, event: str, *args) -> None:
+        for target in self._event_targets():
+            handler = getattr(target, event, None)
+            if handler is not None:
+                handler(self, *args)
+
+    def _start_epoch(self, epoch: int, count: int) -> list[np.ndarray]:
+        """Fire ``on_epoch_start``, then ask the sampler for the epoch's batches (rank 0's on every rank); the
+        first ``count`` of them are trained (fewer than all only in the last epoch of a :class:`Window`)."""
+        self._fire("on_epoch_start", epoch)
+        batches = self.sampler.batches(epoch, self.model)
+        self.model.train()  # a model-dependent sampler may have switched it to eval mode
+        batches = [np.asarray(b) for b in self.replicas.broadcast(batches)]
+        expected = self.sampler.num_batches(epoch)
+        if len(batches) != expected:
+            raise RuntimeError(f"the sampler gave {len(batches)} batches for epoch {epoch}; its num_batches "
+                               f"said {expected} (the learning-rate schedule was planned with that)")
+        return batches[:count]
+
+    def _epochs(self) -> list[int]:
+        """The micro-batches of each epoch trained: ``epochs`` whole epochs, or with a :class:`Window` as many as
+        its ``total_steps`` take, the last one cut short."""
+        config = self.config
+        if self.window is None:
+            return [self.sampler.num_batches(e) for e in range(config.epochs)]
+        wanted, per_epoch = self.window.total_steps * config.grad_accumulation, []
+        while sum(per_epoch) < wanted:
+            count = self.sampler.num_batches(len(per_epoch))
+            if count < 1:
+                raise RuntimeError(f"epoch {len(per_epoch)} has no batches: too few training rows for one batch")
+            per_epoch.append(min(count, wanted - sum(per_epoch)))
+        return per_epoch
+
+    # --------------------------------------------------------------------------------------- checkpoints
+    def _autocast(self):
+        return precision.autocast(self.device, self.precision)
+
+    def _save(self, state: dict) -> None:
+        checkpoint.save_checkpoint(self.checkpoint_dir, state, fingerprint=self.fingerprint,
+                                   format=CHECKPOINT_FORMAT, step=state["step"])
+        log.info("checkpoint at step %d (%s)", state["step"], self.checkpoint_dir)
+
+    def _load(self) -> dict | None:
+        """The checkpoint of this configuration in ``checkpoint_dir``, or None. Nothing is unpickled: a
+        checkpoint of another configuration or format, an altered one, or a pickled ``state.pt`` of an older
+        format is ignored with a logged warning, and training starts from the beginning."""
+        return checkpoint.load_checkpoint(self.checkpoint_dir, fingerprint=self.fingerprint, format=CHECKPOINT_FORMAT)
+
+    def _grad_norm(self) -> torch.Tensor:
+        """The total gradient norm before clipping; clips to ``max_grad_norm`` when one is set.
+
+        Without clipping the gradients are only read, so logging the norm leaves the update unchanged."""
+        if self.config.max_grad_norm:
+            return torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        return torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+
+    # ---------------------------------------------------------------------------------------------- fit
+    def fit(self) -> list[dict]:
+        """Train; return the per-step log (step, epoch, loss, lr, grad_norm, the method's statistics and the
+        events' columns; no wall-clock times, see :class:`WallClock`). Every rank returns the same log."""
+        # SIGTERM/SIGINT: stop after the current step, with a checkpoint; on a GPU, attention kernels that take
+        # the many shapes of chunked batches without a per-shape plan (hardneg.dense.precision)
+        with stop.deferred(), precision.attention_kernels(self.device):
+            return self._fit()
+
+    def _fit(self) -> list[dict]:
+        config, model, replicas = self.config, self.model, self.replicas
+        # every generator a checkpoint saves starts seeded, so that a saved state (an episode's trainer_state) is
+        # the same bytes on every run of the same configuration
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        np.random.seed(config.seed)
+        model.to(self.device)
+        if config.gradient_checkpointing and self.device.type == "cuda":
+            # DDP cannot follow re-entrant checkpointing of an encoder used twice per step
+            options = {"gradient_checkpointing_kwargs": {"use_reentrant": False}} if replicas.distributed else {}
+            for encoder in (getattr(model, name, None) for name in ("query_encoder", "doc_encoder", "encoder")):
+                if encoder is not None and hasattr(encoder, "gradient_checkpointing_enable"):
+                    encoder.gradient_checkpointing_enable(**options)
+        per_epoch = self._epochs()
+        total_micro = sum(per_epoch)
+        total_steps = self.total_steps = max(1, math.ceil(total_micro / config.grad_accumulation))
+        optimizer = make_optimizer(model.named_parameters(), config)
+        from transformers import get_linear_schedule_with_warmup
+
+        scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
+        scaler = torch.amp.GradScaler("cuda", enabled=self.precision == "fp16")
+        rows: list[dict] = []
+        done_micro, step, resumed_batches = 0, 0, None
+        window = self.window
+        state = self._load()
+        if state is None and window is not None and window.start_state is not None:
+            state = window.start_state
+            if state["step"] != window.start:
+                raise RuntimeError(f"the trainer state to continue is at step {state['step']}, not at step "
+                                   f"{window.start} where this part of the training starts")
+            log.info("continuing the trainer state of step %d", window.start)
+        if state is not None:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            scaler.load_state_dict(state["scaler"])
+            torch.set_rng_state(state["rng"])
+            if torch.cuda.is_available() and state["cuda_rng"] is not None:
+                torch.cuda.set_rng_state_all(state["cuda_rng"])
+            random.setstate(state["python_rng"])
+            np.random.set_state(state["numpy_rng"])
+            done_micro, step, rows, resumed_batches = state["micro"], state["step"], state["log"], state["batches"]
+            _restore(self.sampler, state["sampler"])
+            _restore(self.method, state["method"])
+            for callback, callback_state in zip(self.callbacks, state["callbacks"]):
+                _restore(callback, callback_state)
+            log.info("resuming from step %d of %d", step, total_steps)
+        # Some parameters never get a gradient (the pooler a loaded Hugging Face model computes but nobody
+        # reads; ADORE's separate document encoder), which DDP must be told to expect.
+        wrapped = replicas.wrap(model, find_unused_parameters=True)
+        model.train()
+        clock, last_step_end, last_logged = self.wall_clock, time.perf_counter(), (step, 0.0)
+        micro, pending, pending_stats, step_parts = 0, [], [], {}
+        last_step = window.stop if window is not None else total_steps
+        optimizer.zero_grad(set_to_none=True)
+        for epoch, count in enumerate(per_epoch):
+            if step >= last_step:
+                break
+            if micro + count < done_micro or (count and micro + count == done_micro):
+                micro += count  # finished before the checkpoint: the sampler is not asked again
+                continue
+            self.epoch = epoch
+            # resumed in the middle of this epoch: its batches as they were drawn; else ask the sampler now
+            self.batches = resumed_batches if micro < done_micro else self._start_epoch(epoch, count)
+            for index, queries in enumerate(self.batches):
+                micro += 1
+                if micro <= done_micro:
+                    continue
+                ends_step = micro % config.grad_accumulation == 0 or micro == total_micro
+                batch = self.method.make_batch(queries, np.random.default_rng([config.seed, epoch, index]))
+                # DDP all-reduces on the backward of a step's last micro-batch only
+                sync = wrapped.no_sync() if replicas.distributed and not ends_step else nullcontext()
+                with sync:
+                    forward_started = time.perf_counter()
+                    with self._autocast():
+                        loss, stats = self.method.loss(wrapped, batch, self.device, replicas=replicas)
+                    backward_started = time.perf_counter()
+                    # each rank's backward gives its share of dL/dθ; DDP averages, so scale by the world size
+                    scaled = loss * replicas.world if replicas.distributed else loss
+                    scaler.scale(scaled / config.grad_accumulation).backward()
+                    backward_ended = time.perf_counter()
+                parts = dict(getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started})
+                parts["backward"] = backward_ended - backward_started
+                for part, seconds in parts.items():
+                    clock.add(part, seconds)
+                    step_parts[part] = step_parts.get(part, 0.0) + seconds
+                pending.append(float(loss.detach()))
+                pending_stats.append(stats)
+                if not ends_step:
+                    continue
+                update_started = time.perf_counter()
+                scaler.unscale_(optimizer)  # no-op unless fp16 (then clipping and the norm see true gradients)
+                grad_norm = self._grad_norm()
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                events_started = time.perf_counter()
+                clock.add("optimizer", events_started - update_started)
+                step = self.step = step + 1
+                row = {"step": step, "epoch": epoch, "loss": float(np.mean(pending)),
+                       "lr": float(scheduler.get_last_lr()[0]), "grad_norm": float(grad_norm)}
+                for key in pending_stats[0]:
+                    row[key] = float(np.mean([s[key] for s in pending_stats]))
+                pending, pending_stats = [], []
+                self.epoch_ends = index == len(self.batches) - 1  # this step ends the epoch (events may ask)
+                self._fire("on_step_end", step, row)
+                rows.append(row)
+                now = time.perf_counter()
+                clock.add("events", now - events_started)
+                clock.add("step", now - last_step_end)
+                self.timings.append({"step": step, **step_parts, "optimizer": events_started - update_started,
+                                     "events": now - events_started, "seconds": now - last_step_end})
+                step_parts = {}
+                clock.steps, last_step_end = clock.steps + 1, now
+                if step % config.log_every == 0 or step == total_steps:
+                    per_step = (clock.totals["step"] - last_logged[1]) / max(step - last_logged[0], 1)
+                    log.info("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s left)", step,
+                             total_steps, epoch, row["loss"], row["lr"], row["grad_norm"], per_step,
+                             _duration(per_step * (last_step - step)))
+                    last_logged = (step, clock.totals["step"])
+                if step == last_step:
+                    break
+                stopping = replicas.max(stop.requested() or 0)  # every rank stops after the same step
+                if step < total_steps and (stopping or (config.checkpoint_every and step % config.checkpoint_every == 0)):
+                    if replicas.is_main:
+                        self._save(self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows))
+                    replicas.barrier()
+                if stopping and step < total_steps:
+                    log.warning("stopped after step %d of %d; the checkpoint is saved and a re-run resumes from it",
+                                step, total_steps)
+                    raise stop.StopRequested(stopping)
+        if window is not None:
+            if replicas.is_main:  # the state the next part continues, written to a temporary folder and renamed
+                from hardneg.io.atomic import atomic_dir
+
+                with atomic_dir(window.stop_state) as folder:
+                    checkpoint.save_checkpoint(folder, self._checkpoint(model, optimizer, scheduler, scaler, micro,
+                                                                        step, rows),
+                                               fingerprint=window.fingerprint, format=CHECKPOINT_FORMAT, step=step)
+            replicas.barrier()
+        if clock.steps:
+            log.info("wall-clock seconds per step, mean of the %d steps of this process: %s", clock.steps,
+                     clock.describe())
+        model.eval()
+        return rows
+
+    def _checkpoint(self, model, optimizer, scheduler, scaler, micro: int, step: int, rows: list[dict]) -> dict:
+        return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "python_rng": random.getstate(), "numpy_rng": np.random.get_state(),
+                "micro": micro, "step": step, "log": rows, "epoch": self.epoch, "batches": self.batches,
+                "sampler": _state_of(self.sampler), "method": _state_of(self.method),
+                "callbacks": [_state_of(c) for c in self.callbacks]}
+
+    def discard_checkpoint(self) -> None:
+        if self.replicas.is_main:
+            checkpoint.discard_checkpoint(self.checkpoint_dir)

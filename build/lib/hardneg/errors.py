@@ -1,0 +1,53 @@
+"""The errors hardneg raises for bad input: each names where the problem is and what it is."""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class HardnegError(Exception):
+    """Base class of every user-facing hardneg error."""
+
+
+class ConfigError(HardnegError):
+    """A configuration value is missing, unknown or of the wrong type.
+
+    ``key`` is the dotted path of the offending key, e.g. ``runs.bm25.params.k1``.
+    """
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        self.message = message
+        super().__init__(f"config key '{key}': {message}")
+
+
+class DataError(HardnegError):
+    """An input data file is malformed. ``line`` is 1-based; ``None`` when the problem is the whole file."""
+
+    def __init__(self, path: str | PathLike, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class ConfigFileError(ConfigError, DataError):
+    """A configuration file cannot be read as a YAML mapping. ``line`` is 1-based; ``None`` for the whole file.
+
+    Its text names the file and line (``my.yaml, line 3: ...``) rather than a key, since no key could be read. It
+    is both a configuration error and a malformed input file, so either ``except`` clause catches it.
+    """
+
+    def __init__(self, path: str | PathLike, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.key = "<file>"
+        self.message = message
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        HardnegError.__init__(self, f"{where}: {message}")
+
+
+class OutputPathError(HardnegError):
+    """An output path would land outside the results folder (a run, dataset, split or index name that is not a
+    plain file name). The configuration schema rejects such names first; this is the last check before writing."""

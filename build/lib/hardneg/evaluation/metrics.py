@@ -1,0 +1,134 @@
+"""Effectiveness evaluation of a run against qrels with ir-measures (pytrec_eval / trec_eval semantics).
+
+Every query of the split that has at least one relevant document counts: a query the run does not answer
+scores 0 (as ``trec_eval -c``). Queries without any relevant document are left out of every mean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import ir_measures
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg.errors import ConfigError
+from hardneg.io import artifacts
+from hardneg.io.atomic import write_text
+
+
+def parse_measures(names: list[str]) -> list:
+    measures = []
+    for name in names:
+        try:
+            measures.append(ir_measures.parse_measure(name))
+        except (ValueError, NameError, SyntaxError, TypeError) as exc:
+            raise ConfigError("evaluation.measures", f"{name!r} is not an ir-measures measure ({exc})") from None
+    return measures
+
+
+def _qrels_frame(qrels: pa.Table):
+    return qrels.to_pandas().rename(columns={"qid": "query_id", "docid": "doc_id"}).astype({"relevance": int})
+
+
+def _run_frame(run: pa.Table):
+    frame = run.select(["qid", "docid", "score"]).to_pandas().rename(columns={"qid": "query_id", "docid": "doc_id"})
+    frame["score"] = frame["score"].astype(np.float64)
+    return frame
+
+
+def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str]) -> tuple[dict, pa.Table]:
+    """Return (mean value per measure, per-query table). Means are over queries with a relevant document."""
+    measures = parse_measures(measure_names)
+    judged = sorted(set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].to_pylist()))
+    run = run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))
+    values = {(str(m), q): 0.0 for m in measures for q in judged}
+    if run.num_rows:
+        for metric in ir_measures.iter_calc(measures, _qrels_frame(qrels), _run_frame(run)):
+            key = (str(metric.measure), metric.query_id)
+            if key in values:  # queries without a relevant document are not counted
+                values[key] = float(metric.value)
+    by_name = dict(zip(map(str, measures), measure_names))
+    per_query = pa.table({
+        "qid": [q for (_, q) in values],
+        "measure": [by_name[m] for (m, _) in values],
+        "value": list(values.values()),
+    }, schema=artifacts.PER_QUERY_METRICS.schema)
+    means = {name: float(np.mean([values[(str(m), q)] for q in judged])) if judged else 0.0
+             for m, name in zip(measures, measure_names)}
+    return means, per_query
+
+
+def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split: str, num_queries: int,
+                  measures: dict, provenance: dict, extra: dict | None = None) -> dict:
+    """Write ``metrics.json`` atomically and return what was written."""
+    record = {"run": run_name, "dataset": dataset, "split": split, "num_queries": num_queries,
+              "measures": measures, **(extra or {}), "provenance": provenance}
+    write_text(path, json.dumps(record, indent=2, sort_keys=False) + "\n")
+    return record
+
+
+def _pairwise_rows(by_query, depth: int) -> pa.Table:
+    """Per-query pairwise errors as rows of the per-query table (measures ``PairwiseErrors@<depth>`` and
+    ``PairwiseErrors``), so figures and significance tests read them like any measure."""
+    from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure
+
+    qids = [str(q) for q in by_query.index]
+    return pa.table({"qid": qids * 2,
+                     "measure": [top_measure(depth)] * len(qids) + [TOTAL_MEASURE] * len(qids),
+                     "value": np.concatenate([by_query["top_errors"].to_numpy(np.float64),
+                                              by_query["total_errors"].to_numpy(np.float64)])},
+                    schema=artifacts.PER_QUERY_METRICS.schema)
+
+
+def _row_ids(path) -> list[str]:
+    return artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist()
+
+
+def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLike, resolved: dict,
+                 metrics_path: str | os.PathLike, per_query_path: str | os.PathLike,
+                 measures: list[str] | None = None, embeddings: dict | None = None,
+                 pairwise_depth: int = 200) -> dict:
+    """Stage function: evaluate a run's ranking of each split against that split's qrels.
+
+    ``runs`` maps split names to run files. ``metrics.json`` reports the evaluation split's means under
+    ``measures``, every split's under ``splits``, and the evaluation split's pairwise errors (exact over the
+    whole corpus when ``embeddings`` gives the query_npy/query_ids/doc_npy/doc_ids files of a dense run);
+    the per-query table holds the evaluation split.
+    """
+    from hardneg.evaluation.pairwise import full_corpus_ranks, per_query_pairwise_errors, relevant_ranks, summarise
+    from hardneg.io.provenance import provenance
+
+    measures = measures or resolved["evaluation"]["measures"]
+    split = resolved["evaluation"]["split"]
+    if split not in runs:
+        raise ValueError(f"no run file for the evaluation split {split!r}")
+    by_split, headline, per_query = {}, None, None
+    for name, path in runs.items():
+        run = artifacts.read_table(artifacts.RUN, path)
+        qrels = artifacts.read_table(artifacts.QRELS, os.path.join(qrels_dir, f"{name}.parquet"))
+        means, table = evaluate(run, qrels, measures)
+        by_split[name] = means
+        if name == split:
+            headline, per_query = means, table
+            full_ranks = None
+            if embeddings:
+                import numpy as np
+
+                from hardneg.io.npyfile import NpyRows
+
+                full_ranks = full_corpus_ranks(np.load(embeddings["query_npy"]), _row_ids(embeddings["query_ids"]),
+                                               NpyRows(embeddings["doc_npy"]),  # read in blocks, never mapped whole
+                                               artifacts.read_table(artifacts.ROW_IDS, embeddings["doc_ids"])["id"],
+                                               relevant_ranks(run, qrels))
+            by_query = per_query_pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
+            errors = summarise(by_query, pairwise_depth)
+            per_query = pa.concat_tables([per_query, _pairwise_rows(by_query, pairwise_depth)])
+    artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
+    num_queries = len(set(per_query.filter(pc.is_in(per_query["measure"], value_set=pa.array(measures)))["qid"]
+                          .to_pylist()))
+    return write_metrics(metrics_path, run_name=resolved["name"], dataset=resolved["dataset"]["name"],
+                         split=split, num_queries=num_queries, measures=headline, provenance=provenance(resolved),
+                         extra={"pairwise_errors": errors, "splits": by_split})

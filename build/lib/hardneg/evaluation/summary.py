@@ -1,0 +1,317 @@
+"""The summary of the runs (Tables 1 and 2 of the STAR/ADORE paper): one row per run with the evaluation split's
+measures and pairwise errors, and significance markers against baseline groups.
+
+A run's value carries a group's marker when a two-sided paired t-test (:func:`scipy.stats.ttest_rel` over the
+queries of the evaluation split, paired by query id) finds it better than every run of the group that is in the
+summary, the run itself aside: p below ``summary.p_value`` and a better mean (higher, or for pairwise errors
+lower). A group none of whose runs is in the summary marks nothing, and the legend says so. A total of pairwise
+errors that is a lower bound (a ranking cut before some relevant document) never carries a marker: the true
+count may be higher. Every test is kept (``summary_tests.parquet``) so each marker can be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from hardneg.errors import ConfigError, DataError
+from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure
+from hardneg.io import artifacts
+from hardneg.io.atomic import write_text
+from hardneg.schema.values import check_evaluated_measure, check_run
+
+# results/tables/ holds the cross-run tables and results/summary.* the summary: no run may be named so.
+RESERVED_RUN_NAMES = ("tables", "summary.md", "summary.parquet", "summary_tests.parquet")
+
+_TOP_ERRORS_KEY = re.compile(r"^top(\d+)_pairwise_errors$")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A baseline group: its marker, its name in the legend and its runs."""
+
+    marker: str
+    label: str
+    runs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SummarySettings:
+    """The config's ``summary`` section as the plan resolves it (:meth:`hardneg.pipeline.plan.Plan.summary_settings`:
+    ``measures`` given), but ``runs`` (:meth:`hardneg.pipeline.plan.Plan.summary_runs`)."""
+
+    measures: tuple[str, ...]
+    p_value: float
+    groups: tuple[Group, ...]
+
+    @classmethod
+    def from_config(cls, section: dict) -> "SummarySettings":
+        from hardneg.schema.values import section_values
+
+        values = section_values(section, ("runs", "measures", "p_value", "groups"), "summary")
+        groups = tuple(Group(**{**section_values(group, ("marker", "label", "runs"), f"summary.groups.{i}"),
+                                "runs": tuple(group["runs"])})
+                       for i, group in enumerate(values["groups"]))
+        return cls(measures=tuple(values["measures"]), p_value=float(values["p_value"]), groups=groups)
+
+
+def check_summary_config(config: dict) -> None:
+    """Cross-references of a validated config's ``summary`` section: its runs and the runs of its groups exist,
+    its measures are evaluated, markers differ, and no run takes a name the summary's files use. Raises a
+    :class:`ConfigError` naming the key."""
+    runs, section = config["runs"], config["summary"]
+    for name in runs:
+        if name in RESERVED_RUN_NAMES:
+            raise ConfigError(f"runs.{name}", f"the name {name!r} is reserved: results/{name} is a file or folder "
+                                              f"of the summary")
+    for i, run in enumerate(section["runs"] or []):
+        check_run(config, run, f"summary.runs.{i}")
+        if run in section["runs"][:i]:
+            raise ConfigError(f"summary.runs.{i}", f"run {run!r} is listed twice")
+    for i, measure in enumerate(section["measures"] or []):
+        check_evaluated_measure(config, measure, f"summary.measures.{i}")
+    markers: dict = {}
+    for i, group in enumerate(section["groups"]):
+        if group["marker"] in markers:
+            raise ConfigError(f"summary.groups.{i}.marker", f"marker {group['marker']!r} is already the marker of "
+                                                            f"summary.groups.{markers[group['marker']]}")
+        markers[group["marker"]] = i
+        for j, run in enumerate(group["runs"]):
+            check_run(config, run, f"summary.groups.{i}.runs.{j}")
+
+
+# --------------------------------------------------------------------------------------------- measures
+def lower_is_better(measure: str) -> bool:
+    """Pairwise errors (``PairwiseErrors@<depth>``, ``PairwiseErrors``) count mistakes: fewer is better. Every
+    ir-measures measure of the summary is better higher."""
+    return measure == TOTAL_MEASURE or measure.startswith(f"{TOTAL_MEASURE}@")
+
+
+def measure_label(measure: str) -> str:
+    """A measure's column title as the paper writes it: MRR@10 (RR@10), NDCG@10, MAP@1000, R@100, and the pairwise
+    errors."""
+    if measure == TOTAL_MEASURE:
+        return "total pairwise errors"
+    if measure.startswith(f"{TOTAL_MEASURE}@"):
+        return f"top-{measure.split('@', 1)[1]} pairwise errors"
+    for name, label in (("RR", "MRR"), ("nDCG", "NDCG"), ("AP", "MAP")):
+        if measure.startswith(f"{name}@") or measure == name:
+            return label + measure[len(name):]
+    return measure
+
+
+# ---------------------------------------------------------------------------------------- significance
+@dataclass(frozen=True)
+class PairedTest:
+    """A two-sided paired t-test of a run against a baseline over the queries both were evaluated on."""
+
+    num_queries: int
+    run_mean: float
+    baseline_mean: float
+    t: float
+    p: float
+
+    def better(self, measure: str) -> bool:
+        if lower_is_better(measure):
+            return self.run_mean < self.baseline_mean
+        return self.run_mean > self.baseline_mean
+
+
+def paired_t_test(run: pd.Series, baseline: pd.Series) -> PairedTest:
+    """Paired t-test of two per-query series (index: query id; the same queries in any order) with
+    :func:`scipy.stats.ttest_rel`. Identical series (or a single query) give t and p NaN: never significant."""
+    from scipy.stats import ttest_rel
+
+    if set(run.index) != set(baseline.index):
+        raise ValueError("a paired test needs the same queries on both sides")
+    baseline = baseline.reindex(run.index)
+    with warnings.catch_warnings():  # near-identical values: scipy warns of precision loss, the result stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = ttest_rel(run.to_numpy(np.float64), baseline.to_numpy(np.float64))
+    return PairedTest(len(run), float(run.mean()), float(baseline.mean()), float(result.statistic),
+                      float(result.pvalue))
+
+
+def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], groups: tuple[Group, ...],
+                       p_value: float, lower_bounds: dict[str, set] | None = None,
+                       sources: dict[str, str] | None = None) -> pd.DataFrame:
+    """Every test behind the markers: each run of ``per_query`` (run → frame indexed by query id, a column per
+    measure) against each run of each group that is in ``per_query``, itself aside, for each measure.
+
+    ``lower_bounds`` maps a run to the measures whose values are lower bounds (such a run is never significantly
+    better in them). ``sources`` (run → file) names the files when two runs' queries differ. Returns one row per
+    test with the columns of :data:`hardneg.io.artifacts.SUMMARY_TESTS`.
+    """
+    rows = []
+    lower_bounds, sources = lower_bounds or {}, sources or {}
+    for run, values in per_query.items():
+        for group in groups:
+            for baseline in (b for b in group.runs if b in per_query and b != run):
+                for measure in measures:
+                    try:
+                        test = paired_t_test(values[measure], per_query[baseline][measure])
+                    except ValueError:
+                        raise DataError(sources.get(run, run), None,
+                                        f"run {run!r} was evaluated on other queries than run {baseline!r} "
+                                        f"({sources.get(baseline, baseline)}); a paired test of the two needs the "
+                                        f"same queries (summary.groups marker {group.marker})") from None
+                    better = test.better(measure)
+                    rows.append({"run": run, "marker": group.marker, "baseline": baseline, "measure": measure,
+                                 "num_queries": test.num_queries, "run_mean": test.run_mean,
+                                 "baseline_mean": test.baseline_mean,
+                                 "mean_difference": test.run_mean - test.baseline_mean, "t": test.t, "p": test.p,
+                                 "better": better,
+                                 "significant": bool(better and test.p < p_value
+                                                     and measure not in lower_bounds.get(run, ()))})
+    return pd.DataFrame(rows, columns=artifacts.SUMMARY_TESTS.schema.names)
+
+
+def markers(tests: pd.DataFrame, runs: list[str], measures: list[str], groups: tuple[Group, ...]) -> dict:
+    """(run, measure) → the markers, in group order, of the groups whose every test of that run and measure
+    is significant (a group the run was not tested against, having no other run in the summary, marks
+    nothing)."""
+    found = {(run, measure): "" for run in runs for measure in measures}
+    for group in groups:
+        mine = tests[tests["marker"] == group.marker]
+        for (run, measure), rows in mine.groupby(["run", "measure"], sort=False):
+            if len(rows) and bool(rows["significant"].all()):
+                found[(run, measure)] += group.marker
+    return found
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+def as_paths(value) -> list[str]:
+    """A list of paths from one path or several (Snakemake gives a named input of one file as a string)."""
+    return [str(value)] if isinstance(value, (str, os.PathLike)) else [str(path) for path in value]
+
+
+def pairwise_depth(metrics: dict, path: str | os.PathLike) -> int:
+    """The K of a metrics.json's top-K pairwise errors (its key ``top<K>_pairwise_errors``)."""
+    depths = [int(match.group(1)) for key in metrics.get("pairwise_errors", {})
+              if (match := _TOP_ERRORS_KEY.match(key))]
+    if len(depths) != 1:
+        raise DataError(path, None, "metrics.json has no top-K pairwise errors (pairwise_errors.top<K>_pairwise_"
+                                    "errors): evaluate the run again")
+    return depths[0]
+
+
+def read_metrics(path: str | os.PathLike) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise DataError(path, None, "metrics file does not exist") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"invalid JSON: {exc.msg}") from None
+
+
+def per_query_frame(path: str | os.PathLike, measures: list[str]) -> pd.DataFrame:
+    """A per_query.parquet as a frame: index query id, one column per measure of ``measures``."""
+    table = artifacts.read_table(artifacts.PER_QUERY_METRICS, path).to_pandas()
+    frame = table.pivot(index="qid", columns="measure", values="value")
+    missing = [m for m in measures if m not in frame.columns]
+    if missing:
+        raise DataError(path, None, f"no per-query values of {', '.join(missing)}: evaluate the run again")
+    return frame[measures]
+
+
+# ------------------------------------------------------------------------------------------------ output
+def _value(measure: str, value: float, lower_bound: bool) -> str:
+    text = f"{value:.1f}" if lower_is_better(measure) else f"{value:.3f}"
+    return f"≥ {text}" if lower_bound else text
+
+
+def _legend(groups: tuple[Group, ...], runs: list[str], p_value: float, split: str, queries: list[int]) -> list[str]:
+    count = f"the {queries[0]} queries" if len(set(queries)) == 1 else "the queries"
+    lines = [f"Evaluation split `{split}`, {count} with a relevant document. Pairwise errors are per query (fewer is "
+             f"better); ≥ marks a lower bound (the run's ranking stops before some relevant documents, counted as "
+             f"ranked just after it)."]
+    if not groups:
+        return lines + ["", "No baseline groups (summary.groups): no significance markers."]
+    lines += ["", f"Markers: a value carries a group's marker when a two-sided paired t-test "
+                  f"(scipy.stats.ttest_rel over {count} of split `{split}`, paired by query) gives p < {p_value:g} "
+                  f"and a better mean against every run of the group in the summary, the run itself aside (never for "
+                  f"a lower bound). Every test: summary_tests.parquet.", ""]
+    for group in groups:
+        present = [run for run in group.runs if run in runs]
+        absent = [run for run in group.runs if run not in runs]
+        members = ", ".join(present) + (f"; {', '.join(absent)} not in the summary" if present and absent else "")
+        members = members or ", ".join(group.runs)
+        name = f"{group.label} ({members})" if group.label else members
+        lines.append(f"- {group.marker} {name}" + ("" if present else ": no run of this group is in the summary; "
+                                                                       "it marks nothing"))
+    return lines
+
+
+def summary_markdown(table: pd.DataFrame, measures: list[str], settings: SummarySettings) -> str:
+    """The summary as Markdown: a row per run of ``table`` (the rows of summary.parquet), each value followed by
+    its markers, then the legend."""
+    split = table["split"].iloc[0] if len(table) else ""
+    lines = [f"# Summary: split `{split}`", "",
+             "| run | method | " + " | ".join(measure_label(m) for m in measures) + " |",
+             "|---|---|" + "---:|" * len(measures)]
+    for row in table.to_dict("records"):
+        cells = [_value(m, row[m], m == TOTAL_MEASURE and row["total_is_lower_bound"]) + row[f"{m} markers"]
+                 for m in measures]
+        lines.append(f"| {row['run']} | {row['method']} | " + " | ".join(cells) + " |")
+    lines += [""] + _legend(settings.groups, list(table["run"]), settings.p_value, split,
+                            [int(q) for q in table["num_queries"]])
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_query_paths,
+                  settings: dict, markdown_path: str | os.PathLike, table_path: str | os.PathLike,
+                  tests_path: str | os.PathLike) -> pd.DataFrame:
+    """Stage function: the summary of ``runs`` (in order; ``methods``: run → method name) from each run's
+    metrics.json and per_query.parquet (paths aligned with ``runs``) under ``settings`` (the config's ``summary``
+    section). Writes the Markdown table, summary.parquet (means and markers) and summary_tests.parquet (every
+    t-test: means, t, two-sided p); returns the summary's rows."""
+    settings_ = SummarySettings.from_config(settings)
+    metrics_paths, per_query_paths = as_paths(metrics_paths), as_paths(per_query_paths)
+    if not runs:
+        raise ConfigError("summary.runs", "no run to summarise: name runs in summary.runs or targets, or evaluate "
+                                          "one first")
+    records = {run: read_metrics(path) for run, path in zip(runs, metrics_paths, strict=True)}
+    depths = {pairwise_depth(records[run], path) for run, path in zip(runs, metrics_paths)}
+    if len(depths) != 1:
+        raise DataError(metrics_paths[0], None, f"the runs' top-K pairwise errors differ in K ({sorted(depths)})")
+    depth = depths.pop()
+    measures = list(settings_.measures) + [top_measure(depth), TOTAL_MEASURE]
+    per_query = {run: per_query_frame(path, measures) for run, path in zip(runs, per_query_paths, strict=True)}
+    lower_bounds = {run: {TOTAL_MEASURE} if records[run]["pairwise_errors"]["total_is_lower_bound"] else set()
+                    for run in runs}
+    tests = significance_tests(per_query, measures, settings_.groups, settings_.p_value, lower_bounds,
+                               sources=dict(zip(runs, per_query_paths)))
+    found = markers(tests, runs, measures, settings_.groups)
+    rows = []
+    for run, path in zip(runs, metrics_paths):
+        record = records[run]
+        missing = [m for m in settings_.measures if m not in record.get("measures", {})]
+        if missing:
+            raise DataError(path, None, f"metrics.json has no {', '.join(missing)}: evaluate the run again")
+        errors = record["pairwise_errors"]
+        means = {**{m: float(record["measures"][m]) for m in settings_.measures},
+                 top_measure(depth): float(errors[f"top{depth}_pairwise_errors"]),
+                 TOTAL_MEASURE: float(errors["total_pairwise_errors"])}
+        row = {"run": run, "method": methods[run], "split": record["split"], "num_queries": record["num_queries"]}
+        for measure in measures:
+            row[measure], row[f"{measure} markers"] = means[measure], found[(run, measure)]
+        rows.append({**row, "total_is_lower_bound": bool(errors["total_is_lower_bound"])})
+    splits = {row["split"] for row in rows}
+    if len(splits) != 1:
+        raise DataError(metrics_paths[0], None, f"the runs were evaluated on different splits ({sorted(splits)})")
+    table = pd.DataFrame(rows)
+    kind = artifacts.summary_kind(measures)
+    artifacts.write_table(pa.Table.from_pandas(table, preserve_index=False), kind, table_path)
+    tests_table = (pa.Table.from_pandas(tests, preserve_index=False) if len(tests)
+                   else artifacts.SUMMARY_TESTS.schema.empty_table())
+    artifacts.write_table(tests_table, artifacts.SUMMARY_TESTS, tests_path)
+    write_text(markdown_path, summary_markdown(table, measures, settings_))
+    return table

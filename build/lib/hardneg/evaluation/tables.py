@@ -1,0 +1,72 @@
+"""README.md's results tables, made from the ``metrics.json`` files under ``results/``: one row per run (MRR@10,
+nDCG@10, R@100 and the pairwise errors of Table 1 of the STAR/ADORE paper) and the Adaptive Batch Scheduling
+table (each schedule without and with Condenser pre-training). Which runs they show, and with which labels, is
+the config's ``tables`` section (validated: :func:`table_rows` reads one of its lists).
+
+``hardneg table`` prints the first for the runs that have metrics; ``benchmarks/synthetic_results.py`` builds every
+run of the default config and prints both. A test builds the main target from nothing and finds its rows in
+README.md as printed, so the numbers there are what the code at that commit gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from hardneg.errors import HardnegError
+
+MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]
+ABS_MEASURES = [("RR@10", "MRR@10"), ("RR@100", "MRR@100"), ("R@100", "R@100")]
+
+
+def _metrics(results: str | os.PathLike, run: str) -> dict:
+    path = Path(results) / run / "metrics.json"
+    if not path.is_file():
+        raise HardnegError(f"run {run} has no metrics: {path} is missing; build it with snakemake {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]]) -> str:
+    """The Markdown table of ``rows`` (run, label): the evaluation split's MRR@10, nDCG@10, R@100, and the
+    pairwise errors per query in the top 200 and over the whole corpus (marked ≥ where the ranking stops short, so
+    the count is a lower bound)."""
+    lines = ["| run | " + " | ".join(label for _, label in MEASURES) + " | top-200 pairwise errors | total pairwise errors |",
+             "|---|" + "---|" * (len(MEASURES) + 2)]
+    for run, label in rows:
+        metrics = _metrics(results, run)
+        errors = metrics["pairwise_errors"]
+        bound = " (≥)" if errors["total_is_lower_bound"] else ""
+        lines.append(f"| {label} | " + " | ".join(f"{metrics['measures'][m]:.3f}" for m, _ in MEASURES)
+                     + f" | {errors['top200_pairwise_errors']:.1f} | {errors['total_pairwise_errors']:.1f}{bound} |")
+    return "\n".join(lines) + "\n"
+
+
+def table_rows(rows: list[dict]) -> list[tuple[str, str]]:
+    """(run, label) of each row of a table of the config (``tables.results``, ``tables.distillation``, ``tables.abs.rows``);
+    a row without a label is labelled with its run."""
+    return [(row["run"], row["label"] or row["run"]) for row in rows]
+
+
+def abs_table(results: str | os.PathLike, section: dict) -> str:
+    """The runs of the ABS report's tables (``section``: the config's ``tables.abs``): each batch schedule of
+    ``rows`` under each pre-training of ``pretraining`` (the prefix of its runs' names)."""
+    lines = ["| batches | pre-training | " + " | ".join(label for _, label in ABS_MEASURES) + " |",
+             "|---|---|" + "---|" * len(ABS_MEASURES)]
+    for block in section["pretraining"]:
+        prefix, pretraining = block["prefix"], block["label"]
+        for run, label in table_rows(section["rows"]):
+            measures = _metrics(results, f"{prefix}{run}")["measures"]
+            lines.append(f"| {label} (`{prefix}{run}`) | {pretraining} | "
+                         + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def available_rows(results: str | os.PathLike, tables: dict, runs: list[str] | None = None) -> list[tuple[str, str]]:
+    """The rows to show: ``runs`` (with their label in the config's ``tables`` where it has one), or else every run
+    of the results and TCT tables of ``tables`` that has metrics under ``results``, in the tables' order."""
+    rows = table_rows(tables["results"]) + table_rows(tables["distillation"])
+    labels = dict(rows)
+    if runs:
+        return [(run, labels.get(run, run)) for run in runs]
+    return [(run, label) for run, label in rows if (Path(results) / run / "metrics.json").is_file()]

@@ -1,0 +1,238 @@
+"""A run's hard negatives as training data for other toolkits (``hardneg export hardnegs``).
+
+The training groups are those of :mod:`hardneg.export.groups`: training queries with at least one relevant
+document and one hard negative, in the order of the split's queries, positives in qrels order, negatives in rank
+order (``--negatives N`` keeps the first N). Four formats:
+
+``sentence-transformers``
+    Exactly what ``sentence_transformers.util.mine_hard_negatives`` returns for a dataset of (``query``,
+    ``positive``) pairs listing each query's positives in that order, with the hard negatives as the mined ones,
+    saved with ``Dataset.save_to_disk``: open it with ``datasets.load_from_disk(PATH)``. Its ``output_format``
+    (``--st-format``, default ``triplet`` as there):
+
+    * ``triplet``: columns ``query``, ``positive``, ``negative``; one row per (query, positive, negative), by
+      query, then positive, then negative in rank order;
+    * ``n-tuple``: ``query``, ``positive``, ``negative_1`` … ``negative_N``; one row per (query, positive), N the
+      ``--negatives`` given, else the most negatives a query has; as there, queries with fewer than N negatives
+      have no row;
+    * ``labeled-pair``: ``query``, ``positive`` (any document, as there), ``label`` (int64: 1 relevant, 0
+      negative); per query its positives, then its negatives;
+    * ``labeled-list``: ``query``, ``positive`` (list: the positive, then the negatives), ``labels`` (list of
+      int64: 1, then 0s); one row per (query, positive).
+
+    Texts are strings: a document is its title and text joined as hardneg's encoder reads them
+    (:mod:`hardneg.export.texts`; ``--title-separator`` sets the separator).
+
+``tevatron``
+    Tevatron's training JSON Lines (the inline format of Tevatron v1, which Tevatron v2's ``TrainDataset`` still
+    reads, recognising it by ``positive_passages``), one line per query::
+
+        {"query_id": str, "query": str,
+         "positive_passages": [{"docid": str, "title": str, "text": str}, ...],
+         "negative_passages": [{"docid": str, "title": str, "text": str}, ...]}
+
+    negatives in rank order; a missing title is "" (Tevatron joins ``title + " " + text`` itself).
+
+``hf-dataset``
+    A Hugging Face dataset (``Dataset.save_to_disk``; open it with ``datasets.load_from_disk(PATH)``), one row per
+    query: ``qid`` (string), ``query`` (string), ``positives`` (list of {docid, title, text}), ``negatives`` (list
+    of {docid, title, text, rank (int32), score (float32)}, in rank order).
+
+``jsonl``
+    One JSON object per query, the fields of ``hf-dataset``: ``{"qid", "query", "positives": [{"docid", "title",
+    "text"}], "negatives": [{"docid", "title", "text", "rank", "score"}]}``; scores are written with the shortest
+    decimal that reads back as the same float32.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+
+from hardneg.errors import HardnegError
+from hardneg.export import FORMATS, ST_FORMATS
+from hardneg.export.groups import Groups, load_groups
+from hardneg.export.outputs import check_output, is_saved_dataset, write_hf_dataset, write_jsonl
+from hardneg.export.texts import joined_texts, tokenizer_separator
+from hardneg.results.run_files import RunFiles
+
+log = logging.getLogger(__name__)
+
+_FOLDER_FORMATS = ("sentence-transformers", "hf-dataset")
+
+_DOCUMENT = [("docid", pa.string()), ("title", pa.string()), ("text", pa.string())]
+_RANKED = [("rank", pa.int32()), ("score", pa.float32())]
+HF_SCHEMA = pa.schema([("qid", pa.string()), ("query", pa.string()),
+                       ("positives", pa.list_(pa.struct(_DOCUMENT))),
+                       ("negatives", pa.list_(pa.struct(_DOCUMENT + _RANKED)))])
+
+
+# ---------------------------------------------------------------------------------- one row per query
+def group_table(groups: Groups, lo: int, hi: int, *, ranked: bool = True, json_scores: bool = False) -> pa.Table:
+    """Queries ``lo`` to ``hi`` as a table of one row per query: ``qid``, ``query``, ``positives`` and
+    ``negatives`` (lists of {docid, title, text}; negatives with ``rank`` and ``score`` when ``ranked``).
+    ``json_scores``: scores as float64 holding the shortest decimal of each float32 (what JSON should print)."""
+    docs = groups.doc_columns
+
+    def documents(rows: np.ndarray, offsets: np.ndarray, extra: list[pa.Array]) -> pa.ListArray:
+        fields = [docs[name].take(pa.array(rows)) for name, _ in _DOCUMENT] + extra
+        names = [name for name, _ in _DOCUMENT] + [name for name, _ in _RANKED][:len(extra)]
+        values = pa.StructArray.from_arrays(fields, names=names)
+        return pa.ListArray.from_arrays(pa.array(offsets - offsets[0], pa.int32()), values)
+
+    pos, neg = groups.pos_offsets[lo:hi + 1], groups.neg_offsets[lo:hi + 1]
+    extra = []
+    if ranked:
+        score = pa.array(groups.neg_score[neg[0]:neg[-1]], pa.float32())
+        if json_scores:
+            score = score.cast(pa.string()).cast(pa.float64())
+        extra = [pa.array(groups.neg_rank[neg[0]:neg[-1]], pa.int32()), score]
+    return pa.table({"qid": groups.qids[lo:hi], "query": groups.queries[lo:hi],
+                     "positives": documents(groups.pos_doc[pos[0]:pos[-1]], pos, []),
+                     "negatives": documents(groups.neg_doc[neg[0]:neg[-1]], neg, extra)})
+
+
+def _jsonl_blocks(groups: Groups):
+    for lo, hi in groups.blocks():
+        yield group_table(groups, lo, hi, json_scores=True).to_pylist()
+
+
+_TEVATRON_NAMES = ["query_id", "query", "positive_passages", "negative_passages"]
+
+
+def _tevatron_blocks(groups: Groups):
+    for lo, hi in groups.blocks():
+        yield group_table(groups, lo, hi, ranked=False).rename_columns(_TEVATRON_NAMES).to_pylist()
+
+
+# --------------------------------------------------------------------------------- sentence-transformers
+def st_schema(st_format: str, size: int | None = None) -> pa.Schema:
+    """The columns of a sentence-transformers export (``size``: the negatives of an ``n-tuple`` row)."""
+    text = pa.string()
+    if st_format == "triplet":
+        return pa.schema([("query", text), ("positive", text), ("negative", text)])
+    if st_format == "n-tuple":
+        return pa.schema([("query", text), ("positive", text), *((f"negative_{i}", text) for i in range(1, size + 1))])
+    if st_format == "labeled-pair":
+        return pa.schema([("query", text), ("positive", text), ("label", pa.int64())])
+    if st_format == "labeled-list":
+        return pa.schema([("query", text), ("positive", pa.list_(text)), ("labels", pa.list_(pa.int64()))])
+    raise HardnegError(f"--st-format must be one of {', '.join(ST_FORMATS)}, got {st_format!r}")
+
+
+def _within(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For groups of ``counts`` rows laid end to end: each row's group and its position within the group."""
+    group = np.repeat(np.arange(len(counts)), counts)
+    return group, np.arange(len(group)) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, size: int | None = None) -> pa.Table:
+    """Queries ``lo`` to ``hi`` in sentence-transformers' ``st_format`` (see the module docstring); ``texts``
+    holds each document's one string (a row per row of ``groups.documents``)."""
+    pos_start, neg_start = groups.pos_offsets[lo:hi + 1], groups.neg_offsets[lo:hi + 1]
+    positives, negatives = np.diff(pos_start), np.diff(neg_start)
+    pos_start, neg_start = pos_start[:-1], neg_start[:-1]
+
+    def query(rows: np.ndarray) -> pa.Array:
+        return groups.queries.take(pa.array(lo + rows, pa.int64()))
+
+    def text(doc_rows: np.ndarray) -> pa.Array:
+        return texts.take(pa.array(doc_rows, pa.int64()))
+
+    if st_format == "triplet":  # every (positive, negative) pair of each query
+        q, k = _within(positives * negatives)
+        pos = groups.pos_doc[pos_start[q] + k // negatives[q]]
+        neg = groups.neg_doc[neg_start[q] + k % negatives[q]]
+        columns = [query(q), text(pos), text(neg)]
+    elif st_format == "n-tuple":  # one row per positive of the queries with ``size`` negatives or more
+        full = np.flatnonzero(negatives >= size)
+        group, k = _within(positives[full])
+        q = full[group]
+        columns = [query(q), text(groups.pos_doc[pos_start[q] + k])]
+        columns += [text(groups.neg_doc[neg_start[q] + i]) for i in range(size)]
+    elif st_format == "labeled-pair":  # each query's positives (label 1), then its negatives (label 0)
+        q, k = _within(positives + negatives)
+        relevant = k < positives[q]
+        docs = np.empty(len(q), dtype=np.int64)
+        docs[relevant] = groups.pos_doc[(pos_start[q] + k)[relevant]]
+        docs[~relevant] = groups.neg_doc[(neg_start[q] + k - positives[q])[~relevant]]
+        columns = [query(q), text(docs), pa.array(relevant.astype(np.int64))]
+    elif st_format == "labeled-list":  # per positive: [positive, negatives...] with labels [1, 0...]
+        q, k = _within(positives)
+        lengths = 1 + negatives[q]
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+        row, j = _within(lengths)
+        first = j == 0
+        docs = np.empty(len(row), dtype=np.int64)
+        docs[first] = groups.pos_doc[pos_start[q] + k]
+        docs[~first] = groups.neg_doc[(neg_start[q[row]] + j - 1)[~first]]
+        columns = [query(q), pa.ListArray.from_arrays(offsets, text(docs)),
+                   pa.ListArray.from_arrays(offsets, pa.array(first.astype(np.int64)))]
+    else:
+        raise HardnegError(f"--st-format must be one of {', '.join(ST_FORMATS)}, got {st_format!r}")
+    return pa.Table.from_arrays(columns, schema=st_schema(st_format, size))
+
+
+def document_texts(groups: Groups, files: RunFiles, title_separator: str | None) -> pa.Array:
+    """Each document of ``groups`` as one string (:func:`hardneg.export.texts.joined_texts`). The separator is
+    ``title_separator``, else that of the run's tokenizer, loaded only when some document has a title."""
+    titles = groups.doc_columns["title"].to_pylist()
+    texts = groups.doc_columns["text"].to_pylist()
+    separator = title_separator
+    if separator is None:
+        titled = any(title.strip() for title in titles)
+        separator = tokenizer_separator(files.tokenizer_source(), files.run) if titled else ""
+        if titled:
+            log.info("titles and texts joined with %r, as the tokenizer %s pairs them", separator,
+                     files.tokenizer_source())
+    return pa.array(joined_texts(titles, texts, separator), pa.string())
+
+
+# -------------------------------------------------------------------------------------------- the command
+def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
+                    negatives: int | None = None, st_format: str | None = None,
+                    title_separator: str | None = None) -> dict:
+    """Write run ``run``'s hard negatives in format ``fmt`` (one of :data:`FORMATS`) to ``output``: a file for
+    ``tevatron`` and ``jsonl``, a folder for the ``datasets`` formats. ``negatives``: the first N negatives of
+    each query; ``st_format``: sentence-transformers' output format (default ``triplet``); ``title_separator``:
+    what joins titles and texts in sentence-transformers' strings (default: the run's tokenizer's pair
+    separator). Returns what was written: ``format``, ``output``, ``queries``, ``rows`` (lines or dataset rows)
+    and, for sentence-transformers, ``st_format`` and ``columns``."""
+    if fmt not in FORMATS:
+        raise HardnegError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt != "sentence-transformers" and (st_format is not None or title_separator is not None):
+        raise HardnegError("--st-format and --title-separator apply to --format sentence-transformers only")
+    st_format = st_format or "triplet"
+    st_schema(st_format, 1)  # an unknown --st-format fails before anything is read
+    what = f"{fmt} export"
+    output = check_output(output, folder=fmt in _FOLDER_FORMATS, what=what, previous=is_saved_dataset)
+    files = RunFiles.open(run, results)
+    groups = load_groups(files, negatives)
+    summary = {"format": fmt, "output": str(output), "queries": len(groups)}
+    if fmt == "jsonl":
+        summary["rows"] = write_jsonl(output, _jsonl_blocks(groups))
+    elif fmt == "tevatron":
+        summary["rows"] = write_jsonl(output, _tevatron_blocks(groups))
+    elif fmt == "hf-dataset":
+        summary["rows"] = write_hf_dataset(output, HF_SCHEMA, (group_table(groups, lo, hi)
+                                                               for lo, hi in groups.blocks()))
+    else:
+        size = None
+        if st_format == "n-tuple":
+            counts = np.diff(groups.neg_offsets)
+            size = negatives or int(counts.max())
+            short = int((counts < size).sum())
+            if short:
+                log.warning("%d of %d queries have fewer than %d negatives: no n-tuple row (as mine_hard_negatives "
+                            "leaves out rows without num_negatives negatives)", short, len(groups), size)
+        texts = document_texts(groups, files, title_separator)
+        schema = st_schema(st_format, size)
+        table = partial(st_table, groups, texts=texts, st_format=st_format, size=size)
+        summary["rows"] = write_hf_dataset(output, schema, (table(lo, hi) for lo, hi in groups.blocks()))
+        summary.update(st_format=st_format, columns=schema.names)
+    log.info("wrote %s: %d rows of %d training queries (%s)", output, summary["rows"], len(groups), fmt)
+    return summary

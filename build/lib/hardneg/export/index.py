@@ -1,0 +1,116 @@
+"""A run's Faiss index as a folder Pyserini's ``FaissSearcher`` opens, with its query encoder
+(``hardneg export index``).
+
+Pyserini's ``FaissSearcher(index_dir, query_encoder)`` reads two files of ``index_dir``: ``index`` (read with
+``faiss.read_index``) and ``docid`` (one document id per line, line i naming index row i). The export folder:
+
+    index                 the run's index (``results/<doc run>/index/<slug>.faiss``), with the run's
+                          ``params.index.search_params`` applied: Faiss saves them with the index (``nprobe`` of an
+                          IVF index, ``efSearch`` of an HNSW one), so Pyserini searches as the run's dense search did
+    docid                 the ids of ``results/<doc run>/embeddings/corpus.ids.parquet``, the rows of the index
+    encoder/              a copy of the run's model folder, which :class:`hardneg.dense.model.BiEncoder` loads,
+                          with ``hardneg_query.json``: the query length in tokens the run's model reads
+                          (``params.model.query_max_length``; longer queries are cut)
+    hardneg_export.json   the run, index, sources, sizes, and the Pyserini built-in encoder that matches the model
+                          when one does (:func:`auto_query_encoder`)
+
+Search it with the query encoder of :mod:`hardneg.export.pyserini`, which encodes queries exactly as hardneg does::
+
+    from hardneg.export.pyserini import HardnegQueryEncoder  # starts the JVM Pyserini's modules need
+    from pyserini.search.faiss import FaissSearcher
+
+    searcher = FaissSearcher(DIR, HardnegQueryEncoder(f"{DIR}/encoder"))
+    hits = searcher.search("what is a hard negative", k=10)  # [DenseSearchResult(docid, score), ...]
+
+(or ``hardneg.export.pyserini.faiss_searcher(DIR)``). The doc run is the run whose documents the run searches:
+itself, or its ``doc_index`` input for runs that keep another run's document embeddings fixed (ADORE).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from hardneg.errors import DataError
+from hardneg.export.outputs import check_output
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_dir
+from hardneg.results.run_files import RunFiles
+
+log = logging.getLogger(__name__)
+
+EXPORT_INFO = "hardneg_export.json"
+ENCODER = "encoder"
+QUERY_SETTINGS = "hardneg_query.json"  # in the encoder folder: {"max_length": query tokens the model reads}
+_ID_LINES = 100_000
+
+
+def is_index_export(path: Path) -> bool:
+    """Whether ``path`` is a folder written by :func:`export_index`."""
+    return (path / EXPORT_INFO).is_file()
+
+
+def auto_query_encoder(model_dir: str | os.PathLike) -> dict | None:
+    """The settings of Pyserini's ``AutoQueryEncoder`` that encode queries as the model at ``model_dir`` does
+    (``{"pooling": "cls" | "mean", "l2_norm": bool}``), or None when no built-in encoder does: a model with
+    ColBERT markers or a projection head. They match for queries of at most the model's query length: Pyserini
+    cuts queries at the tokenizer's limit (512 for BERT), hardneg at ``params.model.query_max_length``."""
+    meta = json.loads((Path(model_dir) / "hardneg.json").read_text())
+    if meta.get("markers") is not None or meta.get("projection_dim"):
+        return None
+    return {"pooling": meta["pooling"], "l2_norm": bool(meta.get("normalize", False))}
+
+
+def _write_docids(ids_path: Path, target: Path) -> int:
+    """Write the ids of a ROW_IDS table one per line; a DataError for an id that Pyserini would read back
+    differently (it strips each line's trailing whitespace)."""
+    ids = artifacts.read_table(artifacts.ROW_IDS, ids_path)["id"].combine_chunks()
+    bad = pc.match_substring_regex(ids, r"[\r\n]|\s$")
+    if pc.any(bad).as_py():
+        example = ids.filter(bad)[0].as_py()
+        raise DataError(ids_path, None, f"document id {example!r} holds a line break or ends in whitespace: "
+                        "Pyserini's docid file cannot hold it")
+    with open(target, "w", encoding="utf-8") as handle:
+        for start in range(0, len(ids), _ID_LINES):
+            handle.writelines(f"{docid}\n" for docid in ids.slice(start, _ID_LINES).to_pylist())
+    return len(ids)
+
+
+def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
+                 slug: str | None = None) -> dict:
+    """Write run ``run``'s index ``slug`` (default: the one its queries are searched with) and its query encoder
+    as a Pyserini ``FaissSearcher`` folder at ``output`` (see the module docstring), atomically. Returns the
+    ``hardneg_export.json`` record."""
+    import faiss
+
+    from hardneg.index import load_index, set_search_params
+
+    output = check_output(output, folder=True, what="Pyserini index export", previous=is_index_export)
+    files = RunFiles.open(run, results)
+    slug = slug or files.index_slug()
+    index_path, ids_path, model_dir = files.index(slug), files.corpus_ids(), files.model_dir()
+    search_params = files.params["index"].get("search_params")
+    index = load_index(index_path)
+    set_search_params(index, search_params)
+    info = {"run": run, "index": slug, "documents": int(index.ntotal), "dim": int(index.d),
+            "search_params": search_params, "query_max_length": files.query_max_length, "encoder": ENCODER,
+            "pyserini_auto_query_encoder": auto_query_encoder(model_dir),
+            "sources": {"index": str(index_path), "docids": str(ids_path), "model": str(model_dir)}}
+    with atomic_dir(output) as tmp:
+        faiss.write_index(index, str(tmp / "index"))
+        count = _write_docids(ids_path, tmp / "docid")
+        if count != index.ntotal:
+            raise DataError(ids_path, None, f"names {count} documents but index {index_path} holds {index.ntotal} "
+                            "vectors: the index was not built from these embeddings")
+        shutil.copytree(model_dir, tmp / ENCODER)
+        (tmp / ENCODER / QUERY_SETTINGS).write_text(
+            json.dumps({"max_length": files.query_max_length}, indent=2) + "\n", encoding="utf-8")
+        (tmp / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    log.info("exported index %s of run %s (%d documents) with its query encoder to %s", slug, run, index.ntotal,
+             output)
+    return info

@@ -1,0 +1,114 @@
+"""A Pyserini query encoder that encodes queries exactly as hardneg does, for the folders of
+:mod:`hardneg.export.index`.
+
+:class:`HardnegQueryEncoder` loads a model folder with :meth:`hardneg.dense.model.BiEncoder.load` and tokenizes
+queries as the tokenized cache does (the model's tokenizer, cut at the run's query length, no token type ids), so
+pooling, projection head, L2 normalisation and ColBERT markers are all those of the run::
+
+    from hardneg.export.pyserini import HardnegQueryEncoder
+    from pyserini.search.faiss import FaissSearcher
+
+    searcher = FaissSearcher(DIR, HardnegQueryEncoder(f"{DIR}/encoder"))
+    hits = searcher.search("what is a hard negative", k=10)
+
+:func:`faiss_searcher` does both. Importing this module starts the Java virtual machine (from hardneg's Java 21,
+:mod:`hardneg.bm25.java`): Pyserini's modules need it when they are imported.
+
+A plain model (no ColBERT markers, no projection head: ``markers`` null and ``projection_dim`` null in the folder's
+``hardneg.json``) is also encoded by Pyserini's built-in ``AutoQueryEncoder(DIR/encoder, pooling=<pooling>,
+l2_norm=<normalize>)``, with ``pooling`` (``cls`` or ``mean``) and ``normalize`` read from ``hardneg.json``: it
+reads the same ``last_hidden_state`` of the same tokens without token type ids, takes the first token or the mean
+over the query's tokens, and normalises when asked. It differs only for queries longer than the run's query
+length, which it does not cut. The export's ``hardneg_export.json`` names those settings
+(``pyserini_auto_query_encoder``; null when no built-in encoder matches).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from hardneg.bm25.java import start_jvm
+from hardneg.errors import HardnegError
+from hardneg.export.index import QUERY_SETTINGS
+
+start_jvm()  # before any Pyserini import: pyserini.encode reaches the JVM when imported
+
+from pyserini.encode import QueryEncoder  # noqa: E402  (needs the JVM started above)
+
+
+def _recorded_query_length(encoder_dir: Path) -> int:
+    """The query length recorded in a model folder: the export's ``hardneg_query.json``, else the
+    ``query_max_length`` of ``hardneg.json`` (recorded by newer saves); a HardnegError when neither has it."""
+    settings = encoder_dir / QUERY_SETTINGS
+    if settings.is_file():
+        return int(json.loads(settings.read_text())["max_length"])
+    recorded = json.loads((encoder_dir / "hardneg.json").read_text()).get("query_max_length")
+    if recorded is None:
+        raise HardnegError(f"{encoder_dir} records no query length ({settings} is missing): give max_length, the "
+                           "run's params.model.query_max_length")
+    return int(recorded)
+
+
+class HardnegQueryEncoder(QueryEncoder):
+    """Queries → vectors with a hardneg bi-encoder folder (an export's ``encoder/`` or a run's ``model/``).
+
+    ``max_length``: the most tokens of a query (the run's ``params.model.query_max_length``); by default read
+    from the folder's ``hardneg_query.json``, which :func:`hardneg.export.index.export_index` writes, else from
+    its ``hardneg.json``.
+    ``device``: a torch device; ``batch_size``: queries encoded at once by :meth:`encode_batch`.
+    """
+
+    def __init__(self, encoder_dir: str | os.PathLike, *, max_length: int | None = None, device: str = "cpu",
+                 batch_size: int = 64):
+        import torch
+
+        from hardneg.dense.model import BiEncoder
+        from hardneg.dense.tokenizer import load_tokenizer
+
+        super().__init__()
+        encoder_dir = Path(encoder_dir)
+        if not (encoder_dir / "hardneg.json").is_file():
+            raise HardnegError(f"{encoder_dir} is not a hardneg model folder: {encoder_dir / 'hardneg.json'} is "
+                               "missing")
+        if max_length is None:
+            max_length = _recorded_query_length(encoder_dir)
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = torch.device(device)
+        self.tokenizer = load_tokenizer(encoder_dir)
+        self.model = BiEncoder.load(encoder_dir).to(self.device).eval()
+        self.has_model = True
+
+    def encode_batch(self, queries: list[str]) -> np.ndarray:
+        """Vectors [len(queries), dim] (float32) of ``queries``, in order."""
+        import torch
+
+        from hardneg.dense.tokenized import encode_chunk
+
+        out = np.empty((len(queries), self.model.dim), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(queries), self.batch_size):
+                part = list(queries[start:start + self.batch_size])
+                ids, lengths, _ = encode_chunk(self.tokenizer, part, None, self.max_length)
+                width = int(lengths.max())
+                input_ids = torch.from_numpy(ids[:, :width].astype(np.int64)).to(self.device)
+                mask = (torch.arange(width)[None, :] < torch.from_numpy(lengths.astype(np.int64))[:, None]).long()
+                vectors = self.model.encode(input_ids, mask.to(self.device), "query")
+                out[start:start + len(part)] = vectors.float().cpu().numpy()
+        return out
+
+    def encode(self, query: str, **kwargs) -> np.ndarray:
+        """The vector [dim] (float32) of one query (Pyserini's ``FaissSearcher.search``)."""
+        return self.encode_batch([query])[0]
+
+
+def faiss_searcher(export_dir: str | os.PathLike, *, device: str = "cpu"):
+    """Pyserini's ``FaissSearcher`` over an index export (:mod:`hardneg.export.index`) with its
+    :class:`HardnegQueryEncoder`."""
+    from pyserini.search.faiss import FaissSearcher
+
+    return FaissSearcher(str(export_dir), HardnegQueryEncoder(Path(export_dir) / "encoder", device=device))

@@ -1,0 +1,181 @@
+"""Fusion of rankings: the dense–sparse hybrid of TCT-ColBERT, reciprocal rank fusion, and the tuning of a fusion
+weight α on queries that are never evaluated.
+
+The hybrid is that of TCT-ColBERT (Lin, Yang and Lin, RepL4NLP 2021, §4.3), as Pyserini's ``HybridSearcher``
+computes it for one query: the top ``depth`` documents of the sparse run and of the dense run are pooled; a
+document missing from one list gets that list's minimum score for the query; the fused score is
+``α·sparse + dense`` (``sparse + α·dense`` with ``weight_on_dense``), optionally after each list's scores are
+centred and scaled per query. Here it is computed over whole run tables at once (Arrow joins and NumPy, no loop
+over queries); ``tests/test_fusion.py`` checks it against hand-computed scores and against Pyserini's own
+function. Reciprocal rank fusion is Pyserini's (``pyserini.fusion.reciprocal_rank_fusion``; Cormack, Clarke and
+Büttcher, SIGIR 2009): a document's score is Σ 1/(rrf_k + rank) over the runs that rank it within ``depth``.
+
+Every fused ranking keeps each query's top ``k`` by score, as stored (float32, the RUN artifact's type), ties
+broken by docid (ascending), ranks 1, 2, ...
+
+Tuning: every α of a grid fuses the rankings of a seeded sample of judged queries of a split that is not
+evaluated (``tune.split``, the training split by default), each fused ranking is evaluated with one measure
+(ir-measures, :func:`hardneg.evaluation.metrics.evaluate`), and the best α is kept (the smallest of equal values).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg.evaluation.sampling import sample_ids
+from hardneg.io import artifacts
+
+log = logging.getLogger(__name__)
+
+# The default grid of α. α·sparse + dense mixes raw scores: BM25's are ~5-40, a normalised dense model's cosines lie
+# in [-1, 1] and the papers' unnormalised inner products spread over a few units to tens, so the useful α spans
+# orders of magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO uses about 0.1); α = 0 is the dense run alone.
+DEFAULT_ALPHA_GRID = [0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+
+
+@dataclass(frozen=True)
+class TuneParams:
+    split: str
+    queries: int
+    measure: str
+
+
+# The keys of a fusion method with a weight α (hardneg.methods.Method: a 'tune' section needs 'alpha' and
+# 'alpha_grid'); the method's dataclass has the fields alpha, alpha_grid and tune (TuneParams).
+WEIGHT_SCHEMA = {
+    "alpha": {"type": ["number", "null"], "minimum": 0, "default": None,
+              "description": "the weight α; null: tuned over alpha_grid on queries of tune.split "
+                             "(results/<run>/fusion_tuning.json)"},
+    "alpha_grid": {
+        "type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 1, "uniqueItems": True,
+        "default": DEFAULT_ALPHA_GRID,
+        "description": "the values of α tried when alpha is null. Scores are mixed raw (unless normalised): BM25 "
+                       "scores are ~5-40, a normalised dense model's cosines lie in [-1, 1], the papers' "
+                       "unnormalised inner products spread over a few units, so useful values span orders of "
+                       "magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO: about 0.1); 0 is one run alone"},
+    "tune": {
+        "type": "object", "additionalProperties": False, "default": {},
+        "description": "the tuning of alpha (when alpha is null): never on an evaluated split",
+        "properties": {
+            "split": {"$ref": "#/$defs/name", "default": "train",
+                      "description": "the split whose queries α is tuned on; never evaluation.split or one of "
+                                     "evaluation.extra_splits"},
+            "queries": {"type": "integer", "minimum": 1, "default": 1000,
+                        "description": "judged queries sampled with the run's seed (all when there are fewer)"},
+            "measure": {"type": "string", "default": "RR@10",
+                        "description": "the ir-measures measure maximised (RR = MRR)"},
+        },
+    },
+}
+
+
+# ------------------------------------------------------------------------------------------------ rankings
+def _top(run: pa.Table, depth: int) -> pa.Table:
+    """qid, docid and score (float64) of the documents a run ranks 1 to ``depth`` for each query."""
+    top = run.filter(pc.less_equal(run["rank"], depth))
+    return pa.table({"qid": top["qid"], "docid": top["docid"], "score": pc.cast(top["score"], pa.float64())})
+
+
+def ranked(qid, docid, score: np.ndarray, k: int) -> pa.Table:
+    """A RUN table of each query's ``k`` best documents by ``score`` (rounded to float32, as stored), ties broken
+    by docid (ascending), ranked from 1. ``qid`` and ``docid`` are string arrays aligned with ``score``."""
+    table = pa.table({"qid": qid, "docid": docid, "score": pa.array(np.asarray(score, dtype=np.float32))})
+    table = table.sort_by([("qid", "ascending"), ("score", "descending"), ("docid", "ascending")])
+    qids, n = table["qid"].combine_chunks(), table.num_rows
+    # in qid order a query's rows start where the qid changes
+    changes = pc.not_equal(qids.slice(1), qids.slice(0, max(n - 1, 0))).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.r_[n > 0, changes])
+    rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
+    table = table.append_column("rank", pa.array(rank.astype(np.int32))).filter(pa.array(rank <= k))
+    return table.select(artifacts.RUN.schema.names).cast(artifacts.RUN.schema)
+
+
+def _list_scores(pooled: pa.Table, top: pa.Table, column: str, normalization: bool) -> np.ndarray:
+    """One list's score of every pooled (qid, docid) row: its own, else the list's minimum for the query;
+    centred on the middle of the query's range and divided by its width when ``normalization``. A query the list
+    has no document for counts as a range of 0 to 1 (Pyserini's convention); a range of width 0 gives 0."""
+    bounds = top.group_by("qid").aggregate([("score", "min"), ("score", "max")])
+    # a query absent from the list points past its bounds, at the range 0 to 1
+    rows = pc.fill_null(pc.index_in(pooled["qid"], value_set=bounds["qid"]), len(bounds)).to_numpy()
+    low = np.append(bounds["score_min"].to_numpy(), 0.0)[rows]
+    high = np.append(bounds["score_max"].to_numpy(), 1.0)[rows]
+    score = pc.fill_null(pooled[column], np.nan).to_numpy()
+    score = np.where(np.isnan(score), low, score)
+    if normalization:
+        width = high - low
+        score = (score - (low + high) / 2) / np.where(width > 0, width, 1.0)
+    return score
+
+
+def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: int, normalization: bool,
+           weight_on_dense: bool) -> pa.Table:
+    """The dense–sparse hybrid of TCT-ColBERT (§4.3) of two RUN tables.
+
+    Per query, the documents ranked 1 to ``depth`` by ``sparse`` and by ``dense`` are pooled; a document missing
+    from one list gets that list's minimum score for the query. With ``normalization`` each list's scores s
+    become (s − (min + max)/2) / (max − min) over the query's list (Pyserini's ``HybridSearcher``). The fused
+    score is α·sparse + dense, or sparse + α·dense with ``weight_on_dense``; scores are in the input runs' units.
+    Returns a RUN table of each query's top ``k`` (see :func:`ranked`).
+    """
+    tops = {"sparse": _top(sparse, depth), "dense": _top(dense, depth)}
+    pooled = tops["sparse"].join(tops["dense"], keys=["qid", "docid"], join_type="full outer",
+                                 left_suffix="_sparse", right_suffix="_dense")
+    scores = {name: _list_scores(pooled, top, f"score_{name}", normalization) for name, top in tops.items()}
+    weighted, other = ("dense", "sparse") if weight_on_dense else ("sparse", "dense")
+    return ranked(pooled["qid"], pooled["docid"], alpha * scores[weighted] + scores[other], k)
+
+
+def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: int) -> pa.Table:
+    """Reciprocal rank fusion of two or more RUN tables with Pyserini: a document's score is Σ 1/(rrf_k + rank)
+    over the runs that rank it 1 to ``depth``. Returns a RUN table of each query's top ``k`` (see :func:`ranked`)."""
+    import pandas as pd
+    from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf
+    from pyserini.trectools import TrecRun
+
+    trec_runs = []
+    for run in runs:
+        # Pyserini takes each query's first `depth` rows as its top: rows in rank order
+        frame = run.sort_by([("qid", "ascending"), ("rank", "ascending")]).to_pandas()
+        trec = TrecRun()
+        trec.run_data = pd.DataFrame({"topic": frame["qid"], "q0": "Q0", "docid": frame["docid"],
+                                      "rank": frame["rank"], "score": frame["score"].astype(np.float64),
+                                      "tag": "hardneg"})
+        trec_runs.append(trec)
+    fused = pyserini_rrf(trec_runs, rrf_k=rrf_k, depth=depth, k=None).run_data
+    return ranked(pa.array(fused["topic"], pa.string()), pa.array(fused["docid"], pa.string()),
+                  fused["score"].to_numpy(np.float64), k)
+
+
+# -------------------------------------------------------------------------------------------------- tuning
+def sample_queries(qrels: pa.Table, count: int, seed: int) -> list[str]:
+    """``count`` judged queries (a relevance ≥ 1) of a QRELS table drawn with ``seed``, sorted; all of them when
+    there are fewer."""
+    judged = sorted(set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].to_pylist()))
+    return sample_ids(judged, count, seed)
+
+
+def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[float], measure: str) -> pa.Table:
+    """Evaluate ``fuse(α)`` (a RUN table) against ``qrels`` with ``measure`` for every α of ``grid``. Returns a
+    FUSION_TUNING table (alpha, value, chosen) in increasing α, ``chosen`` marking the best value's α (the
+    smallest of equal values)."""
+    from hardneg.evaluation.metrics import evaluate
+
+    alphas = sorted(float(a) for a in grid)
+    values = []
+    for alpha in alphas:
+        means, _ = evaluate(fuse(alpha), qrels, [measure])
+        values.append(means[measure])
+        log.info("alpha %g: %s %.4f", alpha, measure, values[-1])
+    best = int(np.argmax(values))  # the first maximum: the smallest α of equal values
+    return pa.table({"alpha": alphas, "value": values, "chosen": [i == best for i in range(len(alphas))]},
+                    schema=artifacts.FUSION_TUNING.schema)
+
+
+def chosen_alpha(tuning: pa.Table) -> float:
+    return tuning.filter(tuning["chosen"])["alpha"][0].as_py()

@@ -1,0 +1,118 @@
+"""Atomic artifact writing: write beside the target under a temporary name, then rename into place.
+
+A crash or an exception leaves no partial artifact behind. An exception removes its temporary; a process
+killed outright (SIGKILL, a lost machine) cannot, so every write first removes the temporaries that earlier,
+interrupted writes of the same target left beside it (``.<target name>.<random>.tmp``). That is safe because a
+target has one writer at a time: Snakemake runs one job per output and locks the working directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+log = logging.getLogger(__name__)
+
+_SUFFIX = ".tmp"
+# The process's umask, read once at import (setting it to read it is not thread-safe): temporaries are created
+# private (0600 files, 0700 folders) and, once written, are given the umask's permissions (0644 and 0755 under
+# umask 022), whatever their writers chose (some libraries create their files 0600), before they take the
+# target's place.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def _open_up(path: Path) -> None:
+    """Give ``path`` (and, for a folder, everything in it) the permissions of a file or folder the user creates."""
+    if path.is_symlink():
+        return
+    if path.is_dir():
+        os.chmod(path, 0o777 & ~_UMASK)
+        for root, dirs, files in os.walk(path):
+            for name in dirs:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o777 & ~_UMASK)
+            for name in files:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o666 & ~_UMASK)
+    else:
+        os.chmod(path, 0o666 & ~_UMASK)
+
+
+def _prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def stale_temporaries(target: str | os.PathLike) -> list[Path]:
+    """The temporaries of ``target`` in its folder: ``.<name>.<random>.tmp`` files or folders, where the random
+    part has no dot (so those of ``corpus.parquet`` are never taken for those of ``corpus``)."""
+    target = Path(target)
+    prefix = _prefix(target)
+    if not target.parent.is_dir():
+        return []
+    found = []
+    for entry in target.parent.iterdir():
+        name = entry.name
+        middle = name[len(prefix):-len(_SUFFIX)] if len(name) > len(prefix) + len(_SUFFIX) else ""
+        if name.startswith(prefix) and name.endswith(_SUFFIX) and middle and "." not in middle:
+            found.append(entry)
+    return sorted(found)
+
+
+def _remove_stale(target: Path) -> None:
+    for stale in stale_temporaries(target):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+        log.info("removed %s, left by an interrupted write of %s", stale, target)
+
+
+def _prepare(target: str | os.PathLike) -> Path:
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target)
+    return target
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary file path in the target's folder; rename it onto ``target`` on success."""
+    target = _prepare(target)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(target), suffix=_SUFFIX, dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        _open_up(tmp_path)
+        os.replace(tmp_path, target)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``target``; on success it replaces ``target`` whole."""
+    target = _prepare(target)
+    tmp_path = Path(tempfile.mkdtemp(prefix=_prefix(target), suffix=_SUFFIX, dir=target.parent))
+    try:
+        yield tmp_path
+        _open_up(tmp_path)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp_path, target)
+    except BaseException:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+        raise
+
+
+def write_text(target: str | os.PathLike, text: str) -> None:
+    """Write a text file atomically (UTF-8)."""
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")

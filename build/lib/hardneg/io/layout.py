@@ -1,0 +1,292 @@
+"""The results layout: where every artifact lives, in one place.
+
+Every function returns a path under ``root`` (default ``results``) as a string. Called with wildcard patterns
+(``run="{run}"``) they give the output patterns of the workflow rules; called with names they give the files
+the plan (:mod:`hardneg.pipeline.plan`), the command line and the stage runner read.
+
+Run, dataset, split and index names become file and folder names, so each must be one plain path component:
+the configuration schema holds them to :data:`NAME_PATTERN`, and every path built here is checked once more to
+stay inside ``root`` (an :class:`~hardneg.errors.OutputPathError` otherwise), so no name can make a job write
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+from hardneg.errors import OutputPathError
+from hardneg.schema.names import NAME_PATTERN, NAME_RULE  # noqa: F401  (NAME_PATTERN: the names it lays out)
+
+RESULTS = "results"
+
+EPISODES = "episodes"  # the folder of a run's episodes: results/<run>/episodes/<e> (hardneg.pipeline.episodes)
+_EPISODE = re.compile(r"(?P<run>[^/]+)/episodes/(?P<index>0|[1-9][0-9]*)")
+
+
+def episode_run(run: str, index: int) -> str:
+    """The name of episode ``index`` of episodic run ``run``."""
+    return f"{run}/{EPISODES}/{int(index)}"
+
+
+def parse_episode_run(name: str) -> tuple[str, int] | None:
+    """(episodic run, episode index) of an episode run's name; None for any other name."""
+    match = _EPISODE.fullmatch(str(name))
+    return (match["run"], int(match["index"])) if match else None
+
+
+def check_name(kind: str, name, root: str = RESULTS) -> str:
+    """Return ``name`` when it is a single path component; raise :class:`OutputPathError` otherwise.
+
+    Wildcard patterns such as ``{run}`` pass: the workflow's wildcard constraints keep their values plain.
+    """
+    text = str(name)
+    if text in ("", ".", "..") or any(char in text for char in ("/", "\\", "\0")):
+        raise OutputPathError(f"{kind} name {text!r} cannot be used in a path under {root!r}: a name must be one "
+                              f"file name ({NAME_RULE})")
+    return text
+
+
+def check_inside(path: str | os.PathLike, root: str | os.PathLike, what: str = "output path") -> str:
+    """Return ``path`` when it lies strictly inside folder ``root``; raise :class:`OutputPathError` otherwise.
+
+    The comparison is on normalised absolute paths, without following links: a results folder (or a part of
+    it) that is a symbolic link to another disk is fine, a '..' or an absolute component is not.
+    """
+    full, base = os.path.abspath(path), os.path.abspath(root)
+    if full == base or os.path.commonpath([full, base]) != base:
+        raise OutputPathError(f"{what} {str(path)!r} is outside the folder {str(root)!r}; a run, dataset, split "
+                              f"or index name must be one file name ({NAME_RULE})")
+    return str(path)
+
+
+def _inside_root(method):
+    """Check that the path ``method`` builds stays inside the layout's root."""
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        return check_inside(method(self, *args, **kwargs), self.root)
+
+    return checked
+
+
+class Layout:
+    def __init__(self, root: str = RESULTS):
+        self.root = str(root).rstrip("/") or "."
+
+    def _name(self, kind: str, name) -> str:
+        return check_name(kind, name, self.root)
+
+    # ------------------------------------------------------------------------------------------- datasets
+    @_inside_root
+    def dataset_dir(self, dataset: str) -> str:
+        return f"{self.root}/datasets/{self._name('dataset', dataset)}"
+
+    @_inside_root
+    def corpus(self, dataset: str) -> str:
+        return f"{self.dataset_dir(dataset)}/corpus.parquet"
+
+    @_inside_root
+    def queries_dir(self, dataset: str) -> str:
+        return f"{self.dataset_dir(dataset)}/queries"
+
+    @_inside_root
+    def queries(self, dataset: str, split: str) -> str:
+        return f"{self.queries_dir(dataset)}/{self._name('split', split)}.parquet"
+
+    @_inside_root
+    def qrels_dir(self, dataset: str) -> str:
+        return f"{self.dataset_dir(dataset)}/qrels"
+
+    @_inside_root
+    def qrels(self, dataset: str, split: str) -> str:
+        return f"{self.qrels_dir(dataset)}/{self._name('split', split)}.parquet"
+
+    @_inside_root
+    def dataset_stats(self, dataset: str) -> str:
+        return f"{self.dataset_dir(dataset)}/stats.json"
+
+    @_inside_root
+    def tokenizer(self, dataset: str, vocab) -> str:
+        return f"{self.dataset_dir(dataset)}/tokenizers/wordpiece-{self._name('vocabulary size', vocab)}"
+
+    @_inside_root
+    def tokenized(self, dataset: str, key: str) -> str:
+        return f"{self.dataset_dir(dataset)}/tokenized/{self._name('tokenized cache', key)}"
+
+    @_inside_root
+    def dataset_log(self, dataset: str, name: str) -> str:
+        return f"{self.dataset_dir(dataset)}/logs/{self._name('log', name)}.log"
+
+    @_inside_root
+    def dataset_benchmark(self, dataset: str, name: str) -> str:
+        return f"{self.dataset_dir(dataset)}/benchmarks/{self._name('benchmark', name)}.tsv"
+
+    # ----------------------------------------------------------------------------------------------- runs
+    @_inside_root
+    def run_dir(self, run: str) -> str:
+        """``results/<run>``; an episode run's (``<run>/episodes/<e>``, :mod:`hardneg.pipeline.episodes`) is
+        ``results/<run>/episodes/<e>``."""
+        episode = parse_episode_run(run)
+        if episode is not None:
+            return f"{self.root}/{self._name('run', episode[0])}/{EPISODES}/{episode[1]}"
+        return f"{self.root}/{self._name('run', run)}"
+
+    @_inside_root
+    def config(self, run: str) -> str:
+        return f"{self.run_dir(run)}/config.yaml"
+
+    @_inside_root
+    def log(self, run: str, name: str) -> str:
+        return f"{self.run_dir(run)}/logs/{self._name('log', name)}.log"
+
+    @_inside_root
+    def benchmark(self, run: str, name: str) -> str:
+        return f"{self.run_dir(run)}/benchmarks/{self._name('benchmark', name)}.tsv"
+
+    @_inside_root
+    def bm25_index(self, run: str) -> str:
+        return f"{self.run_dir(run)}/bm25_index"
+
+    @_inside_root
+    def model(self, run: str) -> str:
+        return f"{self.run_dir(run)}/model"
+
+    @_inside_root
+    def train_log(self, run: str) -> str:
+        return f"{self.run_dir(run)}/train_log.parquet"
+
+    @_inside_root
+    def train_timings(self, run: str) -> str:
+        """Wall-clock seconds of each part of each training step: beside the jobs' time and memory records."""
+        return f"{self.run_dir(run)}/benchmarks/train_steps.parquet"
+
+    @_inside_root
+    def checkpoints(self, run: str) -> str:
+        return f"{self.run_dir(run)}/checkpoints"
+
+    @_inside_root
+    def trainer_state(self, run: str) -> str:
+        """An episode's trainer state at its last step (a checkpoint: optimiser, scheduler, data order, random
+        states), which the next episode continues."""
+        return f"{self.run_dir(run)}/trainer_state"
+
+    @_inside_root
+    def refresh_costs(self, run: str, suffix: str) -> str:
+        """An episodic run's seconds per episode spent training and refreshing its negatives (``md`` or
+        ``parquet``): wall clock, beside the jobs' time and memory records."""
+        return f"{self.run_dir(run)}/benchmarks/refresh_costs.{self._name('refresh costs', suffix)}"
+
+    def _by_index(self, run: str, index: str | None) -> str:
+        return self.run_dir(run) if index is None else f"{self.run_dir(run)}/by_index/{self._name('index', index)}"
+
+    @_inside_root
+    def ranking(self, run: str, split: str, index: str | None = None) -> str:
+        """A run's ranking of a split (``index``: ranked with another index over the same documents)."""
+        return f"{self._by_index(run, index)}/runs/{self._name('split', split)}.parquet"
+
+    @_inside_root
+    def ranking_trec(self, run: str, split: str, index: str | None = None) -> str:
+        return f"{self._by_index(run, index)}/runs/{self._name('split', split)}.trec"
+
+    @_inside_root
+    def query_embeddings(self, run: str, split: str, index: str | None = None) -> str:
+        return f"{self._by_index(run, index)}/embeddings/queries_{self._name('split', split)}.npy"
+
+    @_inside_root
+    def query_ids(self, run: str, split: str, index: str | None = None) -> str:
+        return f"{self._by_index(run, index)}/embeddings/queries_{self._name('split', split)}.ids.parquet"
+
+    @_inside_root
+    def corpus_embeddings(self, run: str) -> str:
+        return f"{self.run_dir(run)}/embeddings/corpus.npy"
+
+    @_inside_root
+    def corpus_ids(self, run: str) -> str:
+        return f"{self.run_dir(run)}/embeddings/corpus.ids.parquet"
+
+    @_inside_root
+    def embedding_shard(self, run: str, shard) -> str:
+        return f"{self.run_dir(run)}/embeddings/shards/{self._name('shard', shard)}.npy"
+
+    @_inside_root
+    def embedding_shard_ids(self, run: str, shard) -> str:
+        return f"{self.run_dir(run)}/embeddings/shards/{self._name('shard', shard)}.ids.parquet"
+
+    @_inside_root
+    def index(self, run: str, slug: str) -> str:
+        return f"{self.run_dir(run)}/index/{self._name('index', slug)}.faiss"
+
+    @_inside_root
+    def hard_negatives(self, run: str) -> str:
+        return f"{self.run_dir(run)}/hardnegs.parquet"
+
+    @_inside_root
+    def positive_scores(self, run: str) -> str:
+        return f"{self.run_dir(run)}/positive_scores.parquet"
+
+    @_inside_root
+    def audit(self, run: str, suffix: str) -> str:
+        """The hard-negative audit: ``md`` (report), ``parquet`` (per query) or ``json`` (summary)."""
+        return f"{self.run_dir(run)}/hardnegs_audit.{self._name('audit', suffix)}"
+
+    @_inside_root
+    def metrics(self, run: str, index: str | None = None) -> str:
+        return f"{self._by_index(run, index)}/metrics.json"
+
+    @_inside_root
+    def per_query(self, run: str, index: str | None = None) -> str:
+        return f"{self._by_index(run, index)}/per_query.parquet"
+
+    @_inside_root
+    def fusion_tuning(self, run: str, suffix: str) -> str:
+        """The tuning of a fusion run's weight: ``json`` (the record and the chosen α) or ``parquet`` (the grid)."""
+        return f"{self.run_dir(run)}/fusion_tuning.{self._name('fusion tuning', suffix)}"
+
+    # -------------------------------------------------------------------------------------- experiments
+    @_inside_root
+    def experiment(self, name: str, file: str) -> str:
+        return f"{self.root}/{self._name('experiment', name)}/{file}"
+
+    # ---------------------------------------------------------------------------- summary and tables
+    @_inside_root
+    def summary(self, suffix: str) -> str:
+        """The summary of the runs: ``md`` (the table with its significance markers) or ``parquet`` (one row
+        per run)."""
+        return f"{self.root}/summary.{self._name('summary', suffix)}"
+
+    @_inside_root
+    def summary_tests(self) -> str:
+        """Every paired t-test behind the summary's markers (one row per run, baseline and measure)."""
+        return f"{self.root}/summary_tests.parquet"
+
+    @_inside_root
+    def table(self, name: str, suffix: str) -> str:
+        """A cross-run table: ``results/tables/<name>.<suffix>`` (``md`` or ``parquet``)."""
+        return f"{self.root}/tables/{self._name('table', name)}.{self._name('table', suffix)}"
+
+    @_inside_root
+    def table_log(self, name: str) -> str:
+        """The log of the job writing the summary (``name`` ``summary``) or table ``name``."""
+        return f"{self.root}/tables/logs/{self._name('log', name)}.log"
+
+    @_inside_root
+    def table_benchmark(self, name: str) -> str:
+        return f"{self.root}/tables/benchmarks/{self._name('benchmark', name)}.tsv"
+    # ------------------------------------------------------------------------------------------ figures
+    @_inside_root
+    def figure(self, name: str, suffix: str) -> str:
+        """A figure: ``png`` (the image) or ``parquet`` (the data it draws)."""
+        return f"{self.root}/figures/{self._name('figure', name)}.{self._name('figure', suffix)}"
+
+    # ----------------------------------------------------------------------------------- report and logs
+    @_inside_root
+    def viewer(self, run: str) -> str:
+        """The hard-negative viewer of a mining run: one self-contained HTML page of sampled queries."""
+        return f"{self.run_dir(run)}/hardnegs_viewer.html"
+
+    @_inside_root
+    def tensorboard(self, run: str) -> str:
+        """The TensorBoard log folder of a training run, written while it trains (a log, not an artifact)."""
+        return f"{self.run_dir(run)}/tensorboard"

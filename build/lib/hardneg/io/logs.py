@@ -1,0 +1,159 @@
+"""Logging for stage scripts: everything (Python logging, warnings, and the JVM's own output) goes to
+the rule's log file, so ``results/<run>/logs/`` explains every artifact.
+
+A few findings must reach the person running the workflow, not only the log: data that will be cut or left
+out, settings that cannot train well. :func:`console` writes such a message to the log *and* to the console:
+the standard error the process had before :func:`log_to` redirected it, which Snakemake shows on the terminal
+under the job. Messages logged to the ``hardneg.console`` logger go the same two ways.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import logging
+import os
+import sys
+
+CONSOLE_LOGGER = "hardneg.console"
+
+_console_stream = None  # the process's standard error from before the first redirection to a log file
+_console_handler: logging.Handler | None = None
+_log_path: str | None = None
+
+
+class _ConsoleFormatter(logging.Formatter):
+    """``hardneg warning: <message>``; further lines of the message indented; the log file named last."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        lines = record.getMessage().splitlines() or [""]
+        text = "\n".join([f"hardneg {record.levelname.lower()}: {lines[0]}"] + [f"  {line}" for line in lines[1:]])
+        return text + (f"\n  (log: {_log_path})" if _log_path else "")
+
+
+def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
+    """Send this process's logging, stdout and stderr (file descriptors 1 and 2, so child libraries and the
+    JVM are captured too) to ``path``. With ``path=None`` logging goes to stderr.
+
+    The standard error of before the redirection is kept for :func:`console`."""
+    global _console_stream, _log_path
+    if path is not None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        handle = open(path, "a", buffering=1, encoding="utf-8")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if _console_stream is None:  # a second call must not mistake the log file for the console
+            _console_stream = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
+        os.dup2(handle.fileno(), 1)
+        os.dup2(handle.fileno(), 2)
+        sys.stdout = sys.stderr = handle
+        if _log_path != os.fspath(path):
+            _keep_attempt(os.fspath(path))
+        if _log_path is None:
+            atexit.register(_log_peak_memory)
+        _log_path = os.fspath(path)
+    logging.basicConfig(level=level, stream=sys.stderr, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.captureWarnings(True)
+    _quiet_libraries()
+    from hardneg.io import stop
+
+    stop.handle_stop_signals()  # SIGTERM/SIGINT: no partial artifact (see hardneg.io.stop)
+    _set_console(_console_stream if path is not None else None)
+
+
+# Libraries whose INFO chatter says nothing about the artifacts (Faiss's loader reports which build it picked, each
+# time it is imported): their warnings and errors still reach the log.
+QUIET_LOGGERS = ("faiss", "transformers", "huggingface_hub", "sentence_transformers", "urllib3", "filelock")
+
+
+def _quiet_libraries() -> None:
+    """Library chatter at WARNING and no download or weight-loading progress bars: a job's log holds hardneg's
+    own lines (one line per N steps or documents for the long stages) and whatever went wrong."""
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when huggingface_hub is imported
+    if "huggingface_hub" in sys.modules:  # already imported: tell it (and transformers) directly
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.set_verbosity_warning()
+        transformers_logging.disable_progress_bar()
+
+
+def peak_memory_kib() -> int:
+    """This process's peak resident memory in KiB: the kernel's high-water mark of its memory since it started
+    its program (``VmHWM``; ``ru_maxrss`` where /proc is missing, which on Linux also counts the parent's memory
+    at the fork, carried across the exec)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+
+    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes on macOS, in KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit // 1024
+
+
+def _log_peak_memory() -> None:
+    """Log the process's peak resident memory as it ends: Snakemake's benchmark record samples memory, every
+    30 s after a job's first 15 s, and can miss a peak (benchmarks/scale.py reads both)."""
+    peak = peak_memory_kib()
+    logging.getLogger(__name__).info("peak resident memory: %d KiB (%.0f MiB)", peak, peak / 1024)
+
+
+def _keep_attempt(path: str) -> None:
+    """Keep this attempt's log past the next attempt: a hard link ``attempts/<name>.<n>.log`` beside it.
+
+    Snakemake deletes a job's log when it starts the job again, so the log of a killed or failed attempt would go
+    with the next attempt; the link keeps it. A process that ends normally (no uncaught exception, no stop signal)
+    removes its link, so only attempts that did not finish keep one."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(path)), "attempts")
+    stem = os.path.basename(path).removesuffix(".log")
+    os.makedirs(folder, exist_ok=True)
+    for number in itertools.count(1):
+        link = os.path.join(folder, f"{stem}.{number}.log")
+        try:
+            os.link(path, link)
+            break
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links on this file system: the log lasts until the next attempt only
+            return
+    atexit.register(_drop_attempt, link)
+
+
+def _drop_attempt(link: str) -> None:
+    stop = sys.modules.get("hardneg.io.stop")
+    if getattr(sys, "last_value", None) is None and not (stop is not None and stop.requested()):
+        with contextlib.suppress(OSError):
+            os.unlink(link)
+            os.rmdir(os.path.dirname(link))  # only when no other attempt is kept there
+
+
+def _set_console(stream) -> None:
+    """Print ``hardneg.console`` records on ``stream`` too (None: only where logging goes, which is then the
+    console itself)."""
+    global _console_handler
+    logger = logging.getLogger(CONSOLE_LOGGER)
+    if _console_handler is not None:
+        logger.removeHandler(_console_handler)
+        _console_handler = None
+    if stream is not None:
+        _console_handler = logging.StreamHandler(stream)
+        _console_handler.setFormatter(_ConsoleFormatter())
+        logger.addHandler(_console_handler)
+
+
+def console(message: str, *args, level: int = logging.WARNING) -> None:
+    """Write ``message`` (``%``-formatted with ``args``, as logging does) to the log and to the console.
+
+    Outside a stage script (no :func:`log_to` call, or ``log_to(None)``) it is an ordinary log record."""
+    logging.getLogger(CONSOLE_LOGGER).log(level, message, *args)

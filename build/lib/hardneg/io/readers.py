@@ -1,0 +1,95 @@
+"""Line-oriented readers for raw input files that report problems by file and line.
+
+Every reader decodes strictly as UTF-8, so a bad byte is reported with its line number instead of being
+silently replaced, and yields ``(line_number, value)`` so later checks (duplicates, unknown ids) can
+point at the offending line too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+from hardneg.errors import DataError
+
+
+def _open_binary(path: Path):
+    if not path.exists():
+        raise DataError(path, None, "file does not exist")
+    if path.is_dir():
+        raise DataError(path, None, "expected a file, found a folder")
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for each non-blank line, without its line ending."""
+    path = Path(path)
+    with _open_binary(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(path, number, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+            line = line.rstrip("\r\n")
+            if number == 1:
+                line = line.lstrip("\ufeff")
+            if line.strip():
+                yield number, line
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each line of a JSON-lines file; each line must hold an object."""
+    for number, line in iter_lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, number, f"malformed JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise DataError(path, number, f"expected a JSON object, found {type(obj).__name__}")
+        yield number, obj
+
+
+def iter_tsv(
+    path: str | os.PathLike, columns: int | tuple[int, ...], *, header: str | None = None, sep: str | None = "\t"
+) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, fields)`` of a delimited file.
+
+    ``columns`` is the allowed number (or numbers) of fields; ``sep=None`` splits on any whitespace
+    (TREC qrels). When ``header`` is given, a first line starting with it is skipped.
+    """
+    allowed = (columns,) if isinstance(columns, int) else columns
+    for number, line in iter_lines(path):
+        if header is not None and number == 1 and line.startswith(header):
+            continue
+        fields = line.split(sep) if sep is not None else line.split()
+        if len(fields) not in allowed:
+            expected = " or ".join(str(c) for c in allowed)
+            raise DataError(path, number, f"expected {expected} fields separated by "
+                            f"{'tabs' if sep == chr(9) else 'whitespace'}, found {len(fields)}")
+        yield number, fields
+
+
+_MAX_RELEVANCE = 2**31 - 1  # qrels store relevance as int32
+
+
+def parse_relevance(path: str | os.PathLike, number: int, value: str) -> int:
+    """Parse a relevance label: a non-negative integer (``2`` or ``2.0``; 0 means judged not relevant)."""
+    try:
+        grade = int(value)
+    except ValueError:
+        try:
+            as_float = float(value)
+        except ValueError:
+            raise DataError(path, number, f"relevance {value!r} is not an integer") from None
+        if not as_float.is_integer():
+            raise DataError(path, number, f"relevance {value!r} is not an integer") from None
+        grade = int(as_float)
+    if grade < 0:
+        raise DataError(path, number, f"relevance {value!r} is negative; relevance must be a non-negative integer "
+                                      f"(0: not relevant)")
+    if grade > _MAX_RELEVANCE:
+        raise DataError(path, number, f"relevance {value!r} is too large (at most {_MAX_RELEVANCE})")
+    return grade

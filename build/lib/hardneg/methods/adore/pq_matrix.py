@@ -1,0 +1,146 @@
+"""The ADORE PQ experiment (Table 3 of the STAR/ADORE paper), in one place: ADORE trained with each index of the
+config's ``pq_matrix.indexes`` over the documents of ``pq_matrix.docs`` and evaluated with every one of them.
+
+* :func:`expand_config`: one generated ADORE run per training index (:func:`run_name`), added when the config is
+  validated;
+* :func:`cells`, :func:`index_runs`, :func:`index_table_inputs`: what the experiment's rules read
+  (rules/pq_matrix.smk), from the run plan;
+* :func:`write_pq_matrix` and :func:`write_index_table`: the matrix (training index × evaluation index) and the
+  table of each run evaluated with its own index beside its training time;
+* :func:`report_pages`: their Markdown pages in the Snakemake report.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hardneg.errors import ConfigError, DataError
+from hardneg.evaluation.summary import as_paths, measure_label
+from hardneg.evaluation.timing import number_cell, training_time, unrecorded_note
+from hardneg.index import slug
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_path, write_text
+from hardneg.methods.adore import METHOD as ADORE  # the method of the generated runs
+
+
+def run_name(factory: str) -> str:
+    """Name of the generated ADORE run trained with index ``factory``."""
+    return f"adore_pq_{slug(factory)}"
+
+
+def expand_config(config: dict) -> bool:
+    """Add one ADORE run per training index of ``pq_matrix`` (kept if the user already defined it); False when
+    the config has no experiment."""
+    matrix = config.get("pq_matrix")
+    if not matrix:
+        return False
+    for factory in matrix["indexes"]:
+        params = copy.deepcopy(matrix.get("params", {}))
+        params.setdefault("index", {})["factory"] = factory
+        params.setdefault(ADORE.name, {})["index"] = factory
+        config["runs"].setdefault(run_name(factory), {"method": ADORE.name, "inputs": {"docs": matrix["docs"]},
+                                                      "params": params})
+    return True
+
+
+# ------------------------------------------------------------------------------------------- the plan's
+def cells(plan) -> list[tuple[str, str, str]]:
+    """(training index, evaluation index, metrics.json) of every cell of the matrix (``plan``: the run plan)."""
+    indexes = plan.config["pq_matrix"]["indexes"]
+    return [(a, b, plan.layout.metrics(run_name(a), slug(b))) for a in indexes for b in indexes]
+
+
+def index_runs(plan) -> list[tuple[str, str]]:
+    """(index, ADORE run trained with it) of each index of ``pq_matrix.indexes``."""
+    if not plan.config.get("pq_matrix"):
+        raise ConfigError("pq_matrix", "the table of ADORE with each index lists the runs of the PQ experiment: "
+                                       "add a pq_matrix section (docs, indexes)")
+    return [(index, run_name(index)) for index in plan.config["pq_matrix"]["indexes"]]
+
+
+def index_table_inputs(plan) -> dict:
+    """Each ADORE run of the experiment: its ``metrics`` evaluated with the index it trained with (its own
+    metrics.json, searched with its ``index.factory``, or else the matrix's cell) and its ``train_log``."""
+    pairs = index_runs(plan)
+    return {"metrics": [plan.layout.metrics(run) if plan.params(run)["index"]["factory"] == index
+                        else plan.layout.metrics(run, slug(index)) for index, run in pairs],
+            "train_log": [plan.layout.train_log(run) for _, run in pairs]}
+
+
+def report_pages(plan) -> dict:
+    """The experiment's Markdown pages in the report (none without a ``pq_matrix`` section): path → (title,
+    category, caption file of workflow/report/)."""
+    if not plan.config.get("pq_matrix"):
+        return {}
+    layout = plan.layout
+    return {layout.table("adore_indexes", "md"): ("ADORE with each index: effectiveness and training time",
+                                                   "Summary", "adore_indexes.rst"),
+            layout.experiment("pq_matrix", "matrix.md"): (
+                "ADORE with product-quantised indexes: trained with index A, evaluated with index B", "Experiments",
+                "pq_matrix.rst")}
+
+
+# ---------------------------------------------------------------------------------------------- writers
+def write_pq_matrix(cells: dict, indexes: list[str], measures: list[str], table_path: str | os.PathLike,
+                    markdown_path: str | os.PathLike) -> pa.Table:
+    """``cells`` maps (training index, evaluation index) to a metrics.json; writes one row per cell and a
+    Markdown matrix per measure (rows: the index ADORE trained with; columns: the index it is evaluated with)."""
+    rows = []
+    for (train_index, eval_index), path in cells.items():
+        with open(path, encoding="utf-8") as handle:
+            metrics = json.load(handle)["measures"]
+        rows.append({"train_index": train_index, "eval_index": eval_index,
+                     **{m: float(metrics[m]) for m in measures}})
+    table = pa.Table.from_pylist(rows)
+    with atomic_path(table_path) as tmp:
+        pq.write_table(table, tmp)
+    lookup = {(r["train_index"], r["eval_index"]): r for r in rows}
+    lines = ["# ADORE: training index × evaluation index", ""]
+    for measure in measures:
+        lines += [f"## {measure}", "", "| trained with \\ evaluated with | " + " | ".join(indexes) + " |",
+                  "|---|" + "---|" * len(indexes)]
+        for a in indexes:
+            lines.append(f"| {a} | " + " | ".join(f"{lookup[(a, b)][measure]:.4f}" for b in indexes) + " |")
+        lines.append("")
+    write_text(markdown_path, "\n".join(lines))
+    return table
+
+
+def write_index_table(indexes: list[str], runs: list[str], metrics_paths, train_logs,
+                            benchmarks: list[str], measures: list[str], docs: str,
+                            markdown_path: str | os.PathLike, table_path: str | os.PathLike) -> pd.DataFrame:
+    """Stage function: for each index of ``indexes`` the ADORE run trained with it (``runs``), its mean of each
+    of ``measures`` evaluated with that same index (``metrics_paths``), and its training time (``train_logs``,
+    ``benchmarks``), all aligned; ``docs`` is the run whose documents the index holds. Markdown and Parquet
+    (:func:`hardneg.io.artifacts.adore_indexes_kind`)."""
+    rows = []
+    for index, run, path, log, bench in zip(indexes, runs, as_paths(metrics_paths), as_paths(train_logs), benchmarks,
+                                            strict=True):
+        with open(path, encoding="utf-8") as handle:
+            values = json.load(handle)["measures"]
+        missing = [m for m in measures if m not in values]
+        if missing:
+            raise DataError(path, None, f"metrics.json has no {', '.join(missing)}: evaluate the run again")
+        rows.append({"index": index, "run": run, **{m: float(values[m]) for m in measures},
+                     **training_time(log, bench)})
+    kind = artifacts.adore_indexes_kind(measures)
+    table = pd.DataFrame(rows, columns=kind.schema.names)
+    artifacts.write_table(pa.Table.from_pandas(table, schema=kind.schema, preserve_index=False), kind, table_path)
+    lines = ["# ADORE with each index", "",
+             f"ADORE trained with each index of pq_matrix.indexes over the documents of run `{docs}`, evaluated "
+             f"with that same index; training time as in training_time.md (wall clock, machine-dependent).", "",
+             "| index | run | " + " | ".join(measure_label(m) for m in measures) + " | seconds | steps | "
+             "seconds per step |",
+             "|---|---|" + "---:|" * (len(measures) + 3)]
+    for row in rows:
+        cells = [row["index"], row["run"], *(f"{row[m]:.3f}" for m in measures), number_cell(row["seconds"], 1),
+                 str(row["steps"]), number_cell(row["seconds_per_step"], 3)]
+        lines.append("| " + " | ".join(cells) + " |")
+    write_text(markdown_path, "\n".join(lines + unrecorded_note(rows, benchmarks)) + "\n")
+    return table

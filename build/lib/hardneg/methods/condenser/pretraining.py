@@ -1,0 +1,419 @@
+"""Condenser (Gao and Callan, EMNLP 2021) and coCondenser (Gao and Callan, ACL 2022): pre-training a BERT-like
+encoder so that its [CLS] vector condenses the text, before it is fine-tuned as a dense retriever.
+
+* The backbone's layers are split into *early* (the first ``early_layers``) and *late* (the rest). A *head* of
+  ``head_layers`` new transformer layers reads the late [CLS] vector followed by the early layers' token states
+  (positions 1..n, the short circuit), and predicts the masked tokens: the late layers' token states are out
+  of its reach, so whatever the head needs from the late layers has to pass through [CLS].
+* Loss: masked language modelling (MLM) on the backbone's last layer plus MLM on the head's outputs, one MLM
+  prediction head shared by both (BERT's, its decoder tied to the word embeddings; taken from the checkpoint
+  when it has one): L = L_mlm(late) + L_mlm(head).
+* coCondenser (``contrastive``): each document gives two random spans (contiguous token windows, each
+  ``[CLS] ... [SEP]``), masked for MLM as above, and the late [CLS] vectors of the 2B spans of a batch add an
+  in-batch contrastive loss: each span's positive is its partner, every other span of the batch a negative
+  (raw inner products divided by ``temperature``, 1 in coCondenser): L = L_mlm(late) + L_mlm(head) +
+  ``contrastive_weight`` x L_span.
+
+Only the backbone outlives pre-training. ``save`` writes it as a bi-encoder folder
+(:class:`hardneg.dense.model.BiEncoder`, pooling and normalisation of the run's ``params.model``, no projection),
+so ``BiEncoder.load`` reads it and ``AutoModel.from_pretrained`` loads it as a plain Hugging Face encoder (another
+run's ``params.model.name``). The backbone's pooler is kept in that folder although nothing reads it: its class
+builds one, and a folder without it would load with a randomly drawn pooler and a warning.
+
+The training step (:class:`CondenserStep`) draws everything random (spans, MLM positions, replacements) with
+NumPy from the trainer's seeded generator, so a batch is a pure function of its document rows and the seed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from hardneg.dense.distributed import SINGLE, Replicas
+from hardneg.methods.condenser.params import CondenserSection
+
+log = logging.getLogger(__name__)
+
+IGNORE = -100  # the label of a position without an MLM target (torch's cross-entropy default ignore_index)
+_EPS = 1e-9  # span length bounds: 0.1 x 30 is 3.0000000000000004 in floating point, still 3 tokens
+_MLM_PREFIX = "cls.predictions."  # BertForMaskedLM / BertForPreTraining checkpoints
+
+
+# ------------------------------------------------------------------------------------------------- the model
+def _layer_output(output) -> torch.Tensor:
+    """A transformer layer's hidden states: transformers 5 returns the tensor, earlier versions a tuple."""
+    return output[0] if isinstance(output, tuple) else output
+
+
+def _init_fresh(module: nn.Module, std: float) -> None:
+    """BERT's initialisation of new weights: linear weights ~ N(0, std) with zero biases, LayerNorm 1 and 0
+    (``nn.Linear``'s own default is a uniform draw of another scale)."""
+    for sub in module.modules():
+        if isinstance(sub, nn.Linear):
+            nn.init.normal_(sub.weight, mean=0.0, std=std)
+            if sub.bias is not None:
+                nn.init.zeros_(sub.bias)
+        elif isinstance(sub, nn.LayerNorm):
+            nn.init.ones_(sub.weight)
+            nn.init.zeros_(sub.bias)
+
+
+def span_contrastive_loss(vectors: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """coCondenser's span-pair loss of ``vectors`` [2B, H]: rows ``i`` and ``i + B`` are the two spans of one
+    document. Each row is scored against every other row (inner products / ``temperature``, itself left out), and
+    the loss is the cross-entropy of its partner, averaged over the 2B rows. Computed in float32 at least."""
+    count = vectors.shape[0]
+    if count % 2:
+        raise ValueError(f"span vectors come in pairs, got {count} rows")
+    with torch.autocast(vectors.device.type, enabled=False):
+        exact = vectors.to(torch.promote_types(vectors.dtype, torch.float32))
+        scores = exact @ exact.T / temperature
+        itself = torch.eye(count, dtype=torch.bool, device=vectors.device)
+        scores = scores.masked_fill(itself, float("-inf"))
+        partner = (torch.arange(count, device=vectors.device) + count // 2) % count
+        return nn.functional.cross_entropy(scores, partner)
+
+
+def _global_sum(value: torch.Tensor, replicas: Replicas) -> torch.Tensor:
+    """The sum of a scalar over the training processes; only this process's term carries its gradient."""
+    return replicas.gather(value.reshape(1), replicas.world).sum()
+
+
+class Condenser(nn.Module):
+    """A Condenser over ``encoder``, a Hugging Face BERT-like model (``embeddings`` then ``encoder.layer``).
+
+    ``params`` gives the layer split, the head and the contrastive option (its MLM probability and spans are the
+    step's); ``pooling``, ``normalize`` and the maximum lengths are those of the bi-encoder :meth:`save` writes.
+    New weights (head, MLM head, pooler) are drawn from torch's global generator: seed it first, or use
+    :meth:`create`."""
+
+    def __init__(self, encoder: nn.Module, params: CondenserSection, *, pooling: str = "cls",
+                 normalize: bool = False, query_max_length: int | None = None, doc_max_length: int | None = None):
+        super().__init__()
+        from transformers.models.bert.modeling_bert import BertOnlyMLMHead
+
+        layers = getattr(getattr(encoder, "encoder", None), "layer", None)
+        if not hasattr(encoder, "embeddings") or not isinstance(layers, nn.ModuleList):
+            raise ValueError(f"Condenser needs a BERT-like encoder (embeddings, then encoder.layer), not a "
+                             f"{type(encoder).__name__}")
+        total = len(layers)
+        early = max(1, total // 2) if params.early_layers is None else params.early_layers
+        if total < 2:
+            raise ValueError(f"Condenser splits the backbone's layers into early and late ones: it needs 2 layers at "
+                             f"least, the backbone has {total}")
+        if not 1 <= early <= total - 1:
+            raise ValueError(f"early_layers must be within 1..{total - 1} (the backbone has {total} layers), "
+                             f"got {early}")
+        config = encoder.config
+        self.encoder = encoder  # named as the trainer looks for it (gradient checkpointing)
+        self.params = params
+        self.early_layers = early
+        self.pooling, self.normalize = pooling, normalize
+        self.query_max_length, self.doc_max_length = query_max_length, doc_max_length
+        std = getattr(config, "initializer_range", 0.02)
+        # The head: new layers of the backbone's own kind and config, so they read its attention mask as is.
+        self.head = nn.ModuleList([type(layers[0])(config) for _ in range(params.head_layers)])
+        _init_fresh(self.head, std)
+        self.mlm = BertOnlyMLMHead(config)
+        predictions = self.mlm.predictions
+        _init_fresh(predictions.transform, std)
+        nn.init.zeros_(predictions.bias)
+        # BERT's tying: the decoder is the word embeddings, with its own output bias
+        predictions.decoder.weight = encoder.get_input_embeddings().weight
+        predictions.decoder.bias = predictions.bias
+        if getattr(encoder, "pooler", False) is None:
+            # A pooler-less backbone (the built-in BERT): AutoModel would build one for the saved folder and draw
+            # it at random, so one is drawn here, seeded, and saved with the backbone (never read).
+            pooler_class = getattr(sys.modules[type(encoder).__module__],
+                                   type(encoder).__name__.removesuffix("Model") + "Pooler", None)
+            if pooler_class is not None:
+                encoder.pooler = pooler_class(config)
+                _init_fresh(encoder.pooler, std)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.encoder.encoder.layer)
+
+    def _attention_mask(self, attention_mask: torch.Tensor, hidden: torch.Tensor):
+        """The attention mask in the form the backbone's layers take (their attention implementation's)."""
+        try:
+            from transformers.masking_utils import create_bidirectional_mask
+        except ImportError:  # transformers 4: the additive [B, 1, 1, T] mask
+            return self.encoder.get_extended_attention_mask(attention_mask, attention_mask.shape)
+        return create_bidirectional_mask(config=self.encoder.config, inputs_embeds=hidden,
+                                         attention_mask=attention_mask)
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+        """``(early, late, mask)``: the hidden states [B, T, H] after the early layers and after the last layer
+        (what the backbone alone returns), and the layers' attention mask."""
+        hidden = self.encoder.embeddings(input_ids=input_ids)
+        mask = self._attention_mask(attention_mask, hidden)
+        early = None
+        for index, layer in enumerate(self.encoder.encoder.layer):
+            hidden = _layer_output(layer(hidden, mask))  # positional: what gradient checkpointing passes on
+            if index + 1 == self.early_layers:
+                early = hidden
+        return early, hidden, mask
+
+    def head_states(self, early: torch.Tensor, late: torch.Tensor, mask) -> torch.Tensor:
+        """The head's outputs [B, T, H] over the late [CLS] followed by the early states of positions 1..T-1."""
+        hidden = torch.cat([late[:, :1], early[:, 1:]], dim=1)
+        for layer in self.head:
+            hidden = _layer_output(layer(hidden, mask))
+        return hidden
+
+    def mlm_loss(self, hidden: torch.Tensor, labels: torch.Tensor, replicas: Replicas = SINGLE) -> torch.Tensor:
+        """Mean cross-entropy of the MLM targets (``labels`` [B, T], :data:`IGNORE` where none) predicted from
+        ``hidden`` [B, T, H], over the masked tokens of every process. Only masked positions are decoded: the
+        vocabulary-wide logits of the others would be thrown away."""
+        picked = labels != IGNORE
+        logits = self.mlm(hidden[picked])
+        total = nn.functional.cross_entropy(logits.float(), labels[picked], reduction="sum")
+        count = picked.sum().to(total.dtype)
+        return _global_sum(total, replicas) / _global_sum(count, replicas).detach().clamp(min=1.0)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor, *,
+                documents: int | None = None, replicas: Replicas = SINGLE):
+        """The loss of one training step and its parts: ``(loss, {"mlm_late", "mlm_head"[, "contrastive"]})``
+        (the parts detached).
+
+        ``input_ids``, ``attention_mask``, ``labels``: [rows, T]. With ``contrastive``, the rows are this
+        process's share of the documents' first spans followed by the same documents' second spans, and
+        ``documents`` is the number of documents of the whole batch (default: this share's). With several
+        processes (``replicas``) the losses are those of the whole batch, gradients flowing through this
+        process's rows only (see :mod:`hardneg.dense.distributed`). Training calls this once per step: DDP
+        needs exactly one forward per backward."""
+        early, late, mask = self.encode(input_ids, attention_mask)
+        mlm_late = self.mlm_loss(late, labels, replicas)
+        mlm_head = self.mlm_loss(self.head_states(early, late, mask), labels, replicas)
+        loss = mlm_late + mlm_head
+        stats = {"mlm_late": mlm_late.detach(), "mlm_head": mlm_head.detach()}
+        if self.params.contrastive:
+            half = late.shape[0] // 2
+            documents = half if documents is None else documents
+            cls = late[:, 0]
+            vectors = torch.cat([replicas.gather(cls[:half], documents), replicas.gather(cls[half:], documents)])
+            contrastive = span_contrastive_loss(vectors, self.params.temperature)
+            loss = loss + self.params.contrastive_weight * contrastive
+            stats["contrastive"] = contrastive.detach()
+        return loss, stats
+
+    # ------------------------------------------------------------------------------------------ persistence
+    def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
+        """Save the backbone alone, atomically, as a bi-encoder folder (see the module docstring); the head and
+        the MLM head are dropped."""
+        from hardneg.dense.model import BiEncoder
+
+        pooler = getattr(self.encoder, "pooler", None)
+        model = BiEncoder(self.encoder, None, pooling=self.pooling, projection_dim=None, normalize=self.normalize,
+                          query_max_length=self.query_max_length, doc_max_length=self.doc_max_length)
+        if pooler is not None:  # BiEncoder drops it; the folder keeps it (module docstring), and so does self
+            self.encoder.pooler = pooler
+        model.save(out_dir, tokenizer)
+
+    @classmethod
+    def create(cls, spec, tokenizer, *, params: CondenserSection, seed: int,
+               init_model: str | os.PathLike | None = None) -> "Condenser":
+        """A Condenser to pre-train, seeded (the same arguments give the same weights).
+
+        The backbone is :func:`hardneg.dense.model.build_backbone` of ``spec`` (a :class:`ModelSpec`: the built-in
+        BERT or ``spec.name``), or with ``init_model`` the encoder of that folder (another run's model). The MLM
+        prediction head is the checkpoint's when its folder holds BertForMaskedLM weights (``cls.predictions.*``),
+        else drawn afresh. ``pooling`` and ``normalize`` of the saved bi-encoder are the spec's."""
+        from transformers import AutoModel
+
+        from hardneg.dense.model import BUILTIN, build_backbone
+
+        if init_model is not None:
+            torch.manual_seed(seed)  # weights the folder lacks are drawn at random by Hugging Face
+            encoder = AutoModel.from_pretrained(init_model)
+        else:
+            encoder = build_backbone(spec, len(tokenizer), tokenizer.pad_token_id, spec.doc_max_length, seed)
+        rows = encoder.get_input_embeddings().num_embeddings
+        if len(tokenizer) > rows:
+            raise ValueError(f"the tokenizer has {len(tokenizer)} tokens, the model's embeddings {rows}")
+        torch.manual_seed(seed + 1)
+        model = cls(encoder, params, pooling=spec.pooling, normalize=spec.normalize,
+                    query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+        source = init_model if init_model is not None else (None if spec.name == BUILTIN else spec.name)
+        weights = _mlm_weights(source) if source is not None else None
+        if weights is not None and model._load_mlm(weights):
+            log.info("MLM prediction head from the checkpoint %s", source)
+        else:
+            log.info("MLM prediction head drawn afresh (seed %d)", seed + 1)
+        return model
+
+    def _load_mlm(self, weights: dict[str, torch.Tensor]) -> bool:
+        """Load the checkpoint's MLM head (names relative to ``cls.predictions.``) unless it lacks a weight or one
+        has another shape (another vocabulary); the tied decoder weight is the word embeddings already."""
+        own = {name: value for name, value in self.mlm.predictions.state_dict().items()
+               if not name.startswith("decoder.")}
+        # old TensorFlow-converted checkpoints name LayerNorm's weights gamma and beta
+        renamed = {name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"):
+                   value for name, value in weights.items()}
+        if any(name not in renamed or renamed[name].shape != value.shape for name, value in own.items()):
+            return False
+        self.mlm.predictions.load_state_dict({name: renamed[name] for name in own}, strict=False)
+        return True
+
+
+def _mlm_weights(source: str | os.PathLike) -> dict[str, torch.Tensor] | None:
+    """The ``cls.predictions.*`` tensors (prefix removed) of the safetensors checkpoint of a local folder or of a
+    hub name already in the local cache, or None when it has none. Nothing is downloaded and no pickle read."""
+    from safetensors import safe_open
+
+    folder = Path(source)
+    if folder.is_dir():
+        def find(name):
+            return folder / name if (folder / name).is_file() else None
+    else:
+        from huggingface_hub import try_to_load_from_cache
+
+        def find(name):
+            found = try_to_load_from_cache(str(source), name)
+            return Path(found) if isinstance(found, str) else None
+    index = find("model.safetensors.index.json")
+    if index is not None:  # a sharded checkpoint
+        weight_map = json.loads(index.read_text())["weight_map"]
+        files = sorted({f for k, f in weight_map.items() if k.startswith(_MLM_PREFIX)})
+        paths = [index.parent / f for f in files]
+    else:
+        single = find("model.safetensors")
+        paths = [single] if single is not None else []
+    weights = {}
+    for path in paths:
+        with safe_open(str(path), "pt") as tensors:
+            for key in tensors.keys():
+                if key.startswith(_MLM_PREFIX):
+                    weights[key[len(_MLM_PREFIX):]] = tensors.get_tensor(key)
+    return weights or None
+
+
+def new_condenser(spec, tokenizer, params: CondenserSection, seed: int,
+                  init_model: str | os.PathLike | None = None) -> Condenser:
+    """:meth:`Condenser.create` (the method module's ``new_model``)."""
+    return Condenser.create(spec, tokenizer, params=params, seed=seed, init_model=init_model)
+
+
+# ------------------------------------------------------------------------------------------------- the step
+@dataclass
+class CondenserBatch:
+    """One step's inputs. Rows are the documents, or with spans the documents' first spans, then their second
+    spans (row ``i`` and ``i + B`` of document ``i``)."""
+
+    doc_rows: np.ndarray  # [B] rows of the tokenized corpus
+    input_ids: np.ndarray  # [R, T] int64, MLM replacements applied, padded with the pad id
+    attention_mask: np.ndarray  # [R, T] int64, 1 = real token
+    labels: np.ndarray  # [R, T] int64: the original token where MLM predicts one, IGNORE elsewhere
+    spans: np.ndarray | None  # [R, 2] (start, tokens) of each span among its document's tokens after [CLS]
+
+
+class CondenserStep:
+    """The Condenser / coCondenser training step over batches of corpus rows (``doc_texts``, a
+    :class:`hardneg.dense.tokenized.TokenizedTexts`: each row ``[CLS] ... [SEP]``).
+
+    MLM masking is BERT's: each real token that is not a special one is picked with probability
+    ``mlm_probability`` (one at least per batch, so that the loss is defined), and a picked token becomes
+    [MASK] (80%), a random non-special token (10%) or stays (10%). With ``contrastive``, each document gives two
+    spans drawn independently: a length of uniform whole tokens within [span_min, span_max] x its n tokens
+    between [CLS] and the final [SEP] (at least 1; raised to the lower end when the document is too short for a
+    length in between), then a uniform start; each span is ``[CLS] span [SEP]`` and masked as above."""
+
+    def __init__(self, doc_texts, *, params: CondenserSection, mask_token_id: int, cls_token_id: int,
+                 sep_token_id: int, pad_token_id: int, special_token_ids, vocab_size: int):
+        self.doc_texts, self.params = doc_texts, params
+        self.mask_id, self.cls_id, self.sep_id, self.pad_id = mask_token_id, cls_token_id, sep_token_id, pad_token_id
+        special = {int(i) for i in special_token_ids} | {mask_token_id, cls_token_id, sep_token_id, pad_token_id}
+        self.special = np.array(sorted(special), dtype=np.int64)
+        self.ordinary = np.setdiff1d(np.arange(vocab_size, dtype=np.int64), self.special)  # random replacements
+
+    def make_batch(self, doc_rows: np.ndarray, rng: np.random.Generator) -> CondenserBatch:
+        doc_rows = np.asarray(doc_rows, dtype=np.int64)
+        lengths = np.asarray(self.doc_texts.lengths[doc_rows], dtype=np.int64)
+        width = max(int(lengths.max()) if len(lengths) else 1, 1)
+        tokens = np.asarray(self.doc_texts.ids[doc_rows, :width], dtype=np.int64)
+        spans = None
+        if self.params.contrastive:
+            tokens, lengths, spans = self._spans(tokens, lengths, rng)
+        input_ids, labels = self._mask(tokens, lengths, rng)
+        attention = (np.arange(tokens.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
+        return CondenserBatch(doc_rows=doc_rows, input_ids=input_ids, attention_mask=attention, labels=labels,
+                              spans=spans)
+
+    def _spans(self, docs: np.ndarray, lengths: np.ndarray, rng: np.random.Generator):
+        """Two spans per document (see the class docstring): their rows, lengths and (start, tokens)."""
+        content = np.maximum(lengths - 2, 0)  # the tokens between [CLS] and the final [SEP]
+        low = np.maximum(1, np.ceil(self.params.span_min * content - _EPS)).astype(np.int64)
+        high = np.maximum(low, np.floor(self.params.span_max * content + _EPS).astype(np.int64))
+        low, high = np.minimum(low, content), np.minimum(high, content)  # an empty document: an empty span
+        sizes = rng.integers(low, high + 1, size=(2, len(docs))).reshape(-1)
+        starts = rng.integers(0, np.tile(content, 2) - sizes + 1).reshape(-1)
+        source = np.tile(np.arange(len(docs)), 2)  # first spans of every document, then their second spans
+        width = int(sizes.max()) + 2 if len(sizes) else 2
+        offsets = np.arange(width - 2)[None, :]
+        inside = offsets < sizes[:, None]
+        columns = np.minimum(1 + starts[:, None] + offsets, docs.shape[1] - 1)
+        rows = np.full((len(sizes), width), self.pad_id, dtype=np.int64)
+        rows[:, 0] = self.cls_id
+        rows[:, 1:width - 1] = np.where(inside, docs[source[:, None], columns], self.pad_id)
+        rows[np.arange(len(sizes)), sizes + 1] = self.sep_id
+        return rows, sizes + 2, np.stack([starts, sizes], axis=1)
+
+    def _mask(self, tokens: np.ndarray, lengths: np.ndarray, rng: np.random.Generator):
+        """BERT's MLM corruption of ``tokens``: ``(input ids, labels)``."""
+        real = np.arange(tokens.shape[1])[None, :] < lengths[:, None]
+        eligible = real & ~np.isin(tokens, self.special)
+        picked = eligible & (rng.random(tokens.shape) < self.params.mlm_probability)
+        if not picked.any() and eligible.any():  # a loss over no token at all would be undefined
+            candidates = np.flatnonzero(eligible)
+            picked.flat[candidates[rng.integers(len(candidates))]] = True
+        labels = np.where(picked, tokens, IGNORE)
+        action = rng.random(tokens.shape)
+        input_ids = tokens.copy()
+        input_ids[picked & (action < 0.8)] = self.mask_id
+        randomised = picked & (action >= 0.8) & (action < 0.9)
+        input_ids[randomised] = self.ordinary[rng.integers(len(self.ordinary), size=int(randomised.sum()))]
+        return input_ids, labels
+
+    def loss(self, model, batch: CondenserBatch, device, replicas: Replicas = SINGLE) -> tuple[torch.Tensor, dict]:
+        """The loss of the batch and its parts as floats; ``model`` (the :class:`Condenser` or its DDP wrapper)
+        is called once. With several processes each takes its share of the documents (both spans of each) and
+        the losses are those of the whole batch, the same on every rank (:meth:`Condenser.forward`)."""
+        documents = len(batch.doc_rows)
+        rows = np.arange(documents)[replicas.local(documents)]
+        if batch.spans is not None:
+            rows = np.concatenate([rows, rows + documents])
+        width = max(int(batch.attention_mask[rows].sum(1).max()) if len(rows) else 1, 1)
+
+        def tensor(array):
+            return torch.from_numpy(np.ascontiguousarray(array[rows, :width])).to(device, non_blocking=True)
+
+        loss, stats = model(tensor(batch.input_ids), tensor(batch.attention_mask), tensor(batch.labels),
+                            documents=documents, replicas=replicas)
+        return loss, {name: float(value) for name, value in stats.items()}
+
+
+def build_condenser_step(doc_texts, tokenizer, params: CondenserSection) -> CondenserStep:
+    """The step over the corpus rows ``doc_texts``, with the special tokens of ``tokenizer`` (a fast tokenizer)."""
+    return CondenserStep(doc_texts, params=params, mask_token_id=tokenizer.mask_token_id,
+                         cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+                         pad_token_id=tokenizer.pad_token_id, special_token_ids=tokenizer.all_special_ids,
+                         vocab_size=len(tokenizer))
+
+
+def describe(model: Condenser) -> dict:
+    return {"model": "condenser", "parameters": sum(p.numel() for p in model.parameters()),
+            "layers": model.num_layers, "early_layers": model.early_layers, "head_layers": len(model.head),
+            "contrastive": model.params.contrastive}
+
+
+__all__ = ["Condenser", "CondenserBatch", "CondenserStep", "IGNORE",
+           "build_condenser_step", "describe", "new_condenser", "span_contrastive_loss"]

@@ -1,0 +1,37 @@
+"""STAR (Zhan et al., SIGIR 2021, section 6.1): continue a model on static hard negatives mined with a dense
+run's model (top-``mining.depth`` of each training query, positives removed), scored with the RankNet loss of
+every query against every document of the batch (its own hard negatives and the other rows' documents)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step, ranked_negatives
+from hardneg.methods.registry import DENSE, Method, Role, StepContext
+from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
+
+
+@dataclass(frozen=True)
+class StarParams:
+    mining: MiningParams
+
+
+def mined_negatives(ctx: StepContext):
+    """The run's static hard negatives: sampled from the list its miner mined for it (``hardnegs.parquet``)."""
+    from hardneg.io import artifacts
+
+    return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
+
+
+def build_step(ctx: StepContext):
+    return contrastive_step(ctx, mined_negatives(ctx), "ranknet")
+
+
+METHOD = Method(
+    name="star", kind=DENSE, summary="static hard negatives with RankNet over the whole batch (STAR)",
+    roles={"init": Role("model", description="the dense run whose model training continues (the warm-up)"),
+           "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
+           "bm25": Role("reference_ranking", required=False,
+                        description="a BM25 run, for the overlap column of the hard-negative audit")},
+    schema={"mining": MINING_SCHEMA}, params=StarParams, training_sections=TRAINING_SECTIONS,
+    build_step=build_step)

@@ -1,0 +1,388 @@
+"""Audit of a mined hard-negative list: is it hard, is it different from BM25's, does it hide false negatives?
+
+:func:`audit_hard_negatives` computes one AUDIT row per training query and a JSON-serialisable summary;
+:func:`write_audit` renders the summary as Markdown. :func:`format_query` shows one query's positives and
+negatives as plain text (the ``hardneg audit RUN --qid Q`` command, through
+:func:`hardneg.results.query_view.describe_query`).
+
+Margins are (negative score - best positive score) under the mining model, in its score units (inner products):
+a negative with margin >= 0 scores at or above every positive and is a suspected false negative.
+
+Empty documents (no title, no text) are marked: under the dataset's ``empty_documents: keep`` they are encoded,
+all with one vector, and can be mined for many queries; the audit counts them per query (``empty_negatives``)
+and flags them in the report. Under ``exclude`` (the default) none can appear.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg.errors import HardnegError
+from hardneg.io import artifacts
+from hardneg.io.atomic import write_text
+from hardneg.mining.negatives import isin, relevant_judgements, value_codes
+
+log = logging.getLogger(__name__)
+
+MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+MARGIN_BINS = 10
+MARKDOWN_TOP = 50  # suspected false negatives and query ids listed in the Markdown report
+EMPTY_MARK = "(empty document)"  # beside the docid of an empty document in reports
+
+
+def _pair_keys(q: np.ndarray, d: np.ndarray, width: int) -> np.ndarray:
+    """One integer per (query code, document code) pair; -1 where either is absent."""
+    return np.where((q >= 0) & (d >= 0), q * width + d, -1)
+
+
+def _float_or_none(value) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, positives: pa.Table,
+                         bm25_run: pa.Table | None = None, *, depth: int = 200,
+                         empty_docids=None) -> tuple[dict, pa.Table]:
+    """Audit ``hardnegs`` (HARDNEGS) mined from ``run`` (the mining model's RUN of the training queries).
+
+    ``qrels`` are the training qrels; the training queries are those with a relevant document (relevance >= 1),
+    in order of first appearance in ``qrels``. ``positives`` (POSITIVE_SCORES) gives each query's best positive
+    score (its maximum); ``bm25_run`` (RUN), when given, the BM25 top-``depth`` the negatives are compared with.
+
+    Returns (summary, table). The table is of kind AUDIT, one row per training query: best_positive_rank (best rank
+    of a relevant document in ``run`` within rank ``depth``, else null), best_positive_score (null without a
+    score), num_negatives, bm25_overlap (share of the negatives in BM25's top-``depth``; null without ``bm25_run``
+    or negatives), min_margin / max_margin of (negative score - best positive score), suspected_false_negatives
+    (negatives scoring >= the best positive; null without a best positive score) and empty_negatives (negatives
+    among ``empty_docids``, the ids of the corpus's empty documents; null when ``empty_docids`` is None). The
+    summary is described in :func:`_summary`.
+    """
+    relevant = relevant_judgements(qrels)
+    train = pc.unique(relevant["qid"]) if relevant.num_rows else pa.array([], pa.string())
+    n = len(train)
+
+    # Best rank of a relevant document in the mining run.
+    shallow = run.filter(pc.less_equal(run["rank"], depth))
+    relevant_docs = pc.unique(relevant["docid"]) if relevant.num_rows else pa.array([], pa.string())
+    width = max(len(relevant_docs), 1)
+    relevant_keys = _pair_keys(value_codes(relevant["qid"], train), value_codes(relevant["docid"], relevant_docs), width)
+    run_q = value_codes(shallow["qid"], train)
+    run_keys = _pair_keys(run_q, value_codes(shallow["docid"], relevant_docs), width)
+    hit = (run_keys >= 0) & isin(run_keys, relevant_keys)
+    best_rank = np.full(n, np.iinfo(np.int64).max)
+    if shallow.num_rows:
+        np.minimum.at(best_rank, run_q[hit], shallow["rank"].to_numpy().astype(np.int64)[hit])
+    best_rank_known = best_rank < np.iinfo(np.int64).max
+
+    best_score = np.full(n, np.nan)
+    pos = relevant_judgements(positives)
+    pos_q = value_codes(pos["qid"], train)
+    if pos.num_rows:
+        np.fmax.at(best_score, pos_q[pos_q >= 0], pos["score"].to_numpy().astype(np.float64)[pos_q >= 0])
+
+    neg_q_all = value_codes(hardnegs["qid"], train)
+    foreign = int((neg_q_all < 0).sum())  # negatives of queries without a relevant document
+    negs = hardnegs.filter(pa.array(neg_q_all >= 0)) if foreign else hardnegs
+    neg_q = neg_q_all[neg_q_all >= 0]
+    neg_score = negs["score"].to_numpy().astype(np.float64) if negs.num_rows else np.zeros(0)
+    num_neg = np.bincount(neg_q, minlength=n)
+
+    overlap = np.full(n, np.nan)
+    if bm25_run is not None:
+        neg_docs = pc.unique(negs["docid"]) if negs.num_rows else pa.array([], pa.string())
+        top = bm25_run.filter(pc.less_equal(bm25_run["rank"], depth))
+        dwidth = max(len(neg_docs), 1)
+        bm25_keys = _pair_keys(value_codes(top["qid"], train), value_codes(top["docid"], neg_docs), dwidth)
+        in_bm25 = isin(_pair_keys(neg_q, value_codes(negs["docid"], neg_docs), dwidth), bm25_keys[bm25_keys >= 0])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            overlap = np.bincount(neg_q, weights=in_bm25, minlength=n) / num_neg
+
+    margin = neg_score - best_score[neg_q]
+    min_margin, max_margin = np.full(n, np.nan), np.full(n, np.nan)
+    np.fmin.at(min_margin, neg_q, margin)
+    np.fmax.at(max_margin, neg_q, margin)
+    suspected = margin >= 0  # NaN (no best positive score) compares False
+    num_suspected = np.bincount(neg_q[suspected], minlength=n)
+
+    empty_known = empty_docids is not None
+    empty_set = pa.array(sorted(set(empty_docids or ())), pa.string())
+    is_empty = (value_codes(negs["docid"], empty_set) >= 0) if len(empty_set) else np.zeros(len(neg_q), dtype=bool)
+    num_empty = np.bincount(neg_q[is_empty], minlength=n)
+
+    no_score = np.isnan(best_score)
+    table = pa.table({
+        "qid": train,
+        "best_positive_rank": pa.array(np.where(best_rank_known, best_rank, 0), pa.int32(), mask=~best_rank_known),
+        "best_positive_score": pa.array(best_score, pa.float32(), mask=no_score),
+        "num_negatives": pa.array(num_neg, pa.int32()),
+        "bm25_overlap": pa.array(overlap, pa.float32(), mask=~np.isfinite(overlap)),
+        "min_margin": pa.array(min_margin, pa.float32(), mask=np.isnan(min_margin)),
+        "max_margin": pa.array(max_margin, pa.float32(), mask=np.isnan(max_margin)),
+        "suspected_false_negatives": pa.array(num_suspected, pa.int32(), mask=no_score),
+        "empty_negatives": pa.array(num_empty, pa.int32(), mask=np.full(n, not empty_known)),
+    }, schema=artifacts.AUDIT.schema)
+
+    suspects = pa.table({
+        "qid": negs["qid"].filter(pa.array(suspected)),
+        "docid": negs["docid"].filter(pa.array(suspected)),
+        "negative_score": neg_score[suspected],
+        "best_positive_score": best_score[neg_q][suspected],
+        "excess": margin[suspected],
+        "empty_document": pa.array(is_empty[suspected], pa.bool_(), mask=np.full(int(suspected.sum()), not empty_known)),
+    }).sort_by([("excess", "descending"), ("qid", "ascending"), ("docid", "ascending")])
+    empty = None
+    if empty_known:
+        empty = {"count": int(is_empty.sum()), "queries": int((num_empty > 0).sum()),
+                 "docids": sorted(set(negs["docid"].filter(pa.array(is_empty)).to_pylist()))}
+    summary = _summary(table, margin[np.isfinite(margin)], suspects, depth=depth, with_bm25=bm25_run is not None,
+                       foreign=foreign, empty=empty)
+    return summary, table
+
+
+def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth: int, with_bm25: bool,
+             foreign: int, empty: dict | None = None) -> dict:
+    """The audit's summary (JSON-serialisable).
+
+    Keys: depth; num_queries (training queries); queries_with_negatives; queries_without_negatives (a count) and
+    queries_without_negatives_qids; num_negatives; negatives_of_other_queries (negatives of queries without a
+    relevant document, not audited); negatives_per_query {mean, median, min, max} over the training queries;
+    bm25_overlap_mean (mean of the per-query shares; null without BM25); margin {count, quantiles {"0".."1"},
+    histogram {edges, counts}} over all negatives of queries with a best positive score; best_positive_rank
+    {at_1, within_10, within_depth, beyond_depth} as shares of the training queries; suspected_false_negatives
+    {count, pairs: [{qid, docid, negative_score, best_positive_score, excess, empty_document}] sorted by excess,
+    largest first}; empty_negatives {count (negatives that are empty documents), queries (training queries with
+    one), docids (the distinct empty documents among the negatives)}, null when the corpus was not checked.
+    """
+    num_neg = table["num_negatives"].to_numpy()
+    n = table.num_rows
+    without = table.filter(pc.equal(table["num_negatives"], 0))["qid"].to_pylist()
+    ranks = table["best_positive_rank"].to_numpy(zero_copy_only=False)  # float with NaN for null
+    known = ~np.isnan(ranks)
+
+    def share(mask) -> float | None:
+        return float(np.mean(mask)) if n else None
+
+    overlap = pc.mean(table["bm25_overlap"]).as_py() if with_bm25 else None
+    if len(margins):
+        counts, edges = np.histogram(margins, bins=MARGIN_BINS)
+        margin = {"count": int(len(margins)),
+                  "quantiles": {f"{q:g}": float(v) for q, v in zip(MARGIN_QUANTILES,
+                                                                   np.quantile(margins, MARGIN_QUANTILES))},
+                  "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}}
+    else:
+        margin = {"count": 0, "quantiles": {f"{q:g}": None for q in MARGIN_QUANTILES},
+                  "histogram": {"edges": [], "counts": []}}
+
+    pairs = suspects.to_pylist()
+    return {
+        "depth": depth,
+        "num_queries": n,
+        "queries_with_negatives": int((num_neg > 0).sum()),
+        "queries_without_negatives": len(without),
+        "queries_without_negatives_qids": without,
+        "num_negatives": int(num_neg.sum()),
+        "negatives_of_other_queries": foreign,
+        "negatives_per_query": {
+            "mean": float(num_neg.mean()) if n else None, "median": float(np.median(num_neg)) if n else None,
+            "min": int(num_neg.min()) if n else None, "max": int(num_neg.max()) if n else None,
+        },
+        "bm25_overlap_mean": _float_or_none(overlap),
+        "margin": margin,
+        "best_positive_rank": {
+            "at_1": share(known & (np.nan_to_num(ranks) == 1)),
+            "within_10": share(known & (np.nan_to_num(ranks) <= 10)),
+            "within_depth": share(known),
+            "beyond_depth": share(~known),
+        },
+        "suspected_false_negatives": {"count": len(pairs), "pairs": pairs},
+        "empty_negatives": empty,
+    }
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return f"{value:.{digits}f}"
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _md_table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def audit_markdown(summary: dict) -> str:
+    """The audit summary as a Markdown report."""
+    depth = summary["depth"]
+    per_query = summary["negatives_per_query"]
+    lines = ["# Hard-negative audit", ""]
+    lines += _md_table(["", "value"], [
+        ["training queries (with a relevant document)", summary["num_queries"]],
+        ["queries with negatives", summary["queries_with_negatives"]],
+        ["queries without negatives", summary["queries_without_negatives"]],
+        ["negatives", summary["num_negatives"]],
+        ["negatives per query: mean / median", f"{_num(per_query['mean'], 2)} / {_num(per_query['median'], 1)}"],
+        ["negatives per query: min / max", f"{_num(per_query['min'])} / {_num(per_query['max'])}"],
+        ["negatives of queries without a relevant document (not audited)", summary["negatives_of_other_queries"]],
+        [f"mean share of negatives in BM25's top {depth}", _pct(summary["bm25_overlap_mean"])],
+        ["suspected false negatives (score >= best positive)", summary["suspected_false_negatives"]["count"]],
+        ["negatives that are empty documents (no title, no text)",
+         "not checked" if summary.get("empty_negatives") is None else
+         f"{summary['empty_negatives']['count']}" + (" ⚠" if summary["empty_negatives"]["count"] else "")],
+    ])
+    ranks = summary["best_positive_rank"]
+    lines += [f"## Best-ranked positive in the mining run (depth {depth})", ""]
+    lines += _md_table(["rank 1", "rank <= 10", f"rank <= {depth}", f"beyond {depth}"],
+                       [[_pct(ranks["at_1"]), _pct(ranks["within_10"]), _pct(ranks["within_depth"]),
+                         _pct(ranks["beyond_depth"])]])
+    margin = summary["margin"]
+    lines += ["## Margin: negative score - best positive score", "",
+              f"Over {margin['count']} negatives of queries with a scored positive; "
+              "a margin >= 0 means the negative outscores every positive.", ""]
+    lines += _md_table(["quantile", *margin["quantiles"]], [["margin", *map(_num, margin["quantiles"].values())]])
+    counts, edges = margin["histogram"]["counts"], margin["histogram"]["edges"]
+    if counts:
+        peak = max(counts) or 1
+        lines += _md_table(["margin from", "to", "negatives", ""],
+                           [[_num(edges[i]), _num(edges[i + 1]), c, "#" * round(30 * c / peak)]
+                            for i, c in enumerate(counts)])
+    suspects = summary["suspected_false_negatives"]
+    lines += ["## Suspected false negatives", "",
+              f"{suspects['count']} negatives score at or above their query's best positive"
+              + (f"; the {MARKDOWN_TOP} with the largest excess:" if suspects["count"] > MARKDOWN_TOP else "."), ""]
+    if suspects["pairs"]:
+        lines += _md_table(["qid", "docid", "negative score", "best positive score", "excess"],
+                           [[p["qid"], p["docid"] + (f" {EMPTY_MARK}" if p.get("empty_document") else ""),
+                             _num(p["negative_score"]), _num(p["best_positive_score"]), _num(p["excess"])]
+                            for p in suspects["pairs"][:MARKDOWN_TOP]])
+    empty = summary.get("empty_negatives")
+    if empty and empty["count"]:
+        docids = empty["docids"]
+        more = f" … and {len(docids) - MARKDOWN_TOP} more" if len(docids) > MARKDOWN_TOP else ""
+        lines += ["## Empty documents among the negatives", "",
+                  f"{empty['count']} negatives of {empty['queries']} queries are empty documents (no title, no text; "
+                  f"marked {EMPTY_MARK} above): {', '.join(docids[:MARKDOWN_TOP])}{more}. Dense models give every "
+                  "empty document the same vector; the dataset setting `empty_documents: exclude` leaves them out of "
+                  "dense runs.", ""]
+    without = summary["queries_without_negatives_qids"]
+    lines += ["## Queries without negatives", ""]
+    if without:
+        more = f" … and {len(without) - MARKDOWN_TOP} more" if len(without) > MARKDOWN_TOP else ""
+        lines += [", ".join(without[:MARKDOWN_TOP]) + more, ""]
+    else:
+        lines += ["None.", ""]
+    return "\n".join(lines)
+
+
+def write_audit(summary: dict, table: pa.Table, markdown_path: str | os.PathLike,
+                parquet_path: str | os.PathLike) -> None:
+    """Write the summary as a Markdown report and the per-query table as AUDIT Parquet, both atomically."""
+    artifacts.write_table(table, artifacts.AUDIT, parquet_path)
+    write_text(markdown_path, audit_markdown(summary))
+
+
+def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, qrels_path: str | os.PathLike,
+                positives_path: str | os.PathLike, markdown_path: str | os.PathLike,
+                parquet_path: str | os.PathLike, *, bm25_run_path: str | os.PathLike | None = None,
+                summary_path: str | os.PathLike | None = None, depth: int = 200,
+                corpus_path: str | os.PathLike | None = None) -> dict:
+    """Stage function: hard negatives, mining run, training qrels, positive scores (and a BM25 run) Parquet →
+    Markdown report + AUDIT Parquet (+ the summary as JSON at ``summary_path``). With ``corpus_path`` (the
+    dataset's corpus.parquet) the negatives that are empty documents are counted and marked. Returns the
+    summary."""
+    import json
+
+    from hardneg.datasets.empty_documents import empty_docids
+
+    summary, table = audit_hard_negatives(
+        artifacts.read_table(artifacts.HARDNEGS, hardnegs_path), artifacts.read_table(artifacts.RUN, run_path),
+        artifacts.read_table(artifacts.QRELS, qrels_path),
+        artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path),
+        artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None, depth=depth,
+        empty_docids=empty_docids(corpus_path) if corpus_path else None)
+    write_audit(summary, table, markdown_path, parquet_path)
+    if summary_path is not None:
+        write_text(summary_path, json.dumps(summary, indent=2) + "\n")
+    log.info("audited %d queries: %d negatives, %d queries without negatives, %d suspected false negatives",
+             summary["num_queries"], summary["num_negatives"], summary["queries_without_negatives"],
+             summary["suspected_false_negatives"]["count"])
+    empty = summary["empty_negatives"]
+    if empty and empty["count"]:
+        log.warning("%d hard negatives of %d queries are empty documents (e.g. %s)", empty["count"], empty["queries"],
+                    ", ".join(empty["docids"][:5]))
+    return summary
+
+
+def text_snippet(title: str | None, text: str | None, chars: int) -> str:
+    joined = " — ".join(part for part in (title, text) if part and part.strip())
+    joined = " ".join(joined.split())  # one line: newlines and runs of spaces collapse
+    if not joined:
+        return EMPTY_MARK
+    return joined if len(joined) <= chars else joined[:max(chars - 1, 0)].rstrip() + "…"
+
+
+def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Rows of cells as aligned text lines; columns in ``right`` are right-aligned, the last is left as is."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  " + "  ".join([cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in
+                              enumerate(zip(row, widths))] + [row[-1]]) for row in rows]
+
+
+def format_query(qid: str, *, queries: pa.Table, corpus: pa.Table, qrels: pa.Table, hardnegs: pa.Table,
+                 positives: pa.Table | None = None, top: int = 10, snippet_chars: int = 160) -> str:
+    """One query as plain text: its text, its relevant documents (docid, relevance, mining-model score when
+    ``positives`` has it, title + text snippet of ``snippet_chars`` characters) and its ``top`` best-ranked mined
+    negatives (rank, docid, score, margin = score - best positive score, snippet).
+
+    Raises HardnegError when ``qid`` is not in ``queries`` or has no row in ``hardnegs``.
+    """
+    text = queries.filter(pc.equal(queries["qid"], qid))["text"].to_pylist()
+    if not text:
+        raise HardnegError(f"query {qid!r} is unknown to the dataset (no such qid among its queries)")
+    negs = hardnegs.filter(pc.equal(hardnegs["qid"], qid)).sort_by([("rank", "ascending")])
+    if negs.num_rows == 0:
+        raise HardnegError(f"query {qid!r} is in the dataset but has no mined hard negatives (negatives are mined "
+                           "only for training queries that the mining run ranked)")
+    rel = relevant_judgements(qrels.filter(pc.equal(qrels["qid"], qid)))
+    rel = rel.sort_by([("relevance", "descending"), ("docid", "ascending")])
+    scores: dict[str, float] = {}
+    if positives is not None:
+        mine = positives.filter(pc.equal(positives["qid"], qid))
+        scores = dict(zip(mine["docid"].to_pylist(), mine["score"].to_pylist()))
+    best = max((scores[d] for d in rel["docid"].to_pylist() if d in scores), default=None)
+    shown = negs.slice(0, top)
+    wanted = pa.concat_arrays([rel["docid"].combine_chunks(), shown["docid"].combine_chunks()])
+    docs = corpus.filter(pc.is_in(corpus["docid"], value_set=wanted))
+    texts = {d: (t, x) for d, t, x in zip(docs["docid"].to_pylist(), docs["title"].to_pylist(),
+                                           docs["text"].to_pylist())}
+
+    def snippet(docid: str) -> str:
+        return text_snippet(*texts[docid], snippet_chars) if docid in texts else "(not in the corpus)"
+
+    lines = [f"query {qid}: {text[0]}", ""]
+    lines.append(f"positives ({rel.num_rows}" + (f", best score {best:.4f}" if best is not None else "") + "):")
+    if rel.num_rows:
+        rows = [["docid", "relevance", "score", "title / text"]]
+        for docid, relevance in zip(rel["docid"].to_pylist(), rel["relevance"].to_pylist()):
+            score = f"{scores[docid]:.4f}" if docid in scores else "–"
+            rows.append([docid, str(relevance), score, snippet(docid)])
+        lines += _columns(rows, right={1, 2})
+    else:
+        lines.append("  (none judged relevant)")
+    lines += ["", f"negatives (top {shown.num_rows} of {negs.num_rows}):"]
+    rows = [["rank", "docid", "score", "margin", "title / text"]]
+    for rank, docid, score in zip(*(shown[c].to_pylist() for c in ("rank", "docid", "score"))):
+        margin = f"{score - best:+.4f}" if best is not None else "–"
+        rows.append([str(rank), docid, f"{score:.4f}", margin, snippet(docid)])
+    lines += _columns(rows, right={0, 2, 3})
+    return "\n".join(lines) + "\n"

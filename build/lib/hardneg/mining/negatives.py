@@ -1,0 +1,303 @@
+"""Static hard-negative mining (STAR, Zhan et al. SIGIR 2021): the mining model's top-ranked non-relevant documents.
+
+Inputs are the mining model's ranking of the training queries (a RUN table), the training qrels, and optionally
+the mining model's scores of the relevant pairs (a POSITIVE_SCORES table, needed for margin filters). The output
+is a HARDNEGS table: for each query its kept negatives with their rank and score under the mining model.
+
+Everything is vectorised over all rows at once (Arrow hash lookups, NumPy group arithmetic on sorted query codes);
+the only Python loop is one per query when negatives are sampled at random, to seed each query's generator. The
+stage mines a large run in blocks of whole queries (:func:`query_blocks`), which gives the same list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg.io import artifacts
+
+log = logging.getLogger(__name__)
+
+SAMPLING = ("top", "random")
+_PAIR_CHUNK = 1 << 16  # rows of embeddings gathered at once by positive_scores (bounds memory)
+
+
+def value_codes(values: pa.ChunkedArray | pa.Array, value_set: pa.Array) -> np.ndarray:
+    """Index of each value in ``value_set`` as int64, -1 where absent."""
+    index = pc.index_in(values, value_set=value_set)
+    return pc.fill_null(index, -1).to_numpy().astype(np.int64, copy=False) if len(values) else np.zeros(0, np.int64)
+
+
+def isin(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
+    """``np.isin`` through Arrow's hash set, several times faster on tens of millions of int64 keys."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=bool)
+    values = pa.array(values)
+    return pc.is_in(values, value_set=pa.array(value_set, type=values.type)).to_numpy(zero_copy_only=False)
+
+
+def relevant_judgements(table: pa.Table) -> pa.Table:
+    """The rows of a qrels-like table (a ``relevance`` column) that judge the document relevant (1 or more)."""
+    return table.filter(pc.greater_equal(table["relevance"], 1))
+
+
+def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids: list[str] | np.ndarray,
+                    qrels: pa.Table) -> pa.Table:
+    """Inner-product score of every relevant pair (relevance >= 1) of ``qrels`` whose query is in ``qids``.
+
+    ``query_emb`` is (len(qids), dim) and ``doc_emb`` is (len(docids), dim), row i embedding id i; either may be
+    float16 or a memory map, the dot products are computed in float32; the ids may be Arrow string arrays.
+    Returns a POSITIVE_SCORES table (qid, docid, relevance, score) in ``qrels`` row order. A relevant document
+    without an embedding (an empty document, which dense runs leave out under ``empty_documents: exclude``) has no
+    score: its pairs are left out, with a warning. Raises ValueError for repeated ids.
+    """
+    if len(qids) != len(query_emb) or len(docids) != len(doc_emb):
+        raise ValueError(f"ids and embeddings differ in length: {len(qids)} qids for {len(query_emb)} query rows, "
+                         f"{len(docids)} docids for {len(doc_emb)} document rows")
+    qid_set, docid_set = artifacts.string_array(qids), artifacts.string_array(docids)
+    for ids, what in ((qid_set, "qid"), (docid_set, "docid")):
+        if len(pc.unique(ids)) != len(ids):
+            raise ValueError(f"the {what}s of the embedding rows are not unique")
+    pairs = relevant_judgements(qrels)
+    q_rows = value_codes(pairs["qid"], qid_set)
+    pairs = pairs.filter(pa.array(q_rows >= 0))
+    q_rows = q_rows[q_rows >= 0]
+    d_rows = value_codes(pairs["docid"], docid_set)
+    if (d_rows < 0).any():
+        missing = pairs["docid"].filter(pa.array(d_rows < 0))
+        log.warning("%d relevant pair(s) name a document without an embedding (e.g. %r: an empty document, left "
+                    "out of dense runs under empty_documents: exclude); they have no positive score",
+                    len(missing), missing[0].as_py())
+        pairs, q_rows, d_rows = pairs.filter(pa.array(d_rows >= 0)), q_rows[d_rows >= 0], d_rows[d_rows >= 0]
+    scores = np.empty(len(q_rows), dtype=np.float32)
+    for start in range(0, len(q_rows), _PAIR_CHUNK):
+        stop = start + _PAIR_CHUNK
+        q = np.asarray(query_emb[q_rows[start:stop]], dtype=np.float32)
+        d = np.asarray(doc_emb[d_rows[start:stop]], dtype=np.float32)
+        scores[start:stop] = np.einsum("ij,ij->i", q, d)
+    return pa.table({"qid": pairs["qid"], "docid": pairs["docid"], "relevance": pairs["relevance"],
+                     "score": pa.array(scores, pa.float32())}, schema=artifacts.POSITIVE_SCORES.schema)
+
+
+def _query_seed(seed: int, qid: str) -> list[int]:
+    """Seed material of one query's generator: stable across runs and processes (unlike ``hash``)."""
+    digest = hashlib.blake2b(qid.encode("utf-8"), digest_size=8).digest()
+    return [seed, int.from_bytes(digest, "little")]
+
+
+def _group_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For codes sorted so that equal codes are contiguous: (start, size) of each group and each row's group."""
+    if len(codes) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    is_start = np.r_[True, codes[1:] != codes[:-1]]
+    starts = np.flatnonzero(is_start)
+    sizes = np.diff(np.r_[starts, len(codes)])
+    return starts, sizes, np.cumsum(is_start) - 1
+
+
+def _check_options(depth, rank_range, keep, sampling, seed, margin, relative_margin, positives) -> None:
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    if rank_range is not None:
+        low, high = rank_range
+        if not 1 <= low <= high:
+            raise ValueError(f"rank_range must be (low, high) with 1 <= low <= high, got {tuple(rank_range)}")
+    if keep is not None and keep < 1:
+        raise ValueError(f"keep must be at least 1 (or None for all), got {keep}")
+    if sampling not in SAMPLING:
+        raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+    for name, value in (("margin", margin), ("relative_margin", relative_margin)):
+        if value is not None:
+            if value < 0:
+                raise ValueError(f"{name} must be non-negative, got {value}")
+            if positives is None:
+                raise ValueError(f"{name} needs the positives' scores (a positive_scores table)")
+
+
+def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None, *, depth: int = 200,
+                        rank_range: tuple[int, int] | None = None, keep: int | None = None, sampling: str = "top",
+                        seed: int = 0, margin: float | None = None,
+                        relative_margin: float | None = None) -> pa.Table:
+    """Select hard negatives from the mining model's ranking ``run`` (RUN table) of the training queries.
+
+    Per query, in this order:
+
+    1. take the rows with rank <= ``depth``;
+    2. drop every document judged relevant (relevance >= 1) for that query in ``qrels``; judged non-relevant
+       (relevance 0) documents stay;
+    3. if ``rank_range`` = (low, high) is given, keep ranks low..high (inclusive, 1-based);
+    4. with ``margin``, keep negatives scoring <= best positive score - margin; with ``relative_margin``, scoring
+       <= best positive score * (1 - relative_margin) (meant for positive scores). Both apply when both are given.
+       The best positive score is the query's maximum in ``positives`` (POSITIVE_SCORES); a query without one
+       keeps its negatives;
+    5. keep at most ``keep`` negatives: the best-ranked (``sampling="top"``) or a uniform sample without
+       replacement (``"random"``) drawn by a NumPy generator seeded from (``seed``, qid), so a query's sample
+       depends on neither the other queries nor their order.
+
+    Scores are the run's (the mining model's, e.g. inner products).
+
+    Returns a HARDNEGS table (qid, docid, rank, score) ordered by query (in order of first appearance in ``run``)
+    then rank. Deterministic: the same inputs and seed give the same table.
+    """
+    _check_options(depth, rank_range, keep, sampling, seed, margin, relative_margin, positives)
+    qid_values = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())  # in first-appearance order
+    query = value_codes(run["qid"], qid_values)
+    rank = run["rank"].to_numpy().astype(np.int64, copy=False) if run.num_rows else np.zeros(0, np.int64)
+
+    # Row indices into ``run``, narrowed by each filter; kept sorted by (query, rank) throughout.
+    rows = np.flatnonzero(rank <= depth)
+    q, r = query[rows], rank[rows]
+    dq = np.diff(q)
+    if len(rows) > 1 and not np.all((dq > 0) | ((dq == 0) & (np.diff(r) >= 0))):  # runs usually come sorted
+        rows = rows[np.lexsort((r, q))]  # stable: rank ties keep run order
+    del q, r, dq
+
+    relevant = relevant_judgements(qrels)
+    relevant_docs = pc.unique(relevant["docid"])
+    if len(relevant_docs) and len(rows):
+        # A (query, document) pair as one integer: query code * number of relevant documents + document code.
+        width = len(relevant_docs)
+        rel_q, rel_d = value_codes(relevant["qid"], qid_values), value_codes(relevant["docid"], relevant_docs)
+        relevant_keys = rel_q[rel_q >= 0] * width + rel_d[rel_q >= 0]
+        doc = value_codes(run["docid"].take(pa.array(rows)), relevant_docs)
+        is_positive = (doc >= 0) & isin(query[rows] * width + doc, relevant_keys)
+        rows = rows[~is_positive]
+
+    if rank_range is not None:
+        low, high = rank_range
+        rows = rows[(rank[rows] >= low) & (rank[rows] <= high)]
+
+    if (margin is not None or relative_margin is not None) and len(rows):
+        best = np.full(len(qid_values), np.nan)
+        pos = relevant_judgements(positives)
+        pos_q = value_codes(pos["qid"], qid_values)
+        pos_score = pos["score"].to_numpy().astype(np.float64) if pos.num_rows else np.zeros(0)
+        np.fmax.at(best, pos_q[pos_q >= 0], pos_score[pos_q >= 0])  # fmax: NaN (no positive yet) loses
+        threshold = best[query[rows]]
+        score = run["score"].take(pa.array(rows)).to_numpy().astype(np.float64)
+        ok = np.ones(len(rows), dtype=bool)
+        if margin is not None:
+            ok &= score <= threshold - margin
+        if relative_margin is not None:
+            ok &= score <= threshold * (1.0 - relative_margin)
+        rows = rows[ok | np.isnan(threshold)]
+
+    if keep is not None and len(rows):
+        starts, sizes, group = _group_bounds(query[rows])
+        position = np.arange(len(rows)) - starts[group]
+        if sampling == "top":
+            rows = rows[position < keep]
+        else:
+            chosen = position < np.where(sizes > keep, 0, keep)[group]  # small queries keep all
+            names = qid_values.to_pylist()
+            for g in np.flatnonzero(sizes > keep):
+                rng = np.random.default_rng(_query_seed(seed, names[query[rows[starts[g]]]]))
+                chosen[starts[g] + rng.choice(sizes[g], size=keep, replace=False)] = True
+            rows = rows[chosen]
+
+    out = run.take(pa.array(rows, pa.int64())).select(artifacts.HARDNEGS.schema.names)
+    return out.cast(artifacts.HARDNEGS.schema).combine_chunks()
+
+
+MINE_BLOCK_ROWS = 1 << 20  # run rows mined at a time (whole queries)
+
+
+def query_blocks(run: pa.Table, block_rows: int = MINE_BLOCK_ROWS) -> list[tuple[int, int]]:
+    """Row ranges [lo, hi) of ``run`` that hold whole queries, about ``block_rows`` rows each, when every query's
+    rows are contiguous (as a search writes them); one range over the whole run otherwise."""
+    n = run.num_rows
+    if n == 0:
+        return [(0, 0)]
+    codes = value_codes(run["qid"], pc.unique(run["qid"]))  # in first-appearance order: contiguous iff never decreasing
+    if np.any(np.diff(codes) < 0):
+        return [(0, n)]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    after = np.searchsorted(starts, np.arange(block_rows, n, block_rows), side="left")
+    bounds = np.r_[0, np.unique(starts[after[after < len(starts)]]), n]
+    return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def mine_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, hardnegs_path: str | os.PathLike, *,
+               positives_path: str | os.PathLike | None = None, depth: int = 200,
+               rank_range: tuple[int, int] | list[int] | None = None, keep: int | None = None,
+               sampling: str = "top", seed: int = 0, margin: float | None = None,
+               relative_margin: float | None = None, block_rows: int = MINE_BLOCK_ROWS) -> int:
+    """Stage function: run Parquet + qrels Parquet (+ positive scores Parquet) → ``hardnegs_path`` (HARDNEGS).
+
+    The options are those of :func:`mine_hard_negatives`; ``rank_range`` may be a two-element list (as in YAML).
+    Every query is mined on its own, so the run is mined in blocks of whole queries (:func:`query_blocks`) and
+    each block's negatives are written as they come (:class:`hardneg.io.artifacts.TableWriter`): the same file as
+    mining the whole run at once. Returns the number of hard negatives.
+    """
+    run = artifacts.read_table(artifacts.RUN, run_path)
+    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
+    positives = artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path) if positives_path else None
+    ranks = tuple(rank_range) if rank_range is not None else None
+    num_queries = 0
+    with artifacts.TableWriter(artifacts.HARDNEGS, hardnegs_path) as writer:
+        for lo, hi in query_blocks(run, block_rows):
+            hardnegs = mine_hard_negatives(run.slice(lo, hi - lo), qrels, positives, depth=depth,
+                                           rank_range=ranks, keep=keep, sampling=sampling, seed=seed,
+                                           margin=margin, relative_margin=relative_margin)
+            num_queries += len(pc.unique(hardnegs["qid"]))
+            writer.write(hardnegs)
+    log.info("mined %d hard negatives for %d of %d queries (depth %d, rank_range %s, keep %s, sampling %s, "
+             "margin %s, relative_margin %s)", writer.rows, num_queries, len(pc.unique(run["qid"])), depth,
+             rank_range, keep, sampling, margin, relative_margin)
+    return writer.rows
+
+
+def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str | os.PathLike,
+                          doc_emb_path: str | os.PathLike, doc_ids_path: str | os.PathLike,
+                          qrels_path: str | os.PathLike, positives_path: str | os.PathLike) -> pa.Table:
+    """Stage function: query and document embeddings (.npy, with ROW_IDS Parquet files naming their rows) + qrels
+    Parquet → ``positives_path`` (POSITIVE_SCORES). The document matrix is memory-mapped: only the rows of
+    relevant documents are read."""
+    query_emb = np.load(query_emb_path, mmap_mode="r")
+    doc_emb = np.load(doc_emb_path, mmap_mode="r")
+    qids = artifacts.read_table(artifacts.ROW_IDS, query_ids_path)["id"]
+    docids = artifacts.read_table(artifacts.ROW_IDS, doc_ids_path)["id"]  # Arrow strings, not Python objects
+    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
+    scores = positive_scores(query_emb, qids, doc_emb, docids, qrels)
+    log.info("scored %d relevant pairs of %d queries", scores.num_rows, len(pc.unique(scores["qid"])))
+    artifacts.write_table(scores, artifacts.POSITIVE_SCORES, positives_path)
+    return scores
+
+
+@dataclass(frozen=True)
+class MiningParams:
+    """Static hard-negative mining (``params.mining`` of a method with a ``miner`` role): the arguments of
+    :func:`mine_hard_negatives`. Its keys and defaults are :data:`MINING_SCHEMA`."""
+
+    depth: int
+    rank_range: list[int] | None
+    keep: int | None
+    sampling: str
+    margin: float | None
+    relative_margin: float | None
+
+
+MINING_SCHEMA = {
+    "type": "object", "additionalProperties": False, "default": {},
+    "description": "static hard-negative mining with the model of the miner run",
+    "properties": {
+        "depth": {"type": "integer", "minimum": 1, "default": 200, "description": "mine from this top-k"},
+        "rank_range": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 2,
+                       "maxItems": 2, "default": None, "description": "keep only ranks in [first, last]"},
+        "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                 "description": "negatives kept per query (null: all)"},
+        "sampling": {"enum": ["top", "random"], "default": "top", "description": "which `keep` negatives"},
+        "margin": {"type": ["number", "null"], "default": None,
+                   "description": "keep negatives scoring at most best positive - margin"},
+        "relative_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
+                            "description": "keep negatives scoring at most (1 - relative_margin) x best positive"},
+    },
+}

@@ -1,0 +1,287 @@
+"""The configuration composed: the schema with the registered methods, every domain's checks, and per-run
+resolution.
+
+The schema file ships with the package (:mod:`hardneg.schema`). :func:`validate_config` fills defaults in
+place, runs the checks each domain exports (datasets, downloads, measures, indexes, summary) and raises one
+:class:`ConfigError` naming the dotted key at fault, before any job starts.
+:func:`resolve_run` returns the slice of config one run needs, which is what rules pass via ``params:``
+and what each run records as its resolved config.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import yaml
+
+from hardneg import methods
+from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_splits
+from hardneg.datasets.download import check_downloads
+from hardneg.errors import ConfigError
+from hardneg.evaluation.metrics import parse_measures
+from hardneg.evaluation.summary import check_summary_config
+from hardneg.io.atomic import write_text
+from hardneg.methods.adore import pq_matrix
+from hardneg.pipeline.index_factories import check_index_factories
+from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
+from hardneg.schema.files import config_hash, read_config_yaml
+from hardneg.schema.validation import Validator, describe, first_error, read_schema, validate_fragment
+
+
+def load_schema(path: str | os.PathLike | None = None) -> dict:
+    """The configuration schema (the package's, or the file at ``path``) with one run variant per registered
+    method (see :func:`with_methods`)."""
+    return with_methods(read_schema(path))
+
+
+def with_methods(schema: dict) -> dict:
+    """Add the registered methods to a schema: the ``method`` enum of ``$defs/run``, and per method the input
+    roles it accepts (and requires) and its parameters (the shared section of its kind plus its own keys)."""
+    schema = copy.deepcopy(schema)
+    defs = schema["$defs"]
+    run = defs["run"]
+    common = {key: value for key, value in run["properties"].items() if key != "method"}
+    run["properties"]["method"] = {"enum": list(methods.names())}
+    variants = []
+    for name, method in methods.methods().items():
+        params = copy.deepcopy(defs[f"{method.kind}_params"])
+        params["properties"].update(copy.deepcopy(dict(method.schema)))
+        roles = {role: ({"type": "array", "items": {"type": "string"}, "minItems": spec.min_count}
+                        | ({"maxItems": spec.max_count} if spec.max_count else {}) if spec.many
+                        else {"type": "string"}) | {"description": spec.description or methods.PROVIDES[spec.provides]}
+                 for role, spec in method.roles.items()}
+        inputs = {"type": "object", "default": {}, "additionalProperties": False, "properties": roles}
+        required = [role for role, spec in method.roles.items() if spec.required]
+        if required:
+            inputs["required"] = required
+        variants.append({"if": {"properties": {"method": {"const": name}}},
+                         "then": {"additionalProperties": False,
+                                  "properties": {"method": {"const": name}, **copy.deepcopy(common),
+                                                 "inputs": inputs, "params": params}}})
+    run["allOf"] = variants
+    return schema
+
+
+def validate_config(config: dict, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Validate ``config`` against the schema, fill defaults in place and check cross-references.
+
+    Returns the same dict. Raises :class:`ConfigError` naming the first offending key.
+    """
+    if not isinstance(config, dict):
+        raise ConfigError("<root>", "the configuration must be a mapping")
+    modules = config.get("method_modules", [])
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise ConfigError("method_modules", f"expected a list of module names or .py paths, got {modules!r}")
+    methods.load_modules(modules)
+    explicit = _explicit_model_keys(config)
+    if schema is None or isinstance(schema, (str, os.PathLike)):
+        schema = load_schema(schema)
+    elif "allOf" not in schema.get("$defs", {}).get("run", {}):
+        schema = with_methods(schema)
+    validator = Validator(schema)
+    error = first_error(validator, config)
+    if error is None and pq_matrix.expand_config(config):
+        explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
+        error = first_error(validator, config)  # defaults of new runs
+    if error is not None:
+        raise describe(error)
+    _check_references(config)
+    check_downloads(config)
+    _inherit_models(config, explicit)
+    _check_targets(config)
+    parse_measures(config["evaluation"]["measures"])  # an unknown measure stops the run now, not after training
+    check_index_factories(config)
+    check_summary_config(config)
+    return config
+
+
+def _explicit_model_keys(config: dict) -> dict:
+    """run → the ``params.model`` keys the user wrote (read before the schema fills defaults)."""
+    runs = config.get("runs") if isinstance(config.get("runs"), dict) else {}
+    explicit = {}
+    for name, run in runs.items():
+        params = run.get("params") if isinstance(run, dict) else None
+        model = params.get("model") if isinstance(params, dict) else None
+        explicit[name] = set(model) if isinstance(model, dict) else set()
+    return explicit
+
+
+def _inherit_models(config: dict, explicit: dict) -> None:
+    """Give every run that continues another run's model that run's ``params.model`` (recursively), so the
+    resolved config records the model actually loaded; only :data:`CONTINUED_MODEL_KEYS` may differ, and only
+    when the run sets them itself. A setting that contradicts the loaded model is an error naming its key."""
+    runs = config["runs"]
+    for run in runs.values():
+        if "params" in run:
+            run["params"] = copy.deepcopy(run["params"])  # YAML anchors share one mapping between runs
+    done: set = set()
+
+    def inherit(name: str) -> None:
+        if name in done:
+            return
+        done.add(name)
+        source = continued_run(runs, name)
+        if source is None or "model" not in runs[name].get("params", {}):
+            return
+        role, parent = source
+        inherit(parent)
+        if "model" not in runs[parent].get("params", {}):
+            return
+        mine, theirs = runs[name]["params"]["model"], runs[parent]["params"]["model"]
+        for key in sorted(explicit.get(name, ())):
+            if key not in CONTINUED_MODEL_KEYS and key in theirs and mine[key] != theirs[key]:
+                raise ConfigError(f"runs.{name}.params.model.{key}",
+                                  f"run {name!r} continues the model of run {parent!r} (inputs.{role}), which has "
+                                  f"{key}: {theirs[key]!r}; a continued run inherits its model settings (only "
+                                  f"{' and '.join(CONTINUED_MODEL_KEYS)} may be set): remove the key or make it equal")
+        inherited = copy.deepcopy(theirs)
+        for key in CONTINUED_MODEL_KEYS:
+            if key in explicit.get(name, ()):
+                inherited[key] = mine[key]
+        runs[name]["params"]["model"] = inherited
+
+    for name in runs:
+        inherit(name)
+
+
+def _check_targets(config: dict) -> None:
+    for position, target in enumerate(config.get("targets") or []):
+        if "/" not in target and target not in config["runs"]:
+            raise ConfigError(f"targets.{position}", f"no run named {target!r} (a target is a run name or a path "
+                                                     f"under results/)")
+
+
+def _check_references(config: dict) -> None:
+    for name, dataset in config["datasets"].items():
+        check_split_files(dataset, f"datasets.{name}")
+    datasets, runs = config["datasets"], config["runs"]
+    for name in datasets:
+        check_dataset(dataset_config(config, name), f"datasets.{name}")
+    if config["dataset"] not in datasets:
+        raise ConfigError("dataset", f"no dataset named {config['dataset']!r} under 'datasets' "
+                                     f"(defined: {', '.join(datasets)})")
+    split = config["evaluation"]["split"]
+    for name, run in runs.items():
+        dataset = run.get("dataset", config["dataset"])
+        if dataset not in datasets:
+            raise ConfigError(f"runs.{name}.dataset", f"no dataset named {dataset!r} under 'datasets'")
+        for extra in [split] + config["evaluation"]["extra_splits"]:
+            if extra not in dataset_splits(datasets[dataset]):
+                key = "evaluation.split" if extra == split else "evaluation.extra_splits"
+                raise ConfigError(key, f"dataset {dataset!r} (used by run {name!r}) has no split {extra!r}; "
+                                       f"it has {', '.join(dataset_splits(datasets[dataset]))}")
+        roles = methods.get(run["method"]).roles
+        if methods.get(run["method"]).check is not None:  # what only the method knows of its params and inputs
+            methods.get(run["method"]).check(name, run)
+        if methods.get(run["method"]).kind == methods.RERANK and run["params"]["train"]["dev_every"]:
+            raise ConfigError(f"runs.{name}.params.train.dev_every",
+                              "dev evaluation during training searches a dense run's index; a re-ranking run is "
+                              "evaluated by its metrics.json (set 0)")
+        for group in methods.get(run["method"]).exclusive_roles:
+            given = [role for role in group if role in run.get("inputs", {})]
+            if len(given) > 1:
+                raise ConfigError(f"runs.{name}.inputs.{given[1]}",
+                                  f"a {run['method']} run takes only one of inputs.{' and inputs.'.join(given)}")
+        _check_tuning(config, name, dataset)
+        for role, others in run.get("inputs", {}).items():
+            provides = roles[role].provides
+            for other in ([others] if isinstance(others, str) else others):
+                if other not in runs:
+                    raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {other!r}")
+                if other == name:
+                    raise ConfigError(f"runs.{name}.inputs.{role}", "a run cannot be its own input")
+                kind = methods.get(runs[other]["method"]).kind
+                if provides in methods.registry.DENSE_PROVIDES and kind != methods.DENSE:
+                    raise ConfigError(f"runs.{name}.inputs.{role}",
+                                      f"run {other!r} is a {runs[other]['method']} run; this input needs a dense run "
+                                      f"({', '.join(methods.names(methods.DENSE))})")
+                if provides in methods.registry.MODEL_PROVIDES and kind not in methods.TRAINED:
+                    trained = sorted(n for k in methods.TRAINED for n in methods.names(k))
+                    raise ConfigError(f"runs.{name}.inputs.{role}",
+                                      f"run {other!r} is a {runs[other]['method']} run, which has no model; this input "
+                                      f"needs a run of {', '.join(trained)}")
+                if runs[other].get("dataset", config["dataset"]) != dataset:
+                    raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
+    for name in runs:
+        _check_acyclic(runs, name)
+
+
+def _check_tuning(config: dict, name: str, dataset: str) -> None:
+    """A fusion run tuning its weight (hardneg.methods.Method.tuning_split) tunes it on a split of its dataset that
+    is never evaluated, with a measure ir-measures knows."""
+    run = config["runs"][name]
+    split = methods.get(run["method"]).tuning_split(run["params"])
+    if split is None:
+        return
+    evaluated = [config["evaluation"]["split"]] + config["evaluation"]["extra_splits"]
+    splits = dataset_splits(config["datasets"][dataset])
+    if split in evaluated:
+        others = [s for s in splits if s not in evaluated]
+        raise ConfigError(f"runs.{name}.params.tune.split",
+                          f"split {split!r} is evaluated (evaluation.split, evaluation.extra_splits); alpha is tuned on "
+                          f"queries that are never evaluated: name another split ({', '.join(others) or 'none left'}) "
+                          f"or give a fixed runs.{name}.params.alpha")
+    if split not in splits:
+        raise ConfigError(f"runs.{name}.params.tune.split",
+                          f"dataset {dataset!r} has no split {split!r}; it has {', '.join(splits)}")
+    try:
+        parse_measures([run["params"]["tune"]["measure"]])
+    except ConfigError as exc:
+        raise ConfigError(f"runs.{name}.params.tune.measure", exc.message) from None
+
+
+def _check_acyclic(runs: dict, name: str, trail: tuple = ()) -> None:
+    if name in trail:
+        cycle = " -> ".join(trail[trail.index(name):] + (name,))
+        raise ConfigError(f"runs.{trail[0]}.inputs", f"runs depend on each other in a cycle: {cycle}")
+    for other in input_runs(runs[name]):
+        _check_acyclic(runs, other, trail + (name,))
+
+
+def load_config_file(path: str | os.PathLike, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Read a YAML config file and validate it."""
+    return validate_config(read_config_yaml(path), schema)
+
+
+def load_config_files(paths, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Read config files, merge them in order as Snakemake merges several ``--configfile`` files (later keys
+    win, mappings merge recursively) and validate the result: what the workflow runs with those files."""
+    from snakemake.utils import update_config
+
+    config: dict = {}
+    for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        update_config(config, read_config_yaml(path))
+    return validate_config(config, schema)
+
+
+def write_resolved(resolved: dict, path: str | os.PathLike, loaded_model: str | None = None) -> None:
+    """Record a run's resolved config as YAML (atomically); ``loaded_model`` (what training loads: a model
+    folder, a hub name or the built-in model) is recorded beside it, outside the hash."""
+    header = f"# resolved configuration of run '{resolved['name']}'; config_hash {config_hash(resolved)}\n"
+    record = {**resolved, "loaded_model": loaded_model} if loaded_model else resolved
+    write_text(path, header + yaml.safe_dump(record, sort_keys=False))
+
+
+# ------------------------------------------------------------------------------- one run's params, by hand
+def params_schema(schema: dict, method: str | None = None) -> dict:
+    """The JSON schema of a dense run's ``params``: that of runs of ``method`` (the shared dense sections plus
+    the method's own keys, as :func:`load_schema` declares them), or with ``method=None`` the
+    shared sections only (``$defs/dense_params``)."""
+    if method is None:
+        return schema["$defs"]["dense_params"]
+    for variant in schema["$defs"]["run"].get("allOf", []):
+        if variant.get("if", {}).get("properties", {}).get("method", {}).get("const") == method:
+            return variant["then"]["properties"]["params"]
+    raise ConfigError("method", f"no method named {method!r} in the schema")
+
+
+def validate_params(params: dict | None = None, *, method: str | None = None, schema: dict | None = None) -> dict:
+    """A copy of a dense run's ``params`` validated against the schema (see :func:`params_schema`), every
+    missing key filled with its schema default (sections too: ``validate_params()`` is the full default params).
+
+    The workflow validates whole configs with :func:`validate_config`; this is the same validation for one
+    run's params, for code that builds a run by hand. Errors name ``params.<key>``.
+    """
+    schema = schema or load_schema()
+    return validate_fragment(params or {}, params_schema(schema, method), schema, "params")

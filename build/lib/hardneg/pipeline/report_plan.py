@@ -1,0 +1,135 @@
+"""The run plan's targets and reports: what a plain ``snakemake`` builds, the summary and the cross-run tables,
+the figures, the Markdown pages of the report and the ``paper`` target."""
+
+from __future__ import annotations
+
+import os
+
+from hardneg import methods
+from hardneg.errors import ConfigError
+from hardneg.evaluation.timing import REFRESH_PARTS
+from hardneg.methods.adore import pq_matrix
+from hardneg.schema.values import check_evaluated_measure, check_run
+
+
+class ReportPlan:
+    """The part of :class:`hardneg.pipeline.plan.Plan` that concerns the targets and what reports read."""
+
+    # ---------------------------------------------------------------------------------------- targets
+    def targets(self) -> list[str]:
+        """What a plain ``snakemake`` builds: ``targets`` of the config (run names → their metrics.json, paths as
+        given), by default every run's metrics.json."""
+        targets = self.config.get("targets")
+        if targets is None:
+            targets = list(self.user_runs)
+        return [target if "/" in target else self.layout.metrics(target) for target in targets]
+
+    # ----------------------------------------------------------------------------- summary and tables
+    def targeted_runs(self) -> list[str]:
+        """The runs whose metrics.json the config's ``targets`` name (every run when ``targets`` is null)."""
+        targets = {os.path.normpath(target) for target in self.targets()}
+        return [run for run in self.user_runs if os.path.normpath(self.layout.metrics(run)) in targets]
+
+    def summary_runs(self, exists=os.path.exists) -> list[str]:
+        """The runs of the summary: ``summary.runs`` as given, else the targeted runs and every run whose
+        metrics.json ``exists`` now, in config order. A run nobody asked for and never evaluated stays out, so
+        the summary never starts training it."""
+        chosen = self.config["summary"]["runs"]
+        if chosen is not None:
+            return list(chosen)
+        targeted = set(self.targeted_runs())
+        return [run for run in self.user_runs if run in targeted or exists(self.layout.metrics(run))]
+
+    def summary_measures(self) -> list[str]:
+        """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""
+        return list(self.config["summary"]["measures"] or self.config["evaluation"]["measures"])
+
+    def summary_settings(self) -> dict:
+        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`)."""
+        return {**self.config["summary"], "measures": self.summary_measures()}
+
+    def summary_inputs(self) -> dict:
+        """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
+        runs = self.summary_runs()
+        return {"metrics": [self.layout.metrics(run) for run in runs],
+                "per_query": [self.layout.per_query(run) for run in runs]}
+
+    def methods_of(self, runs: list[str]) -> dict:
+        """run → its method's name."""
+        return {run: self.runs[run]["method"] for run in runs}
+
+    def training_time_runs(self) -> list[str]:
+        """The runs of the summary that train (the training-time table shows their training jobs)."""
+        return [run for run in self.summary_runs()
+                if self.method(run).kind in methods.TRAINED and self.method(run).trains]
+
+    @staticmethod
+    def speed_reference() -> tuple[str, str] | None:
+        """(method, label) of the method the training-time table measures speed-ups against: the first declaring
+        ``Method.speed_reference``; None when none does."""
+        return next(((name, method.speed_reference) for name, method in methods.methods().items()
+                     if method.speed_reference), None)
+
+    def training_time_inputs(self) -> dict:
+        """The training logs of :meth:`training_time_runs` (``train_log``)."""
+        return {"train_log": [self.layout.train_log(run) for run in self.training_time_runs()]}
+
+    def training_benchmarks(self, runs: list[str]) -> list[str]:
+        """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
+        no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
+        episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
+        return [[path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS
+                 for path in checkpoint[part]] if run in self.episodic_runs
+                else self.layout.benchmark(run, "train") for run in runs]
+
+    # ---------------------------------------------------------------------------------------------- figures
+    def figure_inputs(self, name: str) -> dict:
+        """What figure ``name`` (one of :data:`hardneg.figures.FIGURES`) reads, from the config's
+        ``figures.<name>`` (name → path, or list of paths): its declaration's ``inputs``. A :class:`ConfigError`
+        names the key to set when the config cannot build the figure (a run it does not define, a run without dev
+        evaluation, ...)."""
+        from hardneg.figures import FIGURES
+
+        if name not in FIGURES:
+            raise ConfigError("figures", f"no figure named {name!r}; the figures are {', '.join(FIGURES)}")
+        return FIGURES[name].inputs(self, self.config["figures"][name], f"figures.{name}")
+
+    def figure_targets(self) -> list[str]:
+        """The PNG of every figure the config can build (see :meth:`figure_inputs`)."""
+        from hardneg.figures import FIGURES
+
+        targets = []
+        for name in FIGURES:
+            try:
+                self.figure_inputs(name)
+            except ConfigError:
+                continue
+            targets.append(self.layout.figure(name, "png"))
+        return targets
+
+    def check_run(self, run, key: str) -> str:
+        """``run`` when the config defines it (an episode of an episodic run too); a :class:`ConfigError` naming
+        ``key`` otherwise (for a section that reads finished runs, such as a figure's)."""
+        return check_run(self.config, run, key)
+
+    def check_evaluated_measure(self, measure: str, key: str) -> str:
+        """``measure`` when it is one of ``evaluation.measures``; a :class:`ConfigError` naming ``key`` otherwise."""
+        return check_evaluated_measure(self.config, measure, key)
+
+    # ----------------------------------------------------------------------------------------- the report
+    def markdown_pages(self) -> dict:
+        """The Markdown reports shown as HTML pages in ``snakemake --report`` (its report shows HTML in place, and
+        Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
+        ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
+        layout = self.layout
+        pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
+                 layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
+        pages.update(pq_matrix.report_pages(self))
+        return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
+                                         "caption": caption}
+                for markdown, (title, category, caption) in pages.items()}
+
+    def paper_targets(self) -> list[str]:
+        """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
+        the summary and its tables as pages, and every figure the config can build."""
+        return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()

@@ -1,0 +1,29 @@
+"""Stage function of the rerank rule: a re-ranking model's ranking of one split, from another run's top-k."""
+
+from __future__ import annotations
+
+import logging
+
+from hardneg import methods
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.dense.trainer import resolve_device
+from hardneg.io.rankings import read_run, write_run
+
+log = logging.getLogger(__name__)
+
+
+def rerank_split(method: str, model_dir, cache_dir, split: str, candidates_path, *, run_path, trec_path, depth: int,
+                 batch_size: int = 64, tag: str = "rerank", device: str = "auto", method_modules=()):
+    """Re-rank the top-``depth`` of each query of the ranking at ``candidates_path`` with the model at
+    ``model_dir``, as re-ranking method ``method`` declares (``Method.rerank``), and write the run (Parquet +
+    TREC). ``method_modules``: the module declaring ``method`` when it is not one of :mod:`hardneg.methods`."""
+    methods.load_modules(list(method_modules))
+    queries = TokenizedTexts(cache_dir, f"queries_{split}")
+    corpus = TokenizedTexts(cache_dir, "corpus")
+    candidates = read_run(candidates_path)
+    run = methods.get(method).rerank(model_dir, queries, corpus, candidates, depth=depth, batch_size=batch_size,
+                                     device=resolve_device(device))
+    log.info("re-ranked the top %d of %d queries of %s", depth, len(set(candidates["qid"].to_pylist())),
+             candidates_path)
+    write_run(run, run_path, trec_path, tag)
+    return run

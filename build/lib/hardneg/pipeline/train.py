@@ -1,0 +1,290 @@
+"""Stage function of the training rule: build the method's data and model, train, save.
+
+With ``train.processes`` (or ``train.gpus``) above 1, :func:`train_run` launches that many workers with
+torch's launcher (:func:`hardneg.dense.distributed.launch`, what ``torchrun --standalone`` does); each worker
+runs :func:`train_run` again with the same arguments and, finding itself in a launched process group, trains
+as its rank. Only rank 0 writes the model, the log and checkpoints.
+
+Before training, the process that starts it checks the data against the settings and prints what will not
+train well on the console (:func:`training_warnings`): a model trained from scratch on too few queries, and
+epochs of too few optimiser steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+
+import pyarrow as pa
+
+from hardneg import methods
+from hardneg.dense import distributed
+from hardneg.dense.data import ShuffledBatches, TrainQueries
+from hardneg.dense.model import BiEncoder, ModelSpec, describe
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.dense.trainer import TrainConfig, Trainer, Window, resolve_device
+from hardneg.io import artifacts
+from hardneg.io.atomic import atomic_path
+from hardneg.io.logs import console
+from hardneg.schema.files import config_hash
+
+log = logging.getLogger(__name__)
+
+# A model trained from scratch (the built-in model without an ``init`` run) on fewer training queries than this
+# learns those queries by heart rather than the language: the train split scores far above the test split.
+FROM_SCRATCH_MIN_QUERIES = 2_000
+# Training of epochs of fewer optimiser steps than MIN_STEPS_PER_EPOCH, and of fewer than MIN_TOTAL_STEPS in all,
+# hardly leaves the learning-rate warm-up: the model barely moves (more epochs are one of the fixes).
+MIN_STEPS_PER_EPOCH = 20
+MIN_TOTAL_STEPS = 100
+
+
+def train_config(resolved: dict) -> TrainConfig:
+    """The ``TrainConfig`` of a resolved run (its validated ``params.train`` and its seed)."""
+    return TrainConfig.from_params(resolved["params"]["train"], resolved["seed"])
+
+
+def steps_per_epoch(num_rows: int, config: TrainConfig) -> int:
+    """Optimiser steps of one epoch: batches of ``batch_size`` rows (a last one of a single row is dropped), one
+    step per ``grad_accumulation`` batches."""
+    return math.ceil(ShuffledBatches(num_rows, config.batch_size, config.seed).num_batches(0) / config.grad_accumulation)
+
+
+def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries, *, from_scratch: bool) -> list[str]:
+    """What will not train well, in words (empty when all is well): a model trained ``from_scratch`` on fewer
+    than :data:`FROM_SCRATCH_MIN_QUERIES` training queries, and epochs of fewer than :data:`MIN_STEPS_PER_EPOCH`
+    optimiser steps when training makes fewer than :data:`MIN_TOTAL_STEPS` in all (with the fixes)."""
+    name, split = resolved["name"], config.split
+    messages = []
+    if from_scratch and train.num_queries < FROM_SCRATCH_MIN_QUERIES:
+        messages.append(
+            f"run {name}: the built-in model is trained from scratch on {train.num_queries:,} '{split}' queries; "
+            f"with fewer than {FROM_SCRATCH_MIN_QUERIES:,} it learns these queries by heart rather than the "
+            f"language (expect the train split to score far above the test split).\nStart from a pre-trained "
+            f"encoder (params.model.name: a local folder or a hub name) or train on more queries.")
+    steps = steps_per_epoch(len(train), config)
+    total = max(1, math.ceil(ShuffledBatches(len(train), config.batch_size, config.seed).num_batches(0)
+                             * config.epochs / config.grad_accumulation))  # as the trainer counts them
+    if steps < MIN_STEPS_PER_EPOCH and total < MIN_TOTAL_STEPS and "episode" not in resolved:  # episodes count steps
+        rows = "one per (query, positive) judgement" if train.per_judgement else "one per query"
+        accumulation = f", grad_accumulation {config.grad_accumulation}" if config.grad_accumulation > 1 else ""
+        fixes = ["more epochs (params.train.epochs)", "a smaller batch (params.train.batch_size)"]
+        if not train.per_judgement and train.num_judgements > train.num_queries:
+            fixes.append(f"one row per judgement (params.train.rows: judgement, {train.num_judgements:,} rows)")
+        messages.append(
+            f"run {name}: an epoch is {steps} optimiser step{'s' if steps != 1 else ''} ({len(train):,} training "
+            f"rows, {rows}; batch_size {config.batch_size}{accumulation}), {total} in all over {config.epochs} "
+            f"epoch{'s' if config.epochs != 1 else ''}: too few to train.\nFor more steps: "
+            + ", ".join(fixes[:-1]) + f" or {fixes[-1]}.")
+    return messages
+
+
+def load_training_data(cache_dir, qrels_path, config: TrainConfig):
+    """The tokenized training queries and corpus of the cache, and the training rows (:class:`TrainQueries`)."""
+    query_texts = TokenizedTexts(cache_dir, f"queries_{config.split}")
+    doc_texts = TokenizedTexts(cache_dir, "corpus")
+    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
+    train = TrainQueries(qrels, query_texts.row_ids, doc_texts.row_ids, per_judgement=config.rows == "judgement")
+    return query_texts, doc_texts, train
+
+
+def step_context(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None,
+                 device: str = "cpu") -> "methods.StepContext":
+    """What the run's method builds its training step and its batch sampler from."""
+    return methods.StepContext(resolved=resolved, train=train, query_texts=query_texts, doc_texts=doc_texts,
+                               inputs=inputs, tokenizer=tokenizer, device=str(device))
+
+
+def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None):
+    """The training step of the run's method (``make_batch`` and ``loss``), built by the method's declaration in
+    the registry (:mod:`hardneg.methods`) from the run's training inputs (name → path, see
+    :meth:`hardneg.pipeline.plan.Plan.train_inputs`)."""
+    context = step_context(resolved, train, query_texts, doc_texts, inputs, tokenizer=tokenizer)
+    return methods.get(resolved["method"]).build_step(context)
+
+
+def build_sampler(context: "methods.StepContext", config: TrainConfig):
+    """The batch sampler of the run's method (``Method.build_sampler``), else a fresh seeded shuffle of the
+    training rows each epoch."""
+    declared = methods.get(context.resolved["method"]).build_sampler
+    if declared is not None:
+        return declared(context, config)
+    return ShuffledBatches(len(context.train), config.batch_size, config.seed)
+
+
+def handoff_fingerprint(resolved: dict) -> str:
+    """What the trainer state one episode hands to the next is checked against: the episodic run, its method,
+    seed, dataset and training params (the same for all its episodes; see :mod:`hardneg.pipeline.episodes`)."""
+    return config_hash({key: resolved[key] for key in ("method", "seed", "dataset", "params")}
+                       | {"of": resolved["episode"]["of"]})
+
+
+def episode_window(resolved: dict, inputs: dict, state_dir) -> Window | None:
+    """The part of its episodic run's training an episode run trains (None for any other run): steps
+    ``index × steps`` to ``(index + 1) × steps`` of a schedule of ``count × steps``, continuing the trainer state the
+    previous episode wrote (training input ``state``) and writing its own to ``state_dir``."""
+    from hardneg.dense.checkpoint import load_checkpoint
+    from hardneg.dense.trainer import CHECKPOINT_FORMAT
+    from hardneg.errors import DataError
+    from hardneg.pipeline import episodes
+
+    episode = resolved.get("episode")
+    if episode is None:
+        return None
+    if state_dir is None:
+        raise ValueError(f"run {resolved['name']} is an episode: its trainer state needs a folder (state_dir)")
+    plan = episodes.of(methods.get(resolved["method"]), resolved["params"])
+    fingerprint, start, start_state = handoff_fingerprint(resolved), episode["index"] * plan.steps, None
+    if start:
+        start_state = load_checkpoint(inputs["state"], fingerprint=fingerprint, format=CHECKPOINT_FORMAT)
+        if start_state is None:
+            raise DataError(inputs["state"], None, "the previous episode's trainer state cannot be continued (the "
+                                                   "log says why); run the previous episode again")
+    return Window(total_steps=plan.total_steps, start=start, stop=start + plan.steps, start_state=start_state,
+                  stop_state=state_dir, fingerprint=fingerprint)
+
+
+def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source,
+              inputs: dict | None = None, method_modules=(), callbacks=(),
+              threads_per_process: int | None = None, timings_path=None, tensorboard_dir=None,
+              state_dir=None) -> list[dict]:
+    """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path`` (and
+    the wall-clock seconds of each part of each step to ``timings_path``, when given: :attr:`Trainer.timings`).
+
+    ``inputs`` are the run's training inputs beside the tokenized cache and the qrels (name → path, as
+    :meth:`hardneg.pipeline.plan.Plan.train_inputs` gives them): ``init``, the model to continue, and what the method's
+    roles provide (``negatives``, ``hard_negatives``, ``doc_embeddings``, ``train_index``, ...). The device is
+    ``params.train.device``. ``method_modules``: the module declaring the run's method when it is not one of
+    :mod:`hardneg.methods` (a config's ``method_modules`` entry), imported here and in every worker.
+
+    A checkpoint in ``checkpoint_dir`` from an interrupted attempt with the same configuration is resumed.
+    ``callbacks`` are trainer events (``on_epoch_start(trainer, epoch)``, ``on_step_end(trainer, step, row)``)
+    or functions called as ``callback(trainer, step)`` after every optimiser step; with several processes
+    they must be picklable (module-level), and every rank gets them. ``threads_per_process``: torch threads of
+    each of several processes (default: the available CPUs shared among them). ``tensorboard_dir``: where the
+    step log goes while training runs when ``params.train.tensorboard`` is on (none: no TensorBoard log; see
+    :mod:`hardneg.dense.tensorboard`). ``state_dir``: for an episode run (:mod:`hardneg.pipeline.episodes`), where its
+    trainer state at its last step goes (the next episode continues it); its log rows are its own steps only.
+    Returns the log rows.
+    """
+    arguments = dict(locals())  # exactly train_run's arguments, passed on unchanged to launched workers
+    methods.load_modules(list(method_modules))
+    params = resolved["params"]
+    spec = ModelSpec.from_params(params["model"])
+    if not methods.get(resolved["method"]).trains:  # a model evaluated as it is: no training data or processes
+        _save_untrained(resolved, spec, model_dir=model_dir, log_path=log_path, tokenizer_source=tokenizer_source,
+                        init_model=(inputs or {}).get("init"))
+        if timings_path is not None:
+            write_train_log([], timings_path)
+        return []
+    config = train_config(resolved)
+    if config.dev_every:
+        from hardneg.dense.dev_eval import dev_inputs
+
+        dev_inputs(cache_dir, qrels_path, config.dev_split)  # a missing dev split fails before any work
+    data = None
+    if not distributed.in_launched_worker():  # the starting process speaks, not every worker
+        data = load_training_data(cache_dir, qrels_path, config)
+        from_scratch = spec.name == "builtin" and not (inputs or {}).get("init")
+        for message in training_warnings(resolved, config, data[2], from_scratch=from_scratch):
+            console(message)
+    if config.num_processes > 1 and not distributed.in_launched_worker():
+        return distributed.launch(train_run, arguments, config.num_processes, threads=threads_per_process)
+    with distributed.process_group(config.device, threads_per_process) as replicas:
+        return _train(resolved, config, spec, replicas, cache_dir=cache_dir, qrels_path=qrels_path,
+                      model_dir=model_dir, log_path=log_path, checkpoint_dir=checkpoint_dir,
+                      tokenizer_source=tokenizer_source, inputs=dict(inputs or {}),
+                      callbacks=callbacks, data=data, timings_path=timings_path, tensorboard_dir=tensorboard_dir,
+                      state_dir=state_dir)
+
+
+def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distributed.Replicas, *, cache_dir,
+           qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source, inputs,
+           callbacks, data=None, timings_path=None, tensorboard_dir=None, state_dir=None) -> list[dict]:
+    """One process's part of :func:`train_run` (all of it in one process). ``data``: what
+    :func:`load_training_data` gives, when the caller has it already."""
+    query_texts, doc_texts, train = data or load_training_data(cache_dir, qrels_path, config)
+    log.info("%d training rows (%s) of %d queries with a relevant document", len(train),
+             "one per judgement" if train.per_judgement else "one per query", train.num_queries)
+    model, tokenizer = _initial_model(resolved, spec, tokenizer_source, inputs.get("init"))
+    context = step_context(resolved, train, query_texts, doc_texts, inputs, tokenizer=tokenizer,
+                           device=replicas.device or resolve_device(config.device))
+    method = methods.get(resolved["method"]).build_step(context)
+    sampler = build_sampler(context, config)
+    events = list(callbacks)
+    if config.dev_every:
+        from hardneg.dense.dev_eval import DevEvaluation
+
+        # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
+        events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
+                                               doc_embeddings=inputs.get("doc_embeddings")))
+    if config.tensorboard and tensorboard_dir is not None:
+        from hardneg.dense.tensorboard import TensorBoardLog
+
+        # last, so that it sees the columns every other event adds to the step's row
+        events.append(TensorBoardLog(tensorboard_dir, config.log_every, config.checkpoint_every))
+    window = episode_window(resolved, inputs, state_dir)
+    trainer = Trainer(model, method, sampler, config, checkpoint_dir=checkpoint_dir, fingerprint=config_hash(resolved),
+                      device=config.device, callbacks=events, replicas=replicas, window=window)
+    rows = trainer.fit()
+    if window is not None:  # an episode's log: its own steps (the state it continued holds the earlier ones)
+        rows = [row for row in rows if row["step"] > window.start]
+    if replicas.is_main:
+        model.to("cpu").save(model_dir, tokenizer)
+        write_train_log(rows, log_path)
+        if timings_path is not None:
+            write_train_log(trainer.timings, timings_path)
+        trainer.discard_checkpoint()
+    replicas.barrier()  # the model is saved before any rank returns
+    return rows
+
+
+def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model):
+    """The model training starts from (the ``init`` model, else a new one of ``spec``) and its tokenizer: the
+    method's own model (``Method.new_model``), else a bi-encoder. A bi-encoder continuing a model that is not one
+    (a TCT student from its ColBERT teacher) starts as that model's method declares (``Method.bi_encoder_from``)."""
+    tokenizer = load_tokenizer(init_model or tokenizer_source)
+    new_model = methods.get(resolved["method"]).new_model
+    if new_model is not None:
+        model = new_model(spec, tokenizer, resolved, init_model)
+    elif init_model:
+        model = _bi_encoder_from(init_model, spec, resolved["seed"])
+        if model is None:
+            model = BiEncoder.load(init_model)
+            # the lengths of this run's tokenized cache, which a continued run may set (CONTINUED_MODEL_KEYS)
+            model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
+    else:
+        model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                 max_length=spec.doc_max_length, seed=resolved["seed"], tokenizer=tokenizer)
+    if init_model:
+        log.info("initialised from %s", init_model)
+    log.info("model: %s", describe(model))
+    return model, tokenizer
+
+
+def _bi_encoder_from(folder, spec: ModelSpec, seed: int):
+    """A bi-encoder started from the model in ``folder`` by the method that saved it, when that model is not a
+    bi-encoder; None otherwise."""
+    for method in methods.methods().values():
+        model = method.bi_encoder_from(folder, spec, seed) if method.bi_encoder_from is not None else None
+        if model is not None:
+            return model
+    return None
+
+
+def _save_untrained(resolved: dict, spec: ModelSpec, *, model_dir, log_path, tokenizer_source, init_model) -> None:
+    """Save the model a run that does not train evaluates (its ``init`` model, else ``params.model``) and an
+    empty training log."""
+    model, tokenizer = _initial_model(resolved, spec, tokenizer_source, init_model)
+    model.save(model_dir, tokenizer)
+    write_train_log([], log_path)
+
+
+def write_train_log(rows: list[dict], path: str | os.PathLike) -> None:
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows) if rows else pa.table({"step": pa.array([], pa.int64())})
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)

@@ -1,0 +1,299 @@
+"""The hard-negative viewer: one self-contained, searchable HTML page per mined list, for reading the training data.
+
+For a seeded sample of the training queries (``viewer.queries``; all when there are fewer) the page shows the query,
+its relevant documents (relevance, rank in the mining run, the mining model's score, a title + text snippet) and
+its ``viewer.negatives`` best-ranked mined negatives (rank, score, margin to the best positive, whether BM25's
+top-``depth`` has it, the suspected-false-negative and empty-document flags, a snippet), under the per-query
+numbers of the audit (:mod:`hardneg.mining.audit`), whose whole report heads the page. Margins and flags follow the audit:
+margin = negative score - best positive score under the mining model; a margin >= 0 marks a suspected false
+negative.
+
+Every text from the data (ids, queries, titles, document texts) is HTML-escaped: a document holding ``<script>`` is
+shown as text. The page loads nothing from elsewhere (see :mod:`hardneg.report.pages`); a little inline script filters the
+queries by words and by the suspected-false-negative flag. Same inputs and seed → the same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+from dataclasses import dataclass, fields
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg.evaluation.sampling import sample_ids
+from hardneg.io import artifacts
+from hardneg.io.atomic import write_text
+from hardneg.mining.audit import EMPTY_MARK, text_snippet
+from hardneg.report.pages import markdown_html, page
+from hardneg.schema.values import section_values
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ViewerSettings:
+    """The config's ``viewer`` section (meaning and defaults in the schema; no second copy of the defaults here)."""
+
+    queries: int  # training queries shown, a seeded sample
+    negatives: int  # best-ranked mined negatives shown per query
+    snippet_chars: int  # characters of title + text shown per document
+
+    @classmethod
+    def from_config(cls, section: dict) -> "ViewerSettings":
+        """From the validated ``viewer`` section; ``ConfigError`` naming ``viewer.<key>`` for an unknown or a
+        missing key."""
+        return cls(**section_values(section, [f.name for f in fields(cls)], "viewer"))
+
+
+def sample_queries(qids: list[str], count: int, seed: int) -> list[str]:
+    """The queries the viewer shows: ``count`` of ``qids`` seeded with ``seed``, in their order (all when fewer)."""
+    return sample_ids(qids, count, seed)
+
+
+def _rows_by_qid(table: pa.Table) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for row in table.to_pylist():
+        out.setdefault(row["qid"], []).append(row)
+    return out
+
+
+def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardnegs: pa.Table, positives: pa.Table,
+                   audit: pa.Table, corpus: pa.Table, mining_run: pa.Table, bm25_run: pa.Table | None, depth: int,
+                   negatives: int, snippet_chars: int) -> list[dict]:
+    """What the viewer shows of each query of ``qids``, in that order (tables may hold other queries too).
+
+    ``queries`` (QUERIES), ``qrels`` (QRELS), ``hardnegs`` (HARDNEGS), ``positives`` (POSITIVE_SCORES), ``audit``
+    (AUDIT), ``corpus`` (CORPUS rows of the documents shown), ``mining_run`` (RUN: the mining model's ranking,
+    for the rank of each positive) and ``bm25_run`` (RUN, or None: the reference ranking, top ``depth``).
+
+    Returns one dict per query: qid, text, the audit row's numbers (best_positive_rank, best_positive_score,
+    num_negatives, bm25_overlap, min_margin, max_margin, suspected_false_negatives; None when null), positives
+    [{docid, relevance, rank, score, snippet}] (relevance descending, then docid; rank and score None when
+    unknown) and negatives, the ``negatives`` best-ranked [{rank, docid, score, margin, in_bm25, suspected,
+    empty, snippet}]: margin = score - best positive score (None without one), suspected = margin >= 0, in_bm25
+    None without ``bm25_run``. Scores are the mining model's (inner products).
+    """
+    texts = dict(zip(queries["qid"].to_pylist(), queries["text"].to_pylist()))
+    docs = {d: (t, x) for d, t, x in zip(corpus["docid"].to_pylist(), corpus["title"].to_pylist(),
+                                          corpus["text"].to_pylist())}
+    audit_rows = {row["qid"]: row for row in audit.to_pylist()}
+    relevant = _rows_by_qid(qrels.filter(pc.greater_equal(qrels["relevance"], 1)))
+    scores = {(r["qid"], r["docid"]): r["score"] for r in positives.to_pylist()}
+    run_ranks: dict[tuple[str, str], int] = {}
+    for row in mining_run.to_pylist():
+        key = (row["qid"], row["docid"])
+        run_ranks[key] = min(row["rank"], run_ranks.get(key, row["rank"]))
+    negs = _rows_by_qid(hardnegs)
+    in_bm25 = None
+    if bm25_run is not None:
+        top = bm25_run.filter(pc.less_equal(bm25_run["rank"], depth))
+        in_bm25 = set(zip(top["qid"].to_pylist(), top["docid"].to_pylist()))
+
+    def snippet(docid: str) -> str:
+        return text_snippet(*docs[docid], snippet_chars) if docid in docs else "(not in the corpus)"
+
+    def is_empty(docid: str) -> bool:
+        return docid in docs and text_snippet(*docs[docid], snippet_chars) == EMPTY_MARK
+
+    out = []
+    for qid in qids:
+        row = audit_rows.get(qid, {})
+        pos = sorted(relevant.get(qid, []), key=lambda r: (-r["relevance"], r["docid"]))
+        positives_shown = [{"docid": r["docid"], "relevance": r["relevance"], "rank": run_ranks.get((qid, r["docid"])),
+                            "score": scores.get((qid, r["docid"])), "snippet": snippet(r["docid"])} for r in pos]
+        best = max((p["score"] for p in positives_shown if p["score"] is not None), default=None)
+        shown = sorted(negs.get(qid, []), key=lambda r: r["rank"])[:negatives]
+        negatives_shown = []
+        for neg in shown:
+            margin = None if best is None else neg["score"] - best
+            negatives_shown.append({
+                "rank": neg["rank"], "docid": neg["docid"], "score": neg["score"], "margin": margin,
+                "in_bm25": None if in_bm25 is None else (qid, neg["docid"]) in in_bm25,
+                "suspected": margin is not None and margin >= 0, "empty": is_empty(neg["docid"]),
+                "snippet": snippet(neg["docid"])})
+        out.append({"qid": qid, "text": texts.get(qid, ""), "positives": positives_shown,
+                    "negatives": negatives_shown,
+                    **{name: row.get(name) for name in ("best_positive_rank", "best_positive_score", "num_negatives",
+                                                        "bm25_overlap", "min_margin", "max_margin",
+                                                        "suspected_false_negatives")}})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- HTML
+STYLE = """
+header { position: sticky; top: 0; background: #fff; padding: 6px 0 8px; border-bottom: 1px solid #d0d7de;
+         z-index: 1; }
+header input[type=search] { width: 28em; padding: 3px 6px; font-size: 14px; }
+header label { margin-left: 12px; }
+#count { margin-left: 12px; }
+section.query { border-bottom: 1px solid #d0d7de; padding: 4px 0 10px; }
+section.query h2 code { font-size: 13px; }
+.facts { margin: 2px 0 4px; }
+section.query table { width: 100%; }
+td.snippet { min-width: 12em; overflow-wrap: anywhere; }
+td.flag { min-width: 8em; }
+tr.suspect td { background: #ffebe9; }
+.flag { color: #a40e26; font-weight: 600; }
+details.audit { margin: 8px 0 12px; }
+details.audit > summary { cursor: pointer; font-weight: 600; }
+"""
+
+SCRIPT = """
+(function () {
+  var search = document.getElementById("search"), suspects = document.getElementById("suspects"),
+      count = document.getElementById("count"), queries = document.querySelectorAll("section.query");
+  var texts = Array.prototype.map.call(queries, function (q) { return q.textContent.toLowerCase(); });
+  function update() {
+    var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean), shown = 0;
+    queries.forEach(function (q, i) {
+      var visible = (!suspects.checked || q.dataset.suspected !== "0") &&
+        words.every(function (w) { return texts[i].indexOf(w) >= 0; });
+      q.hidden = !visible;
+      if (visible) { shown += 1; }
+    });
+    count.textContent = shown + " of " + queries.length + " queries shown";
+  }
+  search.addEventListener("input", update);
+  suspects.addEventListener("change", update);
+  update();
+})();
+"""
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _score(value) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+def _margin(value) -> str:
+    return "–" if value is None else f"{value:+.4f}".replace("-", "−")
+
+
+def _cells(values: list[tuple[str, str]]) -> str:
+    """``(text, class)`` pairs → table cells; the text is escaped here."""
+    return "".join(f'<td class="{cls}">{_e(text)}</td>' if cls else f"<td>{_e(text)}</td>" for text, cls in values)
+
+
+def _header_row(names: list[tuple[str, str]]) -> str:
+    return "<tr>" + "".join(f'<th class="{cls}">{_e(name)}</th>' if cls else f"<th>{_e(name)}</th>"
+                            for name, cls in names) + "</tr>"
+
+
+def _facts(query: dict, depth: int, with_bm25: bool) -> str:
+    parts = []
+    rank = query["best_positive_rank"]
+    parts.append(f"best positive at rank {rank}" if rank is not None else f"no positive in the top {depth}")
+    if query["num_negatives"] is not None:
+        parts.append(f"{query['num_negatives']} negatives")
+    if with_bm25 and query["bm25_overlap"] is not None:
+        parts.append(f"{100 * query['bm25_overlap']:.1f}% of them in BM25's top {depth}")
+    if query["min_margin"] is not None:
+        parts.append(f"margins {_margin(query['min_margin'])} to {_margin(query['max_margin'])}")
+    suspected = query["suspected_false_negatives"]
+    text = " · ".join(_e(p) for p in parts)
+    if suspected:
+        text += f' · <span class="flag">⚠ {suspected} suspected false negative{"s" if suspected != 1 else ""}</span>'
+    return f'<p class="facts muted">{text}</p>'
+
+
+def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
+    lines = [f'<section class="query" id="q-{_e(query["qid"])}" '
+             f'data-suspected="{int(query["suspected_false_negatives"] or 0)}">',
+             f'<h2><code>{_e(query["qid"])}</code> {_e(query["text"])}</h2>', _facts(query, depth, with_bm25)]
+    lines.append(f"<h3>Relevant documents ({len(query['positives'])})</h3>")
+    if query["positives"]:
+        lines.append("<table>" + _header_row([("docid", ""), ("relevance", "num"), ("rank", "num"),
+                                              ("score", "num"), ("title / text", "")]))
+        for p in query["positives"]:
+            lines.append("<tr>" + _cells([(p["docid"], ""), (p["relevance"], "num"),
+                                          ("–" if p["rank"] is None else p["rank"], "num"),
+                                          (_score(p["score"]), "num"), (p["snippet"], "snippet")]) + "</tr>")
+        lines.append("</table>")
+    else:
+        lines.append('<p class="muted">none judged relevant</p>')
+    total = query["num_negatives"] if query["num_negatives"] is not None else len(query["negatives"])
+    lines.append(f"<h3>Top {len(query['negatives'])} of {total} mined negatives</h3>")
+    if query["negatives"]:
+        header = [("rank", "num"), ("docid", ""), ("score", "num"), ("margin", "num")]
+        header += [("BM25", "")] if with_bm25 else []
+        lines.append("<table>" + _header_row(header + [("flag", ""), ("title / text", "")]))
+        for n in query["negatives"]:
+            cells = [(n["rank"], "num"), (n["docid"], ""), (_score(n["score"]), "num"), (_margin(n["margin"]), "num")]
+            if with_bm25:
+                cells.append(("✓" if n["in_bm25"] else "", ""))
+            flags = [name for name, on in (("⚠ suspected false negative", n["suspected"]), ("empty document", n["empty"]))
+                     if on]
+            cells += [("; ".join(flags), "flag"), (n["snippet"], "snippet")]
+            lines.append(('<tr class="suspect">' if n["suspected"] else "<tr>") + _cells(cells) + "</tr>")
+        lines.append("</table>")
+    else:
+        lines.append('<p class="muted">no mined negatives</p>')
+    lines.append("</section>")
+    return "\n".join(lines)
+
+
+def render_viewer(queries: list[dict], *, run: str, miner: str, split: str, depth: int, seed: int,
+                  num_training_queries: int, with_bm25: bool, audit_markdown: str | None = None) -> str:
+    """The viewer page of run ``run`` (mined by run ``miner`` from its ranking of split ``split``, top ``depth``):
+    ``queries`` as :func:`viewer_queries` gives them, a sample (seed ``seed``) of ``num_training_queries``; the
+    audit's Markdown report, when given, in a fold above them."""
+    intro = (f"Mined by run <code>{_e(miner)}</code> from its ranking of the <code>{_e(split)}</code> queries "
+             f"(top {depth}, relevant documents removed). {len(queries)} of {num_training_queries} training queries "
+             f"(a sample drawn with seed {seed}), each with its relevant documents and best-ranked mined negatives. "
+             "Scores are the mining model's; <b>rank</b> is the rank in its ranking (– beyond what it retrieved); "
+             "<b>margin</b> = negative score − best positive score; a margin ≥ 0 flags a <span class=\"flag\">⚠ "
+             "suspected false negative</span> (it scores at or above every positive)"
+             + (f"; <b>BM25</b> ✓: also in BM25's top {depth}." if with_bm25 else "."))
+    body = [f"<h1>Hard negatives of run <code>{_e(run)}</code></h1>", f'<p class="muted">{intro}</p>']
+    if audit_markdown is not None:
+        body.append('<details class="audit"><summary>Audit of the whole list</summary>\n'
+                    f"{markdown_html(audit_markdown)}</details>")
+    body.append('<header><input type="search" id="search" placeholder="filter: query id, words of the query or '
+                'of a document" aria-label="filter queries"><label><input type="checkbox" id="suspects"> only '
+                'queries with suspected false negatives</label><span id="count" class="muted"></span></header>')
+    body += [_query_section(q, depth, with_bm25) for q in queries]
+    return page(f"Hard negatives of run {run}", "\n".join(body), style=STYLE, script=SCRIPT)
+
+
+def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_markdown_path, mining_run_path,
+                 corpus_path, queries_path, qrels_path, output_path: str | os.PathLike, bm25_run_path=None,
+                 miner: str, split: str, depth: int, seed: int, settings: dict) -> int:
+    """Stage function: the mined list of run ``run`` and what the pipeline has about it → the viewer page at
+    ``output_path`` (written atomically).
+
+    Reads the hard negatives (HARDNEGS), positive scores (POSITIVE_SCORES), the audit (AUDIT Parquet and its
+    Markdown report), the miner's ranking of the training split (RUN), the corpus, the training queries and qrels
+    of split ``split`` and, when given, the BM25 reference ranking (RUN) — of each, only the rows of the sampled
+    queries and the documents shown. ``settings``: the config's ``viewer`` section; ``seed`` draws the sample.
+    Returns the number of queries shown.
+    """
+    config = ViewerSettings.from_config(settings)
+    audit = artifacts.read_table(artifacts.AUDIT, audit_path)
+    qids = sample_queries(audit["qid"].to_pylist(), config.queries, seed)
+    hardnegs = artifacts.read_matching_rows(artifacts.HARDNEGS, hardnegs_path, "qid", qids)
+    qrels = artifacts.read_matching_rows(artifacts.QRELS, qrels_path, "qid", qids)
+    shown = set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["docid"].to_pylist())
+    for rows in _rows_by_qid(hardnegs).values():  # the documents shown: positives and the best-ranked negatives
+        shown.update(row["docid"] for row in sorted(rows, key=lambda r: r["rank"])[:config.negatives])
+    bm25 = artifacts.read_matching_rows(artifacts.RUN, bm25_run_path, "qid", qids) if bm25_run_path else None
+    queries = viewer_queries(
+        qids, queries=artifacts.read_matching_rows(artifacts.QUERIES, queries_path, "qid", qids), qrels=qrels, hardnegs=hardnegs,
+        positives=artifacts.read_matching_rows(artifacts.POSITIVE_SCORES, positives_path, "qid", qids), audit=audit,
+        corpus=artifacts.read_matching_rows(artifacts.CORPUS, corpus_path, "docid", sorted(shown)),
+        mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids), bm25_run=bm25, depth=depth,
+        negatives=config.negatives, snippet_chars=config.snippet_chars)
+    with open(audit_markdown_path, encoding="utf-8") as handle:
+        audit_markdown = handle.read()
+    write_text(output_path, render_viewer(queries, run=run, miner=miner, split=split, depth=depth, seed=seed,
+                                          num_training_queries=audit.num_rows, with_bm25=bm25 is not None,
+                                          audit_markdown=audit_markdown))
+    log.info("hard-negative viewer of run %s: %d of %d training queries, %d negatives each at most (%s)", run,
+             len(queries), audit.num_rows, config.negatives, output_path)
+    return len(queries)
+

@@ -1,0 +1,47 @@
+"""One query of a finished run as the ``hardneg audit RUN --qid Q`` command shows it: read from the run's files
+and formatted by :func:`hardneg.mining.audit.format_query`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hardneg.errors import HardnegError
+from hardneg.io import artifacts
+from hardneg.mining.audit import format_query
+from hardneg.results.run_files import RunFiles
+
+
+def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results", top: int = 10,
+                   snippet_chars: int = 160) -> str:
+    """:func:`format_query` for query ``qid`` of run ``run`` under the ``results`` folder.
+
+    Reads ``results/<run>/{config.yaml, hardnegs.parquet, positive_scores.parquet (if present)}`` and, of the run's
+    dataset ``results/datasets/<dataset>/``, the split whose queries contain ``qid`` (its queries and qrels) and
+    the corpus rows shown. Raises HardnegError naming what is missing.
+    """
+    files = RunFiles.open(run, results)
+    hardnegs_path = files.hard_negatives()
+    layout, dataset = files.layout, files.dataset
+    query_files = sorted(Path(layout.queries_dir(dataset)).glob("*.parquet"))
+    if not query_files:
+        raise HardnegError(f"dataset {dataset!r} of run {run} is not prepared: no query files in "
+                           f"{layout.queries_dir(dataset)}")
+    for path in query_files:
+        queries = artifacts.read_matching_rows(artifacts.QUERIES, path, "qid", [qid])
+        if queries.num_rows:
+            split = path.stem
+            break
+    else:
+        raise HardnegError(f"query {qid!r} is unknown to dataset {dataset!r} (not in any of its splits: "
+                           f"{', '.join(p.stem for p in query_files)})")
+    qrels = artifacts.read_matching_rows(artifacts.QRELS, layout.qrels(dataset, split), "qid", [qid])
+    hardnegs = artifacts.read_matching_rows(artifacts.HARDNEGS, hardnegs_path, "qid", [qid])
+    positives_path = Path(layout.positive_scores(run))
+    positives = artifacts.read_matching_rows(artifacts.POSITIVE_SCORES, positives_path, "qid", [qid]) \
+        if positives_path.exists() else None
+    shown = hardnegs.sort_by([("rank", "ascending")]).slice(0, top)
+    docids = sorted(set(qrels["docid"].to_pylist()) | set(shown["docid"].to_pylist()))
+    corpus = artifacts.read_matching_rows(artifacts.CORPUS, layout.corpus(dataset), "docid", docids)
+    return format_query(qid, queries=queries, corpus=corpus, qrels=qrels, hardnegs=hardnegs, positives=positives,
+                        top=top, snippet_chars=snippet_chars)

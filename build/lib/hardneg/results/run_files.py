@@ -1,0 +1,175 @@
+"""A finished run's files, found from its name under a results folder: what the exports and the audit read.
+
+A run's folder ``results/<run>/`` holds its resolved configuration (``config.yaml``), which names its dataset and
+its parameters; everything else follows from :class:`hardneg.io.layout.Layout`. Each accessor checks that the file
+it returns exists and raises a :class:`~hardneg.errors.HardnegError` naming the missing file (and how to build it)
+otherwise, so an export fails before it writes anything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import yaml
+
+from hardneg import methods
+from hardneg.errors import HardnegError
+from hardneg.index import slug
+from hardneg.io.layout import Layout
+from hardneg.schema.files import read_resolved
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The files of run ``run`` under the results folder ``results``."""
+
+    run: str
+    results: str
+
+    @classmethod
+    def open(cls, run: str, results: str | os.PathLike = "results") -> "RunFiles":
+        """The run's files, once its folder and its resolved configuration are known to exist."""
+        files = cls(run, str(results))
+        run_dir = Path(files.layout.run_dir(run))
+        if not run_dir.is_dir():
+            known = sorted(path.parent.name for path in Path(results).glob("*/config.yaml"))
+            hint = f" (runs with results: {', '.join(known)})" if known else ""
+            raise HardnegError(f"run {run!r} has no results folder: {run_dir} does not exist{hint}")
+        if not Path(files.layout.config(run)).exists():
+            raise HardnegError(f"run {run}: {files.layout.config(run)} is missing, so its dataset and parameters "
+                               f"are unknown; build it with snakemake {files.layout.config(run)}")
+        return files
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout(self.results)
+
+    @cached_property
+    def config(self) -> dict:
+        """The run's resolved configuration (``results/<run>/config.yaml``); an error naming the file when it is
+        not YAML or lacks the method or the dataset a resolved configuration always names."""
+        path = self.layout.config(self.run)
+        try:
+            config = read_resolved(path)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f"{path}, line {mark.line + 1}" if mark is not None else path
+            raise HardnegError(f"run {self.run}: {where} is not valid YAML ({getattr(error, 'problem', error)}); "
+                               f"build it again with snakemake {path}") from None
+        dataset = config.get("dataset") if isinstance(config, dict) else None
+        if not (isinstance(config, dict) and isinstance(config.get("method"), str) and isinstance(dataset, dict)
+                and isinstance(dataset.get("name"), str)):
+            raise HardnegError(f"run {self.run}: {path} is not a resolved run configuration (it must name the "
+                               f"run's method and dataset.name); build it again with snakemake {path}")
+        return config
+
+    @property
+    def method(self) -> str:
+        return self.config["method"]
+
+    @property
+    def dataset(self) -> str:
+        return self.config["dataset"]["name"]
+
+    @property
+    def params(self) -> dict:
+        return self.config.get("params") or {}
+
+    def _dense_params(self, section: str) -> dict:
+        """A section of a dense run's params (``model``, ``train``, ``index``); an error for other runs."""
+        if section not in self.params:
+            raise HardnegError(f"run {self.run} is a {self.method} run: it has no trained model, index or hard "
+                               f"negatives to export (its params have no {section!r} section)")
+        return self.params[section]
+
+    @property
+    def train_split(self) -> str:
+        """The split the run trains on, whose queries its hard negatives were mined for."""
+        return self._dense_params("train")["split"]
+
+    @property
+    def query_max_length(self) -> int:
+        """The most tokens of a query the run's model reads (longer queries are cut)."""
+        return int(self._dense_params("model")["query_max_length"])
+
+    def tokenizer_source(self) -> str:
+        """The tokenizer the run's tokenized cache was built with: the built-in WordPiece folder of its dataset,
+        or its model's own (a folder or a hub name)."""
+        model = self._dense_params("model")
+        if model["name"] == "builtin":
+            return self.layout.tokenizer(self.dataset, model["vocab_size"])
+        return model["name"]
+
+    # ------------------------------------------------------------------------------------ the run's files
+    def hard_negatives(self) -> Path:
+
+        path = Path(self.layout.hard_negatives(self.run))
+        if path.exists():
+            return path
+        declared = methods.methods().get(self.method)  # None for a method of a module this process has not loaded
+        if declared is not None and not declared.role_providing("miner"):
+            miners = [name for name, m in methods.methods().items() if m.role_providing("miner")]
+            raise HardnegError(f"run {self.run} (method {self.method}) mines no hard negatives; runs of method "
+                               f"{' or '.join(miners)} do")
+        raise HardnegError(f"run {self.run} has no hard-negative list: {path} is missing; build it with "
+                           f"snakemake {path}")
+
+    def model_dir(self) -> Path:
+        """The run's trained bi-encoder (a Hugging Face folder with ``hardneg.json``)."""
+        path = Path(self.layout.model(self.run))
+        if not (path / "hardneg.json").exists():
+            self._dense_params("model")
+            raise HardnegError(f"run {self.run} has no trained model: {path / 'hardneg.json'} is missing; build "
+                               f"it with snakemake {self.layout.metrics(self.run)}")
+        return path
+
+    def doc_run(self) -> str:
+        """The run whose corpus embeddings and indexes this run searches: its ``doc_index`` input (a run that
+        keeps another run's documents fixed, as ADORE does), else itself."""
+
+        declared = methods.methods().get(self.method)
+        for role in declared.roles_providing("doc_index") if declared is not None else ():
+            other = (self.config.get("inputs") or {}).get(role)
+            if isinstance(other, dict):
+                return other["name"]
+        return self.run
+
+    def index_slug(self) -> str:
+        """The slug of the index the run searches its queries with (its ``params.index.factory``)."""
+        return slug(self._dense_params("index")["factory"])
+
+    def index(self, slug: str | None = None) -> Path:
+        """The Faiss index ``slug`` (default: :meth:`index_slug`) over the documents the run searches."""
+        slug = slug or self.index_slug()
+        path = Path(self.layout.index(self.doc_run(), slug))
+        if path.exists():
+            return path
+        built = sorted(p.stem for p in path.parent.glob("*.faiss"))
+        hint = f"; the indexes built are: {', '.join(built)}" if built else ""
+        raise HardnegError(f"run {self.run} has no index {slug!r}: {path} is missing{hint}")
+
+    def corpus_ids(self) -> Path:
+        """The document id of each row of the run's corpus embeddings, hence of each row of its indexes."""
+        path = Path(self.layout.corpus_ids(self.doc_run()))
+        if not path.exists():
+            raise HardnegError(f"run {self.run}: {path} (the document id of each index row) is missing; build it "
+                               f"with snakemake {path}")
+        return path
+
+    # ------------------------------------------------------------------------------- the dataset's files
+    def _dataset_file(self, path: str) -> Path:
+        if not Path(path).exists():
+            raise HardnegError(f"dataset {self.dataset!r} of run {self.run} is not prepared: {path} is missing")
+        return Path(path)
+
+    def corpus(self) -> Path:
+        return self._dataset_file(self.layout.corpus(self.dataset))
+
+    def queries(self, split: str) -> Path:
+        return self._dataset_file(self.layout.queries(self.dataset, split))
+
+    def qrels(self, split: str) -> Path:
+        return self._dataset_file(self.layout.qrels(self.dataset, split))

@@ -1,0 +1,111 @@
+"""JSON-schema validation that fills defaults, and errors that name the dotted key at fault.
+
+The schema is ``config.schema.yaml`` of this package (:func:`read_schema`). Its ``default:`` values are the only
+defaults: the validator writes them into the instance as it validates. Errors become one
+:class:`~hardneg.errors.ConfigError` naming the key (:func:`describe`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from importlib import resources
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import best_match
+
+from hardneg.errors import ConfigError
+from hardneg.schema.names import NAME_PATTERN, NAME_RULE
+
+SCHEMA_FILE = "config.schema.yaml"
+
+
+def read_schema(path: str | os.PathLike | None = None) -> dict:
+    """The configuration schema as written: the package's ``config.schema.yaml`` (read with
+    :mod:`importlib.resources`, so an installed package finds it), or the file at ``path``. The run variants of
+    the registered methods are not in it (:func:`hardneg.pipeline.config.load_schema` adds them)."""
+    if path is None:
+        text = resources.files("hardneg.schema").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+        return yaml.safe_load(text)
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _with_defaults(validator_class):
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def fill_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub and name not in instance:
+                    instance[name] = copy.deepcopy(sub["default"])
+        yield from check_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": fill_defaults})
+
+
+# Draft 2020-12, filling each missing property that has a ``default:`` before checking the properties.
+Validator = _with_defaults(Draft202012Validator)
+
+
+def first_error(validator, instance):
+    """The error :func:`describe` reports for ``instance`` (the deepest one), or None when it is valid."""
+    return best_match(validator.iter_errors(instance), key=lambda e: -len(e.absolute_path))
+
+
+def _dotted(parts) -> str:
+    return ".".join(str(p) for p in parts) or "<root>"
+
+
+def describe(error) -> ConfigError:
+    """A jsonschema validation error as one :class:`ConfigError` naming the dotted key at fault."""
+    path = list(error.absolute_path)
+    validator, instance, schema = error.validator, error.instance, error.schema
+    if "propertyNames" in error.absolute_schema_path or (validator == "pattern" and
+                                                         error.validator_value == NAME_PATTERN):
+        key = path + [instance] if "propertyNames" in error.absolute_schema_path else path
+        if instance == "datasets":
+            return ConfigError(_dotted(key), "invalid name: 'datasets' is reserved (results/datasets/ holds the "
+                                             "prepared datasets)")
+        return ConfigError(_dotted(key), f"invalid name {instance!r}: a name becomes a file name, so it may hold "
+                                         f"only {NAME_RULE}")
+    if validator == "additionalProperties" and isinstance(instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(k for k in instance if k not in allowed)
+        key = _dotted(path + extra[:1])
+        hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+        return ConfigError(key, f"unknown key{hint}")
+    if validator == "required":
+        missing = next((k for k in error.validator_value if k not in instance), "?")
+        return ConfigError(_dotted(path + [missing]), "required key is missing")
+    if validator == "type":
+        return ConfigError(_dotted(path), f"expected {error.validator_value}, got {instance!r} "
+                                          f"({type(instance).__name__})")
+    if validator in ("minItems", "maxItems") and isinstance(instance, list) and "description" in schema:
+        low, high = schema.get("minItems", 0), schema.get("maxItems")
+        count = f"exactly {low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
+        return ConfigError(_dotted(path), f"expected {count} entries ({schema['description']}), got {len(instance)}")
+    if validator in ("enum", "const"):
+        allowed = error.validator_value if validator == "enum" else [error.validator_value]
+        return ConfigError(_dotted(path), f"must be one of {', '.join(map(str, allowed))}; got {instance!r}")
+    return ConfigError(_dotted(path), error.message)
+
+
+def validate_fragment(value: dict, fragment: dict, schema: dict, where: str) -> dict:
+    """A copy of ``value`` validated against ``fragment`` (a sub-schema whose ``$ref`` point into ``schema``'s
+    ``$defs``), defaults filled. Errors name ``<where>.<key>``."""
+    value = copy.deepcopy(value)
+    validator = Validator({**fragment, "$defs": schema["$defs"]})
+    found = first_error(validator, value)
+    if found is not None:
+        error = describe(found)
+        raise ConfigError(f"{where}.{error.key}" if error.key != "<root>" else where, error.message)
+    return value
+
+
+def validate_dataset(dataset: dict, *, where: str = "dataset", schema: dict | None = None) -> dict:
+    """A copy of one dataset's config (an entry of ``datasets``) validated against the schema, every missing key
+    filled with its schema default. Errors name ``<where>.<key>``."""
+    schema = schema or read_schema()
+    return validate_fragment(dataset, {"$ref": "#/$defs/dataset"}, schema, where)

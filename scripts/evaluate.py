@@ -9,9 +9,10 @@ from hardneg.schema.files import read_resolved
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.
-paths = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
-runs = {os.path.basename(path).removesuffix(".parquet"): path for path in paths}
+paths = snakemake.input.rankings
+paths = [paths] if isinstance(paths, str) else list(paths)
+rankings = {os.path.basename(path).removesuffix(".parquet"): path for path in paths}
 embeddings = {key: snakemake.input[key] for key in ("query_npy", "query_ids", "doc_npy", "doc_ids")
               if key in snakemake.input.keys()}
-evaluate_run(runs, snakemake.input.qrels, read_resolved(snakemake.input.config), snakemake.output.metrics,
+evaluate_run(rankings, snakemake.input.qrels, read_resolved(snakemake.input.config), snakemake.output.metrics,
              snakemake.output.per_query, measures=snakemake.params.measures, embeddings=embeddings or None)

@@ -5,7 +5,8 @@ from hardneg.pipeline.fuse import fuse_split
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.
-runs = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
-fuse_split(snakemake.params.method, snakemake.params.fusion, runs, snakemake.output.run, snakemake.output.trec,
+rankings = snakemake.input.rankings
+rankings = [rankings] if isinstance(rankings, str) else list(rankings)
+fuse_split(snakemake.params.method, snakemake.params.fusion, rankings, snakemake.output.run, snakemake.output.trec,
            tag=snakemake.wildcards.run, tuning_path=snakemake.input.get("tuning"),
            method_modules=snakemake.params.method_modules)

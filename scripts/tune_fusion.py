@@ -8,8 +8,9 @@ from hardneg.pipeline.fuse import tune_fusion
 
 log_to(snakemake.log[0])
 # A named input of one file arrives as a string, of several as a list.
-runs = [snakemake.input.runs] if isinstance(snakemake.input.runs, str) else list(snakemake.input.runs)
-tune_fusion(snakemake.params.method, snakemake.params.fusion, snakemake.params.seed, runs,
+rankings = snakemake.input.rankings
+rankings = [rankings] if isinstance(rankings, str) else list(rankings)
+tune_fusion(snakemake.params.method, snakemake.params.fusion, snakemake.params.seed, rankings,
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.output.json,
             snakemake.output.parquet, trained_on=snakemake.params.trained_on,
             method_modules=snakemake.params.method_modules)

@@ -110,15 +110,15 @@ def test_mining_reads_the_miners_training_ranking_and_embeddings(plan):
 def test_evaluation_ranks_only_the_reported_splits(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
     star = plan.evaluate_inputs("star")
-    assert star["runs"] == ["results/star/runs/test.parquet"]
+    assert star["rankings"] == ["results/star/runs/test.parquet"]
     assert star["reports"] == ["results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html"]
     assert star["query_npy"] == "results/star/embeddings/queries_test.npy"
     assert plan.evaluate_inputs("adore_star")["doc_npy"] == "results/star/embeddings/corpus.npy"
-    assert set(plan.evaluate_inputs("bm25")) == {"runs", "qrels", "config", "reports", "lineage"}
+    assert set(plan.evaluate_inputs("bm25")) == {"rankings", "qrels", "config", "reports", "lineage"}
     extra = copy.deepcopy(raw)
     extra["evaluation"]["extra_splits"] = ["dev"]
     extra["runs"]["hybrid_adore_star"]["params"]["tune"]["split"] = "train"  # dev, now evaluated, cannot tune α
-    assert Plan(validate_config(extra)).evaluate_inputs("bm25")["runs"] == \
+    assert Plan(validate_config(extra)).evaluate_inputs("bm25")["rankings"] == \
         ["results/bm25/runs/test.parquet", "results/bm25/runs/dev.parquet"]
 
 
@@ -166,15 +166,15 @@ def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):
     assert plan.tuned_runs == ["hybrid_adore_star"] and plan.tuning_split("hybrid_adore_star") == "dev"
     assert plan.fused_runs("hybrid_adore_star") == ["bm25", "adore_star"]
     assert plan.fusion_inputs("hybrid_adore_star", "test") == {
-        "runs": ["results/bm25/runs/test.parquet", "results/adore_star/runs/test.parquet"],
+        "rankings": ["results/bm25/runs/test.parquet", "results/adore_star/runs/test.parquet"],
         "tuning": "results/hybrid_adore_star/fusion_tuning.json"}
     assert plan.fusion_inputs("rrf_adore_star", "dev") == {
-        "runs": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"]}
+        "rankings": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"]}
     # the weight is tuned on the dev split's rankings (held out from training), never on the evaluated split
     assert plan.tuning_inputs("hybrid_adore_star") == {
-        "runs": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"],
+        "rankings": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"],
         "qrels": "results/datasets/synthetic/qrels"}
-    assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"runs", "qrels", "config", "reports", "lineage"}  # no embeddings
+    assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"rankings", "qrels", "config", "reports", "lineage"}  # no embeddings
     assert plan.upstream("rrf_adore_star") == ["bm25", "adore_star"]
     assert plan.trained_splits("rrf_adore_star") == ["train"] and plan.trained_splits("bm25") == []
     fixed = copy.deepcopy(raw)

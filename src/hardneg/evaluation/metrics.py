@@ -87,13 +87,13 @@ def _row_ids(path) -> list[str]:
     return artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist()
 
 
-def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLike, resolved: dict,
+def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.PathLike, resolved: dict,
                  metrics_path: str | os.PathLike, per_query_path: str | os.PathLike,
                  measures: list[str] | None = None, embeddings: dict | None = None,
                  pairwise_depth: int = 200) -> dict:
     """Stage function: evaluate a run's ranking of each split against that split's qrels.
 
-    ``runs`` maps split names to run files. ``metrics.json`` reports the evaluation split's means under
+    ``rankings`` maps split names to ranking files. ``metrics.json`` reports the evaluation split's means under
     ``measures``, every split's under ``splits``, and the evaluation split's pairwise errors (exact over the
     whole corpus when ``embeddings`` gives the query_npy/query_ids/doc_npy/doc_ids files of a dense run);
     the per-query table holds the evaluation split.
@@ -103,10 +103,10 @@ def evaluate_run(runs: dict[str, str | os.PathLike], qrels_dir: str | os.PathLik
 
     measures = measures or resolved["evaluation"]["measures"]
     split = resolved["evaluation"]["split"]
-    if split not in runs:
+    if split not in rankings:
         raise ValueError(f"no run file for the evaluation split {split!r}")
     by_split, headline, per_query = {}, None, None
-    for name, path in runs.items():
+    for name, path in rankings.items():
         run = artifacts.read_table(artifacts.RUN, path)
         qrels = artifacts.read_table(artifacts.QRELS, os.path.join(qrels_dir, f"{name}.parquet"))
         means, table = evaluate(run, qrels, measures)

@@ -27,9 +27,9 @@ class FusionPlan:
         return list(self.role_run(run, "runs"))
 
     def fusion_inputs(self, run: str, split: str) -> dict:
-        """What a fusion run's ranking of ``split`` reads: its input runs' rankings of that split (``runs``) and,
+        """What a fusion run's ranking of ``split`` reads: its input runs' rankings of that split (``rankings``) and,
         when it tunes its weight, its tuning (``tuning``)."""
-        inputs = {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)]}
+        inputs = {"rankings": [self.layout.ranking(other, split) for other in self.fused_runs(run)]}
         if run in self.tuned_runs:
             inputs["tuning"] = self.layout.fusion_tuning(run, "json")
         return inputs
@@ -51,5 +51,5 @@ class FusionPlan:
         """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and the qrels folder
         (the tuning split's file is read)."""
         split = self.tuning_split(run)
-        return {"runs": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
+        return {"rankings": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
                 "qrels": self.layout.qrels_dir(self.dataset(run))}

@@ -345,7 +345,7 @@ class Plan(EpisodePlan, FusionPlan, ReportPlan):
         configs and reports and, for a dense run, the embeddings behind the ranking (exact whole-corpus pairwise
         errors)."""
         layout = self.layout
-        inputs = {"runs": [layout.ranking(run, split) for split in self.eval_splits(run)],
+        inputs = {"rankings": [layout.ranking(run, split) for split in self.eval_splits(run)],
                   "qrels": layout.qrels_dir(self.dataset(run)), "config": layout.config(run),
                   "reports": self.reports(run), "lineage": self.lineage(run)}
         if self.method(run).kind == methods.DENSE:

@@ -6,13 +6,22 @@ import argparse
 import json
 import sys
 
-from hardneg.errors import HardnegError
+from hardneg import __version__, methods
+from hardneg.datasets.qrels import load_qrels
+from hardneg.errors import ConfigError, HardnegError
+from hardneg.evaluation.tables import available_rows, runs_table
+from hardneg.export import FORMATS, ST_FORMATS
+from hardneg.export.hardnegs import export_hardnegs
+from hardneg.export.index import export_index
+from hardneg.io.rankings import load_run
+from hardneg.pipeline import starter
+from hardneg.pipeline.resolution import resolve_run
+from hardneg.results.query_view import describe_query
+from hardneg.schema.files import config_hash
 
 
 def _check_config(args) -> int:
     from hardneg.pipeline.config import load_config_files
-    from hardneg.pipeline.resolution import resolve_run
-    from hardneg.schema.files import config_hash
 
     config = load_config_files(args.config, args.schema)
     print(f"{' + '.join(args.config)}: valid")
@@ -24,8 +33,6 @@ def _check_config(args) -> int:
 
 
 def _init(args) -> int:
-    from hardneg.pipeline import starter
-
     if args.beir:
         dataset = starter.beir_dataset(args.beir)
     else:
@@ -38,8 +45,6 @@ def _init(args) -> int:
 
 
 def _methods(args) -> int:
-    from hardneg import methods
-
     methods.load_modules(args.module)
     for name, method in methods.methods().items():
         print(f"{name} ({method.kind}): {method.summary}  [{method.module}]")
@@ -52,10 +57,7 @@ def _methods(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from hardneg.datasets.qrels import load_qrels
-    from hardneg.errors import ConfigError
     from hardneg.evaluation.metrics import evaluate, parse_measures
-    from hardneg.io.rankings import load_run
 
     try:
         parse_measures(args.measures)
@@ -69,14 +71,11 @@ def _evaluate(args) -> int:
 
 
 def _audit(args) -> int:
-    from hardneg.results.query_view import describe_query
-
     print(describe_query(args.run, args.qid, results=args.results, top=args.top), end="")
     return 0
 
 
 def _table(args) -> int:
-    from hardneg.evaluation.tables import available_rows, runs_table
     from hardneg.pipeline.config import load_config_files
 
     rows = available_rows(args.results, load_config_files([args.config])["tables"], args.runs)
@@ -88,8 +87,6 @@ def _table(args) -> int:
 
 
 def _export_hardnegs(args) -> int:
-    from hardneg.export.hardnegs import export_hardnegs
-
     written = export_hardnegs(args.run, args.format, args.output, results=args.results, negatives=args.negatives,
                               st_format=args.st_format, title_separator=args.title_separator)
     columns = f", columns {', '.join(written['columns'])}" if "columns" in written else ""
@@ -100,8 +97,6 @@ def _export_hardnegs(args) -> int:
 
 
 def _export_index(args) -> int:
-    from hardneg.export.index import export_index
-
     info = export_index(args.run, args.output, results=args.results, slug=args.index)
     print(f"wrote {args.output}: index {info['index']} of run {info['run']} ({info['documents']} documents, "
           f"dim {info['dim']}) with its query encoder in {args.output}/{info['encoder']}")
@@ -125,8 +120,6 @@ def _add_results(parser: argparse.ArgumentParser) -> None:
 
 def _add_export(sub) -> None:
     """The ``export`` command: ``export hardnegs`` and ``export index``."""
-    from hardneg.export import FORMATS, ST_FORMATS
-
     export = sub.add_parser("export", help="export a run's hard negatives or its index for other toolkits",
                             description="Write a finished run's hard negatives as training data for "
                                         "sentence-transformers, Tevatron or Hugging Face datasets, or its Faiss "
@@ -167,8 +160,6 @@ def _add_export(sub) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``hardneg`` argument parser: one subcommand per helper, each with its own ``--help``."""
-    from hardneg import __version__
-
     parser = argparse.ArgumentParser(prog="hardneg", description=__doc__)
     parser.add_argument("--version", action="version", version=f"hardneg {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -30,15 +30,8 @@ def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, c
     from snakemake.dag import DAG
     from snakemake.jobs import Job
     from snakemake.logging import LoggerManager, logger
-    from snakemake.settings.types import (
-        ConfigSettings,
-        DAGSettings,
-        DeploymentSettings,
-        OutputSettings,
-        ResourceSettings,
-        StorageSettings,
-        WorkflowSettings,
-    )
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, DeploymentSettings, OutputSettings,
+                                          ResourceSettings, StorageSettings, WorkflowSettings)
 
     workflow = Workflow(config_settings=ConfigSettings(configfiles=[Path(f) for f in configfiles or []]),
                         resource_settings=ResourceSettings(), workflow_settings=WorkflowSettings(),

@@ -14,6 +14,7 @@ import pyarrow as pa
 from hardneg.bm25.index import lucene_dir
 from hardneg.bm25.java import start_jvm
 from hardneg.io import artifacts
+from hardneg.io.rankings import write_run
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,6 @@ def retrieve_split(index_dir: str | os.PathLike, queries_path: str | os.PathLike
                    max_heap: str | None = None) -> pa.Table:
     """Stage function: BM25 top-``top_k`` of one split's queries → run Parquet + TREC file (``tag``: the TREC
     file's run tag, the workflow's run name)."""
-    from hardneg.io.rankings import write_run
-
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
     run = search(index_dir, queries, k=top_k, k1=k1, b=b, threads=threads, title_weight=title_weight,
                  max_heap=max_heap)

@@ -20,10 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hardneg.datasets.empty_documents import empty_stats
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_dir, write_text
 from hardneg.io.ids import ID_RULE, check_id, id_problem  # noqa: F401  (the id rule of every table here)
+from hardneg.io.layout import check_inside, check_name
+from hardneg.io.rankings import write_trec_qrels
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +158,6 @@ def statistics(dataset: Dataset) -> dict:
             },
             "relevance_grades": {str(g["values"]): int(g["counts"]) for g in sorted(grades, key=lambda g: g["values"])},
         }
-    from hardneg.datasets.empty_documents import empty_stats
-
     stats["empty_documents"] = empty_stats(dataset.corpus, dataset.qrels)  # documents with no title and no text
     stats.update(dataset.extra_stats)
     return stats
@@ -168,8 +169,6 @@ def dataset_paths(root: str | os.PathLike, splits: list[str]) -> dict[str, Path]
     A split name that is not one plain file name, or a path that would leave ``root``, is an
     :class:`~hardneg.errors.OutputPathError` (the configuration schema rejects such names first).
     """
-    from hardneg.io.layout import check_inside, check_name
-
     root = Path(root)
     paths = {"corpus": root / "corpus.parquet", "stats": root / "stats.json"}
     for split in splits:
@@ -188,8 +187,6 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
     ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, other files
     atomically, so an error leaves no partial dataset behind.
     """
-    from hardneg.io.rankings import write_trec_qrels
-
     validate(dataset)
     root = Path(root)
     paths = dataset_paths(root, dataset.splits)

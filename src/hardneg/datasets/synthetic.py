@@ -33,6 +33,8 @@ import pyarrow as pa
 from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset, Source, table_from_rows
 from hardneg.io import artifacts
+from hardneg.schema.validation import validate_dataset
+from hardneg.schema.values import section_values
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +76,6 @@ class SyntheticSpec:
     def from_config(cls, cfg: dict, *, where: str = "dataset") -> "SyntheticSpec":
         """From a ``synthetic`` dataset entry (``adapter: synthetic`` and its keys); missing keys get the schema's
         defaults but ``seed``, which the workflow fills from the global seed. Errors name ``<where>.<key>``."""
-        from hardneg.schema.validation import validate_dataset
-        from hardneg.schema.values import section_values
-
         cfg = validate_dataset(cfg, where=where)
         values = section_values({k: v for k, v in cfg.items() if k not in ("adapter", "empty_documents")},
                                 [f.name for f in fields(cls)], where)

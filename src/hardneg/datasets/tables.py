@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import numpy as np
+import pyarrow.compute as pc
 
 from hardneg.datasets.canonical import Source, table_from_rows
 from hardneg.errors import DataError
@@ -84,8 +85,6 @@ def text_field(path: str, line: int, obj: dict, key: str, *, required: bool) -> 
 
 def restrict_to_judged(queries, source: Source, qrels):
     """Keep only the queries that have at least one judgement (with their line numbers)."""
-    import pyarrow.compute as pc
-
     keep = pc.is_in(queries["qid"], value_set=qrels["qid"].unique())
     mask = keep.to_numpy(zero_copy_only=False)
     lines = source.lines[mask] if source.lines is not None else None

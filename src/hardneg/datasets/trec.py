@@ -8,6 +8,7 @@ field names) or a TSV of ``docid, text`` or ``docid, title, text``.
 
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 
@@ -68,8 +69,6 @@ def _parse_sgml(path: str, lines: list[tuple[int, str]]) -> list[tuple[int, dict
 
 
 def _parse_xml(path: str, text: str, line_starts: list[int]) -> list[tuple[int, dict]]:
-    import bisect
-
     result = []
     starts = [m for m in _XML_TOPIC.finditer(text)]
     for i, match in enumerate(starts):

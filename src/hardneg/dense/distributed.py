@@ -23,13 +23,19 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+from torch.nn.parallel import DistributedDataParallel
+
+from hardneg.io import stop
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +76,6 @@ class Replicas:
         rows). Other ranks' rows are detached; this rank's rows keep their gradient. Identity in one process."""
         if not self.distributed:
             return local
-        import torch.distributed as dist
-
         sizes = self.sizes(n)
         if local.shape[0] != sizes[self.rank]:
             raise ValueError(f"rank {self.rank} holds {local.shape[0]} rows; its share of {n} is {sizes[self.rank]}")
@@ -89,8 +93,6 @@ class Replicas:
         """Rank 0's ``value`` (any picklable object) on every rank; ``value`` itself in one process."""
         if not self.distributed:
             return value
-        import torch.distributed as dist
-
         holder = [value]
         dist.broadcast_object_list(holder, src=0)
         return holder[0]
@@ -99,8 +101,6 @@ class Replicas:
         """The largest of every rank's ``value`` (an integer); ``value`` itself in one process."""
         if not self.distributed:
             return value
-        import torch.distributed as dist
-
         tensor = torch.tensor([value], dtype=torch.int64,
                               device=self.device if self.device is not None and self.device.type == "cuda" else "cpu")
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
@@ -117,8 +117,6 @@ class Replicas:
         one process. The wrapper must be called once per backward (``BiEncoder.forward``)."""
         if not self.distributed:
             return model
-        from torch.nn.parallel import DistributedDataParallel
-
         device_ids = [self.device.index] if self.device is not None and self.device.type == "cuda" else None
         # buffers (BERT's position ids) are constants: no need to broadcast them before every forward
         return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=find_unused_parameters,
@@ -164,8 +162,6 @@ def process_group(device: str = "auto", threads: int | None = None):
     if not in_launched_worker():
         yield SINGLE
         return
-    import torch.distributed as dist
-
     world, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
@@ -217,8 +213,6 @@ def worker_main(job_dir: str) -> None:
     import pickle
 
     _die_with_parent()
-    from hardneg.io import stop
-
     stop.handle_stop_signals()  # SIGTERM: stop after the current step, with the other ranks
     with open(os.path.join(job_dir, "job.pkl"), "rb") as handle:
         job = pickle.load(handle)
@@ -247,9 +241,6 @@ def launch(entrypoint: Callable, kwargs: dict, processes: int, *, threads: int |
     (default: the CPUs available here shared among them), which torch and Faiss follow.
     """
     import pickle
-    import tempfile
-
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=processes, run_id=uuid.uuid4().hex,
                           rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0)

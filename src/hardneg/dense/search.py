@@ -8,6 +8,9 @@ import numpy as np
 
 from hardneg.dense.encode import encode_rows, save_embeddings
 from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.io import artifacts
+from hardneg.io.npyfile import NpyRows
+from hardneg.io.rankings import RunWriter
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +20,6 @@ def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=N
     """Build the ``factory`` index over a corpus embedding matrix and save it atomically; errors name config
     ``key`` (see :func:`hardneg.pipeline.index_factories.factory_key`)."""
     from hardneg.index import build_index, save_index
-    from hardneg.io.npyfile import NpyRows
 
     vectors = NpyRows(embeddings_path)  # read block by block: only the index holds the vectors
     index = build_index(vectors, factory, train_size=train_size, seed=seed, threads=threads, key=key)
@@ -34,8 +36,6 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     from hardneg.dense.model import BiEncoder
     from hardneg.dense.trainer import resolve_device
     from hardneg.index import load_index, search_run_blocks, set_search_params
-    from hardneg.io import artifacts
-    from hardneg.io.rankings import RunWriter
 
     texts = TokenizedTexts(cache_dir, f"queries_{split}")
     model = BiEncoder.load(model_dir)

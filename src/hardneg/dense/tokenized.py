@@ -22,6 +22,7 @@ cut, the console says so (:func:`hardneg.io.logs.console`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -31,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hardneg.datasets.empty_documents import EXAMPLES, empty_docids, empty_mask
+from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_dir
@@ -164,9 +167,6 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
     empty documents (``count``, first ``docids``, whether ``excluded``) and per text set its ``truncation``
     (``rows``, ``cut``, ``max_length``, and ``fit``: the lengths keeping 95% and 99% whole). A set with more
     than :data:`TRUNCATION_WARN_SHARE` cut is reported on the console; ``dataset`` names it there."""
-    from hardneg.datasets.empty_documents import EXAMPLES, empty_docids, empty_mask
-    from hardneg.dense.tokenizer import load_tokenizer
-
     tokenizer = load_tokenizer(tokenizer_source)
     empty = empty_docids(corpus_path)
     truncation = {}
@@ -311,7 +311,5 @@ class TokenizedTexts:
 
 def cache_key(tokenizer_source: str, doc_max_length: int, query_max_length: int) -> str:
     """A folder name for one (tokenizer, lengths) combination."""
-    import hashlib
-
     digest = hashlib.sha256(str(tokenizer_source).encode()).hexdigest()[:10]
     return f"{Path(str(tokenizer_source)).name or 'tok'}-{digest}-d{doc_max_length}-q{query_max_length}"

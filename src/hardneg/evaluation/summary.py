@@ -25,7 +25,7 @@ from hardneg.errors import ConfigError, DataError
 from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
-from hardneg.schema.values import check_evaluated_measure, check_run
+from hardneg.schema.values import check_evaluated_measure, check_run, section_values
 
 # results/tables/ holds the cross-run tables and results/summary.* the summary: no run may be named so.
 RESERVED_RUN_NAMES = ("tables", "summary.md", "summary.parquet", "summary_tests.parquet")
@@ -53,8 +53,6 @@ class SummarySettings:
 
     @classmethod
     def from_config(cls, section: dict) -> "SummarySettings":
-        from hardneg.schema.values import section_values
-
         values = section_values(section, ("runs", "measures", "p_value", "groups"), "summary")
         groups = tuple(Group(**{**section_values(group, ("marker", "label", "runs"), f"summary.groups.{i}"),
                                 "runs": tuple(group["runs"])})

@@ -37,7 +37,13 @@ from hardneg.export.index import QUERY_SETTINGS
 
 start_jvm()  # before any Pyserini import: pyserini.encode reaches the JVM when imported
 
+import torch
 from pyserini.encode import QueryEncoder  # noqa: E402  (needs the JVM started above)
+from pyserini.search.faiss import FaissSearcher
+
+from hardneg.dense.model import BiEncoder
+from hardneg.dense.tokenized import encode_chunk
+from hardneg.dense.tokenizer import load_tokenizer
 
 
 def _recorded_query_length(encoder_dir: Path) -> int:
@@ -64,11 +70,6 @@ class HardnegQueryEncoder(QueryEncoder):
 
     def __init__(self, encoder_dir: str | os.PathLike, *, max_length: int | None = None, device: str = "cpu",
                  batch_size: int = 64):
-        import torch
-
-        from hardneg.dense.model import BiEncoder
-        from hardneg.dense.tokenizer import load_tokenizer
-
         super().__init__()
         encoder_dir = Path(encoder_dir)
         if not (encoder_dir / "hardneg.json").is_file():
@@ -85,10 +86,6 @@ class HardnegQueryEncoder(QueryEncoder):
 
     def encode_batch(self, queries: list[str]) -> np.ndarray:
         """Vectors [len(queries), dim] (float32) of ``queries``, in order."""
-        import torch
-
-        from hardneg.dense.tokenized import encode_chunk
-
         out = np.empty((len(queries), self.model.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(queries), self.batch_size):
@@ -109,6 +106,4 @@ class HardnegQueryEncoder(QueryEncoder):
 def faiss_searcher(export_dir: str | os.PathLike, *, device: str = "cpu"):
     """Pyserini's ``FaissSearcher`` over an index export (:mod:`hardneg.export.index`) with its
     :class:`HardnegQueryEncoder`."""
-    from pyserini.search.faiss import FaissSearcher
-
     return FaissSearcher(str(export_dir), HardnegQueryEncoder(Path(export_dir) / "encoder", device=device))

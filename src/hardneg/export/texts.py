@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import HardnegError
 
 
@@ -30,8 +31,6 @@ def pair_separator(tokenizer) -> str:
 def tokenizer_separator(source: str | os.PathLike, run: str) -> str:
     """:func:`pair_separator` of the tokenizer at ``source`` (a folder or hub name), the one run ``run``'s
     tokenized cache was built with; a HardnegError naming it when it cannot be loaded."""
-    from hardneg.dense.tokenizer import load_tokenizer
-
     try:
         tokenizer = load_tokenizer(source)
     except (OSError, ValueError) as exc:

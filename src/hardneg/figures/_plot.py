@@ -6,6 +6,7 @@ import logging
 import os
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hardneg.errors import DataError
 from hardneg.io import artifacts
@@ -48,8 +49,6 @@ def log_steps(path: str | os.PathLike, column: str, missing: str):
     """The steps of a training log (``train_log.parquet``) with a value of ``column``, in step order, as a
     DataFrame of ``step`` and ``column``; a :class:`DataError` naming the log when it does not exist, or when no
     step has a value (``missing`` says why, in words)."""
-    import pyarrow.parquet as pq
-
     if not os.path.exists(path):
         raise DataError(path, None, "training log does not exist")
     steps = pq.read_table(path).to_pandas()

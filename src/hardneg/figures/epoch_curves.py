@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hardneg.errors import DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
@@ -31,8 +32,6 @@ def epoch_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
     dev MRR@100 of the epoch's last step, as a table of kind :data:`hardneg.io.artifacts.FIGURE_EPOCHS` with each
     run's legend text (``labels[run]``, default its name). A log without steps, or whose epochs' last steps were
     not evaluated on dev, is a :class:`DataError` naming it."""
-    import pyarrow.parquet as pq
-
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from hardneg.errors import ConfigError
+from hardneg.index.validate import default_train_size, faiss_message
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
 from hardneg.io.index_names import slug  # noqa: F401  (re-exported)
@@ -35,8 +36,6 @@ _GPU_MAX_K = 2048  # faiss GPU search refuses larger k
 
 def _faiss_message(exc: BaseException) -> str:
     """Faiss's own explanation without the C++ function signature and source location."""
-    from hardneg.index.validate import faiss_message
-
     return faiss_message(exc)
 
 
@@ -124,8 +123,6 @@ def _seed_index(index: faiss.Index, seed: int) -> None:
 
 def _default_train_size(index: faiss.Index, n: int) -> int:
     """min(n, max(DEFAULT_TRAIN_SIZE, 64 x nlist)): an IVF index with many lists needs more than the default."""
-    from hardneg.index.validate import default_train_size
-
     return default_train_size(index, n, DEFAULT_TRAIN_SIZE)
 
 

@@ -16,6 +16,8 @@ import logging
 import os
 import sys
 
+from hardneg.io import stop
+
 CONSOLE_LOGGER = "hardneg.console"
 
 _console_stream = None  # the process's standard error from before the first redirection to a log file
@@ -57,8 +59,6 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.captureWarnings(True)
     _quiet_libraries()
-    from hardneg.io import stop
-
     stop.handle_stop_signals()  # SIGTERM/SIGINT: no partial artifact (see hardneg.io.stop)
     _set_console(_console_stream if path is not None else None)
 

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +51,6 @@ def handle_stop_signals() -> None:
     """In a job process: SIGTERM and SIGINT raise :class:`StopRequested` (inside :func:`deferred` they are
     only recorded for :func:`requested`; SIGKILL remains the way to stop at once). Only the main thread can
     install signal handlers; elsewhere this does nothing."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
     for signum in SIGNALS:

@@ -3,6 +3,8 @@ batch against every document of the batch, with the method's negatives and defau
 
 from __future__ import annotations
 
+from hardneg.dense.data import RankedNegatives
+from hardneg.io import artifacts
 from hardneg.methods.registry import StepContext
 
 
@@ -19,17 +21,12 @@ def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch
 
 def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):
     """Negatives sampled from a ranked list (a run's ranking or a mined list) read from ``path``."""
-    from hardneg.dense.data import RankedNegatives
-    from hardneg.io import artifacts
-
     return RankedNegatives(ctx.train, artifacts.read_table(kind, path), ctx.doc_texts.row_ids, depth)
 
 
 def role_negatives(ctx: StepContext):
     """The negatives of a method whose run names either a miner (``hard_negatives`` mined for it) or a ranking
     (``negatives``, sampled from its top ``negatives.depth``), or neither (in-batch negatives only)."""
-    from hardneg.io import artifacts
-
     if "hard_negatives" in ctx.inputs:
         return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
     if "negatives" in ctx.inputs:

@@ -20,6 +20,7 @@ import importlib.util
 import pkgutil
 import sys
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -261,8 +262,6 @@ def _load_builtin() -> None:
             continue  # a method is a package; the plain modules beside them (registry, contrastive) are shared
         name = f"hardneg.methods.{info.name}"
         _register_module(importlib.import_module(name), name)
-    from importlib.metadata import entry_points
-
     for entry in entry_points(group="hardneg.methods"):
         _register_module(entry.load(), f"entry point {entry.name}")
 

@@ -15,6 +15,7 @@ and flags them in the report. Under ``exclude`` (the default) none can appear.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -300,8 +301,6 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
     Markdown report + AUDIT Parquet (+ the summary as JSON at ``summary_path``). With ``corpus_path`` (the
     dataset's corpus.parquet) the negatives that are empty documents are counted and marked. Returns the
     summary."""
-    import json
-
     from hardneg.datasets.empty_documents import empty_docids
 
     summary, table = audit_hard_negatives(

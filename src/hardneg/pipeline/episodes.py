@@ -24,8 +24,13 @@ model is its last episode's, and its training log the episodes' logs end to end.
 from __future__ import annotations
 
 import copy
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hardneg import methods
+from hardneg.io.atomic import atomic_dir, atomic_path
 from hardneg.io.layout import episode_run, parse_episode_run
 from hardneg.methods.registry import Episodes, source_episode
 
@@ -62,10 +67,6 @@ def expand(runs: dict) -> dict:
 def assemble(model, train_logs, timings, *, model_dir, log_path, timings_path) -> None:
     """Stage function: an episodic run's model (its last episode's ``model``, copied) and its training log and
     step timings (the episodes' ``train_logs`` and ``timings`` end to end, with an ``episode`` column)."""
-    import shutil
-
-    from hardneg.io.atomic import atomic_dir
-
     with atomic_dir(model_dir) as tmp:
         shutil.copytree(model, tmp, dirs_exist_ok=True)
     _concatenate(train_logs, log_path)
@@ -73,11 +74,6 @@ def assemble(model, train_logs, timings, *, model_dir, log_path, timings_path) -
 
 
 def _concatenate(paths, target) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from hardneg.io.atomic import atomic_path
-
     tables = []
     for index, path in enumerate(paths):
         table = pq.read_table(path)

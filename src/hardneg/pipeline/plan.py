@@ -24,6 +24,8 @@ reference_ranking  nothing for training; reports (the hard-negative audit) read 
 from __future__ import annotations
 
 from hardneg import methods
+from hardneg.datasets.adapters import dataset_splits
+from hardneg.dense.tokenized import cache_key
 from hardneg.io.index_names import slug as factory_slug
 from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline import episodes as _episodes
@@ -97,8 +99,6 @@ class Plan(EpisodePlan, FusionPlan, ReportPlan):
         return dataset_config(self.config, dataset)
 
     def splits(self, run: str) -> list[str]:
-        from hardneg.datasets.adapters import dataset_splits
-
         return dataset_splits(self.datasets[self.dataset(run)])
 
     def resolved(self, run: str) -> dict:
@@ -173,8 +173,6 @@ class Plan(EpisodePlan, FusionPlan, ReportPlan):
         return model["name"]
 
     def cache_key(self, run: str) -> str:
-        from hardneg.dense.tokenized import cache_key
-
         model = self.model_params(run)
         return cache_key(self.tokenizer_source(run), model["doc_max_length"], model["query_max_length"])
 

@@ -8,6 +8,7 @@ import os
 from hardneg import methods
 from hardneg.errors import ConfigError
 from hardneg.evaluation.timing import REFRESH_PARTS
+from hardneg.figures import FIGURES
 from hardneg.methods.adore import pq_matrix
 from hardneg.schema.values import check_evaluated_measure, check_run
 
@@ -88,16 +89,12 @@ class ReportPlan:
         ``figures.<name>`` (name → path, or list of paths): its declaration's ``inputs``. A :class:`ConfigError`
         names the key to set when the config cannot build the figure (a run it does not define, a run without dev
         evaluation, ...)."""
-        from hardneg.figures import FIGURES
-
         if name not in FIGURES:
             raise ConfigError("figures", f"no figure named {name!r}; the figures are {', '.join(FIGURES)}")
         return FIGURES[name].inputs(self, self.config["figures"][name], f"figures.{name}")
 
     def figure_targets(self) -> list[str]:
         """The PNG of every figure the config can build (see :meth:`figure_inputs`)."""
-        from hardneg.figures import FIGURES
-
         targets = []
         for name in FIGURES:
             try:

@@ -8,12 +8,14 @@ there; every key is documented in hardneg/schema/config.schema.yaml (in the inst
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
 import yaml
 
 from hardneg.errors import ConfigError
+from hardneg.io.atomic import write_text
 
 MEASURES = ["RR@10", "RR@100", "R@100", "R@1000", "nDCG@10", "AP@1000"]
 MINILM = "minilm"
@@ -131,9 +133,6 @@ HEADER = """\
 
 def write_starter(config: dict, path: str | os.PathLike) -> None:
     """Validate ``config`` and write it as YAML to ``path`` (atomically), with a header saying how to run it."""
-    import copy
-
-    from hardneg.io.atomic import write_text
     from hardneg.pipeline.config import validate_config
 
     validate_config(copy.deepcopy(config))

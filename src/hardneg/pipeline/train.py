@@ -17,17 +17,21 @@ import math
 import os
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hardneg import methods
 from hardneg.dense import distributed
+from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.model import BiEncoder, ModelSpec, describe
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import TrainConfig, Trainer, Window, resolve_device
+from hardneg.dense.trainer import CHECKPOINT_FORMAT, TrainConfig, Trainer, Window, resolve_device
+from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
 from hardneg.io.logs import console
+from hardneg.pipeline import episodes
 from hardneg.schema.files import config_hash
 
 log = logging.getLogger(__name__)
@@ -125,11 +129,6 @@ def episode_window(resolved: dict, inputs: dict, state_dir) -> Window | None:
     """The part of its episodic run's training an episode run trains (None for any other run): steps
     ``index × steps`` to ``(index + 1) × steps`` of a schedule of ``count × steps``, continuing the trainer state the
     previous episode wrote (training input ``state``) and writing its own to ``state_dir``."""
-    from hardneg.dense.checkpoint import load_checkpoint
-    from hardneg.dense.trainer import CHECKPOINT_FORMAT
-    from hardneg.errors import DataError
-    from hardneg.pipeline import episodes
-
     episode = resolved.get("episode")
     if episode is None:
         return None
@@ -283,8 +282,6 @@ def _save_untrained(resolved: dict, spec: ModelSpec, *, model_dir, log_path, tok
 
 
 def write_train_log(rows: list[dict], path: str | os.PathLike) -> None:
-    import pyarrow.parquet as pq
-
     table = pa.Table.from_pylist(rows) if rows else pa.table({"step": pa.array([], pa.int64())})
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hardneg.errors import ConfigError
+from hardneg.io import artifacts
 from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step
 from hardneg.methods.registry import DENSE, Method, Role, StepContext
 
@@ -66,8 +68,6 @@ SCHEMA = {
 
 
 def check(name: str, run: dict) -> None:
-    from hardneg.errors import ConfigError
-
     section = run["params"]["abs"]
     if section["order"] == "adaptive" and "bm25" not in run.get("inputs", {}):
         raise ConfigError(f"runs.{name}.inputs.bm25", "adaptive batches (params.abs.order: adaptive) are scored "
@@ -79,7 +79,6 @@ def build_step(ctx: StepContext):
 
 
 def build_sampler(ctx: StepContext, config):
-    from hardneg.io import artifacts
     from hardneg.methods.abs.sampler import AdaptiveBatchSampler
 
     section = METHOD.read_params(ctx.params).abs

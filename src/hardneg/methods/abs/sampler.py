@@ -9,9 +9,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from hardneg.dense.encode import encode_rows
 from hardneg.methods.abs.scheduling import (ORDERS, SEARCHES, SIMILARITIES, adaptive_batches, num_batches,
                                             random_batches, sequential_batches)
-from hardneg.methods.abs.similarity import (Conflicts, DenseSimilarity, Similarity, SparseSimilarity, mean_hardness)
+from hardneg.methods.abs.similarity import Conflicts, DenseSimilarity, Similarity, SparseSimilarity, mean_hardness
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,6 @@ class AdaptiveBatchSampler:
         return self._bm25
 
     def _encode(self, model, texts, rows: np.ndarray, side: str) -> np.ndarray:
-        from hardneg.dense.encode import encode_rows
-
         unique, inverse = np.unique(rows, return_inverse=True)  # rows shared by instances are encoded once
         vectors = encode_rows(model, texts, unique, side, batch_size=self.encode_batch_size, device=self.device)
         return vectors[inverse]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from hardneg.methods.registry import DENSE, Method, Role, StepContext
 
 
@@ -56,8 +58,6 @@ def training_index(params: dict) -> str:
 
 
 def build_step(ctx: StepContext):
-    import numpy as np
-
     from hardneg.index import load_index, set_search_params
     from hardneg.methods.adore.step import AdoreMethod
 

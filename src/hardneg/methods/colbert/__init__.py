@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hardneg.errors import ConfigError
 from hardneg.methods.contrastive import role_negatives
 from hardneg.methods.registry import RERANK, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
@@ -58,7 +59,6 @@ SCHEMA = {
 
 
 def new_model(spec, tokenizer, resolved: dict, init):
-    from hardneg.errors import ConfigError
     from hardneg.methods.colbert.maxsim import ColBERT, is_colbert
 
     colbert = resolved["params"]["colbert"]

@@ -28,6 +28,8 @@ import torch
 from torch import nn
 
 from hardneg.dense.markers import Markers, add_markers
+from hardneg.dense.model import build_backbone, save_encoder
+from hardneg.dense.tokenized import chunk_overhead
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_dir
@@ -167,8 +169,6 @@ class ColBERT(nn.Module):
         marker tokens that :meth:`create` added."""
         from safetensors.torch import save_file
 
-        from hardneg.dense.model import save_encoder
-
         with atomic_dir(out_dir) as tmp:
             save_encoder(self.encoder, tmp)  # with the unused pooler as zeros: AutoModel finds every weight
             if tokenizer is not None:
@@ -194,8 +194,6 @@ class ColBERT(nn.Module):
         tokenizer give the same weights). ``tokenizer`` may gain the marker tokens (:func:`add_markers`): save it
         with the model. A tokenizer that already has them gives other weights than one that has not (the
         embeddings are drawn at their final size rather than resized)."""
-        from hardneg.dense.model import build_backbone
-
         # +1: the marker makes every input one token longer than the cache's rows
         encoder = build_backbone(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                                  max_length=spec.doc_max_length + 1, seed=seed)
@@ -266,8 +264,6 @@ def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: 
     each such slice cut into length-homogeneous chunks (``doc_texts.chunked``), and scored against their
     queries with :func:`maxsim_pairs`. Runs in inference mode with dropout off; the model's mode comes back
     afterwards."""
-    from hardneg.dense.tokenized import chunk_overhead
-
     if depth < 1 or batch_size < 1 or query_group < 1:
         raise ValueError(f"depth, batch_size and query_group must be at least 1, got {depth}, {batch_size} and "
                          f"{query_group}")

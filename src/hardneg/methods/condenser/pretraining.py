@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from hardneg.dense.distributed import SINGLE, Replicas
+from hardneg.dense.model import BUILTIN, BiEncoder, build_backbone
 from hardneg.methods.condenser.params import CondenserSection
 
 log = logging.getLogger(__name__)
@@ -210,8 +211,6 @@ class Condenser(nn.Module):
     def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
         """Save the backbone alone, atomically, as a bi-encoder folder (see the module docstring); the head and
         the MLM head are dropped."""
-        from hardneg.dense.model import BiEncoder
-
         pooler = getattr(self.encoder, "pooler", None)
         model = BiEncoder(self.encoder, None, pooling=self.pooling, projection_dim=None, normalize=self.normalize,
                           query_max_length=self.query_max_length, doc_max_length=self.doc_max_length)
@@ -229,8 +228,6 @@ class Condenser(nn.Module):
         prediction head is the checkpoint's when its folder holds BertForMaskedLM weights (``cls.predictions.*``),
         else drawn afresh. ``pooling`` and ``normalize`` of the saved bi-encoder are the spec's."""
         from transformers import AutoModel
-
-        from hardneg.dense.model import BUILTIN, build_backbone
 
         if init_model is not None:
             torch.manual_seed(seed)  # weights the folder lacks are drawn at random by Hugging Face

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardneg.fusion import WEIGHT_SCHEMA, TuneParams
+from hardneg.fusion import WEIGHT_SCHEMA, TuneParams, hybrid
 from hardneg.methods.registry import FUSION, Method, Role
 
 
@@ -31,8 +31,6 @@ SCHEMA = {
 
 
 def fuse(rankings, params: dict):
-    from hardneg.fusion import hybrid
-
     sparse, dense = rankings
     return hybrid(sparse, dense, params["alpha"], depth=params["depth"], k=params["k"],
                   normalization=params["normalization"], weight_on_dense=params["weight_on_dense"])

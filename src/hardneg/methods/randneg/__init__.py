@@ -1,12 +1,11 @@
 """Random negatives: uniformly drawn corpus documents (re-drawn when relevant); softmax cross-entropy."""
 
+from hardneg.dense.data import RandomNegatives
 from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step
 from hardneg.methods.registry import DENSE, Method, Role, StepContext
 
 
 def build_step(ctx: StepContext):
-    from hardneg.dense.data import RandomNegatives
-
     return contrastive_step(ctx, RandomNegatives(ctx.train), "ce")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hardneg.fusion import reciprocal_rank_fusion
 from hardneg.methods.registry import FUSION, Method, Role
 
 
@@ -20,8 +21,6 @@ SCHEMA = {
 
 
 def fuse(rankings, params: dict):
-    from hardneg.fusion import reciprocal_rank_fusion
-
     return reciprocal_rank_fusion(rankings, rrf_k=params["rrf_k"], depth=params["depth"], k=params["k"])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hardneg.io import artifacts
 from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step, ranked_negatives
 from hardneg.methods.registry import DENSE, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
@@ -18,8 +19,6 @@ class StarParams:
 
 def mined_negatives(ctx: StepContext):
     """The run's static hard negatives: sampled from the list its miner mined for it (``hardnegs.parquet``)."""
-    from hardneg.io import artifacts
-
     return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
 
 

@@ -34,6 +34,7 @@ from hardneg.dense.data import NegativeSource, TrainQueries
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.methods import Batch, ContrastiveMethod
 from hardneg.dense.tokenized import TokenizedTexts, chunk_overhead
+from hardneg.methods.colbert.maxsim import ColBERT, maxsim
 
 
 def kd_loss(student_scores: torch.Tensor, teacher_scores: torch.Tensor, *, teacher_temperature: float = 0.25,
@@ -71,8 +72,6 @@ def freeze(teacher: torch.nn.Module) -> torch.nn.Module:
 
 def load_teacher(path, device) -> torch.nn.Module:
     """A saved ColBERT model (:meth:`hardneg.methods.colbert.maxsim.ColBERT.load`) on ``device``, frozen (:func:`freeze`)."""
-    from hardneg.methods.colbert.maxsim import ColBERT
-
     return freeze(ColBERT.load(path).to(device))
 
 
@@ -110,8 +109,6 @@ class TctMethod(ContrastiveMethod):
         """The teacher's scores [B, len(doc_rows)] of every query of the global ``batch`` against every document
         of it: one forward over the queries and documents (length-homogeneous chunks), then MaxSim in float32.
         A plain tensor (not an inference tensor), so autograd may read it."""
-        from hardneg.methods.colbert.maxsim import maxsim
-
         device = torch.device(device)
         teacher = self.teacher
         if next(teacher.parameters()).device != device:

@@ -1,13 +1,12 @@
 """BM25 Neg warm-up (STAR paper, section 6.1): each row's negative is sampled from the BM25 top-``depth`` of its
 training query; softmax cross-entropy over the batch."""
 
+from hardneg.io import artifacts
 from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step, ranked_negatives
 from hardneg.methods.registry import DENSE, Method, Role, StepContext
 
 
 def build_step(ctx: StepContext):
-    from hardneg.io import artifacts
-
     negatives = ranked_negatives(ctx, artifacts.RUN, ctx.input("negatives"), ctx.params["negatives"]["depth"])
     return contrastive_step(ctx, negatives, "ce")
 

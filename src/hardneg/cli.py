@@ -21,7 +21,7 @@ from hardneg.schema.files import config_hash
 
 
 def _check_config(args) -> int:
-    from hardneg.pipeline.config import load_config_files
+    from hardneg.pipeline.config import load_config_files  # Faiss: imported only where an index is built or searched
 
     config = load_config_files(args.config, args.schema)
     print(f"{' + '.join(args.config)}: valid")
@@ -57,7 +57,7 @@ def _methods(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from hardneg.evaluation.metrics import evaluate, parse_measures
+    from hardneg.evaluation.metrics import evaluate, parse_measures  # ir-measures: slow to import, needed only here
 
     try:
         parse_measures(args.measures)
@@ -76,7 +76,7 @@ def _audit(args) -> int:
 
 
 def _table(args) -> int:
-    from hardneg.pipeline.config import load_config_files
+    from hardneg.pipeline.config import load_config_files  # Faiss: imported only where an index is built or searched
 
     rows = available_rows(args.results, load_config_files([args.config])["tables"], args.runs)
     if not rows:

@@ -134,8 +134,8 @@ def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: in
 def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: int) -> pa.Table:
     """Reciprocal rank fusion of two or more RUN tables with Pyserini: a document's score is Σ 1/(rrf_k + rank)
     over the runs that rank it 1 to ``depth``. Returns a RUN table of each query's top ``k`` (see :func:`ranked`)."""
-    import pandas as pd
-    from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf
+    import pandas as pd  # pandas: slow to import, needed only here
+    from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf  # Pyserini: starts a Java VM
     from pyserini.trectools import TrecRun
 
     trec_runs = []
@@ -164,7 +164,7 @@ def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[f
     """Evaluate ``fuse(α)`` (a RUN table) against ``qrels`` with ``measure`` for every α of ``grid``. Returns a
     FUSION_TUNING table (alpha, value, chosen) in increasing α, ``chosen`` marking the best value's α (the
     smallest of equal values)."""
-    from hardneg.evaluation.metrics import evaluate
+    from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
 
     alphas = sorted(float(a) for a in grid)
     values = []

@@ -26,7 +26,7 @@ WILDCARDS = ("run", "split", "shard", "index", "dataset", "cache", "vocab")
 def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, configfiles: list | None = None):
     """The Snakemake job of rule ``rule_name`` with ``wildcards``, from the workflow in ``snakefile`` (and the
     given config files, which replace the Snakefile's ``configfile:``) loaded in the current directory."""
-    from snakemake.api import Workflow
+    from snakemake.api import Workflow  # Snakemake: imported only where the workflow is loaded
     from snakemake.dag import DAG
     from snakemake.jobs import Job
     from snakemake.logging import LoggerManager, logger
@@ -58,7 +58,7 @@ def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, c
 def run_stage(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike = "Snakefile",
               configfiles: list | None = None, console: bool = False, threads: int | None = None) -> None:
     """Run one job of the workflow in this process (see the module docstring)."""
-    from snakemake.iocontainers import Snakemake
+    from snakemake.iocontainers import Snakemake  # Snakemake: imported only where the workflow is loaded
 
     workflow, rule, job = load_job(rule_name, wildcards, snakefile=snakefile, configfiles=configfiles)
     absent = [f"{name}: {path}" for name, path in _named(job.input) if not os.path.exists(path)]

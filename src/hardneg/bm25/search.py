@@ -27,7 +27,7 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
     Multifield indexes are searched over ``contents`` and ``title`` with weights 1 and ``title_weight``.
     """
     start_jvm(max_heap)
-    from pyserini.search.lucene import LuceneSearcher
+    from pyserini.search.lucene import LuceneSearcher  # Pyserini: starts a Java VM
 
     facts = json.loads((Path(index_dir) / "index.json").read_text())
     searcher = LuceneSearcher(lucene_dir(index_dir))

@@ -109,7 +109,7 @@ def _sha256(path: Path) -> str:
 def save_checkpoint(folder: str | os.PathLike, state: dict, *, fingerprint: str, format: int, step: int) -> None:
     """Write ``state`` (see the module docstring for what it may hold) as the checkpoint of ``step`` in
     ``folder``; ``fingerprint`` and ``format`` are what :func:`load_checkpoint` must find to resume it."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
 
     folder = Path(folder)
     encoder = _Encoder()
@@ -129,7 +129,7 @@ def save_checkpoint(folder: str | os.PathLike, state: dict, *, fingerprint: str,
 def load_checkpoint(folder: str | os.PathLike, *, fingerprint: str, format: int) -> dict | None:
     """The state saved in ``folder`` by :func:`save_checkpoint` with this ``fingerprint`` and ``format``; None
     (and a logged reason) when there is none, or when it cannot be trusted (see the module docstring)."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
 
     folder = Path(folder)
     if (folder / LEGACY).exists():

@@ -43,7 +43,7 @@ def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH):
     """Each query's exact inner-product top ``k`` documents (a Faiss ``Flat`` index), best first: (scores
     float32 [Q, k], rows int64 [Q, k]); where there are fewer than ``k`` documents the rest is padded with -inf
     and row -1, so that the shares of several processes stack."""
-    from hardneg.index import build_index, search
+    from hardneg.index import build_index, search  # Faiss: imported only where an index is built or searched
 
     scores = np.full((len(query_vectors), k), -np.inf, dtype=np.float32)
     rows = np.full((len(query_vectors), k), -1, dtype=np.int64)
@@ -64,8 +64,8 @@ def dev_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: 
     With several processes each encodes its share of the corpus and finds its share's top 100 of every query;
     the shares' top 100s are gathered and merged into the exact top 100 (every rank returns the same values).
     """
-    from hardneg.evaluation.metrics import evaluate
-    from hardneg.index import run_table
+    from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
+    from hardneg.index import run_table  # Faiss: imported only where an index is built or searched
 
     share = np.arange(len(corpus))[replicas.local(len(corpus))]
     q = encode_rows(model, queries, np.arange(len(queries)), "query", batch_size=batch_size, device=device,

@@ -98,7 +98,7 @@ def load_embeddings(npy_path, ids_path, mmap: bool = True) -> tuple[np.ndarray, 
 def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_path, ids_path, *,
                         batch_size: int = 128, fp16: bool = False, precision: str = "fp32", device: str = "auto") -> int:
     """Stage function: encode shard ``shard`` of the tokenized corpus with a saved bi-encoder."""
-    from hardneg.dense.model import BiEncoder
+    from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
     from hardneg.dense.trainer import resolve_device
 
     texts = TokenizedTexts(cache_dir, "corpus")

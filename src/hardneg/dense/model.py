@@ -72,6 +72,7 @@ def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_leng
     """The encoder of a fresh bi-encoder. Every weight it initialises comes from ``seed``: all of them for the
     built-in BERT, and for a pretrained model those its checkpoint lacks (Hugging Face initialises them at
     random), so the same spec and seed give the same weights."""
+    # transformers: imported only where a model or tokenizer is used
     from transformers import AutoModel, BertConfig, BertModel
 
     torch.manual_seed(seed)
@@ -211,7 +212,7 @@ class BiEncoder(nn.Module):
         """Save atomically (see the module docstring for the layout). With the ``tokenizer``, the folder is also a
         sentence-transformers model (:func:`hardneg.dense.st_layout.write_layout`); the tokenizer saved is
         :func:`hardneg.dense.st_layout.prompt_tokenizer`'s (the same token ids)."""
-        from safetensors.torch import save_file
+        from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
 
         if tokenizer is not None:
             tokenizer = st_layout.prompt_tokenizer(tokenizer, self.markers)
@@ -239,8 +240,8 @@ class BiEncoder(nn.Module):
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike) -> "BiEncoder":
-        from safetensors.torch import load_file
-        from transformers import AutoModel
+        from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
+        from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
         model_dir = Path(model_dir)
         meta = json.loads((model_dir / "hardneg.json").read_text())
@@ -283,7 +284,7 @@ class BiEncoder(nn.Module):
         """A bi-encoder of ``spec`` (pooling, head, normalisation) over the Hugging Face encoder saved at
         ``model_dir`` (shared by queries and documents), with the markers its folder records (``colbert.json``
         or ``hardneg.json``) when ``spec.markers``: how a TCT student starts from its ColBERT teacher's weights."""
-        from transformers import AutoModel
+        from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
         model_dir = Path(model_dir)
         meta = next((json.loads((model_dir / name).read_text()) for name in ("colbert.json", "hardneg.json")

@@ -19,7 +19,7 @@ def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=N
                       threads: int | None = None, key: str = "index.factory") -> None:
     """Build the ``factory`` index over a corpus embedding matrix and save it atomically; errors name config
     ``key`` (see :func:`hardneg.pipeline.index_factories.factory_key`)."""
-    from hardneg.index import build_index, save_index
+    from hardneg.index import build_index, save_index  # Faiss: imported only where an index is built or searched
 
     vectors = NpyRows(embeddings_path)  # read block by block: only the index holds the vectors
     index = build_index(vectors, factory, train_size=train_size, seed=seed, threads=threads, key=key)
@@ -33,8 +33,9 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
 
     Queries are searched one batch at a time and each batch's ranking is written as it comes
     (:class:`hardneg.io.rankings.RunWriter`), so the whole run is never in memory. Returns the run's row count."""
-    from hardneg.dense.model import BiEncoder
+    from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
     from hardneg.dense.trainer import resolve_device
+    # Faiss: imported only where an index is built or searched
     from hardneg.index import load_index, search_run_blocks, set_search_params
 
     texts = TokenizedTexts(cache_dir, f"queries_{split}")

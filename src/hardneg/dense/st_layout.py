@@ -69,7 +69,7 @@ def prompt_tokenizer(tokenizer, markers: Markers | None):
     same ids. Only a text holding such a token verbatim is tokenized otherwise."""
     if markers is None:
         return tokenizer
-    from tokenizers import AddedToken
+    from tokenizers import AddedToken  # tokenizers: imported only where a tokenizer is used
 
     ids = [markers.query, markers.doc]
     tokens = tokenizer.convert_ids_to_tokens(ids)
@@ -149,7 +149,7 @@ def _write_pooling(folder: Path, model: BiEncoder) -> None:
 def _write_head(folder: Path, prefix: str, head: Head) -> list[tuple[str, str]]:
     """``head`` as a ``Dense`` (identity activation) then a ``LayerNorm`` module, in the folders
     ``<prefix>2_Dense`` and ``<prefix>3_LayerNorm`` (after the encoder and the pooling); their (folder, type)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
 
     def weights(module: nn.Module, name: str) -> dict:
         return {f"{name}.{key}": value.detach().cpu().contiguous() for key, value in module.state_dict().items()}

@@ -64,7 +64,7 @@ class TensorBoardLog:
         self.writer = None
 
     def _open(self, first_step: int):
-        from torch.utils.tensorboard import SummaryWriter
+        from torch.utils.tensorboard import SummaryWriter  # torch: imported only where a model or tensor is used
 
         self.log_dir.mkdir(parents=True, exist_ok=True)
         earlier = _event_files(self.log_dir)

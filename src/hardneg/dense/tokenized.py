@@ -299,7 +299,7 @@ class TokenizedTexts:
         block padded to the longest text when lengths vary. Encoding the chunks and reordering the outputs with
         ``inverse`` gives the vectors of one padded block, up to floating-point rounding (attention masks
         padding out exactly); with dropout on, the masks drawn differ with the layout."""
-        import torch
+        import torch  # torch: imported only where a model or tensor is used
 
         rows = np.asarray(rows)
         chunks = length_chunks(self.lengths[rows], granularity=granularity, overhead=overhead)

@@ -56,8 +56,9 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
     nothing to hash-map order; the learnt tokens are then renumbered in a fixed order (special tokens, then the
     others sorted) into a fresh tokenizer whose only special tokens are the five real ones.
     """
+    # tokenizers: imported only where a tokenizer is used
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast  # transformers: imported only where a model or tokenizer is used
 
     def pipeline(model) -> Tokenizer:
         tokenizer = Tokenizer(model)
@@ -93,6 +94,6 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
 
 def load_tokenizer(source: str | os.PathLike):
     """A fast tokenizer from a local folder or a hub name (the hub needs network on first use)."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # transformers: imported only where a model or tokenizer is used
 
     return AutoTokenizer.from_pretrained(str(source), use_fast=True)

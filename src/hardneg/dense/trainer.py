@@ -128,7 +128,7 @@ def make_optimizer(params, config: TrainConfig):
     if config.optimizer == "adamw":
         return torch.optim.AdamW(groups, lr=config.learning_rate)
     if config.optimizer == "lamb":
-        from pytorch_optimizer import Lamb
+        from pytorch_optimizer import Lamb  # torch optimisers: imported only when training
 
         return Lamb(groups, lr=config.learning_rate)
     raise ValueError(f"unknown optimizer {config.optimizer!r}")
@@ -311,6 +311,7 @@ class Trainer:
         total_micro = sum(per_epoch)
         total_steps = self.total_steps = max(1, math.ceil(total_micro / config.grad_accumulation))
         optimizer = make_optimizer(model.named_parameters(), config)
+        # transformers: imported only where a model or tokenizer is used
         from transformers import get_linear_schedule_with_warmup
 
         scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)

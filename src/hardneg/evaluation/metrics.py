@@ -73,7 +73,7 @@ def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split
 def _pairwise_rows(by_query, depth: int) -> pa.Table:
     """Per-query pairwise errors as rows of the per-query table (measures ``PairwiseErrors@<depth>`` and
     ``PairwiseErrors``), so figures and significance tests read them like any measure."""
-    from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure
+    from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure  # pandas: slow to import, needed only here
 
     qids = [str(q) for q in by_query.index]
     return pa.table({"qid": qids * 2,
@@ -98,6 +98,7 @@ def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.Pat
     whole corpus when ``embeddings`` gives the query_npy/query_ids/doc_npy/doc_ids files of a dense run);
     the per-query table holds the evaluation split.
     """
+    # pandas: slow to import, needed only here
     from hardneg.evaluation.pairwise import full_corpus_ranks, per_query_pairwise_errors, relevant_ranks, summarise
     from hardneg.io.provenance import provenance
 
@@ -115,8 +116,6 @@ def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.Pat
             headline, per_query = means, table
             full_ranks = None
             if embeddings:
-                import numpy as np
-
                 from hardneg.io.npyfile import NpyRows
 
                 full_ranks = full_corpus_ranks(np.load(embeddings["query_npy"]), _row_ids(embeddings["query_ids"]),

@@ -125,7 +125,7 @@ class PairedTest:
 def paired_t_test(run: pd.Series, baseline: pd.Series) -> PairedTest:
     """Paired t-test of two per-query series (index: query id; the same queries in any order) with
     :func:`scipy.stats.ttest_rel`. Identical series (or a single query) give t and p NaN: never significant."""
-    from scipy.stats import ttest_rel
+    from scipy.stats import ttest_rel  # scipy: slow to import, needed only here
 
     if set(run.index) != set(baseline.index):
         raise ValueError("a paired test needs the same queries on both sides")

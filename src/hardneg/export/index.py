@@ -86,7 +86,7 @@ def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathL
     """Write run ``run``'s index ``slug`` (default: the one its queries are searched with) and its query encoder
     as a Pyserini ``FaissSearcher`` folder at ``output`` (see the module docstring), atomically. Returns the
     ``hardneg_export.json`` record."""
-    import faiss
+    import faiss  # Faiss: imported only where an index is built or searched
 
     from hardneg.index import load_index, set_search_params
 

@@ -62,7 +62,7 @@ def write_hf_dataset(path: str | os.PathLike, schema: pa.Schema, blocks: Iterabl
     The blocks are streamed into an Arrow file inside the temporary folder, which ``datasets`` memory-maps and
     saves in its own shards, so no more than one block is held; the stream file is removed before the folder
     takes ``path``'s place."""
-    import datasets
+    import datasets  # datasets: imported only by this export
 
     rows = 0
     with atomic_dir(path) as tmp:

@@ -24,7 +24,7 @@ def new_figure(width: float, height: float, panels: int = 1):
     """A figure of ``width`` × ``height`` inches with ``panels`` axes side by side: (figure, list of axes).
 
     The figure is not registered with pyplot (no global state, no GUI backend); saving renders it with Agg."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib: imported only when drawing
 
     figure = Figure(figsize=(width, height), layout="constrained")
     axes = figure.subplots(1, panels, squeeze=False)[0]

@@ -94,7 +94,7 @@ def tsne_table(inputs: Mapping[str, str | os.PathLike], split: str, *, qid: str 
     documents in docid order, then the negatives: before's in rank order, then after's others). A ``qid`` without
     a relevant document, or a ``perplexity`` not below the number of points, is a :class:`ConfigError` naming
     ``figures.tsne.qid`` / ``figures.tsne.perplexity``."""
-    from sklearn.manifold import TSNE
+    from sklearn.manifold import TSNE  # scikit-learn: slow to import, needed only here
 
     qrels_path = os.path.join(inputs["qrels"], f"{split}.parquet")
     relevant = relevant_documents(artifacts.read_table(artifacts.QRELS, qrels_path))

@@ -82,7 +82,7 @@ def describe_factory_error(factory: str, dim: int | None, exc: BaseException) ->
 
 
 def _index_factory(dim: int, factory: str):
-    import faiss
+    import faiss  # Faiss: imported only where an index is built or searched
 
     return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
 
@@ -91,7 +91,7 @@ def _index_factory(dim: int, factory: str):
 def kmeans_sizes(index) -> list[tuple[int, str]]:
     """(centroids, what they are) of every k-means Faiss runs to train ``index``: IVF lists, product-quantizer
     centroids, OPQ's rotation. Empty for an index that needs no k-means (Flat, HNSW, SQ)."""
-    import faiss
+    import faiss  # Faiss: imported only where an index is built or searched
 
     index = faiss.downcast_index(index)
     sizes: list[tuple[int, str]] = []
@@ -123,7 +123,7 @@ def needed_training_vectors(index) -> tuple[int, str]:
 def default_train_size(index, num_docs: int, default: int) -> int:
     """The training vectors used when ``index.train_size`` is null: every document up to ``default``, or up to
     64 per IVF list when that is more."""
-    import faiss
+    import faiss  # Faiss: imported only where an index is built or searched
 
     ivf = faiss.try_extract_index_ivf(index)
     wanted = default if ivf is None else max(default, TRAIN_VECTORS_PER_LIST * ivf.nlist)
@@ -171,7 +171,7 @@ def embedding_dim(model: dict) -> int | None:
 def _cached_hub_config(name: str) -> str | None:
     """The ``config.json`` of hub model ``name`` when the Hugging Face cache already holds it (no download)."""
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # huggingface_hub: imported only to look up a hub model
 
         found = try_to_load_from_cache(name, "config.json")
     except Exception:  # not a valid repository id, no huggingface_hub: the dimension stays unknown

@@ -75,10 +75,11 @@ def _quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when huggingface_hub is imported
     if "huggingface_hub" in sys.modules:  # already imported: tell it (and transformers) directly
-        from huggingface_hub.utils import disable_progress_bars
+        from huggingface_hub.utils import disable_progress_bars  # huggingface_hub: imported only to look up a hub model
 
         disable_progress_bars()
     if "transformers" in sys.modules:
+        # transformers: imported only where a model or tokenizer is used
         from transformers.utils import logging as transformers_logging
 
         transformers_logging.set_verbosity_warning()

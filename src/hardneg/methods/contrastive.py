@@ -11,7 +11,7 @@ from hardneg.methods.registry import StepContext
 def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch: bool = True):
     """A :class:`hardneg.dense.methods.ContrastiveMethod` drawing ``negatives`` (None: in-batch only); with
     ``in_batch`` false each query is scored against its own positive and negatives only."""
-    from hardneg.dense.methods import ContrastiveMethod
+    from hardneg.dense.methods import ContrastiveMethod  # torch: imported only where a model or tensor is used
 
     train = ctx.params["train"]
     return ContrastiveMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,

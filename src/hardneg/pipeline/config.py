@@ -247,7 +247,7 @@ def load_config_file(path: str | os.PathLike, schema: dict | str | os.PathLike |
 def load_config_files(paths, schema: dict | str | os.PathLike | None = None) -> dict:
     """Read config files, merge them in order as Snakemake merges several ``--configfile`` files (later keys
     win, mappings merge recursively) and validate the result: what the workflow runs with those files."""
-    from snakemake.utils import update_config
+    from snakemake.utils import update_config  # Snakemake: imported only where the workflow is loaded
 
     config: dict = {}
     for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):

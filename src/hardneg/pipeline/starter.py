@@ -133,7 +133,7 @@ HEADER = """\
 
 def write_starter(config: dict, path: str | os.PathLike) -> None:
     """Validate ``config`` and write it as YAML to ``path`` (atomically), with a header saying how to run it."""
-    from hardneg.pipeline.config import validate_config
+    from hardneg.pipeline.config import validate_config  # Faiss: imported only where an index is built or searched
 
     validate_config(copy.deepcopy(config))
     write_text(path, HEADER.format(path=path) + yaml.safe_dump(config, sort_keys=False))

@@ -30,7 +30,7 @@ code { background: #f6f8fa; padding: 0 3px; border-radius: 3px; }
 
 def markdown_html(text: str) -> str:
     """Markdown (CommonMark with pipe tables) → an HTML fragment; raw HTML in ``text`` is shown as text."""
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # markdown-it: imported only when a page is rendered
 
     return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
 

@@ -79,7 +79,7 @@ def build_step(ctx: StepContext):
 
 
 def build_sampler(ctx: StepContext, config):
-    from hardneg.methods.abs.sampler import AdaptiveBatchSampler
+    from hardneg.methods.abs.sampler import AdaptiveBatchSampler  # scipy: slow to import, needed only here
 
     section = METHOD.read_params(ctx.params).abs
     ranking = artifacts.read_table(artifacts.RUN, ctx.input("bm25")) if "bm25" in ctx.inputs else None

@@ -119,7 +119,7 @@ def _keep_first(ids: np.ndarray, bad: np.ndarray, k: int) -> np.ndarray:
 
 def _faiss_search(base: np.ndarray, queries: np.ndarray, k: int, factory: str) -> np.ndarray:
     """Ids [len(queries), k] of the ``base`` rows with the largest inner products (-1 where fewer are found)."""
-    import faiss
+    import faiss  # Faiss: imported only where an index is built or searched
 
     base = np.ascontiguousarray(base, dtype=np.float32)
     index = faiss.index_factory(base.shape[1], factory, faiss.METRIC_INNER_PRODUCT)

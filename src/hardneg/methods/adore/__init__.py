@@ -58,8 +58,8 @@ def training_index(params: dict) -> str:
 
 
 def build_step(ctx: StepContext):
-    from hardneg.index import load_index, set_search_params
-    from hardneg.methods.adore.step import AdoreMethod
+    from hardneg.index import load_index, set_search_params  # Faiss: imported only where an index is built or searched
+    from hardneg.methods.adore.step import AdoreMethod  # torch: imported only where a model or tensor is used
 
     adore = METHOD.read_params(ctx.params).adore
     index = load_index(ctx.input("train_index"))

@@ -223,7 +223,7 @@ class AdoreMethod:
     def __init__(self, train, query_texts, doc_embeddings: np.ndarray, index, *, top_k: int, cut: int,
                  weighted: bool, normalize: str, append_missing: str, temperature: float):
         self.train, self.query_texts = train, query_texts
-        from hardneg.index import is_exact
+        from hardneg.index import is_exact  # Faiss: imported only where an index is built or searched
 
         self.doc_embeddings, self.index = embeddings_tensor(doc_embeddings), index
         self.exact_index = is_exact(index)  # its search scores are the candidates' scores (no recomputation)
@@ -239,7 +239,7 @@ class AdoreMethod:
         statistics of the whole batch (``batch_mrr10``). The wall-clock seconds this process spent encoding,
         searching and computing the loss go to ``step_timings`` (the job's log), not to the statistics (the
         training log, which the same seed reproduces byte for byte)."""
-        from hardneg.index import search
+        from hardneg.index import search  # Faiss: imported only where an index is built or searched
 
         started = time.perf_counter()
         mine = queries[replicas.local(len(queries))]

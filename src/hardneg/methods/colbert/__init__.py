@@ -59,6 +59,7 @@ SCHEMA = {
 
 
 def new_model(spec, tokenizer, resolved: dict, init):
+    # torch: imported only where a model or tensor is used
     from hardneg.methods.colbert.maxsim import ColBERT, is_colbert
 
     colbert = resolved["params"]["colbert"]

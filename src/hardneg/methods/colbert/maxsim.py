@@ -167,7 +167,7 @@ class ColBERT(nn.Module):
     def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
         """Save atomically (see the module docstring for the layout). Give the ``tokenizer``: it may hold the
         marker tokens that :meth:`create` added."""
-        from safetensors.torch import save_file
+        from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
 
         with atomic_dir(out_dir) as tmp:
             save_encoder(self.encoder, tmp)  # with the unused pooler as zeros: AutoModel finds every weight
@@ -179,8 +179,8 @@ class ColBERT(nn.Module):
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike) -> "ColBERT":
-        from safetensors.torch import load_file
-        from transformers import AutoModel
+        from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
+        from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
         model_dir = Path(model_dir)
         meta = json.loads((model_dir / META).read_text())

@@ -99,6 +99,7 @@ class Condenser(nn.Module):
     def __init__(self, encoder: nn.Module, params: CondenserSection, *, pooling: str = "cls",
                  normalize: bool = False, query_max_length: int | None = None, doc_max_length: int | None = None):
         super().__init__()
+        # transformers: imported only where a model or tokenizer is used
         from transformers.models.bert.modeling_bert import BertOnlyMLMHead
 
         layers = getattr(getattr(encoder, "encoder", None), "layer", None)
@@ -146,6 +147,7 @@ class Condenser(nn.Module):
     def _attention_mask(self, attention_mask: torch.Tensor, hidden: torch.Tensor):
         """The attention mask in the form the backbone's layers take (their attention implementation's)."""
         try:
+            # transformers: imported only where a model or tokenizer is used
             from transformers.masking_utils import create_bidirectional_mask
         except ImportError:  # transformers 4: the additive [B, 1, 1, T] mask
             return self.encoder.get_extended_attention_mask(attention_mask, attention_mask.shape)
@@ -227,7 +229,7 @@ class Condenser(nn.Module):
         BERT or ``spec.name``), or with ``init_model`` the encoder of that folder (another run's model). The MLM
         prediction head is the checkpoint's when its folder holds BertForMaskedLM weights (``cls.predictions.*``),
         else drawn afresh. ``pooling`` and ``normalize`` of the saved bi-encoder are the spec's."""
-        from transformers import AutoModel
+        from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
         if init_model is not None:
             torch.manual_seed(seed)  # weights the folder lacks are drawn at random by Hugging Face
@@ -265,14 +267,14 @@ class Condenser(nn.Module):
 def _mlm_weights(source: str | os.PathLike) -> dict[str, torch.Tensor] | None:
     """The ``cls.predictions.*`` tensors (prefix removed) of the safetensors checkpoint of a local folder or of a
     hub name already in the local cache, or None when it has none. Nothing is downloaded and no pickle read."""
-    from safetensors import safe_open
+    from safetensors import safe_open  # safetensors (torch): imported only where weights are read or written
 
     folder = Path(source)
     if folder.is_dir():
         def find(name):
             return folder / name if (folder / name).is_file() else None
     else:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # huggingface_hub: imported only to look up a hub model
 
         def find(name):
             found = try_to_load_from_cache(str(source), name)

@@ -45,7 +45,7 @@ SCHEMA = {
 
 
 def build_step(ctx: StepContext):
-    from hardneg.methods.tct.step import TctMethod, load_teacher
+    from hardneg.methods.tct.step import TctMethod, load_teacher  # torch: imported only where a model or tensor is used
 
     negatives = role_negatives(ctx)
     tct, train = METHOD.read_params(ctx.params).tct, ctx.params["train"]

@@ -8,7 +8,7 @@ from hardneg.mining.audit import audit_stage
 
 log_to(snakemake.log[0])
 reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
-bm25 = [bm25] if isinstance(bm25, str) else list(bm25)
+reference = [reference] if isinstance(reference, str) else list(reference)
 audit_stage(snakemake.input.hardnegs, snakemake.input.run,
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
             snakemake.output.markdown, snakemake.output.table, bm25_run_path=reference[0] if reference else None,

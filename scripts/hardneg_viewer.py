@@ -9,7 +9,7 @@ from hardneg.report.viewer import viewer_stage
 log_to(snakemake.log[0])
 split = snakemake.params.split
 reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
-bm25 = [bm25] if isinstance(bm25, str) else list(bm25)
+reference = [reference] if isinstance(reference, str) else list(reference)
 viewer_stage(snakemake.wildcards.run, hardnegs_path=snakemake.input.hardnegs,
              positives_path=snakemake.input.positives, audit_path=snakemake.input.audit,
              audit_markdown_path=snakemake.input.audit_markdown, mining_run_path=snakemake.input.run,

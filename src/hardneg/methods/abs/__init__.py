@@ -18,6 +18,7 @@ from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step
 from hardneg.methods.registry import DENSE, Method, Role, StepContext
+from hardneg.schema.values import dataclass_from
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def build_step(ctx: StepContext):
 def build_sampler(ctx: StepContext, config):
     from hardneg.methods.abs.sampler import AdaptiveBatchSampler  # scipy: slow to import, needed only here
 
-    section = METHOD.read_params(ctx.params).abs
+    section = dataclass_from(AbsSection, ctx.params["abs"], "params.abs")
     ranking = artifacts.read_table(artifacts.RUN, ctx.input("bm25")) if "bm25" in ctx.inputs else None
     return AdaptiveBatchSampler(ctx.train, ctx.query_texts, ctx.doc_texts, batch_size=config.batch_size,
                                 seed=config.seed, order=section.order, similarity=section.similarity,

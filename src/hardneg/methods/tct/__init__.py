@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from hardneg.methods.contrastive import role_negatives
 from hardneg.methods.registry import DENSE, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
+from hardneg.schema.values import dataclass_from
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ def build_step(ctx: StepContext):
     from hardneg.methods.tct.step import TctMethod, load_teacher  # torch: imported only where a model or tensor is used
 
     negatives = role_negatives(ctx)
-    tct, train = METHOD.read_params(ctx.params).tct, ctx.params["train"]
+    # the training job's params hold the training sections only (training_sections): read the one it needs
+    tct, train = dataclass_from(TctSection, ctx.params["tct"], "params.tct"), ctx.params["train"]
     teacher = load_teacher(ctx.input("teacher"), "cpu") if "teacher" in ctx.inputs else None
     return TctMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
                      per_query=ctx.params["negatives"]["per_query"], teacher=teacher,

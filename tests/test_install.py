@@ -3,6 +3,7 @@ environment, gives a working ``hardneg`` command and library, and the workflow r
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -22,9 +23,13 @@ def installed(tmp_path_factory):
     running the tests, reached through a path file (whose own path files, hardneg's editable install among them,
     are not read)."""
     root = tmp_path_factory.mktemp("install")
-    wheels = root / "wheels"
+    wheels, source = root / "wheels", root / "source"  # built from a copy: setuptools writes build/ beside it
+    for name in ("pyproject.toml", "README.md"):
+        source.mkdir(exist_ok=True)
+        shutil.copy2(REPO / name, source / name)
+    shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-                            "--wheel-dir", str(wheels), str(REPO)], capture_output=True, text=True)
+                            "--wheel-dir", str(wheels), str(source)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-3000:]
     wheel = next(wheels.glob("hardneg-*.whl"))
     env = root / "venv"

@@ -1,1 +1,0 @@
-"""Dense retrieval: tokenizer, tokenized cache, bi-encoder model, training, encoding and search."""

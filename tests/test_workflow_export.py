@@ -30,9 +30,12 @@ def test_pyserini_searches_the_exported_index_as_the_run_did(results, tmp_path, 
         pq.read_table(results / "star" / "embeddings" / "corpus.ids.parquet")["id"].to_pylist()
     assert json.loads((out / "encoder" / "hardneg_query.json").read_text()) == {"max_length": 32}
 
+    from hardneg.bm25.java import start_jvm
+
+    start_jvm()  # the project's Java 21, before Pyserini's modules reach for a JVM (not the system's)
     from pyserini.search.faiss import FaissSearcher
 
-    from hardneg.export.pyserini import HardnegQueryEncoder  # starts the JVM
+    from hardneg.export.pyserini import HardnegQueryEncoder
 
     searcher = FaissSearcher(str(out), HardnegQueryEncoder(out / "encoder"))
     queries = pq.read_table(results / "datasets" / "synthetic" / "queries" / "test.parquet").to_pandas()

@@ -135,7 +135,7 @@ def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: i
     """Reciprocal rank fusion of two or more RUN tables with Pyserini: a document's score is Σ 1/(rrf_k + rank)
     over the runs that rank it 1 to ``depth``. Returns a RUN table of each query's top ``k`` (see :func:`ranked`)."""
     import pandas as pd  # pandas: slow to import, needed only here
-    from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf  # Pyserini: starts a Java VM
+    from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf  # Pyserini: slow to import; no JVM
     from pyserini.trectools import TrecRun
 
     trec_runs = []

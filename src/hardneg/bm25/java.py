@@ -41,7 +41,7 @@ def start_jvm(max_heap: str | None = None) -> None:
         return
     os.environ["JAVA_HOME"] = java_home()
     os.environ.setdefault("OPENAI_API_KEY", "not-used-by-hardneg")
-    import jnius_config
+    import jnius_config  # pyjnius: only where a JVM starts
 
     if not jnius_config.vm_running:
         if max_heap:

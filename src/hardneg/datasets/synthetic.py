@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset, Source, table_from_rows
+from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.schema.validation import validate_dataset
 from hardneg.schema.values import section_values
@@ -83,8 +84,6 @@ class SyntheticSpec:
                       "title_length": tuple(values["title_length"])})
         width = spec.topic_words + spec.subtopics_per_cluster * spec.subtopic_words
         if width > spec.concept_vocab:
-            from hardneg.errors import ConfigError
-
             raise ConfigError(f"{where}.concept_vocab",
                               f"{spec.concept_vocab} concept words cannot give a cluster its {width} distinct topic and "
                               f"subtopic words (topic_words {spec.topic_words} + subtopics_per_cluster "

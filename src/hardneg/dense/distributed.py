@@ -20,8 +20,11 @@ environment) is not launched again but joins as its rank (:func:`in_launched_wor
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import pickle
+import signal
 import sys
 import tempfile
 import uuid
@@ -108,8 +111,6 @@ class Replicas:
 
     def barrier(self) -> None:
         if self.distributed:
-            import torch.distributed as dist
-
             dist.barrier()
 
     def wrap(self, model: torch.nn.Module, *, find_unused_parameters: bool = False) -> torch.nn.Module:
@@ -198,9 +199,6 @@ def _logging_setup() -> dict:
 def _die_with_parent() -> None:
     """Linux: end this worker when the launching agent dies (even by SIGKILL), as it can no longer be joined."""
     try:
-        import ctypes
-        import signal
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -210,8 +208,6 @@ def _die_with_parent() -> None:
 def worker_main(job_dir: str) -> None:
     """Body of a launched worker process: run the job :func:`launch` left in ``job_dir``; rank 0 leaves its
     result there."""
-    import pickle
-
     _die_with_parent()
     stop.handle_stop_signals()  # SIGTERM: stop after the current step, with the other ranks
     with open(os.path.join(job_dir, "job.pkl"), "rb") as handle:
@@ -240,8 +236,6 @@ def launch(entrypoint: Callable, kwargs: dict, processes: int, *, threads: int |
     process's ``sys.path`` (``PYTHONPATH``) to unpickle them with. They get ``OMP_NUM_THREADS`` = ``threads``
     (default: the CPUs available here shared among them), which torch and Faiss follow.
     """
-    import pickle
-
     config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=processes, run_id=uuid.uuid4().hex,
                           rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0)
     threads = threads or default_threads(processes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,9 @@ from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
 from hardneg.io.npyfile import NpyRows, NpyWriter
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 

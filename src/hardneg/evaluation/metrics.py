@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
+from hardneg.io.npyfile import NpyRows
 
 
 def parse_measures(names: list[str]) -> list:
@@ -116,8 +117,6 @@ def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.Pat
             headline, per_query = means, table
             full_ranks = None
             if embeddings:
-                from hardneg.io.npyfile import NpyRows
-
                 full_ranks = full_corpus_ranks(np.load(embeddings["query_npy"]), _row_ids(embeddings["query_ids"]),
                                                NpyRows(embeddings["doc_npy"]),  # read in blocks, never mapped whole
                                                artifacts.read_table(artifacts.ROW_IDS, embeddings["doc_ids"])["id"],

@@ -12,7 +12,7 @@ _FAISS_FUNCTIONS = ("build_index", "is_exact", "load_index", "save_index", "run_
 
 def __getattr__(name: str):
     if name in _FAISS_FUNCTIONS:
-        from hardneg.index import faiss_index
+        from hardneg.index import faiss_index  # Faiss: loaded on first use of one of its functions
 
         return getattr(faiss_index, name)
     raise AttributeError(f"module 'hardneg.index' has no attribute {name!r}")

@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from hardneg.errors import ConfigError
-from hardneg.index.validate import default_train_size, faiss_message
+from hardneg.index.validate import (FAISS_POINTS_PER_CENTROID, default_train_size, describe_factory_error, faiss_message,
+                                    needed_training_vectors, too_few_training_vectors)
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
 from hardneg.io.index_names import slug  # noqa: F401  (re-exported)
@@ -175,9 +176,6 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
     n, dim = embeddings.shape
     if not isinstance(factory, str) or not factory.strip():
         raise ConfigError(key, f"must be a non-empty faiss index-factory string, got {factory!r}")
-    from hardneg.index.validate import (FAISS_POINTS_PER_CENTROID, describe_factory_error, needed_training_vectors,
-                                        too_few_training_vectors)
-
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:

@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 import os
+import resource
 import sys
 
 from hardneg.io import stop
@@ -97,8 +98,6 @@ def peak_memory_kib() -> int:
                     return int(line.split()[1])
     except OSError:
         pass
-    import resource
-
     unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes on macOS, in KiB elsewhere
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit // 1024
 

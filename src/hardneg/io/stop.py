@@ -79,7 +79,7 @@ def _job_processes() -> list:
     """The stage scripts this process runs (Snakemake starts each as ``python .snakemake/scripts/...``), with
     their own children (training workers); not the shells and job wrappers between, which then report each
     job's end as for any failed job."""
-    import psutil
+    import psutil  # Snakemake's dependency, not hardneg's: only where a stop is relayed to jobs
 
     found = []
     for process in psutil.Process(os.getpid()).children(recursive=True):

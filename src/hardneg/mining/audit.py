@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hardneg.datasets.empty_documents import empty_docids
 from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
@@ -301,8 +302,6 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
     Markdown report + AUDIT Parquet (+ the summary as JSON at ``summary_path``). With ``corpus_path`` (the
     dataset's corpus.parquet) the negatives that are empty documents are counted and marked. Returns the
     summary."""
-    from hardneg.datasets.empty_documents import empty_docids
-
     summary, table = audit_hard_negatives(
         artifacts.read_table(artifacts.HARDNEGS, hardnegs_path), artifacts.read_table(artifacts.RUN, run_path),
         artifacts.read_table(artifacts.QRELS, qrels_path),

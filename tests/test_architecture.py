@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
 

@@ -24,7 +24,7 @@ from hardneg.methods.abs.scheduling import (
     sequential_batches,
 )
 from hardneg.pipeline.config import validate_params
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 
 def _clustered(n: int, dim: int = 16, topics: int = 10, seed: int = 0) -> DenseSimilarity:

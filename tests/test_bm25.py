@@ -81,7 +81,7 @@ def test_default_synthetic_dataset_is_neither_trivial_nor_hopeless_for_bm25(tmp_
 
     from hardneg.pipeline.config import validate_config
     from hardneg.pipeline.resolution import dataset_config
-    from tests.conftest import REPO
+    from tests.support import REPO
 
     config = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
     params = config["runs"]["bm25"]["params"]

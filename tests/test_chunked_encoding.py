@@ -13,7 +13,7 @@ from hardneg.dense.tokenized import TokenizedTexts, build_cache, length_chunks
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts
 from hardneg.pipeline.config import validate_params
-from tests.dense_fixtures import build_tiny
+from tests.support.dense import build_tiny
 
 SEED = 11
 

@@ -1,5 +1,5 @@
 from hardneg.cli import main
-from tests.conftest import REPO
+from tests.support import REPO
 
 
 def test_check_config_lists_runs(capsys):

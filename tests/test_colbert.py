@@ -12,7 +12,7 @@ from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.methods.colbert.maxsim import ColBERT, is_colbert, maxsim, maxsim_pairs, rerank
 from hardneg.pipeline.config import validate_params
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 SEED = 3
 DIM = 16

@@ -15,7 +15,7 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.methods.condenser import SECTION_SCHEMA, CondenserSection
 from hardneg.methods.condenser.pretraining import IGNORE, Condenser, build_condenser_step, span_contrastive_loss
 from hardneg.pipeline.config import validate_params
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -9,7 +9,7 @@ from hardneg.errors import ConfigError
 from hardneg.pipeline.config import load_config_file, validate_config
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.schema.files import config_hash
-from tests.conftest import REPO
+from tests.support import REPO
 
 
 @pytest.fixture

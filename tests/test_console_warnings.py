@@ -27,7 +27,7 @@ from hardneg.pipeline.train import (
     train_run,
     training_warnings,
 )
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 SNAKEMAKE = str(__import__("pathlib").Path(sys.executable).with_name("snakemake"))
 

@@ -10,7 +10,7 @@ from hardneg.datasets.adapters import load_dataset
 from hardneg.datasets.canonical import validate
 from hardneg.datasets.prepare import prepare_dataset
 from hardneg.errors import DataError, HardnegError
-from tests.conftest import write_lines
+from tests.support.files import write_lines
 
 
 def test_beir_folder_becomes_canonical_tables(beir_folder, tmp_path):

@@ -13,7 +13,7 @@ from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts
 from hardneg.pipeline.config import validate_params
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 
 @pytest.fixture(scope="module")

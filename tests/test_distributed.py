@@ -15,7 +15,7 @@ from hardneg.io import artifacts
 from hardneg.mining.negatives import mine_hard_negatives
 from hardneg.pipeline.config import validate_params
 from hardneg.pipeline.train import train_run
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 # Dropout masks differ between processes (each draws its own share's), so the comparison runs without dropout.
 NO_DROPOUT = {**TINY_MODEL, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}

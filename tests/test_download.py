@@ -18,7 +18,7 @@ from hardneg.datasets.download import ChecksumError, DownloadError, check_downlo
 from hardneg.errors import ConfigError
 from hardneg.pipeline.config import validate_config
 from hardneg.pipeline.resources import check_resource_rules, rule_resources
-from tests.conftest import REPO
+from tests.support import REPO
 
 PAYLOAD = b"".join(b"%d\tpassage number %d\n" % (i, i) for i in range(5000))  # ~100 kB, several chunks of a read
 MD5 = hashlib.md5(PAYLOAD).hexdigest()

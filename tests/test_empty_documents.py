@@ -22,22 +22,10 @@ from hardneg.evaluation.pairwise import full_corpus_ranks
 from hardneg.io import artifacts
 from hardneg.mining.negatives import mine_hard_negatives, positive_scores_stage
 from hardneg.pipeline.config import validate_params
-from tests.conftest import write_lines
+from tests.support.files import write_lines
+from tests.support.user_data import EMPTY, WORDS
+from tests.support.user_data import corpus_lines as _corpus_lines
 
-WORDS = ["cat", "dog", "fish", "bird", "tree", "rock", "river", "cloud", "stone", "leaf", "apple", "bread"]
-EMPTY = ["e1", "e2"]
-
-
-def _corpus_lines() -> list[str]:
-    lines = []
-    for i in range(40):
-        text = " ".join(WORDS[(i * k + 3) % len(WORDS)] for k in range(1, 7))
-        lines.append(json.dumps({"_id": f"d{i}", "title": WORDS[i % len(WORDS)], "text": f"{text} number{i}"}))
-        if i == 10:
-            lines.append(json.dumps({"_id": "e1", "title": "", "text": ""}))
-        if i == 20:
-            lines.append(json.dumps({"_id": "e2", "title": " ", "text": " \n "}))
-    return lines
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,8 @@ from hardneg.methods.registry import Episodes
 from hardneg.pipeline import episodes
 from hardneg.pipeline.config import validate_config, validate_params
 from hardneg.pipeline.plan import Plan
-from tests.conftest import REPO
-from tests.dense_fixtures import build_tiny
+from tests.support import REPO
+from tests.support.dense import build_tiny
 
 
 def _config(lag: int, count: int = 4, negatives: str | None = None) -> dict:
@@ -146,7 +146,7 @@ def tiny(tmp_path_factory):
 
 def _trainer(tiny, tmp_path, window, name):
     """test_resume's in-batch trainer over a fresh model, the same every call, on a part of a 12-step schedule."""
-    from tests.test_resume import _trainer as trainer
+    from tests.support.training import tiny_trainer as trainer
 
     return trainer(tiny, tmp_path / name, fingerprint=name, checkpoint_every=0, window=window)
 

@@ -16,7 +16,7 @@ import torch
 from hardneg.errors import ConfigError, DataError
 from hardneg.figures import curves, epoch_curves, gradient_norms, hybrid_alpha, pairwise_errors, pq_matrix, tsne
 from hardneg.io import artifacts
-from tests.dense_fixtures import TINY_MODEL
+from tests.support.dense import TINY_MODEL
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -411,7 +411,7 @@ def test_static_hn_scores_each_query_against_its_own_documents_only():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from tests.dense_fixtures import build_tiny
+    from tests.support.dense import build_tiny
 
     return build_tiny(tmp_path_factory.mktemp("figures"))
 
@@ -525,7 +525,7 @@ FIGURE_TARGETS = [f"results/figures/{name}.png" for name in ("pairwise_errors", 
 
 @pytest.mark.slow
 def test_figures_build_in_the_workflow(tmp_path):
-    from tests.test_workflow import snakemake, write_config
+    from tests.support.workflow import snakemake, write_config
 
     write_config(tmp_path, WORKFLOW_CONFIG)
     result = snakemake(tmp_path, *FIGURE_TARGETS)

@@ -10,7 +10,7 @@ from hardneg.dense.markers import NEW, SKIP, Markers, add_markers
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 MARKERS = Markers(query=7, doc=8, mask=4, pad=0, sep=3, query_length=6)
 

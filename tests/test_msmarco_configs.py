@@ -5,7 +5,6 @@ in under --configfile."""
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,10 @@ import yaml
 from hardneg.datasets.adapters import dataset_input_files
 from hardneg.datasets.download import downloaded_files, extracted_files
 from hardneg.pipeline.config import load_config_files
-from tests.conftest import REPO
+from tests.support import REPO
+from tests.support.configs import DOC, PASSAGE
+from tests.support.workflow import SNAKEMAKE, job_resources
 
-PASSAGE, DOC = REPO / "config" / "msmarco-passage.yaml", REPO / "config" / "msmarco-doc.yaml"
 OFFICIAL = "https://msmarco.z22.web.core.windows.net/msmarcoranking/"
 
 
@@ -102,9 +102,6 @@ def test_full_scale_resources(passage, doc):
 
 
 # ------------------------------------------------------------------------------------------------ dry runs
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-
-
 def dry_run(workdir: Path, config: Path, *targets: str) -> tuple[dict, str]:
     """(job counts by rule, Snakemake's output) of ``snakemake -n`` in ``workdir``."""
     result = subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
@@ -116,12 +113,6 @@ def dry_run(workdir: Path, config: Path, *targets: str) -> tuple[dict, str]:
     return counts, output
 
 
-def job_resources(output: str, rule: str, wildcards: str) -> str:
-    """The ``resources:`` line of the dry run's job of ``rule`` with these wildcards."""
-    for block in output.split("\nrule ")[1:]:
-        if block.startswith(f"{rule}:") and f"wildcards: {wildcards}\n" in block:
-            return re.search(r"resources: (.*)", block).group(1)
-    raise AssertionError(f"no job of {rule} with {wildcards}")
 
 
 @pytest.mark.slow

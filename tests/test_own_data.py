@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.conftest import REPO
-from tests.user_data import EMPTY_DOCS, write_beir, write_msmarco
+from tests.support import REPO
+from tests.support.user_data import EMPTY_DOCS, write_beir, write_msmarco
 
 pytestmark = pytest.mark.slow
 

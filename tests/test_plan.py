@@ -8,7 +8,7 @@ import yaml
 from hardneg.io.layout import Layout
 from hardneg.pipeline.config import validate_config
 from hardneg.pipeline.plan import Plan
-from tests.conftest import REPO
+from tests.support import REPO
 
 
 @pytest.fixture(scope="module")

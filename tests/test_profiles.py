@@ -9,8 +9,9 @@ import subprocess
 import pytest
 import yaml
 
-from tests.conftest import REPO
-from tests.test_msmarco_configs import PASSAGE, SNAKEMAKE, job_resources
+from tests.support import REPO
+from tests.support.configs import PASSAGE
+from tests.support.workflow import SNAKEMAKE, job_resources
 
 PROFILES = REPO / "profiles"
 NAMED = ["slurm", "local-gpu"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +71,7 @@ def made(main_run):
 
 
 def test_the_fixture_builds_what_make_run_builds():
-    from tests.conftest import MAIN_TARGET
+    from tests.support.configs import MAIN_TARGET
 
     makefile = (REPO / "Makefile").read_text()
     assert f"TARGET ?= {MAIN_TARGET}\n" in makefile and "$(BIN)/snakemake --cores $(CORES) $(TARGET)" in makefile

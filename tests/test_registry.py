@@ -13,8 +13,8 @@ import yaml
 from hardneg import methods
 from hardneg.errors import ConfigError
 from hardneg.pipeline.config import load_schema, validate_config
-from tests.conftest import REPO
-from tests.test_workflow import SNAKEMAKE
+from tests.support import REPO
+from tests.support.workflow import SNAKEMAKE
 
 BUILTIN = ["abs", "adore", "bm25", "condenser", "hybrid", "inbatch", "randneg", "rrf", "star", "warmup", "zeroshot"]
 

@@ -17,8 +17,9 @@ from typing import Callable
 
 import pytest
 
-from tests.conftest import write_lines
-from tests.reliability_support import artifacts, output_of, snakemake, temporaries, write_config
+from tests.support.files import write_lines
+from tests.support.reliability import artifacts, temporaries
+from tests.support.workflow import output_of, snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

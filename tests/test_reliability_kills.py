@@ -19,30 +19,11 @@ from pathlib import Path
 import pytest
 
 from hardneg.io.atomic import atomic_dir, atomic_path, stale_temporaries
-from tests.reliability_support import PausedRun, digests, output_of, snakemake, temporaries, write_config
+from tests.support.configs import STAR_CONFIG as CONFIG
+from tests.support.reliability import PausedRun, digests, temporaries
+from tests.support.workflow import output_of, snakemake, write_config
 
 FINAL = "results/star/metrics.json"
-TINY_DENSE = {
-    "model": {"vocab_size": 2000, "doc_max_length": 32, "query_max_length": 12,
-              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                          "intermediate_size": 64}},
-    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001, "checkpoint_every": 2, "log_every": 1},
-    "encode": {"shards": 2, "batch_size": 64},
-    "search": {"top_k": 50},
-}
-CONFIG = {
-    "seed": 5,
-    "dataset": "tiny",
-    "evaluation": {"split": "test"},
-    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20, "concept_vocab": 100,
-                          "num_queries": {"train": 60, "test": 20}}},
-    "runs": {
-        "bm25": {"method": "bm25", "params": {"top_k": 50}},
-        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},
-        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
-                 "params": {**TINY_DENSE, "mining": {"depth": 30}}},
-    },
-}
 LOCKED = "Directory cannot be locked"
 
 # Each kill: (rule run to with --until, text of the path whose rename pauses the job, pause after the rename).

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import Chromium, find_chromium
-from tests.test_workflow import snakemake, write_config
-from tests.test_workflow_dense import TINY_DENSE
+from tests.support.browser import Chromium, find_chromium
+from tests.support.configs import TINY_DENSE
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

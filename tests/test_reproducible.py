@@ -10,9 +10,9 @@ import pytest
 
 from hardneg.pipeline.config import validate_params
 from hardneg.pipeline.train import train_run
-from tests.conftest import REPO
-from tests.dense_fixtures import TINY_MODEL, build_tiny
-from tests.test_workflow import SNAKEMAKE, write_config
+from tests.support import REPO
+from tests.support.dense import TINY_MODEL, build_tiny
+from tests.support.workflow import SNAKEMAKE, write_config
 
 TINY_DENSE = {
     "model": {"vocab_size": 3000, "doc_max_length": 64, "query_max_length": 16, "builtin": TINY_MODEL},

@@ -17,19 +17,16 @@ import pytest
 import torch
 
 from hardneg.dense.checkpoint import STATE
-from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.encode import encode_rows
-from hardneg.dense.methods import ContrastiveMethod
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
-from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import CHECKPOINT_FORMAT, TrainConfig, Trainer
+from hardneg.dense.trainer import CHECKPOINT_FORMAT
 from hardneg.evaluation.metrics import evaluate
 from hardneg.io import artifacts
-from hardneg.mining.negatives import mine_hard_negatives
 from hardneg.pipeline.config import validate_params
-from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
-from tests.test_tensorboard import assert_same_curves, expected_scalars, read_scalars
+from tests.support.dense import TINY_MODEL, kill_after_checkpoint_and_resume
+from tests.support.training import assert_same_curves, build_tiny_with_hardnegs, expected_scalars, read_scalars
+from tests.support.training import tiny_trainer as _trainer
 
 DRIVER = """
 import json, logging, sys, time
@@ -78,19 +75,7 @@ def _test_metrics(tiny, model_dir):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
-    tiny = build_tiny(root)
-    # Hard negatives mined from an arbitrary ranking: what matters here is the STAR code path.
-    docs = TokenizedTexts(tiny["cache"], "corpus").row_ids
-    queries = TokenizedTexts(tiny["cache"], "queries_train").row_ids
-    rng = np.random.default_rng(0)
-    picks = np.stack([rng.choice(len(docs), 30, replace=False) for _ in queries])
-    run = pa.table({"qid": np.repeat(queries, 30), "docid": np.asarray(docs)[picks.ravel()],
-                    "rank": np.tile(np.arange(1, 31, dtype=np.int32), len(queries)),
-                    "score": np.tile(np.linspace(1, 0, 30, dtype=np.float32), len(queries))})
-    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
-    artifacts.write_table(mine_hard_negatives(run, qrels, depth=30), artifacts.HARDNEGS, root / "hardnegs.parquet")
-    tiny["hardnegs"] = root / "hardnegs.parquet"
-    return tiny
+    return build_tiny_with_hardnegs(root)
 
 
 @pytest.mark.slow
@@ -120,24 +105,6 @@ def test_killed_and_resumed_training_matches_uninterrupted(tiny, tmp_path):
 
 
 # ------------------------------------------------------------------------------- checkpoints in one process
-def _trainer(tiny, checkpoint_dir, fingerprint="run-a", checkpoint_every=3, window=None):
-    """An in-batch trainer of 8 steps (dropout on) with a fresh model, the same every call (``window``: a part of a
-    longer schedule, :class:`hardneg.dense.trainer.Window`)."""
-    params = validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16},
-                              "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.002, "optimizer": "lamb",
-                                        "checkpoint_every": checkpoint_every, "log_every": 1}})
-    queries, corpus = TokenizedTexts(tiny["cache"], "queries_train"), TokenizedTexts(tiny["cache"], "corpus")
-    qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
-    data = TrainQueries(qrels, queries.row_ids, corpus.row_ids)
-    tokenizer = load_tokenizer(tiny["tokenizer"])
-    model = BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=len(tokenizer),
-                             pad_token_id=tokenizer.pad_token_id, max_length=64, seed=7)
-    method = ContrastiveMethod(data, queries, corpus, negatives=None, per_query=0, loss="ce", temperature=1.0)
-    config = TrainConfig.from_params(params["train"], 7)
-    return Trainer(model, method, ShuffledBatches(len(data), 16, 7), config, checkpoint_dir=checkpoint_dir,
-                   fingerprint=fingerprint, device="cpu", window=window)
-
-
 def _same_rows(a, b):
     assert len(a) == len(b)
     for x, y in zip(a, b):

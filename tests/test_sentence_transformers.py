@@ -17,7 +17,7 @@ from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.tokenizer import load_tokenizer, train_wordpiece
 from hardneg.io import artifacts
-from tests.dense_fixtures import TINY_MODEL
+from tests.support.dense import TINY_MODEL
 
 QUERY_MAX_LENGTH, DOC_MAX_LENGTH = 8, 24  # the last query and the third document are cut
 DOCS = [("d1", "Cats", "Cats sleep most of the day and hunt small birds at night in the garden."),

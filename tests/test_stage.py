@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from tests.test_workflow import TINY, snakemake, write_config
+from tests.support.configs import TINY
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tests.conftest import REPO
-from tests.test_workflow import SNAKEMAKE, write_config
+from tests.support import REPO
+from tests.support.workflow import SNAKEMAKE, write_config
 
 pytestmark = pytest.mark.slow
 

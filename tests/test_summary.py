@@ -18,7 +18,7 @@ from hardneg.evaluation.timing import benchmark_seconds, write_adore_index_table
 from hardneg.io import artifacts
 from hardneg.pipeline.config import load_config_file, validate_config
 from hardneg.pipeline.plan import Plan
-from tests.conftest import REPO
+from tests.support import REPO
 
 MEASURES = ["RR@10", "R@100"]
 ALL = MEASURES + ["PairwiseErrors@200", "PairwiseErrors"]

@@ -12,7 +12,7 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts
 from hardneg.methods.tct.step import TctMethod, kd_loss
 from hardneg.pipeline.config import validate_params
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
 
 
 def test_kd_loss_is_zero_when_the_logits_agree_and_positive_otherwise():

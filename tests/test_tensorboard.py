@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hardneg.dense.tensorboard import TensorBoardLog, scalars
 from hardneg.pipeline.config import validate_params
 from hardneg.pipeline.train import train_run
-from tests.dense_fixtures import TINY_MODEL, build_tiny
+from tests.support.dense import TINY_MODEL, build_tiny
+from tests.support.training import assert_same_curves, expected_scalars, read_scalars
 
 SEED = 4
 
@@ -21,28 +21,6 @@ SEED = 4
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return build_tiny(tmp_path_factory.mktemp("tensorboard"))
-
-
-def read_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
-    """tag → [(step, value)] as TensorBoard shows them (purged steps dropped), every event kept."""
-    accumulator = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    accumulator.Reload()
-    return {tag: [(event.step, event.value) for event in accumulator.Scalars(tag)]
-            for tag in accumulator.Tags()["scalars"]}
-
-
-def expected_scalars(log) -> dict[str, list[tuple[int, float]]]:
-    """The same, from train_log.parquet: every column but step, rows where it is a number."""
-    rows = log.to_pylist()
-    return {column: [(row["step"], row[column]) for row in rows if not math.isnan(row[column])]
-            for column in log.column_names if column != "step"}
-
-
-def assert_same_curves(got: dict, want: dict) -> None:
-    assert set(got) == set(want)
-    for tag, points in want.items():
-        assert [step for step, _ in got[tag]] == [step for step, _ in points], tag
-        assert [value for _, value in got[tag]] == pytest.approx([value for _, value in points], rel=1e-6), tag
 
 
 def test_scalars_are_the_finite_numbers_of_a_row():

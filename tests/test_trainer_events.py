@@ -23,7 +23,7 @@ from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.pipeline.config import validate_params
 from hardneg.pipeline.train import train_run
-from tests.dense_fixtures import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
+from tests.support.dense import TINY_MODEL, build_tiny, kill_after_checkpoint_and_resume
 
 SEED = 4
 

@@ -13,8 +13,8 @@ from hardneg.errors import ConfigError
 from hardneg.pipeline.config import validate_config
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.schema.files import config_hash
-from tests.conftest import REPO
-from tests.test_workflow import snakemake, write_config
+from tests.support import REPO
+from tests.support.workflow import snakemake, write_config
 
 MINILM_LIKE = {"name": "/models/minilm", "pooling": "mean", "query_max_length": 48, "doc_max_length": 200}
 DATASETS = {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,

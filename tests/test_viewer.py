@@ -13,8 +13,8 @@ from hardneg.mining.audit import audit_hard_negatives
 from hardneg.pipeline.config import validate_config
 from hardneg.report.pages import markdown_page
 from hardneg.report.viewer import ViewerSettings, render_viewer, sample_queries, viewer_queries, viewer_stage
-from tests.conftest import REPO
-from tests.test_audit import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
+from tests.support import REPO
+from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
 
 # The audit tests' world (q1: n1 outscores its best positive; q2: m3 ties it, its positive p3 unranked; q3: no
 # negatives), with texts: n2 holds markup, m2 is an empty document.

@@ -2,37 +2,14 @@
 config errors before any job, and byte-identical artifacts for the same config and seed."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.support.configs import TINY
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
-
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-TINY = {
-    "seed": 3,
-    "dataset": "tiny",
-    "evaluation": {"split": "test"},
-    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 400, "docs_per_cluster": 20,
-                          "num_queries": {"train": 40, "test": 30}}},
-    "runs": {"bm25": {"method": "bm25", "params": {"top_k": 100}}},
-}
-
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-                           "--cores", "2", *args], capture_output=True, text=True)
-
-
-def write_config(workdir: Path, config: dict) -> None:
-    (workdir / "config").mkdir(parents=True, exist_ok=True)
-    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):

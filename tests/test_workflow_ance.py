@@ -10,9 +10,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.reliability_support import PausedRun, digests, output_of, snakemake, temporaries, write_config
-from tests.test_reliability_kills import CONFIG as STAR_CONFIG
-from tests.test_reliability_kills import TINY_DENSE
+from tests.support.configs import STAR_CONFIG
+from tests.support.configs import STAR_DENSE as TINY_DENSE
+from tests.support.reliability import PausedRun, digests, temporaries
+from tests.support.workflow import output_of, snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

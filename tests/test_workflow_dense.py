@@ -8,31 +8,12 @@ import stat
 import pyarrow.parquet as pq
 import pytest
 
-from tests.test_workflow import snakemake, write_config
+from tests.support.configs import DENSE_CONFIG as CONFIG
+from tests.support.configs import TINY_DENSE
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
-TINY_DENSE = {
-    "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
-              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
-    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
-    "encode": {"shards": 2, "batch_size": 64},
-    "search": {"top_k": 100},
-}
-CONFIG = {
-    "seed": 4,
-    "dataset": "tiny",
-    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
-                          "num_queries": {"train": 100, "test": 30}}},
-    "runs": {
-        "bm25": {"method": "bm25", "params": {"top_k": 100}},
-        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},
-        "randneg": {"method": "randneg", "params": TINY_DENSE},
-        "inbatch": {"method": "inbatch", "params": TINY_DENSE},
-        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
-                 "params": {**TINY_DENSE, "mining": {"depth": 50}}},
-    },
-}
 TARGETS = [f"results/{run}/metrics.json" for run in ("warmup", "randneg", "inbatch", "star")]
 
 

@@ -8,9 +8,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import write_lines
-from tests.test_empty_documents import EMPTY, _corpus_lines
-from tests.test_workflow import snakemake, write_config
+from tests.support.files import write_lines
+from tests.support.user_data import EMPTY
+from tests.support.user_data import corpus_lines as _corpus_lines
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import pytest
 
 from hardneg.fusion import hybrid, sample_queries, tune_weight
 from hardneg.io import artifacts
-from tests.test_workflow import snakemake, write_config
-from tests.test_workflow_dense import TINY_DENSE
+from tests.support.configs import TINY_DENSE
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

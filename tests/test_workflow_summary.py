@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.stats import ttest_rel
 
-from tests.test_workflow import snakemake, write_config
-from tests.test_workflow_dense import TINY_DENSE
+from tests.support.configs import TINY_DENSE
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

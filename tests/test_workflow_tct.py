@@ -10,9 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from transformers import AutoModel
 
-from tests.test_workflow import snakemake, write_config
-from tests.test_workflow_dense import CONFIG as DENSE_CONFIG
-from tests.test_workflow_dense import TINY_DENSE
+from tests.support.configs import DENSE_CONFIG, TINY_DENSE
+from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,7 @@
 """A small collection of the kind users bring, written as a BEIR folder and as MS MARCO passage TSVs: topical
 documents (two of them with no text at all), training and test queries with graded judgements, and a few
-queries far longer than the default maximum query length."""
+queries far longer than the default maximum query length; and a BEIR corpus of 40 documents and two empty ones
+(``corpus_lines``)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,20 @@ def write_msmarco(root: Path, **kwargs) -> Path:
         (root / f"qrels.{split}.tsv").write_text("".join(f"{q}\t0\t{d}\t{r}\n" for q, d, r in qrels[split]),
                                                  encoding="utf-8")
     return root
+
+
+WORDS = ["cat", "dog", "fish", "bird", "tree", "rock", "river", "cloud", "stone", "leaf", "apple", "bread"]
+EMPTY = ["e1", "e2"]
+
+
+def corpus_lines() -> list[str]:
+    """corpus.jsonl's lines: documents d0 … d39, and e1 (after d10) and e2 (after d20), both empty."""
+    lines = []
+    for i in range(40):
+        text = " ".join(WORDS[(i * k + 3) % len(WORDS)] for k in range(1, 7))
+        lines.append(json.dumps({"_id": f"d{i}", "title": WORDS[i % len(WORDS)], "text": f"{text} number{i}"}))
+        if i == 10:
+            lines.append(json.dumps({"_id": "e1", "title": "", "text": ""}))
+        if i == 20:
+            lines.append(json.dumps({"_id": "e2", "title": " ", "text": " \n "}))
+    return lines

@@ -1,5 +1,5 @@
-"""Shared by the reliability tests: Snakemake on a tiny config in a working directory of its own, started
-and stopped from the test, and checks of what a failed or killed run leaves under ``results/``."""
+"""Shared by the reliability tests: Snakemake on a tiny config in a working directory of its own, started and
+stopped from the test (``PausedRun``), and checks of what a failed or killed run leaves under ``results/``."""
 
 from __future__ import annotations
 
@@ -7,52 +7,16 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import yaml
-
-from tests.conftest import REPO
-
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-FAULTS = Path(__file__).with_name("faults")  # sitecustomize.py: pauses a stage just before (or after) a rename
+from tests.support.workflow import command, job_env
 
 # Not compared between runs: logs and benchmarks hold times; a Lucene index holds random segment ids (the BM25
 # rankings made from it are compared instead); TensorBoard logs hold times, and one event file per training
 # attempt; Snakemake's own timestamp files.
 UNCOMPARED_PARTS = {"logs", "benchmarks", "bm25_index", "tensorboard"}
 UNCOMPARED_NAMES = {".snakemake_timestamp"}
-
-
-def command(workdir: Path, *args: str) -> list[str]:
-    return [SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2", *args]
-
-
-def job_env(**extra: str) -> dict:
-    """The environment of a Snakemake run (and of its jobs); with fault injection on when ``extra`` sets it."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("HARDNEG_PAUSE")}
-    if extra:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
-        env.update(extra)
-    return env
-
-
-def snakemake(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run Snakemake to the end; ``stdout`` and ``stderr`` are both kept (as in the other workflow tests)."""
-    return subprocess.run(command(workdir, *args), capture_output=True, text=True, env=job_env(), timeout=timeout)
-
-
-def output_of(result: subprocess.CompletedProcess) -> str:
-    return (result.stdout or "") + (result.stderr or "")
-
-
-def write_config(workdir: Path, config: dict | str) -> Path:
-    """Write ``workdir/config/config.yaml`` from a dict, or verbatim from a string."""
-    path = workdir / "config" / "config.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=False))
-    return path
 
 
 def temporaries(root: Path) -> list[str]:

@@ -72,13 +72,22 @@ def main_run(tmp_path_factory) -> Path:
 
 
 # The test files with the longest fixtures, longest first: they start first, so that with pytest-xdist (`make test`
-# runs two files at a time) no worker is left running one of them alone at the end. tests/test_workflow_export.py,
+# runs two files at a time) no worker is left running one of them alone at the end. workflow/test_workflow_export.py,
 # which reuses test_readme.py's build of the main target, stays in its place, later.
-LONGEST_FIRST = ["test_readme.py", "test_own_data.py", "test_reliability_inputs.py", "test_reliability_kills.py",
-                 "test_workflow_ance.py", "test_reproducible.py", "test_report.py", "test_workflow_tct.py",
-                 "test_workflow_abs.py", "test_workflow_dense.py"]
+LONGEST_FIRST = ["workflow/test_readme.py", "workflow/test_own_data.py", "reliability/test_reliability_inputs.py",
+                 "reliability/test_reliability_kills.py", "workflow/test_workflow_ance.py",
+                 "workflow/test_reproducible.py", "workflow/test_report.py", "workflow/test_workflow_tct.py",
+                 "workflow/test_workflow_abs.py", "workflow/test_workflow_dense.py"]
+TESTS = REPO / "tests"
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+    def place(item) -> int:
+        try:
+            return rank.get(item.path.relative_to(TESTS).as_posix(), len(rank))
+        except ValueError:  # a test outside tests/
+            return len(rank)
+
+    items.sort(key=place)  # stable: the rest keep their order

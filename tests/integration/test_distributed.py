@@ -6,7 +6,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hardneg.dense.distributed import Replicas, resolve_processes
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
@@ -19,14 +18,6 @@ from tests.support.dense import TINY_MODEL, build_tiny
 
 # Dropout masks differ between processes (each draws its own share's), so the comparison runs without dropout.
 NO_DROPOUT = {**TINY_MODEL, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
-
-
-def test_shares_are_array_split_order():
-    for n in (0, 1, 5, 16, 17):
-        for world in (1, 2, 3):
-            shares = [np.arange(n)[Replicas(rank=r, world=world).local(n)] for r in range(world)]
-            assert [s.tolist() for s in shares] == [s.tolist() for s in np.array_split(np.arange(n), world)]
-    assert resolve_processes(None, 0) == 1 and resolve_processes(None, 2) == 2 and resolve_processes(3, 2) == 3
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from tests.support import REPO
-from tests.support.workflow import SNAKEMAKE, write_config
+from tests.support.workflow import command, snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +38,7 @@ TOTAL = 60 * 64 // 4  # optimiser steps: epochs x training queries / batch size
 
 
 def start(workdir):
-    return subprocess.Popen([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-                             "--cores", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(command(workdir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def wait_for_checkpoint(workdir, process, after_step=0, timeout=300.0):
@@ -85,8 +83,7 @@ def test_stop_signals_end_training_with_a_checkpoint_and_a_rerun_resumes(tmp_pat
     assert second > first
     log = (tmp_path / "results" / "warmup" / "logs" / "train.log").read_text()
     assert f"resuming from step {first} of {TOTAL}" in log and "stopping after the current step" in log, log[-3000:]
-    rerun = subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-                            "--cores", "2"], capture_output=True, text=True)
+    rerun = snakemake(tmp_path)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     run = tmp_path / "results" / "warmup"
     assert f"resuming from step {second} of {TOTAL}" in (run / "logs" / "train.log").read_text()

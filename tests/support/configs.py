@@ -2,6 +2,8 @@
 runs). A build of one of them, with the same targets, is the same build wherever it is asked for (see
 ``tests/support/builds.py``)."""
 
+import copy
+
 from tests.support import REPO
 
 MAIN_TARGET = "results/adore_star/metrics.json"  # what `make run` builds (the Makefile's TARGET)
@@ -64,3 +66,20 @@ STAR_CONFIG = {
                  "params": {**STAR_DENSE, "mining": {"depth": 30}}},
     },
 }
+
+# A user's chain of runs continuing a MiniLM-like model (tests/unit/pipeline/test_user_config.py,
+# tests/workflow/test_configfile.py).
+MINILM_LIKE = {"name": "/models/minilm", "pooling": "mean", "query_max_length": 48, "doc_max_length": 200}
+DATASETS = {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
+                     "num_queries": {"train": 20, "test": 10}}}
+
+
+def chain(**star_model) -> dict:
+    """BM25, a warm-up of the MiniLM-like model, STAR continuing it (``star_model``: its own model keys), ADORE."""
+    return {"dataset": "tiny", "datasets": copy.deepcopy(DATASETS), "runs": {
+        "bm25": {"method": "bm25"},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": {"model": dict(MINILM_LIKE)}},
+        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup"},
+                 "params": {"model": star_model} if star_model else {}},
+        "adore": {"method": "adore", "inputs": {"docs": "star"}},
+    }}

@@ -37,9 +37,9 @@ def job_env(**extra: str) -> dict:
 
 
 def snakemake(workdir: Path, *args: str, cores: int | None = 2, snakefile: Path | None = SNAKEFILE,
-              cwd: Path | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+              cwd: Path | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run Snakemake to the end (see ``command``); ``stdout`` and ``stderr`` are both kept. ``cwd``: the folder it
-    starts in (``workdir`` when ``snakefile`` is None). A run that hangs fails after ``timeout`` seconds."""
+    starts in (``workdir`` when ``snakefile`` is None); ``timeout``: seconds after which a run that hangs fails."""
     if cwd is None and snakefile is None:
         cwd = workdir
     return subprocess.run(command(workdir, *args, cores=cores, snakefile=snakefile), capture_output=True, text=True,

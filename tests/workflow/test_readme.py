@@ -6,8 +6,8 @@ Commands that only read what the main target built (``hardneg audit``, ``hardneg
 Python snippets over its results) run for real. Snakemake commands whose targets take longer than a test may (ANCE,
 TCT-ColBERT, the ABS runs, MS MARCO, the SLURM profile, the report) run as dry runs: their DAGs must resolve from
 this state, and the files a later command reads must be outputs of them. ``benchmarks/synthetic_results.py`` builds
-those targets for real. The "Your own data" section is run command for command by tests/test_own_data.py, and the
-two set-up commands are the ones that set up and run this suite.
+those targets for real. The "Your own data" section is run command for command by tests/workflow/test_own_data.py,
+and the two set-up commands are the ones that set up and run this suite.
 """
 
 import re
@@ -23,7 +23,7 @@ from tests.support import REPO
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
-SKIPPED_SECTIONS = {"", "Your own data"}  # the set-up commands; tests/test_own_data.py
+SKIPPED_SECTIONS = {"", "Your own data"}  # the set-up commands; tests/workflow/test_own_data.py
 
 
 def readme_commands() -> list[tuple[str, str]]:

@@ -1,18 +1,14 @@
-"""Byte-identical reruns: two trainings with the same seed save the same bytes (every saved weight is seeded),
-and the tiny chain (dataset, BM25, tokenizer, warm-up, mining, STAR, ADORE, evaluation) run twice from nothing
-through Snakemake, in two working directories, gives the same bytes in every artifact."""
+"""Byte-identical reruns: the tiny chain (dataset, BM25, tokenizer, warm-up, mining, STAR, ADORE, evaluation) run
+twice from nothing through Snakemake, in two working directories, gives the same bytes in every artifact (two
+trainings with the same seed: tests/unit/dense/test_reproducible.py)."""
 
-import hashlib
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from hardneg.pipeline.config import validate_params
-from hardneg.pipeline.train import train_run
-from tests.support import REPO
-from tests.support.dense import TINY_MODEL, build_tiny
-from tests.support.workflow import SNAKEMAKE, write_config
+from tests.support.dense import TINY_MODEL
+from tests.support.reliability import tree_digests as _digests
+from tests.support.workflow import command, write_config
 
 TINY_DENSE = {
     "model": {"vocab_size": 3000, "doc_max_length": 64, "query_max_length": 16, "builtin": TINY_MODEL},
@@ -39,38 +35,6 @@ CONFIG = {
 # mines STAR's hard negatives, STAR's documents and index are what ADORE trains against.
 TARGET = "results/adore_star/metrics.json"
 
-# Not artifacts of the runs, or not reproducible by design:
-# * logs/ and benchmarks/: each job's log and its time and memory, wall-clock figures by nature;
-# * bm25/bm25_index/: Lucene writes a random segment id and the time of writing into its index files; the
-#   rankings searched from it (bm25/runs/*) are compared;
-# * <run>/tensorboard/: the live training curves, whose event files hold wall-clock times (and the host and
-#   process in their names); train_log.parquet, the same numbers, is compared.
-EXCLUDED_DIRS = {"logs", "benchmarks", "bm25_index", "tensorboard"}
-
-
-def _digests(results: Path) -> dict[str, str]:
-    return {str(path.relative_to(results)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(results.rglob("*"))
-            if path.is_file() and not EXCLUDED_DIRS & set(path.relative_to(results).parts)}
-
-
-def test_two_trainings_with_one_seed_save_the_same_bytes(tmp_path):
-    """Separate query and document encoders with projection heads: every weight of a fresh model (both
-    backbones, both heads) and every training step (dropout) come from the seed."""
-    tiny = build_tiny(tmp_path / "tiny")
-    params = validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16,
-                                        "shared": False, "projection_dim": 8},
-                              "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.002, "checkpoint_every": 0}})
-    for name in ("first", "second"):
-        train_run({"name": "inbatch", "method": "inbatch", "seed": 9, "params": params}, cache_dir=tiny["cache"],
-                  qrels_path=tiny["data"] / "qrels" / "train.parquet", model_dir=tmp_path / name / "model",
-                  log_path=tmp_path / name / "train_log.parquet", checkpoint_dir=tmp_path / name / "ckpt",
-                  tokenizer_source=tiny["tokenizer"])
-    first, second = _digests(tmp_path / "first"), _digests(tmp_path / "second")
-    assert {"model/model.safetensors", "model/doc_encoder/model.safetensors", "model/head.safetensors",
-            "train_log.parquet"} <= first.keys()
-    assert first == second
-
 
 @pytest.mark.slow
 def test_two_cold_runs_give_byte_identical_artifacts(tmp_path):
@@ -80,9 +44,8 @@ def test_two_cold_runs_give_byte_identical_artifacts(tmp_path):
     runs = []
     for workdir in workdirs:
         write_config(workdir, CONFIG)
-        runs.append(subprocess.Popen([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-                                      "--cores", "1", TARGET], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True))
+        runs.append(subprocess.Popen(command(workdir, TARGET, cores=1), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True))
     for run in runs:
         stderr = run.communicate(timeout=600)[1]
         assert run.returncode == 0, stderr[-4000:]

@@ -1,27 +1,20 @@
 """Fetching raw data (hardneg.datasets.download, rules download and extract_member), without the network: a file://
 URL or an HTTP server on 127.0.0.1. A right checksum puts the file in place; a wrong one, a failed or cut transfer
-and a missing archive member are errors naming what failed, and nothing is left at the target or beside it."""
+and a missing archive member are errors naming what failed, and nothing is left at the target or beside it. The
+rules, run by Snakemake: tests/workflow/test_download_rules.py."""
 
-import hashlib
 import http.server
-import io
-import subprocess
-import sys
-import tarfile
 import threading
 from pathlib import Path
 
 import pytest
-import yaml
 
 from hardneg.datasets.download import ChecksumError, DownloadError, check_downloads, download, extract_member
 from hardneg.errors import ConfigError
 from hardneg.pipeline.config import validate_config
 from hardneg.pipeline.resources import check_resource_rules, rule_resources
-from tests.support import REPO
+from tests.support.downloads import MD5, PAYLOAD, make_archive, small_config
 
-PAYLOAD = b"".join(b"%d\tpassage number %d\n" % (i, i) for i in range(5000))  # ~100 kB, several chunks of a read
-MD5 = hashlib.md5(PAYLOAD).hexdigest()
 WRONG = "0" * 32
 
 
@@ -137,17 +130,6 @@ def test_http_errors_and_cut_transfers_leave_nothing(tmp_path, server):
     assert leftovers(target.parent) == []
 
 
-# ------------------------------------------------------------------------------------------------ archives
-def make_archive(path: Path, members: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
-
-
 def test_a_member_is_streamed_out_with_or_without_a_leading_dot(tmp_path):
     archive = make_archive(tmp_path / "a.tar.gz", {"./collection.tsv": PAYLOAD, "qrels.train.tsv": b"1 0 7 1\n"})
     target = tmp_path / "data" / "collection.tsv"
@@ -176,13 +158,6 @@ def test_a_broken_archive_is_a_download_error(tmp_path):
     with pytest.raises(DownloadError, match="a.tar.gz"):
         extract_member(broken, "collection.tsv", target)
     assert leftovers(target.parent) == []
-
-
-# -------------------------------------------------------------------------------------------------- config
-def small_config(downloads: dict) -> dict:
-    return {"dataset": "tiny", "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
-                                                      "num_queries": {"train": 20, "test": 10}}},
-            "runs": {"bm25": {"method": "bm25"}}, "downloads": downloads}
 
 
 @pytest.mark.parametrize("downloads, key, message", [
@@ -218,31 +193,3 @@ def test_rule_resources_come_from_the_config_and_names_are_checked():
     with pytest.raises(ConfigError) as caught:
         check_resource_rules({"resources": {"train_dens": {"runtime": 1}}}, ["train_dense", "tokenize"])
     assert caught.value.key == "resources.train_dens" and "rules: tokenize, train_dense" in caught.value.message
-
-
-# ------------------------------------------------------------------------------------------------ workflow
-@pytest.mark.slow
-def test_the_rules_fetch_and_unpack_before_the_dataset_needs_them(tmp_path):
-    """Snakemake's download and extract_member jobs, for real, from file:// URLs: the archive is verified, its
-    member streamed out, a plain file fetched, each job's log written; then the files are up to date."""
-    archive = make_archive(tmp_path / "server" / "bundle.tar.gz", {"./collection.tsv": PAYLOAD})
-    (tmp_path / "server" / "qrels.tsv").write_bytes(b"q1 0 7 1\n")
-    work = tmp_path / "work"
-    config = small_config({
-        "data/bundle.tar.gz": {"url": archive.as_uri(), "md5": hashlib.md5(archive.read_bytes()).hexdigest()},
-        "data/collection.tsv": {"archive": "data/bundle.tar.gz", "member": "collection.tsv", "md5": MD5},
-        "data/qrels.tsv": {"url": (tmp_path / "server" / "qrels.tsv").as_uri(),
-                           "md5": hashlib.md5(b"q1 0 7 1\n").hexdigest()}})
-    work.mkdir()
-    (work / "my.yaml").write_text(yaml.safe_dump(config))
-    command = [str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO / "Snakefile"),
-               "--directory", str(work), "--cores", "1", "data/collection.tsv", "data/qrels.tsv",
-               "--configfile", str(work / "my.yaml")]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert (work / "data" / "collection.tsv").read_bytes() == PAYLOAD
-    assert (work / "data" / "qrels.tsv").read_bytes() == b"q1 0 7 1\n"
-    log = (work / "results" / "datasets" / "_downloads" / "logs" / "data" / "bundle.tar.gz.log").read_text()
-    assert "verified" in log
-    again = subprocess.run([*command, "-n"], capture_output=True, text=True)
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -27,7 +27,6 @@ from tests.support.user_data import EMPTY, WORDS
 from tests.support.user_data import corpus_lines as _corpus_lines
 
 
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A BEIR dataset with two empty documents (e1, e2) judged relevant once in each split, its tokenizer, and

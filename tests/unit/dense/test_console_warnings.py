@@ -6,7 +6,6 @@ scratch on few queries and about epochs of few optimiser steps; ``train.rows: ju
 import json
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pyarrow as pa
@@ -28,8 +27,6 @@ from hardneg.pipeline.train import (
     training_warnings,
 )
 from tests.support.dense import TINY_MODEL, build_tiny
-
-SNAKEMAKE = str(__import__("pathlib").Path(sys.executable).with_name("snakemake"))
 
 _JOB = """
 import sys
@@ -56,29 +53,6 @@ def test_console_without_a_log_file_prints_once(tmp_path):
     code = "from hardneg.io.logs import console, log_to\nlog_to(None)\nconsole('just once')\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr.count("just once") == 1
-
-
-@pytest.mark.slow
-def test_snakemake_shows_a_console_message_of_a_job(tmp_path):
-    (tmp_path / "Snakefile").write_text(textwrap.dedent("""
-        rule all:
-            output: "out.txt"
-            log: "logs/job.log"
-            script: "job.py"
-        """))
-    (tmp_path / "job.py").write_text(textwrap.dedent("""
-        from hardneg.io.logs import console, log_to
-        log_to(snakemake.log[0])
-        print("for the log only")
-        console("visible on the terminal: %d empty documents", 2)
-        open(snakemake.output[0], "w").write("done\\n")
-        """))
-    done = subprocess.run([SNAKEMAKE, "--cores", "1"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    out = done.stdout + done.stderr
-    assert "hardneg warning: visible on the terminal: 2 empty documents\n  (log: logs/job.log)" in out
-    assert "for the log only" not in out
-    assert "visible on the terminal: 2 empty documents" in (tmp_path / "logs" / "job.log").read_text()
 
 
 # ------------------------------------------------------------------------------------------------ truncation

@@ -1,7 +1,7 @@
 """Live training curves: every numeric column of every step's log row reaches the TensorBoard log while training
 runs, only rank 0 writes, a new training drops an earlier attempt's curves, and a resumed attempt replaces the
 steps after its checkpoint (what TensorBoard shows, read back with its own EventAccumulator). A real kill and
-resume of a training process is checked in tests/test_resume.py."""
+resume of a training process is checked in tests/integration/test_resume_kill.py."""
 
 import math
 from types import SimpleNamespace

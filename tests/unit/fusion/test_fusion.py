@@ -1,5 +1,6 @@
 """Fusion of rankings: the TCT-ColBERT hybrid and reciprocal rank fusion on hand-made runs against hand-computed
-scores, the hybrid against Pyserini's own HybridSearcher, and the tuning of α on sampled queries."""
+scores, and the tuning of α on sampled queries (the hybrid against Pyserini's own HybridSearcher:
+tests/integration/test_pyserini_hybrid.py)."""
 
 import json
 
@@ -10,7 +11,7 @@ import pytest
 from hardneg.fusion import ranked, reciprocal_rank_fusion, sample_queries, tune_weight
 from hardneg.io import artifacts
 from hardneg.pipeline.fuse import fuse_split, tune_fusion
-from tests.support.rankings import by_query, hybrid, random_runs, run_table
+from tests.support.rankings import by_query, hybrid, run_table
 
 
 def assert_ranking(actual, expected):
@@ -69,30 +70,6 @@ def test_reciprocal_rank_fusion_of_hand_made_runs():
     fused = by_query(reciprocal_rank_fusion([a, b, c], rrf_k=10, depth=2, k=3))
     assert_ranking(fused["q1"], [("d2", 1 / 12 + 1 / 11), ("d4", 1 / 11 + 1 / 12), ("d1", 1 / 11)])  # a tie: docids
     assert_ranking(fused["q2"], [("d9", 1 / 11)])
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("normalization, weight_on_dense, alpha, depth, k", [
-    (False, False, 0.1, 1000, 1000), (False, True, 0.3, 10, 1000), (True, False, 1.5, 1000, 8),
-    (True, True, 0.7, 12, 5)])
-def test_hybrid_equals_pyserini_hybrid_searcher(normalization, weight_on_dense, alpha, depth, k):
-    from hardneg.bm25.java import start_jvm
-
-    start_jvm()  # importing pyserini.search.hybrid imports the Lucene searcher
-    from pyserini.search.faiss import DenseSearchResult
-    from pyserini.search.hybrid import HybridSearcher
-
-    sparse, dense = random_runs(seed=int(alpha * 10) + depth)
-    ours = by_query(hybrid(sparse, dense, alpha, depth=depth, k=k, normalization=normalization,
-                           weight_on_dense=weight_on_dense))
-    for qid in sorted(set(sparse["qid"].to_pylist())):
-        hits = [[DenseSearchResult(d, s) for d, s in by_query(run)[qid][:depth]] for run in (sparse, dense)]
-        theirs = HybridSearcher._hybrid_results(hits[1], hits[0], alpha, 10**6, normalization, weight_on_dense)
-        # Pyserini orders equal scores (e.g. a sparse-only and a dense-only document, each at a list's minimum)
-        # arbitrarily: compare each document's score and the sequence of the top k scores
-        score_of = {hit.docid: hit.score for hit in theirs}
-        assert [s for _, s in ours[qid]] == pytest.approx([hit.score for hit in theirs][:k], rel=1e-6, abs=1e-6)
-        assert [s for _, s in ours[qid]] == pytest.approx([score_of[d] for d, _ in ours[qid]], rel=1e-6, abs=1e-6)
 
 
 def test_tuning_picks_the_best_alpha_and_the_smallest_of_equal_values():

@@ -1,9 +1,6 @@
-"""A user's own config: it replaces config/config.yaml under --configfile, `hardneg check-config` checks what
-Snakemake runs (same hash), `hardneg init` writes a valid starting point, and a run continuing another run's
-model inherits that run's model section."""
-
-import copy
-import re
+"""A user's own config: `hardneg check-config` checks what Snakemake runs (same hash), `hardneg init` writes a valid
+starting point, and a run continuing another run's model inherits that run's model section (the config under
+--configfile in Snakemake: tests/workflow/test_configfile.py)."""
 
 import pytest
 import yaml
@@ -14,21 +11,7 @@ from hardneg.pipeline.config import validate_config
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.schema.files import config_hash
 from tests.support import REPO
-from tests.support.workflow import snakemake, write_config
-
-MINILM_LIKE = {"name": "/models/minilm", "pooling": "mean", "query_max_length": 48, "doc_max_length": 200}
-DATASETS = {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
-                     "num_queries": {"train": 20, "test": 10}}}
-
-
-def chain(**star_model) -> dict:
-    return {"dataset": "tiny", "datasets": copy.deepcopy(DATASETS), "runs": {
-        "bm25": {"method": "bm25"},
-        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": {"model": dict(MINILM_LIKE)}},
-        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup"},
-                 "params": {"model": star_model} if star_model else {}},
-        "adore": {"method": "adore", "inputs": {"docs": "star"}},
-    }}
+from tests.support.configs import chain
 
 
 def test_continued_runs_inherit_the_model_section():
@@ -99,35 +82,6 @@ def test_init_writes_a_valid_standalone_config(beir_folder, tmp_path, capsys):
     validate_config(config)
     assert main(["init", "--beir", str(tmp_path / "nowhere"), "--output", str(out)]) == 2
     assert "corpus.jsonl is missing" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_configfile_replaces_the_default_config(tmp_path, capsys):
-    """The workdir's config/config.yaml has runs of its own; --configfile my.yaml plans only my.yaml's runs, with
-    the schema's defaults (nothing inherited from the default file), and the hash check-config prints."""
-    default = chain()
-    default["runs"]["warmup"]["params"]["train"] = {"epochs": 9, "learning_rate": 0.5}
-    default["runs"]["other"] = {"method": "inbatch"}
-    write_config(tmp_path, default)
-    mine = {"dataset": "tiny", "datasets": copy.deepcopy(DATASETS),
-            "runs": {"bm25": {"method": "bm25"}, "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}}}}
-    (tmp_path / "my.yaml").write_text(yaml.safe_dump(mine))
-    result = snakemake(tmp_path, "results/warmup/config.yaml", "-n", "--configfile", str(tmp_path / "my.yaml"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    result = snakemake(tmp_path, "-n", "--configfile", str(tmp_path / "my.yaml"))
-    planned = result.stdout + result.stderr
-    assert result.returncode == 0, planned[-3000:]
-    assert "results/warmup/metrics.json" in planned and "results/other" not in planned
-    assert "results/star" not in planned and "results/adore" not in planned
-    result = snakemake(tmp_path, "results/warmup/config.yaml", "--configfile", str(tmp_path / "my.yaml"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    recorded = (tmp_path / "results" / "warmup" / "config.yaml").read_text()
-    resolved = yaml.safe_load(recorded)
-    assert resolved["params"]["train"]["epochs"] == 3 and resolved["params"]["train"]["learning_rate"] == 0.0003
-    assert resolved["loaded_model"].startswith("builtin")
-    assert main(["check-config", str(tmp_path / "my.yaml")]) == 0
-    printed = re.search(r"run warmup: .*config_hash (\w+)", capsys.readouterr().out).group(1)
-    assert re.search(r"config_hash (\w+)", recorded).group(1).startswith(printed)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "config").glob("*.yaml")))

@@ -1,17 +1,16 @@
 import os
-from pathlib import Path
 
 import pytest
 
 from tests.support import REPO
-from tests.support.configs import MAIN_TARGET
+from tests.support.builds import Builds, session_root
 from tests.support.files import write_lines
 
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 
 @pytest.fixture(scope="session")
-def scifact() -> Path:
+def scifact():
     """The real SciFact dataset beside the repository. In CI it must be there; elsewhere its absence skips."""
     if not (SCIFACT / "corpus.jsonl").exists():
         if os.environ.get("CI"):
@@ -42,33 +41,17 @@ def beir_folder(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def main_run(tmp_path_factory) -> Path:
+def builds(tmp_path_factory) -> Builds:
+    """The tiny workflows of this test session (tests/support/builds.py): each built once, even when pytest-xdist's
+    workers each ask for it (a lock in the session's common temporary folder: the first builds, the others wait)."""
+    return Builds(session_root(tmp_path_factory) / "builds")
+
+
+@pytest.fixture(scope="session")
+def main_run(builds):
     """A checkout (the repository's files, linked, with the default config) after `make run`'s Snakemake command:
-    the main target built from nothing. Built once per test session, even when pytest-xdist's workers each ask for
-    it (a lock in the session's common temporary folder; the first builds, the others wait and reuse it)."""
-    import subprocess
-    import sys
-
-    from filelock import FileLock
-
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by the workers of this session
-    work = root / "main_run"
-    with FileLock(str(root / "main_run.lock")):
-        if not (work / "done").exists():
-            if work.exists():
-                import shutil
-
-                shutil.rmtree(work)
-            work.mkdir()
-            for name in ("Snakefile", "rules", "scripts", "workflow", "profiles", "config", "benchmarks"):
-                (work / name).symlink_to(REPO / name)
-            result = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", "2", MAIN_TARGET],
-                                    cwd=work, capture_output=True, text=True)
-            assert result.returncode == 0, result.stderr[-5000:]
-            (work / "done").write_text("")
-    return work
+    the main target built from nothing, once per test session."""
+    return builds.main_run()
 
 
 # The test files with the longest fixtures, longest first: they start first, so that with pytest-xdist (`make test`

@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.builds import copy_build
 from tests.support.configs import STAR_CONFIG as CONFIG
 from tests.support.reliability import PausedRun, digests, temporaries
-from tests.support.workflow import output_of, snakemake, write_config
+from tests.support.workflow import command, output_of, snakemake, write_config
 
 FINAL = "results/star/metrics.json"
 LOCKED = "Directory cannot be locked"
@@ -83,16 +85,20 @@ def _wait_for_group(pgid: int, timeout: float = 120) -> None:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def reference(builds):
     """An uninterrupted run of the chain, during which a second Snakemake is started on the same directory."""
-    workdir = tmp_path_factory.mktemp("reference")
-    write_config(workdir, CONFIG)
-    with PausedRun(workdir, [FINAL], pause_at="datasets/tiny/stats.json", after=True, seconds=1) as first:
-        first.wait_for_pause()  # a job is running: the directory is locked
-        second = snakemake(workdir, FINAL)
-        code, out = first.finish()
-    assert code == 0, out[-4000:]
-    return {"workdir": workdir, "second": second, "digests": digests(workdir / "results")}
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        with PausedRun(workdir, [FINAL], pause_at="datasets/tiny/stats.json", after=True, seconds=1) as first:
+            first.wait_for_pause()  # a job is running: the directory is locked
+            second = snakemake(workdir, FINAL)
+            code, out = first.finish()
+        assert code == 0, out[-4000:]
+        return {"second": [second.returncode, second.stdout, second.stderr], "digests": digests(workdir / "results")}
+
+    workdir, made = builds.build("reliability_reference", make)
+    second = subprocess.CompletedProcess(command(workdir, FINAL), *made["second"])
+    return {"workdir": workdir, "second": second, "digests": made["digests"]}
 
 
 @pytest.mark.slow
@@ -159,10 +165,10 @@ def test_every_stage_killed_then_run_again_gives_the_uninterrupted_artifacts(ref
 
 
 @pytest.mark.slow
-def test_a_killed_re_mining_keeps_the_mined_list(reference):
+def test_a_killed_re_mining_keeps_the_mined_list(reference, tmp_path):
     """``snakemake -R mine_hard_negatives`` killed during the mining: the previous list stays (Snakemake would
     otherwise have deleted it, and a later run, its metrics up to date, would never make it again)."""
-    workdir = reference["workdir"]
+    workdir = copy_build(reference["workdir"], tmp_path / "work")
     results = workdir / "results"
     rerun = [FINAL, "-R", "mine_hard_negatives", "--until", "mine_hard_negatives"]
     with PausedRun(workdir, rerun, pause_at="star/hardnegs.parquet") as run:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import REPO
+from tests.support.builds import copy_build
 
 pytestmark = pytest.mark.slow
 
@@ -65,9 +66,10 @@ def run(argv, work, **kwargs) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def made(main_run):
-    """The checkout after `make run` (tests/conftest.py), where README's commands then run."""
-    return main_run
+def made(main_run, tmp_path_factory):
+    """The checkout after `make run` (tests/support/builds.py), where README's commands then run: a copy of the
+    session's build, since they write beside it (exports/)."""
+    return copy_build(main_run, tmp_path_factory.mktemp("made") / "checkout")
 
 
 def test_the_fixture_builds_what_make_run_builds():

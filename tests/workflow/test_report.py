@@ -67,15 +67,16 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
+def built(builds) -> Path:
     """The README's two commands in a working directory of the tiny config: build, then the report."""
-    workdir = tmp_path_factory.mktemp("report")
-    write_config(workdir, CONFIG)
-    build = snakemake(workdir, "paper")
-    assert build.returncode == 0, build.stderr[-4000:]
-    report = snakemake(workdir, "paper", "--report", "results/report.html")
-    assert report.returncode == 0, report.stderr[-4000:]
-    return workdir
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        build = snakemake(workdir, "paper")
+        assert build.returncode == 0, build.stderr[-4000:]
+        report = snakemake(workdir, "paper", "--report", "results/report.html")
+        assert report.returncode == 0, report.stderr[-4000:]
+
+    return builds.build("workflow_report", make)[0]
 
 
 def test_the_report_builds_with_the_viewer_and_live_curves_beside_training(built):

@@ -6,18 +6,15 @@ import json
 import pytest
 import yaml
 
+from tests.support.builds import copy_build
 from tests.support.configs import TINY
 from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("wf")
-    write_config(workdir, TINY)
-    result = snakemake(workdir, "results/bm25/metrics.json")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return workdir
+def built(builds):
+    return builds.workflow(TINY, "results/bm25/metrics.json")
 
 
 def test_outputs(built):
@@ -39,13 +36,15 @@ def test_outputs(built):
     assert (results / "bm25" / "benchmarks" / "evaluate.tsv").exists()
 
 
-def test_second_invocation_has_nothing_to_do(built):
+def test_second_invocation_has_nothing_to_do(built, tmp_path):
+    built = copy_build(built, tmp_path / "wf")
     result = snakemake(built, "results/bm25/metrics.json")
     assert result.returncode == 0
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_changing_a_search_parameter_reruns_only_search_and_later(built):
+def test_changing_a_search_parameter_reruns_only_search_and_later(built, tmp_path):
+    built = copy_build(built, tmp_path / "wf")
     config = json.loads(json.dumps(TINY))
     config["runs"]["bm25"]["params"]["k1"] = 1.2
     write_config(built, config)

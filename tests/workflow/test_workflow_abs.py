@@ -9,7 +9,6 @@ import pytest
 from transformers import AutoModel
 
 from tests.support.configs import DENSE_CONFIG, TINY_DENSE
-from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +38,9 @@ RUNS = ("abs_random", "abs_encode", "condenser_abs_beam")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("abs-wf")
-    write_config(workdir, CONFIG)
-    result = snakemake(workdir, *[f"results/{run}/metrics.json" for run in RUNS], "results/figures/epoch_curves.png")
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir
+def built(builds):
+    return builds.workflow(CONFIG, *[f"results/{run}/metrics.json" for run in RUNS],
+                           "results/figures/epoch_curves.png")
 
 
 def test_the_condenser_leaves_a_backbone_that_an_abs_run_continues(built):

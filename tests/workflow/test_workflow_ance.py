@@ -27,13 +27,14 @@ FINAL = "results/ance/metrics.json"
 
 
 @pytest.fixture(scope="module")
-def whole(tmp_path_factory):
+def whole(builds):
     """The chain run once, uninterrupted."""
-    workdir = tmp_path_factory.mktemp("ance-wf")
-    write_config(workdir, CONFIG)
-    result = snakemake(workdir, FINAL, timeout=900)
-    assert result.returncode == 0, output_of(result)[-4000:]
-    return workdir
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        result = snakemake(workdir, FINAL, timeout=900)
+        assert result.returncode == 0, output_of(result)[-4000:]
+
+    return builds.build("workflow_ance", make)[0]
 
 
 def test_every_episode_leaves_its_artifacts(whole):

@@ -2,12 +2,12 @@
 a no-op, and a STAR hyper-parameter change re-runs STAR and what follows it, nothing before."""
 
 import json
-import os
 import stat
 
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.builds import copy_build
 from tests.support.configs import DENSE_CONFIG as CONFIG
 from tests.support.configs import TINY_DENSE
 from tests.support.workflow import snakemake, write_config
@@ -18,17 +18,9 @@ TARGETS = [f"results/{run}/metrics.json" for run in ("warmup", "randneg", "inbat
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(builds):
     """The runs built under umask 002 (a group's shared project folder), which every artifact keeps."""
-    workdir = tmp_path_factory.mktemp("dense-wf")
-    write_config(workdir, CONFIG)
-    previous = os.umask(0o002)  # inherited by Snakemake and its jobs
-    try:
-        result = snakemake(workdir, *TARGETS)
-    finally:
-        os.umask(previous)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir
+    return builds.workflow(CONFIG, *TARGETS, umask=0o002)
 
 
 def test_every_artifact_keeps_the_users_umask(built):
@@ -64,12 +56,14 @@ def test_every_dense_run_has_metrics_and_artifacts(built):
         "suspected" in (results / "star" / "hardnegs_audit.md").read_text().lower()
 
 
-def test_rerun_is_a_no_op(built):
+def test_rerun_is_a_no_op(built, tmp_path):
+    built = copy_build(built, tmp_path / "wf")
     result = snakemake(built, *TARGETS)
     assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_star_hyperparameter_change_reruns_only_star(built):
+def test_star_hyperparameter_change_reruns_only_star(built, tmp_path):
+    built = copy_build(built, tmp_path / "wf")
     config = json.loads(json.dumps(CONFIG))
     config["runs"]["star"]["params"]["train"] = {**TINY_DENSE["train"], "learning_rate": 0.0005}
     write_config(built, config)

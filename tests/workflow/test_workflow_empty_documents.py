@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.builds import copy_build
 from tests.support.files import write_lines
 from tests.support.user_data import EMPTY
 from tests.support.user_data import corpus_lines as _corpus_lines
@@ -40,22 +41,25 @@ def _config(beir, **dataset) -> dict:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("empty-wf")
-    beir = root / "beir"
-    write_lines(beir / "corpus.jsonl", _corpus_lines())
-    write_lines(beir / "queries.jsonl", [json.dumps({"_id": f"q{i}", "text": f"what about number{i} and more"})
-                                         for i in range(20)]
-                + [json.dumps({"_id": f"t{i}", "text": f"number{30 + i}"}) for i in range(6)])
-    write_lines(beir / "qrels" / "train.tsv", ["query-id\tcorpus-id\tscore"] + [f"q{i}\td{i}\t1" for i in range(20)]
-                + ["q0\te1\t1", "q1\td21\t1"])
-    write_lines(beir / "qrels" / "test.tsv", ["query-id\tcorpus-id\tscore"] + [f"t{i}\td{30 + i}\t1" for i in range(6)]
-                + ["t0\te2\t1"])
-    workdir = root / "work"
-    write_config(workdir, _config(beir))
-    result = snakemake(workdir, *TARGETS)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir, beir, result.stdout + result.stderr
+def built(builds):
+    def make(root):
+        beir = root / "beir"
+        write_lines(beir / "corpus.jsonl", _corpus_lines())
+        write_lines(beir / "queries.jsonl", [json.dumps({"_id": f"q{i}", "text": f"what about number{i} and more"})
+                                             for i in range(20)]
+                    + [json.dumps({"_id": f"t{i}", "text": f"number{30 + i}"}) for i in range(6)])
+        write_lines(beir / "qrels" / "train.tsv", ["query-id\tcorpus-id\tscore"] + [f"q{i}\td{i}\t1" for i in range(20)]
+                    + ["q0\te1\t1", "q1\td21\t1"])
+        write_lines(beir / "qrels" / "test.tsv", ["query-id\tcorpus-id\tscore"]
+                    + [f"t{i}\td{30 + i}\t1" for i in range(6)] + ["t0\te2\t1"])
+        workdir = root / "work"
+        write_config(workdir, _config(beir))
+        result = snakemake(workdir, *TARGETS)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return {"output": result.stdout + result.stderr}
+
+    root, made = builds.build("workflow_empty_documents", make)
+    return root / "work", root / "beir", made["output"]
 
 
 def test_console_messages_reach_snakemake_output(built):
@@ -87,8 +91,9 @@ def test_excluded_everywhere_dense(built):
     assert metrics["pairwise_errors"]["total_pairwise_errors"] > 0  # t0's relevant e2 ranks after all 40
 
 
-def test_keeping_them_retokenizes(built):
+def test_keeping_them_retokenizes(built, tmp_path):
     workdir, beir, _ = built
+    workdir = copy_build(workdir, tmp_path / "work")
     write_config(workdir, _config(beir, empty_documents="keep"))
     try:
         result = snakemake(workdir, *TARGETS, "-n", "--quiet", "rules")

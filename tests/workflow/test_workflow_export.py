@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def results(main_run):
-    """The results folder after `make run` (tests/conftest.py): adore_star's ranking of the test split over star's
+    """The results folder after `make run` (tests/support/builds.py): adore_star's ranking of the test split over star's
     Flat index, and star's hard negatives, resolved config and audit (the runs behind adore_star)."""
     return main_run / "results"
 

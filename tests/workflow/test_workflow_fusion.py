@@ -10,6 +10,7 @@ import pytest
 
 from hardneg.fusion import hybrid, sample_queries, tune_weight
 from hardneg.io import artifacts
+from tests.support.builds import copy_build
 from tests.support.configs import TINY_DENSE
 from tests.support.workflow import snakemake, write_config
 
@@ -34,14 +35,15 @@ TARGETS = ["results/hybrid/metrics.json"]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("fusion-wf")
-    write_config(workdir, CONFIG)
-    result = snakemake(workdir, *TARGETS)
-    assert result.returncode == 0, result.stderr[-4000:]
-    # inbatch trained on the training split: tuning on it is warned about
-    assert "alpha is tuned on queries of split 'train', which trained a model" in result.stderr
-    return workdir
+def built(builds):
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        result = snakemake(workdir, *TARGETS)
+        assert result.returncode == 0, result.stderr[-4000:]
+        # inbatch trained on the training split: tuning on it is warned about
+        assert "alpha is tuned on queries of split 'train', which trained a model" in result.stderr
+
+    return builds.build("workflow_fusion", make)[0]
 
 
 def jobs(result) -> dict:
@@ -86,8 +88,9 @@ def test_hybrid_is_tuned_on_training_queries_and_evaluated(built):
     assert (results / "hybrid" / "config.yaml").exists() and (results / "hybrid" / "runs" / "test.trec").exists()
 
 
-def test_the_evaluation_rankings_never_reach_the_tuning(built):
+def test_the_evaluation_rankings_never_reach_the_tuning(built, tmp_path):
     """Changing the inputs' test rankings re-ranks and re-evaluates the hybrid, but does not re-tune it."""
+    built = copy_build(built, tmp_path / "wf")
     for run in ("bm25", "inbatch"):
         path = built / "results" / run / "runs" / "test.parquet"
         table = read(path)

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.stats import ttest_rel
 
+from tests.support.builds import copy_build
 from tests.support.configs import TINY_DENSE
 from tests.support.workflow import snakemake, write_config
 
@@ -41,15 +42,18 @@ def planned_jobs(workdir, *targets) -> set:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("summary-wf")
-    write_config(workdir, CONFIG)
-    before = planned_jobs(workdir, "results/summary.md")  # targets: bm25 only, nothing evaluated yet
-    result = snakemake(workdir, "results/inbatch/metrics.json")  # a run evaluated outside the targets
-    assert result.returncode == 0, result.stderr[-4000:]
-    result = snakemake(workdir, *SUMMARY)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir, before
+def built(builds):
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        before = planned_jobs(workdir, "results/summary.md")  # targets: bm25 only, nothing evaluated yet
+        result = snakemake(workdir, "results/inbatch/metrics.json")  # a run evaluated outside the targets
+        assert result.returncode == 0, result.stderr[-4000:]
+        result = snakemake(workdir, *SUMMARY)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return {"before": sorted(before)}
+
+    workdir, made = builds.build("workflow_summary", make)
+    return workdir, set(made["before"])
 
 
 def test_the_summary_asks_only_for_targets_and_evaluated_runs(built):
@@ -100,7 +104,7 @@ def test_training_time_comes_from_the_benchmark_record(built):
     assert "No run of method `ance`" in (results / "tables" / "training_time.md").read_text()
 
 
-def test_rerun_is_a_no_op(built):
-    workdir, _ = built
+def test_rerun_is_a_no_op(built, tmp_path):
+    workdir = copy_build(built[0], tmp_path / "wf")
     result = snakemake(workdir, *SUMMARY)
     assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr

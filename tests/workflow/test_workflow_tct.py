@@ -41,15 +41,19 @@ def digest(folder) -> dict:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("tct-wf")
-    write_config(workdir, CONFIG)
-    result = snakemake(workdir, "results/teacher/metrics.json")
-    assert result.returncode == 0, result.stderr[-4000:]
-    teacher_files = digest(workdir / "results" / "teacher" / "model")
-    result = snakemake(workdir, "results/tct_hnp/metrics.json", "results/tct/metrics.json")
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir, teacher_files
+def built(builds):
+    """The teacher first, then the students; the teacher's files as they were before the students trained."""
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        result = snakemake(workdir, "results/teacher/metrics.json")
+        assert result.returncode == 0, result.stderr[-4000:]
+        teacher_files = digest(workdir / "results" / "teacher" / "model")
+        result = snakemake(workdir, "results/tct_hnp/metrics.json", "results/tct/metrics.json")
+        assert result.returncode == 0, result.stderr[-4000:]
+        return {"teacher_files": teacher_files}
+
+    workdir, made = builds.build("workflow_tct", make)
+    return workdir, made["teacher_files"]
 
 
 def test_the_teacher_re_ranks_bm25s_top_k(built):

@@ -1,4 +1,4 @@
-# The two entry points a newcomer needs: `make run` and `make test`.
+# The two entry points a newcomer needs: `make run` and `make test` (`make test-fast`: the unit tests only).
 # Both create .venv on first use and are safe to repeat.
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +8,7 @@ SLURM_STAMP := $(VENV)/.installed-slurm
 TARGET ?= results/adore_star/metrics.json
 CORES ?= all
 
-.PHONY: setup browser run test slurm-test lint clean
+.PHONY: setup browser run test test-fast slurm-test lint clean
 
 setup: $(STAMP)
 
@@ -21,12 +21,19 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/snakemake --cores $(CORES) $(TARGET)
 
-# Test files run in parallel (pytest-xdist, one file per worker at a time: module fixtures are built once); the
-# integration tests' Snakemake jobs leave cores idle while one Python process imports or one JVM starts.
+# Test files run in parallel (pytest-xdist, one file per worker at a time: module fixtures are built once, tiny
+# workflows once per session, tests/support/builds.py); the integration tests' Snakemake jobs leave cores idle while
+# one Python process imports or one JVM starts. The tiers: tests/unit (the library's packages, one folder each),
+# tests/integration (the JVM, several processes, killed training processes), tests/workflow (runs of the Snakefile),
+# tests/reliability (kills, faults and bad inputs through it); code they share in tests/support.
 TEST_WORKERS ?= 2
 
 test: setup browser
 	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=15
+
+# The unit tier alone: no workflow run, no Snakemake, no JVM.
+test-fast: setup
+	$(BIN)/python -m pytest tests/unit -n $(TEST_WORKERS)
 
 # The workflow on a real SLURM cluster: tests/slurm/cluster.sh brings up a single-node cluster of its own (as root;
 # Debian's slurm-wlm, slurmdbd, munge and mariadb-server installed when missing), runs the tiny pipeline through
@@ -38,13 +45,13 @@ $(SLURM_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[slurm]'
 	touch $(SLURM_STAMP)
 
-# tests/test_report.py opens the Snakemake report in Debian's chromium, headless. As root (CI) it is installed here
-# when missing; anyone else is told how, and that test is skipped without it (outside CI).
+# tests/workflow/test_report.py opens the Snakemake report in Debian's chromium, headless. As root (CI) it is
+# installed here when missing; anyone else is told how, and that test is skipped without it (outside CI).
 browser:
 	@if command -v chromium >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		apt-get update && apt-get install -y --no-install-recommends chromium; \
-	else echo "chromium is missing: 'sudo apt-get install chromium' lets tests/test_report.py open the report"; fi
+	else echo "chromium is missing: 'sudo apt-get install chromium' lets tests/workflow/test_report.py open the report"; fi
 
 lint: setup
 	$(BIN)/snakemake --lint

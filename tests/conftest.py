@@ -1,29 +1,22 @@
 import os
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
+from tests.support.builds import Builds, session_root
+from tests.support.files import write_lines
+
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 
 @pytest.fixture(scope="session")
-def scifact() -> Path:
+def scifact():
     """The real SciFact dataset beside the repository. In CI it must be there; elsewhere its absence skips."""
     if not (SCIFACT / "corpus.jsonl").exists():
         if os.environ.get("CI"):
             pytest.fail(f"SciFact data missing at {SCIFACT}")
         pytest.skip("SciFact data not available beside the repository")
     return SCIFACT
-
-
-def write_lines(path: Path, lines: list[str] | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(lines, bytes):
-        path.write_bytes(lines)
-    else:
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -47,47 +40,37 @@ def beir_folder(tmp_path):
     return build
 
 
-MAIN_TARGET = "results/adore_star/metrics.json"  # what `make run` builds (the Makefile's TARGET)
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory) -> Builds:
+    """The tiny workflows of this test session (tests/support/builds.py): each built once, even when pytest-xdist's
+    workers each ask for it (a lock in the session's common temporary folder: the first builds, the others wait)."""
+    return Builds(session_root(tmp_path_factory) / "builds")
 
 
 @pytest.fixture(scope="session")
-def main_run(tmp_path_factory) -> Path:
+def main_run(builds):
     """A checkout (the repository's files, linked, with the default config) after `make run`'s Snakemake command:
-    the main target built from nothing. Built once per test session, even when pytest-xdist's workers each ask for
-    it (a lock in the session's common temporary folder; the first builds, the others wait and reuse it)."""
-    import subprocess
-    import sys
-
-    from filelock import FileLock
-
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by the workers of this session
-    work = root / "main_run"
-    with FileLock(str(root / "main_run.lock")):
-        if not (work / "done").exists():
-            if work.exists():
-                import shutil
-
-                shutil.rmtree(work)
-            work.mkdir()
-            for name in ("Snakefile", "rules", "scripts", "workflow", "profiles", "config", "benchmarks"):
-                (work / name).symlink_to(REPO / name)
-            result = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", "2", MAIN_TARGET],
-                                    cwd=work, capture_output=True, text=True)
-            assert result.returncode == 0, result.stderr[-5000:]
-            (work / "done").write_text("")
-    return work
+    the main target built from nothing, once per test session."""
+    return builds.main_run()
 
 
 # The test files with the longest fixtures, longest first: they start first, so that with pytest-xdist (`make test`
-# runs two files at a time) no worker is left running one of them alone at the end. tests/test_workflow_export.py,
+# runs two files at a time) no worker is left running one of them alone at the end. workflow/test_workflow_export.py,
 # which reuses test_readme.py's build of the main target, stays in its place, later.
-LONGEST_FIRST = ["test_readme.py", "test_own_data.py", "test_reliability_inputs.py", "test_reliability_kills.py",
-                 "test_workflow_ance.py", "test_reproducible.py", "test_report.py", "test_workflow_tct.py",
-                 "test_workflow_abs.py", "test_workflow_dense.py"]
+LONGEST_FIRST = ["workflow/test_readme.py", "workflow/test_own_data.py", "reliability/test_reliability_inputs.py",
+                 "reliability/test_reliability_kills.py", "workflow/test_workflow_ance.py",
+                 "workflow/test_reproducible.py", "workflow/test_report.py", "workflow/test_workflow_tct.py",
+                 "workflow/test_workflow_abs.py", "workflow/test_workflow_dense.py"]
+TESTS = REPO / "tests"
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+    def place(item) -> int:
+        try:
+            return rank.get(item.path.relative_to(TESTS).as_posix(), len(rank))
+        except ValueError:  # a test outside tests/
+            return len(rank)
+
+    items.sort(key=place)  # stable: the rest keep their order

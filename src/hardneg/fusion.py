@@ -6,9 +6,10 @@ computes it for one query: the top ``depth`` documents of the sparse run and of 
 document missing from one list gets that list's minimum score for the query; the fused score is
 ``α·sparse + dense`` (``sparse + α·dense`` with ``weight_on_dense``), optionally after each list's scores are
 centred and scaled per query. Here it is computed over whole run tables at once (Arrow joins and NumPy, no loop
-over queries); ``tests/test_fusion.py`` checks it against hand-computed scores and against Pyserini's own
-function. Reciprocal rank fusion is Pyserini's (``pyserini.fusion.reciprocal_rank_fusion``; Cormack, Clarke and
-Büttcher, SIGIR 2009): a document's score is Σ 1/(rrf_k + rank) over the runs that rank it within ``depth``.
+over queries); ``tests/unit/fusion/test_fusion.py`` checks it against hand-computed scores and
+``tests/integration/test_pyserini_hybrid.py`` against Pyserini's own function. Reciprocal rank fusion is
+Pyserini's (``pyserini.fusion.reciprocal_rank_fusion``; Cormack, Clarke and Büttcher, SIGIR 2009): a document's
+score is Σ 1/(rrf_k + rank) over the runs that rank it within ``depth``.
 
 Every fused ranking keeps each query's top ``k`` by score, as stored (float32, the RUN artifact's type), ties
 broken by docid (ascending), ranks 1, 2, ...

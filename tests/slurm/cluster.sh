@@ -322,7 +322,7 @@ cleanup() {
 }
 
 # ------------------------------------------------------------------------------------------------ the pipeline
-write_pipeline_config() {  # the tiny config of tests/test_workflow_dense.py: BM25 and a warm-up run (12 jobs)
+write_pipeline_config() {  # the tiny config of tests/support/configs.py (DENSE_CONFIG): BM25 and a warm-up run (12 jobs)
     mkdir -p "$1/config"
     cat >"$1/config/config.yaml" <<'EOF'
 seed: 4

@@ -1,0 +1,187 @@
+"""Crashes and concurrent invocations through the real entry point: ``snakemake`` on a tiny STAR chain.
+
+Every stage kind is killed with SIGKILL at a known point (its process paused just before, or after, renaming an
+output into place: see ``faults/sitecustomize.py``), and Snakemake itself is killed once; after each kill the
+chain is run again. The finished artifacts must be byte-identical to those of an uninterrupted run, with no
+``.*.tmp`` temporary left under ``results/``. A second Snakemake started on a working directory in use is
+refused by Snakemake's lock while the first run completes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.builds import copy_build
+from tests.support.configs import STAR_CONFIG as CONFIG
+from tests.support.reliability import PausedRun, digests, temporaries
+from tests.support.workflow import command, output_of, snakemake, write_config
+
+FINAL = "results/star/metrics.json"
+LOCKED = "Directory cannot be locked"
+
+# Each kill: (rule run to with --until, text of the path whose rename pauses the job, pause after the rename).
+# In DAG order, so every kill finds its stage still to do; the job killed last is run again by the next kill's run.
+KILLS = [
+    ("prepare_dataset", "datasets/tiny/corpus.parquet", False),  # queries/ and qrels/ are in place already
+    ("bm25_index", "bm25/bm25_index", False),
+    ("bm25_search", "bm25/runs/train.trec", False),  # the Parquet run is in place already
+    ("train_tokenizer", "tokenizers/wordpiece-", False),
+    ("tokenize", "/tokenized/", False),
+    ("train_dense", "warmup/checkpoints/state.json", True),  # just after the first checkpoint
+    ("encode_corpus_shard", "warmup/embeddings/shards/0.ids.parquet", False),
+    ("gather_embeddings", "warmup/embeddings/corpus.ids.parquet", False),
+    ("build_faiss_index", "warmup/index/Flat.faiss", False),
+    ("dense_search", "warmup/runs/train.trec", False),
+    ("positive_scores", "star/positive_scores.parquet", False),
+    ("mine_hard_negatives", "star/hardnegs.parquet", False),
+    ("audit_hard_negatives", "star/hardnegs_audit.md", False),  # the audit's Parquet table is in place already
+    ("train_dense", "star/model", False),  # just before the trained model takes its place
+    ("encode_corpus_shard", "star/embeddings/shards/1.ids.parquet", False),  # Snakemake itself is killed here
+    ("gather_embeddings", "star/embeddings/corpus.ids.parquet", False),
+    ("build_faiss_index", "star/index/Flat.faiss", False),
+    ("dense_search", "star/runs/test.trec", False),
+    ("run_config", "star/config.yaml", False),
+    ("evaluate", "star/metrics.json", False),  # per_query.parquet is in place already
+]
+KILL_SNAKEMAKE_AT = "star/embeddings/shards/1.ids.parquet"
+KEPT_LOGS = {f"{folder}/logs/attempts/{name}.1.log" for folder, names in {
+    "datasets/tiny": ["prepare_dataset", "train_tokenizer_2000", "tokenize"],
+    "bm25": ["bm25_index", "bm25_search_train"],
+    "warmup": ["train", "encode_corpus_shard_0", "gather_embeddings", "build_faiss_index_Flat", "dense_search_train"],
+    "star": ["positive_scores", "mine_hard_negatives", "audit_hard_negatives", "train", "gather_embeddings",
+             "build_faiss_index_Flat", "dense_search_test", "run_config", "evaluate"],
+}.items() for name in names}  # the job orphaned by killing Snakemake finished: it keeps no attempt log
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process of process group ``pgid`` remains."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _wait_for_group(pgid: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while _group_alive(pgid):
+        if time.monotonic() > deadline:
+            os.killpg(pgid, signal.SIGKILL)
+            raise AssertionError(f"processes of group {pgid} still alive after {timeout} s")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def reference(builds):
+    """An uninterrupted run of the chain, during which a second Snakemake is started on the same directory."""
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        with PausedRun(workdir, [FINAL], pause_at="datasets/tiny/stats.json", after=True, seconds=1) as first:
+            first.wait_for_pause()  # a job is running: the directory is locked
+            second = snakemake(workdir, FINAL)
+            code, out = first.finish()
+        assert code == 0, out[-4000:]
+        return {"second": [second.returncode, second.stdout, second.stderr], "digests": digests(workdir / "results")}
+
+    workdir, made = builds.build("reliability_reference", make)
+    second = subprocess.CompletedProcess(command(workdir, FINAL), *made["second"])
+    return {"workdir": workdir, "second": second, "digests": made["digests"]}
+
+
+@pytest.mark.slow
+def test_a_second_invocation_is_refused_by_the_lock_and_the_first_completes(reference):
+    second = output_of(reference["second"])
+    assert reference["second"].returncode != 0
+    assert LOCKED in second and "--unlock" in second, second[-3000:]
+    assert (reference["workdir"] / FINAL).exists()  # the first run completed (asserted in the fixture too)
+    assert temporaries(reference["workdir"] / "results") == []
+
+
+def _kill_job(workdir: Path, until: str, pause_at: str, after: bool) -> None:
+    with PausedRun(workdir, [FINAL, "--until", until], pause_at=pause_at, after=after) as run:
+        run.wait_for_pause()
+        run.kill_job()
+        code, out = run.finish()
+    assert code != 0, out[-3000:]
+    assert "died with <Signals.SIGKILL: 9>" in out, out[-3000:]
+
+
+def _kill_snakemake(workdir: Path, until: str, pause_at: str) -> None:
+    """Kill Snakemake (only) while a job is paused; the orphaned jobs finish on their own a moment later, and
+    the next run must be told that Snakemake's lock is stale (``--unlock``)."""
+    with PausedRun(workdir, [FINAL, "--until", until], pause_at=pause_at, seconds=2) as run:
+        run.wait_for_pause()
+        run.kill_snakemake()
+        run.process.wait()
+        _wait_for_group(run.process.pid)
+    locked = snakemake(workdir, FINAL)
+    assert locked.returncode != 0 and LOCKED in output_of(locked), output_of(locked)[-3000:]
+    unlock = snakemake(workdir, FINAL, "--unlock")
+    assert unlock.returncode == 0, output_of(unlock)[-3000:]
+
+
+@pytest.mark.slow
+def test_every_stage_killed_then_run_again_gives_the_uninterrupted_artifacts(reference, tmp_path):
+    workdir = tmp_path / "work"
+    write_config(workdir, CONFIG)
+    results = workdir / "results"
+    for until, pause_at, after in KILLS:
+        if pause_at == KILL_SNAKEMAKE_AT:
+            _kill_snakemake(workdir, until, pause_at)
+        else:
+            _kill_job(workdir, until, pause_at, after)
+    complete = snakemake(workdir, FINAL)
+    assert complete.returncode == 0, output_of(complete)[-4000:]
+
+    assert temporaries(results) == []
+    assert not (results / "warmup" / "checkpoints" / "state.json").exists()
+    got, want = digests(results), reference["digests"]
+    assert sorted(got) == sorted(want)
+    assert [path for path in want if got[path] != want[path]] == []
+    again = snakemake(workdir, FINAL)
+    assert again.returncode == 0 and "Nothing to be done" in output_of(again)
+
+    # The log of every killed attempt is kept; the training attempt that resumed has its own.
+    kept = {re.sub(r"tokenize_.*\.1\.log$", "tokenize.1.log", str(p.relative_to(results)))
+            for p in results.rglob("logs/attempts/*.log")}
+    assert kept == KEPT_LOGS
+    logs = results / "warmup" / "logs"
+    killed, resumed = (logs / "attempts" / "train.1.log").read_text(), (logs / "train.log").read_text()
+    assert "step 2/4" in killed and "step 3/4" not in killed and "resuming" not in killed
+    assert "resuming from step 2 of 4" in resumed and "step 4/4" in resumed
+
+
+@pytest.mark.slow
+def test_a_killed_re_mining_keeps_the_mined_list(reference, tmp_path):
+    """``snakemake -R mine_hard_negatives`` killed during the mining: the previous list stays (Snakemake would
+    otherwise have deleted it, and a later run, its metrics up to date, would never make it again)."""
+    workdir = copy_build(reference["workdir"], tmp_path / "work")
+    results = workdir / "results"
+    rerun = [FINAL, "-R", "mine_hard_negatives", "--until", "mine_hard_negatives"]
+    with PausedRun(workdir, rerun, pause_at="star/hardnegs.parquet") as run:
+        run.wait_for_pause()
+        run.kill_job()
+        code, out = run.finish()
+    assert code != 0 and "Restored previous version of results/star/hardnegs.parquet" in out, out[-3000:]
+    left = temporaries(results)  # the killed job's temporary, removed by the next write of the list
+    assert len(left) == 1 and left[0].startswith("star/.hardnegs.parquet."), left
+    assert {path: digest for path, digest in digests(results).items() if path not in left} == reference["digests"]
+    later = snakemake(workdir, FINAL)
+    assert later.returncode == 0 and "Nothing to be done" in output_of(later)
+
+    again = snakemake(workdir, *rerun)  # the interrupted command, run again to the end
+    assert again.returncode == 0, output_of(again)[-4000:]
+    assert temporaries(results) == [] and digests(results) == reference["digests"]

@@ -1,0 +1,85 @@
+"""The tiny configs that several test files run through the workflow (each test file keeps the configs only it
+runs). A build of one of them, with the same targets, is the same build wherever it is asked for (see
+``tests/support/builds.py``)."""
+
+import copy
+
+from tests.support import REPO
+
+MAIN_TARGET = "results/adore_star/metrics.json"  # what `make run` builds (the Makefile's TARGET)
+PASSAGE, DOC = REPO / "config" / "msmarco-passage.yaml", REPO / "config" / "msmarco-doc.yaml"
+
+# BM25 on a synthetic dataset of 400 documents.
+TINY = {
+    "seed": 3,
+    "dataset": "tiny",
+    "evaluation": {"split": "test"},
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 400, "docs_per_cluster": 20,
+                          "num_queries": {"train": 40, "test": 30}}},
+    "runs": {"bm25": {"method": "bm25", "params": {"top_k": 100}}},
+}
+
+# The dense part of the workflow: BM25, warm-up, the two baselines and STAR (tests/workflow/test_workflow_dense.py);
+# its model and dataset are those of the ABS, TCT-ColBERT, fusion, summary and report tests (and of
+# tests/slurm/cluster.sh's pipeline).
+TINY_DENSE = {
+    "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
+              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
+    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
+    "encode": {"shards": 2, "batch_size": 64},
+    "search": {"top_k": 100},
+}
+DENSE_CONFIG = {
+    "seed": 4,
+    "dataset": "tiny",
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
+                          "num_queries": {"train": 100, "test": 30}}},
+    "runs": {
+        "bm25": {"method": "bm25", "params": {"top_k": 100}},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},
+        "randneg": {"method": "randneg", "params": TINY_DENSE},
+        "inbatch": {"method": "inbatch", "params": TINY_DENSE},
+        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
+                 "params": {**TINY_DENSE, "mining": {"depth": 50}}},
+    },
+}
+
+# The tiny STAR chain of the kill tests (tests/reliability/test_reliability_kills.py), and the runs before ANCE's.
+STAR_DENSE = {
+    "model": {"vocab_size": 2000, "doc_max_length": 32, "query_max_length": 12,
+              "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                          "intermediate_size": 64}},
+    "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001, "checkpoint_every": 2, "log_every": 1},
+    "encode": {"shards": 2, "batch_size": 64},
+    "search": {"top_k": 50},
+}
+STAR_CONFIG = {
+    "seed": 5,
+    "dataset": "tiny",
+    "evaluation": {"split": "test"},
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20, "concept_vocab": 100,
+                          "num_queries": {"train": 60, "test": 20}}},
+    "runs": {
+        "bm25": {"method": "bm25", "params": {"top_k": 50}},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": STAR_DENSE},
+        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
+                 "params": {**STAR_DENSE, "mining": {"depth": 30}}},
+    },
+}
+
+# A user's chain of runs continuing a MiniLM-like model (tests/unit/pipeline/test_user_config.py,
+# tests/workflow/test_configfile.py).
+MINILM_LIKE = {"name": "/models/minilm", "pooling": "mean", "query_max_length": 48, "doc_max_length": 200}
+DATASETS = {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
+                     "num_queries": {"train": 20, "test": 10}}}
+
+
+def chain(**star_model) -> dict:
+    """BM25, a warm-up of the MiniLM-like model, STAR continuing it (``star_model``: its own model keys), ADORE."""
+    return {"dataset": "tiny", "datasets": copy.deepcopy(DATASETS), "runs": {
+        "bm25": {"method": "bm25"},
+        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": {"model": dict(MINILM_LIKE)}},
+        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup"},
+                 "params": {"model": star_model} if star_model else {}},
+        "adore": {"method": "adore", "inputs": {"docs": "star"}},
+    }}

@@ -1,0 +1,66 @@
+"""Snakemake through the repository's Snakefile, in a working directory of the test's own: the one runner every
+test uses (``snakemake``), the command line it runs (``command``, for tests that start Snakemake and stop it),
+``write_config`` and what is read back from Snakemake's output."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.support import REPO
+
+BIN = Path(sys.executable).parent  # the environment's executables: snakemake, hardneg, lint-imports
+SNAKEMAKE = str(BIN / "snakemake")
+FAULTS = REPO / "tests" / "faults"  # sitecustomize.py: pauses a stage just before (or after) a rename
+SNAKEFILE = REPO / "Snakefile"
+
+
+def command(workdir: Path, *args: str, cores: int | None = 2, snakefile: Path | None = SNAKEFILE) -> list[str]:
+    """Snakemake's command line: the Snakefile (``snakefile``) on ``workdir`` with ``cores`` cores (None: no
+    ``--cores``, as a dry run needs none). ``snakefile=None`` is `make run`'s command, run in ``workdir``."""
+    where = [] if snakefile is None else ["--snakefile", str(snakefile), "--directory", str(workdir)]
+    return [SNAKEMAKE, *where, *([] if cores is None else ["--cores", str(cores)]), *args]
+
+
+def job_env(**extra: str) -> dict:
+    """The environment of a Snakemake run (and of its jobs); with fault injection on when ``extra`` sets it."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HARDNEG_PAUSE")}
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
+        env.update(extra)
+    return env
+
+
+def snakemake(workdir: Path, *args: str, cores: int | None = 2, snakefile: Path | None = SNAKEFILE,
+              cwd: Path | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run Snakemake to the end (see ``command``); ``stdout`` and ``stderr`` are both kept. ``cwd``: the folder it
+    starts in (``workdir`` when ``snakefile`` is None); ``timeout``: seconds after which a run that hangs fails."""
+    if cwd is None and snakefile is None:
+        cwd = workdir
+    return subprocess.run(command(workdir, *args, cores=cores, snakefile=snakefile), capture_output=True, text=True,
+                          env=job_env(), cwd=cwd, timeout=timeout)
+
+
+def output_of(result: subprocess.CompletedProcess) -> str:
+    return (result.stdout or "") + (result.stderr or "")
+
+
+def write_config(workdir: Path, config: dict | str) -> Path:
+    """Write ``workdir/config/config.yaml`` from a dict (keys in their order), or verbatim from a string."""
+    path = workdir / "config" / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def job_resources(output: str, rule: str, wildcards: str) -> str:
+    """The ``resources:`` line of a dry run's job of ``rule`` with these wildcards."""
+    for block in output.split("\nrule ")[1:]:
+        if block.startswith(f"{rule}:") and f"wildcards: {wildcards}\n" in block:
+            return re.search(r"resources: (.*)", block).group(1)
+    raise AssertionError(f"no job of {rule} with {wildcards}")

@@ -1,0 +1,124 @@
+from hardneg.cli import main
+from tests.support import REPO
+
+
+def test_check_config_lists_runs(capsys):
+    assert main(["check-config", str(REPO / "config" / "config.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "valid" in out and "run bm25: method bm25, dataset synthetic" in out
+
+
+def test_check_config_reports_the_bad_key(tmp_path, capsys):
+    bad = tmp_path / "c.yaml"
+    bad.write_text((REPO / "config" / "config.yaml").read_text().replace("k1: 0.9", "k1: fast"))
+    assert main(["check-config", str(bad)]) == 2
+    assert "config key 'runs.bm25.params.k1': expected number, got 'fast'" in capsys.readouterr().err
+
+
+def test_methods_lists_the_registry(capsys):
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "star (dense): static hard negatives" in out and "[hardneg.methods.star]" in out
+    assert "  inputs.negatives: miner (required)" in out and "  params.mining" in out
+    assert "bm25 (lexical)" in out and "  params.k1" in out
+
+
+# ----------------------------------------------------------------------------------------------- TREC inputs
+def _write_parquet_and_trec(tmp_path):
+    """A small run and its qrels, as hardneg's Parquet artifacts and as TREC files (written by hardneg's writers)."""
+    import pyarrow as pa
+
+    from hardneg.io import artifacts
+    from hardneg.io.rankings import write_run, write_trec_qrels
+
+    run = pa.table({"qid": ["q1", "q1", "q1", "q2", "q2", "q3"], "docid": ["d1", "d2", "d3", "d2", "d4", "d9"],
+                    "rank": [1, 2, 3, 1, 2, 1], "score": [3.5, 2.25, 1.0, 0.75, 0.5, 9.0]}, schema=artifacts.RUN.schema)
+    qrels = pa.table({"qid": ["q1", "q2", "q2", "q3"], "docid": ["d2", "d4", "d7", "d1"], "relevance": [1, 2, 1, 0]},
+                     schema=artifacts.QRELS.schema)
+    write_run(run, tmp_path / "run.parquet", tmp_path / "run.trec", "test")
+    artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
+    write_trec_qrels(qrels, tmp_path / "qrels.trec")
+    return tmp_path
+
+
+def _evaluate(capsys, *args):
+    import json
+
+    assert main(["evaluate", *map(str, args), "--measures", "RR@10", "nDCG@10", "R@2"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_evaluate_gives_the_same_numbers_for_trec_and_parquet_inputs(tmp_path, capsys):
+    files = _write_parquet_and_trec(tmp_path)
+    parquet = _evaluate(capsys, files / "run.parquet", files / "qrels.parquet")
+    assert parquet == {"RR@10": 0.5, "nDCG@10": parquet["nDCG@10"], "R@2": 0.75} and 0 < parquet["nDCG@10"] < 1
+    for run, qrels in (("run.trec", "qrels.trec"), ("run.parquet", "qrels.trec"), ("run.trec", "qrels.parquet")):
+        assert _evaluate(capsys, files / run, files / qrels) == parquet, (run, qrels)
+
+
+def test_evaluate_reports_bad_inputs_by_file_and_line(tmp_path, capsys):
+    files = _write_parquet_and_trec(tmp_path)
+    lines = (files / "run.trec").read_text().splitlines()
+    cases = {
+        "missing.trec": (None, "missing.trec: run file does not exist"),
+        "bad_rank.trec": ("\n".join(lines[:2] + ["q2 Q0 d2 first 0.75 test"]) + "\n",
+                          "bad_rank.trec, line 3: rank 'first' is not an integer"),
+        "fields.tsv": ("q1\td1\t3\n", "fields.tsv, line 1: expected 6 fields separated by whitespace, found 3"),
+        "twice.trec": ("\n".join(lines[:2] + [lines[0]]) + "\n", "twice.trec, line 3: document 'd1' is ranked twice"),
+        "empty.trec": ("", "empty.trec: the run file holds no ranked documents"),
+        "binary.bin": (b"\x89PNG\r\n\x1a\n\xff\xfe", "binary.bin, line 1: invalid UTF-8"),
+    }
+    for name, (content, message) in cases.items():
+        if isinstance(content, bytes):
+            (tmp_path / name).write_bytes(content)
+        elif content is not None:
+            (tmp_path / name).write_text(content)
+        assert main(["evaluate", str(tmp_path / name), str(files / "qrels.parquet")]) == 2, name
+        err = capsys.readouterr().err
+        assert err.startswith("hardneg: error: ") and message in err and "Traceback" not in err, (name, err)
+    # a Parquet file of another kind, qrels given as the run, and a malformed TREC qrels line
+    assert main(["evaluate", str(files / "qrels.parquet"), str(files / "qrels.parquet")]) == 2
+    assert "qrels.parquet: not a run table: missing column(s) rank, score" in capsys.readouterr().err
+    (tmp_path / "bad.qrels").write_text("q1 0 d2 1\nq2 0 d4 very\n")
+    assert main(["evaluate", str(files / "run.trec"), str(tmp_path / "bad.qrels")]) == 2
+    assert "bad.qrels, line 2:" in capsys.readouterr().err
+    assert main(["evaluate", str(files / "run.trec"), str(files / "qrels.trec"), "--measures", "MRR@ten"]) == 2
+    assert "--measures: 'MRR@ten' is not an ir-measures measure" in capsys.readouterr().err
+
+
+def test_prepared_datasets_carry_trec_qrels_equal_to_the_parquet_ones(tmp_path):
+    from hardneg.datasets.prepare import prepare_dataset
+    from hardneg.datasets.qrels import load_qrels
+    from hardneg.io import artifacts
+
+    prepare_dataset({"adapter": "synthetic", "num_docs": 40, "docs_per_cluster": 10,
+                     "concept_vocab": 100, "num_queries": {"train": 8, "test": 4}, "seed": 3}, tmp_path)
+    for split in ("train", "test"):
+        parquet = artifacts.read_table(artifacts.QRELS, tmp_path / "qrels" / f"{split}.parquet")
+        trec = tmp_path / "qrels" / f"{split}.trec"
+        assert trec.read_text().splitlines()[0].split(" ")[1] == "0"
+        assert load_qrels(trec).equals(parquet)
+
+
+# ------------------------------------------------------------------------------------------ help and version
+def test_every_command_has_help_and_there_is_a_version(capsys):
+    import argparse
+
+    import pytest
+
+    from hardneg import __version__
+    from hardneg.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"hardneg {__version__}"
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {"check-config", "init", "methods", "evaluate", "audit"} <= set(commands)
+    for name, command in commands.items():
+        with pytest.raises(SystemExit) as exit_:
+            main([name, "--help"])
+        out = capsys.readouterr().out
+        assert exit_.value.code == 0 and out.startswith(f"usage: hardneg {name}"), name
+        for action in command._actions:  # every option and argument is described
+            assert action.help, f"hardneg {name}: {action.dest} has no help"

@@ -1,0 +1,58 @@
+"""README's results tables take their runs and labels from the config's ``tables`` section."""
+
+import json
+
+import yaml
+
+from hardneg.cli import main
+from hardneg.evaluation.tables import abs_table, available_rows, runs_table, table_rows
+from hardneg.pipeline.config import load_config_file
+from tests.support import REPO
+
+
+def write_metrics(results, run, rr10, errors=(3.0, 9.0)):
+    path = results / run / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"measures": {"RR@10": rr10, "RR@100": rr10 + 0.01, "nDCG@10": 0.5, "R@100": 0.9},
+                                "pairwise_errors": {"top200_pairwise_errors": errors[0],
+                                                    "total_pairwise_errors": errors[1],
+                                                    "total_is_lower_bound": False}}))
+
+
+def test_the_default_config_lists_readme_tables():
+    tables = load_config_file(REPO / "config" / "config.yaml")["tables"]
+    rows = table_rows(tables["results"])
+    assert rows[0] == ("bm25", "bm25") and ("warmup", "warmup (BM25 Neg)") in rows and rows[-1][0] == "rrf_adore_star"
+    assert [row["run"] for row in tables["abs"]["rows"]][0] == "abs_sequential"
+    assert [block["prefix"] for block in tables["abs"]["pretraining"]] == ["", "condenser_"]
+
+
+def test_rows_with_metrics_in_the_config_order(tmp_path):
+    results = tmp_path / "results"
+    write_metrics(results, "b", 0.25)
+    write_metrics(results, "a", 0.5)
+    tables = {"results": [{"run": "a", "label": "A (first)"}, {"run": "missing", "label": None},
+                          {"run": "b", "label": None}], "distillation": []}
+    assert available_rows(results, tables) == [("a", "A (first)"), ("b", "b")]
+    assert available_rows(results, tables, ["b", "other"]) == [("b", "b"), ("other", "other")]
+    text = runs_table(results, available_rows(results, tables))
+    assert text.splitlines()[2].startswith("| A (first) | 0.500 | 0.500 | 0.900 | 3.0 | 9.0 |")
+
+
+def test_abs_table_blocks_by_prefix(tmp_path):
+    results = tmp_path / "results"
+    for run, value in (("s", 0.1), ("p_s", 0.2)):
+        write_metrics(results, run, value)
+    section = {"rows": [{"run": "s", "label": "Schedule"}], "pretraining": [{"prefix": "", "label": "none"},
+                                                                            {"prefix": "p_", "label": "P"}]}
+    lines = abs_table(results, section).splitlines()[2:]
+    assert lines == ["| Schedule (`s`) | none | 0.100 | 0.110 | 0.900 |", "| Schedule (`p_s`) | P | 0.200 | 0.210 | 0.900 |"]
+
+
+def test_hardneg_table_reads_the_given_config(tmp_path, capsys):
+    write_metrics(tmp_path / "results", "star", 0.3)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["tables"]["results"] = [{"run": "star", "label": "STAR (ours)"}]
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["table", "--config", str(tmp_path / "my.yaml"), "--results", str(tmp_path / "results")]) == 0
+    assert "| STAR (ours) | 0.300 |" in capsys.readouterr().out

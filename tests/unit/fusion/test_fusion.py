@@ -1,0 +1,124 @@
+"""Fusion of rankings: the TCT-ColBERT hybrid and reciprocal rank fusion on hand-made runs against hand-computed
+scores, and the tuning of α on sampled queries (the hybrid against Pyserini's own HybridSearcher:
+tests/integration/test_pyserini_hybrid.py)."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hardneg.fusion import ranked, reciprocal_rank_fusion, sample_queries, tune_weight
+from hardneg.io import artifacts
+from hardneg.pipeline.fuse import fuse_split, tune_fusion
+from tests.support.rankings import by_query, hybrid, run_table
+
+
+def assert_ranking(actual, expected):
+    assert [d for d, _ in actual] == [d for d, _ in expected]
+    assert [s for _, s in actual] == pytest.approx([s for _, s in expected], rel=1e-6)
+
+
+# q1 is in both runs, d3 only in the sparse one, d4 only in the dense one; q2 only in the sparse run, q3 only in the
+# dense run.
+SPARSE = run_table({"q1": [("d1", 10.0), ("d2", 8.0), ("d3", 6.0)], "q2": [("d5", 4.0), ("d6", 2.0)]})
+DENSE = run_table({"q1": [("d2", 0.9), ("d4", 0.7), ("d1", 0.5)], "q3": [("d7", 0.25)]})
+
+
+def test_hybrid_of_hand_made_runs():
+    fused = by_query(hybrid(SPARSE, DENSE, 0.5, depth=3, k=10))
+    # α·sparse + dense; d3 gets the dense minimum of q1 (0.5), d4 the sparse minimum (6)
+    assert_ranking(fused["q1"], [("d1", 0.5 * 10 + 0.5), ("d2", 0.5 * 8 + 0.9), ("d4", 0.5 * 6 + 0.7),
+                                 ("d3", 0.5 * 6 + 0.5)])
+    # a query one run does not answer: that list counts as 0 (Pyserini's range 0 to 1 of an empty list)
+    assert_ranking(fused["q2"], [("d5", 2.0), ("d6", 1.0)])
+    assert_ranking(fused["q3"], [("d7", 0.25)])
+
+
+def test_hybrid_depth_k_weight_on_dense_and_normalisation():
+    # depth 2: only d1, d2 of the sparse run (minimum 8) and d2, d4 of the dense run (minimum 0.7)
+    shallow = by_query(hybrid(SPARSE, DENSE, 0.5, depth=2, k=2))
+    assert_ranking(shallow["q1"], [("d1", 0.5 * 10 + 0.7), ("d2", 0.5 * 8 + 0.9)])  # d4 (4.7) cut by k = 2
+    on_dense = by_query(hybrid(SPARSE, DENSE, 0.5, depth=3, k=10, weight_on_dense=True))
+    assert_ranking(on_dense["q1"], [("d1", 10 + 0.5 * 0.5), ("d2", 8 + 0.5 * 0.9), ("d4", 6 + 0.5 * 0.7),
+                                    ("d3", 6 + 0.5 * 0.5)])
+    # normalised: sparse (s - 8) / 4, dense (s - 0.7) / 0.4 over q1's lists; d1 and d2 tie at 0.5: docid order
+    normalised = by_query(hybrid(SPARSE, DENSE, 2.0, depth=3, k=10, normalization=True))
+    assert_ranking(normalised["q1"], [("d1", 2 * 0.5 - 0.5), ("d2", 2 * 0.0 + 0.5), ("d4", 2 * -0.5 + 0.0),
+                                      ("d3", 2 * -0.5 - 0.5)])
+    # q2's dense list is empty (range 0 to 1: every document at -0.5); a one-document list has width 0: 0
+    assert_ranking(normalised["q2"], [("d5", 2 * 0.5 - 0.5), ("d6", 2 * -0.5 - 0.5)])
+    assert_ranking(normalised["q3"], [("d7", 2 * -0.5 + 0.0)])
+
+
+def test_alpha_zero_is_the_dense_ranking_and_ties_break_by_docid():
+    dense = by_query(hybrid(SPARSE, DENSE, 0.0, depth=3, k=10))["q1"]
+    assert [d for d, _ in dense] == ["d2", "d4", "d1", "d3"]  # d1 and d3 tie at the dense minimum 0.5
+    table = ranked(pa.array(["b", "a", "a", "a"]), pa.array(["x", "z", "y", "w"]), np.array([1.0, 2.0, 2.0, 3.0]), 2)
+    assert table.to_pylist() == [{"qid": "a", "docid": "w", "rank": 1, "score": 3.0},
+                                 {"qid": "a", "docid": "y", "rank": 2, "score": 2.0},
+                                 {"qid": "b", "docid": "x", "rank": 1, "score": 1.0}]
+
+
+def test_reciprocal_rank_fusion_of_hand_made_runs():
+    a = run_table({"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)]})
+    b = run_table({"q1": [("d2", 0.9), ("d4", 0.8)]})
+    c = run_table({"q1": [("d4", 5.0), ("d3", 4.0)], "q2": [("d9", 1.0)]})
+    fused = by_query(reciprocal_rank_fusion([a, b], rrf_k=60, depth=3, k=10))
+    assert_ranking(fused["q1"], [("d2", 1 / 62 + 1 / 61), ("d1", 1 / 61), ("d4", 1 / 62), ("d3", 1 / 63)])
+    # depth 2 leaves a's d3 out; three runs; a query of one run only
+    fused = by_query(reciprocal_rank_fusion([a, b, c], rrf_k=10, depth=2, k=3))
+    assert_ranking(fused["q1"], [("d2", 1 / 12 + 1 / 11), ("d4", 1 / 11 + 1 / 12), ("d1", 1 / 11)])  # a tie: docids
+    assert_ranking(fused["q2"], [("d9", 1 / 11)])
+
+
+def test_tuning_picks_the_best_alpha_and_the_smallest_of_equal_values():
+    qrels = pa.table({"qid": ["q1"], "docid": ["d3"], "relevance": [1]}, schema=artifacts.QRELS.schema)
+    # d3 is first in the sparse run, last in the dense one: only a large enough α ranks it first
+    sparse = run_table({"q1": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)]})
+    dense = run_table({"q1": [("d1", 0.9), ("d2", 0.8), ("d3", 0.1)]})
+    grid = tune_weight(lambda alpha: hybrid(sparse, dense, alpha), qrels, [1.0, 0.0, 0.01, 0.5, 0.1], "RR@10")
+    assert grid["alpha"].to_pylist() == [0.0, 0.01, 0.1, 0.5, 1.0]
+    # d3 − d1 = 10α − 0.8: first from α = 0.1 on (α = 0.08 ties); α = 0.01 still ranks it third
+    assert grid["value"].to_pylist() == pytest.approx([1 / 3, 1 / 3, 1.0, 1.0, 1.0])
+    assert grid["chosen"].to_pylist() == [False, False, True, False, False]
+    assert grid.schema == artifacts.FUSION_TUNING.schema
+
+
+def test_sampled_queries_are_judged_seeded_and_all_when_fewer():
+    qrels = pa.table({"qid": [f"q{i}" for i in range(50)] + ["unjudged"], "docid": ["d"] * 51,
+                      "relevance": [1] * 50 + [0]}, schema=artifacts.QRELS.schema)
+    first = sample_queries(qrels, 10, seed=3)
+    assert len(first) == 10 and first == sorted(first) and "unjudged" not in first
+    assert sample_queries(qrels, 10, seed=3) == first and sample_queries(qrels, 10, seed=4) != first
+    assert sample_queries(qrels, 100, seed=3) == sorted(f"q{i}" for i in range(50))
+
+
+HYBRID = {"alpha": None, "alpha_grid": [0.0, 0.1, 1.0], "depth": 1000, "k": 1000, "normalization": False,
+          "weight_on_dense": False, "tune": {"split": "train", "queries": 2, "measure": "RR@10"}}
+
+
+def test_tuning_and_fusion_stages(tmp_path):
+    """The tuning reads only the sampled queries' rows and records the grid; the fused ranking uses its α."""
+    sparse = run_table({f"q{i}": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)] for i in range(4)})
+    dense = run_table({f"q{i}": [("d1", 0.9), ("d2", 0.8), ("d3", 0.1)] for i in range(4)})
+    qrels = pa.table({"qid": [f"q{i}" for i in range(4)], "docid": ["d3"] * 4, "relevance": [1] * 4},
+                     schema=artifacts.QRELS.schema)
+    for name, table, kind in (("sparse", sparse, artifacts.RUN), ("dense", dense, artifacts.RUN),
+                              ("qrels", qrels, artifacts.QRELS)):
+        artifacts.write_table(table, kind, tmp_path / f"{name}.parquet")
+    paths = [tmp_path / "sparse.parquet", tmp_path / "dense.parquet"]
+    record = tune_fusion("hybrid", HYBRID, 7, paths, tmp_path / "qrels.parquet", tmp_path / "tuning.json",
+                         tmp_path / "tuning.parquet")
+    assert record == json.loads((tmp_path / "tuning.json").read_text())
+    assert record["queries"] == 2 and record["split"] == "train" and record["measure"] == "RR@10"
+    assert record["grid"] == [{"alpha": 0.0, "value": pytest.approx(1 / 3)}, {"alpha": 0.1, "value": 1.0},
+                              {"alpha": 1.0, "value": 1.0}]
+    assert record["alpha"] == 0.1
+    grid = artifacts.read_table(artifacts.FUSION_TUNING, tmp_path / "tuning.parquet")
+    assert grid["chosen"].to_pylist() == [False, True, False]
+    fused = fuse_split("hybrid", HYBRID, paths, tmp_path / "fused.parquet", tmp_path / "fused.trec", tag="h",
+                       tuning_path=tmp_path / "tuning.json")
+    assert by_query(fused)["q0"][0] == ("d3", pytest.approx(0.1 * 20 + 0.1))
+    assert (tmp_path / "fused.trec").read_text().splitlines()[0] == "q0 Q0 d3 1 2.100000 h"
+    assert artifacts.read_table(artifacts.RUN, tmp_path / "fused.parquet").equals(fused)

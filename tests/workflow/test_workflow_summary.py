@@ -1,0 +1,110 @@
+"""The summary in the workflow on a tiny config: asking for it trains no run beyond `targets` and the runs already
+evaluated; its markers are those of scipy.stats.ttest_rel on the runs' per-query files; the training-time table
+reads the training job's benchmark record."""
+
+import csv
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from scipy.stats import ttest_rel
+
+from tests.support.builds import copy_build
+from tests.support.configs import TINY_DENSE
+from tests.support.workflow import snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+DENSE = {**TINY_DENSE, "encode": {"shards": 1, "batch_size": 64}}  # one dense run, as cheap as it gets
+
+CONFIG = {
+    "seed": 4,
+    "dataset": "tiny",
+    "targets": ["bm25"],
+    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
+                          "num_queries": {"train": 100, "test": 30}}},
+    "summary": {"groups": [{"marker": "†", "label": "BM25", "runs": ["bm25"]},
+                           {"marker": "‡", "label": "random negatives", "runs": ["randneg"]}]},
+    "runs": {
+        "bm25": {"method": "bm25", "params": {"top_k": 100}},
+        "inbatch": {"method": "inbatch", "params": DENSE},
+        "randneg": {"method": "randneg", "params": DENSE},
+    },
+}
+SUMMARY = ["results/summary.md", "results/tables/training_time.md"]
+
+
+def planned_jobs(workdir, *targets) -> set:
+    result = snakemake(workdir, *targets, "-n", "--quiet", "rules")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    return {line.split()[0] for line in out.splitlines() if line.strip() and line.split()[-1].isdigit()}
+
+
+@pytest.fixture(scope="module")
+def built(builds):
+    def make(workdir):
+        write_config(workdir, CONFIG)
+        before = planned_jobs(workdir, "results/summary.md")  # targets: bm25 only, nothing evaluated yet
+        result = snakemake(workdir, "results/inbatch/metrics.json")  # a run evaluated outside the targets
+        assert result.returncode == 0, result.stderr[-4000:]
+        result = snakemake(workdir, *SUMMARY)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return {"before": sorted(before)}
+
+    workdir, made = builds.build("workflow_summary", make)
+    return workdir, set(made["before"])
+
+
+def test_the_summary_asks_only_for_targets_and_evaluated_runs(built):
+    workdir, before = built
+    assert {"summary", "bm25_search", "evaluate"} <= before
+    assert not before & {"train_dense", "tokenize", "encode_corpus_shard", "dense_search"}
+    table = pq.read_table(workdir / "results" / "summary.parquet").to_pandas()
+    assert table["run"].tolist() == ["bm25", "inbatch"]  # randneg: neither a target nor evaluated
+    assert not (workdir / "results" / "randneg" / "model").exists()
+
+
+def test_markers_agree_with_scipy_on_the_per_query_files(built):
+    workdir, _ = built
+    results = workdir / "results"
+    table = pq.read_table(results / "summary.parquet").to_pandas().set_index("run")
+    per_query = {run: pq.read_table(results / run / "per_query.parquet").to_pandas()
+                 .pivot(index="qid", columns="measure", values="value") for run in ("bm25", "inbatch")}
+    # summary.measures is left null: every measure of evaluation.measures, then the pairwise errors
+    measures = ["RR@10", "RR@100", "R@100", "R@1000", "nDCG@10", "AP@1000", "PairwiseErrors@200", "PairwiseErrors"]
+    lower_bound = bool(table.loc["inbatch", "total_is_lower_bound"])
+    for measure in measures:
+        run, base = per_query["inbatch"][measure], per_query["bm25"][measure].reindex(per_query["inbatch"].index)
+        result = ttest_rel(run, base)
+        better = run.mean() < base.mean() if measure.startswith("PairwiseErrors") else run.mean() > base.mean()
+        significant = better and result.pvalue < 0.05 and not (measure == "PairwiseErrors" and lower_bound)
+        assert table.loc["inbatch", f"{measure} markers"] == ("†" if significant else ""), measure
+        assert table.loc["inbatch", measure] == pytest.approx(run.mean())
+    assert (table.loc["bm25", [f"{m} markers" for m in measures]] == "").all()
+    assert bool(table.loc["bm25", "total_is_lower_bound"])  # BM25's ranking stops at 100 documents
+    markdown = (results / "summary.md").read_text()
+    assert ("| run | method | MRR@10 | MRR@100 | R@100 | R@1000 | NDCG@10 | MAP@1000 | top-200 pairwise errors | "
+            "total pairwise errors |") in markdown
+    assert "- ‡ random negatives (randneg): no run of this group is in the summary; it marks nothing" in markdown
+    tests = pq.read_table(results / "summary_tests.parquet").to_pandas()
+    assert set(tests["run"]) == {"inbatch"} and set(tests["baseline"]) == {"bm25"} and len(tests) == len(measures)
+
+
+def test_training_time_comes_from_the_benchmark_record(built):
+    workdir, _ = built
+    results = workdir / "results"
+    table = pq.read_table(results / "tables" / "training_time.parquet").to_pandas()
+    assert table["run"].tolist() == ["inbatch"]  # bm25 does not train
+    with open(results / "inbatch" / "benchmarks" / "train.tsv", newline="") as handle:
+        seconds = float(next(csv.DictReader(handle, delimiter="\t"))["s"])
+    steps = int(np.max(pq.read_table(results / "inbatch" / "train_log.parquet")["step"].to_numpy()))
+    assert table["seconds"].iloc[0] == seconds > 0 and table["steps"].iloc[0] == steps > 0
+    assert table["seconds_per_step"].iloc[0] == pytest.approx(seconds / steps)
+    assert "No run of method `ance`" in (results / "tables" / "training_time.md").read_text()
+
+
+def test_rerun_is_a_no_op(built, tmp_path):
+    workdir = copy_build(built[0], tmp_path / "wf")
+    result = snakemake(workdir, *SUMMARY)
+    assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr

@@ -45,7 +45,7 @@ rule evaluate:
 
 rule evaluate_with_index:
     input:
-        runs=LAYOUT.ranking("{run}", EVAL_SPLIT, "{index}"),
+        rankings=LAYOUT.ranking("{run}", EVAL_SPLIT, "{index}"),
         qrels=qrels_dir,
         config=LAYOUT.config("{run}"),
     output:

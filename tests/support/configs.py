@@ -29,11 +29,13 @@ TINY_DENSE = {
     "encode": {"shards": 2, "batch_size": 64},
     "search": {"top_k": 100},
 }
+# The synthetic dataset of the tiny dense chains (this file's, and those of the reproducibility and fusion tests).
+SYNTHETIC_300 = {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
+                 "num_queries": {"train": 100, "test": 30}}
 DENSE_CONFIG = {
     "seed": 4,
     "dataset": "tiny",
-    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
-                          "num_queries": {"train": 100, "test": 30}}},
+    "datasets": {"tiny": dict(SYNTHETIC_300)},
     "runs": {
         "bm25": {"method": "bm25", "params": {"top_k": 100}},
         "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},

@@ -13,6 +13,14 @@ import yaml
 from tests.support.readme import readme_method
 from tests.support.workflow import output_of, snakemake, write_config
 
+# The tiny model, training and dataset of the runs these tests train.
+TINY_PARAMS = {"model": {"vocab_size": 3000, "doc_max_length": 32, "query_max_length": 16,
+                         "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                     "intermediate_size": 64}},
+               "train": {"epochs": 1, "batch_size": 16}, "encode": {"shards": 1}, "search": {"top_k": 50}}
+TINY_DATASET = {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
+                "num_queries": {"train": 48, "test": 20}}
+
 TOY_METHOD = '''
 """A toy method for the test: in-batch negatives with a margin of its own."""
 from dataclasses import dataclass
@@ -74,15 +82,10 @@ def test_a_method_of_its_own_module_trains_and_is_evaluated(tmp_path):
     """The training job is a process of its own: it imports the run's method module again."""
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra" / "toy_method.py").write_text(textwrap.dedent(TOY_METHOD))
-    tiny = {"model": {"vocab_size": 3000, "doc_max_length": 32, "query_max_length": 16,
-                      "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                                  "intermediate_size": 64}},
-            "train": {"epochs": 1, "batch_size": 16}, "encode": {"shards": 1}, "search": {"top_k": 50}}
     config = {
         "dataset": "tiny", "method_modules": ["extra/toy_method.py"], "targets": ["toy"],
-        "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
-                              "num_queries": {"train": 48, "test": 20}}},
-        "runs": {"toy": {"method": "toy", "params": {**tiny, "toy": {"scale": 2.0}}}},
+        "datasets": {"tiny": dict(TINY_DATASET)},
+        "runs": {"toy": {"method": "toy", "params": {**TINY_PARAMS, "toy": {"scale": 2.0}}}},
     }
     write_config(tmp_path, config)
     result = snakemake(tmp_path)
@@ -98,17 +101,12 @@ def test_a_method_of_its_own_module_trains_and_is_evaluated(tmp_path):
 def test_the_readme_method_is_planned_trained_and_evaluated(tmp_path):
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra" / "bandneg.py").write_text(readme_method())
-    tiny = {"model": {"vocab_size": 3000, "doc_max_length": 32, "query_max_length": 16,
-                      "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                                  "intermediate_size": 64}},
-            "train": {"epochs": 1, "batch_size": 16}, "encode": {"shards": 1}, "search": {"top_k": 50}}
     config = {
         "dataset": "tiny", "method_modules": ["extra/bandneg.py"], "targets": ["bandneg"],
-        "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20,
-                              "num_queries": {"train": 48, "test": 20}}},
+        "datasets": {"tiny": dict(TINY_DATASET)},
         "runs": {"bm25": {"method": "bm25"},
                  "bandneg": {"method": "bandneg", "inputs": {"negatives": "bm25"},
-                             "params": {**tiny, "band": {"skip": 5}}}},
+                             "params": {**TINY_PARAMS, "band": {"skip": 5}}}},
     }
     write_config(tmp_path, config)
     planned = snakemake(tmp_path, "-n", "--quiet", "rules")

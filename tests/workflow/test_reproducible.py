@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from tests.support.configs import SYNTHETIC_300
 from tests.support.dense import TINY_MODEL
 from tests.support.reliability import tree_digests as _digests
 from tests.support.workflow import command, write_config
@@ -19,8 +20,7 @@ TINY_DENSE = {
 CONFIG = {
     "seed": 4,
     "dataset": "tiny",
-    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
-                          "num_queries": {"train": 100, "test": 30}}},
+    "datasets": {"tiny": dict(SYNTHETIC_300)},
     "runs": {
         "bm25": {"method": "bm25", "params": {"top_k": 100}},
         "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},

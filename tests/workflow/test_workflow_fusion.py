@@ -11,7 +11,7 @@ import pytest
 from hardneg.fusion import hybrid, sample_queries, tune_weight
 from hardneg.io import artifacts
 from tests.support.builds import copy_build
-from tests.support.configs import TINY_DENSE
+from tests.support.configs import SYNTHETIC_300, TINY_DENSE
 from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
@@ -20,8 +20,7 @@ GRID = [0.0, 0.01, 0.1, 1.0]
 CONFIG = {
     "seed": 5,
     "dataset": "tiny",
-    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
-                          "num_queries": {"train": 100, "test": 30}}},
+    "datasets": {"tiny": dict(SYNTHETIC_300)},
     "runs": {
         "bm25": {"method": "bm25", "params": {"top_k": 100}},
         "inbatch": {"method": "inbatch", "params": TINY_DENSE},

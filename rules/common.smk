@@ -1,4 +1,5 @@
 # The run plan every rule reads (hardneg.pipeline.plan) and the few helpers rules share. Functions only, no rules.
+import os
 import re
 
 from hardneg.datasets.adapters import dataset_input_files
@@ -6,6 +7,12 @@ from hardneg.methods.adore import pq_matrix as PQ_MATRIX
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline import resources as _resources
 
+
+# Jobs share the machine's cores, and each sizes its thread pools to its own `threads:`. OpenMP threads that spin
+# while they wait (libgomp's default) burn the cores the other jobs need: two 2-thread trainings side by side on
+# 2 cores take twice the CPU time per step. Waiting threads sleep instead (the jobs inherit this; set
+# OMP_WAIT_POLICY yourself to choose otherwise). It changes no result, only how idle threads wait.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 PLAN = Plan(config)
 LAYOUT = PLAN.layout

@@ -1,10 +1,14 @@
 import os
 
-import pytest
+# Before anything imports torch: two test workers (and their Snakemake jobs) share the cores, and OpenMP threads
+# that spin while they wait would burn them (the workflow sets the same for its jobs: rules/common.smk).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from tests.support import REPO
-from tests.support.builds import Builds, session_root
-from tests.support.files import write_lines
+import pytest  # noqa: E402
+
+from tests.support import REPO  # noqa: E402
+from tests.support.builds import Builds, session_root  # noqa: E402
+from tests.support.files import write_lines  # noqa: E402
 
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 

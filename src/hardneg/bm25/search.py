@@ -1,4 +1,10 @@
-"""Multi-threaded BM25 batch search over a Lucene index → a run table."""
+"""Multi-threaded BM25 batch search over a Lucene index → a run table.
+
+The search is Anserini's ``SimpleSearcher.batch_search``, the Java call behind Pyserini's
+``LuceneSearcher.batch_search``, reached through Pyserini's Java bridge (``pyserini.pyclass``): importing
+``pyserini.search.lucene`` would also import Pyserini's dense encoders (torch, transformers, scikit-learn), six
+seconds of every search job for nothing.
+"""
 
 from __future__ import annotations
 
@@ -27,20 +33,31 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
     Multifield indexes are searched over ``contents`` and ``title`` with weights 1 and ``title_weight``.
     """
     start_jvm(max_heap)
-    from pyserini.search.lucene import LuceneSearcher  # Pyserini: starts a Java VM
+    from pyserini.pyclass import JArrayList, JFloat, JHashMap, autoclass  # Pyserini's Java bridge: needs the JVM
 
     facts = json.loads((Path(index_dir) / "index.json").read_text())
-    searcher = LuceneSearcher(lucene_dir(index_dir))
-    searcher.set_bm25(k1, b)
-    fields = {"contents": 1.0, "title": title_weight} if facts["fields"] == "multifield" else None
+    searcher = autoclass("io.anserini.search.SimpleSearcher")(lucene_dir(index_dir))
+    searcher.set_bm25(float(k1), float(b))
+    fields = None
+    if facts["fields"] == "multifield":
+        fields = JHashMap()
+        for field, weight in (("contents", 1.0), ("title", title_weight)):
+            fields.put(field, JFloat(float(weight)))
     qids = queries["qid"].to_pylist()
     texts = queries["text"].to_pylist()
     out_q, out_d, out_r, out_s = [], [], [], []
     started = time.perf_counter()
     for lo in range(0, len(qids), batch_size):
         batch_q, batch_t = qids[lo:lo + batch_size], texts[lo:lo + batch_size]
-        kwargs = {"fields": fields} if fields else {}
-        hits = searcher.batch_search(batch_t, batch_q, k=k, threads=max(1, threads), **kwargs)
+        java_q, java_t = JArrayList(), JArrayList()
+        for qid, text in zip(batch_q, batch_t):
+            java_q.add(qid)
+            java_t.add(text)
+        if fields is None:
+            found = searcher.batch_search(java_t, java_q, int(k), max(1, int(threads)))
+        else:
+            found = searcher.batch_search_fields(java_t, java_q, int(k), max(1, int(threads)), fields)
+        hits = {entry.getKey(): entry.getValue() for entry in found.entrySet().toArray()}
         for qid in batch_q:
             ranked = hits.get(qid, [])
             out_q.extend([qid] * len(ranked))

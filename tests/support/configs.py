@@ -26,7 +26,7 @@ TINY_DENSE = {
     "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
               "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
     "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
-    "encode": {"shards": 2, "batch_size": 64},
+    "encode": {"shards": 1, "batch_size": 64},  # one job per encoding: the kill, ANCE and empty-document chains shard
     "search": {"top_k": 100},
 }
 # The synthetic dataset of the tiny dense chains (this file's, and those of the reproducibility and fusion tests).

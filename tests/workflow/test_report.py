@@ -22,7 +22,7 @@ from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
-TINY = {**TINY_DENSE, "encode": {"shards": 1, "batch_size": 64}, "search": {"top_k": 50}}  # one shard: fewer jobs
+TINY = {**TINY_DENSE, "search": {"top_k": 50}}
 # BM25, a warm-up (evaluated on dev at every step) that mines STAR's hard negatives, and their hybrid. The report is
 # made for the `paper` target: the targets (BM25, the warm-up, STAR's hard-negative viewer, which needs the mining
 # but not STAR's own training), the summary with its tables, and the figures this config can draw (pairwise

@@ -15,7 +15,6 @@ from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
-DENSE = {**TINY_DENSE, "encode": {"shards": 1, "batch_size": 64}}  # one dense run, as cheap as it gets
 
 CONFIG = {
     "seed": 4,
@@ -27,8 +26,8 @@ CONFIG = {
                            {"marker": "‡", "label": "random negatives", "runs": ["randneg"]}]},
     "runs": {
         "bm25": {"method": "bm25", "params": {"top_k": 100}},
-        "inbatch": {"method": "inbatch", "params": DENSE},
-        "randneg": {"method": "randneg", "params": DENSE},
+        "inbatch": {"method": "inbatch", "params": TINY_DENSE},
+        "randneg": {"method": "randneg", "params": TINY_DENSE},
     },
 }
 SUMMARY = ["results/summary.md", "results/tables/training_time.md"]

@@ -18,7 +18,7 @@ from typing import Callable
 from filelock import FileLock
 
 from tests.support import REPO
-from tests.support.configs import MAIN_TARGET
+from tests.support.configs import MAIN_TARGET, STAR_CONFIG, STAR_TARGETS
 from tests.support.workflow import output_of, snakemake, write_config
 
 
@@ -72,6 +72,10 @@ class Builds:
 
         return self.build(f"workflow-{key}", make)[0]
 
+    def star_chain(self) -> Path:
+        """The tiny BM25 → warm-up → STAR → ADORE chain (``configs.STAR_CONFIG``), built from nothing."""
+        return self.workflow(STAR_CONFIG, *STAR_TARGETS)
+
     def main_run(self) -> Path:
         """A checkout (the repository's files, linked, with the default config) after `make run`'s Snakemake
         command: the main target built from nothing."""
@@ -85,8 +89,8 @@ class Builds:
 
 
 def copy_build(workdir: Path, to: Path) -> Path:
-    """A copy of a build for a test that changes it: files with their times (``shutil.copy2``), folders with theirs,
-    links as links (a checkout's), Snakemake's records (``.snakemake/``) too; so the copy needs no job the build
-    did not need."""
-    shutil.copytree(workdir, to, symlinks=True)
+    """A copy of a build for a test that changes it (or for a build that goes on from it, into its own empty
+    folder ``to``): files with their times (``shutil.copy2``), folders with theirs, links as links (a checkout's),
+    Snakemake's records (``.snakemake/``) too; so the copy needs no job the build did not need."""
+    shutil.copytree(workdir, to, symlinks=True, dirs_exist_ok=True)
     return to

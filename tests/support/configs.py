@@ -26,7 +26,7 @@ TINY_DENSE = {
     "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
               "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
     "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.001},
-    "encode": {"shards": 1, "batch_size": 64},  # one job per encoding: the kill, ANCE and empty-document chains shard
+    "encode": {"shards": 1, "batch_size": 64},  # one job an encoding: the kill, ANCE, empty-document chains shard
     "search": {"top_k": 100},
 }
 # The synthetic dataset of the tiny dense chains (this file's, and those of the reproducibility and fusion tests).
@@ -46,7 +46,10 @@ DENSE_CONFIG = {
     },
 }
 
-# The tiny STAR chain of the kill tests (tests/reliability/test_reliability_kills.py), and the runs before ANCE's.
+# The tiny chain BM25 → warm-up → STAR → ADORE: built once per session (tests/support/builds.py, ``star_chain``), it
+# is the uninterrupted reference of the kill tests (tests/reliability/test_reliability_kills.py, which stop at
+# STAR), the first of the two cold runs of tests/workflow/test_reproducible.py, and the runs before ANCE's
+# (tests/workflow/test_workflow_ance.py continues a copy).
 STAR_DENSE = {
     "model": {"vocab_size": 2000, "doc_max_length": 32, "query_max_length": 12,
               "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -66,8 +69,12 @@ STAR_CONFIG = {
         "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": STAR_DENSE},
         "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
                  "params": {**STAR_DENSE, "mining": {"depth": 30}}},
+        "adore_star": {"method": "adore", "inputs": {"docs": "star"},
+                       "params": {"train": STAR_DENSE["train"], "adore": {"top_k": 30, "cut": 30},
+                                  "search": {"top_k": 50}}},
     },
 }
+STAR_TARGETS = ["results/star/metrics.json", "results/adore_star/metrics.json"]
 
 # A user's chain of runs continuing a MiniLM-like model (tests/unit/pipeline/test_user_config.py,
 # tests/workflow/test_configfile.py).

@@ -81,6 +81,10 @@ class PausedRun:
         self.mark.unlink()
         return self.job_pid
 
+    def resume_job(self) -> None:
+        """Let the paused job go on at once (SIGUSR1 ends its pause)."""
+        os.kill(self.job_pid, signal.SIGUSR1)
+
     def kill_job(self) -> None:
         """SIGKILL the paused job's process (not Snakemake)."""
         os.kill(self.job_pid, signal.SIGKILL)

@@ -10,8 +10,8 @@ from hardneg.pipeline import resources as _resources
 
 # Jobs share the machine's cores, and each sizes its thread pools to its own `threads:`. OpenMP threads that spin
 # while they wait (libgomp's default) burn the cores the other jobs need: two 2-thread trainings side by side on
-# 2 cores take twice the CPU time per step. Waiting threads sleep instead (the jobs inherit this; set
-# OMP_WAIT_POLICY yourself to choose otherwise). It changes no result, only how idle threads wait.
+# 2 cores take 1.87 times the CPU time per step (benchmarks/omp_wait.py). Waiting threads sleep instead (the jobs
+# inherit this; set OMP_WAIT_POLICY yourself to choose otherwise). It changes no result, only how idle threads wait.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 PLAN = Plan(config)

@@ -57,6 +57,11 @@ onstart:
         from hardneg.io.stop import forward_to_jobs
 
         forward_to_jobs()
+    sweep_temporaries(workflow)  # before the first job: what jobs killed outright in earlier runs left
+
+
+onerror:
+    sweep_temporaries(workflow)  # after the last job: what the failed or killed jobs of this run left
 
 
 rule all:

@@ -7,7 +7,7 @@ rule bm25_index:
     input:
         corpus=lambda w: LAYOUT.corpus(PLAN.dataset(w.run)),
     output:
-        index=directory(LAYOUT.bm25_index("{run}")),
+        index=update(directory(LAYOUT.bm25_index("{run}"))),
     wildcard_constraints:
         run=LEXICAL_RUNS,
     params:
@@ -30,8 +30,8 @@ rule bm25_search:
         index=LAYOUT.bm25_index("{run}"),
         queries=lambda w: LAYOUT.queries_dir(PLAN.dataset(w.run)),
     output:
-        run=LAYOUT.ranking("{run}", "{split}"),
-        trec=LAYOUT.ranking_trec("{run}", "{split}"),
+        run=update(LAYOUT.ranking("{run}", "{split}")),
+        trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
     wildcard_constraints:
         run=LEXICAL_RUNS,
     params:

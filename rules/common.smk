@@ -1,6 +1,7 @@
 # The run plan every rule reads (hardneg.pipeline.plan) and the few helpers rules share. Functions only, no rules.
 import os
 import re
+import sys
 
 from hardneg.datasets.adapters import dataset_input_files
 from hardneg.methods.adore import pq_matrix as PQ_MATRIX
@@ -14,6 +15,13 @@ from hardneg.pipeline import resources as _resources
 # inherit this; set OMP_WAIT_POLICY yourself to choose otherwise). It changes no result, only how idle threads wait.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# Every output is update(): Snakemake neither deletes it before its job runs again (a forced re-run, new inputs)
+# nor after the job fails; it keeps a copy while the job runs and puts it back when the job fails or is killed.
+# Each job writes its outputs beside them and renames them into place only once complete (hardneg.io.atomic), so
+# an interrupted re-run leaves the previous artifacts whole and in place: Snakemake rebuilds a missing file only
+# for a job that must run anyway, so a deleted ranking would otherwise stay missing behind an up-to-date
+# metrics.json. Throwaway files (encoding shards) are temp() instead. tests/workflow/test_stage.py holds every
+# rule to this.
 PLAN = Plan(config)
 LAYOUT = PLAN.layout
 EVAL_SPLIT = PLAN.eval_split
@@ -46,6 +54,17 @@ def qrels_dir(wildcards):
 
 def run_cache_dir(wildcards):
     return PLAN.cache_dir(wildcards.run)
+
+
+def sweep_temporaries(workflow):
+    """Remove the temporaries jobs killed outright left under results/ (hardneg.io.atomic), in the process that
+    schedules the jobs, at a moment when none runs: before the first, after the last (Snakemake's lock keeps
+    other runs out of the working directory)."""
+    if not workflow.subprocess_exec and not workflow.remote_exec:
+        from hardneg.io.atomic import remove_temporaries
+
+        for stale in remove_temporaries(LAYOUT.root):
+            print(f"removed {stale}, left by a job that was killed", file=sys.stderr)
 
 
 def caption_text(name):

@@ -5,10 +5,10 @@ rule prepare_dataset:
     input:
         lambda w: dataset_input_files(PLAN.datasets[w.dataset]),
     output:
-        corpus=LAYOUT.corpus("{dataset}"),
-        queries=directory(LAYOUT.queries_dir("{dataset}")),
-        qrels=directory(LAYOUT.qrels_dir("{dataset}")),
-        stats=LAYOUT.dataset_stats("{dataset}"),
+        corpus=update(LAYOUT.corpus("{dataset}")),
+        queries=update(directory(LAYOUT.queries_dir("{dataset}"))),
+        qrels=update(directory(LAYOUT.qrels_dir("{dataset}"))),
+        stats=update(LAYOUT.dataset_stats("{dataset}")),
     params:
         dataset=lambda w: PLAN.dataset_config(w.dataset),
     log:

@@ -14,7 +14,7 @@ localrules:
 
 rule download:
     output:
-        "{download}",
+        update("{download}"),
     wildcard_constraints:
         download=names_regex(DOWNLOADS),
     params:
@@ -36,7 +36,7 @@ rule extract_member:
     input:
         archive=lambda w: EXTRACTED[w.member_path]["archive"],
     output:
-        "{member_path}",
+        update("{member_path}"),
     wildcard_constraints:
         member_path=names_regex(EXTRACTED),
     params:

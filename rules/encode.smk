@@ -32,8 +32,8 @@ rule gather_embeddings:
     input:
         unpack(lambda w: PLAN.embedding_shards(w.run)),
     output:
-        npy=LAYOUT.corpus_embeddings("{run}"),
-        ids=LAYOUT.corpus_ids("{run}"),
+        npy=update(LAYOUT.corpus_embeddings("{run}")),
+        ids=update(LAYOUT.corpus_ids("{run}")),
     wildcard_constraints:
         run=names_regex(PLAN.encoded_runs),
     log:

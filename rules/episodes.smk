@@ -6,10 +6,10 @@
 
 use rule train_dense as train_episode with:
     output:
-        model=directory(LAYOUT.model("{run}")),
-        train_log=LAYOUT.train_log("{run}"),
-        timings=LAYOUT.train_timings("{run}"),
-        state=directory(LAYOUT.trainer_state("{run}")),
+        model=update(directory(LAYOUT.model("{run}"))),
+        train_log=update(LAYOUT.train_log("{run}")),
+        timings=update(LAYOUT.train_timings("{run}")),
+        state=update(directory(LAYOUT.trainer_state("{run}"))),
     wildcard_constraints:
         run=names_regex(PLAN.episode_runs()),
     resources:
@@ -22,11 +22,11 @@ rule assemble_episodes:
     input:
         unpack(lambda w: PLAN.assemble_inputs(w.run)),
     output:
-        model=directory(LAYOUT.model("{run}")),
-        train_log=LAYOUT.train_log("{run}"),
-        timings=LAYOUT.train_timings("{run}"),
-        costs=LAYOUT.refresh_costs("{run}", "parquet"),
-        costs_markdown=LAYOUT.refresh_costs("{run}", "md"),
+        model=update(directory(LAYOUT.model("{run}"))),
+        train_log=update(LAYOUT.train_log("{run}")),
+        timings=update(LAYOUT.train_timings("{run}")),
+        costs=update(LAYOUT.refresh_costs("{run}", "parquet")),
+        costs_markdown=update(LAYOUT.refresh_costs("{run}", "md")),
     wildcard_constraints:
         run=names_regex(PLAN.episodic_runs),
     params:

@@ -4,7 +4,7 @@
 
 rule run_config:
     output:
-        LAYOUT.config("{run}"),
+        update(LAYOUT.config("{run}")),
     params:
         resolved=lambda w: PLAN.resolved(w.run),
         loaded_model=lambda w: PLAN.loaded_model(w.run),
@@ -25,8 +25,8 @@ rule evaluate:
     input:
         unpack(lambda w: PLAN.evaluate_inputs(w.run)),
     output:
-        metrics=LAYOUT.metrics("{run}"),
-        per_query=LAYOUT.per_query("{run}"),
+        metrics=update(LAYOUT.metrics("{run}")),
+        per_query=update(LAYOUT.per_query("{run}")),
     params:
         split=EVAL_SPLIT,
         measures=config["evaluation"]["measures"],
@@ -49,8 +49,8 @@ rule evaluate_with_index:
         qrels=qrels_dir,
         config=LAYOUT.config("{run}"),
     output:
-        metrics=LAYOUT.metrics("{run}", "{index}"),
-        per_query=LAYOUT.per_query("{run}", "{index}"),
+        metrics=update(LAYOUT.metrics("{run}", "{index}")),
+        per_query=update(LAYOUT.per_query("{run}", "{index}")),
     params:
         split=EVAL_SPLIT,
         measures=config["evaluation"]["measures"],

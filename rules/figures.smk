@@ -22,9 +22,9 @@ for figure_name, figure in FIGURES.items():
         input:
             unpack(lambda w, figure_name=figure_name: PLAN.figure_inputs(figure_name)),
         output:
-            data=LAYOUT.figure(figure_name, "parquet"),
-            png=report(LAYOUT.figure(figure_name, "png"), caption=f"../workflow/report/{figure.caption}",
-                       category="Figures"),
+            data=update(LAYOUT.figure(figure_name, "parquet")),
+            png=update(report(LAYOUT.figure(figure_name, "png"), caption=f"../workflow/report/{figure.caption}",
+                              category="Figures")),
         params:
             name=figure_name,
             **figure.params(FIGURES_CONFIG[figure_name], PLAN),

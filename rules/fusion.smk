@@ -6,8 +6,8 @@ rule tune_fusion:
     input:
         unpack(lambda w: PLAN.tuning_inputs(w.run)),
     output:
-        json=LAYOUT.fusion_tuning("{run}", "json"),
-        parquet=LAYOUT.fusion_tuning("{run}", "parquet"),
+        json=update(LAYOUT.fusion_tuning("{run}", "json")),
+        parquet=update(LAYOUT.fusion_tuning("{run}", "parquet")),
     wildcard_constraints:
         run=names_regex(PLAN.tuned_runs),
     params:
@@ -34,8 +34,8 @@ rule fuse:
     input:
         unpack(lambda w: PLAN.fusion_inputs(w.run, w.split)),
     output:
-        run=LAYOUT.ranking("{run}", "{split}"),
-        trec=LAYOUT.ranking_trec("{run}", "{split}"),
+        run=update(LAYOUT.ranking("{run}", "{split}")),
+        trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
     wildcard_constraints:
         run=names_regex(PLAN.fusion_runs),
     params:

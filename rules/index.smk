@@ -5,7 +5,7 @@ rule build_faiss_index:
     input:
         embeddings=LAYOUT.corpus_embeddings("{run}"),
     output:
-        index=LAYOUT.index("{run}", "{index}"),
+        index=update(LAYOUT.index("{run}", "{index}")),
     wildcard_constraints:
         run=names_regex(PLAN.encoded_runs),
     params:
@@ -29,10 +29,10 @@ rule dense_search:
     input:
         unpack(lambda w: PLAN.search_inputs(w.run)),
     output:
-        run=LAYOUT.ranking("{run}", "{split}"),
-        trec=LAYOUT.ranking_trec("{run}", "{split}"),
-        query_npy=LAYOUT.query_embeddings("{run}", "{split}"),
-        query_ids=LAYOUT.query_ids("{run}", "{split}"),
+        run=update(LAYOUT.ranking("{run}", "{split}")),
+        trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
+        query_npy=update(LAYOUT.query_embeddings("{run}", "{split}")),
+        query_ids=update(LAYOUT.query_ids("{run}", "{split}")),
     wildcard_constraints:
         run=names_regex(PLAN.dense_runs),
     params:
@@ -58,8 +58,8 @@ rule dense_search_with_index:
     input:
         unpack(lambda w: PLAN.search_inputs(w.run, w.index)),
     output:
-        run=LAYOUT.ranking("{run}", "{split}", "{index}"),
-        trec=LAYOUT.ranking_trec("{run}", "{split}", "{index}"),
+        run=update(LAYOUT.ranking("{run}", "{split}", "{index}")),
+        trec=update(LAYOUT.ranking_trec("{run}", "{split}", "{index}")),
         query_npy=temp(LAYOUT.query_embeddings("{run}", "{split}", "{index}")),
         query_ids=temp(LAYOUT.query_ids("{run}", "{split}", "{index}")),
     wildcard_constraints:

@@ -1,10 +1,7 @@
 # Static hard-negative mining, for runs whose method has a `miner` role (STAR): the miner run's scores of the
 # training positives, the mined hard negatives, and their audit (against the run's reference rankings, e.g.
 # BM25). The split is the run's training split (params.train.split).
-# Their outputs are update(): Snakemake keeps the previous version while a job runs and restores it when the job
-# fails or is killed (each is written to a temporary and renamed into place), so a killed re-mining (`snakemake -R
-# mine_hard_negatives`) never leaves a run without the list users audit. Snakemake rebuilds a missing file only
-# for a job that must run anyway, so a deleted list would otherwise stay missing behind an up-to-date metrics.json.
+# A killed re-mining (`snakemake -R mine_hard_negatives`) keeps the previous list (update(): rules/common.smk).
 
 MINING = names_regex(PLAN.mining_runs)
 

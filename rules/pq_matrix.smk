@@ -6,8 +6,8 @@ rule pq_matrix:
     input:
         lambda w: [metrics for _, _, metrics in PQ_MATRIX.cells(PLAN)],
     output:
-        table=LAYOUT.experiment("pq_matrix", "matrix.parquet"),
-        markdown=LAYOUT.experiment("pq_matrix", "matrix.md"),
+        table=update(LAYOUT.experiment("pq_matrix", "matrix.parquet")),
+        markdown=update(LAYOUT.experiment("pq_matrix", "matrix.md")),
     params:
         indexes=lambda w: config["pq_matrix"]["indexes"],
         measures=config["evaluation"]["measures"],
@@ -28,9 +28,9 @@ rule adore_index_table:
     input:
         unpack(lambda w: PQ_MATRIX.index_table_inputs(PLAN)),
     output:
-        markdown=LAYOUT.table("adore_indexes", "md"),
-        table=report(LAYOUT.table("adore_indexes", "parquet"), caption="../workflow/report/adore_indexes.rst",
-                     category="Summary"),
+        markdown=update(LAYOUT.table("adore_indexes", "md")),
+        table=update(report(LAYOUT.table("adore_indexes", "parquet"), caption="../workflow/report/adore_indexes.rst",
+                            category="Summary")),
     params:
         indexes=lambda w: [index for index, _ in PQ_MATRIX.index_runs(PLAN)],
         runs=lambda w: [run for _, run in PQ_MATRIX.index_runs(PLAN)],

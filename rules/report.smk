@@ -10,11 +10,13 @@ rule hardneg_viewer:
     input:
         unpack(lambda w: PLAN.viewer_inputs(w.run)),
     output:
-        viewer=report(
-            LAYOUT.viewer("{run}"),
-            caption="../workflow/report/hardnegs_viewer.rst",
-            category="Hard negatives",
-            labels={"run": "{run}", "page": "hard-negative viewer"},
+        viewer=update(
+            report(
+                LAYOUT.viewer("{run}"),
+                caption="../workflow/report/hardnegs_viewer.rst",
+                category="Hard negatives",
+                labels={"run": "{run}", "page": "hard-negative viewer"},
+            )
         ),
     wildcard_constraints:
         run=MINING,
@@ -41,11 +43,13 @@ rule markdown_page:
     input:
         lambda w: PLAN.markdown_pages()[w.page]["markdown"],
     output:
-        report(
-            "{page}.html",
-            caption="../workflow/report/markdown_page.rst",
-            category=lambda w: PLAN.markdown_pages()[w.page]["category"],
-            labels=lambda w: {"page": PLAN.markdown_pages()[w.page]["title"]},
+        update(
+            report(
+                "{page}.html",
+                caption="../workflow/report/markdown_page.rst",
+                category=lambda w: PLAN.markdown_pages()[w.page]["category"],
+                labels=lambda w: {"page": PLAN.markdown_pages()[w.page]["title"]},
+            )
         ),
     wildcard_constraints:
         page=names_regex(PLAN.markdown_pages()),

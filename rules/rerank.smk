@@ -5,8 +5,8 @@ rule rerank:
     input:
         unpack(lambda w: PLAN.rerank_inputs(w.run, w.split)),
     output:
-        run=LAYOUT.ranking("{run}", "{split}"),
-        trec=LAYOUT.ranking_trec("{run}", "{split}"),
+        run=update(LAYOUT.ranking("{run}", "{split}")),
+        trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
     wildcard_constraints:
         run=names_regex(PLAN.rerank_runs),
     params:

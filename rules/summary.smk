@@ -7,9 +7,9 @@ rule summary:
     input:
         unpack(lambda w: PLAN.summary_inputs()),
     output:
-        markdown=LAYOUT.summary("md"),
-        table=report(LAYOUT.summary("parquet"), caption="../workflow/report/summary.rst", category="Summary"),
-        tests=LAYOUT.summary_tests(),
+        markdown=update(LAYOUT.summary("md")),
+        table=update(report(LAYOUT.summary("parquet"), caption="../workflow/report/summary.rst", category="Summary")),
+        tests=update(LAYOUT.summary_tests()),
     params:
         runs=lambda w: PLAN.summary_runs(),
         methods=lambda w: PLAN.methods_of(PLAN.summary_runs()),
@@ -31,9 +31,9 @@ rule training_time_table:
     input:
         unpack(lambda w: PLAN.training_time_inputs()),
     output:
-        markdown=LAYOUT.table("training_time", "md"),
-        table=report(LAYOUT.table("training_time", "parquet"), caption="../workflow/report/training_time.rst",
-                     category="Summary"),
+        markdown=update(LAYOUT.table("training_time", "md")),
+        table=update(report(LAYOUT.table("training_time", "parquet"), caption="../workflow/report/training_time.rst",
+                            category="Summary")),
     params:
         runs=lambda w: PLAN.training_time_runs(),
         methods=lambda w: PLAN.methods_of(PLAN.training_time_runs()),

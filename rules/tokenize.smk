@@ -6,7 +6,7 @@ rule train_tokenizer:
         corpus=LAYOUT.corpus("{dataset}"),
         queries=LAYOUT.queries_dir("{dataset}"),
     output:
-        tokenizer=directory(LAYOUT.tokenizer("{dataset}", "{vocab}")),
+        tokenizer=update(directory(LAYOUT.tokenizer("{dataset}", "{vocab}"))),
     wildcard_constraints:
         vocab=r"\d+",
     log:
@@ -28,7 +28,7 @@ rule tokenize:
         queries=LAYOUT.queries_dir("{dataset}"),
         tokenizer=lambda w: PLAN.builtin_tokenizers(w.dataset, w.cache),
     output:
-        cache=directory(LAYOUT.tokenized("{dataset}", "{cache}")),
+        cache=update(directory(LAYOUT.tokenized("{dataset}", "{cache}"))),
     params:
         cache=lambda w: PLAN.caches()[(w.dataset, w.cache)],
     log:

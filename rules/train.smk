@@ -6,9 +6,9 @@ rule train_dense:
     input:
         unpack(lambda w: PLAN.train_inputs(w.run)),
     output:
-        model=directory(LAYOUT.model("{run}")),
-        train_log=LAYOUT.train_log("{run}"),
-        timings=LAYOUT.train_timings("{run}"),
+        model=update(directory(LAYOUT.model("{run}"))),
+        train_log=update(LAYOUT.train_log("{run}")),
+        timings=update(LAYOUT.train_timings("{run}")),
     wildcard_constraints:
         run=names_regex(PLAN.step_trained_runs),
     params:

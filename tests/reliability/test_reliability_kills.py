@@ -189,3 +189,48 @@ def test_a_killed_re_mining_keeps_the_mined_list(reference, tmp_path):
     again = snakemake(workdir, *rerun)  # the interrupted command, run again to the end
     assert again.returncode == 0, output_of(again)[-4000:]
     assert temporaries(results) == [] and chain_digests(results) == reference["digests"]
+
+
+# Each forced re-run killed: (rule run again with -R and --until, text of the path whose rename pauses its job). In
+# each, some of the job's outputs are already in place when it is killed (written again, or about to be).
+FORCED = [
+    ("prepare_dataset", "datasets/tiny/stats.json"),
+    ("bm25_index", "bm25/bm25_index"),
+    ("bm25_search", "bm25/runs/train.trec"),
+    ("train_tokenizer", "tokenizers/wordpiece-"),
+    ("tokenize", "/tokenized/"),
+    ("train_dense", "warmup/train_log.parquet"),  # the model is in place already
+    ("gather_embeddings", "warmup/embeddings/corpus.ids.parquet"),
+    ("build_faiss_index", "warmup/index/Flat.faiss"),
+    ("dense_search", "warmup/runs/train.trec"),
+    ("run_config", "star/config.yaml"),
+    ("evaluate", "star/metrics.json"),
+]
+
+
+@pytest.mark.slow
+def test_a_killed_forced_re_run_of_every_stage_keeps_its_artifacts(reference, tmp_path):
+    """``snakemake -R <rule>`` killed while its job writes: every artifact of the chain is still there, whole (the
+    previous version, put back by Snakemake), no temporary is left, and the chain is up to date. Snakemake
+    stopped with SIGTERM (which stops its jobs) does the same. A killed training also leaves its last checkpoint
+    (a training run again resumes from it, to the same model), and a killed gathering the shards it gathers
+    (temp(): Snakemake removes them once a gathering succeeds)."""
+    workdir = copy_build(reference["workdir"], tmp_path / "work")
+    results = workdir / "results"
+    for rule, pause_at in FORCED:
+        with PausedRun(workdir, [FINAL, "-R", rule, "--until", rule], pause_at=pause_at) as run:
+            run.wait_for_pause()
+            if rule == "dense_search":
+                os.kill(run.process.pid, signal.SIGTERM)  # Snakemake itself; it stops its jobs
+            else:
+                run.kill_job()
+            code, out = run.finish()
+        assert code != 0, f"{rule}: {out[-3000:]}"
+        assert f"Restored previous version of results/" in out, f"{rule}: {out[-3000:]}"
+        assert temporaries(results) == [], f"{rule}: {temporaries(results)}"
+        got = {path: digest for path, digest in chain_digests(results).items() 
+               if "/checkpoints/" not in path and "/embeddings/shards/" not in path}
+        assert sorted(got) == sorted(reference["digests"]), f"{rule}: {set(got) ^ set(reference['digests'])}"
+        assert [path for path in got if got[path] != reference["digests"][path]] == [], rule
+    later = snakemake(workdir, FINAL, "-n")
+    assert later.returncode == 0 and "Nothing to be done" in output_of(later), output_of(later)[-3000:]

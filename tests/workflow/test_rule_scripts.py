@@ -106,3 +106,15 @@ def test_the_check_finds_an_input_the_job_is_not_given(default_jobs, tmp_path):
     workflow.get_rule("evaluate_with_index").script = str(script)
     assert [line for line in undeclared(workflow, jobs) if line.startswith("evaluate_with_index:")] == \
         ["evaluate_with_index: input.runs"]
+
+
+def test_every_output_is_kept_while_its_job_runs_again(default_jobs):
+    """Every output of every rule is update() (kept while its job runs again, put back when the job fails:
+    rules/common.smk) or a temp() file that no one reads once its consumer ran."""
+    from snakemake.io import is_flagged  # Snakemake: how the workflow's own files are flagged
+
+    workflow, _ = default_jobs
+    unkept = [f"{rule.name}: {output}" for rule in workflow.rules for output in rule.output
+              if not (is_flagged(output, "update") or is_flagged(output, "temp"))]
+    assert unkept == []
+    assert sum(1 for rule in workflow.rules if rule.output) > 30

@@ -52,25 +52,55 @@ def stale_temporaries(target: str | os.PathLike) -> list[Path]:
     """The temporaries of ``target`` in its folder: ``.<name>.<random>.tmp`` files or folders, where the random
     part has no dot (so those of ``corpus.parquet`` are never taken for those of ``corpus``)."""
     target = Path(target)
-    prefix = _prefix(target)
     if not target.parent.is_dir():
         return []
-    found = []
-    for entry in target.parent.iterdir():
-        name = entry.name
-        middle = name[len(prefix):-len(_SUFFIX)] if len(name) > len(prefix) + len(_SUFFIX) else ""
-        if name.startswith(prefix) and name.endswith(_SUFFIX) and middle and "." not in middle:
-            found.append(entry)
-    return sorted(found)
+    return sorted(entry for entry in target.parent.iterdir()
+                  if _is_temporary(entry.name) and _target_name(entry.name) == target.name)
+
+
+def _target_name(name: str) -> str:
+    """The target's name in a temporary's name ``.<target name>.<random>.tmp`` (the random part has no dot)."""
+    return name[1:-len(_SUFFIX)].rpartition(".")[0]
+
+
+def _is_temporary(name: str) -> bool:
+    """Whether ``name`` is that of a temporary: ``.<target name>.<random>.tmp``."""
+    if not (name.startswith(".") and name.endswith(_SUFFIX)) or len(name) <= 1 + len(_SUFFIX):
+        return False
+    target, dot, random = name[1:-len(_SUFFIX)].rpartition(".")
+    return bool(dot and target and random)
+
+
+def _remove(stale: Path) -> None:
+    if stale.is_dir() and not stale.is_symlink():
+        shutil.rmtree(stale, ignore_errors=True)
+    else:
+        stale.unlink(missing_ok=True)
 
 
 def _remove_stale(target: Path) -> None:
     for stale in stale_temporaries(target):
-        if stale.is_dir() and not stale.is_symlink():
-            shutil.rmtree(stale, ignore_errors=True)
-        else:
-            stale.unlink(missing_ok=True)
+        _remove(stale)
         log.info("removed %s, left by an interrupted write of %s", stale, target)
+
+
+def remove_temporaries(root: str | os.PathLike) -> list[Path]:
+    """Remove every temporary under ``root`` (those of any target) and return them. Only for a moment when no
+    write can be in progress under ``root``: the workflow calls it before its first job starts and after its
+    last job ended on a failure (Snakemake's lock keeps other runs out), so a job killed outright leaves nothing
+    behind even when no later job writes its target again."""
+    root = Path(root)
+    found: list[Path] = []
+    if not root.is_dir():
+        return found
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            if _is_temporary(name):
+                found.append(Path(folder) / name)
+        dirs[:] = [name for name in dirs if not _is_temporary(name)]
+    for stale in found:
+        _remove(stale)
+    return sorted(found)
 
 
 def _prepare(target: str | os.PathLike) -> Path:

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from hardneg.io.atomic import atomic_dir, atomic_path, stale_temporaries
+from hardneg.io.atomic import atomic_dir, atomic_path, remove_temporaries, stale_temporaries
 
 
 # ---------------------------------------------------------------------------------------- atomic writes
@@ -64,6 +64,26 @@ def test_a_write_removes_what_killed_writes_of_the_same_target_left(tmp_path):
         (tmp / "data").write_text("x")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".index")) == []
     assert (folder / "data").read_text() == "x"
+
+
+def test_the_workflow_removes_every_temporary_under_results(tmp_path):
+    """What the workflow does before its first job and after a failed run: every ``.<name>.<random>.tmp`` under
+    the folder goes (a temporary folder with what is inside it), whichever target it was for; nothing else."""
+    results = tmp_path / "results"
+    left = [results / "colbert" / "runs" / ".test.trec.a1b2c3d4.tmp",
+            results / "tables" / ".training_time.md.q_w_e_r_t.tmp",
+            results / "star" / ".model.x9y8z7w6.tmp"]
+    for path in left[:2]:
+        path.parent.mkdir(parents=True)
+        path.write_text("partial")
+    (left[2] / "inner" / ".weights.bin.abcdefgh.tmp").mkdir(parents=True)
+    kept = [results / "colbert" / "runs" / "test.trec", results / "star" / ".hidden", results / "star" / "a.tmp",
+            results / "star" / ".tmp"]
+    for path in kept:
+        path.write_text("keep")
+    assert remove_temporaries(results) == sorted(left)
+    assert not any(path.exists() for path in left) and all(path.exists() for path in kept)
+    assert remove_temporaries(results) == [] and remove_temporaries(tmp_path / "absent") == []
 
 
 def test_an_artifact_gets_the_usual_permissions(tmp_path):

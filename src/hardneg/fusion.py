@@ -22,6 +22,7 @@ evaluated (``tune.split``, the training split by default), each fused ranking is
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -122,8 +123,11 @@ def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: in
     from one list gets that list's minimum score for the query. With ``normalization`` each list's scores s
     become (s − (min + max)/2) / (max − min) over the query's list (Pyserini's ``HybridSearcher``). The fused
     score is α·sparse + dense, or sparse + α·dense with ``weight_on_dense``; scores are in the input runs' units.
-    Returns a RUN table of each query's top ``k`` (see :func:`ranked`).
+    Returns a RUN table of each query's top ``k`` (see :func:`ranked`). An ``alpha`` that is not a finite number
+    is a ValueError (every fused score would be NaN or infinite).
     """
+    if not math.isfinite(alpha):
+        raise ValueError(f"the hybrid's weight alpha must be a finite number, got {alpha!r}")
     tops = {"sparse": _top(sparse, depth), "dense": _top(dense, depth)}
     pooled = tops["sparse"].join(tops["dense"], keys=["qid", "docid"], join_type="full outer",
                                  left_suffix="_sparse", right_suffix="_dense")
@@ -170,7 +174,8 @@ def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[f
     alphas = sorted(float(a) for a in grid)
     values = []
     for alpha in alphas:
-        means, _ = evaluate(fuse(alpha), qrels, [measure])
+        # every α ranks the same queries: a fused ranking that misses judged queries is warned about once
+        means, _ = evaluate(fuse(alpha), qrels, [measure], label="the fused ranking", warn=not values)
         values.append(means[measure])
         log.info("alpha %g: %s %.4f", alpha, measure, values[-1])
     best = int(np.argmax(values))  # the first maximum: the smallest α of equal values

@@ -45,6 +45,18 @@ def digests(root: Path) -> dict[str, str]:
     return out
 
 
+def check_failed_cleanly(out: str, results: Path, *, before_jobs: bool) -> None:
+    """What a run refused for bad input may leave: nothing under ``results`` when refused ``before_jobs`` (no job
+    started); else one failed job and no artifact; never a temporary. ``out`` is Snakemake's output."""
+    if before_jobs:
+        assert "Error in rule" not in out, out[-3000:]  # refused before any job started
+        assert not results.exists(), artifacts(results)
+    else:
+        assert out.count("Error in rule") == 1, out[-4000:]  # one failed job: the dataset's preparation
+        assert artifacts(results) == [], artifacts(results)
+    assert temporaries(results) == []
+
+
 class PausedRun:
     """A Snakemake run whose first job renaming a temporary onto a path containing ``pause_at`` stops there
     (see ``faults/sitecustomize.py``), so the test can kill that job, or Snakemake, at a known point."""

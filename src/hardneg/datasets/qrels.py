@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hardneg.datasets.tables import qrels_table
+from hardneg.errors import DataError
 from hardneg.io import artifacts
-from hardneg.io.rankings import read_either
+from hardneg.io.rankings import check_ids, check_no_nulls, check_unique_pairs, read_either
 from hardneg.io.readers import iter_tsv
 
 
@@ -18,7 +20,26 @@ def read_trec_qrels(path: str):
     return qrels_table(((line, f[0], f[2], f[3]) for line, f in iter_tsv(path, 4, sep=None)), path)
 
 
+def check_qrels_rows(qrels: pa.Table, path) -> pa.Table:
+    """The checks of a TREC qrels file's lines (:func:`hardneg.datasets.tables.qrels_table`) on qrels read from
+    Parquet: rows, no null, ids fit for TREC, relevance non-negative, each (query, document) judged once. Errors
+    name the row (1-based). Returns ``qrels``."""
+    if qrels.num_rows == 0:
+        raise DataError(path, None, "the qrels file holds no judgements")
+    check_no_nulls(qrels, path)
+    check_ids(qrels, path)
+    negative = pc.less(qrels["relevance"], 0)
+    if pc.any(negative).as_py():
+        row = pc.index(negative, True).as_py()
+        raise DataError(path, None, f"row {row + 1}: relevance {qrels['relevance'][row].as_py()} is negative; "
+                                    f"relevance must be a non-negative integer (0: not relevant)")
+    check_unique_pairs(qrels, path, lambda qid, docid, first: f"duplicate judgement for query {qid!r} and "
+                                                              f"document {docid!r} (first on row {first})")
+    return qrels
+
+
 def load_qrels(path: str | os.PathLike) -> pa.Table:
     """Qrels from a Parquet qrels artifact or a TREC qrels file (``qid iteration docid relevance``), with the
-    errors of :func:`hardneg.io.rankings.load_run`."""
-    return read_either(artifacts.QRELS, path, lambda p: read_trec_qrels(str(p))[0])
+    same checks on both (:func:`check_qrels_rows`, :func:`hardneg.datasets.tables.qrels_table`) and the errors of
+    :func:`hardneg.io.rankings.load_run`: file and line (TREC) or row (Parquet)."""
+    return read_either(artifacts.QRELS, path, lambda p: read_trec_qrels(str(p))[0], check_qrels_rows)

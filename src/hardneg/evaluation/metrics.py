@@ -7,6 +7,7 @@ scores 0 (as ``trec_eval -c``). Queries without any relevant document are left o
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import ir_measures
@@ -17,16 +18,35 @@ import pyarrow.compute as pc
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
+from hardneg.io.logs import console
 from hardneg.io.npyfile import NpyRows
+from hardneg.io.rankings import read_run
+from hardneg.schema.names import QUOTE_LIMIT, quoted
+
+
+_MAX_CUTOFF = 2**31 - 1  # trec_eval keeps a cutoff in a C int
 
 
 def parse_measures(names: list[str]) -> list:
+    """ir-measures measures from their names (``RR@10``, ``nDCG@10``, ``P(rel=2)@5``, ``AP``).
+
+    A name ir-measures cannot parse, or a cutoff (``@k``) that is not a positive integer of at most 2**31 - 1
+    (trec_eval stops the process on ``P@0``), is a :class:`~hardneg.errors.ConfigError` of key
+    ``evaluation.measures`` naming the measure."""
     measures = []
     for name in names:
         try:
-            measures.append(ir_measures.parse_measure(name))
+            measure = ir_measures.parse_measure(name)
         except (ValueError, NameError, SyntaxError, TypeError) as exc:
-            raise ConfigError("evaluation.measures", f"{name!r} is not an ir-measures measure ({exc})") from None
+            raise ConfigError("evaluation.measures", f"{quoted(name)} is not an ir-measures measure ({str(exc)[:QUOTE_LIMIT]})") from None
+        cutoff = measure.params.get("cutoff")
+        if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int)
+                                   or not 1 <= cutoff <= _MAX_CUTOFF):
+            raise ConfigError("evaluation.measures",
+                              f"{quoted(name)} has cutoff {quoted(cutoff)}: a cutoff (the number of top-ranked documents the "
+                              f"measure reads) must be a positive integer, at most {_MAX_CUTOFF}, e.g. "
+                              f"{measure.NAME}@10")
+        measures.append(measure)
     return measures
 
 
@@ -40,10 +60,35 @@ def _run_frame(run: pa.Table):
     return frame
 
 
-def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str]) -> tuple[dict, pa.Table]:
-    """Return (mean value per measure, per-query table). Means are over queries with a relevant document."""
+def warn_coverage(run: pa.Table, judged: list[str], label: str = "the run") -> int:
+    """Warn, on the console and in the log, when a run answers few of the judged queries (those with a relevant
+    document): fewer than half of them, or none, or when no query is judged at all. A query the run does not
+    answer scores 0, so such a run's means mostly measure the mismatch (a run of another split or dataset, qrels
+    of another split). Returns how many judged queries the run answers. ``label`` names the run in the message."""
+    answered = int(pc.count_distinct(run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))
+                                     ["qid"]).as_py()) if judged else 0
+    if not judged:
+        console("the qrels judge no document relevant (relevance >= 1): every mean of %s is 0", label)
+    elif answered == 0:
+        console("%s answers none of the %d judged queries of the qrels: every mean is 0; are the run and the "
+                "qrels of the same dataset and split?", label, len(judged))
+    elif 2 * answered < len(judged):
+        console("%s answers only %d of the %d judged queries of the qrels (under half): a query it does not answer "
+                "scores 0 in every mean; are the run and the qrels of the same dataset and split?", label, answered,
+                len(judged))
+    return answered
+
+
+def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str], *, label: str = "the run",
+             warn: bool = True) -> tuple[dict, pa.Table]:
+    """Return (mean value per measure, per-query table). Means are over queries with a relevant document.
+
+    With ``warn`` (the default), a run answering under half of the judged queries is warned about
+    (:func:`warn_coverage`; ``label`` names the run there)."""
     measures = parse_measures(measure_names)
     judged = sorted(set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].to_pylist()))
+    if warn:
+        warn_coverage(run, judged, label)
     run = run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))
     values = {(str(m), q): 0.0 for m in measures for q in judged}
     if run.num_rows:
@@ -67,7 +112,7 @@ def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split
     """Write ``metrics.json`` atomically and return what was written."""
     record = {"run": run_name, "dataset": dataset, "split": split, "num_queries": num_queries,
               "measures": measures, **(extra or {}), "provenance": provenance}
-    write_text(path, json.dumps(record, indent=2, sort_keys=False) + "\n")
+    write_text(path, json.dumps(record, indent=2, sort_keys=False, allow_nan=False) + "\n")
     return record
 
 
@@ -109,9 +154,9 @@ def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.Pat
         raise ValueError(f"no run file for the evaluation split {split!r}")
     by_split, headline, per_query = {}, None, None
     for name, path in rankings.items():
-        run = artifacts.read_table(artifacts.RUN, path)
+        run = read_run(path)  # a score that is not finite is an error naming its row
         qrels = artifacts.read_table(artifacts.QRELS, os.path.join(qrels_dir, f"{name}.parquet"))
-        means, table = evaluate(run, qrels, measures)
+        means, table = evaluate(run, qrels, measures, label=str(path))
         by_split[name] = means
         if name == split:
             headline, per_query = means, table
@@ -122,7 +167,9 @@ def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.Pat
                                                artifacts.read_table(artifacts.ROW_IDS, embeddings["doc_ids"])["id"],
                                                relevant_ranks(run, qrels))
             by_query = per_query_pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
-            errors = summarise(by_query, pairwise_depth)
+            # a mean over no judged query is NaN, which JSON cannot hold: null
+            errors = {key: None if isinstance(value, float) and not math.isfinite(value) else value
+                      for key, value in summarise(by_query, pairwise_depth).items()}
             per_query = pa.concat_tables([per_query, _pairwise_rows(by_query, pairwise_depth)])
     artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
     num_queries = len(set(per_query.filter(pc.is_in(per_query["measure"], value_set=pa.array(measures)))["qid"]

@@ -102,6 +102,11 @@ def per_query_pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 20
     ``total_errors``); ``attrs["total_is_lower_bound"]`` says whether some total is a lower bound (see
     :func:`pairwise_errors`)."""
     pairs = relevant_ranks(run, qrels)
+    if pairs.empty:  # no relevant judgement: no pair to count
+        per_query = pd.DataFrame({"top_errors": pd.Series(dtype="float64"),
+                                  "total_errors": pd.Series(dtype="float64")}, index=pd.Index([], name="qid"))
+        per_query.attrs["total_is_lower_bound"] = False
+        return per_query
     run_depth = run.group_by("qid").aggregate([("rank", "max")]).to_pandas().set_index("qid")["rank_max"]
     missing = pairs["rank"].isna()
     if full_ranks is not None:

@@ -4,16 +4,20 @@ a user brings, in either format (:func:`load_run`; qrels: :func:`hardneg.dataset
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import tempfile
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from hardneg.errors import DataError, HardnegError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
-from hardneg.io.ids import ID_RULE, id_problem
+from hardneg.io.ids import ID_RULE, check_id, id_problem
 from hardneg.io.readers import iter_tsv
 
 
@@ -118,8 +122,107 @@ class RunWriter:
         return self._stack.__exit__(exc_type, exc, tb)
 
 
-def read_run(path: str | os.PathLike) -> pa.Table:
-    return artifacts.read_table(artifacts.RUN, path)
+def read_run(path: str | os.PathLike, filters=None) -> pa.Table:
+    """A Parquet run artifact (``filters``: pyarrow's, as :func:`hardneg.io.artifacts.read_table` takes them). A
+    missing or non-finite score is a :class:`~hardneg.errors.DataError` naming the file and its row."""
+    run = artifacts.read_table(artifacts.RUN, path, filters=filters)
+    if filters is not None and not _all_finite(run["score"]):
+        run = artifacts.read_table(artifacts.RUN, path)  # the whole file: the error names the row in it
+    check_scores(run, path)
+    return run
+
+
+# ------------------------------------------------------------------------------ checks of a table's rows
+# A Parquet run or qrels file a user brings gets the checks a TREC file gets line by line; errors name the row
+# (1-based, in file order).
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_INT32 = (-2**31, 2**31 - 1)
+
+
+def _all_finite(scores) -> bool:
+    return scores.null_count == 0 and pc.all(pc.is_finite(scores)).as_py() is not False
+
+
+def score_problem(text: str, score: float) -> str | None:
+    """Why ``score`` (written ``text`` in its file) cannot rank a document, or None: it must be a finite number
+    that a 32-bit float holds (runs store scores as float32)."""
+    if not math.isfinite(score):
+        return f"score {text} is not a finite number (NaN and infinity rank nothing)"
+    if abs(score) > _FLOAT32_MAX:
+        return f"score {text} is beyond the range of a 32-bit float (run scores are stored as float32, at most " \
+               f"{_FLOAT32_MAX:.4g} in magnitude)"
+    return None
+
+
+def _first(mask) -> int:
+    """The 0-based position of the first true value of a boolean (chunked) array."""
+    return pc.index(mask, True).as_py()
+
+
+def check_scores(run: pa.Table, path) -> None:
+    """A :class:`~hardneg.errors.DataError` naming ``path`` and the row of the first score of ``run`` that is
+    missing, NaN, infinite or beyond float32 (read from the file as written, before its cast to float32)."""
+    scores = run["score"]
+    if scores.null_count:
+        raise DataError(path, None, f"row {_first(pc.is_null(scores)) + 1}: score is missing (null)")
+    if _all_finite(scores):
+        return
+    row = _first(pc.invert(pc.is_finite(scores)))
+    value = scores[row].as_py()
+    if os.path.isfile(path) and _is_parquet(path):
+        value = pq.read_table(path, columns=["score"])["score"][row].as_py()
+    raise DataError(path, None, f"row {row + 1}: {score_problem(repr(value), float(value))}")
+
+
+def check_no_nulls(table: pa.Table, path) -> None:
+    """A :class:`~hardneg.errors.DataError` naming the first row where a column of ``table`` is null."""
+    for column in table.column_names:
+        if table[column].null_count:
+            row = _first(pc.is_null(table[column]))
+            raise DataError(path, None, f"row {row + 1}: {column} is missing (null)")
+
+
+def check_ids(table: pa.Table, path) -> None:
+    """Check the ``qid`` and ``docid`` of every row as a TREC line's are checked
+    (:func:`hardneg.io.ids.id_problem`); the error names the first row holding the first bad id found."""
+    for column in ("qid", "docid"):
+        for value in table[column].unique().to_pylist():
+            if (problem := id_problem(value)) is not None:
+                row = _first(pc.equal(table[column], value))
+                raise DataError(path, None, f"row {row + 1}: {column} {value!r} {problem}; {ID_RULE}")
+
+
+def check_unique_pairs(table: pa.Table, path, describe) -> None:
+    """A :class:`~hardneg.errors.DataError` at the first row whose (qid, docid) pair an earlier row holds;
+    ``describe(qid, docid, first_row)`` says what is wrong (rows 1-based)."""
+    n = table.num_rows
+    if n < 2:
+        return
+    keyed = pa.table({"qid": table["qid"], "docid": table["docid"], "row": pa.array(np.arange(n))})
+    order = pc.sort_indices(keyed, sort_keys=[("qid", "ascending"), ("docid", "ascending"), ("row", "ascending")])
+    qid, docid = table["qid"].take(order), table["docid"].take(order)
+    repeated = pc.and_(pc.equal(qid.slice(1), qid.slice(0, n - 1)), pc.equal(docid.slice(1), docid.slice(0, n - 1)))
+    positions = np.flatnonzero(repeated.to_numpy(zero_copy_only=False))
+    if len(positions):
+        rows = order.to_numpy()
+        # the repeat that comes first in the file; its sorted predecessor is the pair's first row
+        at = positions[np.argmin(rows[positions + 1])]
+        later, earlier = int(rows[at + 1]), int(rows[at])
+        raise DataError(path, None, f"row {later + 1}: " + describe(qid[at + 1].as_py(), docid[at + 1].as_py(),
+                                                                     earlier + 1))
+
+
+def check_run_rows(run: pa.Table, path) -> pa.Table:
+    """The checks of a TREC run file's lines (:func:`load_run`) on a run read from Parquet: rows, no null, ids
+    fit for TREC, finite scores, each document ranked once per query. Returns ``run``."""
+    if run.num_rows == 0:
+        raise DataError(path, None, "the run file holds no ranked documents")
+    check_no_nulls(run, path)
+    check_ids(run, path)
+    check_scores(run, path)
+    check_unique_pairs(run, path, lambda qid, docid, first: f"document {docid!r} is ranked twice for query "
+                                                            f"{qid!r} (first on row {first})")
+    return run
 
 
 _PARQUET_MAGIC = b"PAR1"
@@ -131,15 +234,18 @@ def _is_parquet(path: str | os.PathLike) -> bool:
         return handle.read(4) == _PARQUET_MAGIC
 
 
-def read_either(kind, path, read_trec) -> pa.Table:
+def read_either(kind, path, read_trec, check_rows) -> pa.Table:
+    """A table of ``kind`` from a Parquet file (checked by ``check_rows(table, path)``, whose errors name the
+    row) or, for any other content, from TREC text (``read_trec(path)``, whose errors name the line)."""
     if not os.path.isfile(path):
         raise DataError(path, None, f"{kind.name} file does not exist" if not os.path.exists(path)
                         else f"not a {kind.name} file: it is a folder")
     if _is_parquet(path):
         try:
-            return artifacts.read_table(kind, path)
+            table = artifacts.read_table(kind, path)
         except (pa.ArrowException, OSError) as exc:
             raise DataError(path, None, f"cannot read it as Parquet: {exc}") from exc
+        return check_rows(table, path)
     return read_trec(path)  # text that is not UTF-8 is a DataError naming its line
 
 
@@ -149,16 +255,22 @@ def _read_trec_run(path: str | os.PathLike) -> pa.Table:
     seen: dict[tuple[str, str], int] = {}
     for number, fields in iter_tsv(path, 6, sep=None):
         qid, _, docid, rank, score, _ = fields
+        check_id(qid, "qid", path, number)
+        check_id(docid, "docid", path, number)
         try:
             ranks.append(int(rank))
         except ValueError:
             raise DataError(path, number, f"rank {rank!r} is not an integer (a TREC run line is "
                                           f"'qid Q0 docid rank score tag')") from None
+        if not _INT32[0] <= ranks[-1] <= _INT32[1]:
+            raise DataError(path, number, f"rank {rank!r} is beyond the range of a 32-bit integer")
         try:
             scores.append(float(score))
         except ValueError:
             raise DataError(path, number, f"score {score!r} is not a number (a TREC run line is "
                                           f"'qid Q0 docid rank score tag')") from None
+        if (problem := score_problem(repr(score), scores[-1])) is not None:
+            raise DataError(path, number, problem)
         if (qid, docid) in seen:
             raise DataError(path, number, f"document {docid!r} is ranked twice for query {qid!r} "
                                           f"(first on line {seen[qid, docid]})")
@@ -171,10 +283,13 @@ def _read_trec_run(path: str | os.PathLike) -> pa.Table:
 
 
 def load_run(path: str | os.PathLike) -> pa.Table:
-    """A run from a Parquet run artifact or a TREC run file (told apart by content, not by name). A missing
-    file, an unreadable Parquet file or a malformed TREC line is a :class:`~hardneg.errors.DataError` naming the
-    file (and line)."""
-    return read_either(artifacts.RUN, path, _read_trec_run)
+    """A run from a Parquet run artifact or a TREC run file (told apart by content, not by name).
+
+    Both forms get the same checks: the file holds rows; ids are fit for TREC; every score is a finite number a
+    float32 holds; no document is ranked twice for a query; no value is missing (Parquet). A missing file, an
+    unreadable Parquet file or a bad row is a :class:`~hardneg.errors.DataError` naming the file and the line
+    (TREC) or row (Parquet, 1-based)."""
+    return read_either(artifacts.RUN, path, _read_trec_run, check_run_rows)
 
 
 def write_trec_qrels(qrels: pa.Table, path: str | os.PathLike) -> None:

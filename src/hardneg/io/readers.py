@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -40,15 +42,60 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+class _NotFinite(ValueError):
+    """A JSON number that is not finite: ``NaN``, ``Infinity`` (which Python's json accepts) or a literal beyond
+    a float's range (``1e999``)."""
+
+
+def _no_constant(name: str):
+    raise _NotFinite(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(f"number {text} is beyond the range of a 64-bit float")
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value, where: str = "") -> str | None:
+    """The field (dotted, from the object's top) of the first string of ``value`` holding a lone surrogate, or
+    None. JSON may escape one (``"\\ud800"``), but it is half of a UTF-16 pair, not a character: no UTF-8 text
+    (a Parquet column, a TREC file) can hold it."""
+    if isinstance(value, str):
+        return where if _SURROGATE.search(value) else None
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        name = f"{where}.{key}" if where else str(key)
+        if isinstance(key, str) and _SURROGATE.search(key):
+            return name
+        found = _lone_surrogate(child, name)
+        if found is not None:
+            return found
+    return None
+
+
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)`` for each line of a JSON-lines file; each line must hold an object."""
+    """Yield ``(line_number, object)`` for each line of a JSON-lines file; each line must hold an object.
+
+    Errors naming the file and line: malformed JSON, a line that is not an object, a number that is not finite
+    (``NaN``, ``Infinity``, ``1e999``), a string holding a lone surrogate (``"\\ud800"``)."""
     for number, line in iter_lines(path):
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_constant=_no_constant, parse_float=_finite_float)
         except json.JSONDecodeError as exc:
             raise DataError(path, number, f"malformed JSON ({exc.msg}, column {exc.colno})") from None
+        except _NotFinite as exc:
+            raise DataError(path, number, f"{exc}: numbers must be finite") from None
         if not isinstance(obj, dict):
             raise DataError(path, number, f"expected a JSON object, found {type(obj).__name__}")
+        if "\\u" in line and (field := _lone_surrogate(obj)) is not None:  # only an escape makes a surrogate
+            raise DataError(path, number, f"field '{field}' holds a lone surrogate (an escape such as \\ud800 "
+                                          f"that is half of a UTF-16 pair, not a character); text must be valid "
+                                          f"Unicode")
         yield number, obj
 
 

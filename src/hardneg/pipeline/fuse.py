@@ -25,10 +25,21 @@ def _method(method: str, method_modules):
     return methods.get(method)
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_tuned_alpha(path: str | os.PathLike) -> float:
-    """The α chosen by a run's tuning (results/<run>/fusion_tuning.json)."""
-    with open(path, encoding="utf-8") as handle:
-        return float(json.load(handle)["alpha"])
+    """The α chosen by a run's tuning (results/<run>/fusion_tuning.json). A file that does not hold a finite,
+    non-negative ``alpha`` is a :class:`~hardneg.errors.DataError` naming it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            alpha = json.load(handle, parse_constant=_no_constant)["alpha"]
+    except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        raise DataError(path, None, f"not a fusion tuning record with a finite alpha ({exc})") from None
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha < float("inf"):
+        raise DataError(path, None, f"alpha {alpha!r} is not a finite non-negative number")
+    return float(alpha)
 
 
 def fuse_split(method: str, params: dict, ranking_paths: list, run_path, trec_path, *, tag: str,
@@ -66,15 +77,16 @@ def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels
     if not sample:
         raise DataError(qrels_path, None, f"no judged query in split {tune['split']!r} to tune alpha on")
     keep = [("qid", "in", sample)]
-    rankings = [artifacts.read_table(artifacts.RUN, path, filters=keep) for path in ranking_paths]
+    rankings = [read_run(path, filters=keep) for path in ranking_paths]
     qrels = qrels.filter(pc.is_in(qrels["qid"], value_set=pa.array(sample, pa.string())))
     grid = tune_weight(lambda alpha: fuse(rankings, {**params, "alpha": alpha}), qrels, params["alpha_grid"],
                        tune["measure"])
     record = {"split": tune["split"], "queries": len(sample), "seed": seed, "measure": tune["measure"],
               "grid": [{"alpha": row["alpha"], "value": row["value"]} for row in grid.to_pylist()],
               "alpha": chosen_alpha(grid)}
+    text = json.dumps(record, indent=2, allow_nan=False) + "\n"  # JSON has no NaN: refused before anything is written
     artifacts.write_table(grid, artifacts.FUSION_TUNING, parquet_path)
-    write_text(json_path, json.dumps(record, indent=2) + "\n")
+    write_text(json_path, text)
     log.info("chosen alpha %g (%s %.4f on %d queries of %s)", record["alpha"], tune["measure"],
              max(grid["value"].to_pylist()), len(sample), tune["split"])
     return record

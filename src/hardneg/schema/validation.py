@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import os
 from importlib import resources
 
 import yaml
 from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
 from hardneg.errors import ConfigError
-from hardneg.schema.names import NAME_PATTERN, NAME_RULE
+from hardneg.schema.names import NAME_PATTERN, NAME_RULE, QUOTE_LIMIT, quoted
 
 SCHEMA_FILE = "config.schema.yaml"
 
@@ -57,8 +58,29 @@ def _with_defaults(validator_class):
 Validator = _with_defaults(Draft202012Validator)
 
 
+def non_finite_error(instance, path: tuple = ()) -> ValidationError | None:
+    """The first float of ``instance``, at any depth and under any key (declared by the schema or not), that is
+    NaN or infinite (YAML's ``.nan``, ``.inf``, or a literal too large for a float), as an error at its key; None
+    when every number is finite. JSON Schema's ``minimum``/``maximum`` let NaN through (it compares false), and no
+    stage can use such a value."""
+    if isinstance(instance, float) and not math.isfinite(instance):
+        return ValidationError(f"expected a finite number, got {instance!r}", validator="finite", path=path,
+                               instance=instance)
+    children = instance.items() if isinstance(instance, dict) else enumerate(instance) if isinstance(instance, list) \
+        else ()
+    for key, value in children:
+        found = non_finite_error(value, path + (key,))
+        if found is not None:
+            return found
+    return None
+
+
 def first_error(validator, instance):
-    """The error :func:`describe` reports for ``instance`` (the deepest one), or None when it is valid."""
+    """The error :func:`describe` reports for ``instance``, or None when it is valid: a number that is not finite
+    (:func:`non_finite_error`) first, else the deepest schema error."""
+    found = non_finite_error(instance)
+    if found is not None:
+        return found
     return best_match(validator.iter_errors(instance), key=lambda e: -len(e.absolute_path))
 
 
@@ -73,11 +95,8 @@ def describe(error) -> ConfigError:
     if "propertyNames" in error.absolute_schema_path or (validator == "pattern" and
                                                          error.validator_value == NAME_PATTERN):
         key = path + [instance] if "propertyNames" in error.absolute_schema_path else path
-        if instance == "datasets":
-            return ConfigError(_dotted(key), "invalid name: 'datasets' is reserved (results/datasets/ holds the "
-                                             "prepared datasets)")
-        return ConfigError(_dotted(key), f"invalid name {instance!r}: a name becomes a file name, so it may hold "
-                                         f"only {NAME_RULE}")
+        return ConfigError(_dotted(key), f"invalid name {quoted(instance)}: a name becomes a file name, so it may "
+                                         f"hold only {NAME_RULE}")
     if validator == "additionalProperties" and isinstance(instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in instance if k not in allowed)
@@ -88,7 +107,7 @@ def describe(error) -> ConfigError:
         missing = next((k for k in error.validator_value if k not in instance), "?")
         return ConfigError(_dotted(path + [missing]), "required key is missing")
     if validator == "type":
-        return ConfigError(_dotted(path), f"expected {error.validator_value}, got {instance!r} "
+        return ConfigError(_dotted(path), f"expected {error.validator_value}, got {quoted(instance)} "
                                           f"({type(instance).__name__})")
     if validator in ("minItems", "maxItems") and isinstance(instance, list) and "description" in schema:
         low, high = schema.get("minItems", 0), schema.get("maxItems")
@@ -96,7 +115,10 @@ def describe(error) -> ConfigError:
         return ConfigError(_dotted(path), f"expected {count} entries ({schema['description']}), got {len(instance)}")
     if validator in ("enum", "const"):
         allowed = error.validator_value if validator == "enum" else [error.validator_value]
-        return ConfigError(_dotted(path), f"must be one of {', '.join(map(str, allowed))}; got {instance!r}")
+        return ConfigError(_dotted(path), f"must be one of {', '.join(map(str, allowed))}; got {quoted(instance)}")
+    if len(error.message) > 2 * QUOTE_LIMIT:  # jsonschema's own message quotes the whole value
+        return ConfigError(_dotted(path), f"{quoted(instance)} fails {error.validator!r}: "
+                                          f"{quoted(error.validator_value)}")
     return ConfigError(_dotted(path), error.message)
 
 

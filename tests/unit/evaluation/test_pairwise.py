@@ -3,7 +3,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from hardneg.evaluation.pairwise import full_corpus_ranks, pairwise_errors, relevant_ranks
+from hardneg.evaluation.pairwise import full_corpus_ranks, pairwise_errors, per_query_pairwise_errors, relevant_ranks
 from hardneg.io import artifacts
 
 
@@ -44,3 +44,13 @@ def test_exact_corpus_ranks_from_embeddings():
     assert result["total_pairwise_errors"] == pytest.approx(3)
     assert result["top2_pairwise_errors"] == pytest.approx(2)
     assert result["total_is_lower_bound"] is False
+
+
+def test_qrels_without_a_relevant_judgement_have_no_pairs():
+    """An evaluation split judged only non-relevant: no query has a pair to count (and no error is raised)."""
+    run = pa.table({"qid": ["q1", "q1"], "docid": ["d1", "d2"], "score": pa.array([2.0, 1.0], pa.float32()),
+                    "rank": pa.array([1, 2], pa.int32())})
+    qrels = pa.table({"qid": ["q1"], "docid": ["d1"], "relevance": pa.array([0], pa.int32())})
+    per_query = per_query_pairwise_errors(run, qrels)
+    assert per_query.empty and list(per_query.columns) == ["top_errors", "total_errors"]
+    assert per_query.attrs["total_is_lower_bound"] is False

@@ -8,9 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from hardneg.errors import DataError
 from hardneg.fusion import ranked, reciprocal_rank_fusion, sample_queries, tune_weight
 from hardneg.io import artifacts
-from hardneg.pipeline.fuse import fuse_split, tune_fusion
+from hardneg.pipeline.fuse import fuse_split, read_tuned_alpha, tune_fusion
 from tests.support.rankings import by_query, hybrid, run_table
 
 
@@ -122,3 +123,61 @@ def test_tuning_and_fusion_stages(tmp_path):
     assert by_query(fused)["q0"][0] == ("d3", pytest.approx(0.1 * 20 + 0.1))
     assert (tmp_path / "fused.trec").read_text().splitlines()[0] == "q0 Q0 d3 1 2.100000 h"
     assert artifacts.read_table(artifacts.RUN, tmp_path / "fused.parquet").equals(fused)
+
+
+# ------------------------------------------------------------------------------------ numbers that are not finite
+def _tuning_inputs(tmp_path, dense_scores=(0.9, 0.8, 0.1)):
+    sparse = run_table({f"q{i}": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)] for i in range(4)})
+    dense = run_table({f"q{i}": list(zip(("d1", "d2", "d3"), dense_scores)) for i in range(4)})
+    qrels = pa.table({"qid": [f"q{i}" for i in range(4)], "docid": ["d3"] * 4, "relevance": [1] * 4},
+                     schema=artifacts.QRELS.schema)
+    for name, table, kind in (("sparse", sparse, artifacts.RUN), ("dense", dense, artifacts.RUN),
+                              ("qrels", qrels, artifacts.QRELS)):
+        artifacts.write_table(table, kind, tmp_path / f"{name}.parquet")
+    return [tmp_path / "sparse.parquet", tmp_path / "dense.parquet"]
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+def test_hybrid_refuses_a_weight_that_is_not_finite(alpha):
+    with pytest.raises(ValueError, match="alpha must be a finite number"):
+        hybrid(SPARSE, DENSE, alpha)
+
+
+def test_tuning_with_nan_in_the_grid_writes_nothing(tmp_path):
+    paths = _tuning_inputs(tmp_path)
+    params = {**HYBRID, "alpha_grid": [0.0, float("nan")]}
+    with pytest.raises(ValueError, match="alpha must be a finite number"):
+        tune_fusion("hybrid", params, 7, paths, tmp_path / "qrels.parquet", tmp_path / "tuning.json",
+                    tmp_path / "tuning.parquet")
+    assert not (tmp_path / "tuning.json").exists() and not (tmp_path / "tuning.parquet").exists()
+
+
+def test_tuning_record_is_strict_json(tmp_path):
+    paths = _tuning_inputs(tmp_path)
+    tune_fusion("hybrid", HYBRID, 7, paths, tmp_path / "qrels.parquet", tmp_path / "tuning.json",
+                tmp_path / "tuning.parquet")
+
+    def refuse(name):
+        raise AssertionError(f"{name} in fusion_tuning.json")
+
+    record = json.loads((tmp_path / "tuning.json").read_text(), parse_constant=refuse)
+    assert record["alpha"] == 0.1
+
+
+def test_an_input_ranking_with_a_nan_score_names_its_row(tmp_path):
+    paths = _tuning_inputs(tmp_path, dense_scores=(0.9, float("nan"), 0.1))
+    with pytest.raises(DataError, match=r"dense\.parquet: row 2: score nan is not a finite number"):
+        tune_fusion("hybrid", HYBRID, 7, paths, tmp_path / "qrels.parquet", tmp_path / "tuning.json",
+                    tmp_path / "tuning.parquet")
+    with pytest.raises(DataError, match=r"dense\.parquet: row 2: score nan is not a finite number"):
+        fuse_split("hybrid", {**HYBRID, "alpha": 0.5}, paths, tmp_path / "fused.parquet", None, tag="h")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dense.parquet", "qrels.parquet", "sparse.parquet"]
+
+
+@pytest.mark.parametrize("text", ['{"alpha": NaN}', '{"alpha": Infinity}', '{"alpha": -1}', '{"alpha": "0.1"}',
+                                  '{"grid": []}', "not json"],
+                         ids=["nan", "infinity", "negative", "string", "missing", "not-json"])
+def test_a_tuned_alpha_that_is_not_a_finite_number_is_refused(tmp_path, text):
+    (tmp_path / "fusion_tuning.json").write_text(text)
+    with pytest.raises(DataError, match=r"fusion_tuning\.json: "):
+        read_tuned_alpha(tmp_path / "fusion_tuning.json")

@@ -1,19 +1,18 @@
 # hardneg: dense retrievers trained with hard negatives, one rule file per stage.
-from snakemake.utils import min_version, update_config
+from snakemake.utils import min_version
 
-from hardneg.pipeline.config import validate_config
-from hardneg.schema.files import read_config_yaml
-from hardneg.pipeline.resources import check_resource_rules
+from hardneg.pipeline.config import read_config_files, validate_config
+from hardneg.pipeline.resources import check_rules_declared
 
 min_version("9.0")
 
 # The config: config/config.yaml, or the files given with --configfile INSTEAD of it (a user's config stands
-# alone; Snakemake's `configfile:` directive would merge the two). --config KEY=VALUE adjusts either.
-if not workflow.overwrite_configfiles:
-    _overrides = dict(config)
-    config.clear()
-    config.update(read_config_yaml("config/config.yaml"))
-    update_config(config, _overrides)
+# alone; Snakemake's `configfile:` directive would merge the two). --config KEY=VALUE adjusts either. Every file is
+# read by hardneg's strict reader, the one `hardneg check-config` uses: Snakemake reads --configfile files first
+# with its own, which keeps the last of a key written twice and has no limits.
+config.clear()
+config.update(read_config_files(workflow.overwrite_configfiles or ["config/config.yaml"],
+                                workflow.config_settings.config))
 
 validate_config(config)  # against the schema inside the hardneg package
 
@@ -47,8 +46,8 @@ include: "rules/summary.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
 
-# A rule named under the config's `resources` must be one that reads it (a misspelt name would change nothing).
-check_resource_rules(config, RESOURCE_RULES)
+# The rules that read the config's `resources` are those validate_config holds its names to.
+check_rules_declared(RESOURCE_RULES)
 
 
 onstart:

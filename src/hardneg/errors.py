@@ -18,7 +18,9 @@ class ConfigError(HardnegError):
     def __init__(self, key: str, message: str):
         self.key = key
         self.message = message
-        super().__init__(f"config key '{key}': {message}")
+        # a name from the config may hold a line break or another control character: shown as its escape
+        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(key))
+        super().__init__(f"config key '{shown}': {message}")
 
 
 class DataError(HardnegError):
@@ -51,3 +53,13 @@ class ConfigFileError(ConfigError, DataError):
 class OutputPathError(HardnegError):
     """An output path would land outside the results folder (a run, dataset, split or index name that is not a
     plain file name). The configuration schema rejects such names first; this is the last check before writing."""
+
+
+class IncompleteOutputError(HardnegError):
+    """What a stage wrote is not complete (a library that failed to write without raising, e.g. on a full disk):
+    checked before the output takes its place, so the job fails and nothing incomplete is left."""
+
+    def __init__(self, path: str | PathLike, message: str):
+        self.path = str(path)
+        self.message = message
+        super().__init__(f"{self.path}: {message}")

@@ -40,3 +40,26 @@ def test_configfile_replaces_the_default_config(tmp_path, capsys):
     assert main(["check-config", str(tmp_path / "my.yaml")]) == 0
     printed = re.search(r"run warmup: .*config_hash (\w+)", capsys.readouterr().out).group(1)
     assert re.search(r"config_hash (\w+)", recorded).group(1).startswith(printed)
+
+
+@pytest.mark.slow
+def test_configfiles_are_read_strictly_merged_in_order_and_config_overrides_them(tmp_path, capsys):
+    """Several --configfile files merge in order (mappings key by key), --config KEY=VALUE goes on top, and each
+    file is read by hardneg's strict reader: a key written twice in one of them stops Snakemake as it stops
+    check-config (Snakemake's own reader would keep the last)."""
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text(yaml.safe_dump({"seed": 1, "dataset": "tiny", "datasets": copy.deepcopy(DATASETS),
+                                     "runs": {"bm25": {"method": "bm25", "params": {"k1": 0.8}}}}))
+    second.write_text("seed: 2\nruns:\n  bm25:\n    params: {b: 0.3}\n")
+    result = snakemake(tmp_path, "results/bm25/config.yaml", "--configfile", str(first), str(second),
+                       "--config", "seed=7")
+    assert result.returncode == 0, result.stderr[-3000:]
+    resolved = yaml.safe_load((tmp_path / "results" / "bm25" / "config.yaml").read_text())
+    assert resolved["seed"] == 7 and resolved["params"]["k1"] == 0.8 and resolved["params"]["b"] == 0.3
+
+    second.write_text("seed: 2\nruns:\n  bm25:\n    params: {b: 0.3, b: 0.5}\n")
+    result = snakemake(tmp_path, "-n", "--configfile", str(first), str(second), cores=None)
+    message = f"{second}, line 4: invalid YAML: duplicate key 'b' (first on line 4)"
+    assert result.returncode != 0 and (result.stdout + result.stderr).count(message) == 1, result.stderr[-3000:]
+    assert main(["check-config", str(first), str(second)]) == 2
+    assert message in capsys.readouterr().err

@@ -32,7 +32,7 @@ from hardneg.io.atomic import atomic_path
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20  # bytes read and hashed at a time
-MD5_PATTERN = re.compile(r"^[0-9a-f]{32}$")
+MD5_PATTERN = re.compile(r"[0-9a-f]{32}")
 
 
 class DownloadError(HardnegError):
@@ -71,7 +71,7 @@ def _check_md5(md5: str | None, where: str) -> str | None:
     if md5 is None:
         return None
     md5 = str(md5).lower()
-    if not MD5_PATTERN.match(md5):
+    if not MD5_PATTERN.fullmatch(md5):
         raise ValueError(f"{where}: {md5!r} is not an MD5 digest (32 hexadecimal digits)")
     return md5
 

@@ -28,9 +28,8 @@ from hardneg.io.atomic import write_text
 from hardneg.schema.values import check_evaluated_measure, check_run, section_values
 
 # results/tables/ holds the cross-run tables and results/summary.* the summary: no run may be named so.
-RESERVED_RUN_NAMES = ("tables", "summary.md", "summary.parquet", "summary_tests.parquet")
 
-_TOP_ERRORS_KEY = re.compile(r"^top(\d+)_pairwise_errors$")
+_TOP_ERRORS_KEY = re.compile(r"top(\d+)_pairwise_errors")
 
 
 @dataclass(frozen=True)
@@ -62,13 +61,9 @@ class SummarySettings:
 
 def check_summary_config(config: dict) -> None:
     """Cross-references of a validated config's ``summary`` section: its runs and the runs of its groups exist,
-    its measures are evaluated, markers differ, and no run takes a name the summary's files use. Raises a
+    its measures are evaluated, markers differ, Raises a
     :class:`ConfigError` naming the key."""
-    runs, section = config["runs"], config["summary"]
-    for name in runs:
-        if name in RESERVED_RUN_NAMES:
-            raise ConfigError(f"runs.{name}", f"the name {name!r} is reserved: results/{name} is a file or folder "
-                                              f"of the summary")
+    section = config["summary"]
     for i, run in enumerate(section["runs"] or []):
         check_run(config, run, f"summary.runs.{i}")
         if run in section["runs"][:i]:
@@ -193,7 +188,7 @@ def as_paths(value) -> list[str]:
 def pairwise_depth(metrics: dict, path: str | os.PathLike) -> int:
     """The K of a metrics.json's top-K pairwise errors (its key ``top<K>_pairwise_errors``)."""
     depths = [int(match.group(1)) for key in metrics.get("pairwise_errors", {})
-              if (match := _TOP_ERRORS_KEY.match(key))]
+              if (match := _TOP_ERRORS_KEY.fullmatch(key))]
     if len(depths) != 1:
         raise DataError(path, None, "metrics.json has no top-K pairwise errors (pairwise_errors.top<K>_pairwise_"
                                     "errors): evaluate the run again")

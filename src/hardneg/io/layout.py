@@ -21,6 +21,24 @@ from hardneg.schema.names import NAME_PATTERN, NAME_RULE  # noqa: F401  (NAME_PA
 
 RESULTS = "results"
 
+# The entries of the results folder besides the runs' folders (results/<run>), each with what it holds: no run may
+# take one of these names (hardneg.pipeline.config refuses it). Dataset names are safe: they live in
+# results/datasets/, whose one other entry (_downloads) no name can take.
+RESERVED_NAMES = {
+    "datasets": "the prepared datasets",
+    "tables": "the cross-run tables",
+    "figures": "the figures and the data they draw",
+    "pq_matrix": "the ADORE PQ experiment",
+    "summary.md": "the summary of the runs",
+    "summary.parquet": "the summary of the runs",
+    "summary_tests.parquet": "the t-tests behind the summary's markers",
+    "summary.html": "the summary's page of the report",
+    "summary.html.log": "the log of the summary's page of the report",
+    "summary.html.tsv": "the benchmark of the summary's page of the report",
+    "report.html": "the report (snakemake --report results/report.html)",
+    "report.zip": "the report as an archive (snakemake --report results/report.zip)",
+}
+
 EPISODES = "episodes"  # the folder of a run's episodes: results/<run>/episodes/<e> (hardneg.pipeline.episodes)
 _EPISODE = re.compile(r"(?P<run>[^/]+)/episodes/(?P<index>0|[1-9][0-9]*)")
 
@@ -34,6 +52,12 @@ def parse_episode_run(name: str) -> tuple[str, int] | None:
     """(episodic run, episode index) of an episode run's name; None for any other name."""
     match = _EPISODE.fullmatch(str(name))
     return (match["run"], int(match["index"])) if match else None
+
+
+def reserved_entry(name: str) -> str | None:
+    """The entry of :data:`RESERVED_NAMES` that a run named ``name`` would collide with, or None. Compared without
+    regard to case, as the file systems of macOS and Windows compare names."""
+    return next((entry for entry in RESERVED_NAMES if entry.casefold() == str(name).casefold()), None)
 
 
 def check_name(kind: str, name, root: str = RESULTS) -> str:

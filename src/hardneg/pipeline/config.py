@@ -2,8 +2,10 @@
 resolution.
 
 The schema file ships with the package (:mod:`hardneg.schema`). :func:`validate_config` fills defaults in
-place, runs the checks each domain exports (datasets, downloads, measures, indexes, summary) and raises one
-:class:`ConfigError` naming the dotted key at fault, before any job starts.
+place, runs the checks each domain exports (datasets, downloads, measures, indexes, summary) and the workflow's
+own (run names the results folder keeps, the rules ``resources`` may name, ``targets``), and raises one
+:class:`ConfigError` naming the dotted key at fault, before any job starts. :func:`read_config_files` reads and
+merges the files, for ``hardneg check-config`` and the Snakefile alike.
 :func:`resolve_run` returns the slice of config one run needs, which is what rules pass via ``params:``
 and what each run records as its resolved config.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import os
+import posixpath
+import re
 
 from hardneg import methods
 from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_splits
@@ -19,10 +23,13 @@ from hardneg.datasets.download import check_downloads
 from hardneg.errors import ConfigError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
+from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
 from hardneg.methods.adore import pq_matrix
 from hardneg.pipeline.index_factories import check_index_factories
 from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
+from hardneg.pipeline.resources import check_resource_rules
 from hardneg.schema.files import read_config_yaml
+from hardneg.schema.names import quoted
 from hardneg.schema.validation import Validator, describe, first_error, read_schema, validate_fragment
 
 
@@ -69,7 +76,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         raise ConfigError("<root>", "the configuration must be a mapping")
     modules = config.get("method_modules", [])
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise ConfigError("method_modules", f"expected a list of module names or .py paths, got {modules!r}")
+        raise ConfigError("method_modules", f"expected a list of module names or .py paths, got {quoted(modules)}")
     methods.load_modules(modules)
     explicit = _explicit_model_keys(config)
     if schema is None or isinstance(schema, (str, os.PathLike)):
@@ -83,6 +90,8 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         error = first_error(validator, config)  # defaults of new runs
     if error is not None:
         raise describe(error)
+    _check_reserved_names(config)
+    check_resource_rules(config)
     _check_references(config)
     check_downloads(config)
     _inherit_models(config, explicit)
@@ -130,7 +139,7 @@ def _inherit_models(config: dict, explicit: dict) -> None:
             if key not in CONTINUED_MODEL_KEYS and key in theirs and mine[key] != theirs[key]:
                 raise ConfigError(f"runs.{name}.params.model.{key}",
                                   f"run {name!r} continues the model of run {parent!r} (inputs.{role}), which has "
-                                  f"{key}: {theirs[key]!r}; a continued run inherits its model settings (only "
+                                  f"{key}: {quoted(theirs[key])}; a continued run inherits its model settings (only "
                                   f"{' and '.join(CONTINUED_MODEL_KEYS)} may be set): remove the key or make it equal")
         inherited = copy.deepcopy(theirs)
         for key in CONTINUED_MODEL_KEYS:
@@ -142,11 +151,43 @@ def _inherit_models(config: dict, explicit: dict) -> None:
         inherit(name)
 
 
+def _check_reserved_names(config: dict) -> None:
+    """No run takes the name of an entry of ``results/`` that is not a run's folder
+    (:data:`hardneg.io.layout.RESERVED_NAMES`)."""
+    for name in config["runs"]:
+        entry = reserved_entry(name)
+        if entry is not None:
+            same = "" if entry == name else " (a file system that ignores case sees one name)"
+            raise ConfigError(f"runs.{name}", f"the name {name!r} is reserved: {RESULTS}/{entry} holds "
+                                              f"{RESERVED_NAMES[entry]}{same}; name the run otherwise")
+
+
+# What a target may hold: no whitespace or control character (no output of the workflow has one).
+_UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
 def _check_targets(config: dict) -> None:
+    """Each of ``targets`` is a run of ``runs`` (a name without '/'), or a relative path that lies inside
+    ``results/`` once normalised (and is replaced by its normal form): what the schema documents. Anything else
+    would have Snakemake look at a file outside the workflow's outputs (``/etc/passwd``, ``results/`` itself) and
+    report nothing to be done."""
+    example = f"e.g. {RESULTS}/<run>/metrics.json"
     for position, target in enumerate(config.get("targets") or []):
-        if "/" not in target and target not in config["runs"]:
-            raise ConfigError(f"targets.{position}", f"no run named {target!r} (a target is a run name or a path "
-                                                     f"under results/)")
+        key, shown = f"targets.{position}", quoted(target)
+        if "/" not in target:
+            if target not in config["runs"]:
+                raise ConfigError(key, f"no run named {shown} (a target is a run name or a path under {RESULTS}/)")
+            continue
+        if posixpath.isabs(target):
+            raise ConfigError(key, f"{shown} is an absolute path; a target is a run name or a path under "
+                                   f"{RESULTS}/, relative to the working folder ({example})")
+        if _UNPRINTABLE.search(target):
+            raise ConfigError(key, f"{shown} holds a space or a control character; no output of the workflow does")
+        plain = posixpath.normpath(target)
+        if not plain.startswith(f"{RESULTS}/"):
+            raise ConfigError(key, f"{shown} is not a path under {RESULTS}/; a target is a run name or a path "
+                                   f"under {RESULTS}/ ({example})")
+        config["targets"][position] = plain  # as Snakemake matches outputs (it refuses './results/...')
 
 
 def _check_references(config: dict) -> None:
@@ -156,13 +197,13 @@ def _check_references(config: dict) -> None:
     for name in datasets:
         check_dataset(dataset_config(config, name), f"datasets.{name}")
     if config["dataset"] not in datasets:
-        raise ConfigError("dataset", f"no dataset named {config['dataset']!r} under 'datasets' "
+        raise ConfigError("dataset", f"no dataset named {quoted(config['dataset'])} under 'datasets' "
                                      f"(defined: {', '.join(datasets)})")
     split = config["evaluation"]["split"]
     for name, run in runs.items():
         dataset = run.get("dataset", config["dataset"])
         if dataset not in datasets:
-            raise ConfigError(f"runs.{name}.dataset", f"no dataset named {dataset!r} under 'datasets'")
+            raise ConfigError(f"runs.{name}.dataset", f"no dataset named {quoted(dataset)} under 'datasets'")
         for extra in [split] + config["evaluation"]["extra_splits"]:
             if extra not in dataset_splits(datasets[dataset]):
                 key = "evaluation.split" if extra == split else "evaluation.extra_splits"
@@ -185,7 +226,7 @@ def _check_references(config: dict) -> None:
             provides = roles[role].provides
             for other in ([others] if isinstance(others, str) else others):
                 if other not in runs:
-                    raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {other!r}")
+                    raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {quoted(other)}")
                 if other == name:
                     raise ConfigError(f"runs.{name}.inputs.{role}", "a run cannot be its own input")
                 kind = methods.get(runs[other]["method"]).kind
@@ -241,15 +282,25 @@ def load_config_file(path: str | os.PathLike, schema: dict | str | os.PathLike |
     return validate_config(read_config_yaml(path), schema)
 
 
-def load_config_files(paths, schema: dict | str | os.PathLike | None = None) -> dict:
-    """Read config files, merge them in order as Snakemake merges several ``--configfile`` files (later keys
-    win, mappings merge recursively) and validate the result: what the workflow runs with those files."""
+def read_config_files(paths, overrides: dict | None = None) -> dict:
+    """Config files read with :func:`~hardneg.schema.files.read_config_yaml` and merged in order as Snakemake merges
+    several ``--configfile`` files (later keys win, mappings merge recursively), then ``overrides`` (Snakemake's
+    ``--config KEY=VALUE``) merged on top; unvalidated. The Snakefile reads its config with it, so the workflow and
+    ``hardneg check-config`` refuse the same files."""
     from snakemake.utils import update_config  # Snakemake: imported only where the workflow is loaded
 
     config: dict = {}
     for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
         update_config(config, read_config_yaml(path))
-    return validate_config(config, schema)
+    if overrides:
+        update_config(config, dict(overrides))
+    return config
+
+
+def load_config_files(paths, schema: dict | str | os.PathLike | None = None) -> dict:
+    """Read config files, merge them in order (:func:`read_config_files`) and validate the result: what the
+    workflow runs with those files."""
+    return validate_config(read_config_files(paths), schema)
 
 
 # ------------------------------------------------------------------------------- one run's params, by hand

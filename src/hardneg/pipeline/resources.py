@@ -3,6 +3,11 @@
 A rule writes ``**rule_resources("<rule>", mem_mb=..., runtime=...)`` in its ``resources:``; the values given there
 are sized for the synthetic default, and ``resources.<rule>`` of the config replaces any of them (MS MARCO's
 configs give the full-scale ones). Snakemake's ``--set-resources`` still has the last word.
+
+:data:`RESOURCE_RULES` declares those rules once: :func:`check_resource_rules` holds the config's ``resources``
+to them (``hardneg check-config`` and the workflow alike, through
+:func:`hardneg.pipeline.config.validate_config`), and the Snakefile checks with :func:`check_rules_declared`
+that the rules calling ``rule_resources`` are exactly these.
 """
 
 from __future__ import annotations
@@ -10,6 +15,18 @@ from __future__ import annotations
 from typing import Iterable
 
 from hardneg.errors import ConfigError
+from hardneg.figures import FIGURES
+from hardneg.schema.names import quoted
+
+# The rules whose resources the config's `resources` section sets: those of rules/*.smk, and one rule
+# figure_<name> per figure (rules/figures.smk).
+RESOURCE_RULES: tuple[str, ...] = tuple(sorted((
+    "adore_index_table", "assemble_episodes", "audit_hard_negatives", "bm25_index", "bm25_search",
+    "build_faiss_index", "dense_search", "dense_search_with_index", "download", "encode_corpus_shard", "evaluate",
+    "evaluate_with_index", "extract_member", "fuse", "gather_embeddings", "hardneg_viewer", "markdown_page",
+    "mine_hard_negatives", "positive_scores", "pq_matrix", "prepare_dataset", "rerank", "run_config", "summary",
+    "tokenize", "train_dense", "train_episode", "train_tokenizer", "training_time_table", "tune_fusion",
+    *(f"figure_{name}" for name in FIGURES))))
 
 
 def rule_resources(config: dict, rule: str, **defaults) -> dict:
@@ -17,11 +34,26 @@ def rule_resources(config: dict, rule: str, **defaults) -> dict:
     return {**defaults, **config.get("resources", {}).get(rule, {})}
 
 
-def check_resource_rules(config: dict, rules: Iterable[str]) -> None:
-    """Every rule named under ``resources`` is one of ``rules`` (those that take their resources from the config);
-    a misspelt name would otherwise be ignored without a word."""
+def check_resource_rules(config: dict, rules: Iterable[str] = RESOURCE_RULES) -> None:
+    """Every rule named under ``resources`` is one of ``rules`` (by default :data:`RESOURCE_RULES`, those that take
+    their resources from the config); a misspelt name would otherwise be ignored without a word."""
     known = sorted(set(rules))
     for name in config.get("resources", {}):
         if name not in known:
-            raise ConfigError(f"resources.{name}", f"no rule named {name!r} takes its resources from the config; "
+            raise ConfigError(f"resources.{name}", f"no rule named {quoted(name)} takes its resources from the config; "
                                                    f"rules: {', '.join(known)}")
+
+
+def check_rules_declared(called: Iterable[str]) -> None:
+    """The rules that called ``rule_resources`` while the workflow was read (``called``) are exactly
+    :data:`RESOURCE_RULES`; a :class:`RuntimeError` naming the difference otherwise (a rule added, renamed or
+    removed in ``rules/`` without its declaration here, so that ``check-config`` and the workflow would disagree
+    on the names ``resources`` may hold)."""
+    called, declared = set(called), set(RESOURCE_RULES)
+    if called != declared:
+        undeclared, unused = sorted(called - declared), sorted(declared - called)
+        raise RuntimeError("the rules that read the config's `resources` differ from "
+                           "hardneg.pipeline.resources.RESOURCE_RULES: "
+                           + "; ".join(filter(None, [undeclared and f"not declared: {', '.join(undeclared)}",
+                                                      unused and f"declared but no rule calls rule_resources: "
+                                                                 f"{', '.join(unused)}"])))

@@ -1,6 +1,20 @@
-"""The names a config gives to runs, datasets and splits: each becomes a file name."""
+"""The names a config gives to runs, datasets and splits (each becomes a file name), and how an error message
+quotes a value of the config."""
 
 # Names of runs, datasets and splits (the schema's $defs/name): a letter or digit, then letters, digits, '_', '.'
-# and '-', never '..'. Such a name is one file name on every platform.
-NAME_PATTERN = r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.-]*$"
+# and '-', never '..'. Such a name is one file name on every platform. Anchored with \A and \Z, not ^ and $: '$'
+# also matches before a final newline, and JSON Schema's `pattern` is applied with re.search.
+NAME_PATTERN = r"\A(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.-]*\Z"
 NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit, without '..'"
+
+QUOTE_LIMIT = 80  # characters of a value an error message shows
+
+
+def quoted(value, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` as an error message shows it: at most ``limit`` characters, a longer one cut in the middle
+    with its length said (``'aaaa…zzzz' (5000 characters)``), so a huge value never floods the terminal."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    half = max(1, (limit - 1) // 2)
+    return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"

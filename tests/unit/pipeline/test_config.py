@@ -186,6 +186,15 @@ _NAME_RULE = "a name becomes a file name, so it may hold only letters, digits, '
     (["evaluation", "extra_splits"], ["dev", "/tmp/dev"], "evaluation.extra_splits.1"),
     (["runs", "star", "params", "train", "split"], "tr ain", "runs.star.params.train.split"),
     (["runs", "star", "params", "train", "dev_split"], "..", "runs.star.params.train.dev_split"),
+    # '$' would match before a final newline: the name 'tiny\n' would make results/datasets/tiny\n/
+    (["runs", "bm25\n"], {"method": "bm25"}, "runs.bm25\n"),
+    (["datasets", "tiny\n"], {"adapter": "synthetic"}, "datasets.tiny\n"),
+    (["datasets", "synthetic", "num_queries"], {"train": 20, "test": 5, "dev\n": 5},
+     "datasets.synthetic.num_queries.dev\n"),
+    (["evaluation", "split"], "test\n", "evaluation.split"),
+    (["evaluation", "extra_splits"], ["dev\n"], "evaluation.extra_splits.0"),
+    (["runs", "star", "params", "train", "split"], "train\n", "runs.star.params.train.split"),
+    (["summary"], {"runs": ["bm25\n"]}, "summary.runs.0"),
 ])
 def test_unsafe_names_are_config_errors(default_config, path, value, key):
     config = _mutate(default_config, path, value)
@@ -327,3 +336,109 @@ def test_read_config_yaml_reads_mappings_and_anchors(tmp_path):
     assert read_config_yaml(tmp_path / "empty.yaml") == {}
     with pytest.raises(ConfigError, match=r"missing\.yaml: no such config file"):
         read_config_yaml(tmp_path / "missing.yaml")
+
+
+def test_config_files_are_merged_in_order_with_overrides_on_top(tmp_path):
+    from hardneg.pipeline.config import load_config_files, read_config_files
+
+    (tmp_path / "a.yaml").write_text("seed: 1\nevaluation: {split: test, measures: [RR@10]}\n")
+    (tmp_path / "b.yaml").write_text("seed: 2\nevaluation: {split: dev}\n")
+    merged = read_config_files([tmp_path / "a.yaml", tmp_path / "b.yaml"], {"seed": 3})
+    assert merged == {"seed": 3, "evaluation": {"split": "dev", "measures": ["RR@10"]}}
+    assert read_config_files(str(tmp_path / "a.yaml"))["seed"] == 1
+    (tmp_path / "c.yaml").write_text("seed: 1\nseed: 2\n")  # a strict read of every file, the last one too
+    with pytest.raises(ConfigError, match=r"c\.yaml, line 2: invalid YAML: duplicate key 'seed'"):
+        read_config_files([tmp_path / "a.yaml", tmp_path / "c.yaml"], {"seed": 3})
+    with pytest.raises(ConfigError, match=r"c\.yaml, line 2: invalid YAML: duplicate key 'seed'"):
+        load_config_files([tmp_path / "a.yaml", tmp_path / "c.yaml"])
+
+
+# ------------------------------------------------------------------------------------------ targets
+@pytest.mark.parametrize("target, message", [
+    ("nosuchrun", "no run named 'nosuchrun' (a target is a run name or a path under results/)"),
+    ("bm25\n", "no run named 'bm25\\n' (a target is a run name or a path under results/)"),
+    ("/etc/passwd", "'/etc/passwd' is an absolute path; a target is a run name or a path under results/, relative "
+                    "to the working folder (e.g. results/<run>/metrics.json)"),
+    ("/work/results/bm25/metrics.json", "'/work/results/bm25/metrics.json' is an absolute path"),
+    ("results/", "'results/' is not a path under results/; a target is a run name or a path under results/ "
+                 "(e.g. results/<run>/metrics.json)"),
+    ("results/.", "'results/.' is not a path under results/"),
+    ("./results", "'./results' is not a path under results/"),
+    ("results/../config/config.yaml", "'results/../config/config.yaml' is not a path under results/"),
+    ("results/bm25/../../../x", "'results/bm25/../../../x' is not a path under results/"),
+    ("config/config.yaml", "'config/config.yaml' is not a path under results/"),
+    ("results2/bm25/metrics.json", "'results2/bm25/metrics.json' is not a path under results/"),
+    ("results/bm25/metrics.json\n", "'results/bm25/metrics.json\\n' holds a space or a control character; no "
+                                    "output of the workflow does"),
+    ("results/bm 25/metrics.json", "'results/bm 25/metrics.json' holds a space or a control character"),
+])
+def test_a_target_is_a_run_or_a_path_under_results(default_config, target, message):
+    default_config["targets"] = ["bm25", target]
+    with pytest.raises(ConfigError) as info:
+        validate_config(default_config)
+    assert info.value.key == "targets.1"
+    assert info.value.message.startswith(message)
+
+
+def test_targets_under_results_are_kept_in_their_normal_form(default_config):
+    default_config["targets"] = ["bm25", "results/summary.md", "./results/star/metrics.json",
+                                 "results//pq_matrix/./matrix.md", "results/star/../warmup/metrics.json"]
+    assert validate_config(default_config)["targets"] == [
+        "bm25", "results/summary.md", "results/star/metrics.json", "results/pq_matrix/matrix.md",
+        "results/warmup/metrics.json"]
+
+
+@pytest.mark.parametrize("path, value, key", [
+    (["targets"], ["x" * 100_000], "targets.0"),
+    (["dataset"], "x" * 100_000, "dataset"),
+    (["runs", "bm25", "dataset"], "x" * 100_000, "runs.bm25.dataset"),
+    (["runs", "warmup", "inputs", "negatives"], "x" * 100_000, "runs.warmup.inputs.negatives"),
+    (["method_modules"], {"x" * 100_000: 1}, "method_modules"),
+])
+def test_a_long_value_is_quoted_short(default_config, path, value, key):
+    with pytest.raises(ConfigError) as info:
+        validate_config(_mutate(default_config, path, value))
+    assert info.value.key == key
+    assert len(str(info.value)) < 300 and "characters)" in str(info.value), str(info.value)[:300]
+
+
+# ----------------------------------------------------------------------------- names results/ keeps
+@pytest.mark.parametrize("name, entry, holds", [
+    ("report.html", "report.html", "the report (snakemake --report results/report.html)"),
+    ("report.zip", "report.zip", "the report as an archive"),
+    ("summary.md", "summary.md", "the summary of the runs"),
+    ("summary.parquet", "summary.parquet", "the summary of the runs"),
+    ("summary_tests.parquet", "summary_tests.parquet", "the t-tests behind the summary's markers"),
+    ("summary.html", "summary.html", "the summary's page of the report"),
+    ("summary.html.log", "summary.html.log", "the log of the summary's page of the report"),
+    ("tables", "tables", "the cross-run tables"),
+    ("figures", "figures", "the figures and the data they draw"),
+    ("pq_matrix", "pq_matrix", "the ADORE PQ experiment"),
+    ("datasets", "datasets", "the prepared datasets"),
+    ("Report.HTML", "report.html", "the report (snakemake --report results/report.html) (a file system that "
+                                   "ignores case sees one name)"),
+])
+def test_a_run_may_not_take_a_name_of_the_results_folder(default_config, name, entry, holds):
+    default_config["runs"][name] = {"method": "bm25"}
+    with pytest.raises(ConfigError) as info:
+        validate_config(default_config)
+    assert info.value.key == f"runs.{name}"
+    assert info.value.message.startswith(f"the name {name!r} is reserved: results/{entry} holds {holds}")
+
+
+def test_the_reserved_names_are_the_entries_the_layout_puts_in_results(default_config):
+    from hardneg.io.layout import RESERVED_NAMES, reserved_entry
+    from hardneg.pipeline.plan import Plan
+
+    plan = Plan(validate_config(default_config))
+    layout = plan.layout
+    made = [layout.summary("md"), layout.summary("parquet"), layout.summary_tests(), layout.table("x", "md"),
+            layout.figure("tsne", "png"), layout.experiment("pq_matrix", "matrix.md"),
+            layout.experiment("figures", "logs/tsne.log"), layout.dataset_dir("synthetic")]
+    for page in plan.markdown_pages():  # rules/report.smk: {page}.html, its log and its benchmark
+        made += [f"{page}.html", f"{page}.html.log", f"{page}.html.tsv"]
+    entries = {path.split("/")[1] for path in made}
+    assert entries <= set(RESERVED_NAMES), entries - set(RESERVED_NAMES)
+    assert {"report.html", "report.zip"} | entries == set(RESERVED_NAMES)
+    assert reserved_entry("bm25") is None and reserved_entry("tables2") is None
+    assert reserved_entry("FIGURES") == "figures"

@@ -11,20 +11,85 @@ README.md as printed, so the numbers there are what the code at that commit give
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
-from hardneg.errors import HardnegError
+from hardneg.errors import DataError, HardnegError
 
 MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]
 ABS_MEASURES = [("RR@10", "MRR@10"), ("RR@100", "MRR@100"), ("R@100", "R@100")]
 
 
-def _metrics(results: str | os.PathLike, run: str) -> dict:
-    path = Path(results) / run / "metrics.json"
+_PAIRWISE = ("top200_pairwise_errors", "total_pairwise_errors")
+
+
+def _json_type(value) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _broken(path: Path, line: int | None, problem: str) -> DataError:
+    return DataError(path, line, f"{problem}; rebuild it with snakemake --force {path}")
+
+
+def _field(path: Path, record: dict, keys: tuple[str, ...], kind: str):
+    """The value under ``keys`` (nested) of ``record``, checked to be a JSON ``kind``: ``object``, ``boolean``
+    or ``number`` (finite). A DataError naming the key (``measures.RR@10``) otherwise."""
+    value = record
+    for depth, key in enumerate(keys):
+        if key not in value:
+            raise _broken(path, None, f"{'.'.join(keys[:depth + 1])} is missing")
+        value = value[key]
+    name = ".".join(keys)
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _broken(path, None, f"{name} is {_json_type(value)} ({json.dumps(value)[:40]}), not a number")
+        if not math.isfinite(value):
+            raise _broken(path, None, f"{name} is {json.dumps(value)}, not a finite number")
+    elif _json_type(value) != f"a{'n' if kind == 'object' else ''} {kind}":
+        raise _broken(path, None, f"{name} is {_json_type(value)}, not a{'n' if kind == 'object' else ''} {kind}")
+    return value
+
+
+def read_metrics(path: str | os.PathLike, measures: list[str], *, pairwise: bool = True) -> dict:
+    """The record of a run's ``metrics.json`` at ``path``, checked to hold what the tables print: a finite number
+    under ``measures`` for each of ``measures`` and, with ``pairwise``, the ``pairwise_errors`` (top-200 and total
+    as finite numbers, ``total_is_lower_bound`` as a boolean). A DataError naming the file (and the line, for a
+    JSON syntax error) and what is wrong otherwise."""
+    path = Path(path)
     if not path.is_file():
+        raise DataError(path, None, "not a file: a run's metrics.json is the JSON file its evaluation writes")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _broken(path, None, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise _broken(path, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(record, dict):
+        raise _broken(path, None, f"holds {_json_type(record)}, not the JSON object of a run's metrics")
+    _field(path, record, ("measures",), "object")
+    for measure in measures:
+        _field(path, record, ("measures", measure), "number")
+    if pairwise:
+        _field(path, record, ("pairwise_errors",), "object")
+        for key in _PAIRWISE:
+            _field(path, record, ("pairwise_errors", key), "number")
+        _field(path, record, ("pairwise_errors", "total_is_lower_bound"), "boolean")
+    return record
+
+
+def _metrics(results: str | os.PathLike, run: str, measures: list[str], *, pairwise: bool = True) -> dict:
+    path = Path(results) / run / "metrics.json"
+    if not path.exists():
         raise HardnegError(f"run {run} has no metrics: {path} is missing; build it with snakemake {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_metrics(path, measures, pairwise=pairwise)
 
 
 def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]]) -> str:
@@ -34,7 +99,7 @@ def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]]) -> str:
     lines = ["| run | " + " | ".join(label for _, label in MEASURES) + " | top-200 pairwise errors | total pairwise errors |",
              "|---|" + "---|" * (len(MEASURES) + 2)]
     for run, label in rows:
-        metrics = _metrics(results, run)
+        metrics = _metrics(results, run, [m for m, _ in MEASURES])
         errors = metrics["pairwise_errors"]
         bound = " (≥)" if errors["total_is_lower_bound"] else ""
         lines.append(f"| {label} | " + " | ".join(f"{metrics['measures'][m]:.3f}" for m, _ in MEASURES)
@@ -56,7 +121,7 @@ def abs_table(results: str | os.PathLike, section: dict) -> str:
     for block in section["pretraining"]:
         prefix, pretraining = block["prefix"], block["label"]
         for run, label in table_rows(section["rows"]):
-            measures = _metrics(results, f"{prefix}{run}")["measures"]
+            measures = _metrics(results, f"{prefix}{run}", [m for m, _ in ABS_MEASURES], pairwise=False)["measures"]
             lines.append(f"| {label} (`{prefix}{run}`) | {pretraining} | "
                          + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES) + " |")
     return "\n".join(lines) + "\n"

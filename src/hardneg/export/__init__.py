@@ -7,8 +7,8 @@ They find a run's files through :class:`hardneg.results.run_files.RunFiles`.
   texts) of a run's hard-negative list;
 * :mod:`hardneg.export.hardnegs`: those groups in the formats of sentence-transformers, Tevatron, Hugging Face
   ``datasets`` and plain JSON Lines;
-* :mod:`hardneg.export.outputs`: where an export may be written, and the atomic writers of JSON Lines files and
-  ``datasets`` folders;
+* :mod:`hardneg.export.outputs`: the atomic writers of JSON Lines files and ``datasets`` folders (where an
+  export may be written is :mod:`hardneg.results.output_paths`' call);
 * :mod:`hardneg.export.index`: a run's Faiss index as a folder Pyserini's ``FaissSearcher`` opens, with the query
   encoder;
 * :mod:`hardneg.export.pyserini`: the Pyserini query encoder that encodes queries exactly as hardneg does

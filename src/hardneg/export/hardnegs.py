@@ -56,8 +56,9 @@ import pyarrow as pa
 from hardneg.errors import HardnegError
 from hardneg.export import FORMATS, ST_FORMATS
 from hardneg.export.groups import Groups, load_groups
-from hardneg.export.outputs import check_output, is_saved_dataset, write_hf_dataset, write_jsonl
+from hardneg.export.outputs import is_saved_dataset, write_hf_dataset, write_jsonl
 from hardneg.export.texts import joined_texts, tokenizer_separator
+from hardneg.results.output_paths import check_output
 from hardneg.results.run_files import RunFiles
 
 log = logging.getLogger(__name__)
@@ -195,13 +196,15 @@ def document_texts(groups: Groups, files: RunFiles, title_separator: str | None)
 # -------------------------------------------------------------------------------------------- the command
 def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
                     negatives: int | None = None, st_format: str | None = None,
-                    title_separator: str | None = None) -> dict:
+                    title_separator: str | None = None, force: bool = False) -> dict:
     """Write run ``run``'s hard negatives in format ``fmt`` (one of :data:`FORMATS`) to ``output``: a file for
     ``tevatron`` and ``jsonl``, a folder for the ``datasets`` formats. ``negatives``: the first N negatives of
     each query; ``st_format``: sentence-transformers' output format (default ``triplet``); ``title_separator``:
     what joins titles and texts in sentence-transformers' strings (default: the run's tokenizer's pair
-    separator). Returns what was written: ``format``, ``output``, ``queries``, ``rows`` (lines or dataset rows)
-    and, for sentence-transformers, ``st_format`` and ``columns``."""
+    separator); ``force``: replace an existing ``output`` (an earlier export, for a folder) or write inside the
+    ``results`` folder (:func:`hardneg.results.output_paths.check_output`). Returns what was written:
+    ``format``, ``output``, ``queries``, ``rows`` (lines or dataset rows) and, for sentence-transformers,
+    ``st_format`` and ``columns``."""
     if fmt not in FORMATS:
         raise HardnegError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt != "sentence-transformers" and (st_format is not None or title_separator is not None):
@@ -209,7 +212,8 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
     st_format = st_format or "triplet"
     st_schema(st_format, 1)  # an unknown --st-format fails before anything is read
     what = f"{fmt} export"
-    output = check_output(output, folder=fmt in _FOLDER_FORMATS, what=what, previous=is_saved_dataset)
+    output = check_output(output, folder=fmt in _FOLDER_FORMATS, what=what, results=results, force=force,
+                          previous=is_saved_dataset)
     files = RunFiles.open(run, results)
     groups = load_groups(files, negatives)
     summary = {"format": fmt, "output": str(output), "queries": len(groups)}

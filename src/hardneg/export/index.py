@@ -37,9 +37,9 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from hardneg.errors import DataError
-from hardneg.export.outputs import check_output
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_dir
+from hardneg.results.output_paths import check_output
 from hardneg.results.run_files import RunFiles
 
 log = logging.getLogger(__name__)
@@ -82,15 +82,15 @@ def _write_docids(ids_path: Path, target: Path) -> int:
 
 
 def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
-                 slug: str | None = None) -> dict:
+                 slug: str | None = None, force: bool = False) -> dict:
     """Write run ``run``'s index ``slug`` (default: the one its queries are searched with) and its query encoder
-    as a Pyserini ``FaissSearcher`` folder at ``output`` (see the module docstring), atomically. Returns the
-    ``hardneg_export.json`` record."""
-    import faiss  # Faiss: imported only where an index is built or searched
+    as a Pyserini ``FaissSearcher`` folder at ``output`` (see the module docstring), atomically. ``force``:
+    replace an earlier index export at ``output``, or write inside the ``results`` folder
+    (:func:`hardneg.results.output_paths.check_output`). Returns the ``hardneg_export.json`` record."""
+    from hardneg.index import load_index, save_index, set_search_params  # Faiss: imported only where it is used
 
-    from hardneg.index import load_index, set_search_params
-
-    output = check_output(output, folder=True, what="Pyserini index export", previous=is_index_export)
+    output = check_output(output, folder=True, what="Pyserini index export", results=results, force=force,
+                          previous=is_index_export)
     files = RunFiles.open(run, results)
     slug = slug or files.index_slug()
     index_path, ids_path, model_dir = files.index(slug), files.corpus_ids(), files.model_dir()
@@ -102,7 +102,7 @@ def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathL
             "pyserini_auto_query_encoder": auto_query_encoder(model_dir),
             "sources": {"index": str(index_path), "docids": str(ids_path), "model": str(model_dir)}}
     with atomic_dir(output) as tmp:
-        faiss.write_index(index, str(tmp / "index"))
+        save_index(index, tmp / "index")
         count = _write_docids(ids_path, tmp / "docid")
         if count != index.ntotal:
             raise DataError(ids_path, None, f"names {count} documents but index {index_path} holds {index.ntotal} "

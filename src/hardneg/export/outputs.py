@@ -1,9 +1,10 @@
-"""Where an export may be written, and the atomic writers of its files.
+"""The atomic writers of an export's files, and how an earlier export folder is recognised.
 
 Every export is written beside its target under a temporary name and renamed into place once whole
-(:mod:`hardneg.io.atomic`), so a failed or interrupted export leaves the previous one, or nothing. A folder output
-replaces the folder whole, so an existing folder is replaced only when it is empty or an export of the same kind
-(recognised by its files): a mistyped ``--output`` cannot remove anything else.
+(:mod:`hardneg.io.atomic`), so a failed or interrupted export leaves the previous one, or nothing. Where an export
+may be written at all is :func:`hardneg.results.output_paths.check_output`'s call: a folder output replaces the
+folder whole, so an existing folder is replaced only with ``--force``, and only when it is empty or an export of
+the same kind (recognised by its files, :func:`is_saved_dataset`).
 """
 
 from __future__ import annotations
@@ -12,37 +13,16 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import pyarrow as pa
 
-from hardneg.errors import HardnegError
 from hardneg.io.atomic import atomic_dir, atomic_path
 
 
 def is_saved_dataset(path: Path) -> bool:
     """Whether ``path`` is a Hugging Face dataset written by ``Dataset.save_to_disk``."""
     return (path / "state.json").is_file() and (path / "dataset_info.json").is_file()
-
-
-def check_output(path: str | os.PathLike, *, folder: bool, what: str,
-                 previous: Callable[[Path], bool] | None = None) -> Path:
-    """``path`` as a Path when an export of ``what`` (a file, or a ``folder``) may be written there: it does not
-    exist, it is a file where a file is written, or a folder that is empty or ``previous`` recognises as an
-    earlier export. A HardnegError naming ``--output`` otherwise."""
-    path = Path(path)
-    if not path.exists():
-        return path
-    if not folder:
-        if path.is_dir():
-            raise HardnegError(f"--output {path} is a folder; the {what} is written as one file: give a file path")
-        return path
-    if not path.is_dir():
-        raise HardnegError(f"--output {path} is a file; the {what} is written as a folder: give a folder path")
-    if any(path.iterdir()) and not (previous and previous(path)):
-        raise HardnegError(f"--output {path} is a folder that holds something other than a {what}; the export "
-                           "replaces its folder whole: give a new or empty folder, or remove this one")
-    return path
 
 
 def write_jsonl(path: str | os.PathLike, blocks: Iterable[list[dict]]) -> int:

@@ -16,6 +16,7 @@ import yaml
 
 from hardneg.errors import ConfigError
 from hardneg.io.atomic import write_text
+from hardneg.results.output_paths import check_output
 
 MEASURES = ["RR@10", "RR@100", "R@100", "R@1000", "nDCG@10", "AP@1000"]
 MINILM = "minilm"
@@ -131,9 +132,15 @@ HEADER = """\
 """
 
 
-def write_starter(config: dict, path: str | os.PathLike) -> None:
-    """Validate ``config`` and write it as YAML to ``path`` (atomically), with a header saying how to run it."""
+def write_starter(config: dict, path: str | os.PathLike, *, force: bool = False,
+                  results: str | os.PathLike = "results") -> None:
+    """Validate ``config`` and write it as YAML to ``path`` (atomically), with a header saying how to run it.
+
+    ``path`` must be a new file outside the ``results`` folder unless ``force`` is given, which replaces an
+    existing file or writes inside ``results`` (:func:`hardneg.results.output_paths.check_output`: a folder, a
+    symbolic link or a file that is not a regular file is refused even then)."""
     from hardneg.pipeline.config import validate_config  # Faiss: imported only where an index is built or searched
 
+    path = check_output(path, folder=False, what="config", results=results, force=force)
     validate_config(copy.deepcopy(config))
     write_text(path, HEADER.format(path=path) + yaml.safe_dump(config, sort_keys=False))

@@ -1,2 +1,4 @@
-"""A finished run's results read back: its files found from its name (:mod:`.run_files`) and one query of its
-hard-negative list as text (:mod:`.query_view`). The exports and the ``hardneg audit`` command read them."""
+"""A finished run's results read back, and what the ``hardneg`` command shows or writes beside them: a run's files
+found from its name (:mod:`.run_files`), one query of its hard-negative list as text (:mod:`.query_view`), where an
+``--output`` may be written without harming the results (:mod:`.output_paths`) and data made safe to print on a
+terminal (:mod:`.terminal`). The exports and the ``hardneg`` commands read them."""

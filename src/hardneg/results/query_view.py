@@ -1,15 +1,24 @@
 """One query of a finished run as the ``hardneg audit RUN --qid Q`` command shows it: read from the run's files
-and formatted by :func:`hardneg.mining.audit.format_query`."""
+and formatted by :func:`hardneg.mining.audit.format_query`.
+
+Ids, titles and texts are shown as :func:`hardneg.io.text.visible` writes them, so a control character
+or a bidirectional override in the data cannot act on the terminal: every id and the query's text are escaped (a
+line break in them shows as ``\\n``); in a document's title and text, line breaks and tabs are spaces (the
+snippet puts a document on one line) and the other control characters are escaped."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+import pyarrow as pa
 
 from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.mining.audit import format_query
 from hardneg.results.run_files import RunFiles
+from hardneg.io.text import visible
 
 
 def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results", top: int = 10,
@@ -43,5 +52,22 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
     shown = hardnegs.sort_by([("rank", "ascending")]).slice(0, top)
     docids = sorted(set(qrels["docid"].to_pylist()) | set(shown["docid"].to_pylist()))
     corpus = artifacts.read_matching_rows(artifacts.CORPUS, layout.corpus(dataset), "docid", docids)
-    return format_query(qid, queries=queries, corpus=corpus, qrels=qrels, hardnegs=hardnegs, positives=positives,
+    return format_query(visible(qid), queries=_shown(queries, ("text",)),
+                        corpus=_shown(corpus, ("title", "text"), one_line=True), qrels=_shown(qrels),
+                        hardnegs=_shown(hardnegs), positives=None if positives is None else _shown(positives),
                         top=top, snippet_chars=snippet_chars)
+
+
+_BREAKS = re.compile(r"[\t\n\v\f\r]+")
+
+
+def _shown(table: pa.Table, texts: tuple[str, ...] = (), *, one_line: bool = False) -> pa.Table:
+    """``table`` with its ids (``qid``, ``docid``, where it has them) and its ``texts`` columns made
+    :func:`visible`; ``one_line``: in the ``texts`` columns, each run of line breaks and tabs first becomes one
+    space."""
+    for name in [name for name in table.column_names if name in ("qid", "docid", *texts)]:
+        values = [None if value is None else
+                  visible(_BREAKS.sub(" ", value) if one_line and name in texts else value)
+                  for value in table[name].to_pylist()]
+        table = table.set_column(table.column_names.index(name), name, pa.array(values, pa.string()))
+    return table

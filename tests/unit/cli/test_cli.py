@@ -122,3 +122,140 @@ def test_every_command_has_help_and_there_is_a_version(capsys):
         assert exit_.value.code == 0 and out.startswith(f"usage: hardneg {name}"), name
         for action in command._actions:  # every option and argument is described
             assert action.help, f"hardneg {name}: {action.dest} has no help"
+
+
+# --------------------------------------------------------------------------------------- errors name the file
+def test_a_config_error_names_the_file_and_a_folder_is_not_a_config(tmp_path, capsys):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert main(["check-config", str(empty)]) == 2
+    assert capsys.readouterr().err == f"hardneg: error: {empty}: config key 'datasets': required key is missing\n"
+    assert main(["check-config", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"hardneg: error: {tmp_path}: is a folder")
+    assert main(["table", "--config", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"hardneg: error: {tmp_path}: is a folder")
+
+
+def test_counts_below_their_minimum_are_refused_before_anything_is_read(capsys):
+    import pytest
+
+    for argv, message in ((["audit", "star", "--qid", "q1", "--top", "-1"], "argument --top: must be at least 0, got -1"),
+                          (["export", "hardnegs", "star", "--format", "jsonl", "--output", "x", "--negatives", "0"],
+                           "argument --negatives: must be at least 1, got 0"),
+                          (["audit", "star", "--qid", "q1", "--top", "ten"], "argument --top: expected an integer, "
+                                                                             "got 'ten'")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2 and message in capsys.readouterr().err, argv
+
+
+# ------------------------------------------------------------------------------------------- hardneg table
+GOOD_METRICS = {"measures": {"RR@10": 0.25, "nDCG@10": 0.5, "R@100": 0.75},
+                "pairwise_errors": {"top200_pairwise_errors": 3.0, "total_pairwise_errors": 9.0,
+                                    "total_is_lower_bound": False}}
+
+
+def _corrupt(change):
+    import copy
+
+    metrics = copy.deepcopy(GOOD_METRICS)
+    change(metrics)
+    return metrics
+
+
+CORRUPT_METRICS = {
+    "not-json": ('{"measures": {"RR@10": 0.25,\n  "nDCG@10": }', r"metrics.json, line 2: invalid JSON: Expecting value "
+                                                                  r"\(column 14\)"),
+    "not-utf8": (b"\xff\xfe{}", r"metrics.json: invalid UTF-8"),
+    "array": ([GOOD_METRICS], r"metrics.json: holds an array, not the JSON object of a run's metrics"),
+    "null": (None, r"metrics.json: holds null, not the JSON object"),
+    "no-measures": (_corrupt(lambda m: m.pop("measures")), r"metrics.json: measures is missing"),
+    "measures-list": (_corrupt(lambda m: m.update(measures=[0.25])), r"metrics.json: measures is an array, not an "
+                                                                      r"object"),
+    "missing-measure": (_corrupt(lambda m: m["measures"].pop("nDCG@10")), r"metrics.json: measures.nDCG@10 is missing"),
+    "string-measure": (_corrupt(lambda m: m["measures"].update({"RR@10": "0.25"})),
+                       r'metrics.json: measures.RR@10 is a string \("0.25"\), not a number'),
+    "boolean-measure": (_corrupt(lambda m: m["measures"].update({"R@100": True})),
+                        r"metrics.json: measures.R@100 is a boolean \(true\), not a number"),
+    "nan-measure": (_corrupt(lambda m: m["measures"].update({"RR@10": float("nan")})),
+                    r"metrics.json: measures.RR@10 is NaN, not a finite number"),
+    "infinite-errors": (_corrupt(lambda m: m["pairwise_errors"].update(total_pairwise_errors=float("inf"))),
+                        r"metrics.json: pairwise_errors.total_pairwise_errors is Infinity, not a finite number"),
+    "no-pairwise": (_corrupt(lambda m: m.pop("pairwise_errors")), r"metrics.json: pairwise_errors is missing"),
+    "bound-not-boolean": (_corrupt(lambda m: m["pairwise_errors"].update(total_is_lower_bound="no")),
+                          r"pairwise_errors.total_is_lower_bound is a string, not a boolean"),
+}
+
+
+def _write_metrics(path, content):
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, str):
+        path.write_text(content)
+    else:
+        path.write_text(json.dumps(content))
+
+
+def test_table_prints_a_run_from_good_metrics(tmp_path, capsys):
+    _write_metrics(tmp_path / "results" / "star" / "metrics.json", GOOD_METRICS)
+    assert main(["table", "star", "--config", str(REPO / "config" / "config.yaml"),
+                 "--results", str(tmp_path / "results")]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == "| star | 0.250 | 0.500 | 0.750 | 3.0 | 9.0 |"
+
+
+def test_table_names_a_corrupt_metrics_file_and_what_is_wrong(tmp_path, capsys):
+    import re
+
+    for kind, (content, message) in CORRUPT_METRICS.items():
+        results = tmp_path / kind
+        path = results / "star" / "metrics.json"
+        _write_metrics(path, content)
+        assert main(["table", "star", "--config", str(REPO / "config" / "config.yaml"),
+                     "--results", str(results)]) == 2, kind
+        err = capsys.readouterr().err
+        assert err.startswith(f"hardneg: error: {path}") and err.count("\n") == 1, (kind, err)
+        assert re.search(message, err) and f"rebuild it with snakemake --force {path}" in err, (kind, err)
+    (tmp_path / "folder" / "star" / "metrics.json").mkdir(parents=True)
+    assert main(["table", "star", "--config", str(REPO / "config" / "config.yaml"),
+                 "--results", str(tmp_path / "folder")]) == 2
+    assert "metrics.json: not a file: a run's metrics.json is the JSON file its evaluation writes" in \
+        capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------- data shown on the terminal
+def test_labels_from_a_config_reach_the_terminal_escaped(tmp_path, capsys):
+    import yaml
+
+    _write_metrics(tmp_path / "results" / "star" / "metrics.json", GOOD_METRICS)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["tables"]["results"] = [{"run": "star", "label": "STAR \x1b]0;owned\x07 \u202eruns"}]
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["table", "--config", str(tmp_path / "my.yaml"), "--results", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "| STAR \\x1b]0;owned\\x07 \\u202eruns | 0.250 |" in out and "\x1b" not in out and "\u202e" not in out
+
+
+# ------------------------------------------------------------------------------------------- hardneg init
+def test_init_replaces_a_config_only_with_force(beir_folder, tmp_path, capsys, monkeypatch):
+    folder = beir_folder(split="train")
+    out = tmp_path / "mine.yaml"
+    out.write_text("# my own config\n")
+    assert main(["init", "--beir", str(folder), "--output", str(out)]) == 2
+    assert capsys.readouterr().err == (f"hardneg: error: --output {out} already exists (a file): give --force to "
+                                       "replace it, or another path\n")
+    assert out.read_text() == "# my own config\n"
+    assert main(["init", "--beir", str(folder), "--output", str(out), "--force"]) == 0
+    assert out.read_text().startswith("# A hardneg config for your own data")
+    monkeypatch.chdir(tmp_path)  # the results folder init keeps out of is ./results
+    (tmp_path / "results").mkdir()
+    assert main(["init", "--beir", str(folder), "--output", "results/my.yaml"]) == 2
+    assert "--output results/my.yaml is inside the results folder results" in capsys.readouterr().err
+    assert main(["init", "--beir", str(folder), "--output", ""]) == 2
+    assert capsys.readouterr().err == "hardneg: error: --output is empty: give the path of the file to write\n"
+    assert main(["init", "--beir", str(folder), "--output", str(tmp_path)]) == 2
+    assert f"--output {tmp_path} is a folder; the config is written as one file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["beir", "mine.yaml", "results"]
+    assert list((tmp_path / "results").iterdir()) == []

@@ -94,8 +94,8 @@ def test_jsonl_has_one_object_per_group_with_texts_and_negatives_in_rank_order(r
         assert row["negatives"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1],
                                      "rank": RANK[row["qid"], d], "score": SCORE[row["qid"], d]} for d in negatives]
     assert rows[0]["negatives"][2]["title"] == "  " and rows[1]["negatives"][0]["title"] == ""  # a missing title
-    # --negatives keeps the first N in rank order
-    export_hardnegs("star", "jsonl", out, results=results, negatives=2)
+    # --negatives keeps the first N in rank order (force: this export replaces the first)
+    export_hardnegs("star", "jsonl", out, results=results, negatives=2, force=True)
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [[n["docid"] for n in row["negatives"]] for row in rows] == [["d8", "d7"], ["d10", "d1"], ["d3", "d8"]]
 
@@ -148,7 +148,7 @@ def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path):
         assert [n["score"] for n in row["negatives"]] == pytest.approx([SCORE[row["qid"], d] for d in negatives])
     assert not [p for p in out.iterdir() if p.name not in ("state.json", "dataset_info.json")
                 and not p.name.startswith("data-")]  # the streamed rows file is gone
-    export_hardnegs("star", "hf-dataset", out, results=results, negatives=1)  # a previous export is replaced
+    export_hardnegs("star", "hf-dataset", out, results=results, negatives=1, force=True)  # the previous one goes
     negatives = datasets.load_from_disk(str(out))["negatives"]
     assert [[n["docid"] for n in row] for row in negatives] == [["d8"], ["d10"], ["d3"]]
 
@@ -296,7 +296,7 @@ def test_export_errors_name_what_is_wrong(results, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     with pytest.raises(HardnegError, match="--output .*mine is a folder that holds something other than a hf-dataset"):
-        export_hardnegs("star", "hf-dataset", tmp_path / "mine", results=results)
+        export_hardnegs("star", "hf-dataset", tmp_path / "mine", results=results, force=True)
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
     with pytest.raises(HardnegError, match="--output .*mine is a folder; the jsonl export is written as one file"):
         export_hardnegs("star", "jsonl", tmp_path / "mine", results=results)
@@ -324,7 +324,9 @@ def test_index_export_errors_name_what_is_wrong(results, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     with pytest.raises(HardnegError, match="--output .*mine is a folder that holds something other than a Pyserini"):
-        export_index("star", tmp_path / "mine", results=results)
+        export_index("star", tmp_path / "mine", results=results, force=True)
+    with pytest.raises(HardnegError, match=r"--output .*results/star/faiss is inside the results folder"):
+        export_index("star", results / "star" / "faiss", results=results)
     assert not (tmp_path / "x").exists() and (tmp_path / "mine" / "notes.txt").exists()
 
 
@@ -337,3 +339,42 @@ def test_cli_export_hardnegs(results, tmp_path, capsys):
     assert main(["export", "hardnegs", "nope", "--format", "jsonl", "--output", str(tmp_path / "x.jsonl"),
                  "--results", str(results)]) == 2
     assert "hardneg: error: run 'nope' has no results folder" in capsys.readouterr().err
+
+
+def test_cli_export_replaces_an_output_only_with_force(results, tmp_path, capsys):
+    out = tmp_path / "h.jsonl"
+    command = ["export", "hardnegs", "star", "--format", "jsonl", "--output", str(out), "--results", str(results)]
+    assert main(command) == 0
+    first = out.read_bytes()
+    capsys.readouterr()
+    assert main(command + ["--negatives", "1"]) == 2
+    assert capsys.readouterr().err == (f"hardneg: error: --output {out} already exists (a file): give --force to "
+                                       "replace it, or another path\n")
+    assert out.read_bytes() == first
+    assert main(command + ["--negatives", "1", "--force"]) == 0
+    assert [len(json.loads(line)["negatives"]) for line in out.read_text().splitlines()] == [1, 1, 1]
+
+    folder = tmp_path / "hf"
+    command = ["export", "hardnegs", "star", "--format", "hf-dataset", "--output", str(folder), "--results",
+               str(results)]
+    assert main(command) == 0
+    assert main(command + ["--negatives", "1"]) == 2
+    assert "already exists (an earlier hf-dataset export): give --force" in capsys.readouterr().err
+    assert len(datasets.load_from_disk(str(folder))[0]["negatives"]) == 3
+    assert main(command + ["--negatives", "1", "--force"]) == 0
+    assert len(datasets.load_from_disk(str(folder))[0]["negatives"]) == 1
+
+
+def test_cli_export_writes_inside_the_results_folder_only_with_force(results, capsys):
+    artifact = results / "star" / "hardnegs.parquet"
+    before = artifact.read_bytes()
+    assert main(["export", "hardnegs", "star", "--format", "tevatron", "--output", str(artifact),
+                 "--results", str(results)]) == 2
+    assert capsys.readouterr().err == (f"hardneg: error: --output {artifact} is inside the results folder {results}, "
+                                       "where the workflow keeps its artifacts: give a path outside it, or --force "
+                                       "to write there anyway\n")
+    assert artifact.read_bytes() == before
+    out = results / "exports" / "star.jsonl"
+    assert main(["export", "hardnegs", "star", "--format", "jsonl", "--output", str(out), "--results", str(results),
+                 "--force"]) == 0
+    assert len(out.read_text().splitlines()) == 3

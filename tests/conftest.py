@@ -8,6 +8,7 @@ import pytest  # noqa: E402
 
 from tests.support import REPO  # noqa: E402
 from tests.support.builds import Builds, session_root  # noqa: E402
+from tests.support.disk import small_disks  # noqa: E402
 from tests.support.files import write_lines  # noqa: E402
 
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
@@ -21,6 +22,12 @@ def scifact():
             pytest.fail(f"SciFact data missing at {SCIFACT}")
         pytest.skip("SciFact data not available beside the repository")
     return SCIFACT
+
+
+@pytest.fixture
+def small_disk():
+    """``small_disk(path, size)``: a tmpfs of ``size`` mounted on ``path`` for the test (tests/support/disk.py)."""
+    yield from small_disks()
 
 
 @pytest.fixture
@@ -64,8 +71,9 @@ def main_run(builds):
 LONGEST_FIRST = ["workflow/test_readme.py", "workflow/test_own_data.py", "reliability/test_reliability_kills.py",
                  "workflow/test_workflow_ance.py", "reliability/test_reliability_inputs.py",
                  "workflow/test_workflow_dense.py", "workflow/test_reproducible.py", "workflow/test_workflow_tct.py",
-                 "reliability/test_stop.py", "workflow/test_workflow_abs.py", "workflow/test_report.py",
-                 "workflow/test_workflow_figures.py"]
+                 "reliability/test_stop.py", "reliability/test_reliability_config.py", "workflow/test_workflow_abs.py",
+                 "workflow/test_report.py", "reliability/test_reliability_disk.py", "workflow/test_workflow_figures.py",
+                 "reliability/test_reliability_cli.py", "reliability/test_reliability_numbers.py"]
 TESTS = REPO / "tests"
 
 

@@ -31,6 +31,57 @@ def test_tiny_index_flat_and_multifield(tmp_path):
         assert not list(tmp_path.glob(f".{fields}.*.tmp"))  # nothing temporary left behind
 
 
+def _corpus(path, count: int) -> None:
+    words = ["cat", "dog", "fish", "bird", "lion", "mouse", "horse", "zebra"]
+    texts = [" ".join(f"{words[(i * 7 + j) % 8]}{(i * 31 + j) % 997}" for j in range(30)) for i in range(count)]
+    artifacts.write_table(pa.table({"docid": [f"d{i}" for i in range(count)], "title": ["t"] * count,
+                                    "text": texts}), artifacts.CORPUS, path)
+
+
+def test_an_index_lucene_cannot_open_fails_the_build(tmp_path):
+    """The written index is opened and its documents counted before it takes its place: one without its
+    segments file (what the indexer leaves when a write fails) or holding other documents is an error."""
+    from hardneg.bm25.index import check_index
+    from hardneg.errors import IncompleteOutputError
+
+    _corpus(tmp_path / "corpus.parquet", 50)
+    build_index(tmp_path / "corpus.parquet", tmp_path / "index", threads=1)
+    lucene = tmp_path / "index" / "lucene"
+    check_index(lucene, 50, tmp_path / "index")
+    with pytest.raises(IncompleteOutputError, match=r"holds 50 documents, not the corpus's 51"):
+        check_index(lucene, 51, tmp_path / "index")
+    for segments in lucene.glob("segments_*"):
+        segments.unlink()
+    with pytest.raises(IncompleteOutputError, match=r"index: the Lucene index written cannot be opened "
+                                                    r"\(IndexNotFoundException: no segments"):
+        check_index(lucene, 50, tmp_path / "index")
+
+
+def test_documents_with_nothing_to_index_are_left_out_and_counted(tmp_path):
+    """A blank document (and, indexed multifield, one with a title but no text) has nothing Lucene would index:
+    it is left out of the collection, and the index is checked against the documents written."""
+    corpus = pa.table({"docid": ["d1", "d2", "d3"], "title": ["Cats", " \t", "Only a title"],
+                       "text": ["cats purr", "\n ", ""]})
+    artifacts.write_table(corpus, artifacts.CORPUS, tmp_path / "corpus.parquet")
+    assert build_index(tmp_path / "corpus.parquet", tmp_path / "flat", fields="flat")["num_docs"] == 2
+    assert build_index(tmp_path / "corpus.parquet", tmp_path / "multi", fields="multifield")["num_docs"] == 1
+
+
+@pytest.mark.parametrize("size", ["1m", "1400k", "1800k"])
+def test_a_full_disk_while_indexing_fails_and_leaves_nothing(tmp_path, small_disk, size):
+    """On a disk with room for the corpus's JSON but not for its index, Anserini's indexer either raises or logs
+    the failed write and returns (by where the disk filled up); either way the build fails with an error that
+    names the index, and leaves nothing on the disk."""
+    from hardneg.errors import IncompleteOutputError
+
+    _corpus(tmp_path / "corpus.parquet", 3000)
+    disk = small_disk(tmp_path / "disk", size)
+    with pytest.raises(IncompleteOutputError, match=r"/disk/index: (Anserini's indexer failed|the Lucene index "
+                                                    r"written (cannot be opened|holds))"):
+        build_index(tmp_path / "corpus.parquet", disk / "index", threads=1)
+    assert list(disk.iterdir()) == []
+
+
 @pytest.fixture(scope="module")
 def scifact_bm25(tmp_path_factory, request):
     folder = request.getfixturevalue("scifact")

@@ -18,7 +18,7 @@ from typing import Callable
 from filelock import FileLock
 
 from tests.support import REPO
-from tests.support.configs import MAIN_TARGET, STAR_CONFIG, STAR_TARGETS
+from tests.support.configs import FUSION_CONFIG, FUSION_TARGETS, MAIN_TARGET, STAR_CONFIG, STAR_TARGETS
 from tests.support.workflow import output_of, snakemake, write_config
 
 
@@ -75,6 +75,17 @@ class Builds:
     def star_chain(self) -> Path:
         """The tiny BM25 → warm-up → STAR → ADORE chain (``configs.STAR_CONFIG``), built from nothing."""
         return self.workflow(STAR_CONFIG, *STAR_TARGETS)
+
+    def fusion_chain(self) -> Path:
+        """The tiny fusion chain (``configs.FUSION_CONFIG``): BM25, in-batch, and their hybrid, built from nothing."""
+        def make(workdir: Path) -> None:
+            write_config(workdir, FUSION_CONFIG)
+            result = snakemake(workdir, *FUSION_TARGETS)
+            assert result.returncode == 0, result.stderr[-4000:]
+            # inbatch trained on the training split: tuning on it is warned about
+            assert "alpha is tuned on queries of split 'train', which trained a model" in result.stderr
+
+        return self.build("workflow_fusion", make)[0]
 
     def main_run(self) -> Path:
         """A checkout (the repository's files, linked, with the default config) after `make run`'s Snakemake

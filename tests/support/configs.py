@@ -46,6 +46,25 @@ DENSE_CONFIG = {
     },
 }
 
+# The tiny fusion chain: BM25 and an in-batch dense run fused by a hybrid whose α is tuned on training queries
+# (``Builds.fusion_chain``: tests/workflow/test_workflow_fusion.py reads it, and the full-disk test of
+# tests/reliability/test_reliability_disk.py builds it again on a small disk).
+FUSION_GRID = [0.0, 0.01, 0.1, 1.0]
+FUSION_CONFIG = {
+    "seed": 5,
+    "dataset": "tiny",
+    "datasets": {"tiny": dict(SYNTHETIC_300)},
+    "runs": {
+        "bm25": {"method": "bm25", "params": {"top_k": 100}},
+        "inbatch": {"method": "inbatch", "params": TINY_DENSE},
+        "hybrid": {"method": "hybrid", "inputs": {"runs": ["bm25", "inbatch"]},
+                   "params": {"alpha_grid": FUSION_GRID, "depth": 50, "k": 60, "tune": {"queries": 40}}},
+        "rrf": {"method": "rrf", "inputs": {"runs": ["bm25", "inbatch"]}, "params": {"depth": 50}},
+        "fixed": {"method": "hybrid", "inputs": {"runs": ["bm25", "inbatch"]}, "params": {"alpha": 0.1}},
+    },
+}
+FUSION_TARGETS = ["results/hybrid/metrics.json"]
+
 # The tiny chain BM25 → warm-up → STAR → ADORE: built once per session (tests/support/builds.py, ``star_chain``), it
 # is the uninterrupted reference of the kill tests (tests/reliability/test_reliability_kills.py, which stop at
 # STAR), the first of the two cold runs of tests/workflow/test_reproducible.py, and the runs before ANCE's

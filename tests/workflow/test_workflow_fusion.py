@@ -11,38 +11,17 @@ import pytest
 from hardneg.fusion import hybrid, sample_queries, tune_weight
 from hardneg.io import artifacts
 from tests.support.builds import copy_build
-from tests.support.configs import SYNTHETIC_300, TINY_DENSE
+from tests.support.configs import FUSION_CONFIG, FUSION_GRID, FUSION_TARGETS
 from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
-GRID = [0.0, 0.01, 0.1, 1.0]
-CONFIG = {
-    "seed": 5,
-    "dataset": "tiny",
-    "datasets": {"tiny": dict(SYNTHETIC_300)},
-    "runs": {
-        "bm25": {"method": "bm25", "params": {"top_k": 100}},
-        "inbatch": {"method": "inbatch", "params": TINY_DENSE},
-        "hybrid": {"method": "hybrid", "inputs": {"runs": ["bm25", "inbatch"]},
-                   "params": {"alpha_grid": GRID, "depth": 50, "k": 60, "tune": {"queries": 40}}},
-        "rrf": {"method": "rrf", "inputs": {"runs": ["bm25", "inbatch"]}, "params": {"depth": 50}},
-        "fixed": {"method": "hybrid", "inputs": {"runs": ["bm25", "inbatch"]}, "params": {"alpha": 0.1}},
-    },
-}
-TARGETS = ["results/hybrid/metrics.json"]
+GRID, CONFIG, TARGETS = FUSION_GRID, FUSION_CONFIG, FUSION_TARGETS
 
 
 @pytest.fixture(scope="module")
 def built(builds):
-    def make(workdir):
-        write_config(workdir, CONFIG)
-        result = snakemake(workdir, *TARGETS)
-        assert result.returncode == 0, result.stderr[-4000:]
-        # inbatch trained on the training split: tuning on it is warned about
-        assert "alpha is tuned on queries of split 'train', which trained a model" in result.stderr
-
-    return builds.build("workflow_fusion", make)[0]
+    return builds.fusion_chain()
 
 
 def jobs(result) -> dict:

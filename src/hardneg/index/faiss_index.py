@@ -250,9 +250,12 @@ def set_search_params(index: faiss.Index, params: str | dict | None) -> None:
 
 
 def save_index(index: faiss.Index, path: str | os.PathLike) -> None:
-    """Write ``index`` (a CPU index) to ``path`` atomically, in faiss's own file format."""
-    with atomic_path(path) as tmp:
-        faiss.write_index(index, str(tmp))
+    """Write ``index`` (a CPU index) to ``path`` atomically, in faiss's own file format. Faiss writes through a
+    Python file here: writing to a path, it reports a failure to flush its last buffer on close (a full disk) only
+    on stderr and returns, leaving a truncated index; a Python file raises, and the job fails."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
+        handle.flush()
 
 
 def load_index(path: str | os.PathLike) -> faiss.Index:

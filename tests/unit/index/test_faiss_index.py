@@ -163,6 +163,19 @@ def test_save_load_round_trip_is_atomic(data, tmp_path):
         load_index(tmp_path / "missing.faiss")
 
 
+def test_an_index_the_disk_cannot_hold_fails_and_leaves_nothing(tmp_path, small_disk):
+    """Faiss writing to a path reports a failed flush of its last buffer (a full disk) only on stderr; written
+    through a Python file, the save raises and leaves nothing, the byte-identical index still writes elsewhere."""
+    rng = np.random.default_rng(0)
+    index = build_index(rng.standard_normal((2000, 64)).astype("float32"), "Flat", use_gpu=False)  # 512 kB
+    disk = small_disk(tmp_path / "disk", "500k")
+    with pytest.raises((OSError, RuntimeError)):
+        save_index(index, disk / "flat.faiss")
+    assert list(disk.iterdir()) == []
+    save_index(index, tmp_path / "flat.faiss")
+    assert (tmp_path / "flat.faiss").read_bytes() == faiss.serialize_index(index).tobytes()
+
+
 def test_search_run_is_a_correct_run_table(data):
     emb, queries = data
     index = build_index(emb, "Flat", use_gpu=False)

@@ -1,0 +1,58 @@
+"""A disk that fills up, through the real entry point: ``snakemake`` on the tiny fusion chain (BM25, in-batch and
+their tuned hybrid) with ``results/`` on a small disk (a tmpfs, tests/support/disk.py).
+
+Each size stops the chain at another stage: the run fails at the first stage that cannot write, with one failed
+job, no temporary and no partial artifact (every artifact present is the uninterrupted run's, byte for byte). The
+disk then grows and the same command completes, with the artifacts of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.configs import FUSION_CONFIG, FUSION_TARGETS
+from tests.support.reliability import digests, temporaries
+from tests.support.workflow import output_of, snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+FAILED_RULE = re.compile(r"Error in rule (\w+):")
+
+
+def _size(root: Path) -> int:
+    return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
+
+
+def test_a_full_disk_fails_at_the_first_stage_that_cannot_write_and_completes_once_it_grows(builds, small_disk,
+                                                                                            tmp_path):
+    reference = builds.fusion_chain() / "results"
+    want, total = digests(reference), _size(reference)
+    workdir = tmp_path / "work"
+    write_config(workdir, FUSION_CONFIG)
+    results = small_disk(workdir / "results", "64k")
+    failed_rules = []
+    # the disk grows by steps: each run gets further, and fails at the next stage that cannot write
+    for share in (0.02, 0.25, 0.6, 0.9):
+        small_disk.disks[-1].grow(f"{max(64, int(total * share) // 1024)}k")
+        result = snakemake(workdir, *FUSION_TARGETS)
+        out = output_of(result)
+        assert result.returncode != 0, out[-3000:]
+        failed = FAILED_RULE.findall(out)
+        assert len(failed) == 1, out[-4000:]  # the first stage that could not write, alone
+        failed_rules.append(failed[0])
+        assert "No space left on device" in out, out[-4000:]  # the job's error says why
+        assert temporaries(results) == [], temporaries(results)
+        got = digests(results)
+        assert [path for path in got if got[path] != want.get(path)] == []  # nothing partial, nothing else
+    assert len(set(failed_rules)) == len(failed_rules), failed_rules  # each size stopped another stage
+    assert "bm25_index" in failed_rules, failed_rules  # Lucene's indexer, which returns as if it had succeeded
+
+    small_disk.disks[-1].grow(f"{2 * total // 1024 + 1024}k")
+    done = snakemake(workdir, *FUSION_TARGETS)
+    assert done.returncode == 0, output_of(done)[-4000:]
+    assert digests(results) == want
+    assert temporaries(results) == []

@@ -27,6 +27,7 @@ from hardneg.datasets.empty_documents import empty_docids
 from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
+from hardneg.io.text import markdown_code
 from hardneg.mining.negatives import isin, relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
@@ -224,7 +225,8 @@ def _md_table(header: list[str], rows: list[list]) -> list[str]:
 
 
 def audit_markdown(summary: dict) -> str:
-    """The audit summary as a Markdown report."""
+    """The audit summary as a Markdown report. Ids from the data are code spans (:func:`markdown_code`), shown as
+    they are by any renderer: never a link, an image or formatting."""
     depth = summary["depth"]
     per_query = summary["negatives_per_query"]
     lines = ["# Hard-negative audit", ""]
@@ -264,7 +266,8 @@ def audit_markdown(summary: dict) -> str:
               + (f"; the {MARKDOWN_TOP} with the largest excess:" if suspects["count"] > MARKDOWN_TOP else "."), ""]
     if suspects["pairs"]:
         lines += _md_table(["qid", "docid", "negative score", "best positive score", "excess"],
-                           [[p["qid"], p["docid"] + (f" {EMPTY_MARK}" if p.get("empty_document") else ""),
+                           [[markdown_code(p["qid"]),
+                             markdown_code(p["docid"]) + (f" {EMPTY_MARK}" if p.get("empty_document") else ""),
                              _num(p["negative_score"]), _num(p["best_positive_score"]), _num(p["excess"])]
                             for p in suspects["pairs"][:MARKDOWN_TOP]])
     empty = summary.get("empty_negatives")
@@ -273,14 +276,14 @@ def audit_markdown(summary: dict) -> str:
         more = f" … and {len(docids) - MARKDOWN_TOP} more" if len(docids) > MARKDOWN_TOP else ""
         lines += ["## Empty documents among the negatives", "",
                   f"{empty['count']} negatives of {empty['queries']} queries are empty documents (no title, no text; "
-                  f"marked {EMPTY_MARK} above): {', '.join(docids[:MARKDOWN_TOP])}{more}. Dense models give every "
+                  f"marked {EMPTY_MARK} above): {', '.join(map(markdown_code, docids[:MARKDOWN_TOP]))}{more}. Dense models give every "
                   "empty document the same vector; the dataset setting `empty_documents: exclude` leaves them out of "
                   "dense runs.", ""]
     without = summary["queries_without_negatives_qids"]
     lines += ["## Queries without negatives", ""]
     if without:
         more = f" … and {len(without) - MARKDOWN_TOP} more" if len(without) > MARKDOWN_TOP else ""
-        lines += [", ".join(without[:MARKDOWN_TOP]) + more, ""]
+        lines += [", ".join(map(markdown_code, without[:MARKDOWN_TOP])) + more, ""]
     else:
         lines += ["None.", ""]
     return "\n".join(lines)

@@ -74,9 +74,9 @@ def test_write_audit_markdown_and_parquet(tmp_path):
     assert "| negatives per query: mean / median | 2.00 / 3.0 |" in text
     assert "| mean share of negatives in BM25's top 3 | 33.3% |" in text
     assert "| 33.3% | 66.7% | 66.7% | 33.3% |" in text  # best positive rank 1 / <=10 / <=3 / beyond
-    assert "| q1 | n1 | 9.0000 | 8.0000 | 1.0000 |" in text
+    assert "| `q1` | `n1` | 9.0000 | 8.0000 | 1.0000 |" in text
     assert "| margin | -2.0000 |" in text
-    assert "## Queries without negatives\n\nq3\n" in text
+    assert "## Queries without negatives\n\n`q3`\n" in text
     assert "| negatives that are empty documents (no title, no text) | not checked |" in text
 
 
@@ -93,12 +93,37 @@ def test_empty_documents_are_counted_and_marked(tmp_path):
     assert artifacts.read_table(artifacts.AUDIT, tmp_path / "audit.parquet")["empty_negatives"].to_pylist() == [1, 1, 0]
     text = (tmp_path / "audit.md").read_text()
     assert "| negatives that are empty documents (no title, no text) | 2 ⚠ |" in text
-    assert "| q1 | n1 (empty document) | 9.0000 | 8.0000 | 1.0000 |" in text
-    assert "| q2 | m1 | 4.0000 |" in text
+    assert "| `q1` | `n1` (empty document) | 9.0000 | 8.0000 | 1.0000 |" in text
+    assert "| `q2` | `m1` | 4.0000 |" in text
     assert "## Empty documents among the negatives" in text
-    assert "2 negatives of 2 queries are empty documents" in text and "m2, n1." in text
+    assert "2 negatives of 2 queries are empty documents" in text and "`m2`, `n1`." in text
     none, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, depth=3, empty_docids=[])
     assert audit["empty_negatives"].to_pylist() == [0, 0, 0] and none["empty_negatives"]["count"] == 0
+
+
+def test_ids_from_the_data_are_shown_as_text_in_the_report(tmp_path):
+    """Ids are whatever a dataset holds (no whitespace, nothing else checked): in the Markdown report and in the
+    HTML it becomes (the viewer's fold, the report's pages) each reads as written, never a link, an image or
+    formatting, and a '|' does not split its table cell."""
+    from hardneg.report.pages import markdown_html
+
+    hostile = {"n1": "![px](http://127.0.0.1:9/track.png)", "m1": "[x](javascript:alert(1))", "q3": "*em*_x_",
+               "q1": "a|b`c"}
+
+    def rename(table: pa.Table) -> pa.Table:
+        columns = {name: [hostile.get(v, v) for v in table[name].to_pylist()] if name in ("qid", "docid") else
+                   table[name] for name in table.column_names}
+        return pa.table(columns, schema=table.schema)
+
+    summary, audit = audit_hard_negatives(*(rename(t) for t in (HARDNEGS, RUN, QRELS, POSITIVES, BM25)), depth=3,
+                                          empty_docids=[hostile["n1"]])
+    write_audit(summary, audit, tmp_path / "audit.md", tmp_path / "audit.parquet")
+    text = (tmp_path / "audit.md").read_text()
+    assert "| ``a\\|b`c`` | `![px](http://127.0.0.1:9/track.png)` (empty document) |" in text
+    page = markdown_html(text)
+    assert "<img" not in page and "<a " not in page and "<em>" not in page
+    for value in ("![px](http://127.0.0.1:9/track.png)", "[x](javascript:alert(1))", "*em*_x_", "a|b`c"):
+        assert f"<code>{value}</code>" in page, value
 
 
 def test_audit_stage(tmp_path):

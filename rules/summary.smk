@@ -1,6 +1,6 @@
 # The summary of the runs (measures, pairwise errors, paired t-tests against baseline groups) and the
-# training-time tables. The runs: summary.runs, else those `targets` names and those already evaluated
-# (PLAN.summary_runs), so asking for the summary never trains a run nobody asked for.
+# training-time tables. The runs: summary.runs, else those `targets` names (PLAN.summary_runs): the config's, never
+# those that happen to be evaluated already.
 
 
 rule summary:

@@ -31,15 +31,12 @@ class ReportPlan:
         targets = {os.path.normpath(target) for target in self.targets()}
         return [run for run in self.user_runs if os.path.normpath(self.layout.metrics(run)) in targets]
 
-    def summary_runs(self, exists=os.path.exists) -> list[str]:
-        """The runs of the summary: ``summary.runs`` as given, else the targeted runs and every run whose
-        metrics.json ``exists`` now, in config order. A run nobody asked for and never evaluated stays out, so
-        the summary never starts training it."""
+    def summary_runs(self) -> list[str]:
+        """The runs of the summary: ``summary.runs`` as given, else the runs whose metrics.json the config's
+        ``targets`` names (every run when ``targets`` is null), in config order. The config alone decides: which
+        other runs happen to be evaluated on disk changes nothing, so the same config gives the same summary."""
         chosen = self.config["summary"]["runs"]
-        if chosen is not None:
-            return list(chosen)
-        targeted = set(self.targeted_runs())
-        return [run for run in self.user_runs if run in targeted or exists(self.layout.metrics(run))]
+        return list(chosen) if chosen is not None else self.targeted_runs()
 
     def summary_measures(self) -> list[str]:
         """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""

@@ -228,15 +228,15 @@ def test_defaults_come_from_the_schema(raw):
                                                                            "nDCG@10"]
 
 
-def test_the_plan_summarises_targets_and_evaluated_runs_only(raw, tmp_path, monkeypatch):
+def test_the_plan_summarises_the_runs_the_config_names(raw, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the workflow's working directory, where results/ lies
     config = copy.deepcopy(raw)
-    config["targets"] = ["bm25", "./results/star/metrics.json", "results/pq_matrix/matrix.md"]
+    config["targets"] = ["bm25", "./results/star/metrics.json", "results/pq_matrix/matrix.md", "randneg"]
     plan = Plan(validate_config(config))
-    assert plan.summary_runs() == ["bm25", "star"]
-    (tmp_path / "results" / "randneg").mkdir(parents=True)
-    (tmp_path / "results" / "randneg" / "metrics.json").write_text("{}")
-    assert plan.summary_runs() == ["bm25", "randneg", "star"]  # already evaluated: in, in config order
+    assert plan.summary_runs() == ["bm25", "randneg", "star"]  # in config order
+    (tmp_path / "results" / "inbatch").mkdir(parents=True)
+    (tmp_path / "results" / "inbatch" / "metrics.json").write_text("{}")
+    assert plan.summary_runs() == ["bm25", "randneg", "star"]  # evaluated, but not named: out
     assert plan.summary_inputs()["per_query"][1] == "results/randneg/per_query.parquet"
     assert plan.training_time_runs() == ["randneg", "star"]  # bm25 does not train
     assert plan.training_benchmarks(["star"]) == ["results/star/benchmarks/train.tsv"]
@@ -244,7 +244,7 @@ def test_the_plan_summarises_targets_and_evaluated_runs_only(raw, tmp_path, monk
     assert Plan(validate_config(config)).summary_runs() == ["adore_star", "bm25"]
     every = copy.deepcopy(raw)
     del every["targets"]
-    assert Plan(validate_config(every)).summary_runs(exists=lambda path: False) == list(validate_config(every)["runs"])
+    assert Plan(validate_config(every)).summary_runs() == list(validate_config(every)["runs"])
 
 
 def test_the_adore_index_table_reads_the_pq_runs(raw):

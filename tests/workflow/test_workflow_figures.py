@@ -78,7 +78,8 @@ def test_every_figure_is_a_rule_of_its_name_in_the_dag(tmp_path):
         inputs = [path for value in plan.figure_inputs(name).values()
                   for path in ([value] if isinstance(value, str) else value)]
         assert f"    input: {', '.join(inputs)}\n" in job, (name, job)
-        assert f"    output: results/figures/{name}.parquet, results/figures/{name}.png\n" in job, (name, job)
+        assert (f"    output: results/figures/{name}.parquet (update), results/figures/{name}.png (update)\n"
+                in job), (name, job)
         assert f"    log: results/figures/logs/{name}.log\n" in job, (name, job)
         assert f"    benchmark: results/figures/benchmarks/{name}.tsv\n" in job, (name, job)
         assert f"runtime={figure.runtime}, mem_mb={figure.mem_mb}," in job, (name, job)

@@ -91,6 +91,15 @@ def _methods(args) -> int:
     return 0
 
 
+def _config_reference(args) -> int:
+    # the composed configuration schema: imported only where a config or the schema is read
+    from hardneg.pipeline.config_reference import config_reference
+
+    methods.load_modules(args.module)
+    _say(config_reference(), end="")
+    return 0
+
+
 def _evaluate(args) -> int:
     from hardneg.evaluation.metrics import evaluate, parse_measures  # ir-measures: slow to import, needed only here
 
@@ -242,6 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--module", action="append", default=[],
                          help="also load this method module (dotted name or .py path), as method_modules does")
     listing.set_defaults(func=_methods)
+    reference = sub.add_parser("config-reference", help="print the configuration reference (every key of the schema) "
+                                                        "as Markdown",
+                               description="Every key of a configuration file, with its type, allowed values, "
+                                           "default and description, from the schema and the registered methods: "
+                                           "the page reference/configuration.md of the documentation site.")
+    reference.add_argument("--module", action="append", default=[],
+                           help="also load this method module (dotted name or .py path), as method_modules does")
+    reference.set_defaults(func=_config_reference)
     ev = sub.add_parser("evaluate", help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
                         description="Print the mean of each measure over the judged queries, as JSON. Files are "
                                     "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "

@@ -51,11 +51,23 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
                     qrels: pa.Table) -> pa.Table:
     """Inner-product score of every relevant pair (relevance >= 1) of ``qrels`` whose query is in ``qids``.
 
-    ``query_emb`` is (len(qids), dim) and ``doc_emb`` is (len(docids), dim), row i embedding id i; either may be
-    float16 or a memory map, the dot products are computed in float32; the ids may be Arrow string arrays.
-    Returns a POSITIVE_SCORES table (qid, docid, relevance, score) in ``qrels`` row order. A relevant document
-    without an embedding (an empty document, which dense runs leave out under ``empty_documents: exclude``) has no
-    score: its pairs are left out, with a warning. Raises ValueError for repeated ids.
+    These are the scores the margin filters of ``mine_hard_negatives`` and the audit compare negatives with.
+    Only the embedding rows of relevant pairs are read, 65,536 pairs at a time, so ``doc_emb`` may be a
+    memory map of a whole corpus. A relevant document without an embedding (an empty document, which dense runs
+    leave out under ``empty_documents: exclude``) has no score: its pairs are left out, with a logged warning.
+    Pairs whose query is not in ``qids`` are left out too.
+
+    :param query_emb: query embeddings, shape (len(qids), dim), float16 or float32 (a memory map is fine); row i
+        embeds ``qids[i]``.
+    :param qids: the query id of each row of ``query_emb`` (a list, NumPy array or Arrow string array).
+    :param doc_emb: document embeddings, shape (len(docids), dim), float16 or float32 (a memory map is fine); row
+        j embeds ``docids[j]``.
+    :param docids: the document id of each row of ``doc_emb`` (a list, NumPy array or Arrow string array).
+    :param qrels: a QRELS table: ``qid``, ``docid``, ``relevance``.
+    :returns: a POSITIVE_SCORES table in ``qrels`` row order: ``qid``, ``docid`` (strings), ``relevance``
+        (int32), ``score`` (float32: the inner product of the two embeddings, computed in float32).
+    :raises ValueError: ``qids`` and ``query_emb`` (or ``docids`` and ``doc_emb``) differ in length, or an id
+        is repeated.
     """
     if len(qids) != len(query_emb) or len(docids) != len(doc_emb):
         raise ValueError(f"ids and embeddings differ in length: {len(qids)} qids for {len(query_emb)} query rows, "
@@ -142,10 +154,30 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
        replacement (``"random"``) drawn by a NumPy generator seeded from (``seed``, qid), so a query's sample
        depends on neither the other queries nor their order.
 
-    Scores are the run's (the mining model's, e.g. inner products).
+    Scores are the run's (the mining model's, e.g. inner products). Deterministic: the same inputs and seed give
+    the same table.
 
-    Returns a HARDNEGS table (qid, docid, rank, score) ordered by query (in order of first appearance in ``run``)
-    then rank. Deterministic: the same inputs and seed give the same table.
+    :param run: the mining model's RUN table of the training queries: ``qid``, ``docid``, ``rank`` (1-based),
+        ``score``; rows in any order.
+    :param qrels: the training QRELS table (``qid``, ``docid``, ``relevance``).
+    :param positives: a POSITIVE_SCORES table (``qid``, ``docid``, ``relevance``, ``score``) under the mining
+        model, as ``positive_scores`` gives it; needed only by ``margin`` and ``relative_margin``.
+    :param depth: the deepest rank mined from (at least 1).
+    :param rank_range: (low, high): keep only ranks low to high, inclusive, 1-based, ``1 <= low <= high``; None:
+        every rank down to ``depth``.
+    :param keep: the most negatives kept per query (at least 1); None: all.
+    :param sampling: which ``keep`` negatives: ``"top"`` (the best-ranked) or ``"random"``.
+    :param seed: the seed of ``"random"`` sampling (non-negative).
+    :param margin: keep only negatives scoring at most the query's best positive score minus ``margin``, in the
+        run's score units (non-negative); None: no such filter.
+    :param relative_margin: keep only negatives scoring at most the best positive score × (1 − ``relative_margin``)
+        (non-negative; meant for positive scores); None: no such filter.
+    :returns: a HARDNEGS table: ``qid``, ``docid`` (strings), ``rank`` (int32, the rank in ``run``, 1-based),
+        ``score`` (float32, the score in ``run``), ordered by query (in order of first appearance in ``run``) then
+        rank. A query left without negatives has no row.
+    :raises ValueError: ``depth`` or ``keep`` below 1, a ``rank_range`` that is not ``1 <= low <= high``, an
+        unknown ``sampling``, a negative ``seed``, ``margin`` or ``relative_margin``, or a margin without
+        ``positives``.
     """
     _check_options(depth, rank_range, keep, sampling, seed, margin, relative_margin, positives)
     qid_values = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())  # in first-appearance order
@@ -230,12 +262,28 @@ def mine_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, hardn
                rank_range: tuple[int, int] | list[int] | None = None, keep: int | None = None,
                sampling: str = "top", seed: int = 0, margin: float | None = None,
                relative_margin: float | None = None, block_rows: int = MINE_BLOCK_ROWS) -> int:
-    """Stage function: run Parquet + qrels Parquet (+ positive scores Parquet) → ``hardnegs_path`` (HARDNEGS).
+    """Stage function: ``mine_hard_negatives`` from files, written to ``hardnegs_path`` (HARDNEGS Parquet).
 
-    The options are those of :func:`mine_hard_negatives`; ``rank_range`` may be a two-element list (as in YAML).
-    Every query is mined on its own, so the run is mined in blocks of whole queries (:func:`query_blocks`) and
-    each block's negatives are written as they come (:class:`hardneg.io.artifacts.TableWriter`): the same file as
-    mining the whole run at once. Returns the number of hard negatives.
+    Every query is mined on its own, so the run is mined in blocks of whole queries (``query_blocks``) and each
+    block's negatives are written as they come (``hardneg.io.artifacts.TableWriter``): the same file as mining
+    the whole run at once.
+
+    :param run_path: the mining model's RUN Parquet file of the training queries.
+    :param qrels_path: the training split's QRELS Parquet file.
+    :param hardnegs_path: the HARDNEGS Parquet file to write (atomically).
+    :param positives_path: a POSITIVE_SCORES Parquet file (``positive_scores_stage``); needed only by the margins.
+    :param depth: as in ``mine_hard_negatives``.
+    :param rank_range: as in ``mine_hard_negatives``; a two-element list is accepted too (as YAML gives it).
+    :param keep: as in ``mine_hard_negatives``.
+    :param sampling: as in ``mine_hard_negatives``.
+    :param seed: as in ``mine_hard_negatives``.
+    :param margin: as in ``mine_hard_negatives``.
+    :param relative_margin: as in ``mine_hard_negatives``.
+    :param block_rows: the approximate number of run rows mined at a time (whole queries); a run whose queries'
+        rows are not contiguous is mined at once.
+    :returns: the number of hard negatives written (rows of the file).
+    :raises DataError: an input file that is missing or does not match its schema.
+    :raises ValueError: an option ``mine_hard_negatives`` rejects.
     """
     run = artifacts.read_table(artifacts.RUN, run_path)
     qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
@@ -258,9 +306,22 @@ def mine_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, hardn
 def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str | os.PathLike,
                           doc_emb_path: str | os.PathLike, doc_ids_path: str | os.PathLike,
                           qrels_path: str | os.PathLike, positives_path: str | os.PathLike) -> pa.Table:
-    """Stage function: query and document embeddings (.npy, with ROW_IDS Parquet files naming their rows) + qrels
-    Parquet → ``positives_path`` (POSITIVE_SCORES). The document matrix is memory-mapped: only the rows of
-    relevant documents are read."""
+    """Stage function: ``positive_scores`` from files, written to ``positives_path`` (POSITIVE_SCORES Parquet).
+
+    Both embedding matrices are memory-mapped: only the rows of relevant pairs are read.
+
+    :param query_emb_path: the query embeddings (``.npy``, shape (queries, dim), float16 or float32), e.g. a dense
+        run's ``embeddings/queries_train.npy``.
+    :param query_ids_path: the ROW_IDS Parquet file naming each row of ``query_emb_path``.
+    :param doc_emb_path: the corpus embeddings (``.npy``, shape (documents, dim)), e.g. ``embeddings/corpus.npy``.
+    :param doc_ids_path: the ROW_IDS Parquet file naming each row of ``doc_emb_path``.
+    :param qrels_path: the QRELS Parquet file of the queries' split.
+    :param positives_path: the POSITIVE_SCORES Parquet file to write (atomically).
+    :returns: the POSITIVE_SCORES table written (see ``positive_scores``).
+    :raises DataError: an id or qrels file that is missing or does not match its schema.
+    :raises FileNotFoundError: a missing ``.npy`` file.
+    :raises ValueError: ids and embedding rows that differ in number, or a repeated id.
+    """
     query_emb = np.load(query_emb_path, mmap_mode="r")
     doc_emb = np.load(doc_emb_path, mmap_mode="r")
     qids = artifacts.read_table(artifacts.ROW_IDS, query_ids_path)["id"]
@@ -287,17 +348,25 @@ class MiningParams:
 
 MINING_SCHEMA = {
     "type": "object", "additionalProperties": False, "default": {},
-    "description": "static hard-negative mining with the model of the miner run",
+    "description": "static hard-negative mining with the model of the miner run, from its ranking of the training "
+                   "split (results/<run>/hardnegs.parquet)",
     "properties": {
-        "depth": {"type": "integer", "minimum": 1, "default": 200, "description": "mine from this top-k"},
+        "depth": {"type": "integer", "minimum": 1, "default": 200,
+                  "description": "mine from this top-k of each training query (documents judged relevant removed)"},
         "rank_range": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 2,
-                       "maxItems": 2, "default": None, "description": "keep only ranks in [first, last]"},
+                       "maxItems": 2, "default": None,
+                       "description": "keep only ranks in [first, last] (1-based, both included; first <= last); "
+                                      "null: every rank down to depth"},
         "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
                  "description": "negatives kept per query (null: all)"},
-        "sampling": {"enum": ["top", "random"], "default": "top", "description": "which `keep` negatives"},
+        "sampling": {"enum": ["top", "random"], "default": "top",
+                     "description": "which `keep` negatives: the best-ranked (top) or a uniform sample seeded by the "
+                                    "run's seed and the query (random)"},
         "margin": {"type": ["number", "null"], "default": None,
-                   "description": "keep negatives scoring at most best positive - margin"},
+                   "description": "keep negatives scoring at most best positive - margin, in the miner's score "
+                                  "units (not negative; null: no such filter)"},
         "relative_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
-                            "description": "keep negatives scoring at most (1 - relative_margin) x best positive"},
+                            "description": "keep negatives scoring at most (1 - relative_margin) x best positive "
+                                           "(meant for positive scores; null: no such filter)"},
     },
 }

@@ -46,7 +46,8 @@ def with_methods(schema: dict) -> dict:
     defs = schema["$defs"]
     run = defs["run"]
     common = {key: value for key, value in run["properties"].items() if key != "method"}
-    run["properties"]["method"] = {"enum": list(methods.names())}
+    written = {key: value for key, value in run["properties"]["method"].items() if key != "type"}
+    run["properties"]["method"] = written | {"enum": list(methods.names())}
     variants = []
     for name, method in methods.methods().items():
         params = copy.deepcopy(defs[f"{method.kind}_params"])

@@ -23,6 +23,15 @@ def test_methods_lists_the_registry(capsys):
     assert "bm25 (lexical)" in out and "  params.k1" in out
 
 
+def test_config_reference_prints_the_documentation_page(capsys):
+    from hardneg.pipeline.config_reference import config_reference
+
+    assert main(["config-reference"]) == 0
+    out = capsys.readouterr().out
+    assert out == config_reference() and out.startswith("# Configuration reference\n")
+    assert "`runs.<run>.params.train.learning_rate`" in out and "`datasets.<name>.num_docs`" in out
+
+
 # ----------------------------------------------------------------------------------------------- TREC inputs
 def _write_parquet_and_trec(tmp_path):
     """A small run and its qrels, as hardneg's Parquet artifacts and as TREC files (written by hardneg's writers)."""

@@ -12,7 +12,10 @@ class HardnegError(Exception):
 class ConfigError(HardnegError):
     """A configuration value is missing, unknown or of the wrong type.
 
-    ``key`` is the dotted path of the offending key, e.g. ``runs.bm25.params.k1``.
+    Its text is ``config key '<key>': <message>``, control characters of the key shown as escapes.
+
+    :param key: the dotted path of the offending key, e.g. ``runs.bm25.params.k1`` (kept as ``.key``).
+    :param message: what is wrong and what to do (kept as ``.message``).
     """
 
     def __init__(self, key: str, message: str):
@@ -24,7 +27,15 @@ class ConfigError(HardnegError):
 
 
 class DataError(HardnegError):
-    """An input data file is malformed. ``line`` is 1-based; ``None`` when the problem is the whole file."""
+    """An input data file is missing or malformed.
+
+    Its text is ``<path>, line <line>: <message>``, or ``<path>: <message>`` without a line.
+
+    :param path: the file at fault (kept as ``.path``, a string).
+    :param line: the line (1-based) at fault; None when the problem is the whole file or a row of a Parquet file,
+        which the message names.
+    :param message: what is wrong (kept as ``.message``).
+    """
 
     def __init__(self, path: str | PathLike, line: int | None, message: str):
         self.path = str(path)
@@ -57,7 +68,11 @@ class OutputPathError(HardnegError):
 
 class IncompleteOutputError(HardnegError):
     """What a stage wrote is not complete (a library that failed to write without raising, e.g. on a full disk):
-    checked before the output takes its place, so the job fails and nothing incomplete is left."""
+    checked before the output takes its place, so the job fails and nothing incomplete is left.
+
+    :param path: the output that was being written (kept as ``.path``, a string).
+    :param message: what is incomplete and why (kept as ``.message``).
+    """
 
     def __init__(self, path: str | PathLike, message: str):
         self.path = str(path)

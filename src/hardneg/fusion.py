@@ -120,11 +120,23 @@ def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: in
     """The dense–sparse hybrid of TCT-ColBERT (§4.3) of two RUN tables.
 
     Per query, the documents ranked 1 to ``depth`` by ``sparse`` and by ``dense`` are pooled; a document missing
-    from one list gets that list's minimum score for the query. With ``normalization`` each list's scores s
-    become (s − (min + max)/2) / (max − min) over the query's list (Pyserini's ``HybridSearcher``). The fused
-    score is α·sparse + dense, or sparse + α·dense with ``weight_on_dense``; scores are in the input runs' units.
-    Returns a RUN table of each query's top ``k`` (see :func:`ranked`). An ``alpha`` that is not a finite number
-    is a ValueError (every fused score would be NaN or infinite).
+    from one list gets that list's minimum score for the query (0 when the list has no document for the query).
+    With ``normalization`` each list's scores s become (s − (min + max)/2) / (max − min) over the query's list
+    (Pyserini's ``HybridSearcher``; a list whose scores are all equal gives 0). The fused score is
+    α·sparse + dense, or sparse + α·dense with ``weight_on_dense``; scores are in the input runs' units, mixed raw
+    unless normalised.
+
+    :param sparse: the sparse RUN table (e.g. BM25): ``qid``, ``docid``, ``rank`` (1-based), ``score``.
+    :param dense: the dense RUN table (scores: inner products).
+    :param alpha: the weight α, a finite number.
+    :param depth: the ranks 1 to ``depth`` of each run that are pooled.
+    :param k: documents kept per query in the fused ranking.
+    :param normalization: centre and scale each list's scores per query before mixing.
+    :param weight_on_dense: weigh the dense scores with α instead of the sparse ones.
+    :returns: a RUN table of each query's top ``k`` by fused score: ``qid``, ``docid``, ``rank`` (int32, from 1),
+        ``score`` (float32, the fused score rounded as stored), ties broken by docid (ascending), rows sorted by
+        qid then rank.
+    :raises ValueError: an ``alpha`` that is not a finite number (every fused score would be NaN or infinite).
     """
     if not math.isfinite(alpha):
         raise ValueError(f"the hybrid's weight alpha must be a finite number, got {alpha!r}")
@@ -137,8 +149,18 @@ def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: in
 
 
 def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: int) -> pa.Table:
-    """Reciprocal rank fusion of two or more RUN tables with Pyserini: a document's score is Σ 1/(rrf_k + rank)
-    over the runs that rank it 1 to ``depth``. Returns a RUN table of each query's top ``k`` (see :func:`ranked`)."""
+    """Reciprocal rank fusion of two or more RUN tables with Pyserini (``pyserini.fusion.reciprocal_rank_fusion``).
+
+    A document's fused score is Σ 1/(``rrf_k`` + rank) over the runs that rank it 1 to ``depth`` (ranks 1-based);
+    the runs' own scores are not used.
+
+    :param runs: the RUN tables to fuse (``qid``, ``docid``, ``rank``, ``score``).
+    :param rrf_k: the constant added to every rank (60 in Cormack, Clarke and Büttcher).
+    :param depth: the ranks 1 to ``depth`` of each run that count.
+    :param k: documents kept per query in the fused ranking.
+    :returns: a RUN table of each query's top ``k`` by fused score: ``qid``, ``docid``, ``rank`` (int32, from 1),
+        ``score`` (float32), ties broken by docid (ascending), rows sorted by qid then rank.
+    """
     import pandas as pd  # pandas: slow to import, needed only here
     from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf  # Pyserini: slow to import; no JVM
     from pyserini.trectools import TrecRun
@@ -166,9 +188,20 @@ def sample_queries(qrels: pa.Table, count: int, seed: int) -> list[str]:
 
 
 def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[float], measure: str) -> pa.Table:
-    """Evaluate ``fuse(α)`` (a RUN table) against ``qrels`` with ``measure`` for every α of ``grid``. Returns a
-    FUSION_TUNING table (alpha, value, chosen) in increasing α, ``chosen`` marking the best value's α (the
-    smallest of equal values)."""
+    """Evaluate the fused ranking of every α of ``grid`` with one measure, and mark the best α.
+
+    Each value is the measure's mean over the judged queries of ``qrels`` (``hardneg.evaluation.metrics.evaluate``:
+    a judged query the ranking misses scores 0).
+
+    :param fuse: α → the fused RUN table, e.g. ``lambda a: hybrid(sparse, dense, a, depth=1000, k=1000,
+        normalization=False, weight_on_dense=False)``.
+    :param qrels: the QRELS table of the tuning queries, a split that is not evaluated.
+    :param grid: the values of α tried.
+    :param measure: the ir-measures measure maximised, e.g. ``"RR@10"`` or ``"nDCG@10"``.
+    :returns: a FUSION_TUNING table, one row per α in increasing α: ``alpha`` (float64), ``value`` (float64, the
+        measure's mean), ``chosen`` (bool, true on the best value's row; the smallest α of equal values).
+    :raises ConfigError: a ``measure`` that ir-measures cannot parse, or a cutoff that is not a positive integer.
+    """
     from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
 
     alphas = sorted(float(a) for a in grid)

@@ -57,7 +57,28 @@ def _write_collection(corpus_path: str, folder: Path, fields: str) -> tuple[int,
 
 def build_index(corpus_path: str | os.PathLike, index_dir: str | os.PathLike, *, fields: str = "flat",
                 threads: int = 1, stemmer: str = "porter", max_heap: str | None = None) -> dict:
-    """Index ``corpus.parquet`` into ``index_dir`` (written atomically). Returns index facts for logging."""
+    """Index a canonical corpus with Anserini's multi-threaded indexer (Lucene, through Pyserini).
+
+    Documents whose indexed text is blank are left out: BM25 never ranks an empty document. The folder is
+    written atomically and holds ``lucene/`` (the Lucene index, with positions, document vectors and raw
+    documents stored) and ``index.json`` (the facts returned), which ``search`` reads. Starts the Java virtual
+    machine on first use in the process.
+
+    :param corpus_path: a CORPUS Parquet file (``docid``, ``title``, ``text``), e.g. a prepared dataset's
+        ``corpus.parquet``.
+    :param index_dir: the index folder to write; an existing one is replaced.
+    :param fields: ``"flat"``: title and text indexed as one ``contents`` field (the title first, on its own line);
+        ``"multifield"``: the text as ``contents`` and the title as its own ``title`` field, which ``search``
+        weighs with ``title_weight``.
+    :param threads: indexing threads (at least 1 is used).
+    :param stemmer: Anserini's stemmer: ``"porter"``, ``"krovetz"`` or ``"none"``.
+    :param max_heap: the Java heap limit, e.g. ``"4g"`` or ``"3072m"`` (``-Xmx``); applies only when this call
+        starts the JVM. None: Java's default.
+    :returns: the facts written to ``index.json``: ``num_docs`` (documents indexed), ``fields`` and ``stemmer``.
+    :raises DataError: ``corpus_path`` is missing or is not a CORPUS table.
+    :raises IncompleteOutputError: Anserini's indexer failed, or the index it wrote cannot be opened or does not
+        hold every document written (a full disk); nothing replaces ``index_dir`` then.
+    """
     start_jvm(max_heap)
     from jnius import JavaException, autoclass  # Pyserini's Java bridge: starts a Java VM
 

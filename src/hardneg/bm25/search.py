@@ -28,9 +28,24 @@ log = logging.getLogger(__name__)
 def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1: float = 0.9, b: float = 0.4,
            threads: int = 1, title_weight: float = 1.0, batch_size: int = 10_000,
            max_heap: str | None = None) -> pa.Table:
-    """BM25 top-``k`` for every query; returns a run table (qid, docid, rank, score), ranks from 1.
+    """BM25 top-``k`` of every query, with Anserini's multi-threaded batch search.
 
-    Multifield indexes are searched over ``contents`` and ``title`` with weights 1 and ``title_weight``.
+    Starts the Java virtual machine on first use in the process.
+
+    :param index_dir: a folder written by ``hardneg.bm25.index.build_index`` (``lucene/`` and ``index.json``).
+    :param queries: a QUERIES table: ``qid`` (string), ``text`` (string).
+    :param k: documents retrieved per query (a query may get fewer).
+    :param k1: BM25's term-frequency saturation parameter.
+    :param b: BM25's document-length normalisation parameter, from 0 (none) to 1 (full).
+    :param threads: search threads (at least 1 is used).
+    :param title_weight: for a ``multifield`` index, the weight of the ``title`` field (``contents`` weighs 1);
+        a ``flat`` index ignores it.
+    :param batch_size: queries handed to Anserini per call (progress is logged after each).
+    :param max_heap: the Java heap limit, e.g. ``"4g"`` (``-Xmx``); applies only when this call starts the JVM.
+    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32, the
+        BM25 score), queries in the order of ``queries``, each query's documents best first. A query without any
+        matching document has no row.
+    :raises FileNotFoundError: ``index_dir`` has no ``index.json``.
     """
     start_jvm(max_heap)
     from pyserini.pyclass import JArrayList, JFloat, JHashMap, autoclass  # Pyserini's Java bridge: needs the JVM
@@ -78,8 +93,24 @@ def retrieve_split(index_dir: str | os.PathLike, queries_path: str | os.PathLike
                    trec_path: str | os.PathLike, *, top_k: int = 1000, k1: float = 0.9, b: float = 0.4,
                    title_weight: float = 1.0, threads: int = 1, tag: str = "BM25",
                    max_heap: str | None = None) -> pa.Table:
-    """Stage function: BM25 top-``top_k`` of one split's queries → run Parquet + TREC file (``tag``: the TREC
-    file's run tag, the workflow's run name)."""
+    """Stage function: BM25 top-``top_k`` of one split's queries, written as a run (Parquet and TREC).
+
+    :param index_dir: a folder written by ``hardneg.bm25.index.build_index``.
+    :param queries_path: the split's QUERIES Parquet file, e.g. ``results/datasets/<dataset>/queries/test.parquet``.
+    :param run_path: the RUN Parquet file to write.
+    :param trec_path: the TREC run file to write (``qid Q0 docid rank score tag`` lines).
+    :param top_k: documents retrieved per query.
+    :param k1: BM25's term-frequency saturation parameter.
+    :param b: BM25's document-length normalisation parameter.
+    :param title_weight: the ``title`` field's weight in a ``multifield`` index.
+    :param threads: search threads.
+    :param tag: the TREC file's run tag (the workflow gives the run's name).
+    :param max_heap: the Java heap limit, e.g. ``"4g"``; applies only when this call starts the JVM.
+    :returns: the RUN table written (see ``search``).
+    :raises DataError: ``queries_path`` is missing or is not a QUERIES table.
+    :raises HardnegError: a qid, docid or ``tag`` holding whitespace or a control character, which a TREC line
+        cannot hold; neither file is written then.
+    """
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
     run = search(index_dir, queries, k=top_k, k1=k1, b=b, threads=threads, title_weight=title_weight,
                  max_heap=max_heap)

@@ -44,7 +44,26 @@ class Source:
 
 @dataclass
 class Dataset:
-    """A dataset in canonical form: one corpus, and queries and qrels per split."""
+    """A dataset in canonical form: one corpus, and queries and qrels per split.
+
+    Build one from Arrow tables of the canonical schemas (``hardneg.io.artifacts.CORPUS``, ``QUERIES``,
+    ``QRELS``) and write it with ``write_dataset``; the folder written is a prepared dataset like any other.
+
+    :param corpus: one row per document: ``docid`` (string, unique), ``title`` (string, may be empty), ``text``
+        (string).
+    :param queries: split name → that split's queries: ``qid`` (string, unique within the split), ``text``
+        (string). The dataset's splits are the keys of this mapping, in order.
+    :param qrels: split name → that split's judgements, one entry for every split of ``queries``: ``qid``,
+        ``docid`` (strings), ``relevance`` (int32; 1 or more: relevant, 0: judged not relevant).
+    :param corpus_source: where the corpus came from (a ``Source``: file path and, for a text file, the line
+        number of each row), named by validation errors.
+    :param queries_source: split name → where its queries came from; a split without an entry is named
+        ``<queries SPLIT>`` in errors.
+    :param qrels_source: split name → where its qrels came from; a split without an entry is named
+        ``<qrels SPLIT>`` in errors.
+    :param extra_stats: facts added to the top level of ``stats.json`` (an adapter's own, e.g. the clusters of
+        the synthetic corpus).
+    """
 
     corpus: pa.Table
     queries: dict[str, pa.Table]
@@ -164,10 +183,14 @@ def statistics(dataset: Dataset) -> dict:
 
 
 def dataset_paths(root: str | os.PathLike, splits: list[str]) -> dict[str, Path]:
-    """The files of a prepared dataset folder, by role (``corpus``, ``queries/<split>``, ``qrels/<split>``, ``stats``).
+    """The files of a prepared dataset folder, by role. Nothing is read: the files need not exist.
 
-    A split name that is not one plain file name, or a path that would leave ``root``, is an
-    :class:`~hardneg.errors.OutputPathError` (the configuration schema rejects such names first).
+    :param root: the dataset folder, e.g. ``results/datasets/<dataset>``.
+    :param splits: the split names whose queries and qrels files to name.
+    :returns: role → path: ``corpus`` (``corpus.parquet``), ``stats`` (``stats.json``), and for each split
+        ``queries/<split>`` (``queries/<split>.parquet``) and ``qrels/<split>`` (``qrels/<split>.parquet``).
+    :raises OutputPathError: a split name that is not one plain file name, or a path that would leave ``root``
+        (the configuration schema rejects such names first).
     """
     root = Path(root)
     paths = {"corpus": root / "corpus.parquet", "stats": root / "stats.json"}
@@ -181,11 +204,33 @@ def dataset_paths(root: str | os.PathLike, splits: list[str]) -> dict[str, Path]
 
 
 def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
-    """Validate and write ``dataset`` under ``root``; return its statistics.
+    """Validate ``dataset`` and write it under ``root`` in canonical form.
 
-    Each split's qrels are written as Parquet and, beside them, as TREC qrels (``qrels/<split>.trec``). The
-    ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, other files
-    atomically, so an error leaves no partial dataset behind.
+    Validation comes first, before anything is written: an empty corpus, a split without queries, a repeated
+    docid or qid, or qrels naming an unknown document or query are errors; empty texts and queries without a
+    relevant document are logged warnings. The folder written:
+
+        corpus.parquet            docid, title, text
+        queries/<split>.parquet   qid, text
+        qrels/<split>.parquet     qid, docid, relevance
+        qrels/<split>.trec        the same judgements as TREC qrels (qid 0 docid relevance)
+        stats.json                the statistics returned
+
+    The ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, the other files
+    atomically, so no file is ever left half-written.
+
+    :param dataset: the dataset, with every table in its canonical schema (columns are cast to it).
+    :param root: the dataset folder; created when missing.
+    :returns: the statistics written to ``stats.json``: ``num_docs``; ``doc_text_chars`` (``mean`` and ``max``
+        length of the ``text`` column, in characters); per split under ``splits``: ``num_queries``,
+        ``num_qrels``, ``queries_with_relevant``, ``relevant_per_query`` (``mean``, ``max``, ``histogram``) and
+        ``relevance_grades`` (judgements per grade); ``empty_documents`` (``count``, the first ``docids``,
+        ``relevant_judgements`` per split naming one); then ``dataset.extra_stats``.
+    :raises DataError: a validation error (naming the file and line of the bad row when the dataset's sources
+        give them), or a table that lacks a column of its schema or cannot be cast to it.
+    :raises OutputPathError: a split name that is not one plain file name.
+    :raises HardnegError: a qid or docid holding whitespace or a control character, which a TREC qrels line
+        cannot hold.
     """
     validate(dataset)
     root = Path(root)
@@ -202,7 +247,15 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
 
 
 def read_split(root: str | os.PathLike, split: str) -> tuple[pa.Table, pa.Table]:
-    """Queries and qrels of one split of a prepared dataset."""
+    """Queries and qrels of one split of a prepared dataset.
+
+    :param root: the dataset folder, e.g. ``results/datasets/<dataset>``.
+    :param split: the split name, e.g. ``train``.
+    :returns: (queries, qrels): the QUERIES table (``qid``, ``text``) of ``queries/<split>.parquet`` and the
+        QRELS table (``qid``, ``docid``, ``relevance`` int32) of ``qrels/<split>.parquet``.
+    :raises DataError: a missing file, or one that lacks a column of its schema.
+    :raises OutputPathError: a split name that is not one plain file name.
+    """
     paths = dataset_paths(root, [split])
     return (artifacts.read_table(artifacts.QUERIES, paths[f"queries/{split}"]),
             artifacts.read_table(artifacts.QRELS, paths[f"qrels/{split}"]))

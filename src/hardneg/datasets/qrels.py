@@ -39,7 +39,17 @@ def check_qrels_rows(qrels: pa.Table, path) -> pa.Table:
 
 
 def load_qrels(path: str | os.PathLike) -> pa.Table:
-    """Qrels from a Parquet qrels artifact or a TREC qrels file (``qid iteration docid relevance``), with the
-    same checks on both (:func:`check_qrels_rows`, :func:`hardneg.datasets.tables.qrels_table`) and the errors of
-    :func:`hardneg.io.rankings.load_run`: file and line (TREC) or row (Parquet)."""
+    """Read qrels a user brings: a QRELS Parquet file or a TREC qrels file, told apart by content, not by name.
+
+    Both forms get the same checks: the file holds judgements; ids are fit for TREC (no whitespace or control
+    character); every relevance is a non-negative integer; each (query, document) pair is judged once; no value
+    is missing (Parquet).
+
+    :param path: the qrels file: Parquet (starting with ``PAR1``) with the QRELS columns, or TREC text
+        (``qid iteration docid relevance`` lines, whitespace separated).
+    :returns: a QRELS table: ``qid``, ``docid`` (strings), ``relevance`` (int32; 1 or more: relevant), in file
+        order.
+    :raises DataError: a missing file, a folder, an unreadable Parquet file or a bad row or line; the error names
+        the file and the line (TREC) or row (Parquet, 1-based).
+    """
     return read_either(artifacts.QRELS, path, lambda p: read_trec_qrels(str(p))[0], check_qrels_rows)

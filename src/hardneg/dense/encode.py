@@ -38,12 +38,27 @@ FLUSH_ROWS = 32768  # vectors kept on the device before one copy back to the hos
 
 def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, batch_size: int = 128,
                 device: str | torch.device = "cpu", fp16: bool = False, precision: str = "fp32") -> np.ndarray:
-    """Vectors of ``rows`` (in the order given), stored as float32, or float16 with ``fp16``.
+    """Encode rows of a tokenized text set into vectors with a bi-encoder.
 
-    Rows are encoded longest first in batches trimmed to their longest member, which removes most padding.
-    ``precision`` is the compute precision: ``fp32``, or ``bf16``/``fp16`` autocast. On a GPU, batches go over
-    from pinned memory without waiting, and vectors come back every :data:`FLUSH_ROWS` rows rather than after
-    each batch, so the host prepares the next batches while the GPU computes.
+    Rows are encoded longest first in batches trimmed to their longest member, which removes most padding. On a
+    GPU, batches go over from pinned memory without waiting, and vectors come back every 32,768 rows
+    (``FLUSH_ROWS``) rather than after each batch, so the host prepares the next batches while the GPU computes.
+
+    :param model: the bi-encoder (``hardneg.dense.model.BiEncoder``, e.g. ``BiEncoder.load(model_dir)``); it is
+        moved to ``device`` and put in evaluation mode.
+    :type model: BiEncoder
+    :param texts: a tokenized text set of the cache, e.g. ``TokenizedTexts(cache_dir, "corpus")`` or
+        ``TokenizedTexts(cache_dir, "queries_test")``.
+    :param rows: the row numbers (0-based) of ``texts`` to encode, any order, shape (n,).
+    :param side: ``"query"`` or ``"doc"``: which of the model's encoders and heads to use.
+    :param batch_size: texts per forward pass.
+    :param device: a torch device or its name (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
+    :param fp16: store the vectors as float16 instead of float32.
+    :param precision: the compute precision: ``"fp32"``, or ``"bf16"`` / ``"fp16"`` autocast; one the device
+        cannot run falls back to fp32 with a logged warning.
+    :returns: the vectors, shape (len(rows), model.dim), float32 (float16 with ``fp16``); row i is the vector of
+        ``texts`` row ``rows[i]``.
+    :raises ValueError: an unknown ``precision``.
     """
     import torch  # here, not at module level: gathering shards and building indexes do without it
 
@@ -92,6 +107,18 @@ def save_embeddings(vectors: np.ndarray, ids: list[str], npy_path, ids_path) -> 
 
 
 def load_embeddings(npy_path, ids_path, mmap: bool = True) -> tuple[np.ndarray, list[str]]:
+    """An embedding matrix and the id of each of its rows, e.g. a dense run's ``embeddings/corpus.npy`` and
+    ``embeddings/corpus.ids.parquet`` or ``embeddings/queries_<split>.npy`` and ``queries_<split>.ids.parquet``.
+
+    :param npy_path: the ``.npy`` file of the vectors, shape (rows, dim), float32 or float16.
+    :type npy_path: str | os.PathLike
+    :param ids_path: the ROW_IDS Parquet file naming each row of ``npy_path``.
+    :type ids_path: str | os.PathLike
+    :param mmap: memory-map the matrix (read-only) instead of reading it whole.
+    :returns: (vectors, ids): the matrix, shape (rows, dim), and the id of each row, in row order.
+    :raises ValueError: the two files differ in number of rows.
+    :raises DataError: ``ids_path`` is missing or is not a ROW_IDS table.
+    """
     vectors = np.load(npy_path, mmap_mode="r" if mmap else None)
     ids = artifacts.read_table(artifacts.ROW_IDS, ids_path)["id"].to_pylist()
     if len(ids) != len(vectors):
@@ -101,7 +128,30 @@ def load_embeddings(npy_path, ids_path, mmap: bool = True) -> tuple[np.ndarray, 
 
 def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_path, ids_path, *,
                         batch_size: int = 128, fp16: bool = False, precision: str = "fp32", device: str = "auto") -> int:
-    """Stage function: encode shard ``shard`` of the tokenized corpus with a saved bi-encoder."""
+    """Stage function: encode one shard of the tokenized corpus with a saved bi-encoder.
+
+    The corpus's rows are split into ``num_shards`` near-equal contiguous ranges; shard ``shard`` covers rows
+    ``shard * n // num_shards`` (inclusive) to ``(shard + 1) * n // num_shards`` (exclusive), n being the number
+    of documents in the tokenized corpus, which leaves the empty documents out under ``empty_documents:
+    exclude``. ``gather_shards`` joins the shards.
+
+    :param model_dir: a saved bi-encoder folder (a run's ``model/``).
+    :type model_dir: str | os.PathLike
+    :param cache_dir: the tokenized cache the model reads (``results/datasets/<dataset>/tokenized/<key>``).
+    :type cache_dir: str | os.PathLike
+    :param shard: the shard to encode, 0-based.
+    :param num_shards: the number of shards the corpus is split into.
+    :param npy_path: the ``.npy`` file of the shard's vectors to write, shape (rows of the shard, dim).
+    :type npy_path: str | os.PathLike
+    :param ids_path: the ROW_IDS Parquet file to write: the document id of each row of ``npy_path``.
+    :type ids_path: str | os.PathLike
+    :param batch_size: documents per forward pass.
+    :param fp16: store the vectors as float16 instead of float32.
+    :param precision: the compute precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (see ``encode_rows``).
+    :param device: ``"auto"`` (a GPU when torch sees one, else the CPU) or a torch device name.
+    :returns: the number of documents encoded.
+    :raises ValueError: an unknown ``precision``.
+    """
     from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
     from hardneg.dense.trainer import resolve_device
 
@@ -115,8 +165,23 @@ def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_p
 
 
 def gather_shards(npy_paths: list, ids_paths: list, npy_path, ids_path) -> int:
-    """Concatenate shard embeddings (in shard order) into one ``.npy``, copied file to file: neither the shards
-    nor the result are ever in memory (:class:`hardneg.io.npyfile.NpyWriter`)."""
+    """Concatenate shard embeddings, in the order given, into one ``.npy`` and one ROW_IDS file.
+
+    The vectors are copied file to file: neither the shards nor the result are ever held in memory. Both outputs
+    are written atomically.
+
+    :param npy_paths: the shards' ``.npy`` files (``encode_corpus_shard``), in shard order; all of one dim and
+        dtype.
+    :param ids_paths: the shards' ROW_IDS Parquet files, in the same order.
+    :param npy_path: the ``.npy`` file to write, shape (total rows, dim), the shards' dtype.
+    :type npy_path: str | os.PathLike
+    :param ids_path: the ROW_IDS Parquet file to write: the document id of each row of ``npy_path``.
+    :type ids_path: str | os.PathLike
+    :returns: the total number of rows.
+    :raises ValueError: a shard whose ``.npy`` and id file differ in number of rows, or whose dtype or dim differs
+        from the first shard's.
+    :raises DataError: an id file that is missing or is not a ROW_IDS table.
+    """
     shards = [NpyRows(p) for p in npy_paths]
     rows = sum(len(s) for s in shards)
     dim, dtype = shards[0].shape[1], shards[0].dtype

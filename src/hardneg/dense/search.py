@@ -17,8 +17,27 @@ log = logging.getLogger(__name__)
 
 def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=None, seed: int = 0,
                       threads: int | None = None, key: str = "index.factory") -> None:
-    """Build the ``factory`` index over a corpus embedding matrix and save it atomically; errors name config
-    ``key`` (see :func:`hardneg.pipeline.index_factories.factory_key`)."""
+    """Stage function: build the ``factory`` index over a corpus embedding matrix and save it atomically.
+
+    The matrix is read block by block: only the index holds the vectors.
+
+    :param embeddings_path: the corpus embeddings (``.npy``, shape (documents, dim), float16 or float32), e.g. a
+        dense run's ``embeddings/corpus.npy``; row i gets faiss id i.
+    :type embeddings_path: str | os.PathLike
+    :param factory: a faiss index-factory string, e.g. ``"Flat"``, ``"IVF1024,PQ8"``, ``"HNSW32"``.
+    :param index_path: the index file to write, e.g. ``results/<run>/index/<slug>.faiss``.
+    :type index_path: str | os.PathLike
+    :param train_size: rows an index that needs training is trained on; None: the default of
+        ``hardneg.index.faiss_index.build_index``.
+    :type train_size: int | None
+    :param seed: the seed of the training sample and of faiss's k-means.
+    :param threads: the OpenMP thread count; None: faiss's current setting.
+    :param key: the configuration key named by configuration errors (the workflow gives the key that asked for
+        this index, see ``hardneg.pipeline.index_factories.factory_key``).
+    :raises ConfigError: a factory string faiss rejects, or a training sample too small for the index (see
+        ``hardneg.index.faiss_index.build_index``); the error names ``key``.
+    :raises ValueError: a file that is not a 2-D floating ``.npy`` matrix, or an empty one.
+    """
     from hardneg.index import build_index, save_index  # Faiss: imported only where an index is built or searched
 
     vectors = NpyRows(embeddings_path)  # read block by block: only the index holds the vectors
@@ -29,10 +48,43 @@ def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=N
 def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path, *, run_path, trec_path,
                        query_npy, query_ids, top_k: int, search_params=None, batch_size: int = 256,
                        tag: str = "dense", device: str = "auto", precision: str = "fp32") -> int:
-    """Encode one split's queries, search the index, write the run (Parquet + TREC) and the query embeddings.
+    """Stage function: encode one split's queries, search the index, write the run and the query embeddings.
 
     Queries are searched one batch at a time and each batch's ranking is written as it comes
-    (:class:`hardneg.io.rankings.RunWriter`), so the whole run is never in memory. Returns the run's row count."""
+    (``hardneg.io.rankings.RunWriter``), so the whole run is never in memory.
+
+    :param model_dir: a saved bi-encoder folder (a run's ``model/``).
+    :type model_dir: str | os.PathLike
+    :param cache_dir: the tokenized cache the model reads (``results/datasets/<dataset>/tokenized/<key>``).
+    :type cache_dir: str | os.PathLike
+    :param split: the split whose queries are searched (the cache's ``queries_<split>``).
+    :param index_path: the faiss index file to search.
+    :type index_path: str | os.PathLike
+    :param docids_path: the ROW_IDS Parquet file naming each index row (``embeddings/corpus.ids.parquet``).
+    :type docids_path: str | os.PathLike
+    :param run_path: the RUN Parquet file to write.
+    :type run_path: str | os.PathLike
+    :param trec_path: the TREC run file to write (``qid Q0 docid rank score tag`` lines), or None for none.
+    :type trec_path: str | os.PathLike | None
+    :param query_npy: the ``.npy`` file of the query vectors to write, shape (queries, dim), float32.
+    :type query_npy: str | os.PathLike
+    :param query_ids: the ROW_IDS Parquet file to write: the qid of each row of ``query_npy``.
+    :type query_ids: str | os.PathLike
+    :param top_k: documents retrieved per query.
+    :param search_params: search-time index parameters, e.g. ``"nprobe=16"`` (see
+        ``hardneg.index.faiss_index.set_search_params``); None: as saved with the index.
+    :type search_params: str | dict | None
+    :param batch_size: queries per forward pass of the encoder.
+    :param tag: the TREC file's run tag (the workflow gives the run's name).
+    :param device: ``"auto"`` (a GPU when torch sees one, else the CPU) or a torch device name.
+    :param precision: the compute precision of the encoder: ``"fp32"``, ``"bf16"`` or ``"fp16"``.
+    :returns: the number of rows of the run written.
+    :raises ConfigError: ``search_params`` the index does not accept (naming ``index.search_params``).
+    :raises FileNotFoundError: a missing index file.
+    :raises ValueError: ``docids_path`` naming a different number of documents than the index holds.
+    :raises HardnegError: a qid, docid or ``tag`` holding whitespace or a control character, which a TREC line
+        cannot hold.
+    """
     from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
     from hardneg.dense.trainer import resolve_device
     # Faiss: imported only where an index is built or searched

@@ -81,10 +81,24 @@ def warn_coverage(run: pa.Table, judged: list[str], label: str = "the run") -> i
 
 def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str], *, label: str = "the run",
              warn: bool = True) -> tuple[dict, pa.Table]:
-    """Return (mean value per measure, per-query table). Means are over queries with a relevant document.
+    """Evaluate a ranking against qrels with ir-measures (pytrec_eval / trec_eval semantics).
 
-    With ``warn`` (the default), a run answering under half of the judged queries is warned about
-    (:func:`warn_coverage`; ``label`` names the run there)."""
+    The judged queries are those of ``qrels`` with a relevant document (relevance >= 1); every one counts, and a
+    judged query the run does not answer scores 0 (as ``trec_eval -c``). Queries without a relevant document are
+    left out, and so are the run's rows of queries not judged.
+
+    :param run: a RUN table (``qid``, ``docid``, ``score``; documents are ordered by score, as trec_eval does).
+    :param qrels: a QRELS table (``qid``, ``docid``, ``relevance``; graded measures read the grades).
+    :param measure_names: ir-measures measure names, e.g. ``["RR@10", "nDCG@10", "R@1000", "AP"]``.
+    :param label: how the run is named in the coverage warning.
+    :param warn: warn, on the console and in the log, when the run answers fewer than half of the judged queries.
+    :returns: (means, per_query): ``means`` maps each name of ``measure_names`` to its mean over the judged
+        queries (0.0 when no query is judged); ``per_query`` is a PER_QUERY_METRICS table, one row per (measure,
+        judged query): ``qid`` (string), ``measure`` (string, the name as given), ``value`` (float64), by measure
+        then qid.
+    :raises ConfigError: a name ir-measures cannot parse, or a cutoff (``@k``) that is not a positive integer of
+        at most 2**31 - 1; the error names ``evaluation.measures``.
+    """
     measures = parse_measures(measure_names)
     judged = sorted(set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].to_pylist()))
     if warn:
@@ -109,7 +123,22 @@ def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str], *, label:
 
 def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split: str, num_queries: int,
                   measures: dict, provenance: dict, extra: dict | None = None) -> dict:
-    """Write ``metrics.json`` atomically and return what was written."""
+    """Write a run's ``metrics.json`` atomically.
+
+    :param path: the file to write, e.g. ``results/<run>/metrics.json``.
+    :param run_name: the run's name (key ``run``).
+    :param dataset: the dataset's name.
+    :param split: the evaluation split.
+    :param num_queries: the number of judged queries the means are over.
+    :param measures: measure name → mean.
+    :param provenance: the provenance block (``hardneg.io.provenance.provenance``: config hash, seed, Python,
+        platform, package versions).
+    :param extra: further keys, written after ``measures`` (``evaluate_run`` adds ``pairwise_errors`` and
+        ``splits``).
+    :returns: the record written: ``run``, ``dataset``, ``split``, ``num_queries``, ``measures``, the keys of
+        ``extra``, ``provenance``.
+    :raises ValueError: a value JSON cannot hold (NaN or infinite); nothing is written then.
+    """
     record = {"run": run_name, "dataset": dataset, "split": split, "num_queries": num_queries,
               "measures": measures, **(extra or {}), "provenance": provenance}
     write_text(path, json.dumps(record, indent=2, sort_keys=False, allow_nan=False) + "\n")
@@ -137,12 +166,34 @@ def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.Pat
                  metrics_path: str | os.PathLike, per_query_path: str | os.PathLike,
                  measures: list[str] | None = None, embeddings: dict | None = None,
                  pairwise_depth: int = 200) -> dict:
-    """Stage function: evaluate a run's ranking of each split against that split's qrels.
+    """Stage function: evaluate a run's ranking of each split against that split's qrels and write the results.
 
-    ``rankings`` maps split names to ranking files. ``metrics.json`` reports the evaluation split's means under
-    ``measures``, every split's under ``splits``, and the evaluation split's pairwise errors (exact over the
-    whole corpus when ``embeddings`` gives the query_npy/query_ids/doc_npy/doc_ids files of a dense run);
-    the per-query table holds the evaluation split.
+    The evaluation split is ``resolved["evaluation"]["split"]``. Pairwise errors are those of the evaluation split
+    (``hardneg.evaluation.pairwise``): exact over the whole corpus when ``embeddings`` is given, else from the
+    ranking alone (a lower bound where it misses a relevant document).
+
+    :param rankings: split name → that split's RUN Parquet file; the evaluation split must be among them.
+    :param qrels_dir: the dataset's qrels folder (``results/datasets/<dataset>/qrels``), holding
+        ``<split>.parquet`` for each split of ``rankings``.
+    :param resolved: the run's resolved configuration (``results/<run>/config.yaml``): ``name``,
+        ``dataset.name``, ``seed``, ``evaluation.split`` and ``evaluation.measures``.
+    :param metrics_path: the ``metrics.json`` to write (see ``write_metrics``): ``measures`` holds the evaluation
+        split's means, ``splits`` every split's means, ``pairwise_errors`` the evaluation split's mean top-K and
+        total pairwise errors (``top<depth>_pairwise_errors``, ``total_pairwise_errors``, null when no query is
+        judged) and ``total_is_lower_bound``, ``num_queries`` the judged queries of the evaluation split.
+    :param per_query_path: the PER_QUERY_METRICS Parquet file to write: the evaluation split's value of each
+        measure for each judged query, and each query's pairwise errors as measures ``PairwiseErrors@<depth>``
+        and ``PairwiseErrors``.
+    :param measures: the measure names; None: ``resolved["evaluation"]["measures"]``.
+    :param embeddings: for a dense run, the files that give exact corpus ranks: ``query_npy`` and ``query_ids``
+        (the evaluation split's query embeddings and their ROW_IDS file), ``doc_npy`` and ``doc_ids`` (the
+        corpus embeddings and theirs); None: ranks from the ranking alone.
+    :param pairwise_depth: K of the top-K pairwise errors.
+    :returns: the record written to ``metrics_path``.
+    :raises ValueError: ``rankings`` has no file for the evaluation split.
+    :raises ConfigError: a measure ir-measures cannot parse.
+    :raises DataError: a ranking or qrels file that is missing or does not match its schema, or a ranking score
+        that is not finite.
     """
     # pandas: slow to import, needed only here
     from hardneg.evaluation.pairwise import full_corpus_ranks, per_query_pairwise_errors, relevant_ranks, summarise

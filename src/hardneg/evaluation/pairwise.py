@@ -18,7 +18,13 @@ from hardneg.io.artifacts import string_array
 
 
 def relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
-    """(qid, docid, rank) of every relevant pair of judged queries; rank NaN when the run misses it."""
+    """The rank in ``run`` of every relevant (query, document) pair of ``qrels``.
+
+    :param run: a RUN table (``qid``, ``docid``, ``rank``).
+    :param qrels: a QRELS table; the pairs are its rows with relevance >= 1, in its row order.
+    :returns: a pandas DataFrame with columns ``qid``, ``docid`` and ``rank`` (the run's rank, 1-based; NaN where
+        the run does not rank the document), one row per relevant pair.
+    """
     rel = qrels.filter(pc.greater_equal(qrels["relevance"], 1)).select(["qid", "docid"]).to_pandas()
     ranked = run.select(["qid", "docid", "rank"]).to_pandas()
     return rel.merge(ranked, on=["qid", "docid"], how="left")
@@ -29,14 +35,26 @@ DOC_BLOCK = 16_384  # documents scored at a time: 16 MiB of scores for 256 queri
 
 def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids, pairs: pd.DataFrame,
                       batch: int = 256, doc_block: int = DOC_BLOCK) -> np.ndarray:
-    """1 + the number of documents scoring strictly above each (qid, docid) pair, by inner product. A document
-    without an embedding (an empty document left out under ``empty_documents: exclude``) ranks after every
-    embedded one: ``len(docids) + 1``.
+    """The exact rank in the whole corpus of each (query, document) pair, by inner product.
 
-    ``docids`` may be a list or an Arrow string array. Queries are scored ``batch`` at a time against
-    ``doc_block`` documents at a time (converted to float32 block by block: a float16 or memory-mapped matrix is
-    never copied whole), in two passes: each pair's own score, then the documents above it, both from the same
-    block products, so that a document tied with the relevant one is never counted above it."""
+    A pair's rank is 1 + the number of documents scoring strictly above it. Queries are scored ``batch`` at a time
+    against ``doc_block`` documents at a time (converted to float32 block by block: a float16 or memory-mapped
+    matrix is never copied whole), in two passes: each pair's own score, then the documents above it, both from
+    the same block products, so that a document tied with the relevant one is never counted above it.
+
+    :param query_emb: query embeddings, shape (len(qids), dim), float16 or float32; row i embeds ``qids[i]``.
+    :param qids: the query id of each row of ``query_emb``; every query of ``pairs`` must be among them.
+    :param doc_emb: corpus embeddings, shape (len(docids), dim), float16 or float32 (a memory map or a
+        ``hardneg.io.npyfile.NpyRows`` is fine).
+    :param docids: the document id of each row of ``doc_emb`` (a list or an Arrow string array).
+    :type docids: list[str] | pa.Array
+    :param pairs: the pairs to rank: a DataFrame with columns ``qid`` and ``docid`` (``relevant_ranks`` gives it).
+    :param batch: queries scored at a time.
+    :param doc_block: documents scored at a time.
+    :returns: int64 ranks (1-based), shape (len(pairs),), aligned with the rows of ``pairs``. A document without an
+        embedding (an empty document left out under ``empty_documents: exclude``) ranks after every embedded
+        one: ``len(docids) + 1``.
+    """
     q_index = {q: i for i, q in enumerate(qids)}
     q_rows = pairs["qid"].map(q_index).to_numpy()
     found = pc.index_in(pa.array(pairs["docid"], pa.string()), value_set=string_array(docids))
@@ -80,11 +98,21 @@ TOTAL_MEASURE = "PairwiseErrors"  # total pairwise errors of a query, in per_que
 
 def pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ranks: np.ndarray | None = None,
                     num_docs: int | None = None) -> dict:
-    """Mean per query of top-``depth`` and total pairwise errors.
+    """Mean over the judged queries of their top-``depth`` and total pairwise errors.
 
-    ``full_ranks`` (aligned with the relevant pairs of ``qrels`` in order) gives exact corpus ranks; without it
-    the run's ranks are used and a relevant document it misses is placed just after its last rank (a lower
-    bound, reported with ``total_is_lower_bound``).
+    A relevant document's pairwise errors are the non-relevant documents ranked above it; a query's are the sum
+    over its relevant documents (see ``per_query_pairwise_errors``).
+
+    :param run: a RUN table (``qid``, ``docid``, ``rank``).
+    :param qrels: a QRELS table; relevant pairs have relevance >= 1.
+    :param depth: K of the top-K pairwise errors.
+    :param full_ranks: exact corpus ranks of the relevant pairs of ``qrels``, in their row order
+        (``full_corpus_ranks``); None: the run's ranks, a relevant document it misses placed just after the query's
+        last rank (a lower bound).
+    :param num_docs: not used.
+    :returns: ``top<depth>_pairwise_errors`` and ``total_pairwise_errors`` (floats, means over the queries with a
+        relevant document; NaN when there is none) and ``total_is_lower_bound`` (bool: some total comes from a
+        run that misses a relevant document, without ``full_ranks``).
     """
     return summarise(per_query_pairwise_errors(run, qrels, depth=depth, full_ranks=full_ranks), depth)
 
@@ -98,9 +126,23 @@ def summarise(per_query: pd.DataFrame, depth: int) -> dict:
 
 def per_query_pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200,
                               full_ranks: np.ndarray | None = None) -> pd.DataFrame:
-    """Top-``depth`` and total pairwise errors of each judged query (index qid; columns ``top_errors`` and
-    ``total_errors``); ``attrs["total_is_lower_bound"]`` says whether some total is a lower bound (see
-    :func:`pairwise_errors`)."""
+    """Top-``depth`` and total pairwise errors of each query with a relevant document.
+
+    For each relevant document at rank r with a relevant documents above it, its total errors are r − 1 − a (the
+    non-relevant documents above it); its top-``depth`` errors are the same when r <= ``depth``, else ``depth``
+    minus the number of the query's relevant documents within ``depth`` (every non-relevant document of the top
+    ``depth``). A query's errors are the sums over its relevant documents.
+
+    :param run: a RUN table (``qid``, ``docid``, ``rank``).
+    :param qrels: a QRELS table; relevant pairs have relevance >= 1.
+    :param depth: K of the top-K pairwise errors.
+    :param full_ranks: exact corpus ranks of the relevant pairs of ``qrels``, in their row order
+        (``full_corpus_ranks``); None: the run's ranks, a relevant document it misses placed just after the query's
+        last rank in the run (rank 1 when the run does not answer the query).
+    :returns: a pandas DataFrame indexed by ``qid`` with float columns ``top_errors`` and ``total_errors``;
+        ``attrs["total_is_lower_bound"]`` is true when, without ``full_ranks``, the run misses some relevant
+        document (its totals are then lower bounds).
+    """
     pairs = relevant_ranks(run, qrels)
     if pairs.empty:  # no relevant judgement: no pair to count
         per_query = pd.DataFrame({"top_errors": pd.Series(dtype="float64"),

@@ -197,14 +197,36 @@ def document_texts(groups: Groups, files: RunFiles, title_separator: str | None)
 def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
                     negatives: int | None = None, st_format: str | None = None,
                     title_separator: str | None = None, force: bool = False) -> dict:
-    """Write run ``run``'s hard negatives in format ``fmt`` (one of :data:`FORMATS`) to ``output``: a file for
-    ``tevatron`` and ``jsonl``, a folder for the ``datasets`` formats. ``negatives``: the first N negatives of
-    each query; ``st_format``: sentence-transformers' output format (default ``triplet``); ``title_separator``:
-    what joins titles and texts in sentence-transformers' strings (default: the run's tokenizer's pair
-    separator); ``force``: replace an existing ``output`` (an earlier export, for a folder) or write inside the
-    ``results`` folder (:func:`hardneg.results.output_paths.check_output`). Returns what was written:
-    ``format``, ``output``, ``queries``, ``rows`` (lines or dataset rows) and, for sentence-transformers,
-    ``st_format`` and ``columns``."""
+    """Write a run's hard negatives as training data for another toolkit (``hardneg export hardnegs``).
+
+    The training groups are the training queries with at least one relevant document and one hard negative, in
+    the order of the split's queries, positives in qrels order, negatives in rank order. The output is written
+    atomically; nothing is read or written before ``output`` is checked.
+
+    :param run: the name of a run that mined hard negatives (its ``hardnegs.parquet``).
+    :param fmt: the format: ``"sentence-transformers"`` (a ``datasets`` folder shaped as
+        ``sentence_transformers.util.mine_hard_negatives`` returns it), ``"tevatron"`` (Tevatron's training JSON
+        Lines: ``query_id``, ``query``, ``positive_passages``, ``negative_passages``), ``"hf-dataset"`` (a
+        ``datasets`` folder, one row per query: ``qid``, ``query``, ``positives``, ``negatives`` with ``rank``
+        and ``score``) or ``"jsonl"`` (the same fields as JSON Lines). Open a folder with
+        ``datasets.load_from_disk``.
+    :param output: the file (``tevatron``, ``jsonl``) or folder (``sentence-transformers``, ``hf-dataset``) to
+        write.
+    :param results: the results folder holding the run.
+    :param negatives: keep the first N negatives of each query (at least 1); None: all.
+    :param st_format: sentence-transformers' ``output_format``: ``"triplet"`` (the default), ``"n-tuple"``,
+        ``"labeled-pair"`` or ``"labeled-list"``; only with ``fmt="sentence-transformers"``.
+    :param title_separator: what joins a document's title and text in sentence-transformers' strings; None: the
+        pair separator of the run's tokenizer. Only with ``fmt="sentence-transformers"``.
+    :param force: replace an existing ``output`` (for a folder: an earlier export or an empty folder), or write
+        inside the ``results`` folder.
+    :returns: what was written: ``format``, ``output``, ``queries`` (training groups), ``rows`` (lines or
+        dataset rows) and, for sentence-transformers, ``st_format`` and ``columns``.
+    :raises HardnegError: an unknown ``fmt`` or ``st_format``, a sentence-transformers option with another
+        format, ``negatives`` below 1, an ``output`` that may not be written (exists without ``force``, lies in
+        ``results``, ...), a run without hard negatives, or a training split without any group.
+    :raises DataError: hard negatives naming queries or documents the dataset does not have.
+    """
     if fmt not in FORMATS:
         raise HardnegError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt != "sentence-transformers" and (st_format is not None or title_separator is not None):

@@ -83,10 +83,30 @@ def _write_docids(ids_path: Path, target: Path) -> int:
 
 def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
                  slug: str | None = None, force: bool = False) -> dict:
-    """Write run ``run``'s index ``slug`` (default: the one its queries are searched with) and its query encoder
-    as a Pyserini ``FaissSearcher`` folder at ``output`` (see the module docstring), atomically. ``force``:
-    replace an earlier index export at ``output``, or write inside the ``results`` folder
-    (:func:`hardneg.results.output_paths.check_output`). Returns the ``hardneg_export.json`` record."""
+    """Write a run's Faiss index and its query encoder as a folder Pyserini's ``FaissSearcher`` opens
+    (``hardneg export index``), atomically.
+
+    The folder holds ``index`` (the index, with the run's ``params.index.search_params`` applied and saved with
+    it), ``docid`` (one document id per line, line i naming index row i), ``encoder/`` (a copy of the run's model
+    folder, with ``hardneg_query.json`` giving the query length in tokens) and ``hardneg_export.json`` (the record
+    returned). Search it with ``hardneg.export.pyserini.faiss_searcher``.
+
+    :param run: the name of a dense run.
+    :param output: the folder to write.
+    :param results: the results folder holding the run.
+    :param slug: the index to export (its slug, e.g. ``IVF1024_PQ8``); None: the one the run's queries are
+        searched with.
+    :param force: replace an earlier index export at ``output``, or write inside the ``results`` folder.
+    :returns: the ``hardneg_export.json`` record: ``run``, ``index`` (the slug), ``documents`` (vectors in the
+        index), ``dim``, ``search_params``, ``query_max_length`` (tokens), ``encoder`` (the folder's name),
+        ``pyserini_auto_query_encoder`` (the ``pooling`` and ``l2_norm`` of Pyserini's ``AutoQueryEncoder`` that
+        encodes queries as the model does, or None when none does) and ``sources`` (the files exported).
+    :raises HardnegError: an ``output`` that may not be written, or a run without the index, the corpus ids or
+        the trained model.
+    :raises DataError: a document id holding a line break or ending in whitespace (the ``docid`` file cannot hold
+        it), or ids that do not match the index's size.
+    :raises ConfigError: search parameters the index does not accept.
+    """
     from hardneg.index import load_index, save_index, set_search_params  # Faiss: imported only where it is used
 
     output = check_output(output, folder=True, what="Pyserini index export", results=results, force=force,

@@ -60,12 +60,18 @@ def _recorded_query_length(encoder_dir: Path) -> int:
 
 
 class HardnegQueryEncoder(QueryEncoder):
-    """Queries → vectors with a hardneg bi-encoder folder (an export's ``encoder/`` or a run's ``model/``).
+    """Pyserini query encoder over a hardneg bi-encoder folder: encodes queries exactly as the run does.
 
-    ``max_length``: the most tokens of a query (the run's ``params.model.query_max_length``); by default read
-    from the folder's ``hardneg_query.json``, which :func:`hardneg.export.index.export_index` writes, else from
-    its ``hardneg.json``.
-    ``device``: a torch device; ``batch_size``: queries encoded at once by :meth:`encode_batch`.
+    Queries are tokenized as the tokenized cache does (the model's tokenizer, cut at ``max_length`` tokens, no
+    token type ids), so pooling, projection head, L2 normalisation and ColBERT markers are all the run's.
+
+    :param encoder_dir: a hardneg model folder: an index export's ``encoder/`` or a run's ``model/``.
+    :param max_length: the most tokens of a query (the run's ``params.model.query_max_length``); None: read from
+        the folder's ``hardneg_query.json`` (which ``hardneg.export.index.export_index`` writes), else from its
+        ``hardneg.json``.
+    :param device: a torch device name, e.g. ``"cpu"`` or ``"cuda"``.
+    :param batch_size: queries encoded at once by ``encode_batch``.
+    :raises HardnegError: ``encoder_dir`` has no ``hardneg.json``, or no query length is given or recorded.
     """
 
     def __init__(self, encoder_dir: str | os.PathLike, *, max_length: int | None = None, device: str = "cpu",
@@ -85,7 +91,11 @@ class HardnegQueryEncoder(QueryEncoder):
         self.has_model = True
 
     def encode_batch(self, queries: list[str]) -> np.ndarray:
-        """Vectors [len(queries), dim] (float32) of ``queries``, in order."""
+        """Encode several queries.
+
+        :param queries: the query texts.
+        :returns: the vectors, shape (len(queries), dim), float32, in the order of ``queries``.
+        """
         out = np.empty((len(queries), self.model.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(queries), self.batch_size):
@@ -99,11 +109,25 @@ class HardnegQueryEncoder(QueryEncoder):
         return out
 
     def encode(self, query: str, **kwargs) -> np.ndarray:
-        """The vector [dim] (float32) of one query (Pyserini's ``FaissSearcher.search``)."""
+        """Encode one query (what Pyserini's ``FaissSearcher.search`` calls).
+
+        :param query: the query text.
+        :param **kwargs: ignored (Pyserini's interface).
+        :returns: the vector, shape (dim,), float32.
+        """
         return self.encode_batch([query])[0]
 
 
 def faiss_searcher(export_dir: str | os.PathLike, *, device: str = "cpu"):
-    """Pyserini's ``FaissSearcher`` over an index export (:mod:`hardneg.export.index`) with its
-    :class:`HardnegQueryEncoder`."""
+    """Pyserini's ``FaissSearcher`` over an index export, with a ``HardnegQueryEncoder`` of its ``encoder/``.
+
+    Importing ``hardneg.export.pyserini`` starts the Java virtual machine Pyserini's modules need. Search with
+    ``searcher.search(query_text, k=10)``: a list of hits with ``docid`` and ``score`` (an inner product), best
+    first.
+
+    :param export_dir: a folder written by ``hardneg.export.index.export_index``.
+    :param device: the torch device the query encoder runs on, e.g. ``"cpu"`` or ``"cuda"``.
+    :returns: the searcher (``pyserini.search.faiss.FaissSearcher``).
+    :raises HardnegError: ``export_dir/encoder`` is not a hardneg model folder or records no query length.
+    """
     return FaissSearcher(str(export_dir), HardnegQueryEncoder(Path(export_dir) / "encoder", device=device))

@@ -155,22 +155,30 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
                 use_gpu: bool | str = "auto", threads: int | None = None, key: str = "index.factory") -> faiss.Index:
     """Build an inner-product faiss index over ``embeddings`` and return it as a CPU index.
 
-    ``embeddings``: [n, dim] float16 or float32 (a memmap or a :class:`hardneg.io.npyfile.NpyRows` is fine: rows are
-    read and converted to float32 batch by batch; a ``Flat`` index is sized once, never holding the vectors twice);
-    row i gets faiss id i. ``factory``: a faiss index-factory string, e.g. "Flat", "PQ8" (8 bits per code unless
-    written "PQ8x4"), "OPQ8,PQ8", "IVF1024,PQ8", "IVF1024,Flat", "HNSW32". An index that needs training is trained
-    on ``train_size`` rows drawn without replacement by ``numpy.random.default_rng(seed)`` (default: all rows up to
-    100,000, or up to 64 per IVF list when that is more; never more than n); faiss's k-means seeds are set to ``seed``
-    too, so the same inputs, seed and thread count give the same index. HNSW graphs are built by several threads and
-    are reproducible only with ``threads=1``.
-    ``use_gpu``: True, False or "auto" (use GPU faiss when it is installed and sees a GPU); index types faiss cannot
-    put on a GPU (HNSW) and a missing GPU fall back to the CPU with a logged message. ``threads``: the OpenMP thread
-    count for this call (None: faiss's current setting).
+    Scores of the index are inner products of the vectors (cosine similarities when the encoder normalises
+    them). An index that needs training is trained on ``train_size`` rows drawn without replacement by
+    ``numpy.random.default_rng(seed)``; faiss's k-means seeds are set to ``seed`` too, so the same inputs, seed
+    and thread count give the same index. HNSW graphs are built by several threads and are reproducible only
+    with ``threads=1``. A training sample under faiss's 39 rows per centroid is a logged warning.
 
-    Raises ConfigError naming ``key`` (the config key that asked for this index) when faiss rejects the factory
-    string, or when the training sample is smaller than the index's largest k-means (IVF4096 needs 4096 training
-    rows, PQ<m> 256: checked before faiss trains, see :mod:`hardneg.index.validate`); a sample under faiss's 39 rows
-    per centroid is a logged warning. ValueError for empty or non-2-D embeddings.
+    :param embeddings: the vectors, shape (n, dim), float16 or float32; row i gets faiss id i. A memory map or a
+        ``hardneg.io.npyfile.NpyRows`` is fine: rows are read and converted to float32 131,072 at a time, and a
+        ``Flat`` index is sized once, never holding the vectors twice.
+    :param factory: a faiss index-factory string, e.g. ``"Flat"``, ``"PQ8"`` (8 bits per code unless written
+        ``"PQ8x4"``), ``"OPQ8,PQ8"``, ``"IVF1024,PQ8"``, ``"IVF1024,Flat"``, ``"HNSW32"``.
+    :param train_size: the rows an index that needs training is trained on (never more than n); None: all rows up
+        to 100,000, or up to 64 per IVF list when that is more.
+    :param seed: the seed of the training sample and of faiss's k-means.
+    :param use_gpu: ``True``, ``False`` or ``"auto"`` (GPU faiss when it is installed and sees a GPU); an index
+        type faiss cannot put on a GPU (HNSW) and a missing GPU fall back to the CPU with a logged message.
+    :param threads: the OpenMP thread count for this call; None: faiss's current setting.
+    :param key: the configuration key that asked for this index, named by configuration errors.
+    :returns: the index, on the CPU, holding n vectors.
+    :raises ConfigError: faiss rejects the factory string, the training sample is smaller than the index's
+        largest k-means (IVF4096 needs 4,096 training rows, PQ<m> 256; checked before faiss trains), or faiss
+        cannot train the index; the error names ``key``.
+    :raises ValueError: ``embeddings`` that are not a 2-D floating matrix or are empty, a ``train_size`` below
+        1, ``threads`` below 1, or a ``use_gpu`` other than True, False or "auto".
     """
     embeddings = _check_matrix(embeddings, "embeddings")
     n, dim = embeddings.shape
@@ -227,10 +235,15 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
 
 
 def set_search_params(index: faiss.Index, params: str | dict | None) -> None:
-    """Apply search-time parameters to ``index`` in place: "nprobe=16", "efSearch=128", "nprobe=16,ht=64", or a
-    dict such as {"nprobe": 16}. None or "" leaves the index as it is.
+    """Apply search-time parameters to ``index`` in place (faiss's ``ParameterSpace``).
 
-    Raises ConfigError('index.search_params') for a parameter the index does not have.
+    Faiss saves them with the index: ``save_index`` after this keeps them.
+
+    :param index: the index to tune.
+    :param params: a string such as ``"nprobe=16"``, ``"efSearch=128"`` or ``"nprobe=16,ht=64"``, or a mapping such
+        as ``{"nprobe": 16}``; None, ``""`` or ``{}`` leaves the index as it is.
+    :raises ConfigError: a parameter the index does not have, a value it refuses, or ``params`` of another type;
+        the error names ``index.search_params``.
     """
     if params is None or params == "" or params == {}:
         return
@@ -250,16 +263,27 @@ def set_search_params(index: faiss.Index, params: str | dict | None) -> None:
 
 
 def save_index(index: faiss.Index, path: str | os.PathLike) -> None:
-    """Write ``index`` (a CPU index) to ``path`` atomically, in faiss's own file format. Faiss writes through a
-    Python file here: writing to a path, it reports a failure to flush its last buffer on close (a full disk) only
-    on stderr and returns, leaving a truncated index; a Python file raises, and the job fails."""
+    """Write ``index`` to ``path`` atomically, in faiss's own file format (``faiss.read_index`` reads it).
+
+    Faiss writes through a Python file here: writing to a path itself, faiss reports a failure to flush its last
+    buffer (a full disk) only on stderr and returns, leaving a truncated index; a Python file raises.
+
+    :param index: a CPU index (``build_index`` returns one).
+    :param path: the file to write, e.g. ``results/<run>/index/<slug>.faiss``; its folder is created when missing.
+    :raises OSError: the file cannot be written (e.g. no space left on the device); nothing replaces ``path``.
+    """
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
         handle.flush()
 
 
 def load_index(path: str | os.PathLike) -> faiss.Index:
-    """Read an index written by :func:`save_index`."""
+    """Read an index written by ``save_index`` (or any faiss index file).
+
+    :param path: the index file, e.g. ``results/<run>/index/<slug>.faiss``.
+    :returns: the index, on the CPU, with the search parameters saved with it.
+    :raises FileNotFoundError: ``path`` does not exist.
+    """
     if not os.path.exists(path):
         raise FileNotFoundError(f"faiss index does not exist: {path}")
     return faiss.read_index(str(path))
@@ -309,11 +333,19 @@ def _search_batches(index: faiss.Index, queries: np.ndarray, k: int, batch_size:
 
 def search(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096,
            use_gpu: bool | str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    """Search ``queries`` ([n, dim] float16/float32) in ``batch_size`` batches for their top ``k`` rows.
+    """Search ``queries`` for their top ``k`` index rows by inner product, ``batch_size`` queries at a time.
 
-    Returns (scores, ids): float32 inner products [n, k'] best first and int64 row ids [n, k'], where
-    k' = min(k, index.ntotal); where an approximate index finds fewer than k' rows the tail has id -1.
-    ``use_gpu`` as in :func:`build_index`; the index is copied to all GPUs for the call when used.
+    :param index: a faiss index (``build_index``, ``load_index``).
+    :param queries: query vectors, shape (n, dim), float16 or float32, dim that of the index; n may be 0.
+    :param k: rows wanted per query (at least 1); at most ``index.ntotal`` are returned.
+    :param batch_size: queries searched per faiss call (at least 1).
+    :param use_gpu: as in ``build_index``; when used, the index is copied to all GPUs for the call (and searched on
+        the CPU when k' is above faiss's GPU limit of 2,048).
+    :returns: (scores, ids), both of shape (n, k') with k' = min(k, index.ntotal), best first: ``scores`` float32
+        (inner products, approximate for a compressed index), ``ids`` int64 index rows (0-based); where an
+        approximate index finds fewer than k' rows the tail has id -1.
+    :raises ValueError: ``queries`` that are not a 2-D floating matrix of the index's dim, or ``k`` or
+        ``batch_size`` below 1.
     """
     blocks = search_blocks(index, queries, k, batch_size=batch_size, use_gpu=use_gpu)
     n, k = queries.shape[0], min(int(k), int(index.ntotal))
@@ -334,11 +366,19 @@ def _check_run_ids(index: faiss.Index, query_embeddings: np.ndarray, qids, docid
 
 def search_run(index: faiss.Index, query_embeddings: np.ndarray, qids: list[str], docids: list[str] | np.ndarray,
                k: int, **kw) -> pa.Table:
-    """Search and return a RUN artifact table (qid, docid, rank int32 from 1, score float32).
+    """Search the index and return the ranking as a RUN table.
 
-    ``qids[i]`` names query row i; ``docids[j]`` names index row j (so ``len(docids) == index.ntotal``). Missing
-    results (-1) are dropped; rows are in ``qids`` order, then by rank, and equal scores keep faiss's order.
-    Keyword arguments go to :func:`search`.
+    :param index: a faiss index (``build_index``, ``load_index``).
+    :param query_embeddings: query vectors, shape (len(qids), dim), float16 or float32.
+    :param qids: the query id of each row of ``query_embeddings``.
+    :param docids: the document id of each index row, ``len(docids) == index.ntotal`` (a run's
+        ``embeddings/corpus.ids.parquet``).
+    :param k: documents wanted per query (at least 1).
+    :param **kw: ``batch_size`` and ``use_gpu``, passed to ``search``.
+    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32, inner
+        product), rows in ``qids`` order then by rank; equal scores keep faiss's order, and missing results (-1)
+        are dropped.
+    :raises ValueError: ``qids`` or ``docids`` of the wrong length, or an argument ``search`` rejects.
     """
     _check_run_ids(index, query_embeddings, qids, docids)
     scores, ids = search(index, query_embeddings, k, **kw)

@@ -153,7 +153,14 @@ def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:
 
 
 def write_table(table: pa.Table, kind: ArtifactKind, path: str | os.PathLike) -> None:
-    """Write ``table`` as a Parquet file of ``kind``, atomically. Columns are cast to the declared schema."""
+    """Write ``table`` as a Parquet file of ``kind`` (zstd-compressed), atomically.
+
+    :param table: the table; its columns are selected and cast to the kind's schema (extra columns are dropped).
+    :param kind: the artifact kind, e.g. ``RUN`` or ``HARDNEGS``.
+    :param path: the file to write; its folder is created when missing.
+    :raises DataError: ``table`` lacks a column of the schema, or a column cannot be cast to its declared type;
+        nothing is written then.
+    """
     table = _conform(table, kind, str(path))
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
@@ -223,8 +230,17 @@ class TableWriter:
 
 
 def read_table(kind: ArtifactKind, path: str | os.PathLike, filters=None) -> pa.Table:
-    """Read a Parquet file and check it against ``kind``'s schema. ``filters`` (pyarrow's, e.g.
-    ``[("qid", "in", ids)]``) keeps only the matching rows, without loading the others."""
+    """Read a Parquet file of ``kind`` and check it against the kind's schema.
+
+    :param kind: the artifact kind, e.g. ``RUN``, ``HARDNEGS`` or ``QRELS``.
+    :param path: the Parquet file.
+    :param filters: pyarrow's row filters, e.g. ``[("qid", "in", ids)]``: only the matching rows are read. None:
+        every row.
+    :type filters: list[tuple] | None
+    :returns: the table with exactly the schema's columns, in its order and types (other columns are dropped).
+    :raises DataError: the file does not exist, lacks a column of the schema, or has a column that cannot be cast
+        to its declared type.
+    """
     if not os.path.exists(path):
         raise DataError(path, None, f"{kind.name} file does not exist")
     return _conform(pq.read_table(path, filters=filters), kind, str(path))

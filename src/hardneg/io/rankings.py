@@ -123,8 +123,16 @@ class RunWriter:
 
 
 def read_run(path: str | os.PathLike, filters=None) -> pa.Table:
-    """A Parquet run artifact (``filters``: pyarrow's, as :func:`hardneg.io.artifacts.read_table` takes them). A
-    missing or non-finite score is a :class:`~hardneg.errors.DataError` naming the file and its row."""
+    """Read a RUN Parquet file written by the pipeline, e.g. ``results/<run>/runs/<split>.parquet``.
+
+    :param path: the RUN Parquet file.
+    :param filters: pyarrow's row filters, e.g. ``[("qid", "in", ids)]``, as ``hardneg.io.artifacts.read_table``
+        takes them; None: every row.
+    :type filters: list[tuple] | None
+    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32).
+    :raises DataError: the file is missing or does not match the RUN schema, or a score is missing or not finite
+        (the error names the file and the row, 1-based).
+    """
     run = artifacts.read_table(artifacts.RUN, path, filters=filters)
     if filters is not None and not _all_finite(run["score"]):
         run = artifacts.read_table(artifacts.RUN, path)  # the whole file: the error names the row in it
@@ -283,12 +291,19 @@ def _read_trec_run(path: str | os.PathLike) -> pa.Table:
 
 
 def load_run(path: str | os.PathLike) -> pa.Table:
-    """A run from a Parquet run artifact or a TREC run file (told apart by content, not by name).
+    """Read a run a user brings: a RUN Parquet file or a TREC run file, told apart by content, not by name.
 
-    Both forms get the same checks: the file holds rows; ids are fit for TREC; every score is a finite number a
-    float32 holds; no document is ranked twice for a query; no value is missing (Parquet). A missing file, an
-    unreadable Parquet file or a bad row is a :class:`~hardneg.errors.DataError` naming the file and the line
-    (TREC) or row (Parquet, 1-based)."""
+    Both forms get the same checks: the file holds rows; ids are fit for TREC (no whitespace or control
+    character); every score is a finite number a float32 holds; no document is ranked twice for a query; no value
+    is missing (Parquet).
+
+    :param path: the run file: Parquet (starting with ``PAR1``) with the RUN columns, or TREC text
+        (``qid Q0 docid rank score tag`` lines, whitespace separated).
+    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, as written in the file), ``score``
+        (float32), in file order.
+    :raises DataError: a missing file, a folder, an unreadable Parquet file or a bad row or line; the error names
+        the file and the line (TREC) or row (Parquet, 1-based).
+    """
     return read_either(artifacts.RUN, path, _read_trec_run, check_run_rows)
 
 

@@ -50,19 +50,42 @@ def _float_or_none(value) -> float | None:
 def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, positives: pa.Table,
                          bm25_run: pa.Table | None = None, *, depth: int = 200,
                          empty_docids=None) -> tuple[dict, pa.Table]:
-    """Audit ``hardnegs`` (HARDNEGS) mined from ``run`` (the mining model's RUN of the training queries).
+    """Audit a hard-negative list: is it hard, is it different from BM25's, does it hide false negatives?
 
-    ``qrels`` are the training qrels; the training queries are those with a relevant document (relevance >= 1),
-    in order of first appearance in ``qrels``. ``positives`` (POSITIVE_SCORES) gives each query's best positive
-    score (its maximum); ``bm25_run`` (RUN), when given, the BM25 top-``depth`` the negatives are compared with.
+    The training queries are those of ``qrels`` with a relevant document (relevance >= 1), in order of first
+    appearance in ``qrels``. A margin is (negative score − the query's best positive score), in the mining
+    model's score units (inner products); a negative with margin >= 0 scores at or above every positive and is a
+    suspected false negative. Negatives of queries without a relevant document are counted but not audited.
 
-    Returns (summary, table). The table is of kind AUDIT, one row per training query: best_positive_rank (best rank
-    of a relevant document in ``run`` within rank ``depth``, else null), best_positive_score (null without a
-    score), num_negatives, bm25_overlap (share of the negatives in BM25's top-``depth``; null without ``bm25_run``
-    or negatives), min_margin / max_margin of (negative score - best positive score), suspected_false_negatives
-    (negatives scoring >= the best positive; null without a best positive score) and empty_negatives (negatives
-    among ``empty_docids``, the ids of the corpus's empty documents; null when ``empty_docids`` is None). The
-    summary is described in :func:`_summary`.
+    :param hardnegs: the HARDNEGS table to audit (``qid``, ``docid``, ``rank``, ``score``).
+    :param run: the mining model's RUN table of the training queries, which ``hardnegs`` was mined from.
+    :param qrels: the training QRELS table.
+    :param positives: the POSITIVE_SCORES table under the mining model; a query's best positive score is its
+        maximum there.
+    :param bm25_run: a BM25 RUN table of the training queries to compare the negatives with; None: no comparison.
+    :param depth: the rank depth (1-based, inclusive) of the best-positive search in ``run`` and of BM25's top
+        list in ``bm25_run``.
+    :param empty_docids: the ids of the corpus's empty documents (no title, no text), e.g.
+        ``hardneg.datasets.empty_documents.empty_docids(corpus_path)``; None: not checked.
+    :type empty_docids: list[str] | None
+    :returns: (summary, table). ``table`` is an AUDIT table, one row per training query: ``qid``;
+        ``best_positive_rank`` (int32: best rank of a relevant document in ``run`` within ``depth``, else null);
+        ``best_positive_score`` (float32, null without a score in ``positives``); ``num_negatives`` (int32);
+        ``bm25_overlap`` (float32: share of the query's negatives in BM25's top ``depth``; null without
+        ``bm25_run`` or without negatives); ``min_margin`` and ``max_margin`` (float32, null without negatives or
+        without a best positive score); ``suspected_false_negatives`` (int32: negatives with margin >= 0; null
+        without a best positive score); ``empty_negatives`` (int32: negatives among ``empty_docids``; null when
+        ``empty_docids`` is None). ``summary`` is a JSON-serialisable dict: ``depth``; ``num_queries`` (training
+        queries); ``queries_with_negatives``; ``queries_without_negatives`` (a count) and
+        ``queries_without_negatives_qids``; ``num_negatives``; ``negatives_of_other_queries`` (negatives of
+        queries without a relevant document); ``negatives_per_query`` (``mean``, ``median``, ``min``, ``max``);
+        ``bm25_overlap_mean`` (null without ``bm25_run``); ``margin`` (``count``, ``quantiles`` keyed ``"0"``
+        to ``"1"``, ``histogram`` with ``edges`` and ``counts`` of 10 bins) over the negatives of queries with a
+        best positive score; ``best_positive_rank`` (``at_1``, ``within_10``, ``within_depth``,
+        ``beyond_depth``: shares of the training queries); ``suspected_false_negatives`` (``count`` and
+        ``pairs``: ``qid``, ``docid``, ``negative_score``, ``best_positive_score``, ``excess`` (the margin),
+        ``empty_document``, largest excess first); ``empty_negatives`` (``count``, ``queries``, ``docids``; null
+        when ``empty_docids`` is None).
     """
     relevant = relevant_judgements(qrels)
     train = pc.unique(relevant["qid"]) if relevant.num_rows else pa.array([], pa.string())
@@ -301,10 +324,22 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
                 parquet_path: str | os.PathLike, *, bm25_run_path: str | os.PathLike | None = None,
                 summary_path: str | os.PathLike | None = None, depth: int = 200,
                 corpus_path: str | os.PathLike | None = None) -> dict:
-    """Stage function: hard negatives, mining run, training qrels, positive scores (and a BM25 run) Parquet →
-    Markdown report + AUDIT Parquet (+ the summary as JSON at ``summary_path``). With ``corpus_path`` (the
-    dataset's corpus.parquet) the negatives that are empty documents are counted and marked. Returns the
-    summary."""
+    """Stage function: ``audit_hard_negatives`` from files, written as a Markdown report, AUDIT Parquet and JSON.
+
+    :param hardnegs_path: the HARDNEGS Parquet file to audit (a mining run's ``hardnegs.parquet``).
+    :param run_path: the mining model's RUN Parquet file of the training queries.
+    :param qrels_path: the training split's QRELS Parquet file.
+    :param positives_path: the POSITIVE_SCORES Parquet file under the mining model.
+    :param markdown_path: the Markdown report to write (atomically).
+    :param parquet_path: the AUDIT Parquet file to write (atomically), one row per training query.
+    :param bm25_run_path: a BM25 RUN Parquet file of the training queries to compare with; None: no comparison.
+    :param summary_path: where to write the summary as JSON; None: not written.
+    :param depth: as in ``audit_hard_negatives``.
+    :param corpus_path: the dataset's CORPUS Parquet file: with it, the negatives that are empty documents are
+        counted and marked; None: not checked.
+    :returns: the summary (see ``audit_hard_negatives``).
+    :raises DataError: an input file that is missing or does not match its schema.
+    """
     summary, table = audit_hard_negatives(
         artifacts.read_table(artifacts.HARDNEGS, hardnegs_path), artifacts.read_table(artifacts.RUN, run_path),
         artifacts.read_table(artifacts.QRELS, qrels_path),

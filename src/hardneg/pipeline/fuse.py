@@ -44,10 +44,30 @@ def read_tuned_alpha(path: str | os.PathLike) -> float:
 
 def fuse_split(method: str, params: dict, ranking_paths: list, run_path, trec_path, *, tag: str,
                tuning_path=None, method_modules=()) -> pa.Table:
-    """Stage function: the input runs' rankings of one split (RUN files, in the order of the method's role of many
-    runs) → the fusion run's ranking of that split, as Parquet and TREC. ``params`` are the run's; with
-    ``tuning_path`` (its fusion_tuning.json) the tuned α replaces ``params.alpha``. ``method_modules``: the module
-    declaring ``method`` when it is not one of :mod:`hardneg.methods`."""
+    """Stage function: fuse the input runs' rankings of one split with the method's ``fuse`` and write the result.
+
+    :param method: the fusion method's name, e.g. ``hybrid`` or ``rrf``.
+    :param params: the fusion run's params (e.g. ``alpha``, ``depth``, ``k`` of ``hybrid``; ``rrf_k``, ``depth``,
+        ``k`` of ``rrf``).
+    :param ranking_paths: the input runs' RUN Parquet files of the split, in the order of the method's role of many
+        runs (``hybrid``: the sparse run, then the dense one).
+    :param run_path: the RUN Parquet file to write.
+    :type run_path: str | os.PathLike
+    :param trec_path: the TREC run file to write, or None for none.
+    :type trec_path: str | os.PathLike | None
+    :param tag: the TREC file's run tag (the workflow gives the run's name).
+    :param tuning_path: the run's ``fusion_tuning.json`` (``tune_fusion``): its α replaces ``params["alpha"]``;
+        None: ``params["alpha"]`` is used as it is.
+    :type tuning_path: str | os.PathLike | None
+    :param method_modules: the modules declaring ``method`` when it is not built in.
+    :type method_modules: list[str] | tuple[str, ...]
+    :returns: the fused RUN table written.
+    :raises ConfigError: an unknown ``method``, or a method module that cannot be loaded.
+    :raises DataError: an input ranking that is missing, does not match the RUN schema or holds a score that is
+        not finite, or a ``tuning_path`` without a finite non-negative ``alpha``.
+    :raises HardnegError: a qid, docid or ``tag`` holding whitespace or a control character, which a TREC line
+        cannot hold.
+    """
     fuse = _method(method, method_modules).fuse
     if tuning_path is not None:
         params = {**params, "alpha": read_tuned_alpha(tuning_path)}
@@ -60,11 +80,37 @@ def fuse_split(method: str, params: dict, ranking_paths: list, run_path, trec_pa
 
 def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels_path, json_path, parquet_path, *,
                 trained_on=(), method_modules=()) -> dict:
-    """Stage function: tune a fusion run's α on ``params.tune``: its input runs' rankings of ``tune.split`` (RUN
-    files, in role order) and that split's QRELS file → the grid's values (``parquet_path``, FUSION_TUNING) and a
-    record of the tuning with the chosen α (``json_path``). ``tune.queries`` judged queries are sampled with
-    ``seed``; only their rows of the rankings are read. ``trained_on``: the splits that trained a model behind
-    the input runs; tuning on one of them is warned about on the console."""
+    """Stage function: tune a fusion run's weight α on queries of ``params["tune"]["split"]`` and write the result.
+
+    ``tune.queries`` judged queries of the split are sampled with ``seed`` (all when there are fewer); only their
+    rows of the rankings are read. Every α of ``params["alpha_grid"]`` fuses them and is evaluated with
+    ``tune.measure`` (``hardneg.fusion.tune_weight``).
+
+    :param method: the fusion method's name, e.g. ``hybrid``.
+    :param params: the fusion run's params, with ``alpha_grid`` and ``tune`` (``split``, ``queries``,
+        ``measure``).
+    :param seed: the seed of the query sample (the run's seed).
+    :param ranking_paths: the input runs' RUN Parquet files of the tuning split, in the order of the method's
+        role.
+    :param qrels_path: the tuning split's QRELS Parquet file.
+    :type qrels_path: str | os.PathLike
+    :param json_path: the tuning record to write (``fusion_tuning.json``): ``split``, ``queries`` (the number
+        sampled), ``seed``, ``measure``, ``grid`` (``alpha`` and ``value`` of each α) and the chosen ``alpha``.
+    :type json_path: str | os.PathLike
+    :param parquet_path: the FUSION_TUNING Parquet file to write (``alpha``, ``value``, ``chosen``).
+    :type parquet_path: str | os.PathLike
+    :param trained_on: the splits that trained a model behind the input runs; tuning on one of them is warned
+        about on the console (its values are optimistic).
+    :type trained_on: list[str] | tuple[str, ...]
+    :param method_modules: the modules declaring ``method`` when it is not built in.
+    :type method_modules: list[str] | tuple[str, ...]
+    :returns: the record written to ``json_path``.
+    :raises ConfigError: an unknown ``method``, a method module that cannot be loaded, or a ``tune.measure``
+        ir-measures cannot parse.
+    :raises DataError: no judged query in the tuning split, or an input file that is missing or does not match
+        its schema.
+    :raises ValueError: a measure value JSON cannot hold (NaN or infinite); nothing is written then.
+    """
     fuse = _method(method, method_modules).fuse
     tune = params["tune"]
     if tune["split"] in trained_on:

@@ -151,24 +151,70 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
               inputs: dict | None = None, method_modules=(), callbacks=(),
               threads_per_process: int | None = None, timings_path=None, tensorboard_dir=None,
               state_dir=None) -> list[dict]:
-    """Train run ``resolved`` and save its model to ``model_dir`` and its per-step log to ``log_path`` (and
-    the wall-clock seconds of each part of each step to ``timings_path``, when given: :attr:`Trainer.timings`).
+    """Train run ``resolved`` and save its model and its per-step training log.
 
-    ``inputs`` are the run's training inputs beside the tokenized cache and the qrels (name → path, as
-    :meth:`hardneg.pipeline.plan.Plan.train_inputs` gives them): ``init``, the model to continue, and what the method's
-    roles provide (``negatives``, ``hard_negatives``, ``doc_embeddings``, ``train_index``, ...). The device is
-    ``params.train.device``. ``method_modules``: the module declaring the run's method when it is not one of
-    :mod:`hardneg.methods` (a config's ``method_modules`` entry), imported here and in every worker.
+    This is what the workflow's ``train_dense`` job does. The run's method (``resolved["method"]``, from the
+    method registry ``hardneg.methods``) builds the training step and the batch sampler; the device is
+    ``params.train.device``. With ``params.train.processes`` (or ``gpus``) above 1, that many worker processes
+    are launched as ``torchrun --standalone`` would, each calling ``train_run`` with the same arguments; only
+    rank 0 writes the model, the logs and checkpoints. A checkpoint in ``checkpoint_dir`` left by an interrupted
+    attempt with the same configuration is resumed. A method that does not train (a model evaluated as it is)
+    saves its ``init`` model, else the model of ``params.model``, and an empty log.
 
-    A checkpoint in ``checkpoint_dir`` from an interrupted attempt with the same configuration is resumed.
-    ``callbacks`` are trainer events (``on_epoch_start(trainer, epoch)``, ``on_step_end(trainer, step, row)``)
-    or functions called as ``callback(trainer, step)`` after every optimiser step; with several processes
-    they must be picklable (module-level), and every rank gets them. ``threads_per_process``: torch threads of
-    each of several processes (default: the available CPUs shared among them). ``tensorboard_dir``: where the
-    step log goes while training runs when ``params.train.tensorboard`` is on (none: no TensorBoard log; see
-    :mod:`hardneg.dense.tensorboard`). ``state_dir``: for an episode run (:mod:`hardneg.pipeline.episodes`), where its
-    trainer state at its last step goes (the next episode continues it); its log rows are its own steps only.
-    Returns the log rows.
+    Before training, the starting process prints on the console what will not train well: a model trained from
+    scratch (the built-in model without an ``init`` model) on fewer than 2,000 training queries, and epochs of fewer than 20 optimiser steps when training
+    makes fewer than 100 in all.
+
+    :param resolved: the run's resolved configuration, as written to ``results/<run>/config.yaml`` (read it with
+        ``hardneg.schema.files.read_resolved``): ``name``, ``method``, ``seed``, ``dataset``, ``params`` (with
+        ``model`` and ``train``), and ``episode`` for an episode run.
+    :param cache_dir: the tokenized cache of the run's dataset and tokenizer
+        (``results/datasets/<dataset>/tokenized/<key>``), holding the tokenized corpus and each split's queries.
+    :type cache_dir: str | os.PathLike
+    :param qrels_path: the training split's QRELS Parquet file; the dev split's qrels (``params.train.dev_split``,
+        when ``dev_every`` is set) are read from the same folder.
+    :type qrels_path: str | os.PathLike
+    :param model_dir: the folder the trained model is saved to, atomically; a bi-encoder's is a Hugging Face model
+        folder with ``hardneg.json`` and the tokenizer, which ``hardneg.dense.model.BiEncoder.load`` reads.
+    :type model_dir: str | os.PathLike
+    :param log_path: the Parquet file of the per-step log written: one row per optimiser step with ``step``,
+        ``epoch``, ``loss``, ``lr`` (learning rate), ``grad_norm`` (gradient norm before clipping), the method's
+        statistics and the events' columns (e.g. ``dev_rr10``, ``dev_rr100``); no wall-clock times.
+    :type log_path: str | os.PathLike
+    :param checkpoint_dir: the folder of the periodic checkpoints (``params.train.checkpoint_every``); removed
+        once training ends.
+    :type checkpoint_dir: str | os.PathLike
+    :param tokenizer_source: the tokenizer the cache was built with (a folder or a Hugging Face hub name), used
+        when there is no ``init`` model.
+    :type tokenizer_source: str
+    :param inputs: the run's training inputs beside the cache and the qrels, name → path: ``init`` (the model to
+        continue) and what the method's roles provide (``negatives``, ``hard_negatives``, ``doc_embeddings``,
+        ``train_index``, ...; see ``hardneg.pipeline.plan.Plan.train_inputs``); for an episode after the first,
+        ``state`` (the previous episode's trainer state).
+    :param method_modules: the modules declaring the run's method when it is not built in (a config's
+        ``method_modules`` entry), imported here and in every worker.
+    :type method_modules: list[str] | tuple[str, ...]
+    :param callbacks: trainer events (objects with ``on_epoch_start(trainer, epoch)`` and/or
+        ``on_step_end(trainer, step, row)``) or functions called as ``callback(trainer, step)`` after every
+        optimiser step; with several processes they must be picklable (module-level) and every rank gets them.
+    :type callbacks: list | tuple
+    :param threads_per_process: torch threads of each of several processes; None: the available CPUs shared
+        among them.
+    :param timings_path: where to write, as Parquet, the wall-clock seconds of each part of each optimiser step
+        (``Trainer.timings``); None: not written.
+    :type timings_path: str | os.PathLike | None
+    :param tensorboard_dir: the TensorBoard log folder, written while training runs when
+        ``params.train.tensorboard`` is on; None: no TensorBoard log.
+    :type tensorboard_dir: str | os.PathLike | None
+    :param state_dir: for an episode run (``hardneg.pipeline.episodes``), the folder its trainer state at its last
+        step is written to, which the next episode continues; its log rows are then its own steps only.
+    :type state_dir: str | os.PathLike | None
+    :returns: the per-step log rows written to ``log_path`` (an empty list for a method that does not train).
+    :raises ConfigError: ``params.train.dev_every`` is set but the dev split's tokenized queries or qrels file is
+        missing (the error names ``params.train.dev_split``).
+    :raises DataError: a qrels file that is missing or does not match its schema, or an episode's previous
+        trainer state that cannot be continued.
+    :raises ValueError: an episode run without ``state_dir``.
     """
     arguments = dict(locals())  # exactly train_run's arguments, passed on unchanged to launched workers
     methods.load_modules(list(method_modules))

@@ -24,14 +24,36 @@ from hardneg.schema.files import read_resolved
 
 @dataclass(frozen=True)
 class RunFiles:
-    """The files of run ``run`` under the results folder ``results``."""
+    """The files of a finished run, found from its name under a results folder.
+
+    Open one with ``RunFiles.open``, which checks that the run's folder and resolved configuration exist. Each
+    accessor of a file checks that the file exists and raises a ``HardnegError`` naming it (and how to build it)
+    otherwise. Paths are ``pathlib.Path`` objects; read the Parquet ones with ``hardneg.io.artifacts.read_table``:
+
+        from hardneg.io import artifacts
+        from hardneg.results.run_files import RunFiles
+
+        files = RunFiles.open("my-star-run")
+        negatives = artifacts.read_table(artifacts.HARDNEGS, files.hard_negatives())
+        qrels = artifacts.read_table(artifacts.QRELS, files.qrels(files.train_split))
+
+    :param run: the run's name (its folder ``<results>/<run>``).
+    :param results: the results folder.
+    """
 
     run: str
     results: str
 
     @classmethod
     def open(cls, run: str, results: str | os.PathLike = "results") -> "RunFiles":
-        """The run's files, once its folder and its resolved configuration are known to exist."""
+        """The files of run ``run``, once its folder and its resolved configuration are known to exist.
+
+        :param run: the run's name.
+        :param results: the results folder.
+        :returns: the run's files.
+        :raises HardnegError: the run has no folder under ``results`` (the error lists the runs that have one), or
+            its ``config.yaml`` is missing.
+        """
         files = cls(run, str(results))
         run_dir = Path(files.layout.run_dir(run))
         if not run_dir.is_dir():
@@ -45,12 +67,16 @@ class RunFiles:
 
     @cached_property
     def layout(self) -> Layout:
+        """The results layout (``hardneg.io.layout.Layout``): every path under ``results``, by name."""
         return Layout(self.results)
 
     @cached_property
     def config(self) -> dict:
-        """The run's resolved configuration (``results/<run>/config.yaml``); an error naming the file when it is
-        not YAML or lacks the method or the dataset a resolved configuration always names."""
+        """The run's resolved configuration (``<results>/<run>/config.yaml``), read once.
+
+        :raises HardnegError: the file is not YAML, or lacks the ``method`` or the ``dataset.name`` a resolved
+            configuration always names; the error names the file.
+        """
         path = self.layout.config(self.run)
         try:
             config = read_resolved(path)
@@ -68,14 +94,17 @@ class RunFiles:
 
     @property
     def method(self) -> str:
+        """The run's method, e.g. ``star``."""
         return self.config["method"]
 
     @property
     def dataset(self) -> str:
+        """The name of the run's dataset (its folder ``<results>/datasets/<dataset>``)."""
         return self.config["dataset"]["name"]
 
     @property
     def params(self) -> dict:
+        """The run's resolved params (empty for a method without any)."""
         return self.config.get("params") or {}
 
     def _dense_params(self, section: str) -> dict:
@@ -87,17 +116,28 @@ class RunFiles:
 
     @property
     def train_split(self) -> str:
-        """The split the run trains on, whose queries its hard negatives were mined for."""
+        """The split the run trains on (``params.train.split``), whose queries its hard negatives were mined for.
+
+        :raises HardnegError: the run trains no model (its params have no ``train`` section).
+        """
         return self._dense_params("train")["split"]
 
     @property
     def query_max_length(self) -> int:
-        """The most tokens of a query the run's model reads (longer queries are cut)."""
+        """The most tokens of a query the run's model reads (``params.model.query_max_length``; longer queries
+        are cut).
+
+        :raises HardnegError: the run has no dense model (its params have no ``model`` section).
+        """
         return int(self._dense_params("model")["query_max_length"])
 
     def tokenizer_source(self) -> str:
         """The tokenizer the run's tokenized cache was built with: the built-in WordPiece folder of its dataset,
-        or its model's own (a folder or a hub name)."""
+        or its model's own (a folder or a hub name).
+
+        :returns: the tokenizer's folder or Hugging Face hub name.
+        :raises HardnegError: the run has no dense model (its params have no ``model`` section).
+        """
         model = self._dense_params("model")
         if model["name"] == "builtin":
             return self.layout.tokenizer(self.dataset, model["vocab_size"])
@@ -105,7 +145,11 @@ class RunFiles:
 
     # ------------------------------------------------------------------------------------ the run's files
     def hard_negatives(self) -> Path:
+        """The run's HARDNEGS Parquet file (``hardnegs.parquet``): the hard negatives it mined.
 
+        :returns: the file's path.
+        :raises HardnegError: the file is missing; the error says whether the run's method mines at all.
+        """
         path = Path(self.layout.hard_negatives(self.run))
         if path.exists():
             return path
@@ -118,7 +162,12 @@ class RunFiles:
                            f"snakemake {path}")
 
     def model_dir(self) -> Path:
-        """The run's trained bi-encoder (a Hugging Face folder with ``hardneg.json``)."""
+        """The run's trained model folder (``model/``: a Hugging Face folder with ``hardneg.json``), which
+        ``hardneg.dense.model.BiEncoder.load`` reads.
+
+        :returns: the folder's path.
+        :raises HardnegError: the run has no dense model, or ``model/hardneg.json`` is missing.
+        """
         path = Path(self.layout.model(self.run))
         if not (path / "hardneg.json").exists():
             self._dense_params("model")
@@ -127,9 +176,11 @@ class RunFiles:
         return path
 
     def doc_run(self) -> str:
-        """The run whose corpus embeddings and indexes this run searches: its ``doc_index`` input (a run that
-        keeps another run's documents fixed, as ADORE does), else itself."""
+        """The name of the run whose corpus embeddings and indexes this run searches: its ``doc_index`` input (a
+        run that keeps another run's documents fixed, as ADORE does), else itself.
 
+        :returns: the run's name.
+        """
         declared = methods.methods().get(self.method)
         for role in declared.roles_providing("doc_index") if declared is not None else ():
             other = (self.config.get("inputs") or {}).get(role)
@@ -138,11 +189,22 @@ class RunFiles:
         return self.run
 
     def index_slug(self) -> str:
-        """The slug of the index the run searches its queries with (its ``params.index.factory``)."""
+        """The slug of the index the run searches its queries with: its ``params.index.factory`` as a file name
+        (``hardneg.index.slug``), e.g. ``IVF1024_PQ8`` for ``IVF1024,PQ8``.
+
+        :returns: the slug.
+        :raises HardnegError: the run has no dense index (its params have no ``index`` section).
+        """
         return slug(self._dense_params("index")["factory"])
 
     def index(self, slug: str | None = None) -> Path:
-        """The Faiss index ``slug`` (default: :meth:`index_slug`) over the documents the run searches."""
+        """The Faiss index file ``<results>/<doc run>/index/<slug>.faiss`` over the documents the run searches
+        (read it with ``hardneg.index.faiss_index.load_index``).
+
+        :param slug: the index's slug; None: ``index_slug()``, the index the run's queries are searched with.
+        :returns: the file's path.
+        :raises HardnegError: the index file is missing; the error lists the indexes built.
+        """
         slug = slug or self.index_slug()
         path = Path(self.layout.index(self.doc_run(), slug))
         if path.exists():
@@ -152,7 +214,12 @@ class RunFiles:
         raise HardnegError(f"run {self.run} has no index {slug!r}: {path} is missing{hint}")
 
     def corpus_ids(self) -> Path:
-        """The document id of each row of the run's corpus embeddings, hence of each row of its indexes."""
+        """The ROW_IDS Parquet file (``embeddings/corpus.ids.parquet`` of the doc run): the document id of each
+        row of the run's corpus embeddings, hence of each row of its indexes.
+
+        :returns: the file's path.
+        :raises HardnegError: the file is missing.
+        """
         path = Path(self.layout.corpus_ids(self.doc_run()))
         if not path.exists():
             raise HardnegError(f"run {self.run}: {path} (the document id of each index row) is missing; build it "
@@ -166,10 +233,27 @@ class RunFiles:
         return Path(path)
 
     def corpus(self) -> Path:
+        """The CORPUS Parquet file of the run's dataset.
+
+        :returns: the file's path.
+        :raises HardnegError: the dataset is not prepared.
+        """
         return self._dataset_file(self.layout.corpus(self.dataset))
 
     def queries(self, split: str) -> Path:
+        """The QUERIES Parquet file of one split of the run's dataset.
+
+        :param split: the split, e.g. ``test`` or ``files.train_split``.
+        :returns: the file's path.
+        :raises HardnegError: the file is missing.
+        """
         return self._dataset_file(self.layout.queries(self.dataset, split))
 
     def qrels(self, split: str) -> Path:
+        """The QRELS Parquet file of one split of the run's dataset.
+
+        :param split: the split, e.g. ``test`` or ``files.train_split``.
+        :returns: the file's path.
+        :raises HardnegError: the file is missing.
+        """
         return self._dataset_file(self.layout.qrels(self.dataset, split))

@@ -8,7 +8,7 @@ SLURM_STAMP := $(VENV)/.installed-slurm
 TARGET ?= results/adore_star/metrics.json
 CORES ?= all
 
-.PHONY: setup browser run test test-fast slurm-test lint clean
+.PHONY: setup browser run test test-fast docs slurm-test lint clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,12 @@ test: setup browser
 test-fast: setup
 	$(BIN)/python -m pytest tests/unit -n $(TEST_WORKERS)
 
+# The documentation site (mkdocs.yml, docs/) into site/, offline; --strict turns every warning (a broken link, a page
+# outside the nav, a docstring mkdocstrings cannot read) into a failure. The configuration reference is generated
+# from the schema while it builds (docs/hooks/config_reference.py). tests/unit/test_docs.py builds it the same way.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # The workflow on a real SLURM cluster: tests/slurm/cluster.sh brings up a single-node cluster of its own (as root;
 # Debian's slurm-wlm, slurmdbd, munge and mariadb-server installed when missing), runs the tiny pipeline through
 # profiles/slurm and checks SLURM's accounting; it stops its daemons and removes its state when done.
@@ -57,4 +63,4 @@ lint: setup
 	$(BIN)/snakemake --lint
 
 clean:
-	rm -rf results .snakemake
+	rm -rf results .snakemake site

@@ -67,8 +67,9 @@ def main_run(builds):
 
 # The test files with the longest fixtures, longest first: they start first, so that with pytest-xdist (`make test`
 # runs two files at a time) no worker is left running one of them alone at the end. workflow/test_workflow_export.py,
-# which reuses test_readme.py's build of the main target, stays in its place, later.
-LONGEST_FIRST = ["workflow/test_readme.py", "workflow/test_own_data.py", "reliability/test_reliability_kills.py",
+# which reuses test_documented_commands.py's build of the main target, stays in its place, later.
+LONGEST_FIRST = ["workflow/test_documented_commands.py", "workflow/test_own_data.py",
+                 "reliability/test_reliability_kills.py",
                  "workflow/test_workflow_ance.py", "reliability/test_reliability_inputs.py",
                  "workflow/test_workflow_dense.py", "workflow/test_reproducible.py", "workflow/test_workflow_tct.py",
                  "reliability/test_stop.py", "reliability/test_reliability_config.py", "workflow/test_workflow_abs.py",

@@ -91,7 +91,8 @@ class Builds:
         """A checkout (the repository's files, linked, with the default config) after `make run`'s Snakemake
         command: the main target built from nothing."""
         def make(work: Path) -> None:
-            for name in ("Snakefile", "rules", "scripts", "workflow", "profiles", "config", "benchmarks"):
+            for name in ("Snakefile", "rules", "scripts", "workflow", "profiles", "config", "benchmarks", "Makefile",
+                         "pyproject.toml"):
                 (work / name).symlink_to(REPO / name)
             result = snakemake(work, MAIN_TARGET, snakefile=None)  # `make run`: snakemake --cores N TARGET
             assert result.returncode == 0, result.stderr[-5000:]

@@ -1,6 +1,6 @@
 """A method added in a module of its own (config key method_modules) is planned by the workflow with no other file
 changed, its parameters checked before any job, and it trains and is evaluated: the training job imports the module
-again. The same holds for the method of README.md's "Adding a method" walkthrough (the registry itself:
+again. The same holds for the method of the "Adding a method" walkthrough in docs/architecture.md (the registry itself:
 tests/unit/methods/test_registry.py)."""
 
 import json
@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.support.readme import readme_method
+from tests.support.docs import method_walkthrough
 from tests.support.workflow import output_of, snakemake, write_config
 
 # The tiny model, training and dataset of the runs these tests train.
@@ -98,9 +98,9 @@ def test_a_method_of_its_own_module_trains_and_is_evaluated(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_readme_method_is_planned_trained_and_evaluated(tmp_path):
+def test_the_walkthrough_method_is_planned_trained_and_evaluated(tmp_path):
     (tmp_path / "extra").mkdir()
-    (tmp_path / "extra" / "bandneg.py").write_text(readme_method())
+    (tmp_path / "extra" / "bandneg.py").write_text(method_walkthrough())
     config = {
         "dataset": "tiny", "method_modules": ["extra/bandneg.py"], "targets": ["bandneg"],
         "datasets": {"tiny": dict(TINY_DATASET)},

@@ -1,4 +1,4 @@
-"""README.md's "Your own data" section, run command for command on a small collection of the kind users bring
+"""The page "Your own data" (docs/own-data.md), run command for command on a small collection of the kind users bring
 (a BEIR folder and MS MARCO passage TSVs with two empty documents and some long queries), in a working
 directory whose config/config.yaml is the default config: only the user's runs are built, the empty documents
 reach no dense ranking or hard-negative list, the console says what was cut and left out, and each resolved
@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.support import REPO
+from tests.support.docs import DOCS, shell_commands
 from tests.support.user_data import EMPTY_DOCS, write_beir, write_msmarco
 
 pytestmark = pytest.mark.slow
@@ -23,13 +24,15 @@ BIN = Path(sys.executable).parent
 PLACEHOLDERS = {"path/to/collection": "{beir}", "path/to/msmarco": "{msmarco}"}
 
 
-def readme_commands() -> list[str]:
-    """The commands of the bash blocks of README.md's "Your own data" section, in order."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Your own data\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
-    return [line.strip() for block in blocks for line in block.splitlines()
-            if line.strip() and not line.strip().startswith("#")]
+def page_commands() -> list[str]:
+    """The commands of the bash blocks of docs/own-data.md, in order."""
+    return [command for _, command in shell_commands(DOCS / "own-data.md")]
+
+
+def test_readmes_three_commands_are_the_pages_first():
+    readme = [command for section, command in shell_commands(REPO / "README.md")
+              if section == "Your own data in three commands"]
+    assert len(readme) == 3 and page_commands()[:3] == readme
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def session(tmp_path_factory):
     for name in ("Snakefile", "rules", "scripts", "workflow", "profiles", "config"):
         (work / name).symlink_to(REPO / name)  # a checkout, with the default config/config.yaml in place
     outputs = []
-    for command in readme_commands():
+    for command in page_commands():
         for placeholder, key in PLACEHOLDERS.items():
             command = command.replace(placeholder, key.format(beir=beir, msmarco=msmarco))
         argv = shlex.split(command)
@@ -55,7 +58,7 @@ def session(tmp_path_factory):
 
 
 def test_the_section_has_the_commands_a_user_needs():
-    commands = readme_commands()
+    commands = page_commands()
     assert any("init --beir" in c for c in commands) and any("init --msmarco-passage" in c for c in commands)
     assert any("--model minilm" in c for c in commands)
     assert sum(c.split()[0].endswith("snakemake") and "--configfile" in c for c in commands) == 3

@@ -12,7 +12,7 @@ from hardneg import methods
 from hardneg.errors import ConfigError
 from hardneg.pipeline.config import load_schema, validate_config
 from tests.support import REPO
-from tests.support.readme import readme_method
+from tests.support.docs import method_walkthrough
 
 BUILTIN = ["abs", "adore", "ance", "bm25", "colbert", "condenser", "hybrid", "inbatch", "randneg", "rrf", "star",
            "static_hn", "tct", "warmup", "zeroshot"]
@@ -160,7 +160,7 @@ def test_a_role_of_many_runs(monkeypatch):
         assert info.value.key == "runs.fuse.inputs.runs"
 
 
-def test_the_readme_method_declares_its_samples_from_the_band(tmp_path):
+def test_the_walkthrough_method_declares_its_samples_from_the_band(tmp_path):
     """The walkthrough's step draws negatives only from ranks skip+1 .. depth of its ranking."""
     import importlib.util
 
@@ -168,8 +168,8 @@ def test_the_readme_method_declares_its_samples_from_the_band(tmp_path):
     import pyarrow as pa
 
     path = tmp_path / "bandneg.py"
-    path.write_text(readme_method())
-    spec = importlib.util.spec_from_file_location("readme_bandneg", path)
+    path.write_text(method_walkthrough())
+    spec = importlib.util.spec_from_file_location("walkthrough_bandneg", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     from hardneg.dense.data import TrainQueries

@@ -1,14 +1,16 @@
-"""README.md against a fresh `make run`: the main target, built from nothing in a checkout with the default config,
-gives the rows README.md's results table shows for its runs (``hardneg table`` prints them; within the tolerances
-of floating-point kernels that differ between processors), and then every command README.md shows runs, in the
-order shown.
+"""README.md and the pages of docs/ against a fresh `make run`: the main target, built from nothing in a checkout
+with the default config, gives the rows README.md's results table shows for its runs (``hardneg table`` prints
+them; within the tolerances of floating-point kernels that differ between processors), and then every command of
+every bash block of README.md, config/README.md and docs/ runs, page by page, in the order shown.
 
 Commands that only read what the main target built (``hardneg audit``, ``hardneg export``, ``cat`` of its files,
 Python snippets over its results) run for real. Snakemake commands whose targets take longer than a test may (ANCE,
 TCT-ColBERT, the ABS runs, MS MARCO, the SLURM profile, the report) run as dry runs: their DAGs must resolve from
 this state, and the files a later command reads must be outputs of them. ``benchmarks/synthetic_results.py`` builds
-those targets for real. The "Your own data" section is run command for command by tests/workflow/test_own_data.py,
-and the two set-up commands are the ones that set up and run this suite.
+those targets for real; a benchmark script runs with ``--help`` (they run for minutes to hours). ``make`` targets
+run as ``make -n`` (the set-up commands are what sets up and runs this suite); ``pip`` commands, which change the
+environment or need an index beyond PyPI, are parsed by pip's own parser, their requirements checked. The "Your
+own data" commands run on a collection of their own in tests/workflow/test_own_data.py.
 """
 
 import re
@@ -21,36 +23,12 @@ import pytest
 
 from tests.support import REPO
 from tests.support.builds import copy_build
+from tests.support.docs import name, pages, shell_commands
 
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
-SKIPPED_SECTIONS = {"", "Your own data"}  # the set-up commands; tests/workflow/test_own_data.py
-
-
-def readme_commands() -> list[tuple[str, str]]:
-    """(section, command) of every bash block of README.md, in order; a here-document is one command."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    commands, section = [], ""
-    for chunk in re.split(r"(^## .*$)", text, flags=re.M):
-        if chunk.startswith("## "):
-            section = chunk[3:].strip()
-            continue
-        for block in re.findall(r"```bash\n(.*?)```", chunk, flags=re.S):
-            lines = block.splitlines()
-            while lines:
-                line = lines.pop(0)
-                if not line.strip() or line.strip().startswith("#"):
-                    continue
-                heredoc = re.search(r"<<'?(\w+)'?", line)
-                if heredoc:
-                    body = []
-                    while lines and lines[0].strip() != heredoc.group(1):
-                        body.append(lines.pop(0))
-                    lines.pop(0)
-                    line = "\n".join([line, *body, heredoc.group(1)])
-                commands.append((section, line))
-    return commands
+OWN_DATA = {"README.md": "Your own data in three commands", "docs/own-data.md": None}  # test_own_data.py runs them
 
 
 def _argv(command: str) -> list[str]:
@@ -139,27 +117,64 @@ def _dry_run(argv: list[str], work) -> subprocess.CompletedProcess:
     return run([*argv, "-n", "--quiet", "rules"], work)
 
 
-def test_every_readme_command_runs_after_make_run(made):
+def _own_data(page, section: str) -> bool:
+    skipped = OWN_DATA.get(name(page), "")
+    return skipped is None or skipped == section
+
+
+def _pip(argv: list[str]) -> subprocess.CompletedProcess:
+    """A pip command, parsed by pip's own parser and its requirements by packaging, without changing anything."""
+    check = ("import sys; from pip._internal.commands import create_command; "
+             "from packaging.requirements import Requirement; "
+             "command = create_command(sys.argv[1]); options, args = command.parse_args(sys.argv[2:]); "
+             "[Requirement(arg) for arg in args]; print(sys.argv[1], args)")
+    return run([str(BIN / "python"), "-c", check, *argv[1:]], REPO)
+
+
+def _command_result(command: str, work) -> subprocess.CompletedProcess:
+    argv = _argv(command)
+    tool = Path(argv[0]).name
+    if tool == "snakemake":
+        return _dry_run(argv, work)
+    if tool == "make":
+        return run(["make", "-n", *argv[1:]], work)
+    if tool == "pip":
+        return _pip(argv)
+    if tool == "python" and argv[1].startswith("benchmarks/"):
+        return run([*argv[:2], "--help"], work)  # builds what the section shows; runs for hours
+    if tool == "cat" and not (work / argv[1]).exists():
+        return _dry_run([str(BIN / "snakemake"), argv[1]], work)  # a file of a target built by dry run
+    if "<<" in command:
+        paths = re.findall(r"results/[\w./-]+", command)
+        if all((work / p).exists() for p in paths):
+            return run(argv, work, input=command.split("\n", 1)[1].rsplit("\n", 1)[0])
+        return _dry_run([str(BIN / "snakemake"), *paths], work)
+    return run(argv, work)
+
+
+def _page_ids() -> list[str]:
+    return [name(page) for page in pages()]
+
+
+@pytest.mark.parametrize("page", pages(), ids=_page_ids())
+def test_every_documented_command_runs_after_make_run(made, page):
     done = []
-    for section, command in readme_commands():
-        if section in SKIPPED_SECTIONS:
+    for section, command in shell_commands(page):
+        if _own_data(page, section):
             continue
-        argv = _argv(command)
-        tool = Path(argv[0]).name
-        if tool == "snakemake":
-            result = _dry_run(argv, made)
-        elif tool == "python" and argv[1].startswith("benchmarks/"):
-            result = run([*argv[:2], "--help"], made)  # builds what the section shows; runs for hours
-        elif tool == "cat" and not (made / argv[1]).exists():
-            result = _dry_run([str(BIN / "snakemake"), argv[1]], made)  # a file of a target built by dry run
-        elif "<<" in command:
-            paths = re.findall(r"results/[\w./-]+", command)
-            if all((made / p).exists() for p in paths):
-                result = run(argv, made, input=command.split("\n", 1)[1].rsplit("\n", 1)[0])
-            else:
-                result = _dry_run([str(BIN / "snakemake"), *paths], made)
-        else:
-            result = run(argv, made)
-        assert result.returncode == 0, f"[{section}] {command}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+        result = _command_result(command, made)
+        assert result.returncode == 0, \
+            f"{name(page)} [{section}] {command}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
         done.append(command)
-    assert any("hardneg audit star" in c for c in done) and len(done) >= 15, done
+    if name(page) == "README.md":
+        assert any("hardneg audit star" in c for c in done) and any(c.startswith("make ") for c in done), done
+
+
+def test_the_pages_show_the_commands_users_need():
+    commands = {name(page): [c for _, c in shell_commands(page)] for page in pages()}
+    everything = [c for page in commands.values() for c in page]
+    assert sum(len(c) for c in commands.values()) >= 60
+    for expected in ("make run", "make test", "hardneg audit star", "hardneg export hardnegs", "hardneg export index",
+                     "hardneg evaluate", "--workflow-profile profiles/slurm", "--report results/report.html",
+                     "config/msmarco-passage.yaml", "pip install faiss-gpu-cu12"):
+        assert any(expected in c for c in everything), expected

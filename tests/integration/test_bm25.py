@@ -31,6 +31,21 @@ def test_tiny_index_flat_and_multifield(tmp_path):
         assert not list(tmp_path.glob(f".{fields}.*.tmp"))  # nothing temporary left behind
 
 
+@pytest.mark.parametrize("stemmer", ["none", "krovetz", "porter"])
+def test_queries_are_analysed_with_the_stemmer_of_the_index(tmp_path, stemmer):
+    """A query word reaches the index in the form the index holds it: unstemmed under ``none``, stemmed by the
+    index's stemmer otherwise (a Porter-stemmed query term "run" would miss the "running" an unstemmed or Krovetz
+    index holds)."""
+    corpus = pa.table({"docid": ["d1", "d2"], "title": ["", ""],
+                       "text": ["running cats purr", "galloping horses"]})
+    artifacts.write_table(corpus, artifacts.CORPUS, tmp_path / "corpus.parquet")
+    assert build_index(tmp_path / "corpus.parquet", tmp_path / "index", stemmer=stemmer)["stemmer"] == stemmer
+    queries = pa.table({"qid": ["exact", "plural"], "text": ["running", "horse"]})
+    ranked = {row["qid"]: row["docid"] for row in search(tmp_path / "index", queries, k=5).to_pylist()}
+    assert ranked.get("exact") == "d1"
+    assert ranked.get("plural") == (None if stemmer == "none" else "d2")
+
+
 def _corpus(path, count: int) -> None:
     words = ["cat", "dog", "fish", "bird", "lion", "mouse", "horse", "zebra"]
     texts = [" ".join(f"{words[(i * 7 + j) % 8]}{(i * 31 + j) % 997}" for j in range(30)) for i in range(count)]

@@ -30,7 +30,8 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
            max_heap: str | None = None) -> pa.Table:
     """BM25 top-``k`` of every query, with Anserini's multi-threaded batch search.
 
-    Starts the Java virtual machine on first use in the process.
+    Starts the Java virtual machine on first use in the process. Queries are analysed with the stemmer the
+    index was built with (its ``index.json``), as the documents were.
 
     :param index_dir: a folder written by ``hardneg.bm25.index.build_index`` (``lucene/`` and ``index.json``).
     :param queries: a QUERIES table: ``qid`` (string), ``text`` (string).
@@ -52,6 +53,9 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
 
     facts = json.loads((Path(index_dir) / "index.json").read_text())
     searcher = autoclass("io.anserini.search.SimpleSearcher")(lucene_dir(index_dir))
+    # Queries are analysed as the documents were: Anserini's searcher would stem them with Porter's stemmer
+    # whatever the index holds, so a krovetz or unstemmed index would silently match fewer query terms.
+    searcher.set_analyzer(query_analyzer(autoclass, facts.get("stemmer", "porter")))
     searcher.set_bm25(float(k1), float(b))
     fields = None
     if facts["fields"] == "multifield":
@@ -87,6 +91,13 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
         "qid": pa.array(out_q, pa.string()), "docid": pa.array(out_d, pa.string()),
         "rank": pa.array(np.asarray(out_r, dtype=np.int32)), "score": pa.array(np.asarray(out_s, dtype=np.float32)),
     }, schema=artifacts.RUN.schema)
+
+
+def query_analyzer(autoclass, stemmer: str):
+    """Anserini's English analyzer with ``stemmer`` (``"porter"``, ``"krovetz"``, or ``"none"``: no stemming),
+    the analyzer ``hardneg.bm25.index.build_index`` indexed the documents with."""
+    analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer")
+    return analyzer.newNonStemmingInstance() if stemmer == "none" else analyzer.newStemmingInstance(stemmer)
 
 
 def retrieve_split(index_dir: str | os.PathLike, queries_path: str | os.PathLike, run_path: str | os.PathLike,

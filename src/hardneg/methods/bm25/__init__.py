@@ -30,7 +30,8 @@ SCHEMA = {
                      "description": "multifield: the weight of the title field's score (the text's weighs 1); flat "
                                     "ignores it"},
     "stemmer": {"enum": ["porter", "krovetz", "none"], "default": "porter",
-                "description": "the stemmer of Anserini's analyzer when the index is built (none: no stemming)"},
+                "description": "the stemmer of Anserini's English analyzer, for the documents when the index "
+                               "is built and for the queries when it is searched (none: no stemming)"},
 }
 
 METHOD = Method(name="bm25", kind=LEXICAL, summary="BM25 (Pyserini, Lucene)", schema=SCHEMA, params=BM25Params)

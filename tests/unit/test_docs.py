@@ -161,3 +161,46 @@ def test_the_api_pages_artifact_table_is_the_declared_schemas():
         declared = [(f"`{field.name}`", {"float": "float32", "double": "float64"}.get(str(field.type), str(field.type)))
                     for field in schema]
         assert shown == declared, kind
+
+
+def _api_functions():
+    """The functions docs/api.md renders (``::: module.function``), imported."""
+    import importlib
+    import inspect
+
+    for target in re.findall(r"^::: ([\w.]+)", (REPO / "docs" / "api.md").read_text(), flags=re.M):
+        module, _, attribute = target.rpartition(".")
+        value = getattr(importlib.import_module(module), attribute)
+        if inspect.isfunction(value):
+            yield target, value
+
+
+def _undocumented(function) -> list[str]:
+    """What a function's docstring leaves out: a ``:param x:`` per parameter, ``:returns:`` unless it returns
+    None."""
+    import inspect
+
+    doc = inspect.getdoc(function) or ""
+    signature = inspect.signature(function)
+    stars = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    missing = [f":param {name}:" for name, parameter in signature.parameters.items()
+               if f":param {name}:" not in doc and f":param {stars.get(parameter.kind, '')}{name}:" not in doc]
+    if signature.return_annotation not in (None, "None", inspect.Signature.empty) and ":returns:" not in doc:
+        missing.append(":returns:")
+    return missing
+
+
+def test_every_function_of_the_api_page_documents_its_inputs_and_output():
+    functions = dict(_api_functions())
+    assert len(functions) >= 40 and "hardneg.mining.negatives.mine_hard_negatives" in functions
+    missing = {target: gaps for target, function in functions.items() if (gaps := _undocumented(function))}
+    assert not missing, missing
+
+
+def test_an_undocumented_parameter_is_found():
+    def scores(run, depth: int = 10) -> float:
+        """The scores.
+
+        :param run: a RUN table.
+        """
+    assert _undocumented(scores) == [":param depth:", ":returns:"]

@@ -34,7 +34,7 @@ TRAINED = (DENSE, RERANK)
 
 # What an input role asks of the run it names, and what the plan builds from that run for the role.
 PROVIDES = {
-    "model": "a dense run whose trained model this run starts from (results/<run>/model)",
+    "model": "a run with a trained model (dense or re-ranking) that this run starts from (results/<run>/model)",
     "ranking": "any run whose ranking of the training split is read (results/<run>/runs/<train split>.parquet)",
     "reference_ranking": "any run whose ranking of the training split reports compare against",
     "miner": "a dense run whose model mines this run's static hard negatives (results/<this run>/hardnegs.parquet)",

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from hardneg.datasets.empty_documents import empty_stats
 from hardneg.errors import DataError
 from hardneg.io import artifacts
-from hardneg.io.atomic import atomic_dir, write_text
+from hardneg.io.atomic import atomic_dir, atomic_path
 from hardneg.io.ids import ID_RULE, check_id, id_problem  # noqa: F401  (the id rule of every table here)
 from hardneg.io.layout import check_inside, check_name
 from hardneg.io.rankings import write_trec_qrels
@@ -216,8 +216,8 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
         qrels/<split>.trec        the same judgements as TREC qrels (qid 0 docid relevance)
         stats.json                the statistics returned
 
-    The ``queries/`` and ``qrels/`` folders are each written whole and renamed into place, the other files
-    atomically, so no file is ever left half-written.
+    Every file and folder is written to a temporary beside its place, and all are renamed into place only once
+    all are written: a write that fails part way leaves the folder as it was.
 
     :param dataset: the dataset, with every table in its canonical schema (columns are cast to it).
     :param root: the dataset folder; created when missing.
@@ -235,14 +235,17 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
     validate(dataset)
     root = Path(root)
     paths = dataset_paths(root, dataset.splits)
-    with atomic_dir(root / "queries") as queries_dir, atomic_dir(root / "qrels") as qrels_dir:
+    stats = statistics(dataset)
+    # Every file is written to a temporary beside its place first; only when all are written are they renamed
+    # into place, so a write that fails part way leaves the previous dataset as it was.
+    with (atomic_dir(root / "queries") as queries_dir, atomic_dir(root / "qrels") as qrels_dir,
+          atomic_path(paths["corpus"]) as corpus_path, atomic_path(paths["stats"]) as stats_path):
         for split in dataset.splits:
             artifacts.write_table(dataset.queries[split], artifacts.QUERIES, queries_dir / f"{split}.parquet")
             artifacts.write_table(dataset.qrels[split], artifacts.QRELS, qrels_dir / f"{split}.parquet")
             write_trec_qrels(dataset.qrels[split], qrels_dir / f"{split}.trec")  # for trec_eval and other tools
-    artifacts.write_table(dataset.corpus, artifacts.CORPUS, paths["corpus"])
-    stats = statistics(dataset)
-    write_text(paths["stats"], json.dumps(stats, indent=2) + "\n")
+        artifacts.write_table(dataset.corpus, artifacts.CORPUS, corpus_path)
+        stats_path.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     return stats
 
 

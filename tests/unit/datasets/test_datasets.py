@@ -313,6 +313,36 @@ def test_split_names_cannot_leave_the_dataset_folder(tmp_path):
     assert not list(tmp_path.rglob("*.parquet"))
 
 
+def test_a_dataset_write_that_fails_leaves_the_previous_dataset_whole(tmp_path, monkeypatch):
+    """A write that fails part way (here the corpus, written after the queries and qrels would have been) puts
+    none of its files in place: the folder keeps the previous dataset, byte for byte, and no temporary."""
+    from hardneg.datasets import canonical
+    from hardneg.datasets.canonical import Dataset, table_from_rows, write_dataset
+    from hardneg.io import artifacts
+
+    def dataset(text: str) -> Dataset:
+        corpus = table_from_rows(artifacts.CORPUS, {"docid": ["d1"], "title": [""], "text": [text]})
+        queries = table_from_rows(artifacts.QUERIES, {"qid": ["q1"], "text": [text]})
+        qrels = table_from_rows(artifacts.QRELS, {"qid": ["q1"], "docid": ["d1"], "relevance": [1]})
+        return Dataset(corpus, {"test": queries}, {"test": qrels})
+
+    root = tmp_path / "data"
+    write_dataset(dataset("before"), root)
+    before = {path.relative_to(root): path.read_bytes() for path in root.rglob("*") if path.is_file()}
+    write_table = artifacts.write_table
+
+    def failing(table, kind, path):
+        if kind is artifacts.CORPUS:
+            raise OSError(28, "No space left on device")
+        return write_table(table, kind, path)
+
+    monkeypatch.setattr(canonical.artifacts, "write_table", failing)
+    with pytest.raises(OSError, match="No space left"):
+        write_dataset(dataset("after"), root)
+    after = {path.relative_to(root): path.read_bytes() for path in root.rglob("*") if path.is_file()}
+    assert after == before and len(before) == 5
+
+
 # --------------------------------------------------------------------------------------- TREC writer
 def test_trec_writer_refuses_ids_that_break_lines(tmp_path):
     import pyarrow as pa

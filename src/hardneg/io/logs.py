@@ -4,7 +4,8 @@ the rule's log file, so ``results/<run>/logs/`` explains every artifact.
 A few findings must reach the person running the workflow, not only the log: data that will be cut or left
 out, settings that cannot train well. :func:`console` writes such a message to the log *and* to the console:
 the standard error the process had before :func:`log_to` redirected it, which Snakemake shows on the terminal
-under the job. Messages logged to the ``hardneg.console`` logger go the same two ways.
+under the job. Messages logged to the ``hardneg.console`` logger go the same two ways. A long job's progress
+(training steps, encoded texts) reaches the console the same way, a line every few seconds (:func:`progress`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,19 @@ import logging
 import os
 import resource
 import sys
+import time
+from pathlib import Path
 
 from hardneg.io import stop
+from hardneg.io.text import visible
 
 CONSOLE_LOGGER = "hardneg.console"
 
 _console_stream = None  # the process's standard error from before the first redirection to a log file
 _console_handler: logging.Handler | None = None
 _log_path: str | None = None
+PROGRESS_SECONDS = 10.0  # at most one progress line a job shows on the console per this many seconds
+_progress_shown: float | None = None  # time.monotonic() of the job's last progress line on the console
 
 
 class _ConsoleFormatter(logging.Formatter):
@@ -150,6 +156,36 @@ def _set_console(stream) -> None:
         _console_handler = logging.StreamHandler(stream)
         _console_handler.setFormatter(_ConsoleFormatter())
         logger.addHandler(_console_handler)
+
+
+def job_label(path: str | os.PathLike) -> str:
+    """How a job's console lines name it, from its log's path: what lies between ``results/`` and ``logs/``,
+    then the log's name (``results/warmup/logs/train.log``: ``warmup/train``; an ANCE episode's
+    ``ance/episodes/2/train_episode``; a dataset's ``datasets/synthetic/prepare_dataset``)."""
+    parts = Path(path).parts
+    folder = list(parts[:-1])
+    if folder and folder[-1] == "logs":
+        folder.pop()
+    if "results" in folder:
+        folder = folder[len(folder) - folder[::-1].index("results"):]
+    else:
+        folder = folder[-1:]
+    return "/".join([*folder, Path(path).stem])
+
+
+def progress(message: str, *args, last: bool = False) -> None:
+    """Log a line of a long job's progress (``%``-formatted with ``args``) and show it on the console too, as
+    ``hardneg: <run>/<job>: <message>``: the first line, then at most one every :data:`PROGRESS_SECONDS`, and
+    the ``last``. The log keeps every line. Outside a stage script it is an ordinary log record."""
+    global _progress_shown
+    logging.getLogger("hardneg.progress").info(message, *args)
+    if _log_path is None or _console_stream is None:
+        return
+    now = time.monotonic()
+    if last or _progress_shown is None or now - _progress_shown >= PROGRESS_SECONDS:
+        _progress_shown = now
+        _console_stream.write(f"hardneg: {visible(job_label(_log_path))}: {message % args if args else message}\n")
+        _console_stream.flush()
 
 
 def console(message: str, *args, level: int = logging.WARNING) -> None:

@@ -49,6 +49,35 @@ def test_console_without_a_log_file_prints_once(tmp_path):
     assert done.stderr.count("just once") == 1
 
 
+_PROGRESS_JOB = """
+import sys
+from hardneg.io import logs
+logs.log_to(sys.argv[1])
+for step in range(1, 6):
+    logs.progress("step %d/5", step, last=step == 5)
+logs.PROGRESS_SECONDS = 0.0
+logs.progress("one more, once the interval has passed")
+"""
+
+
+def test_progress_shows_the_first_line_the_last_and_one_per_interval_and_logs_every_line(tmp_path):
+    log = tmp_path / "results" / "warmup" / "logs" / "train.log"
+    done = subprocess.run([sys.executable, "-c", _PROGRESS_JOB, str(log)], capture_output=True, text=True, check=True)
+    assert done.stderr == ("hardneg: warmup/train: step 1/5\nhardneg: warmup/train: step 5/5\n"
+                           "hardneg: warmup/train: one more, once the interval has passed\n")
+    assert [line.rsplit(": ", 1)[1] for line in log.read_text().splitlines() if "hardneg.progress" in line] == \
+        [f"step {step}/5" for step in range(1, 6)] + ["one more, once the interval has passed"]
+
+
+def test_a_jobs_label_is_its_run_and_log_name():
+    from hardneg.io.logs import job_label
+
+    assert job_label("results/warmup/logs/train.log") == "warmup/train"
+    assert job_label("results/datasets/synthetic/logs/prepare_dataset.log") == "datasets/synthetic/prepare_dataset"
+    assert job_label("/work/results/ance/episodes/2/logs/train_episode.log") == "ance/episodes/2/train_episode"
+    assert job_label("elsewhere/job.log") == "elsewhere/job"
+
+
 # ------------------------------------------------------------------------------------------------ truncation
 def test_length_quantiles_among_kept_and_cut_texts():
     kept = np.array([3, 5, 4, 8, 8, 2, 7, 6])  # 8 texts within the maximum length 8

@@ -1,0 +1,44 @@
+"""What a user sees on the terminal while the workflow runs: a long job's progress (training steps, encoded
+documents), each line naming its run and job, and no empty shell commands of script rules."""
+
+import re
+
+import pytest
+
+from tests.support.configs import STAR_CONFIG
+from tests.support.workflow import output_of, snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def terminal(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("progress")
+    write_config(workdir, STAR_CONFIG)
+    result = snakemake(workdir, "results/warmup/metrics.json", cores=1)
+    assert result.returncode == 0, output_of(result)[-4000:]
+    return output_of(result)
+
+
+def test_training_shows_its_first_and_last_step_under_its_run(terminal):
+    steps = re.findall(r"^hardneg: warmup/train: step (\d+)/(\d+) epoch \d+ loss [\d.]+ .*left\)$", terminal, re.M)
+    assert len(steps) >= 2, terminal[-3000:]
+    assert steps[0][0] == "1" and steps[-1][0] == steps[-1][1]  # the first step and the last
+
+
+def test_encoding_shows_each_shard_done(terminal):
+    shards = re.findall(r"^hardneg: warmup/encode_corpus_shard_(\d+): shard (\d+) of (\d+): documents \d+ to \d+ "
+                        r"encoded$", terminal, re.M)
+    count = int(shards[0][2]) if shards else 0
+    assert count >= 2 and sorted((int(job), int(shard)) for job, shard, _ in shards) == \
+        [(n, n + 1) for n in range(count)], terminal[-3000:]
+
+
+def test_no_empty_shell_command_is_printed(terminal):
+    assert "Shell command: None" not in terminal and "Shell command" not in terminal
+
+
+def test_searches_show_when_they_are_done(terminal):
+    assert re.search(r"^hardneg: bm25/bm25_search_train: BM25: (\d+) / \1 queries", terminal, re.M), terminal[-3000:]
+    assert re.search(r"^hardneg: warmup/dense_search_test: searched \d+ queries: \d+ ranked documents written$",
+                     terminal, re.M), terminal[-3000:]

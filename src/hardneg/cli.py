@@ -13,7 +13,7 @@ import sys
 from hardneg import __version__, methods
 from hardneg.datasets.qrels import load_qrels
 from hardneg.errors import ConfigError, ConfigFileError, HardnegError
-from hardneg.evaluation.tables import available_rows, runs_table
+from hardneg.evaluation.tables import available_rows, runs_table, table_rows
 from hardneg.export import FORMATS, ST_FORMATS
 from hardneg.export.hardnegs import export_hardnegs
 from hardneg.export.index import export_index
@@ -23,6 +23,7 @@ from hardneg.pipeline.resolution import resolve_run
 from hardneg.results.query_view import describe_query
 from hardneg.io.text import visible_lines
 from hardneg.schema.files import config_hash
+from hardneg.schema.names import quoted
 
 
 # Bytes written to stdout at a time: no more than its buffer holds, so each is buffered and goes out with a flush,
@@ -119,11 +120,32 @@ def _audit(args) -> int:
     return 0
 
 
+TABLE_CONFIG = "config/config.yaml"
+
+
+def _build_command(args, runs: list[str]) -> str:
+    """The command that builds the metrics of ``runs`` with the config ``hardneg table`` read: targets first, since
+    ``--configfile`` takes every path after it as a config file."""
+    targets = " ".join(f"{args.results}/{run}/metrics.json" for run in runs)
+    default = os.path.abspath(args.config) == os.path.abspath(TABLE_CONFIG)
+    return f"snakemake --cores all {targets}" + ("" if default else f" --configfile {args.config}")
+
+
 def _table(args) -> int:
-    rows = available_rows(args.results, _load_configs([args.config])["tables"], args.runs)
+    config = _load_configs([args.config])
+    unknown = [run for run in args.runs if run not in config["runs"]]
+    if unknown:
+        raise HardnegError(f"{args.config} has no run {quoted(unknown[0])}; its runs: {', '.join(config['runs'])}")
+    rows = available_rows(args.results, config["tables"], args.runs)
     if not rows:
-        raise HardnegError(f"no run of README's table has metrics under {args.results}/; build one first, e.g. "
-                           f"snakemake --cores all {args.results}/adore_star/metrics.json")
+        listed = [run for run, _ in table_rows(config["tables"].get("results", []))] or list(config["runs"])
+        first = listed[0]
+        raise HardnegError(f"no run of the config's tables has metrics under {args.results}/; build one first, "
+                           f"e.g. {_build_command(args, [first])}")
+    missing = [run for run, _ in rows if not os.path.lexists(os.path.join(args.results, run, "metrics.json"))]
+    if missing:
+        raise HardnegError(f"run {missing[0]} has no metrics: {args.results}/{missing[0]}/metrics.json is missing; "
+                           f"build {'it' if len(missing) == 1 else 'them'} with {_build_command(args, missing)}")
     _say(runs_table(args.results, rows), end="")
     return 0
 
@@ -280,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "pairwise errors, as in README.md's results tables.")
     table.add_argument("runs", nargs="*", metavar="RUN",
                        help="the runs to show (default: every run of the config's tables that has metrics)")
-    table.add_argument("--config", default="config/config.yaml",
+    table.add_argument("--config", default=TABLE_CONFIG,
                        help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)")
     _add_results(table)
     table.set_defaults(func=_table)

@@ -306,8 +306,10 @@ CASES = {
                                      "corrupt/non-finite/star/metrics.json: measures.R@100 is NaN, not a finite "
                                      "number"),
     "table-metrics-a-folder": Case(table_of("corrupt/folder"), "corrupt/folder/star/metrics.json: not a file"),
-    "table-unknown-run": Case(table_of("results", "nope"), "run nope has no metrics: results/nope/metrics.json is "
-                                                           "missing"),
+    "table-unknown-run": Case(table_of("results", "nope"), f"{CONFIG} has no run 'nope'; its runs: bm25, warmup"),
+    "table-run-without-metrics": Case(table_of("results", "warmup"),
+                                      "run warmup has no metrics: results/warmup/metrics.json is missing; build it "
+                                      f"with snakemake --cores all results/warmup/metrics.json --configfile {CONFIG}"),
     # audit
     "audit-results-is-a-file": Case(["audit", "star", "--qid", "q1", "--results", "user/README.md"],
                                     "run 'star' has no results folder: user/README.md/star does not exist"),

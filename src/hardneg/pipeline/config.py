@@ -16,11 +16,12 @@ import copy
 import os
 import posixpath
 import re
+from pathlib import Path
 
 from hardneg import methods
 from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_splits
 from hardneg.datasets.download import check_downloads
-from hardneg.errors import ConfigError
+from hardneg.errors import ConfigError, ConfigFileError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
 from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
@@ -283,6 +284,22 @@ def load_config_file(path: str | os.PathLike, schema: dict | str | os.PathLike |
     return validate_config(read_config_yaml(path), schema)
 
 
+# What the workflow writes and a config file never is: a path of this kind given as a config was meant as a target.
+RESULT_SUFFIXES = frozenset({".parquet", ".trec", ".npy", ".faiss", ".html", ".png", ".md", ".tsv", ".safetensors"})
+
+
+def _check_not_a_result(path) -> None:
+    """Refuse a config file that is one of the workflow's results (under ``results/``, a ``metrics.json``, or a
+    file of a kind the workflow writes): Snakemake's ``--configfile`` takes every path after it as a config file, so
+    a target written after it arrives here, and would otherwise be reported as a config with unknown keys."""
+    shown = os.path.relpath(path) if os.path.isabs(path) and Path(path).is_relative_to(os.getcwd()) else path
+    parts = Path(os.path.normpath(shown)).parts
+    if parts[:1] == (RESULTS,) or Path(path).name == "metrics.json" or Path(path).suffix in RESULT_SUFFIXES:
+        raise ConfigFileError(shown, None, "a result of the workflow, read as a config file: --configfile takes "
+                                           "every path after it as a config file, so write targets before it "
+                                           f"(snakemake --cores all {shown} --configfile my.yaml)")
+
+
 def read_config_files(paths, overrides: dict | None = None) -> dict:
     """Config files read with :func:`~hardneg.schema.files.read_config_yaml` and merged in order as Snakemake merges
     several ``--configfile`` files (later keys win, mappings merge recursively), then ``overrides`` (Snakemake's
@@ -292,6 +309,7 @@ def read_config_files(paths, overrides: dict | None = None) -> dict:
 
     config: dict = {}
     for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        _check_not_a_result(path)
         update_config(config, read_config_yaml(path))
     if overrides:
         update_config(config, dict(overrides))

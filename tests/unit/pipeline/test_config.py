@@ -442,3 +442,22 @@ def test_the_reserved_names_are_the_entries_the_layout_puts_in_results(default_c
     assert {"report.html", "report.zip"} | entries == set(RESERVED_NAMES)
     assert reserved_entry("bm25") is None and reserved_entry("tables2") is None
     assert reserved_entry("FIGURES") == "figures"
+
+
+@pytest.mark.parametrize("target", ["results/adore_star/metrics.json", "results/bm25/config.yaml",
+                                    "elsewhere/metrics.json", "exports/star.parquet", "runs/test.trec"])
+def test_a_result_given_as_a_config_file_is_named_as_a_misplaced_target(tmp_path, monkeypatch, target):
+    """Snakemake's --configfile takes every path after it, so a target written after it arrives as a config."""
+    from hardneg.errors import ConfigFileError
+    from hardneg.pipeline.config import read_config_files
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / target).parent.mkdir(parents=True)
+    (tmp_path / target).write_text('{"measures": {"RR@10": 0.3}}\n')
+    (tmp_path / "my.yaml").write_text("seed: 1\n")
+    with pytest.raises(ConfigFileError) as info:
+        read_config_files(["my.yaml", str(tmp_path / target)])
+    assert str(info.value) == (f"{target}: a result of the workflow, read as a config file: --configfile takes every "
+                               f"path after it as a config file, so write targets before it (snakemake --cores all "
+                               f"{target} --configfile my.yaml)")
+    assert read_config_files(["my.yaml"]) == {"seed": 1}

@@ -20,7 +20,9 @@ from tests.support.workflow import output_of, snakemake
 SECTIONS = ("input", "output", "params", "wildcards", "resources")
 ATTRIBUTE = re.compile(r"snakemake\.(%s)\.([A-Za-z_]\w*)" % "|".join(SECTIONS))
 NAMESPACE_METHODS = {"get", "keys", "items", "values"}  # snakemake.input.get("tuning"): a name that may be absent
-JOB = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?:\n\n|\Z)", re.S | re.M)
+# A job block of a dry run: its rule line, then its indented lines, up to a blank line, the next job's timestamp
+# line or the next rule line.
+JOB = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?=\n\n|\n\[|\n(?:local)?rule |\Z)", re.S | re.M)
 
 
 def names_read(script: Path) -> set[tuple[str, str]]:

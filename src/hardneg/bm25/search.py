@@ -9,6 +9,7 @@ seconds of every search job for nothing.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -20,6 +21,8 @@ from hardneg.bm25.index import lucene_dir
 from hardneg.bm25.java import start_jvm
 from hardneg.io import artifacts, logs
 from hardneg.io.rankings import write_run
+
+log = logging.getLogger(__name__)
 
 
 def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1: float = 0.9, b: float = 0.4,
@@ -82,7 +85,7 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
             out_s.extend(h.score for h in ranked)
         done = min(lo + batch_size, len(qids))
         rate = done / max(time.perf_counter() - started, 1e-9)
-        logs.progress("BM25: %d / %d queries (%.0f queries/s)", done, len(qids), rate, last=done == len(qids))
+        logs.progress(log, "BM25: %d / %d queries (%.0f queries/s)", done, len(qids), rate, last=done == len(qids))
     searcher.close()
     return pa.table({
         "qid": pa.array(out_q, pa.string()), "docid": pa.array(out_d, pa.string()),

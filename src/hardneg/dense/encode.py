@@ -10,6 +10,7 @@ and dev evaluation rely on it).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,8 @@ from hardneg.io.npyfile import NpyRows, NpyWriter
 
 if TYPE_CHECKING:
     import torch
+
+log = logging.getLogger(__name__)
 
 
 def shard_range(num_rows: int, shard: int, num_shards: int) -> tuple[int, int]:
@@ -89,11 +92,11 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
                 flush()
             if time.perf_counter() - last_log > 10:
                 last_log = time.perf_counter()
-                logs.progress("encoded %d / %d %s texts (%.0f per second)", done, len(rows), side,
+                logs.progress(log, "encoded %d / %d %s texts (%.0f per second)", done, len(rows), side,
                               done / (last_log - started))
         flush()
     rate = len(rows) / max(time.perf_counter() - started, 1e-9)
-    logs.progress("encoded %d %s texts at %.1f per second", len(rows), side, rate)
+    logs.progress(log, "encoded %d %s texts at %.1f per second", len(rows), side, rate)
     return out
 
 
@@ -159,7 +162,7 @@ def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_p
     vectors = encode_rows(model, texts, np.arange(lo, hi), "doc", batch_size=batch_size,
                           device=resolve_device(device), fp16=fp16, precision=precision)
     save_embeddings(vectors, texts.row_ids[lo:hi], npy_path, ids_path)
-    logs.progress("shard %d of %d: documents %d to %d encoded", shard + 1, num_shards, lo + 1, hi, last=True)
+    logs.progress(log, "shard %d of %d: documents %d to %d encoded", shard + 1, num_shards, lo + 1, hi, last=True)
     return hi - lo
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 
 import numpy as np
 
@@ -10,6 +11,8 @@ from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.io import artifacts, logs
 from hardneg.io.npyfile import NpyRows
 from hardneg.io.rankings import RunWriter
+
+log = logging.getLogger(__name__)
 
 
 def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=None, seed: int = 0,
@@ -98,5 +101,5 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     with RunWriter(run_path, trec_path, tag) as writer:
         for block in search_run_blocks(index, vectors, texts.row_ids, docids, top_k):
             writer.write(block)
-    logs.progress("searched %d queries: %d ranked documents written", len(texts), writer.rows, last=True)
+    logs.progress(log, "searched %d queries: %d ranked documents written", len(texts), writer.rows, last=True)
     return writer.rows

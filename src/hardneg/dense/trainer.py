@@ -412,9 +412,9 @@ class Trainer:
                 clock.steps, last_step_end = clock.steps + 1, now
                 if step % config.log_every == 0 or step == total_steps:
                     per_step = (clock.totals["step"] - last_logged[1]) / max(step - last_logged[0], 1)
-                    logs.progress("step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s left)",
-                                  step, total_steps, epoch, row["loss"], row["lr"], row["grad_norm"], per_step,
-                                  _duration(per_step * (last_step - step)), last=step == last_step)
+                    logs.progress(log, "step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s "
+                                  "left)", step, total_steps, epoch, row["loss"], row["lr"], row["grad_norm"],
+                                  per_step, _duration(per_step * (last_step - step)), last=step == last_step)
                     last_logged = (step, clock.totals["step"])
                 if step == last_step:
                     break

@@ -173,12 +173,13 @@ def job_label(path: str | os.PathLike) -> str:
     return "/".join([*folder, Path(path).stem])
 
 
-def progress(message: str, *args, last: bool = False) -> None:
-    """Log a line of a long job's progress (``%``-formatted with ``args``) and show it on the console too, as
-    ``hardneg: <run>/<job>: <message>``: the first line, then at most one every :data:`PROGRESS_SECONDS`, and
-    the ``last``. The log keeps every line. Outside a stage script it is an ordinary log record."""
+def progress(logger: logging.Logger, message: str, *args, last: bool = False) -> None:
+    """Log a line of a long job's progress on ``logger`` (``%``-formatted with ``args``, at INFO) and show it on
+    the console too, as ``hardneg: <run>/<job>: <message>``: the first line, then at most one every
+    :data:`PROGRESS_SECONDS`, and the ``last``. The log keeps every line. Outside a stage script it is an
+    ordinary log record."""
     global _progress_shown
-    logging.getLogger("hardneg.progress").info(message, *args)
+    logger.info(message, *args)
     if _log_path is None or _console_stream is None:
         return
     now = time.monotonic()

@@ -297,9 +297,9 @@ def mine_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, hardn
                                            margin=margin, relative_margin=relative_margin)
             num_queries += len(pc.unique(hardnegs["qid"]))
             writer.write(hardnegs)
-    logs.progress("mined %d hard negatives for %d of %d queries (depth %d, rank_range %s, keep %s, sampling %s, "
-                  "margin %s, relative_margin %s)", writer.rows, num_queries, len(pc.unique(run["qid"])), depth,
-                  rank_range, keep, sampling, margin, relative_margin, last=True)
+    logs.progress(log, "mined %d hard negatives for %d of %d queries (depth %d, rank_range %s, keep %s, "
+                  "sampling %s, margin %s, relative_margin %s)", writer.rows, num_queries, len(pc.unique(run["qid"])),
+                  depth, rank_range, keep, sampling, margin, relative_margin, last=True)
     return writer.rows
 
 

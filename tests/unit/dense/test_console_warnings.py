@@ -50,13 +50,15 @@ def test_console_without_a_log_file_prints_once(tmp_path):
 
 
 _PROGRESS_JOB = """
+import logging
 import sys
 from hardneg.io import logs
 logs.log_to(sys.argv[1])
+log = logging.getLogger("hardneg.dense.trainer")
 for step in range(1, 6):
-    logs.progress("step %d/5", step, last=step == 5)
+    logs.progress(log, "step %d/5", step, last=step == 5)
 logs.PROGRESS_SECONDS = 0.0
-logs.progress("one more, once the interval has passed")
+logs.progress(log, "one more, once the interval has passed")
 """
 
 
@@ -65,8 +67,8 @@ def test_progress_shows_the_first_line_the_last_and_one_per_interval_and_logs_ev
     done = subprocess.run([sys.executable, "-c", _PROGRESS_JOB, str(log)], capture_output=True, text=True, check=True)
     assert done.stderr == ("hardneg: warmup/train: step 1/5\nhardneg: warmup/train: step 5/5\n"
                            "hardneg: warmup/train: one more, once the interval has passed\n")
-    assert [line.rsplit(": ", 1)[1] for line in log.read_text().splitlines() if "hardneg.progress" in line] == \
-        [f"step {step}/5" for step in range(1, 6)] + ["one more, once the interval has passed"]
+    logged = [line.rsplit(": ", 1)[1] for line in log.read_text().splitlines() if "INFO hardneg.dense.trainer: " in line]
+    assert logged == [f"step {step}/5" for step in range(1, 6)] + ["one more, once the interval has passed"]
 
 
 def test_a_jobs_label_is_its_run_and_log_name():

@@ -1,0 +1,91 @@
+"""Commands that read runs: ``evaluate``, ``audit`` and ``table``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hardneg.cli.common import add_results, add_run, at_least, load_configs, say
+from hardneg.datasets.qrels import load_qrels
+from hardneg.errors import ConfigError, HardnegError
+from hardneg.evaluation.tables import available_rows, runs_table, table_rows
+from hardneg.io.rankings import load_run
+from hardneg.results.query_view import describe_query
+from hardneg.schema.names import quoted
+
+TABLE_CONFIG = "config/config.yaml"
+
+
+def _evaluate(args) -> int:
+    from hardneg.evaluation.metrics import evaluate, parse_measures  # ir-measures: slow to import, needed only here
+
+    try:
+        parse_measures(args.measures)
+    except ConfigError as exc:
+        raise HardnegError(f"--measures: {exc.message}") from None
+    run = load_run(args.run)
+    qrels = load_qrels(args.qrels)
+    means, _ = evaluate(run, qrels, args.measures)
+    say(json.dumps(means, indent=2))
+    return 0
+
+
+def _audit(args) -> int:
+    say(describe_query(args.run, args.qid, results=args.results, top=args.top), end="")
+    return 0
+
+
+def _build_command(args, runs: list[str]) -> str:
+    """The command that builds the metrics of ``runs`` with the config ``hardneg table`` read: targets first, since
+    ``--configfile`` takes every path after it as a config file."""
+    targets = " ".join(f"{args.results}/{run}/metrics.json" for run in runs)
+    default = os.path.abspath(args.config) == os.path.abspath(TABLE_CONFIG)
+    return f"snakemake --cores all {targets}" + ("" if default else f" --configfile {args.config}")
+
+
+def _table(args) -> int:
+    config = load_configs([args.config])
+    unknown = [run for run in args.runs if run not in config["runs"]]
+    if unknown:
+        raise HardnegError(f"{args.config} has no run {quoted(unknown[0])}; its runs: {', '.join(config['runs'])}")
+    rows = available_rows(args.results, config["tables"], args.runs)
+    if not rows:
+        listed = [run for run, _ in table_rows(config["tables"].get("results", []))] or list(config["runs"])
+        first = listed[0]
+        raise HardnegError(f"no run of the config's tables has metrics under {args.results}/; build one first, "
+                           f"e.g. {_build_command(args, [first])}")
+    missing = [run for run, _ in rows if not os.path.lexists(os.path.join(args.results, run, "metrics.json"))]
+    if missing:
+        raise HardnegError(f"run {missing[0]} has no metrics: {args.results}/{missing[0]}/metrics.json is missing; "
+                           f"build {'it' if len(missing) == 1 else 'them'} with {_build_command(args, missing)}")
+    say(runs_table(args.results, rows), end="")
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``evaluate``, ``audit`` and ``table`` to the subcommands ``sub``."""
+    ev = sub.add_parser("evaluate", help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
+                        description="Print the mean of each measure over the judged queries, as JSON. Files are "
+                                    "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "
+                                    "text ('qid Q0 docid rank score tag' runs, 'qid 0 docid relevance' qrels).")
+    ev.add_argument("run", help="a run: results/<run>/runs/<split>.parquet or .trec, or any TREC run file")
+    ev.add_argument("qrels", help="qrels: results/datasets/<dataset>/qrels/<split>.parquet or .trec, or any "
+                                  "TREC qrels file")
+    ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"],
+                    help="ir-measures names (default: RR@10 nDCG@10 R@100 R@1000)")
+    ev.set_defaults(func=_evaluate)
+    audit = sub.add_parser("audit", help="show one query's positives and mined hard negatives of a run")
+    add_run(audit)
+    audit.add_argument("--qid", required=True, help="the query to show")
+    add_results(audit)
+    audit.add_argument("--top", type=at_least(0), default=10, help="how many negatives to show (default: 10)")
+    audit.set_defaults(func=_audit)
+    table = sub.add_parser("table", help="print README's results table from the runs' metrics.json files",
+                           description="One Markdown row per run: the evaluation split's MRR@10, nDCG@10, R@100 and "
+                                       "pairwise errors, as in README.md's results tables.")
+    table.add_argument("runs", nargs="*", metavar="RUN",
+                       help="the runs to show (default: every run of the config's tables that has metrics)")
+    table.add_argument("--config", default=TABLE_CONFIG,
+                       help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)")
+    add_results(table)
+    table.set_defaults(func=_table)

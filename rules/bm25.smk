@@ -12,6 +12,8 @@ rule bm25_index:
         run=LEXICAL_RUNS,
     params:
         index=lambda w: run_params(w.run, "fields", "stemmer"),
+    message:
+        "build the BM25 index of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "bm25_index"),
     benchmark:
@@ -36,6 +38,8 @@ rule bm25_search:
         run=LEXICAL_RUNS,
     params:
         search=lambda w: run_params(w.run, "k1", "b", "top_k", "title_weight"),
+    message:
+        "BM25 search of split {wildcards.split}, run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "bm25_search_{split}"),
     benchmark:

@@ -11,6 +11,8 @@ rule prepare_dataset:
         stats=update(LAYOUT.dataset_stats("{dataset}")),
     params:
         dataset=lambda w: PLAN.dataset_config(w.dataset),
+    message:
+        "prepare dataset {wildcards.dataset} (log: {log})"
     log:
         LAYOUT.dataset_log("{dataset}", "prepare_dataset"),
     benchmark:

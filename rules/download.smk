@@ -20,6 +20,8 @@ rule download:
     params:
         # the content's identity: a new digest fetches again; a new URL or header alone (a mirror) does not
         md5=lambda w: DOWNLOADS[w.download]["md5"],
+    message:
+        "download {wildcards.download} (log: {log})"
     log:
         f"{LAYOUT.root}/datasets/_downloads/logs/{{download}}.log",
     retries: 1  # a transfer cut short is tried once more
@@ -42,6 +44,8 @@ rule extract_member:
     params:
         member=lambda w: EXTRACTED[w.member_path]["member"],
         md5=lambda w: EXTRACTED[w.member_path]["md5"],
+    message:
+        "extract {wildcards.member_path} (log: {log})"
     log:
         f"{LAYOUT.root}/datasets/_downloads/logs/{{member_path}}.log",
     threads: 1

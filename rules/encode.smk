@@ -14,6 +14,8 @@ rule encode_corpus_shard:
     params:
         encode=lambda w: run_params(w.run)["encode"],
         device=lambda w: run_params(w.run)["train"]["device"],
+    message:
+        "encode corpus shard {wildcards.shard} with the model of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "encode_corpus_shard_{shard}"),
     benchmark:
@@ -36,6 +38,8 @@ rule gather_embeddings:
         ids=update(LAYOUT.corpus_ids("{run}")),
     wildcard_constraints:
         run=names_regex(PLAN.encoded_runs),
+    message:
+        "gather the corpus embeddings of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "gather_embeddings"),
     benchmark:

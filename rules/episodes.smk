@@ -31,6 +31,8 @@ rule assemble_episodes:
         run=names_regex(PLAN.episodic_runs),
     params:
         benchmarks=lambda w: PLAN.refresh_benchmarks(w.run),
+    message:
+        "assemble the episodes of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "assemble_episodes"),
     benchmark:

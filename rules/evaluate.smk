@@ -8,6 +8,8 @@ rule run_config:
     params:
         resolved=lambda w: PLAN.resolved(w.run),
         loaded_model=lambda w: PLAN.loaded_model(w.run),
+    message:
+        "write the resolved config of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "run_config"),
     benchmark:
@@ -30,6 +32,8 @@ rule evaluate:
     params:
         split=EVAL_SPLIT,
         measures=config["evaluation"]["measures"],
+    message:
+        "evaluate run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "evaluate"),
     benchmark:
@@ -54,6 +58,8 @@ rule evaluate_with_index:
     params:
         split=EVAL_SPLIT,
         measures=config["evaluation"]["measures"],
+    message:
+        "evaluate run {wildcards.run} with index {wildcards.index} (log: {log})"
     log:
         LAYOUT.log("{run}", "evaluate_{index}"),
     benchmark:

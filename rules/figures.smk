@@ -28,6 +28,8 @@ for figure_name, figure in FIGURES.items():
         params:
             name=figure_name,
             **figure.params(FIGURES_CONFIG[figure_name], PLAN),
+        message:
+            f"draw figure {figure_name} (log: {{log}})"
         log:
             LAYOUT.experiment("figures", f"logs/{figure_name}.log"),
         benchmark:

@@ -17,6 +17,8 @@ rule tune_fusion:
         split=lambda w: PLAN.tuning_split(w.run),
         trained_on=lambda w: PLAN.trained_splits(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
+    message:
+        "tune the fusion weight of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "tune_fusion"),
     benchmark:
@@ -42,6 +44,8 @@ rule fuse:
         method=lambda w: PLAN.runs[w.run]["method"],
         fusion=lambda w: run_params(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
+    message:
+        "fuse split {wildcards.split} of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "fuse_{split}"),
     benchmark:

@@ -12,6 +12,8 @@ rule build_faiss_index:
         factory=lambda w: PLAN.index_factories(w.run)[w.index],
         train_size=lambda w: run_params(w.run)["index"]["train_size"],
         seed=lambda w: PLAN.seed(w.run),
+    message:
+        "build index {wildcards.index} of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "build_faiss_index_{index}"),
     benchmark:
@@ -40,6 +42,8 @@ rule dense_search:
         search_params=lambda w: run_params(w.run)["index"]["search_params"],
         device=lambda w: run_params(w.run)["train"]["device"],
         precision=lambda w: run_params(w.run)["encode"]["precision"],
+    message:
+        "dense search of split {wildcards.split}, run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "dense_search_{split}"),
     benchmark:
@@ -69,6 +73,8 @@ rule dense_search_with_index:
         search_params=lambda w: run_params(w.run)["index"]["search_params"],
         device=lambda w: run_params(w.run)["train"]["device"],
         precision=lambda w: run_params(w.run)["encode"]["precision"],
+    message:
+        "dense search of split {wildcards.split}, run {wildcards.run}, index {wildcards.index} (log: {log})"
     log:
         LAYOUT.log("{run}", "dense_search_{index}_{split}"),
     benchmark:

@@ -15,6 +15,8 @@ rule positive_scores:
         run=MINING,
     params:
         split=lambda w: PLAN.train_split(w.run),
+    message:
+        "score the positives of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "positive_scores"),
     benchmark:
@@ -39,6 +41,8 @@ rule mine_hard_negatives:
         split=lambda w: PLAN.train_split(w.run),
         mining=lambda w: run_params(w.run)["mining"],
         seed=lambda w: PLAN.seed(w.run),
+    message:
+        "mine hard negatives for run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "mine_hard_negatives"),
     benchmark:
@@ -64,6 +68,8 @@ rule audit_hard_negatives:
     params:
         split=lambda w: PLAN.train_split(w.run),
         depth=lambda w: run_params(w.run)["mining"]["depth"],
+    message:
+        "audit the hard negatives of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "audit_hard_negatives"),
     benchmark:

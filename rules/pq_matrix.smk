@@ -11,6 +11,8 @@ rule pq_matrix:
     params:
         indexes=lambda w: config["pq_matrix"]["indexes"],
         measures=config["evaluation"]["measures"],
+    message:
+        "the PQ matrix experiment (log: {log})"
     log:
         LAYOUT.experiment("pq_matrix", "logs/pq_matrix.log"),
     benchmark:
@@ -37,6 +39,8 @@ rule adore_index_table:
         benchmarks=lambda w: PLAN.training_benchmarks([run for _, run in PQ_MATRIX.index_runs(PLAN)]),
         measures=lambda w: PLAN.summary_measures(),
         docs=lambda w: config["pq_matrix"]["docs"],
+    message:
+        "the table of ADORE's indexes (log: {log})"
     log:
         LAYOUT.table_log("adore_indexes"),
     benchmark:

@@ -26,6 +26,8 @@ rule hardneg_viewer:
         depth=lambda w: run_params(w.run)["mining"]["depth"],
         seed=lambda w: PLAN.seed(w.run),
         viewer=config["viewer"],
+    message:
+        "the hard-negative viewer of run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "hardneg_viewer"),
     benchmark:
@@ -56,6 +58,8 @@ rule markdown_page:
     params:
         title=lambda w: PLAN.markdown_pages()[w.page]["title"],
         caption=lambda w: caption_text(PLAN.markdown_pages()[w.page]["caption"]),
+    message:
+        "the report page {wildcards.page}.html (log: {log})"
     log:
         "{page}.html.log",
     benchmark:

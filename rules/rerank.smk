@@ -14,6 +14,8 @@ rule rerank:
         method_modules=lambda w: PLAN.method_modules(w.run),
         rerank=lambda w: run_params(w.run)["rerank"],
         device=lambda w: run_params(w.run)["train"]["device"],
+    message:
+        "re-rank split {wildcards.split} with run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "rerank_{split}"),
     benchmark:

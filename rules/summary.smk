@@ -14,6 +14,8 @@ rule summary:
         runs=lambda w: PLAN.summary_runs(),
         methods=lambda w: PLAN.methods_of(PLAN.summary_runs()),
         settings=lambda w: PLAN.summary_settings(),
+    message:
+        "the summary table (log: {log})"
     log:
         LAYOUT.table_log("summary"),
     benchmark:
@@ -39,6 +41,8 @@ rule training_time_table:
         methods=lambda w: PLAN.methods_of(PLAN.training_time_runs()),
         benchmarks=lambda w: PLAN.training_benchmarks(PLAN.training_time_runs()),
         reference=lambda w: PLAN.speed_reference(),
+    message:
+        "the training-time table (log: {log})"
     log:
         LAYOUT.table_log("training_time"),
     benchmark:

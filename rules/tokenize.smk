@@ -9,6 +9,8 @@ rule train_tokenizer:
         tokenizer=update(directory(LAYOUT.tokenizer("{dataset}", "{vocab}"))),
     wildcard_constraints:
         vocab=r"\d+",
+    message:
+        "train the tokenizer of dataset {wildcards.dataset} (vocabulary {wildcards.vocab}) (log: {log})"
     log:
         LAYOUT.dataset_log("{dataset}", "train_tokenizer_{vocab}"),
     benchmark:
@@ -31,6 +33,8 @@ rule tokenize:
         cache=update(directory(LAYOUT.tokenized("{dataset}", "{cache}"))),
     params:
         cache=lambda w: PLAN.caches()[(w.dataset, w.cache)],
+    message:
+        "tokenize dataset {wildcards.dataset} for {wildcards.cache} (log: {log})"
     log:
         LAYOUT.dataset_log("{dataset}", "tokenize_{cache}"),
     benchmark:

@@ -18,6 +18,8 @@ rule train_dense:
         tensorboard=lambda w: LAYOUT.tensorboard(w.run),  # a log written while training runs, not an output
         train_split=lambda w: PLAN.train_split(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
+    message:
+        "train run {wildcards.run} (log: {log})"
     log:
         LAYOUT.log("{run}", "train"),
     benchmark:

@@ -1,12 +1,13 @@
 """Snakemake through the repository's Snakefile, in a working directory of the test's own: the one runner every
 test uses (``snakemake``), the command line it runs (``command``, for tests that start Snakemake and stop it),
-``write_config`` and what is read back from Snakemake's output."""
+``write_config``, the jobs of a dry run (``dry_run``) and what is read back from Snakemake's output."""
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -18,6 +19,8 @@ BIN = Path(sys.executable).parent  # the environment's executables: snakemake, h
 SNAKEMAKE = str(BIN / "snakemake")
 FAULTS = REPO / "tests" / "faults"  # sitecustomize.py: pauses a stage just before (or after) a rename
 SNAKEFILE = REPO / "Snakefile"
+# snakemake_logger_plugin_jobs: every job as a JSON line (a job with a message shows only that on the terminal)
+PLUGINS = REPO / "tests" / "support" / "plugins"
 
 
 def command(workdir: Path, *args: str, cores: int | None = 2, snakefile: Path | None = SNAKEFILE) -> list[str]:
@@ -58,9 +61,26 @@ def write_config(workdir: Path, config: dict | str) -> Path:
     return path
 
 
-def job_resources(output: str, rule: str, wildcards: str) -> str:
-    """The ``resources:`` line of a dry run's job of ``rule`` with these wildcards."""
-    for block in output.split("\nrule ")[1:]:
-        if block.startswith(f"{rule}:") and f"wildcards: {wildcards}\n" in block:
-            return re.search(r"resources: (.*)", block).group(1)
+def dry_run(workdir: Path, *args: str, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """``snakemake -n`` (see :func:`snakemake`) and the jobs it plans, each ``{"rule", "wildcards", "resources",
+    "message"}`` as Snakemake's logger receives it (``resources`` as text: ``{"mem_mb": "4000", ...}``)."""
+    if cwd is None:
+        cwd = workdir
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "jobs.jsonl"
+        env = job_env()
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
+        result = subprocess.run(command(workdir, "-n", *args, "--logger", "jobs", "--logger-jobs-path", str(path),
+                                        cores=None), capture_output=True, text=True, env=env, cwd=cwd)
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return result, [json.loads(line) for line in lines]
+
+
+def job_resources(jobs: list[dict], rule: str, wildcards: str) -> str:
+    """The resources of the dry run's job of ``rule`` with these wildcards (``"run=star, shard=0"``), as
+    ``mem_mb=4000, runtime=30, ...``."""
+    wanted = dict(item.split("=", 1) for item in wildcards.split(", "))
+    for job in jobs:
+        if job["rule"] == rule and job["wildcards"] == wanted:
+            return ", ".join(f"{key}={value}" for key, value in job["resources"].items())
     raise AssertionError(f"no job of {rule} with {wildcards}")

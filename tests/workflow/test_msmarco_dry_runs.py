@@ -9,53 +9,53 @@ import pytest
 import yaml
 
 from tests.support.configs import DOC, PASSAGE
-from tests.support.workflow import job_resources, snakemake
+from tests.support.workflow import dry_run, job_resources, snakemake
 
 
-def dry_run(workdir: Path, config: Path, *targets: str) -> tuple[dict, str]:
-    """(job counts by rule, Snakemake's output) of ``snakemake -n`` in ``workdir``."""
-    result = snakemake(workdir, "-n", *targets, "--configfile", str(config), cores=None)
+def planned(workdir: Path, config: Path, *targets: str) -> tuple[dict, str, list[dict]]:
+    """(job counts by rule, Snakemake's output, the jobs) of ``snakemake -n`` in ``workdir``."""
+    result, jobs = dry_run(workdir, *targets, "--configfile", str(config))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     table = output.split("Job stats:")[1].split("total")[0]
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
-    return counts, output
+    return counts, output, jobs
 
 
 @pytest.mark.slow
 def test_passage_dry_run_builds_adore_star_from_the_downloads(tmp_path):
-    counts, output = dry_run(tmp_path, PASSAGE, "results/adore_star/metrics.json")
+    counts, output, jobs = planned(tmp_path, PASSAGE, "results/adore_star/metrics.json")
     assert counts["download"] == 1 and counts["extract_member"] == 5 and counts["prepare_dataset"] == 1
     assert counts["train_dense"] == 3  # warmup, star, adore_star
     assert counts["encode_corpus_shard"] == 32  # 16 shards each of warmup and star
     assert "collectionandqueries.tar.gz" in output and "synthetic" not in output  # nothing of config/config.yaml
     assert not (tmp_path / "data").exists()  # a dry run fetches nothing
-    star = job_resources(output, "train_dense", "run=star")
+    star = job_resources(jobs, "train_dense", "run=star")
     assert "gpu=1" in star and "runtime=2880" in star and "mem_mb=64000" in star
-    assert "gpu=1" in job_resources(output, "encode_corpus_shard", "run=star, shard=0")
-    assert "mem_mb=32000" in job_resources(output, "prepare_dataset", "dataset=msmarco-passage")
+    assert "gpu=1" in job_resources(jobs, "encode_corpus_shard", "run=star, shard=0")
+    assert "mem_mb=32000" in job_resources(jobs, "prepare_dataset", "dataset=msmarco-passage")
 
 
 @pytest.mark.slow
 def test_passage_dry_run_of_the_tct_and_ance_chains(tmp_path):
-    counts, output = dry_run(tmp_path, PASSAGE, "results/tct_hnp/metrics.json", "results/ance/metrics.json",
+    counts, output, jobs = planned(tmp_path, PASSAGE, "results/tct_hnp/metrics.json", "results/ance/metrics.json",
                              "results/colbert_teacher/metrics.json")
     assert counts["download"] == 1 and counts["extract_member"] == 5
     assert counts["train_episode"] == 10 and counts["assemble_episodes"] == 1
     assert counts["train_dense"] == 5  # warmup, colbert_teacher, tct, colbert_teacher_hn, tct_hnp
     assert counts["rerank"] == 1  # the teacher re-ranks BM25's dev top 1000 for its own metrics
-    episode = job_resources(output, "train_episode", "run=ance/episodes/3")
+    episode = job_resources(jobs, "train_episode", "run=ance/episodes/3")
     assert "gpu=4" in episode and "runtime=720" in episode
-    assert "gpu=1" in job_resources(output, "rerank", "run=colbert_teacher, split=dev")
+    assert "gpu=1" in job_resources(jobs, "rerank", "run=colbert_teacher, split=dev")
 
 
 @pytest.mark.slow
 def test_doc_dry_run_fetches_the_five_files_first(tmp_path):
-    counts, output = dry_run(tmp_path, DOC, "results/doc_adore_star/metrics.json", "results/doc_ance/metrics.json")
+    counts, output, jobs = planned(tmp_path, DOC, "results/doc_adore_star/metrics.json", "results/doc_ance/metrics.json")
     assert counts["download"] == 5 and "extract_member" not in counts and counts["prepare_dataset"] == 1
     assert counts["train_dense"] == 3 and counts["train_episode"] == 10
     assert "msmarco-docs.tsv.gz" in output and "synthetic" not in output
-    assert "mem_mb=96000" in job_resources(output, "prepare_dataset", "dataset=msmarco-doc")
+    assert "mem_mb=96000" in job_resources(jobs, "prepare_dataset", "dataset=msmarco-doc")
     assert not (tmp_path / "data").exists()
 
 
@@ -65,7 +65,7 @@ def test_files_already_there_are_not_fetched_and_resource_names_are_checked(tmp_
                  "qrels.dev.small.tsv"):
         (tmp_path / "data" / "msmarco-passage").mkdir(parents=True, exist_ok=True)
         (tmp_path / "data" / "msmarco-passage" / name).touch()
-    counts, _ = dry_run(tmp_path, PASSAGE, "results/bm25/metrics.json")
+    counts, _, _ = planned(tmp_path, PASSAGE, "results/bm25/metrics.json")
     assert "download" not in counts and "extract_member" not in counts and counts["prepare_dataset"] == 1
     config = yaml.safe_load(PASSAGE.read_text())
     config["resources"]["train_dens"] = {"runtime": 10}

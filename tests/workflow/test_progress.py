@@ -1,5 +1,6 @@
-"""What a user sees on the terminal while the workflow runs: a long job's progress (training steps, encoded
-documents), each line naming its run and job, and no empty shell commands of script rules."""
+"""What a user sees on the terminal while the workflow runs: one message per job naming its run (split, shard)
+and its log, a long job's progress (training steps, encoded documents), each line naming its run and job, and no
+empty shell commands of script rules. (A terminal gets a progress bar instead: tests/unit/io/test_logs.py.)"""
 
 import re
 
@@ -18,6 +19,16 @@ def terminal(tmp_path_factory):
     result = snakemake(workdir, "results/warmup/metrics.json", cores=1)
     assert result.returncode == 0, output_of(result)[-4000:]
     return output_of(result)
+
+
+def test_each_job_is_one_message_naming_its_run_and_log(terminal):
+    jobs = re.findall(r"^Job \d+: (.*)$", terminal, re.M)
+    assert "train run warmup (log: results/warmup/logs/train.log)" in jobs, terminal[-3000:]
+    assert "encode corpus shard 0 with the model of run warmup " \
+           "(log: results/warmup/logs/encode_corpus_shard_0.log)" in jobs
+    assert "BM25 search of split train, run bm25 (log: results/bm25/logs/bm25_search_train.log)" in jobs
+    assert "evaluate run warmup (log: results/warmup/logs/evaluate.log)" in jobs
+    assert not re.search(r"^rule (?!all)", terminal, re.M)  # no job shows Snakemake's block of inputs instead
 
 
 def test_training_shows_its_first_and_last_step_under_its_run(terminal):

@@ -15,14 +15,11 @@ import yaml
 
 from hardneg.stage import load_workflow
 from tests.support import REPO
-from tests.support.workflow import output_of, snakemake
+from tests.support.workflow import dry_run, output_of
 
 SECTIONS = ("input", "output", "params", "wildcards", "resources")
 ATTRIBUTE = re.compile(r"snakemake\.(%s)\.([A-Za-z_]\w*)" % "|".join(SECTIONS))
 NAMESPACE_METHODS = {"get", "keys", "items", "values"}  # snakemake.input.get("tuning"): a name that may be absent
-# A job block of a dry run: its rule line, then its indented lines, up to a blank line, the next job's timestamp
-# line or the next rule line.
-JOB = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?=\n\n|\n\[|\n(?:local)?rule |\Z)", re.S | re.M)
 
 
 def names_read(script: Path) -> set[tuple[str, str]]:
@@ -31,15 +28,13 @@ def names_read(script: Path) -> set[tuple[str, str]]:
             if name not in NAMESPACE_METHODS}
 
 
-def planned_jobs(output: str) -> list[tuple[str, dict]]:
-    """(rule, wildcards) of each job a dry run lists, once each."""
-    jobs = []
-    for rule, block in JOB.findall(output):
-        found = re.search(r"^\s+wildcards: (.*)$", block, re.M)
-        wildcards = dict(item.split("=", 1) for item in found.group(1).split(", ")) if found else {}
-        if (rule, wildcards) not in jobs:
-            jobs.append((rule, wildcards))
-    return jobs
+def planned_jobs(jobs: list[dict]) -> list[tuple[str, dict]]:
+    """(rule, wildcards) of each job a dry run plans, once each."""
+    planned = []
+    for job in jobs:
+        if (job["rule"], job["wildcards"]) not in planned:
+            planned.append((job["rule"], job["wildcards"]))
+    return planned
 
 
 def job_names(job, section: str) -> set[str]:
@@ -70,9 +65,9 @@ def undeclared(workflow, jobs: list[tuple[str, dict]]) -> list[str]:
 def dry_run_jobs(workdir: Path, config: Path, *targets: str) -> tuple[object, list[tuple[str, dict]]]:
     (workdir / "config").mkdir(parents=True)
     shutil.copy(config, workdir / "config" / "config.yaml")
-    result = snakemake(workdir, "-n", *targets, cores=None)
+    result, jobs = dry_run(workdir, *targets)
     assert result.returncode == 0, output_of(result)[-3000:]
-    return load_workflow(REPO / "Snakefile"), planned_jobs(result.stdout)
+    return load_workflow(REPO / "Snakefile"), planned_jobs(jobs)
 
 
 @pytest.fixture

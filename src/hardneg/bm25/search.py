@@ -85,7 +85,8 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
             out_s.extend(h.score for h in ranked)
         done = min(lo + batch_size, len(qids))
         rate = done / max(time.perf_counter() - started, 1e-9)
-        logs.progress(log, "BM25: %d / %d queries (%.0f queries/s)", done, len(qids), rate, last=done == len(qids))
+        logs.progress(log, "BM25: %d / %d queries (%.0f queries/s)", done, len(qids), rate, last=done == len(qids),
+                      done=done, total=len(qids))
     searcher.close()
     return pa.table({
         "qid": pa.array(out_q, pa.string()), "docid": pa.array(out_d, pa.string()),

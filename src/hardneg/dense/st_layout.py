@@ -23,8 +23,11 @@ setting:
 * relevance, the inner product: ``similarity_fn_name: dot``.
 
 A document with a title is the pair ``(title, text)``, as hardneg tokenizes it (``encode_document([(title,
-text)])``), one without its text. ``encode`` without a task reads a text as a document without the marker: use
-``encode_query`` / ``encode_document``.
+text)])``), or the one string ``"title [SEP] text"`` (:func:`pair_separator`: the tokens between the pair's two
+segments), which WordPiece tokenizes the same; a document without a title is its text alone (``("", text)`` is
+another input). sentence-transformers' standard modules take no ``{"title": ..., "text": ...}`` dict, so the
+model card (:mod:`hardneg.dense.model_card`) states this form. ``encode`` without a task reads a text as a
+document without the marker: use ``encode_query`` / ``encode_document``.
 
 Limitations: with query augmentation, sentence-transformers cuts queries at the markers' fixed length (it cannot
 cut a query shorter than it pads it), hardneg at the cache's ``query_max_length`` plus the marker, which is
@@ -59,6 +62,18 @@ NORMALIZE = "sentence_transformers.base.modules.normalize.Normalize"
 ROUTER = "sentence_transformers.base.modules.router.Router"
 IDENTITY = "torch.nn.modules.linear.Identity"
 DOC_ENCODER = "doc_encoder"  # the folder of a separate document encoder (BiEncoder.save)
+
+
+def pair_separator(tokenizer) -> str:
+    """The special tokens between the two segments of ``tokenizer``'s pair template, joined by spaces
+    (``"[SEP]"`` for BERT's; ``""`` for a tokenizer that puts none there): what joins a document's title and text
+    in one string that tokenizes as the pair (title, text) does. ``tokenizer`` is a fast Hugging Face
+    tokenizer."""
+    encoding = tokenizer.backend_tokenizer.encode("a", "b")
+    sequence = encoding.sequence_ids
+    first_end = max(i for i, s in enumerate(sequence) if s == 0)
+    second_start = min(i for i, s in enumerate(sequence) if s == 1)
+    return " ".join(encoding.tokens[first_end + 1:second_start])
 
 
 def prompt_tokenizer(tokenizer, markers: Markers | None):

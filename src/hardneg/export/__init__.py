@@ -10,7 +10,7 @@ They find a run's files through :class:`hardneg.results.run_files.RunFiles`.
 * :mod:`hardneg.export.outputs`: the atomic writers of JSON Lines files and ``datasets`` folders (where an
   export may be written is :mod:`hardneg.results.output_paths`' call);
 * :mod:`hardneg.export.index`: a run's Faiss index as a folder Pyserini's ``FaissSearcher`` opens, with the query
-  encoder;
+  encoder (and its model card, with the run's metrics), and the Python that searches it with Pyserini alone;
 * :mod:`hardneg.export.pyserini`: the Pyserini query encoder that encodes queries exactly as hardneg does
   (importing it starts the JVM Pyserini needs).
 """

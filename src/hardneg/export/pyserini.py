@@ -15,12 +15,14 @@ pooling, projection head, L2 normalisation and ColBERT markers are all those of 
 :mod:`hardneg.bm25.java`): Pyserini's modules need it when they are imported.
 
 A plain model (no ColBERT markers, no projection head: ``markers`` null and ``projection_dim`` null in the folder's
-``hardneg.json``) is also encoded by Pyserini's built-in ``AutoQueryEncoder(DIR/encoder, pooling=<pooling>,
-l2_norm=<normalize>)``, with ``pooling`` (``cls`` or ``mean``) and ``normalize`` read from ``hardneg.json``: it
-reads the same ``last_hidden_state`` of the same tokens without token type ids, takes the first token or the mean
-over the query's tokens, and normalises when asked. It differs only for queries longer than the run's query
-length, which it does not cut. The export's ``hardneg_export.json`` names those settings
-(``pyserini_auto_query_encoder``; null when no built-in encoder matches).
+``hardneg.json``) is also encoded by Pyserini's built-in ``pyserini.encode.AutoQueryEncoder(DIR/encoder,
+pooling=<pooling>, l2_norm=<normalize>)``, with ``pooling`` (``cls`` or ``mean``) and ``normalize`` read from
+``hardneg.json``: it reads the same ``last_hidden_state`` of the same tokens without token type ids, takes the
+first token or the mean over the query's tokens, and normalises when asked. It cuts a query at the run's query
+length when searched with ``{"query": text, "max_length": <length>}``. The export's ``hardneg_export.json`` names
+those settings (``pyserini_auto_query_encoder``; null when no built-in encoder matches), and
+:func:`hardneg.export.index.pyserini_recipe` (what ``hardneg export index`` prints) is the whole search with
+Pyserini alone, the Java start included.
 """
 
 from __future__ import annotations

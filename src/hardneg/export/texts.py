@@ -13,19 +13,9 @@ from __future__ import annotations
 
 import os
 
+from hardneg.dense.st_layout import pair_separator
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import HardnegError
-
-
-def pair_separator(tokenizer) -> str:
-    """The special tokens between the two segments of ``tokenizer``'s pair template, joined by spaces
-    (``"[SEP]"`` for BERT's; ``""`` for a tokenizer that puts none there). ``tokenizer`` is a fast Hugging Face
-    tokenizer."""
-    encoding = tokenizer.backend_tokenizer.encode("a", "b")
-    sequence = encoding.sequence_ids
-    first_end = max(i for i, s in enumerate(sequence) if s == 0)
-    second_start = min(i for i, s in enumerate(sequence) if s == 1)
-    return " ".join(encoding.tokens[first_end + 1:second_start])
 
 
 def tokenizer_separator(source: str | os.PathLike, run: str) -> str:

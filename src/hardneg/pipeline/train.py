@@ -34,6 +34,7 @@ from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
 from hardneg.io.logs import console
 from hardneg.pipeline import episodes
+from hardneg.pipeline.model_folder import save_run_model
 from hardneg.schema.files import config_hash
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,8 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
         when ``dev_every`` is set) are read from the same folder.
     :type qrels_path: str | os.PathLike
     :param model_dir: the folder the trained model is saved to, atomically; a bi-encoder's is a Hugging Face model
-        folder with ``hardneg.json`` and the tokenizer, which ``hardneg.dense.model.BiEncoder.load`` reads.
+        folder with ``hardneg.json`` and the tokenizer, which ``hardneg.dense.model.BiEncoder.load`` reads; every
+        model folder gets its model card, ``README.md`` (:mod:`hardneg.pipeline.model_folder`).
     :type model_dir: str | os.PathLike
     :param log_path: the Parquet file of the per-step log written: one row per optimiser step with ``step``,
         ``epoch``, ``loss``, ``lr`` (learning rate), ``grad_norm`` (gradient norm before clipping), the method's
@@ -273,7 +275,7 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     if window is not None:  # an episode's log: its own steps (the state it continued holds the earlier ones)
         rows = [row for row in rows if row["step"] > window.start]
     if replicas.is_main:
-        model.to("cpu").save(model_dir, tokenizer)
+        save_run_model(model.to("cpu"), tokenizer, model_dir, resolved, init_model=inputs.get("init"), train=train)
         write_train_log(rows, log_path)
         if timings_path is not None:
             write_train_log(trainer.timings, timings_path)
@@ -319,7 +321,7 @@ def _save_untrained(resolved: dict, spec: ModelSpec, *, model_dir, log_path, tok
     """Save the model a run that does not train evaluates (its ``init`` model, else ``params.model``) and an
     empty training log."""
     model, tokenizer = _initial_model(resolved, spec, tokenizer_source, init_model)
-    model.save(model_dir, tokenizer)
+    save_run_model(model, tokenizer, model_dir, resolved, init_model=init_model)
     write_train_log([], log_path)
 
 

@@ -150,7 +150,7 @@ def test_counts_below_their_minimum_are_refused_before_anything_is_read(capsys):
 
     for argv, message in ((["audit", "star", "--qid", "q1", "--top", "-1"], "argument --top: must be at least 0, got -1"),
                           (["export", "hardnegs", "star", "--format", "jsonl", "--output", "x", "--negatives", "0"],
-                           "argument --negatives: must be at least 1, got 0"),
+                           "argument --negatives: expected a number of at least 1 or all, got '0'"),
                           (["audit", "star", "--qid", "q1", "--top", "ten"], "argument --top: expected an integer, "
                                                                              "got 'ten'")):
         with pytest.raises(SystemExit) as exit_:

@@ -1,5 +1,6 @@
 """hardneg export hardnegs on a hand-made results folder: the four formats load with their libraries and hold the
-right groups, texts and negative order; sentence-transformers' formats equal mine_hard_negatives' own output."""
+right groups, texts and negative order; sentence-transformers' formats equal mine_hard_negatives' own output, keep
+its 3 negatives per query unless told otherwise, and are sized before they are written."""
 
 import json
 
@@ -85,7 +86,7 @@ def test_jsonl_has_one_object_per_group_with_texts_and_negatives_in_rank_order(r
     out = tmp_path / "out" / "hardnegs.jsonl"
     written = export_hardnegs("star", "jsonl", out, results=results)
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert written == {"format": "jsonl", "output": str(out), "queries": 3, "rows": 3}
+    assert written == {"format": "jsonl", "output": str(out), "queries": 3, "rows": 3, "negatives": "all"}
     assert [row["qid"] for row in rows] == ["q1", "q2", "q5"]  # the split's order; q3 and q4 left out
     for row in rows:
         positives, negatives = EXPECTED[row["qid"]]
@@ -163,19 +164,66 @@ def st_export(results, tmp_path, st_format=None, **kw):
 
 
 def test_sentence_transformers_triplets_in_query_positive_negative_order(results, tmp_path):
-    loaded = st_export(results, tmp_path)  # triplet by default, as mine_hard_negatives
+    loaded = st_export(results, tmp_path, negatives="all")  # triplet by default, as mine_hard_negatives
     assert loaded.column_names == ["query", "positive", "negative"]
     expected = [(QUERY_TEXT[q], joined(p), joined(n)) for q, (positives, negatives) in EXPECTED.items()
                 for p in positives for n in negatives]
     assert list(zip(loaded["query"], loaded["positive"], loaded["negative"])) == expected
     assert loaded[0]["positive"] == "Purring [SEP] a purr is a soft sound"  # the built-in tokenizer's separator
     assert "wolves howl at the moon" in loaded["negative"]  # a blank title: the text alone
-    plain = st_export(results, tmp_path / "plain", title_separator="")
+    plain = st_export(results, tmp_path / "plain", title_separator="", negatives="all")
     assert plain[0]["positive"] == "Purring a purr is a soft sound"
 
 
+def test_sentence_transformers_keeps_three_negatives_unless_told(results, tmp_path):
+    """mine_hard_negatives' num_negatives=3 by default: q5's fourth negative (d1) is left out; all keeps it."""
+    default = st_export(results, tmp_path / "default")
+    assert [(q, joined(n)) for q, (_, negatives) in EXPECTED.items() for n in negatives[:3]] == \
+        list(dict.fromkeys(zip(_qids(default["query"]), default["negative"])))
+    assert joined("d1") not in [n for q, n in zip(default["query"], default["negative"]) if q == QUERY_TEXT["q5"]]
+    every = st_export(results, tmp_path / "all", negatives="all")
+    assert len(every) == len(default) + 1  # q5: one positive, one more negative
+    tuples = st_export(results, tmp_path / "tuples", "n-tuple")  # 3 negatives, as mine_hard_negatives' n-tuples
+    assert tuples.column_names == ["query", "positive", "negative_1", "negative_2", "negative_3"]
+    assert [(r["query"], r["negative_3"]) for r in tuples] == [(QUERY_TEXT["q1"], joined("d9")),
+                                                                (QUERY_TEXT["q1"], joined("d9")),
+                                                                (QUERY_TEXT["q5"], joined("d7"))]
+    with pytest.raises(HardnegError, match="--negatives must be a number of at least 1 or 'all', got 'some'"):
+        export_hardnegs("star", "sentence-transformers", tmp_path / "x", results=results, negatives="some")
+    # the other formats keep every negative by default
+    assert export_hardnegs("star", "jsonl", tmp_path / "h.jsonl", results=results)["negatives"] == "all"
+
+
+def _qids(query_texts):
+    by_text = {text: qid for qid, text in QUERY_TEXT.items()}
+    return [by_text[text] for text in query_texts]
+
+
+def _text_bytes(dataset) -> int:
+    """The UTF-8 bytes of every string of a loaded dataset, plus 8 per integer label."""
+    total = 0
+    for column in dataset.column_names:
+        for value in dataset[column]:
+            for item in value if isinstance(value, list) else [value]:
+                total += len(item.encode("utf-8")) if isinstance(item, str) else 8
+    return total
+
+
+@pytest.mark.parametrize("st_format", ["triplet", "n-tuple", "labeled-pair", "labeled-list"])
+@pytest.mark.parametrize("negatives", [None, 2, "all"])
+def test_the_size_announced_before_writing_is_the_size_written(results, tmp_path, st_format, negatives):
+    announced = []
+    out = tmp_path / "st"
+    written = export_hardnegs("star", "sentence-transformers", out, results=results, st_format=st_format,
+                              negatives=negatives, announce=announced.append)
+    loaded = datasets.load_from_disk(str(out))
+    assert announced == [{"rows": len(loaded), "bytes": _text_bytes(loaded), "st_format": st_format, "queries": 3,
+                          "negatives": 3 if negatives is None else negatives}]
+    assert written["estimated_bytes"] == announced[0]["bytes"] and written["rows"] == len(loaded)
+
+
 def test_sentence_transformers_other_output_formats(results, tmp_path):
-    tuples = st_export(results, tmp_path, "n-tuple")  # n = the most negatives of a query: only q5 has 4
+    tuples = st_export(results, tmp_path, "n-tuple", negatives="all")  # n = the most negatives: only q5 has 4
     assert tuples.column_names == ["query", "positive", "negative_1", "negative_2", "negative_3", "negative_4"]
     assert tuples.to_list() == [{"query": QUERY_TEXT["q5"], "positive": joined("d6"),
                                  **{f"negative_{i}": joined(d) for i, d in enumerate(EXPECTED["q5"][1], 1)}}]
@@ -183,12 +231,12 @@ def test_sentence_transformers_other_output_formats(results, tmp_path):
     assert [(r["query"], r["positive"], r["negative_2"]) for r in tuples] == [
         (QUERY_TEXT["q1"], joined("d2"), joined("d7")), (QUERY_TEXT["q1"], joined("d1"), joined("d7")),
         (QUERY_TEXT["q2"], joined("d3"), joined("d1")), (QUERY_TEXT["q5"], joined("d6"), joined("d8"))]
-    pairs = st_export(results, tmp_path, "labeled-pair")
+    pairs = st_export(results, tmp_path, "labeled-pair", negatives="all")
     assert pairs.column_names == ["query", "positive", "label"]
     assert [(r["query"], r["positive"], r["label"]) for r in pairs] == [
         (QUERY_TEXT[q], joined(d), label) for q, (positives, negatives) in EXPECTED.items()
         for d, label in [(p, 1) for p in positives] + [(n, 0) for n in negatives]]
-    lists = st_export(results, tmp_path, "labeled-list")
+    lists = st_export(results, tmp_path, "labeled-list", negatives="all")
     assert lists.column_names == ["query", "positive", "labels"]
     assert [(r["query"], r["positive"], r["labels"]) for r in lists] == [
         (QUERY_TEXT[q], [joined(p)] + [joined(n) for n in negatives], [1] + [0] * len(negatives))
@@ -334,8 +382,23 @@ def test_cli_export_hardnegs(results, tmp_path, capsys):
     out = tmp_path / "st"
     assert main(["export", "hardnegs", "star", "--format", "sentence-transformers", "--st-format", "labeled-list",
                  "--output", str(out), "--results", str(results), "--negatives", "2"]) == 0
-    assert capsys.readouterr().out == (f"wrote {out}: sentence-transformers (labeled-list), 4 rows of 3 training "
-                                       "queries, columns query, positive, labels\n")
+    size = _text_bytes(datasets.load_from_disk(str(out)))  # below 1 kB: in bytes
+    assert capsys.readouterr().out == (
+        f"writing 4 rows (labeled-list), about {size} B of text: the first 2 negatives of each of 3 training "
+        "queries (--negatives N or all to change)\n"
+        f"wrote {out}: sentence-transformers (labeled-list), 4 rows of 3 training queries, columns query, positive, "
+        "labels\n")
+    assert main(["export", "hardnegs", "star", "--format", "sentence-transformers", "--output", str(tmp_path / "all"),
+                 "--results", str(results), "--negatives", "all"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("writing 12 rows (triplet), about ")  # q1: 2 × 3, q2: 1 × 2, q5: 1 × 4
+    assert "of text: every negative of each of 3 training queries" in said
+    for wrong in ("0", "some"):
+        with pytest.raises(SystemExit):
+            main(["export", "hardnegs", "star", "--format", "jsonl", "--output", str(tmp_path / "x.jsonl"),
+                  "--results", str(results), "--negatives", wrong])
+        assert f"argument --negatives: expected a number of at least 1 or all, got '{wrong}'" in \
+            capsys.readouterr().err
     assert main(["export", "hardnegs", "nope", "--format", "jsonl", "--output", str(tmp_path / "x.jsonl"),
                  "--results", str(results)]) == 2
     assert "hardneg: error: run 'nope' has no results folder" in capsys.readouterr().err

@@ -15,7 +15,8 @@ Every fused ranking keeps each query's top ``k`` by score, as stored (float32, t
 broken by docid (ascending), ranks 1, 2, ...
 
 Tuning: every α of a grid fuses the rankings of a seeded sample of judged queries of a split that is not
-evaluated (``tune.split``, the training split by default), each fused ranking is evaluated with one measure
+evaluated (``tune.split``: by default the split the dataset holds out of its training split, ``dev_from_train``,
+else the training split), each fused ranking is evaluated with one measure
 (ir-measures, :func:`hardneg.evaluation.metrics.evaluate`), and the best α is kept (the smallest of equal values).
 """
 
@@ -30,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hardneg.datasets.splits import TRAIN, held_out_split
 from hardneg.evaluation.sampling import sample_ids
 from hardneg.io import artifacts
 
@@ -43,7 +45,7 @@ DEFAULT_ALPHA_GRID = [0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
 
 @dataclass(frozen=True)
 class TuneParams:
-    split: str
+    split: str | None  # null in a config: resolved when the config is checked (default_tune_split)
     queries: int
     measure: str
 
@@ -65,9 +67,10 @@ WEIGHT_SCHEMA = {
         "type": "object", "additionalProperties": False, "default": {},
         "description": "the tuning of alpha (when alpha is null): never on an evaluated split",
         "properties": {
-            "split": {"$ref": "#/$defs/name", "default": "train",
+            "split": {"anyOf": [{"$ref": "#/$defs/name"}, {"type": "null"}], "default": None,
                       "description": "the split whose queries α is tuned on; never evaluation.split or one of "
-                                     "evaluation.extra_splits"},
+                                     "evaluation.extra_splits. null: the split the dataset holds out of its "
+                                     "training split (its dev_from_train), else train"},
             "queries": {"type": "integer", "minimum": 1, "default": 1000,
                         "description": "judged queries sampled with the run's seed (all when there are fewer)"},
             "measure": {"type": "string", "default": "RR@10",
@@ -75,6 +78,12 @@ WEIGHT_SCHEMA = {
         },
     },
 }
+
+
+def default_tune_split(dataset: dict) -> str:
+    """The split α is tuned on when a run's ``tune.split`` is null: the split ``dataset`` (a dataset entry) holds
+    out of its training split (``dev_from_train``: never trained on), else the training split."""
+    return held_out_split(dataset) or TRAIN
 
 
 # ------------------------------------------------------------------------------------------------ rankings

@@ -107,12 +107,12 @@ def test_the_console_names_truncation_and_empty_documents(session):
 def test_resolved_configs_name_the_model_loaded(session):
     work, _ = session
     results = work / "results"
-    warmup = yaml.safe_load((results / "warmup" / "config.yaml").read_text())
+    warmup = yaml.safe_load((results / "mydata_warmup" / "config.yaml").read_text())
     assert warmup["loaded_model"].startswith("builtin")
-    star = yaml.safe_load((results / "minilm_star" / "config.yaml").read_text())
-    minilm = yaml.safe_load((results / "minilm_zeroshot" / "config.yaml").read_text())["params"]["model"]["name"]
-    assert star["params"]["model"]["name"] == minilm and Path(minilm, "config.json").is_file()
-    assert star["loaded_model"].startswith("results/minilm_warmup/model")
-    adore = yaml.safe_load((results / "minilm_adore_star" / "config.yaml").read_text())
+    star = yaml.safe_load((results / "mydata_minilm_star" / "config.yaml").read_text())
+    zeroshot = yaml.safe_load((results / "mydata_minilm_zeroshot" / "config.yaml").read_text())
+    assert star["params"]["model"]["name"] == zeroshot["params"]["model"]["name"] == "minilm"  # found at run time
+    assert star["loaded_model"].startswith("results/mydata_minilm_warmup/model")
+    adore = yaml.safe_load((results / "mydata_minilm_adore_star" / "config.yaml").read_text())
     assert adore["params"]["model"] == star["params"]["model"]
-    assert adore["loaded_model"].startswith("results/minilm_star/model")
+    assert adore["loaded_model"].startswith("results/mydata_minilm_star/model")

@@ -27,6 +27,9 @@ def _init(args) -> int:
     config = starter.starter_config(dataset, name=args.name, model=args.model)
     starter.write_starter(config, args.output, force=args.force)
     say(f"wrote {args.output}: dataset {args.name} ({dataset['adapter']}), runs {', '.join(config['runs'])}")
+    if "dev_from_train" in dataset:
+        say(f"  split dev: {dataset['dev_from_train']['share']:.0%} of the judged training queries, held out from "
+            f"training (datasets.{args.name}.dev_from_train)")
     say(f"next: snakemake --cores all --configfile {args.output}")
     return 0
 
@@ -69,7 +72,8 @@ def register(sub) -> None:
                       help="builtin (default: a small BERT trained from scratch), minilm (the packaged "
                            "all-MiniLM-L6-v2) or a Hugging Face model folder")
     init.add_argument("--name", default="mydata",
-                      help="the dataset's name; run names start with it unless it is the default, mydata")
+                      help="the dataset's name (default: mydata); every run name starts with it, and a run already "
+                           "in results/ with another dataset is refused")
     init.add_argument("--output", default="my.yaml", help="where to write the config (default: my.yaml)")
     init.add_argument("--force", action="store_true",
                       help="replace an existing --output file, or write inside the results folder (results); "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hardneg.datasets import beir, irds, msmarco, synthetic, trec
 from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset
-from hardneg.datasets.splits import check_query_and_qrels_files
+from hardneg.datasets.splits import check_held_out, check_query_and_qrels_files, held_out_split, hold_out
 from hardneg.schema.validation import validate_dataset
 
 ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in (
@@ -19,15 +19,18 @@ def adapter_of(cfg: dict) -> Adapter:
 
 
 def check_dataset(cfg: dict, where: str) -> None:
-    """The adapter's own checks of a validated dataset entry (``Adapter.check``: what the schema cannot say).
-    Errors name ``<where>.<key>``."""
+    """The adapter's own checks of a validated dataset entry (``Adapter.check``: what the schema cannot say), and
+    that a ``dev_from_train`` entry has a ``train`` split and no ``dev`` split. Errors name ``<where>.<key>``."""
     if adapter_of(cfg).check is not None:
         adapter_of(cfg).check(cfg, where)
+    check_held_out(cfg, adapter_of(cfg).splits(cfg), where)
 
 
 def dataset_splits(cfg: dict) -> list[str]:
-    """The split names a dataset config declares, in order."""
-    return adapter_of(cfg).splits(cfg)
+    """The split names a dataset config declares, in order: its adapter's, then the split it holds out of its
+    training split (``dev_from_train``), if any."""
+    held_out = held_out_split(cfg)
+    return adapter_of(cfg).splits(cfg) + ([held_out] if held_out else [])
 
 
 def check_split_files(cfg: dict, where: str = "dataset") -> None:
@@ -46,7 +49,9 @@ def dataset_input_files(cfg: dict) -> list[str]:
 def load_dataset(cfg: dict) -> Dataset:
     """Load a dataset described by a config entry (see the schema's ``$defs/dataset``); keys it leaves out get
     the schema's defaults, and a wrong one (or a split without its qrels file, see :func:`check_split_files`)
-    raises ``ConfigError`` naming ``dataset.<key>``."""
+    raises ``ConfigError`` naming ``dataset.<key>``. With ``dev_from_train``, the ``dev`` split is held out of
+    the ``train`` split (:func:`hardneg.datasets.splits.hold_out`)."""
     cfg = validate_dataset(cfg)
     check_split_files(cfg)
-    return adapter_of(cfg).load(cfg)
+    check_held_out(cfg, adapter_of(cfg).splits(cfg))
+    return hold_out(adapter_of(cfg).load(cfg), cfg)

@@ -31,6 +31,7 @@ from torch import nn
 
 from hardneg.dense import st_layout
 from hardneg.dense.markers import SKIP, Markers, add_markers
+from hardneg.dense.pretrained import model_source
 from hardneg.io.atomic import atomic_dir
 from hardneg.schema.values import section_values
 
@@ -80,7 +81,7 @@ def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_leng
         config = BertConfig(vocab_size=vocab_size, pad_token_id=pad_token_id,
                             max_position_embeddings=max(512, max_length), **spec.builtin)
         return BertModel(config, add_pooling_layer=False)
-    return AutoModel.from_pretrained(spec.name)
+    return AutoModel.from_pretrained(model_source(spec.name))
 
 
 def save_encoder(encoder: nn.Module, folder: str | os.PathLike) -> None:

@@ -11,6 +11,7 @@ import os
 
 import pyarrow.parquet as pq
 
+from hardneg.dense.pretrained import model_source
 from hardneg.io.atomic import atomic_dir
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,8 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
 
 
 def load_tokenizer(source: str | os.PathLike):
-    """A fast tokenizer from a local folder or a hub name (the hub needs network on first use)."""
+    """A fast tokenizer from a local folder, a hub name (the hub needs network on first use) or a packaged model's
+    short name (:func:`hardneg.dense.pretrained.model_source`)."""
     from transformers import AutoTokenizer  # transformers: imported only where a model or tokenizer is used
 
-    return AutoTokenizer.from_pretrained(str(source), use_fast=True)
+    return AutoTokenizer.from_pretrained(model_source(str(source)), use_fast=True)

@@ -24,6 +24,7 @@ from hardneg.datasets.download import check_downloads
 from hardneg.errors import ConfigError, ConfigFileError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
+from hardneg.fusion import default_tune_split
 from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
 from hardneg.methods.adore import pq_matrix
 from hardneg.pipeline.index_factories import check_index_factories
@@ -253,6 +254,8 @@ def _check_tuning(config: dict, name: str, dataset: str) -> None:
     run = config["runs"][name]
     split = methods.get(run["method"]).tuning_split(run["params"])
     if split is None:
+    if run["params"].get("tune", {}).get("split", "") is None:  # its default: resolved once, here
+        run["params"]["tune"]["split"] = default_tune_split(config["datasets"][dataset])
         return
     evaluated = [config["evaluation"]["split"]] + config["evaluation"]["extra_splits"]
     splits = dataset_splits(config["datasets"][dataset])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from hardneg.datasets.adapters import adapter_of
+from hardneg.dense.pretrained import model_source
 from hardneg.index.faiss_index import DEFAULT_TRAIN_SIZE
 from hardneg.index.validate import check_factory, embedding_dim
 from hardneg.pipeline.plan import Plan
@@ -64,7 +65,9 @@ def check_index_factories(config: dict) -> None:
             continue
         seen.add((factory, docs))
         if docs not in dims:
-            dims[docs] = embedding_dim(plan.model_params(docs))
+            model = plan.model_params(docs)  # a packaged model's short name (minilm) looked up as training will
+            source = model_source(model["name"], where=f"runs.{docs}.params.model.name")
+            dims[docs] = embedding_dim({**model, "name": source})
         dataset = config["datasets"][plan.dataset(docs)]
         num_docs = adapter_of(dataset).num_docs(dataset)
         check_factory(factory, key, dim=dims[docs], num_docs=num_docs,

@@ -6,14 +6,15 @@ runs :func:`train_run` again with the same arguments and, finding itself in a la
 as its rank. Only rank 0 writes the model, the log and checkpoints.
 
 Before training, the process that starts it checks the data against the settings and prints what will not
-train well on the console (:func:`training_warnings`): a model trained from scratch on too few queries, and
-epochs of too few optimiser steps.
+train well on the console (:func:`training_warnings`): epochs of too few optimiser steps. After training, a
+dense bi-encoder run measures how far its training queries score above held-out ones
+(:mod:`hardneg.dense.memorisation`), records the numbers in its training log and prints a warning when the model
+has learnt its training queries by heart.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from hardneg.dense import distributed
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.dev_eval import DevEvaluation, dev_inputs
+from hardneg.dense.memorisation import MemorisationCheck, memorisation_warning
 from hardneg.dense.model import BiEncoder, ModelSpec, describe
 from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts
@@ -35,17 +37,10 @@ from hardneg.io.atomic import atomic_path
 from hardneg.io.logs import console
 from hardneg.pipeline import episodes
 from hardneg.pipeline.model_folder import save_run_model
+from hardneg.pipeline.train_steps import optimiser_steps, too_few_steps
 from hardneg.schema.files import config_hash
 
 log = logging.getLogger(__name__)
-
-# A model trained from scratch (the built-in model without an ``init`` run) on fewer training queries than this
-# learns those queries by heart rather than the language: the train split scores far above the test split.
-FROM_SCRATCH_MIN_QUERIES = 2_000
-# Training of epochs of fewer optimiser steps than MIN_STEPS_PER_EPOCH, and of fewer than MIN_TOTAL_STEPS in all,
-# hardly leaves the learning-rate warm-up: the model barely moves (more epochs are one of the fixes).
-MIN_STEPS_PER_EPOCH = 20
-MIN_TOTAL_STEPS = 100
 
 
 def train_config(resolved: dict) -> TrainConfig:
@@ -55,26 +50,21 @@ def train_config(resolved: dict) -> TrainConfig:
 
 def steps_per_epoch(num_rows: int, config: TrainConfig) -> int:
     """Optimiser steps of one epoch: batches of ``batch_size`` rows (a last one of a single row is dropped), one
-    step per ``grad_accumulation`` batches."""
-    return math.ceil(ShuffledBatches(num_rows, config.batch_size, config.seed).num_batches(0) / config.grad_accumulation)
+    step per ``grad_accumulation`` batches (:func:`hardneg.pipeline.train_steps.optimiser_steps`)."""
+    return optimiser_steps(num_rows, batch_size=config.batch_size, grad_accumulation=config.grad_accumulation,
+                           epochs=config.epochs)[0]
 
 
-def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries, *, from_scratch: bool) -> list[str]:
-    """What will not train well, in words (empty when all is well): a model trained ``from_scratch`` on fewer
-    than :data:`FROM_SCRATCH_MIN_QUERIES` training queries, and epochs of fewer than :data:`MIN_STEPS_PER_EPOCH`
-    optimiser steps when training makes fewer than :data:`MIN_TOTAL_STEPS` in all (with the fixes)."""
-    name, split = resolved["name"], config.split
+def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries) -> list[str]:
+    """What will not train well, in words (empty when all is well): epochs of fewer than
+    ``MIN_STEPS_PER_EPOCH`` optimiser steps when training makes fewer than ``MIN_TOTAL_STEPS`` in all
+    (:func:`hardneg.pipeline.train_steps.too_few_steps`), with the fixes. (Whether the model learns its training
+    queries by heart is measured after training: :mod:`hardneg.dense.memorisation`.)"""
+    name = resolved["name"]
     messages = []
-    if from_scratch and train.num_queries < FROM_SCRATCH_MIN_QUERIES:
-        messages.append(
-            f"run {name}: the built-in model is trained from scratch on {train.num_queries:,} '{split}' queries; "
-            f"with fewer than {FROM_SCRATCH_MIN_QUERIES:,} it learns these queries by heart rather than the "
-            f"language (expect the train split to score far above the test split).\nStart from a pre-trained "
-            f"encoder (params.model.name: a local folder or a hub name) or train on more queries.")
-    steps = steps_per_epoch(len(train), config)
-    total = max(1, math.ceil(ShuffledBatches(len(train), config.batch_size, config.seed).num_batches(0)
-                             * config.epochs / config.grad_accumulation))  # as the trainer counts them
-    if steps < MIN_STEPS_PER_EPOCH and total < MIN_TOTAL_STEPS and "episode" not in resolved:  # episodes count steps
+    steps, total = optimiser_steps(len(train), batch_size=config.batch_size,
+                                   grad_accumulation=config.grad_accumulation, epochs=config.epochs)
+    if too_few_steps(steps, total) and "episode" not in resolved:  # episodes count steps
         rows = "one per (query, positive) judgement" if train.per_judgement else "one per query"
         accumulation = f", grad_accumulation {config.grad_accumulation}" if config.grad_accumulation > 1 else ""
         fixes = ["more epochs (params.train.epochs)", "a smaller batch (params.train.batch_size)"]
@@ -162,9 +152,12 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     attempt with the same configuration is resumed. A method that does not train (a model evaluated as it is)
     saves its ``init`` model, else the model of ``params.model``, and an empty log.
 
-    Before training, the starting process prints on the console what will not train well: a model trained from
-    scratch (the built-in model without an ``init`` model) on fewer than 2,000 training queries, and epochs of fewer than 20 optimiser steps when training
-    makes fewer than 100 in all.
+    Before training, the starting process prints on the console what will not train well: epochs of fewer than 20
+    optimiser steps when training makes fewer than 100 in all. At its last step, a bi-encoder's training measures
+    its RR@10 on a sample of its training queries and of the held-out queries of ``params.train.dev_split``
+    (:class:`hardneg.dense.memorisation.MemorisationCheck`): the numbers go into the last row of the log, and a
+    training RR@10 far above the held-out one is a console warning that the model learnt its training queries by
+    heart.
 
     :param resolved: the run's resolved configuration, as written to ``results/<run>/config.yaml`` (read it with
         ``hardneg.schema.files.read_resolved``): ``name``, ``method``, ``seed``, ``dataset``, ``params`` (with
@@ -234,8 +227,7 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     data = None
     if not distributed.in_launched_worker():  # the starting process speaks, not every worker
         data = load_training_data(cache_dir, qrels_path, config)
-        from_scratch = spec.name == "builtin" and not (inputs or {}).get("init")
-        for message in training_warnings(resolved, config, data[2], from_scratch=from_scratch):
+        for message in training_warnings(resolved, config, data[2]):
             console(message)
     if config.num_processes > 1 and not distributed.in_launched_worker():
         return distributed.launch(train_run, arguments, config.num_processes, threads=threads_per_process)
@@ -265,6 +257,11 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
         # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
         events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
                                                doc_embeddings=inputs.get("doc_embeddings")))
+    memorisation = None
+    if methods.get(resolved["method"]).new_model is None:  # a bi-encoder (not a ColBERT teacher or a Condenser)
+        memorisation = MemorisationCheck.from_splits(cache_dir, qrels_path, config.split, config.dev_split,
+                                                     seed=config.seed, doc_embeddings=inputs.get("doc_embeddings"))
+        events.append(memorisation)
     if config.tensorboard and tensorboard_dir is not None:
         # last, so that it sees the columns every other event adds to the step's row
         events.append(TensorBoardLog(tensorboard_dir, config.log_every, config.checkpoint_every))
@@ -275,6 +272,10 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     if window is not None:  # an episode's log: its own steps (the state it continued holds the earlier ones)
         rows = [row for row in rows if row["step"] > window.start]
     if replicas.is_main:
+        message = memorisation_warning(resolved["name"], memorisation.result) if memorisation and \
+            memorisation.result else None
+        if message:
+            console(message)
         save_run_model(model.to("cpu"), tokenizer, model_dir, resolved, init_model=inputs.get("init"), train=train)
         write_train_log(rows, log_path)
         if timings_path is not None:

@@ -1,7 +1,7 @@
 """Console messages of stage scripts (hardneg.io.logs.console): they reach the terminal under Snakemake as well as the
-job's log; tokenization warns about texts cut at the maximum lengths, training about a model trained from
-scratch on few queries and about epochs of few optimiser steps; ``train.rows: judgement`` makes one row per
-(query, positive) judgement."""
+job's log; tokenization warns about texts cut at the maximum lengths, training about epochs of few optimiser
+steps (and, after training, about a model that learnt its training queries by heart: tests/unit/dense/
+test_memorisation.py); ``train.rows: judgement`` makes one row per (query, positive) judgement."""
 
 import json
 import subprocess
@@ -18,8 +18,9 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.trainer import TrainConfig
 from hardneg.io import artifacts
 from hardneg.pipeline.config import validate_params
-from hardneg.pipeline.train import (FROM_SCRATCH_MIN_QUERIES, MIN_STEPS_PER_EPOCH, MIN_TOTAL_STEPS, steps_per_epoch,
-                                    train_run, training_warnings)
+from hardneg.dense.memorisation import COLUMNS as MEMORISATION_COLUMNS
+from hardneg.pipeline.train import steps_per_epoch, train_run, training_warnings
+from hardneg.pipeline.train_steps import MIN_STEPS_PER_EPOCH, MIN_TOTAL_STEPS
 from tests.support.dense import TINY_MODEL, build_tiny
 
 _JOB = """
@@ -162,30 +163,24 @@ def _toy_train(num_queries: int, positives_each: int = 1, per_judgement: bool = 
 def test_training_warnings_for_a_small_dataset():
     train, config = _toy_train(150, positives_each=2), _config(batch_size=32, epochs=3)
     assert steps_per_epoch(150, config) == 5  # 4 batches of 32 and one of 22
-    messages = training_warnings({"name": "warmup"}, config, train, from_scratch=True)
+    messages = training_warnings({"name": "warmup"}, config, train)
     assert messages == [
-        "run warmup: the built-in model is trained from scratch on 150 'train' queries; with fewer than 2,000 it "
-        "learns these queries by heart rather than the language (expect the train split to score far above the "
-        "test split).\nStart from a pre-trained encoder (params.model.name: a local folder or a hub name) or train "
-        "on more queries.",
         "run warmup: an epoch is 5 optimiser steps (150 training rows, one per query; batch_size 32), 15 in all over "
         "3 epochs: too few to train.\nFor more steps: more epochs (params.train.epochs), a smaller batch "
         "(params.train.batch_size) or one row per judgement (params.train.rows: judgement, 300 rows).",
     ]
-    assert training_warnings({"name": "warmup"}, config, train, from_scratch=False) == messages[1:]
     rows = _toy_train(150, positives_each=2, per_judgement=True)
     assert "(300 training rows, one per (query, positive) judgement; batch_size 32)" in \
-        training_warnings({"name": "s"}, _config(batch_size=32, epochs=3), rows, from_scratch=False)[0]
-    assert training_warnings({"name": "s"}, _config(batch_size=32, grad_accumulation=2), _toy_train(700),
-                             from_scratch=False) == [
+        training_warnings({"name": "s"}, _config(batch_size=32, epochs=3), rows)[0]
+    assert training_warnings({"name": "s"}, _config(batch_size=32, grad_accumulation=2), _toy_train(700)) == [
         "run s: an epoch is 11 optimiser steps (700 training rows, one per query; batch_size 32, grad_accumulation "
         "2), 33 in all over 3 epochs: too few to train.\nFor more steps: more epochs (params.train.epochs) or a "
         "smaller batch (params.train.batch_size)."]
-    assert training_warnings({"name": "s"}, _config(batch_size=32, epochs=MIN_TOTAL_STEPS // 5), train,
-                             from_scratch=False) == []  # 5 steps an epoch, but enough epochs
-    enough = _toy_train(FROM_SCRATCH_MIN_QUERIES)
+    assert training_warnings({"name": "s"}, _config(batch_size=32, epochs=MIN_TOTAL_STEPS // 5),
+                             train) == []  # 5 steps an epoch, but enough epochs
+    enough = _toy_train(2_000)
     assert steps_per_epoch(len(enough), _config()) >= MIN_STEPS_PER_EPOCH
-    assert training_warnings({"name": "s"}, _config(), enough, from_scratch=True) == []
+    assert training_warnings({"name": "s"}, _config(), enough) == []
 
 
 def test_train_run_warns_on_the_console_and_trains_one_row_per_judgement(tiny, tmp_path, caplog):
@@ -209,6 +204,8 @@ def test_train_run_warns_on_the_console_and_trains_one_row_per_judgement(tiny, t
                          tokenizer_source=tiny["tokenizer"])
     assert len(rows) == 10  # one epoch visits the 160 judgements once: 10 batches of 16 (8 with one row per query)
     messages = [r.getMessage() for r in caplog.records if r.name == "hardneg.console"]
-    assert messages[0].startswith("run inbatch: the built-in model is trained from scratch on 120 'train' queries")
-    assert messages[1].startswith("run inbatch: an epoch is 10 optimiser steps (160 training rows, one per (query, "
+    assert messages[0].startswith("run inbatch: an epoch is 10 optimiser steps (160 training rows, one per (query, "
                                   "positive) judgement; batch_size 16), 10 in all over 1 epoch: too few to train.")
+    # the memorisation check measured the training queries at the last step (the tiny data has no dev split)
+    assert all(np.isnan(rows[0][column]) for column in MEMORISATION_COLUMNS)
+    assert 0 < rows[-1]["memorisation_train_rr10"] <= 1 and np.isnan(rows[-1]["memorisation_heldout_rr10"])

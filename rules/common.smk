@@ -68,6 +68,7 @@ def sweep_temporaries(workflow):
 
 
 def caption_text(name):
-    """The text of a report caption of workflow/report/ (for a rule whose pages share one caption template)."""
+    """The text of a report caption of workflow/report/ (for a rule whose pages share one caption template), as
+    one line: the report's pane of a result's params shows a line break as a literal \\n."""
     with open(f"{workflow.basedir}/workflow/report/{name}", encoding="utf-8") as handle:
-        return handle.read()
+        return " ".join(handle.read().split())

@@ -73,6 +73,44 @@ rule markdown_page:
         "../scripts/markdown_page.py"
 
 
+rule run_graph:
+    output:
+        update(
+            report(
+                LAYOUT.run_graph(),
+                caption="../workflow/report/run_graph.rst",
+                category="Summary",
+                labels={"page": "graph of the runs"},
+            )
+        ),
+    params:
+        graph=lambda w: PLAN.run_graph_runs(),
+    message:
+        "the graph of the report's runs (log: {log})"
+    log:
+        LAYOUT.table_log("run_graph"),
+    benchmark:
+        LAYOUT.table_benchmark("run_graph")
+    threads: 1
+    resources:
+        **rule_resources("run_graph", mem_mb=500, runtime=5),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/run_graph.py"
+
+
+rule report:
+    # What `make report` shows (`snakemake --cores all report`, then `snakemake report --report
+    # results/report.html`): the metrics of the report's runs (report.runs and the runs behind them), the graph of
+    # those runs, their summary and tables, and the figures whose runs are all among them. After the runs are
+    # built it makes only pages and figures; its message names what it leaves out.
+    input:
+        PLAN.report_targets(),
+    message:
+        PLAN.report_message()
+
+
 rule paper:
     # Everything the papers' comparison shows for this config: its targets, the summary and its tables, and every
     # figure the config can build. `snakemake --cores all paper`, then `snakemake paper --report results/report.html`.

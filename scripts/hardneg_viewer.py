@@ -1,5 +1,5 @@
 """Rule hardneg_viewer: a mining run's hard negatives, their audit, the miner's ranking, positive scores, the corpus,
-the training queries and qrels (+ a BM25 ranking) → one searchable HTML page of sampled queries."""
+the training queries and qrels (+ a BM25 ranking) → one searchable HTML page of the flagged and sampled queries."""
 
 import os
 
@@ -12,7 +12,7 @@ reference = snakemake.input.reference  # a list: empty when the run has no refer
 reference = [reference] if isinstance(reference, str) else list(reference)
 viewer_stage(snakemake.wildcards.run, hardnegs_path=snakemake.input.hardnegs,
              positives_path=snakemake.input.positives, audit_path=snakemake.input.audit,
-             audit_markdown_path=snakemake.input.audit_markdown, mining_run_path=snakemake.input.run,
+             audit_summary_path=snakemake.input.audit_summary, mining_run_path=snakemake.input.run,
              corpus_path=snakemake.input.corpus, queries_path=os.path.join(snakemake.input.queries, f"{split}.parquet"),
              qrels_path=os.path.join(snakemake.input.qrels, f"{split}.parquet"), output_path=snakemake.output.viewer,
              bm25_run_path=reference[0] if reference else None, miner=snakemake.params.miner, split=split,

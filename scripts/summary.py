@@ -1,5 +1,5 @@
 """Rule summary: each run's metrics.json and per_query.parquet → results/summary.md, summary.parquet and
-summary_tests.parquet (the paired t-tests behind the markers)."""
+summary_tests.parquet (the paired t-tests behind the markers, their p-values raw and corrected)."""
 
 from hardneg.evaluation.summary import write_summary
 from hardneg.io.logs import log_to

@@ -7,6 +7,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pytest  # noqa: E402
 
 from tests.support import REPO  # noqa: E402
+from tests.support.browser import find_chromium  # noqa: E402
 from tests.support.builds import Builds, session_root  # noqa: E402
 from tests.support.disk import small_disks  # noqa: E402
 from tests.support.files import write_lines  # noqa: E402
@@ -56,6 +57,18 @@ def builds(tmp_path_factory) -> Builds:
     """The tiny workflows of this test session (tests/support/builds.py): each built once, even when pytest-xdist's
     workers each ask for it (a lock in the session's common temporary folder: the first builds, the others wait)."""
     return Builds(session_root(tmp_path_factory) / "builds")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium, for the tests that open pages in it headless (tests/support/browser.py): skipped where
+    it is missing, a failure under CI (`make test` installs it as root)."""
+    path = find_chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: `make test` installs it as root (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium; `make test` does it as root)")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -61,7 +61,8 @@ def write_config(workdir: Path, config: dict | str) -> Path:
     return path
 
 
-def dry_run(workdir: Path, *args: str, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def dry_run(workdir: Path, *args: str, cwd: Path | None = None,
+            snakefile: Path | None = SNAKEFILE) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """``snakemake -n`` (see :func:`snakemake`) and the jobs it plans, each ``{"rule", "wildcards", "resources",
     "message"}`` as Snakemake's logger receives it (``resources`` as text: ``{"mem_mb": "4000", ...}``)."""
     if cwd is None:
@@ -71,7 +72,8 @@ def dry_run(workdir: Path, *args: str, cwd: Path | None = None) -> tuple[subproc
         env = job_env()
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
         result = subprocess.run(command(workdir, "-n", *args, "--logger", "jobs", "--logger-jobs-path", str(path),
-                                        cores=None), capture_output=True, text=True, env=env, cwd=cwd)
+                                        cores=None, snakefile=snakefile), capture_output=True, text=True, env=env,
+                                cwd=cwd)
         lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     return result, [json.loads(line) for line in lines]
 

@@ -1,38 +1,43 @@
-"""The Snakemake report, opened as a user would: on a tiny config that mines hard negatives, the two commands of the
-README build the report; Debian's chromium, headless, loads it and opens every item the report holds, whatever
-they are (found in the report's own data, not listed here): images must load, HTML pages (the hard-negative
-viewer, the summary table, ...) must render in their frame, other files must download intact, every item has a
-caption, and no script error may occur on the way. Screenshots of the report and of each item are saved under the
-test's temporary folder (their paths are printed).
+"""The Snakemake report, opened as a user would: on a tiny config that mines hard negatives, the runs are built
+first (as `make run` builds its target), then `make report`'s two commands build the report without training
+anything; Debian's chromium, headless, loads it, follows the front page's link to the summary (one click) and opens
+every item the report holds, whatever they are (found in the report's own data, not listed here): images must load,
+HTML pages (the hard-negative viewer, the summary table, the graph of the runs, ...) must render in their frame with
+no column cut off, other files must download intact, every item has a caption rendered as written, and no script
+error may occur on the way. Screenshots of the report and of each item are saved under the test's temporary folder
+(their paths are printed).
 
 chromium is installed by `make test` (as root, with apt-get); without it this test fails under CI and is skipped
 elsewhere, as the SciFact tests are."""
 
 import base64
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import Chromium, find_chromium
+from tests.support.browser import Chromium
 from tests.support.configs import TINY_DENSE
-from tests.support.workflow import snakemake, write_config
+from tests.support.workflow import dry_run, output_of, snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
 TINY = {**TINY_DENSE, "search": {"top_k": 50}}
-# BM25, a warm-up (evaluated on dev at every step) that mines STAR's hard negatives, and their hybrid. The report is
-# made for the `paper` target: the targets (BM25, the warm-up, STAR's hard-negative viewer, which needs the mining
-# but not STAR's own training), the summary with its tables, and the figures this config can draw (pairwise
-# errors, the training curve, the hybrid's alpha).
+# BM25, a warm-up (evaluated on dev at every step) that mines STAR's hard negatives, STAR, and the hybrid of BM25
+# and the warm-up. The report's runs: STAR and the hybrid, and the runs behind them (the warm-up, BM25); its
+# summary, the graph of those runs, STAR's hard-negative viewer, and the figures this config can draw of them
+# (pairwise errors, the training curve, the hybrid's alpha). The summary's second group names a run outside the
+# report (inbatch, defined but never built): it is left out, with a line.
+REPORT_RUNS = ["star", "hybrid"]
 CONFIG = {
     "seed": 4,
     "dataset": "tiny",
     "targets": ["bm25", "warmup", "results/star/hardnegs_viewer.html"],
+    "report": {"runs": REPORT_RUNS},
     "viewer": {"queries": 12, "negatives": 8},
-    "summary": {"groups": [{"marker": "†", "label": "BM25", "runs": ["bm25"]}]},
+    "summary": {"groups": [{"marker": "†", "label": "BM25", "runs": ["bm25"]},
+                           {"marker": "‡", "label": "in-batch", "runs": ["inbatch"]}]},
     "figures": {"pairwise_errors": {"runs": ["bm25", "warmup"]}, "training_curves": {"runs": ["warmup"]},
                 "hybrid_alpha": {"run": "hybrid"}},
     "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 200, "docs_per_cluster": 20, "concept_vocab": 150,
@@ -43,10 +48,14 @@ CONFIG = {
                    "params": {**TINY, "train": {**TINY["train"], "dev_every": 1}}},
         "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
                  "params": {**TINY, "mining": {"depth": 30}}},
+        "inbatch": {"method": "inbatch", "params": TINY},
         "hybrid": {"method": "hybrid", "inputs": {"runs": ["bm25", "warmup"]},
                    "params": {"alpha_grid": [0, 0.1, 1], "tune": {"split": "dev"}}},
     },
 }
+# What `make report` may run once the report's runs are built: evaluations, pages and figures, nothing that trains,
+# encodes, searches or mines.
+PAGE_RULES = {"report", "evaluate", "run_graph", "summary", "training_time_table", "markdown_page", "compare"}
 SHOWN_IN_PLACE = {"image/png": "img", "image/jpeg": "img", "image/svg+xml": "img", "text/html": "html",
                   "application/pdf": "pdf"}  # what Snakemake's report displays itself; it offers the rest to download
 # The eye button of Snakemake's report, which shows (or downloads) a result: found by its icon.
@@ -57,36 +66,59 @@ BROKEN_IMAGES = ("Array.from(document.images).filter(i => i.complete && i.natura
 
 
 @pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing: `make test` installs it as root (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium; `make test` does it as root)")
-    return path
-
-
-@pytest.fixture(scope="module")
 def built(builds) -> Path:
-    """The README's two commands in a working directory of the tiny config: build, then the report."""
+    """The runs built (as `make run` builds its target), then `make report`'s two commands: the report target,
+    then the report. The report target's dry run and message are kept beside them."""
     def make(workdir):
         write_config(workdir, CONFIG)
-        build = snakemake(workdir, "paper")
+        build = snakemake(workdir, *[f"results/{run}/metrics.json" for run in REPORT_RUNS])
         assert build.returncode == 0, build.stderr[-4000:]
-        report = snakemake(workdir, "paper", "--report", "results/report.html")
+        plan, jobs = dry_run(workdir, "report")
+        assert plan.returncode == 0, output_of(plan)[-4000:]
+        (workdir / "report_jobs.json").write_text(json.dumps(jobs))
+        target = snakemake(workdir, "report")
+        assert target.returncode == 0, target.stderr[-4000:]
+        (workdir / "report_target.log").write_text(output_of(target))
+        report = snakemake(workdir, "report", "--report", "results/report.html")
         assert report.returncode == 0, report.stderr[-4000:]
 
     return builds.build("workflow_report", make)[0]
+
+
+def test_the_report_target_after_the_runs_makes_only_pages_and_figures(built):
+    jobs = json.loads((built / "report_jobs.json").read_text())
+    rules = {job["rule"] for job in jobs}
+    assert "run_graph" in rules and "summary" in rules
+    assert {rule for rule in rules if not rule.startswith("figure_")} <= PAGE_RULES, rules
+    message = next(job["message"] for job in jobs if job["rule"] == "report")
+    assert message.startswith("the report of runs bm25, warmup, star, hybrid; left out: ")
+    assert "summary group ‡ in-batch: inbatch not in the summary, left out" in message
+    assert message in (built / "report_target.log").read_text()  # one line on the terminal
+    summary = (built / "results" / "summary.md").read_text()
+    assert "| inbatch" not in summary and "‡" not in summary
+
+
+def test_after_make_run_the_report_of_the_default_config_trains_nothing(main_run):
+    """`make report` after `make run`: the default config's report (adore_star and the runs behind it) asks only
+    for evaluations, pages and figures."""
+    plan, jobs = dry_run(main_run, "report", snakefile=None)
+    assert plan.returncode == 0, output_of(plan)[-3000:]
+    rules = {job["rule"] for job in jobs}
+    assert {"report", "run_graph", "summary"} <= rules
+    assert {rule for rule in rules if not rule.startswith("figure_")} <= PAGE_RULES, rules
+    message = next(job["message"] for job in jobs if job["rule"] == "report")
+    assert message.startswith("the report of runs bm25, warmup, star, adore_star; left out: ")
 
 
 def test_the_report_builds_with_the_viewer_and_live_curves_beside_training(built):
     report = (built / "results" / "report.html").read_text()
     assert "var results = " in report and "results/star/hardnegs_viewer.html" in report
     for item in ("results/summary.html", "results/tables/training_time.html", "results/figures/pairwise_errors.png",
-                 "results/figures/training_curves.png", "results/figures/hybrid_alpha.png"):
+                 "results/figures/training_curves.png", "results/figures/hybrid_alpha.png", "results/run_graph.html"):
         assert item in report, item
     viewer = (built / "results" / "star" / "hardnegs_viewer.html").read_text()
-    assert viewer.count('<section class="query"') == 12
+    flagged = viewer.count('data-flagged="1"')  # first, then 12 sampled others (viewer.queries), of 60
+    assert flagged and viewer.count('<section class="query"') == flagged + min(12, 60 - flagged)
     assert list((built / "results" / "warmup" / "tensorboard").glob("events.out.tfevents.*"))
 
 
@@ -107,6 +139,15 @@ def _frame_of(browser: Chromium, data_uri: str) -> str:
     raise AssertionError("the result's frame never appeared")
 
 
+# What sticks out of a page shown in the report's frame: the page itself wider than the frame, or a table (or the
+# graph of the runs) whose right edge lies beyond it and that cannot be scrolled to.
+CUT_OFF = ("(() => { const width = document.documentElement.clientWidth; const out = [];"
+           " if (document.documentElement.scrollWidth > width + 1) out.push('page ' +"
+           " document.documentElement.scrollWidth + ' > ' + width);"
+           " for (const t of document.querySelectorAll('table, svg')) { const box = t.closest('.scroll') || t;"
+           " const scrolls = box !== t && getComputedStyle(box).overflowX === 'auto';"
+           " if (!scrolls && t.getBoundingClientRect().right > width + 1) out.push(t.tagName + ' ' +"
+           " Math.round(t.getBoundingClientRect().right) + ' > ' + width); } return out; })()")
 SECTIONS = "Array.from(document.querySelectorAll('section.query'))"
 SHOWN = f"{SECTIONS}.filter(s => s.getClientRects().length > 0).map(s => s.id)"  # laid out, i.e. not hidden
 
@@ -135,6 +176,13 @@ def _check_viewer(browser: Chromium, frame: str, path: str) -> None:
                                        frame=frame)
     browser.evaluate("document.getElementById('suspects').click()", frame=frame)
     assert browser.evaluate(SHOWN, frame=frame) == every
+    marked = browser.evaluate(f"{SECTIONS}.filter(s => s.dataset.flagged === '1').map(s => s.id)", frame=frame)
+    assert every[:len(marked)] == marked  # the flagged queries come first
+    only = browser.evaluate(f"(() => {{ document.getElementById('flagged').click(); return {SHOWN}; }})()",
+                            frame=frame)
+    assert only == marked
+    browser.evaluate("document.getElementById('flagged').click()", frame=frame)
+    assert browser.evaluate("document.querySelectorAll('svg.histogram rect.bar').length", frame=frame) > 0
 
 
 def _open_item(browser: Chromium, workdir: Path, path: str, item: dict, category: str) -> dict:
@@ -161,6 +209,7 @@ def _open_item(browser: Chromium, workdir: Path, path: str, item: dict, category
     browser.wait("document.readyState === 'complete' && document.body && document.body.innerText.trim().length > 0",
                  frame=frame, what=f"the page {path}")
     assert browser.evaluate(BROKEN_IMAGES, frame=frame) == [], path
+    assert browser.evaluate(CUT_OFF, frame=frame) == [], f"{path}: cut off in the report's frame"
     tables = browser.evaluate("document.querySelectorAll('table').length", frame=frame)
     if category == "Hard negatives":
         _check_viewer(browser, frame, path)
@@ -189,6 +238,7 @@ def test_every_item_of_the_report_renders_in_a_headless_browser(built, chromium,
         for index, path in enumerate(sorted(items)):
             item = items[path]
             assert re.sub(r"<[^>]+>", "", item["caption"]).strip(), f"{path} has no caption"
+            assert "mailto:" not in item["caption"], f"{path}: its caption's text became a link"
             shown[path] = _open_item(browser, built, path, item, category_of[path])
             browser.pump(0.3)
             assert browser.evaluate(BROKEN_IMAGES) == [], path
@@ -217,3 +267,42 @@ def test_the_browser_check_sees_script_errors_and_broken_images(chromium, tmp_pa
         assert any("inner failure" in error for error in browser.errors), browser.errors
         frame = _frame_of(browser, f"data:text/html;base64,{inner}")
         assert browser.evaluate("document.querySelector('p').textContent", frame=frame) == "inner"
+
+
+def test_the_summary_is_one_click_from_the_front_page(built, chromium, tmp_path):
+    with Chromium(chromium, tmp_path / "profile") as browser:
+        browser.open(built / "results" / "report.html")
+        browser.wait("typeof app !== 'undefined' && document.querySelector('#app').children.length > 0",
+                     what="the report's application")
+        links = "Array.from(document.querySelectorAll('a')).filter(a => a.textContent === 'the summary table')"
+        browser.wait(f"{links}.length === 1", what="the front page's link to the summary")
+        browser.evaluate(f"{links}[0].click()")  # the one click
+        frame = _frame_of(browser, browser.evaluate("results['results/summary.html'].data_uri"))
+        browser.wait("document.readyState === 'complete' && document.querySelectorAll('table').length > 0",
+                     frame=frame, what="the summary table")
+        header = browser.evaluate("Array.from(document.querySelector('table').rows[0].cells).map(c => c.textContent)",
+                                  frame=frame)
+        assert header[0] == "run" or "run" in header[0].lower(), header
+        assert browser.evaluate(CUT_OFF, frame=frame) == []
+        rows = browser.evaluate("Array.from(document.querySelector('table').rows).slice(1).map(r => r.cells[0]"
+                                ".textContent.trim())", frame=frame)
+        assert [row.split()[0] for row in rows] == ["bm25", "warmup", "star", "hybrid"], rows
+        graph = "results/run_graph.html"
+        browser.open(built / "results" / "report.html")  # the front page again
+        browser.wait("typeof app !== 'undefined' && document.querySelector('#app').children.length > 0",
+                     what="the report's application")
+        links = "Array.from(document.querySelectorAll('a')).filter(a => a.textContent === 'the graph of the runs')"
+        browser.wait(f"{links}.length === 1", what="the front page's link to the graph of the runs")
+        browser.evaluate(f"{links}[0].click()")
+        frame = _frame_of(browser, browser.evaluate(f"results[{json.dumps(graph)}].data_uri"))
+        browser.wait("document.readyState === 'complete' && document.querySelector('svg') !== null", frame=frame,
+                     what="the graph of the runs")
+        boxes = browser.evaluate("Array.from(document.querySelectorAll('g.run .name')).map(t => t.textContent)",
+                                 frame=frame)
+        assert boxes == ["bm25", "warmup", "star", "hybrid"]
+        roles = browser.evaluate("Array.from(document.querySelectorAll('g.edge title')).map(t => t.textContent)",
+                                 frame=frame)
+        assert sorted(roles) == sorted(["bm25 → warmup (negatives)", "warmup → star (init)",
+                                        "warmup → star (negatives)", "bm25 → star (bm25)", "bm25 → hybrid (runs)",
+                                        "warmup → hybrid (runs)"]), roles
+        assert browser.errors == []

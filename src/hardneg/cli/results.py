@@ -25,9 +25,30 @@ def _evaluate(args) -> int:
         raise HardnegError(f"--measures: {exc.message}") from None
     run = load_run(args.run)
     qrels = load_qrels(args.qrels)
-    means, _ = evaluate(run, qrels, args.measures)
-    say(json.dumps(means, indent=2))
+    means, per_query = evaluate(run, qrels, args.measures)
+    if args.per_query:
+        say(per_query_text(means, per_query, args.measures), end="")
+    else:
+        say(json.dumps(means, indent=2))
     return 0
+
+
+def per_query_text(means: dict, per_query, measures: list[str]) -> str:
+    """Per-query values as ``trec_eval -q`` prints them: one line ``measure qid value`` per judged query (by query
+    id) and measure (in the order given), then one line per measure with query id ``all`` and the mean. The fields
+    are padded to columns with spaces (trec_eval separates them with a tab; both split on white space).
+
+    :param means: measure → mean, as :func:`hardneg.evaluation.metrics.evaluate` returns them.
+    :param per_query: the PER_QUERY_METRICS table it returns.
+    :param measures: the measure names, in the order to print.
+    :returns: the lines, each ending with a line break.
+    """
+    values = {(m, q): v for q, m, v in zip(*(per_query[c].to_pylist() for c in ("qid", "measure", "value")))}
+    qids = sorted({q for _, q in values})
+    width, qid_width = max(len(m) for m in measures), max([len(q) for q in qids] + [len("all")])
+    lines = [f"{m:<{width}}  {q:<{qid_width}}  {values[(m, q)]:.4f}" for q in qids for m in measures]
+    lines += [f"{m:<{width}}  {'all':<{qid_width}}  {means[m]:.4f}" for m in measures]
+    return "".join(line + "\n" for line in lines)
 
 
 def _audit(args) -> int:
@@ -65,7 +86,8 @@ def _table(args) -> int:
 def register(sub) -> None:
     """Add ``evaluate``, ``audit`` and ``table`` to the subcommands ``sub``."""
     ev = sub.add_parser("evaluate", help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
-                        description="Print the mean of each measure over the judged queries, as JSON. Files are "
+                        description="Print the mean of each measure over the judged queries, as JSON (with "
+                                    "--per-query: each query's values, then the means, as trec_eval -q). Files are "
                                     "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "
                                     "text ('qid Q0 docid rank score tag' runs, 'qid 0 docid relevance' qrels).")
     ev.add_argument("run", help="a run: results/<run>/runs/<split>.parquet or .trec, or any TREC run file")
@@ -73,6 +95,9 @@ def register(sub) -> None:
                                   "TREC qrels file")
     ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"],
                     help="ir-measures names (default: RR@10 nDCG@10 R@100 R@1000)")
+    ev.add_argument("--per-query", action="store_true",
+                    help="print each judged query's value of each measure, then the means (query 'all'), one "
+                         "'measure qid value' line each, as trec_eval -q does")
     ev.set_defaults(func=_evaluate)
     audit = sub.add_parser("audit", help="show one query's positives and mined hard negatives of a run")
     add_run(audit)

@@ -3,10 +3,13 @@ measures and pairwise errors, and significance markers against baseline groups.
 
 A run's value carries a group's marker when a two-sided paired t-test (:func:`scipy.stats.ttest_rel` over the
 queries of the evaluation split, paired by query id) finds it better than every run of the group that is in the
-summary, the run itself aside: p below ``summary.p_value`` and a better mean (higher, or for pairwise errors
-lower). A group none of whose runs is in the summary marks nothing, and the legend says so. A total of pairwise
-errors that is a lower bound (a ranking cut before some relevant document) never carries a marker: the true
-count may be higher. Every test is kept (``summary_tests.parquet``) so each marker can be checked.
+summary, the run itself aside: a corrected p below ``summary.p_value`` and a better mean (higher, or for pairwise
+errors lower). The p-values are corrected for the number of tests (``summary.correction``, Holm's step-down method
+by default; :func:`hardneg.evaluation.significance.correct`) over the tests of each measure: one per pair of a run
+and a baseline run it is tested against. A group none of whose runs is in the summary marks nothing, and the
+legend says so. A total of pairwise errors that is a lower bound (a ranking cut before some relevant document)
+never carries a marker: the true count may be higher. The Markdown summary shows every corrected p-value under
+the legend, and every test is kept (``summary_tests.parquet``, raw and corrected p) so each marker can be checked.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pyarrow as pa
 
 from hardneg.errors import ConfigError, DataError
 from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure
+from hardneg.evaluation.significance import CORRECTIONS, correct, p_text
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 from hardneg.schema.values import check_evaluated_measure, check_run, section_values
@@ -49,20 +53,25 @@ class SummarySettings:
     measures: tuple[str, ...]
     p_value: float
     groups: tuple[Group, ...]
+    correction: str = "holm"
 
     @classmethod
     def from_config(cls, section: dict) -> "SummarySettings":
-        values = section_values(section, ("runs", "measures", "p_value", "groups"), "summary")
+        values = section_values(section, ("runs", "measures", "p_value", "correction", "groups"), "summary")
         groups = tuple(Group(**{**section_values(group, ("marker", "label", "runs"), f"summary.groups.{i}"),
                                 "runs": tuple(group["runs"])})
                        for i, group in enumerate(values["groups"]))
-        return cls(measures=tuple(values["measures"]), p_value=float(values["p_value"]), groups=groups)
+        if values["correction"] not in CORRECTIONS:
+            raise ConfigError("summary.correction", f"unknown correction {values['correction']!r}; one of "
+                                                    f"{', '.join(CORRECTIONS)}")
+        return cls(measures=tuple(values["measures"]), p_value=float(values["p_value"]), groups=groups,
+                   correction=values["correction"])
 
 
 def check_summary_config(config: dict) -> None:
-    """Cross-references of a validated config's ``summary`` section: its runs and the runs of its groups exist,
-    its measures are evaluated, markers differ, Raises a
-    :class:`ConfigError` naming the key."""
+    """Cross-references of a validated config's ``summary`` section: its runs exist, its measures are evaluated,
+    the groups' markers differ. Raises a :class:`ConfigError` naming the key. The runs of a group need not be in
+    the config: those outside the summary are left out of it."""
     section = config["summary"]
     for i, run in enumerate(section["runs"] or []):
         check_run(config, run, f"summary.runs.{i}")
@@ -76,8 +85,8 @@ def check_summary_config(config: dict) -> None:
             raise ConfigError(f"summary.groups.{i}.marker", f"marker {group['marker']!r} is already the marker of "
                                                             f"summary.groups.{markers[group['marker']]}")
         markers[group["marker"]] = i
-        for j, run in enumerate(group["runs"]):
-            check_run(config, run, f"summary.groups.{i}.runs.{j}")
+        # a group's runs outside the summary (trimmed from a copy of the config too) are left out, not refused:
+        # hardneg.pipeline.report_plan.ReportPlan.summary_settings
 
 
 # --------------------------------------------------------------------------------------------- measures
@@ -134,13 +143,16 @@ def paired_t_test(run: pd.Series, baseline: pd.Series) -> PairedTest:
 
 def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], groups: tuple[Group, ...],
                        p_value: float, lower_bounds: dict[str, set] | None = None,
-                       sources: dict[str, str] | None = None) -> pd.DataFrame:
+                       sources: dict[str, str] | None = None, correction: str = "holm") -> pd.DataFrame:
     """Every test behind the markers: each run of ``per_query`` (run → frame indexed by query id, a column per
     measure) against each run of each group that is in ``per_query``, itself aside, for each measure.
 
     ``lower_bounds`` maps a run to the measures whose values are lower bounds (such a run is never significantly
-    better in them). ``sources`` (run → file) names the files when two runs' queries differ. Returns one row per
-    test with the columns of :data:`hardneg.io.artifacts.SUMMARY_TESTS`.
+    better in them). ``sources`` (run → file) names the files when two runs' queries differ. ``correction``
+    (:data:`hardneg.evaluation.significance.CORRECTIONS`) corrects the p-values over the tests of each measure:
+    one per (run, baseline run) pair, however many groups hold the baseline. A test is significant when the run is
+    better and its corrected p is below ``p_value``. Returns one row per test (and group) with the columns of
+    :data:`hardneg.io.artifacts.SUMMARY_TESTS`.
     """
     rows = []
     lower_bounds, sources = lower_bounds or {}, sources or {}
@@ -155,14 +167,19 @@ def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], 
                                         f"run {run!r} was evaluated on other queries than run {baseline!r} "
                                         f"({sources.get(baseline, baseline)}); a paired test of the two needs the "
                                         f"same queries (summary.groups marker {group.marker})") from None
-                    better = test.better(measure)
                     rows.append({"run": run, "marker": group.marker, "baseline": baseline, "measure": measure,
                                  "num_queries": test.num_queries, "run_mean": test.run_mean,
                                  "baseline_mean": test.baseline_mean,
                                  "mean_difference": test.run_mean - test.baseline_mean, "t": test.t, "p": test.p,
-                                 "better": better,
-                                 "significant": bool(better and test.p < p_value
-                                                     and measure not in lower_bounds.get(run, ()))})
+                                 "better": test.better(measure)})
+    for measure in measures:  # one family per measure: each (run, baseline) pair once
+        pairs = list(dict.fromkeys((row["run"], row["baseline"]) for row in rows if row["measure"] == measure))
+        raw = {(row["run"], row["baseline"]): row["p"] for row in rows if row["measure"] == measure}
+        corrected = dict(zip(pairs, correct([raw[pair] for pair in pairs], correction)))
+        for row in (row for row in rows if row["measure"] == measure):
+            row["p_corrected"] = float(corrected[(row["run"], row["baseline"])])
+            row["significant"] = bool(row["better"] and row["p_corrected"] < p_value
+                                      and measure not in lower_bounds.get(row["run"], ()))
     return pd.DataFrame(rows, columns=artifacts.SUMMARY_TESTS.schema.names)
 
 
@@ -221,17 +238,25 @@ def _value(measure: str, value: float, lower_bound: bool) -> str:
     return f"≥ {text}" if lower_bound else text
 
 
-def _legend(groups: tuple[Group, ...], runs: list[str], p_value: float, split: str, queries: list[int]) -> list[str]:
+_CORRECTION_TEXT = {"holm": "corrected with Holm's step-down method",
+                    "bonferroni": "corrected with Bonferroni's method", "none": "uncorrected"}
+
+
+def _legend(groups: tuple[Group, ...], runs: list[str], settings: SummarySettings, split: str,
+            queries: list[int], families: int) -> list[str]:
     count = f"the {queries[0]} queries" if len(set(queries)) == 1 else "the queries"
     lines = [f"Evaluation split `{split}`, {count} with a relevant document. Pairwise errors are per query (fewer is "
              f"better); ≥ marks a lower bound (the run's ranking stops before some relevant documents, counted as "
              f"ranked just after it)."]
     if not groups:
         return lines + ["", "No baseline groups (summary.groups): no significance markers."]
+    family = (f" over the {families} tests of each measure, one per run and baseline run"
+              if settings.correction != "none" else "")
     lines += ["", f"Markers: a value carries a group's marker when a two-sided paired t-test "
-                  f"(scipy.stats.ttest_rel over {count} of split `{split}`, paired by query) gives p < {p_value:g} "
-                  f"and a better mean against every run of the group in the summary, the run itself aside (never for "
-                  f"a lower bound). Every test: summary_tests.parquet.", ""]
+                  f"(scipy.stats.ttest_rel over {count} of split `{split}`, paired by query) gives a p-value below "
+                  f"{settings.p_value:g}, {_CORRECTION_TEXT[settings.correction]}{family}, and a better mean "
+                  f"against every run of the group in the summary, the run itself aside (never for a lower bound). "
+                  f"Every test, raw and corrected p: summary_tests.parquet.", ""]
     for group in groups:
         present = [run for run in group.runs if run in runs]
         absent = [run for run in group.runs if run not in runs]
@@ -243,9 +268,30 @@ def _legend(groups: tuple[Group, ...], runs: list[str], p_value: float, split: s
     return lines
 
 
-def summary_markdown(table: pd.DataFrame, measures: list[str], settings: SummarySettings) -> str:
+def p_value_table(tests: pd.DataFrame, measures: list[str], settings: SummarySettings) -> list[str]:
+    """The p-values behind the markers as Markdown lines: a row per (run, baseline run) tested, a column per
+    measure, each cell the corrected p (``–``: no test, every difference 0); an empty list without tests."""
+    if tests.empty:
+        return []
+    corrected = {(r, b, m): p for r, b, m, p in zip(tests["run"], tests["baseline"], tests["measure"],
+                                                    tests["p_corrected"])}
+    pairs = list(dict.fromkeys(zip(tests["run"], tests["baseline"])))
+    lines = ["", f"p-values of the two-sided paired t-tests, {_CORRECTION_TEXT[settings.correction]} (– : no test, "
+                 f"every difference 0):", "",
+             "| run | baseline | " + " | ".join(measure_label(m) for m in measures) + " |",
+             "|---|---|" + "---:|" * len(measures)]
+    for run, baseline in pairs:
+        lines.append(f"| {run} | {baseline} | "
+                     + " | ".join(p_text(corrected.get((run, baseline, m), float("nan"))) for m in measures) + " |")
+    return lines
+
+
+def summary_markdown(table: pd.DataFrame, measures: list[str], settings: SummarySettings,
+                     tests: pd.DataFrame | None = None) -> str:
     """The summary as Markdown: a row per run of ``table`` (the rows of summary.parquet), each value followed by
-    its markers, then the legend."""
+    its markers, then the legend and, given ``tests`` (the rows of summary_tests.parquet), the corrected p-value
+    of each test."""
+    tests = tests if tests is not None else pd.DataFrame(columns=artifacts.SUMMARY_TESTS.schema.names)
     split = table["split"].iloc[0] if len(table) else ""
     lines = [f"# Summary: split `{split}`", "",
              "| run | method | " + " | ".join(measure_label(m) for m in measures) + " |",
@@ -254,8 +300,10 @@ def summary_markdown(table: pd.DataFrame, measures: list[str], settings: Summary
         cells = [_value(m, row[m], m == TOTAL_MEASURE and row["total_is_lower_bound"]) + row[f"{m} markers"]
                  for m in measures]
         lines.append(f"| {row['run']} | {row['method']} | " + " | ".join(cells) + " |")
-    lines += [""] + _legend(settings.groups, list(table["run"]), settings.p_value, split,
-                            [int(q) for q in table["num_queries"]])
+    families = len(set(zip(tests["run"], tests["baseline"])))
+    lines += [""] + _legend(settings.groups, list(table["run"]), settings, split,
+                            [int(q) for q in table["num_queries"]], families)
+    lines += p_value_table(tests, measures, settings)
     return "\n".join(lines) + "\n"
 
 
@@ -264,8 +312,9 @@ def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_q
                   tests_path: str | os.PathLike) -> pd.DataFrame:
     """Stage function: the summary of ``runs`` (in order; ``methods``: run → method name) from each run's
     metrics.json and per_query.parquet (paths aligned with ``runs``) under ``settings`` (the config's ``summary``
-    section). Writes the Markdown table, summary.parquet (means and markers) and summary_tests.parquet (every
-    t-test: means, t, two-sided p); returns the summary's rows."""
+    section). Writes the Markdown table (with the corrected p-values under its legend), summary.parquet (means and
+    markers) and summary_tests.parquet (every t-test: means, t, two-sided p raw and corrected); returns the
+    summary's rows."""
     settings_ = SummarySettings.from_config(settings)
     metrics_paths, per_query_paths = as_paths(metrics_paths), as_paths(per_query_paths)
     if not runs:
@@ -281,7 +330,7 @@ def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_q
     lower_bounds = {run: {TOTAL_MEASURE} if records[run]["pairwise_errors"]["total_is_lower_bound"] else set()
                     for run in runs}
     tests = significance_tests(per_query, measures, settings_.groups, settings_.p_value, lower_bounds,
-                               sources=dict(zip(runs, per_query_paths)))
+                               sources=dict(zip(runs, per_query_paths)), correction=settings_.correction)
     found = markers(tests, runs, measures, settings_.groups)
     rows = []
     for run, path in zip(runs, metrics_paths):
@@ -306,5 +355,5 @@ def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_q
     tests_table = (pa.Table.from_pandas(tests, preserve_index=False) if len(tests)
                    else artifacts.SUMMARY_TESTS.schema.empty_table())
     artifacts.write_table(tests_table, artifacts.SUMMARY_TESTS, tests_path)
-    write_text(markdown_path, summary_markdown(table, measures, settings_))
+    write_text(markdown_path, summary_markdown(table, measures, settings_, tests))
     return table

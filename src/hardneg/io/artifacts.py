@@ -273,8 +273,9 @@ SUMMARY_TESTS = ArtifactKind(
         ("mean_difference", pa.float64()),  # run - baseline
         ("t", pa.float64()),  # scipy.stats.ttest_rel(run, baseline); NaN when every difference is 0
         ("p", pa.float64()),  # two-sided
+        ("p_corrected", pa.float64()),  # p corrected (summary.correction) over the measure's tests of run pairs
         ("better", pa.bool_()),  # the run's mean is better (higher; for pairwise errors lower)
-        ("significant", pa.bool_()),  # better, p < summary.p_value, and the run's values are not lower bounds
+        ("significant", pa.bool_()),  # better, p_corrected < summary.p_value, the run's values not lower bounds
     ]),
     "every paired t-test behind the summary's markers: one row per run, baseline group, baseline run and measure",
 )

@@ -300,6 +300,11 @@ class Layout:
         return f"{self.root}/tables/benchmarks/{self._name('benchmark', name)}.tsv"
     # ------------------------------------------------------------------------------------------ figures
     @_inside_root
+    def run_graph(self) -> str:
+        """The graph of the report's runs (which run feeds which), one self-contained HTML page."""
+        return f"{self.root}/run_graph.html"
+
+    @_inside_root
     def figure(self, name: str, suffix: str) -> str:
         """A figure: ``png`` (the image) or ``parquet`` (the data it draws)."""
         return f"{self.root}/figures/{self._name('figure', name)}.{self._name('figure', suffix)}"

@@ -247,9 +247,10 @@ def _md_table(header: list[str], rows: list[list]) -> list[str]:
     return lines + [""]
 
 
-def audit_markdown(summary: dict) -> str:
+def audit_markdown(summary: dict, *, bars: bool = True) -> str:
     """The audit summary as a Markdown report. Ids from the data are code spans (:func:`markdown_code`), shown as
-    they are by any renderer: never a link, an image or formatting."""
+    they are by any renderer: never a link, an image or formatting. ``bars``: the margin histogram's table has a
+    column of ``#`` bars (a page that draws the histogram leaves them out)."""
     depth = summary["depth"]
     per_query = summary["negatives_per_query"]
     lines = ["# Hard-negative audit", ""]
@@ -280,8 +281,8 @@ def audit_markdown(summary: dict) -> str:
     counts, edges = margin["histogram"]["counts"], margin["histogram"]["edges"]
     if counts:
         peak = max(counts) or 1
-        lines += _md_table(["margin from", "to", "negatives", ""],
-                           [[_num(edges[i]), _num(edges[i + 1]), c, "#" * round(30 * c / peak)]
+        lines += _md_table(["margin from", "to", "negatives"] + ([""] if bars else []),
+                           [[_num(edges[i]), _num(edges[i + 1]), c] + (["#" * round(30 * c / peak)] if bars else [])
                             for i, c in enumerate(counts)])
     suspects = summary["suspected_false_negatives"]
     lines += ["## Suspected false negatives", "",

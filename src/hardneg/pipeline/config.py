@@ -27,6 +27,7 @@ from hardneg.evaluation.summary import check_summary_config
 from hardneg.fusion import default_tune_split
 from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
 from hardneg.methods.adore import pq_matrix
+from hardneg.pipeline.compare_plan import check_compare_config
 from hardneg.pipeline.index_factories import check_index_factories
 from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
 from hardneg.pipeline.resources import check_resource_rules
@@ -102,6 +103,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     parse_measures(config["evaluation"]["measures"])  # an unknown measure stops the run now, not after training
     check_index_factories(config)
     check_summary_config(config)
+    check_compare_config(config)
     return config
 
 
@@ -252,10 +254,10 @@ def _check_tuning(config: dict, name: str, dataset: str) -> None:
     """A fusion run tuning its weight (hardneg.methods.Method.tuning_split) tunes it on a split of its dataset that
     is never evaluated, with a measure ir-measures knows."""
     run = config["runs"][name]
-    split = methods.get(run["method"]).tuning_split(run["params"])
-    if split is None:
     if run["params"].get("tune", {}).get("split", "") is None:  # its default: resolved once, here
         run["params"]["tune"]["split"] = default_tune_split(config["datasets"][dataset])
+    split = methods.get(run["method"]).tuning_split(run["params"])
+    if split is None:
         return
     evaluated = [config["evaluation"]["split"]] + config["evaluation"]["extra_splits"]
     splits = dataset_splits(config["datasets"][dataset])

@@ -29,13 +29,14 @@ from hardneg.dense.tokenized import cache_key
 from hardneg.io.index_names import slug as factory_slug
 from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline import episodes as _episodes
+from hardneg.pipeline.compare_plan import ComparePlan
 from hardneg.pipeline.episode_plan import EpisodePlan
 from hardneg.pipeline.fusion_plan import FusionPlan
 from hardneg.pipeline.report_plan import ReportPlan
 from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, resolve_run
 
 
-class Plan(EpisodePlan, FusionPlan, ReportPlan):
+class Plan(EpisodePlan, FusionPlan, ComparePlan, ReportPlan):
     """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
 
     def __init__(self, config: dict, root: str = RESULTS):
@@ -316,9 +317,11 @@ class Plan(EpisodePlan, FusionPlan, ReportPlan):
 
     def viewer_inputs(self, run: str) -> dict:
         """What the hard-negative viewer of a mining run reads: the audit's inputs (the mined list, the miner's
-        ranking, qrels, positive scores, the BM25 reference, the corpus), the audit and the queries."""
+        ranking, qrels, positive scores, the BM25 reference, the corpus), the audit (table and summary) and the
+        queries."""
         return {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
-                "audit_markdown": self.layout.audit(run, "md"), "queries": self.layout.queries_dir(self.dataset(run))}
+                "audit_summary": self.layout.audit(run, "json"),
+                "queries": self.layout.queries_dir(self.dataset(run))}
 
     # -------------------------------------------------------------------------------------- evaluation
     def eval_splits(self, run: str) -> list[str]:
@@ -352,3 +355,9 @@ class Plan(EpisodePlan, FusionPlan, ReportPlan):
                           query_ids=layout.query_ids(run, self.eval_split),
                           doc_npy=layout.corpus_embeddings(docs), doc_ids=layout.corpus_ids(docs))
         return inputs
+
+    # ------------------------------------------------------------------------------------------ the paper
+    def paper_targets(self) -> list[str]:
+        """The ``paper`` target (:meth:`ReportPlan.paper_targets`) and the page of every comparison of the
+        config's ``compare`` list."""
+        return super().paper_targets() + self.comparison_targets()

@@ -1,5 +1,6 @@
 """The run plan's targets and reports: what a plain ``snakemake`` builds, the summary and the cross-run tables,
-the figures, the Markdown pages of the report and the ``paper`` target."""
+the figures, the Markdown pages of the report, the ``report`` target (the report's runs and what it shows of
+them) and the ``paper`` target."""
 
 from __future__ import annotations
 
@@ -31,20 +32,47 @@ class ReportPlan:
         targets = {os.path.normpath(target) for target in self.targets()}
         return [run for run in self.user_runs if os.path.normpath(self.layout.metrics(run)) in targets]
 
+    def report_runs(self) -> list[str]:
+        """The runs of the report: ``report.runs`` (else the runs whose metrics.json the config's ``targets``
+        names) and every run they are built from, in config order. The config alone decides: which other runs
+        happen to be evaluated on disk changes nothing. A name of ``report.runs`` that is no run of the config (one
+        trimmed from a copy of it) is left out (:meth:`report_contents` says so)."""
+        chosen = self.config["report"]["runs"]
+        base = [run for run in chosen if run in self.user_runs] if chosen is not None else self.targeted_runs()
+        wanted = set(base).union(*(self.ancestors(run) for run in base))
+        return [run for run in self.user_runs if run in wanted]
+
     def summary_runs(self) -> list[str]:
-        """The runs of the summary: ``summary.runs`` as given, else the runs whose metrics.json the config's
-        ``targets`` names (every run when ``targets`` is null), in config order. The config alone decides: which
-        other runs happen to be evaluated on disk changes nothing, so the same config gives the same summary."""
+        """The runs of the summary: ``summary.runs`` as given, else the report's runs (:meth:`report_runs`), in
+        config order, so that the same config gives the same summary."""
         chosen = self.config["summary"]["runs"]
-        return list(chosen) if chosen is not None else self.targeted_runs()
+        return list(chosen) if chosen is not None else self.report_runs()
 
     def summary_measures(self) -> list[str]:
         """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""
         return list(self.config["summary"]["measures"] or self.config["evaluation"]["measures"])
 
     def summary_settings(self) -> dict:
-        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`)."""
-        return {**self.config["summary"], "measures": self.summary_measures()}
+        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`) and its groups
+        kept to the summary's runs (a group left without a run goes: :meth:`summary_groups_left_out`)."""
+        runs = set(self.summary_runs())
+        groups = [{**group, "runs": [run for run in group["runs"] if run in runs]}
+                  for group in self.config["summary"]["groups"]]
+        return {**self.config["summary"], "measures": self.summary_measures(),
+                "groups": [group for group in groups if group["runs"]]}
+
+    def summary_groups_left_out(self) -> list[str]:
+        """One phrase per baseline group naming runs outside the summary: those runs, and whether the group
+        stays."""
+        runs = set(self.summary_runs())
+        phrases = []
+        for group in self.config["summary"]["groups"]:
+            outside = [run for run in group["runs"] if run not in runs]
+            if outside:
+                kept = "kept without them" if len(outside) < len(group["runs"]) else "left out"
+                phrases.append(f"summary group {group['marker']} {group['label']}: {', '.join(outside)} "
+                               f"not in the summary, {kept}")
+        return phrases
 
     def summary_inputs(self) -> dict:
         """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
@@ -127,3 +155,94 @@ class ReportPlan:
         """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
         the summary and its tables as pages, and every figure the config can build."""
         return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()
+
+    # ------------------------------------------------------------------------------------ the report target
+    def runs_read(self, paths) -> set[str]:
+        """The runs whose folders ``paths`` (a path, or nested lists and dicts of them) lie in."""
+        if isinstance(paths, dict):
+            return set().union(*(self.runs_read(value) for value in paths.values()))
+        if isinstance(paths, (list, tuple)):
+            return set().union(*(self.runs_read(value) for value in paths))
+        path = os.path.normpath(str(paths))
+        if path.startswith(os.path.normpath(self.layout.experiment("pq_matrix", "x"))[:-1]):
+            return self.pq_matrix_runs()  # the experiment's cells: its ADORE runs
+        parts = path.split(os.sep)
+        root = os.path.normpath(self.layout.root).split(os.sep)
+        folder = parts[len(root)] if parts[:len(root)] == root and len(parts) > len(root) else None
+        return {folder} if folder in self.user_runs else set()
+
+    def pq_matrix_runs(self) -> set[str]:
+        """The runs of the PQ experiment (none without a ``pq_matrix`` section)."""
+        if not self.config.get("pq_matrix"):
+            return set()
+        return {run for _, run in pq_matrix.index_runs(self)}
+
+    def page_runs(self, page: str) -> set[str]:
+        """The runs a Markdown page of the report (a key of :meth:`markdown_pages`) reads."""
+        layout = self.layout
+        if page == layout.summary("md")[:-len(".md")]:
+            return set(self.summary_runs())
+        if page == layout.table("training_time", "md")[:-len(".md")]:
+            return set(self.training_time_runs())
+        return self.pq_matrix_runs()
+
+    def report_contents(self) -> tuple[list[str], list[str]]:
+        """What the ``report`` target builds, and one phrase per item left out: the metrics of the report's runs
+        (:meth:`report_runs`), the graph of the runs, the pages whose runs are all among them (the summary, the
+        training-time table), the comparisons and figures whose runs are all among them (one naming other runs is
+        left out; a figure the config cannot draw is in no target); the hard-negative viewers of its mining runs
+        come with their metrics."""
+        runs = self.report_runs()
+        inside = set(runs)
+        targets = [self.layout.metrics(run) for run in runs] + [self.layout.run_graph()]
+        unknown = [run for run in self.config["report"]["runs"] or [] if run not in self.user_runs]
+        left_out = [f"report.runs: {', '.join(unknown)} not a run of the config"] if unknown else []
+        left_out += self.summary_groups_left_out()
+        for page, info in self.markdown_pages().items():
+            outside = sorted(self.page_runs(page) - inside)
+            if outside:
+                left_out.append(f"page '{info['title']}': {', '.join(outside)} not among the report's runs")
+            else:
+                targets.append(f"{page}.html")
+        left_out += self.comparisons_left_out()
+        for name, comparison in self.comparisons().items():
+            outside = [run for run in comparison["runs"] if run not in inside]
+            if outside:
+                left_out.append(f"comparison {name}: {', '.join(outside)} not among the report's runs")
+            else:
+                targets.append(self.comparison_page(name))
+        for name in FIGURES:
+            try:
+                read = self.runs_read(self.figure_inputs(name))
+            except ConfigError:  # a figure this config cannot draw at all: in no target (see figure_targets)
+                continue
+            outside = sorted(read - inside)
+            if outside:
+                left_out.append(f"figure {name}: {', '.join(outside)} not among the report's runs")
+            else:
+                targets.append(self.layout.figure(name, "png"))
+        return targets, left_out
+
+    def report_targets(self) -> list[str]:
+        """The ``report`` target's inputs (:meth:`report_contents`)."""
+        return self.report_contents()[0]
+
+    def report_message(self) -> str:
+        """The ``report`` target's one line: its runs, and what it leaves out and why."""
+        targets, left_out = self.report_contents()
+        line = f"the report of runs {', '.join(self.report_runs())}"
+        if left_out:
+            line += "; left out: " + "; ".join(left_out)
+        return line.replace("{", "{{").replace("}", "}}")  # a message is a format string
+
+    def run_graph_runs(self) -> dict:
+        """run → ``{"method", "inputs": {role: [runs]}}`` of each run of the report: the graph's nodes and
+        edges."""
+        graph = {}
+        for run in self.report_runs():
+            inputs = {}
+            for role, value in (self.runs[run].get("inputs") or {}).items():
+                values = value if isinstance(value, list) else [value]
+                inputs[role] = [other for other in values if isinstance(other, str) and other in self.user_runs]
+            graph[run] = {"method": self.runs[run]["method"], "inputs": {k: v for k, v in inputs.items() if v}}
+        return graph

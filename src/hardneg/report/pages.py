@@ -19,9 +19,12 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size:
        color: #1f2328; background: #fff; margin: 0; padding: 16px 24px; }
 h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; margin: 18px 0 6px; }
 h3 { font-size: 14px; margin: 12px 0 4px; }
-table { border-collapse: collapse; margin: 6px 0 12px; }
-th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; }
+th, td { border: 1px solid #d0d7de; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
+.scroll th { overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; max-width: 100%; }
+svg { max-width: 100%; height: auto; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 code { background: #f6f8fa; padding: 0 3px; border-radius: 3px; }
 .muted { color: #59636e; }
@@ -29,10 +32,13 @@ code { background: #f6f8fa; padding: 0 3px; border-radius: 3px; }
 
 
 def markdown_html(text: str) -> str:
-    """Markdown (CommonMark with pipe tables) → an HTML fragment; raw HTML in ``text`` is shown as text."""
+    """Markdown (CommonMark with pipe tables) → an HTML fragment; raw HTML in ``text`` is shown as text. Each
+    table sits in a box that scrolls sideways when the table is wider than the page (the report shows pages in a
+    frame half the window wide): a wide table is never cut off."""
     from markdown_it import MarkdownIt  # markdown-it: imported only when a page is rendered
 
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    return rendered.replace("<table>", '<div class="scroll"><table>').replace("</table>", "</table></div>")
 
 
 def page(title: str, body: str, *, style: str = "", script: str = "") -> str:

@@ -1,23 +1,28 @@
 """The hard-negative viewer: one self-contained, searchable HTML page per mined list, for reading the training data.
 
-For a seeded sample of the training queries (``viewer.queries``; all when there are fewer) the page shows the query,
+The queries that deserve a look come first: every flagged query (a suspected false negative among its negatives,
+or its best positive below rank ``viewer.positive_rank`` of the mining ranking, or beyond its depth; the worst
+first, at most ``viewer.flagged``), then a seeded sample of the other training queries (``viewer.queries``; all
+when there are fewer). For each the page shows the query,
 its relevant documents (relevance, rank in the mining run, the mining model's score, a title + text snippet) and
 its ``viewer.negatives`` best-ranked mined negatives (rank, score, margin to the best positive, whether BM25's
 top-``depth`` has it, the suspected-false-negative and empty-document flags, a snippet), under the per-query
-numbers of the audit (:mod:`hardneg.mining.audit`), whose whole report heads the page. Margins and flags follow the audit:
-margin = negative score - best positive score under the mining model; a margin >= 0 marks a suspected false
-negative.
+numbers of the audit (:mod:`hardneg.mining.audit`), whose whole report heads the page with its margin histogram
+drawn. Margins and flags follow the audit: margin = negative score - best positive score under the mining model; a
+margin >= 0 marks a suspected false negative. The words of the query are highlighted in the documents' texts.
 
 Every text from the data (ids, queries, titles, document texts) is HTML-escaped: a document holding ``<script>`` is
 shown as text. The page loads nothing from elsewhere (see :mod:`hardneg.report.pages`); a little inline script filters the
-queries by words and by the suspected-false-negative flag. Same inputs and seed → the same bytes.
+queries by words, by the suspected-false-negative flag and by any flag. Same inputs and seed → the same bytes.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import logging
 import os
+import re
 from dataclasses import dataclass, fields
 
 import pyarrow as pa
@@ -26,7 +31,7 @@ import pyarrow.compute as pc
 from hardneg.evaluation.sampling import sample_ids
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
-from hardneg.mining.audit import EMPTY_MARK, text_snippet
+from hardneg.mining.audit import EMPTY_MARK, audit_markdown, text_snippet
 from hardneg.report.pages import markdown_html, page
 from hardneg.schema.values import section_values
 
@@ -37,9 +42,11 @@ log = logging.getLogger(__name__)
 class ViewerSettings:
     """The config's ``viewer`` section (meaning and defaults in the schema; no second copy of the defaults here)."""
 
-    queries: int  # training queries shown, a seeded sample
+    queries: int  # training queries shown beside the flagged ones, a seeded sample
     negatives: int  # best-ranked mined negatives shown per query
     snippet_chars: int  # characters of title + text shown per document
+    positive_rank: int  # a query whose best positive ranks below this in the mining ranking is flagged
+    flagged: int  # flagged queries shown at most, the worst first
 
     @classmethod
     def from_config(cls, section: dict) -> "ViewerSettings":
@@ -51,6 +58,53 @@ class ViewerSettings:
 def sample_queries(qids: list[str], count: int, seed: int) -> list[str]:
     """The queries the viewer shows: ``count`` of ``qids`` seeded with ``seed``, in their order (all when fewer)."""
     return sample_ids(qids, count, seed)
+
+
+def flagged_queries(audit: pa.Table, positive_rank: int, depth: int, limit: int) -> tuple[list[tuple[str, str]], int]:
+    """The flagged queries of an AUDIT table, the worst first, at most ``limit``: (qid, why) of each, and how many
+    are flagged in all. A query is flagged when a negative scores at or above its best positive (suspected false
+    negatives; more first), or its best positive ranks below ``positive_rank`` in the mining ranking (beyond
+    ``depth``: not retrieved at all; lower first)."""
+    flagged = []
+    for row in audit.to_pylist():
+        suspected, rank = row["suspected_false_negatives"] or 0, row["best_positive_rank"]
+        why = []
+        if suspected:
+            why.append(f"{suspected} suspected false negative{'s' if suspected != 1 else ''}")
+        if rank is None:
+            why.append(f"no positive in the top {depth} of the mining ranking")
+        elif rank > positive_rank:
+            why.append(f"best positive at rank {rank}, below {positive_rank}")
+        if why:
+            flagged.append((-suspected, -(depth + 1 if rank is None else rank), row["qid"], "; ".join(why)))
+    flagged.sort()
+    return [(qid, why) for _, _, qid, why in flagged[:limit]], len(flagged)
+
+
+# Words too common to highlight in the documents (the rest of a query's words of three letters or more are marked).
+STOPWORDS = frozenset("""the and for are but not you all any can had her was one our out has his how its may new now
+old see two who did get him let put say she too use what when where which while with from that this than then
+there these they those into over such only also about after before does each more most other some very will would
+your between through during under again further once here why both few same own just don should""".split())
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a query the viewer highlights in documents: lower-cased, three letters or more, not
+    :data:`STOPWORDS`, each once, longest first (so that a longer word wins over a word inside it)."""
+    words = {word for word in re.findall(r"\w+", text.lower()) if len(word) >= 3 and word not in STOPWORDS}
+    return sorted(words, key=lambda word: (-len(word), word))
+
+
+def highlighted(text: str, terms: list[str]) -> str:
+    """``text`` escaped for HTML, with each whole-word occurrence of ``terms`` (any case) in ``<mark>``."""
+    if not terms:
+        return _e(text)
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, terms)) + r")\b", re.IGNORECASE)
+    pieces, end = [], 0
+    for match in pattern.finditer(text):
+        pieces += [_e(text[end:match.start()]), f"<mark>{_e(match.group(0))}</mark>"]
+        end = match.end()
+    return "".join(pieces) + _e(text[end:])
 
 
 def _rows_by_qid(table: pa.Table) -> dict[str, list[dict]]:
@@ -136,6 +190,10 @@ section.query table { width: 100%; }
 td.snippet { min-width: 12em; overflow-wrap: anywhere; }
 td.flag { min-width: 8em; }
 tr.suspect td { background: #ffebe9; }
+mark { background: #fff3b0; color: inherit; padding: 0 1px; }
+p.why { margin: 2px 0 4px; color: #a40e26; font-weight: 600; }
+.histogram rect.bar { fill: #8c959f; } .histogram rect.bar.above { fill: #cf222e; }
+.histogram text { font-size: 11px; fill: #59636e; } .histogram line { stroke: #57606a; }
 .flag { color: #a40e26; font-weight: 600; }
 details.audit { margin: 8px 0 12px; }
 details.audit > summary { cursor: pointer; font-weight: 600; }
@@ -144,12 +202,14 @@ details.audit > summary { cursor: pointer; font-weight: 600; }
 SCRIPT = """
 (function () {
   var search = document.getElementById("search"), suspects = document.getElementById("suspects"),
-      count = document.getElementById("count"), queries = document.querySelectorAll("section.query");
+      flagged = document.getElementById("flagged"), count = document.getElementById("count"),
+      queries = document.querySelectorAll("section.query");
   var texts = Array.prototype.map.call(queries, function (q) { return q.textContent.toLowerCase(); });
   function update() {
     var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean), shown = 0;
     queries.forEach(function (q, i) {
       var visible = (!suspects.checked || q.dataset.suspected !== "0") &&
+        (!flagged.checked || q.dataset.flagged === "1") &&
         words.every(function (w) { return texts[i].indexOf(w) >= 0; });
       q.hidden = !visible;
       if (visible) { shown += 1; }
@@ -158,6 +218,7 @@ SCRIPT = """
   }
   search.addEventListener("input", update);
   suspects.addEventListener("change", update);
+  flagged.addEventListener("change", update);
   update();
 })();
 """
@@ -203,9 +264,14 @@ def _facts(query: dict, depth: int, with_bm25: bool) -> str:
 
 
 def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
+    why = query.get("flagged")
+    terms = query_terms(query["text"])
     lines = [f'<section class="query" id="q-{_e(query["qid"])}" '
-             f'data-suspected="{int(query["suspected_false_negatives"] or 0)}">',
-             f'<h2><code>{_e(query["qid"])}</code> {_e(query["text"])}</h2>', _facts(query, depth, with_bm25)]
+             f'data-suspected="{int(query["suspected_false_negatives"] or 0)}" data-flagged="{int(bool(why))}">',
+             f'<h2><code>{_e(query["qid"])}</code> {_e(query["text"])}</h2>']
+    if why:
+        lines.append(f'<p class="why">⚑ flagged: {_e(why)}</p>')
+    lines.append(_facts(query, depth, with_bm25))
     lines.append(f"<h3>Relevant documents ({len(query['positives'])})</h3>")
     if query["positives"]:
         lines.append("<table>" + _header_row([("docid", ""), ("relevance", "num"), ("rank", "num"),
@@ -213,7 +279,8 @@ def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
         for p in query["positives"]:
             lines.append("<tr>" + _cells([(p["docid"], ""), (p["relevance"], "num"),
                                           ("–" if p["rank"] is None else p["rank"], "num"),
-                                          (_score(p["score"]), "num"), (p["snippet"], "snippet")]) + "</tr>")
+                                          (_score(p["score"]), "num")])
+                         + f'<td class="snippet">{highlighted(p["snippet"], terms)}</td></tr>')
         lines.append("</table>")
     else:
         lines.append('<p class="muted">none judged relevant</p>')
@@ -229,8 +296,9 @@ def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
                 cells.append(("✓" if n["in_bm25"] else "", ""))
             flags = [name for name, on in (("⚠ suspected false negative", n["suspected"]), ("empty document", n["empty"]))
                      if on]
-            cells += [("; ".join(flags), "flag"), (n["snippet"], "snippet")]
-            lines.append(('<tr class="suspect">' if n["suspected"] else "<tr>") + _cells(cells) + "</tr>")
+            cells.append(("; ".join(flags), "flag"))
+            lines.append(('<tr class="suspect">' if n["suspected"] else "<tr>") + _cells(cells)
+                         + f'<td class="snippet">{highlighted(n["snippet"], terms)}</td></tr>')
         lines.append("</table>")
     else:
         lines.append('<p class="muted">no mined negatives</p>')
@@ -238,44 +306,97 @@ def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
     return "\n".join(lines)
 
 
+def histogram_svg(histogram: dict) -> str:
+    """The audit's margin histogram (``{"edges", "counts"}``) drawn as an SVG bar chart: bars of the bins that
+    reach a margin >= 0 (where suspected false negatives lie) in red, a line at margin 0, the count over each bar
+    and the bins' edges under them. Empty for an empty histogram."""
+    counts, edges = histogram.get("counts") or [], histogram.get("edges") or []
+    if not counts:
+        return ""
+    width, height, left, bottom, top = 600, 190, 30, 34, 22
+    step = (width - 2 * left) / len(counts)
+    peak = max(counts) or 1
+    span = edges[-1] - edges[0] or 1.0
+    parts = []
+    for i, count in enumerate(counts):
+        bar = (height - bottom - top) * count / peak
+        x, y = left + i * step, height - bottom - bar
+        above = " above" if edges[i + 1] >= 0 else ""
+        parts.append(f'<rect class="bar{above}" x="{x + 1:.1f}" y="{y:.1f}" width="{step - 2:.1f}" height="{bar:.1f}">'
+                     f"<title>{_margin(edges[i])} to {_margin(edges[i + 1])}: {count} negatives</title></rect>"
+                     f'<text x="{x + step / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">{count}</text>')
+    for i, edge in enumerate(edges):
+        if i % 2 == 0 or len(edges) <= 6:
+            parts.append(f'<text x="{left + i * step:.1f}" y="{height - bottom + 14}" text-anchor="middle">'
+                         f"{_margin(edge)}</text>")
+    if edges[0] < 0 < edges[-1]:
+        zero = left + (width - 2 * left) * (0 - edges[0]) / span
+        parts.append(f'<line x1="{zero:.1f}" x2="{zero:.1f}" y1="4" y2="{height - bottom}" stroke-dasharray="4 3"/>'
+                     f'<text x="{zero - 4:.1f}" y="12" text-anchor="end">margin 0 →</text>')
+    parts.append(f'<text x="{width / 2:.0f}" y="{height - 4}" text-anchor="middle">margin = negative score − best '
+                 "positive score</text>")
+    return (f'<svg class="histogram" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="histogram of the margins">{"".join(parts)}</svg>')
+
+
 def render_viewer(queries: list[dict], *, run: str, miner: str, split: str, depth: int, seed: int,
-                  num_training_queries: int, with_bm25: bool, audit_markdown: str | None = None) -> str:
+                  num_training_queries: int, with_bm25: bool, audit_markdown: str | None = None,
+                  histogram: dict | None = None, num_flagged: int = 0, positive_rank: int | None = None) -> str:
     """The viewer page of run ``run`` (mined by run ``miner`` from its ranking of split ``split``, top ``depth``):
-    ``queries`` as :func:`viewer_queries` gives them, a sample (seed ``seed``) of ``num_training_queries``; the
-    audit's Markdown report, when given, in a fold above them."""
+    ``queries`` as :func:`viewer_queries` gives them, the flagged ones first (each with its ``flagged`` reason;
+    ``num_flagged`` are flagged in all, ``positive_rank`` the rank below which a best positive is flagged), then a
+    sample (seed ``seed``) of the other training queries, of ``num_training_queries`` in all; the audit's Markdown
+    report, when given, in a fold above them, and its margin ``histogram`` drawn."""
+    shown_flagged = sum(1 for query in queries if query.get("flagged"))
+    sampled = len(queries) - shown_flagged
+    flagged_text = ""
+    if positive_rank is not None:
+        flagged_text = (f"First the {shown_flagged} flagged queries"
+                        + (f" (the worst of {num_flagged})" if num_flagged > shown_flagged else "")
+                        + f": a suspected false negative among its negatives, or the best positive below rank "
+                        f"{positive_rank} of the mining ranking; the worst first. Then ")
     intro = (f"Mined by run <code>{_e(miner)}</code> from its ranking of the <code>{_e(split)}</code> queries "
-             f"(top {depth}, relevant documents removed). {len(queries)} of {num_training_queries} training queries "
-             f"(a sample drawn with seed {seed}), each with its relevant documents and best-ranked mined negatives. "
-             "Scores are the mining model's; <b>rank</b> is the rank in its ranking (– beyond what it retrieved); "
-             "<b>margin</b> = negative score − best positive score; a margin ≥ 0 flags a <span class=\"flag\">⚠ "
-             "suspected false negative</span> (it scores at or above every positive)"
+             f"(top {depth}, relevant documents removed), {num_training_queries} training queries. {flagged_text}"
+             f"{sampled} {'of the other ' if flagged_text else 'of the '}training queries (a sample drawn with seed "
+             f"{seed}), each with its relevant documents and best-ranked mined negatives; the query's words are "
+             "<mark>marked</mark> in their texts. Scores are the mining model's; <b>rank</b> is the rank in its "
+             "ranking (– beyond what it retrieved); <b>margin</b> = negative score − best positive score; a margin ≥ 0 "
+             "flags a <span class=\"flag\">⚠ suspected false negative</span> (it scores at or above every positive)"
              + (f"; <b>BM25</b> ✓: also in BM25's top {depth}." if with_bm25 else "."))
     body = [f"<h1>Hard negatives of run <code>{_e(run)}</code></h1>", f'<p class="muted">{intro}</p>']
+    drawn = histogram_svg(histogram or {})
+    if drawn:
+        body.append(f'<h2>Margins of the mined negatives</h2>\n<div class="scroll">{drawn}</div>')
     if audit_markdown is not None:
         body.append('<details class="audit"><summary>Audit of the whole list</summary>\n'
                     f"{markdown_html(audit_markdown)}</details>")
     body.append('<header><input type="search" id="search" placeholder="filter: query id, words of the query or '
-                'of a document" aria-label="filter queries"><label><input type="checkbox" id="suspects"> only '
-                'queries with suspected false negatives</label><span id="count" class="muted"></span></header>')
+                'of a document" aria-label="filter queries"><label><input type="checkbox" id="flagged"> only '
+                'flagged queries</label><label><input type="checkbox" id="suspects"> only queries with suspected '
+                'false negatives</label><span id="count" class="muted"></span></header>')
     body += [_query_section(q, depth, with_bm25) for q in queries]
     return page(f"Hard negatives of run {run}", "\n".join(body), style=STYLE, script=SCRIPT)
 
 
-def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_markdown_path, mining_run_path,
+def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_summary_path, mining_run_path,
                  corpus_path, queries_path, qrels_path, output_path: str | os.PathLike, bm25_run_path=None,
                  miner: str, split: str, depth: int, seed: int, settings: dict) -> int:
     """Stage function: the mined list of run ``run`` and what the pipeline has about it → the viewer page at
     ``output_path`` (written atomically).
 
-    Reads the hard negatives (HARDNEGS), positive scores (POSITIVE_SCORES), the audit (AUDIT Parquet and its
-    Markdown report), the miner's ranking of the training split (RUN), the corpus, the training queries and qrels
-    of split ``split`` and, when given, the BM25 reference ranking (RUN) — of each, only the rows of the sampled
-    queries and the documents shown. ``settings``: the config's ``viewer`` section; ``seed`` draws the sample.
-    Returns the number of queries shown.
+    Reads the hard negatives (HARDNEGS), positive scores (POSITIVE_SCORES), the audit (AUDIT Parquet and its JSON
+    summary), the miner's ranking of the training split (RUN), the corpus, the training queries and qrels of split
+    ``split`` and, when given, the BM25 reference ranking (RUN) — of each, only the rows of the queries shown and
+    the documents shown. ``settings``: the config's ``viewer`` section; ``seed`` draws the sample.
+
+    :returns: the number of queries shown: the flagged ones, then the sample.
     """
     config = ViewerSettings.from_config(settings)
     audit = artifacts.read_table(artifacts.AUDIT, audit_path)
-    qids = sample_queries(audit["qid"].to_pylist(), config.queries, seed)
+    flagged, num_flagged = flagged_queries(audit, config.positive_rank, depth, config.flagged)
+    why = dict(flagged)
+    others = [qid for qid in audit["qid"].to_pylist() if qid not in why]
+    qids = [qid for qid, _ in flagged] + sample_queries(others, config.queries, seed)
     hardnegs = artifacts.read_matching_rows(artifacts.HARDNEGS, hardnegs_path, "qid", qids)
     qrels = artifacts.read_matching_rows(artifacts.QRELS, qrels_path, "qid", qids)
     shown = set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["docid"].to_pylist())
@@ -283,17 +404,22 @@ def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_m
         shown.update(row["docid"] for row in sorted(rows, key=lambda r: r["rank"])[:config.negatives])
     bm25 = artifacts.read_matching_rows(artifacts.RUN, bm25_run_path, "qid", qids) if bm25_run_path else None
     queries = viewer_queries(
-        qids, queries=artifacts.read_matching_rows(artifacts.QUERIES, queries_path, "qid", qids), qrels=qrels, hardnegs=hardnegs,
+        qids, queries=artifacts.read_matching_rows(artifacts.QUERIES, queries_path, "qid", qids), qrels=qrels,
+        hardnegs=hardnegs,
         positives=artifacts.read_matching_rows(artifacts.POSITIVE_SCORES, positives_path, "qid", qids), audit=audit,
         corpus=artifacts.read_matching_rows(artifacts.CORPUS, corpus_path, "docid", sorted(shown)),
-        mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids), bm25_run=bm25, depth=depth,
-        negatives=config.negatives, snippet_chars=config.snippet_chars)
-    with open(audit_markdown_path, encoding="utf-8") as handle:
-        audit_markdown = handle.read()
+        mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids), bm25_run=bm25,
+        depth=depth, negatives=config.negatives, snippet_chars=config.snippet_chars)
+    for query in queries:
+        query["flagged"] = why.get(query["qid"])
+    with open(audit_summary_path, encoding="utf-8") as handle:
+        summary = json.load(handle)
     write_text(output_path, render_viewer(queries, run=run, miner=miner, split=split, depth=depth, seed=seed,
                                           num_training_queries=audit.num_rows, with_bm25=bm25 is not None,
-                                          audit_markdown=audit_markdown))
-    log.info("hard-negative viewer of run %s: %d of %d training queries, %d negatives each at most (%s)", run,
-             len(queries), audit.num_rows, config.negatives, output_path)
+                                          audit_markdown=audit_markdown(summary, bars=False),
+                                          histogram=summary["margin"]["histogram"], num_flagged=num_flagged,
+                                          positive_rank=config.positive_rank))
+    log.info("hard-negative viewer of run %s: %d flagged (of %d) and %d sampled of %d training queries, %d negatives "
+             "each at most (%s)", run, len(flagged), num_flagged, len(queries) - len(flagged), audit.num_rows,
+             config.negatives, output_path)
     return len(queries)
-

@@ -1,6 +1,7 @@
-"""The summary and its significance markers: a constructed case with a known answer, agreement with
-scipy.stats.ttest_rel run directly, fewer pairwise errors being better, lower bounds, the legend, the config's
-summary section, which runs the plan summarises, and the training-time tables."""
+"""The summary and its significance markers: a constructed case with a known answer (raw and Holm-corrected),
+agreement with scipy.stats.ttest_rel run directly and with Holm's sequentially rejective procedure, fewer pairwise
+errors being better, lower bounds, the legend and its table of p-values, the config's summary section, which runs
+the plan summarises, and the training-time tables."""
 
 import copy
 import json
@@ -25,8 +26,8 @@ MEASURES = ["RR@10", "R@100"]
 ALL = MEASURES + ["PairwiseErrors@200", "PairwiseErrors"]
 
 
-def settings(groups, p_value=0.05, measures=MEASURES):
-    return {"runs": None, "measures": measures, "p_value": p_value,
+def settings(groups, p_value=0.05, measures=MEASURES, correction="holm"):
+    return {"runs": None, "measures": measures, "p_value": p_value, "correction": correction,
             "groups": [{"marker": m, "label": label, "runs": runs} for m, label, runs in groups]}
 
 
@@ -81,9 +82,11 @@ def known(tmp_path):
 
 def test_known_answer(known):
     """better - base = 0.01 * (1, 2, 3, 4, 5): t = 3 / sqrt(2.5 / 5) = 4.2426, two-sided p (4 degrees of freedom)
-    = 0.01324; better - noisy changes sign across queries, so ‡ (base and noisy) is not earned."""
+    = 0.01324; better - noisy changes sign across queries, so ‡ (base and noisy) is not earned. Uncorrected (the
+    paper's markers)."""
     table, tests, markdown = summarise(known, ["base", "better", "noisy"],
-                                       settings([("†", "base", ["base"]), ("‡", "both", ["base", "noisy"])]))
+                                       settings([("†", "base", ["base"]), ("‡", "both", ["base", "noisy"])],
+                                                correction="none"))
     row = tests[(tests.run == "better") & (tests.baseline == "base") & (tests.measure == "RR@10")].iloc[0]
     assert row.t == pytest.approx(3 / np.sqrt(0.5), rel=1e-9) and row.p == pytest.approx(0.013236, abs=1e-6)
     assert row.mean_difference == pytest.approx(0.03) and row.num_queries == 5
@@ -97,11 +100,48 @@ def test_known_answer(known):
     assert (table.loc["base", [f"{m} markers" for m in ALL]] == "").all()  # no group beside itself to beat
     assert (table.loc["noisy", [f"{m} markers" for m in ALL]] == "").all()
     assert "| better | m | 0.330† | 0.330† | 27.0† | 33.0 |" in markdown
-    assert "- ‡ both (base, noisy)" in markdown and "p < 0.05" in markdown
-    # The same case under p < 0.01: 0.0132 is not below it, so no marker at all.
+    assert "- ‡ both (base, noisy)" in markdown and "below 0.05" in markdown
+    assert "below 0.05, uncorrected, and" in markdown and (tests.p_corrected == tests.p).all()
+    # The same case under 0.01: 0.0132 is not below it, so no marker at all.
     table, _, markdown = summarise(known, ["base", "better", "noisy"],
-                                   settings([("†", "base", ["base"])], p_value=0.01))
-    assert table.loc["better", "RR@10 markers"] == "" and "p < 0.01" in markdown
+                                   settings([("†", "base", ["base"])], p_value=0.01, correction="none"))
+    assert table.loc["better", "RR@10 markers"] == "" and "below 0.01" in markdown
+
+
+def test_known_answer_holm(known):
+    """The same case with Holm's correction (the default). Per measure, four (run, baseline) pairs are tested:
+    better-base (p 0.01324), better-noisy, noisy-base and base-noisy (both p 1: mean difference 0); the smallest p
+    is multiplied by 4, 0.05294, above 0.05: the † of the uncorrected test is not earned. With only base as a
+    baseline, two pairs: 2 x 0.01324 = 0.02647, and † is earned."""
+    table, tests, markdown = summarise(known, ["base", "better", "noisy"],
+                                       settings([("†", "base", ["base"]), ("‡", "both", ["base", "noisy"])]))
+    rr = tests[tests.measure == "RR@10"]
+    assert len(rr[["run", "baseline"]].drop_duplicates()) == 4
+    row = rr[(rr.run == "better") & (rr.baseline == "base")].iloc[0]
+    assert row.p == pytest.approx(0.013236, abs=1e-6) and row.p_corrected == pytest.approx(4 * row.p, rel=1e-12)
+    assert (rr[rr.run == "noisy"].p_corrected == 1.0).all()
+    assert table.loc["better", "RR@10 markers"] == ""
+    assert "corrected with Holm's step-down method over the 4 tests of each measure" in markdown
+    assert "| better | base | 0.053 | 0.053 | 0.053 |" in markdown  # RR@10, R@100, top-200 pairwise errors
+    table, tests, markdown = summarise(known, ["base", "better", "noisy"], settings([("†", "base", ["base"])]))
+    row = tests[(tests.run == "better") & (tests.measure == "RR@10")].iloc[0]
+    assert row.p_corrected == pytest.approx(2 * 0.013236, abs=2e-6) and row.significant
+    assert table.loc["better", "RR@10 markers"] == "†" and "| better | base | 0.026 |" in markdown
+    table, tests, _ = summarise(known, ["base", "better", "noisy"],
+                                settings([("†", "base", ["base"])], correction="bonferroni"))
+    assert (tests.p_corrected == np.minimum(1, 2 * tests.p)).all()
+
+
+def holm_rejects(p_values: dict, alpha: float) -> set:
+    """Holm's sequentially rejective procedure as Holm (1979) states it: order the m p-values increasingly;
+    reject the i-th (from 1) while it is below alpha / (m - i + 1); stop at the first that is not."""
+    rejected = set()
+    ordered = sorted(p_values, key=p_values.get)
+    for i, key in enumerate(ordered, start=1):
+        if not p_values[key] < alpha / (len(ordered) - i + 1):
+            break
+        rejected.add(key)
+    return rejected
 
 
 def test_markers_agree_with_scipy_run_directly(tmp_path):
@@ -117,6 +157,9 @@ def test_markers_agree_with_scipy_run_directly(tmp_path):
         write_run(tmp_path, run, values[run], order=rng.permutation(n * len(ALL)))  # pairing is by query id
     groups = [("†", "g1", ["r0"]), ("‡", "g2", ["r0", "r1"]), ("§", "g3", ["r2", "r4"])]
     table, tests, _ = summarise(tmp_path, runs, settings(groups))
+    pairs = {(run, baseline) for run in runs for _, _, members in groups for baseline in members if baseline != run}
+    rejected = {measure: holm_rejects({pair: ttest_rel(values[pair[0]][measure], values[pair[1]][measure]).pvalue
+                                       for pair in pairs}, 0.05) for measure in ALL}
     markers_seen = set()
     for run in runs:
         for measure in ALL:
@@ -127,7 +170,7 @@ def test_markers_agree_with_scipy_run_directly(tmp_path):
                     result = ttest_rel(values[run][measure], values[baseline][measure])
                     diff = np.mean(values[run][measure]) - np.mean(values[baseline][measure])
                     better = diff < 0 if measure.startswith("PairwiseErrors") else diff > 0
-                    verdicts.append(better and result.pvalue < 0.05)
+                    verdicts.append(better and (run, baseline) in rejected[measure])
                     row = tests[(tests.run == run) & (tests.baseline == baseline) & (tests.measure == measure)
                                 & (tests.marker == marker)].iloc[0]
                     assert row.t == pytest.approx(result.statistic, rel=1e-9)
@@ -193,8 +236,8 @@ def raw():
     ({"measures": ["RR@10", "P@5"]}, "summary.measures.1"),
     ({"p_value": 1.5}, "summary.p_value"),
     ({"p_value": 0}, "summary.p_value"),
+    ({"correction": "sidak"}, "summary.correction"),
     ({"colour": "red"}, "summary.colour"),
-    ({"groups": [{"marker": "†", "runs": ["bm25", "bm52"]}]}, "summary.groups.0.runs.1"),
     ({"groups": [{"marker": "†", "runs": ["bm25"]}, {"marker": "†", "runs": ["star"]}]}, "summary.groups.1.marker"),
     ({"groups": [{"marker": "a|b", "runs": ["bm25"]}]}, "summary.groups.0.marker"),
     ({"groups": [{"label": "no marker", "runs": ["bm25"]}]}, "summary.groups.0.marker"),
@@ -220,7 +263,8 @@ def test_defaults_come_from_the_schema(raw):
     del config["summary"]
     config["evaluation"]["measures"] = ["RR@10", "R@100", "nDCG@10"]  # a config that evaluates fewer measures
     config = validate_config(config)
-    assert config["summary"] == {"runs": None, "measures": None, "p_value": 0.05, "groups": []}
+    assert config["summary"] == {"runs": None, "measures": None, "p_value": 0.05, "correction": "holm",
+                                 "groups": []}
     plan = Plan(config)
     assert plan.summary_measures() == ["RR@10", "R@100", "nDCG@10"]  # null: every evaluated measure
     assert plan.summary_settings()["measures"] == ["RR@10", "R@100", "nDCG@10"]
@@ -232,18 +276,20 @@ def test_the_plan_summarises_the_runs_the_config_names(raw, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)  # the workflow's working directory, where results/ lies
     config = copy.deepcopy(raw)
     config["targets"] = ["bm25", "./results/star/metrics.json", "results/pq_matrix/matrix.md", "randneg"]
+    config["report"] = {"runs": None}  # the report's runs: those of the targets and the runs behind them
     plan = Plan(validate_config(config))
-    assert plan.summary_runs() == ["bm25", "randneg", "star"]  # in config order
+    assert plan.summary_runs() == ["bm25", "warmup", "randneg", "star"]  # in config order; warmup: star's init
     (tmp_path / "results" / "inbatch").mkdir(parents=True)
     (tmp_path / "results" / "inbatch" / "metrics.json").write_text("{}")
-    assert plan.summary_runs() == ["bm25", "randneg", "star"]  # evaluated, but not named: out
-    assert plan.summary_inputs()["per_query"][1] == "results/randneg/per_query.parquet"
-    assert plan.training_time_runs() == ["randneg", "star"]  # bm25 does not train
+    assert plan.summary_runs() == ["bm25", "warmup", "randneg", "star"]  # evaluated, but not named: out
+    assert plan.summary_inputs()["per_query"][2] == "results/randneg/per_query.parquet"
+    assert plan.training_time_runs() == ["warmup", "randneg", "star"]  # bm25 does not train
     assert plan.training_benchmarks(["star"]) == ["results/star/benchmarks/train.tsv"]
     config["summary"] = {"runs": ["adore_star", "bm25"]}
     assert Plan(validate_config(config)).summary_runs() == ["adore_star", "bm25"]
     every = copy.deepcopy(raw)
     del every["targets"]
+    every["report"] = {"runs": None}
     assert Plan(validate_config(every)).summary_runs() == list(validate_config(every)["runs"])
 
 

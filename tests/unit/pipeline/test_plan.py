@@ -145,6 +145,38 @@ def test_targets_come_from_the_config(raw, plan):
     assert every.targets() == [f"results/{run}/metrics.json" for run in every.user_runs]  # the episodes: no
 
 
+def test_the_report_holds_its_runs_and_those_behind_them_and_says_what_it_leaves_out(raw, plan):
+    assert plan.report_runs() == ["bm25", "warmup", "star", "adore_star"]  # report.runs: [adore_star]
+    assert plan.summary_runs() == plan.report_runs()
+    targets, left_out = plan.report_contents()
+    assert [f"results/{run}/metrics.json" for run in plan.report_runs()] == targets[:4]
+    assert "results/run_graph.html" in targets and "results/summary.html" in targets
+    assert "results/figures/pairwise_errors.png" in targets  # bm25, warmup, star, adore_star
+    assert "results/figures/training_curves.png" not in targets
+    assert "figure training_curves: adore_warmup_curve, randneg_warmup, static_hn not among the report's runs" \
+        in left_out
+    assert "summary group ‡ dense baselines: randneg, inbatch not in the summary, kept without them" in left_out
+    groups = plan.summary_settings()["groups"]
+    assert [(group["marker"], group["runs"]) for group in groups] == [("†", ["bm25"]), ("‡", ["warmup"]),
+                                                                        ("§", ["star"])]
+    assert plan.report_message().startswith("the report of runs bm25, warmup, star, adore_star; left out: ")
+    graph = plan.run_graph_runs()
+    assert list(graph) == plan.report_runs()
+    assert graph["adore_star"] == {"method": "adore", "inputs": {"docs": ["star"]}}
+    assert graph["star"]["inputs"] == {"init": ["warmup"], "negatives": ["warmup"], "bm25": ["bm25"]}
+
+
+def test_without_report_runs_the_report_holds_the_targets_and_unknown_runs_are_left_out(raw):
+    config = copy.deepcopy(raw)
+    config["report"] = {"runs": None}
+    config["targets"] = ["adore_warmup"]
+    assert Plan(validate_config(config)).report_runs() == ["bm25", "warmup", "adore_warmup"]
+    config["report"] = {"runs": ["adore_star", "nosuch"]}  # a name trimmed from the config: left out, said so
+    trimmed = Plan(validate_config(config))
+    assert trimmed.report_runs() == ["bm25", "warmup", "star", "adore_star"]
+    assert trimmed.report_contents()[1][0] == "report.runs: nosuch not a run of the config"
+
+
 def test_the_layout_has_one_root(plan):
     layout = Layout("out")
     assert layout.metrics("star") == "out/star/metrics.json"

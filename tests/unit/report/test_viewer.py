@@ -1,7 +1,9 @@
-"""The hard-negative viewer: what it shows of each query (ranks, scores, margins, BM25, flags), the seeded sample,
-escaped texts, same bytes twice; and Markdown reports rendered as pages."""
+"""The hard-negative viewer: what it shows of each query (ranks, scores, margins, BM25, flags), the flagged queries
+before the seeded sample, the query's words marked, the margin histogram drawn, escaped texts, same bytes twice;
+and Markdown reports rendered as pages."""
 
 import copy
+import json
 import re
 
 import pytest
@@ -9,10 +11,11 @@ import yaml
 
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
-from hardneg.mining.audit import audit_hard_negatives
+from hardneg.mining.audit import audit_hard_negatives, write_audit
 from hardneg.pipeline.config import validate_config
 from hardneg.report.pages import markdown_page
-from hardneg.report.viewer import ViewerSettings, render_viewer, sample_queries, viewer_queries, viewer_stage
+from hardneg.report.viewer import (ViewerSettings, flagged_queries, highlighted, histogram_svg, query_terms,
+                                   render_viewer, sample_queries, viewer_queries, viewer_stage)
 from tests.support import REPO
 from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
 
@@ -30,8 +33,13 @@ DEPTH = 3
 
 
 @pytest.fixture(scope="module")
-def audit():
-    return audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=DEPTH, empty_docids=["m2"])[1]
+def audited():
+    return audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=DEPTH, empty_docids=["m2"])
+
+
+@pytest.fixture(scope="module")
+def audit(audited):
+    return audited[1]
 
 
 def _queries(audit, qids=("q1", "q2", "q3"), negatives=2, bm25=BM25):
@@ -88,39 +96,68 @@ def _write_inputs(root, audit):
                              ("queries", artifacts.QUERIES, QUERIES), ("qrels", artifacts.QRELS, QRELS)):
         paths[name] = root / f"{name}.parquet"
         artifacts.write_table(data, kind, paths[name])
-    paths["audit_md"] = root / "audit.md"
-    paths["audit_md"].write_text("# Hard-negative audit\n\n| | value |\n|---|---|\n| negatives | 7 |\n")
+    summary = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=DEPTH, empty_docids=["m2"])[0]
+    paths["audit_json"] = root / "audit.json"
+    paths["audit_json"].write_text(json.dumps(summary))
     return paths
 
 
 def _stage(paths, output, **settings):
     return viewer_stage("star", hardnegs_path=paths["hardnegs"], positives_path=paths["positives"],
-                        audit_path=paths["audit"], audit_markdown_path=paths["audit_md"], mining_run_path=paths["run"],
+                        audit_path=paths["audit"], audit_summary_path=paths["audit_json"], mining_run_path=paths["run"],
                         corpus_path=paths["corpus"], queries_path=paths["queries"], qrels_path=paths["qrels"],
                         output_path=output, bm25_run_path=paths["bm25"], miner="warmup", split="train", depth=DEPTH,
-                        seed=7, settings={"queries": 2, "negatives": 1, "snippet_chars": 40, **settings})
+                        seed=7, settings={"queries": 2, "negatives": 1, "snippet_chars": 40, "positive_rank": 10,
+                                          "flagged": 500, **settings})
 
 
-def test_stage_writes_one_section_per_sampled_query(audit, tmp_path):
+def test_the_flagged_queries_come_first_then_the_sample(audit, tmp_path):
+    # q1: a suspected false negative, best positive at rank 2; q2: two suspects, its positive beyond the depth;
+    # q3: no negatives, its positive at rank 1
+    assert flagged_queries(audit, positive_rank=10, depth=DEPTH, limit=500) == (
+        [("q2", "2 suspected false negatives; no positive in the top 3 of the mining ranking"),
+         ("q1", "1 suspected false negative")], 2)
+    assert flagged_queries(audit, positive_rank=1, depth=DEPTH, limit=1) == (
+        [("q2", "2 suspected false negatives; no positive in the top 3 of the mining ranking")], 2)
     paths = _write_inputs(tmp_path, audit)
-    assert _stage(paths, tmp_path / "a.html") == 2
+    assert _stage(paths, tmp_path / "a.html") == 3  # the two flagged, then a sample of the one other
     page = (tmp_path / "a.html").read_text()
-    sections = re.findall(r'<section class="query" id="q-(\w+)" data-suspected="(\d+)">', page)
-    assert len(sections) == 2 and set(sections) <= {("q1", "1"), ("q2", "2"), ("q3", "0")}
-    shown = {qid for qid, _ in sections}
-    with_negatives = len(shown - {"q3"})
-    assert page.count("Top 1 of 3 mined negatives</h3>") == with_negatives
-    assert page.count('<tr class="suspect">') == len(shown & {"q1", "q2"})  # their best-ranked negatives outscore
-    assert "<h2>Hard-negative audit</h2>" not in page and "<h1>Hard-negative audit</h1>" in page
+    sections = re.findall(r'<section class="query" id="q-(\w+)" data-suspected="(\d+)" data-flagged="(\d)">', page)
+    assert sections == [("q2", "2", "1"), ("q1", "1", "1"), ("q3", "0", "0")]
+    assert page.count('<p class="why">⚑ flagged: ') == 2
+    assert page.count("Top 1 of 3 mined negatives</h3>") == 2
+    assert page.count('<tr class="suspect">') == 2  # their best-ranked negatives outscore
+    assert "<h1>Hard-negative audit</h1>" in page and "<h2>Margins of the mined negatives</h2>" in page
+    assert page.count('<rect class="bar') == 10 and "#####" not in page  # drawn, not ASCII
     _stage(paths, tmp_path / "b.html")
     assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
-    assert _stage(paths, tmp_path / "all.html", queries=50) == 3
+    assert _stage(paths, tmp_path / "none.html", flagged=0, queries=1) == 1  # no flagged queries asked for
+
+
+def test_the_query_words_are_marked_in_the_texts(audit):
+    assert query_terms("Do cats purr <loudly> at the cats?") == ["loudly", "cats", "purr"]
+    assert highlighted("Cats <b>purr</b>; bobcats too", ["cats", "purr"]) == \
+        "<mark>Cats</mark> &lt;b&gt;<mark>purr</mark>&lt;/b&gt;; bobcats too"  # whole words, escaped
+    page = render_viewer(_queries(audit, ["q1"], negatives=3), run="star", miner="warmup", split="train",
+                         depth=DEPTH, seed=1, num_training_queries=3, with_bm25=True)
+    assert "<mark>Cats</mark> — <mark>cats</mark> <mark>purr</mark>" in page
+
+
+def test_the_margin_histogram_is_drawn(audited):
+    svg = histogram_svg(audited[0]["margin"]["histogram"])
+    counts = audited[0]["margin"]["histogram"]["counts"]
+    bars = re.findall(r'<rect class="bar( above)?"[^>]*height="([\d.]+)"', svg)
+    assert len(bars) == len(counts) and max(float(h) for _, h in bars) == pytest.approx(134.0)  # 190 - 34 - 22
+    edges = audited[0]["margin"]["histogram"]["edges"]
+    assert [bool(a) for a, _ in bars] == [edges[i + 1] >= 0 for i in range(len(counts))]  # red from margin 0
+    assert histogram_svg({"edges": [], "counts": []}) == ""
 
 
 def test_settings_come_from_the_config_section():
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     filled = validate_config(copy.deepcopy(config))["viewer"]
-    assert ViewerSettings.from_config(filled) == ViewerSettings(queries=100, negatives=20, snippet_chars=300)
+    assert ViewerSettings.from_config(filled) == ViewerSettings(queries=100, negatives=20, snippet_chars=300,
+                                                                positive_rank=10, flagged=500)
     with pytest.raises(ConfigError, match="viewer.querie"):
         validate_config({**copy.deepcopy(config), "viewer": {"querie": 5}})
     with pytest.raises(ConfigError) as error:

@@ -1,0 +1,35 @@
+# Comparisons of runs query by query (the config's `compare` list): one page per comparison,
+# results/tables/compare_<name>.html (hardneg.report.comparison_page), built when asked for and by the `paper`
+# target (PLAN.paper_targets), so the report shows them under "Comparisons". `hardneg compare` prints the same.
+
+
+rule compare:
+    input:
+        unpack(lambda w: PLAN.comparison_inputs(w.comparison)),
+    output:
+        page=update(
+            report(
+                PLAN.comparison_page("{comparison}"),
+                caption="../workflow/report/compare.rst",
+                category="Comparisons",
+                labels={"comparison": "{comparison}"},
+            )
+        ),
+    wildcard_constraints:
+        comparison=names_regex(PLAN.comparisons()),
+    params:
+        settings=lambda w: PLAN.comparisons()[w.comparison],
+        results=LAYOUT.root,
+    message:
+        "the comparison {wildcards.comparison} (log: {log})"
+    log:
+        LAYOUT.table_log("compare_{comparison}"),
+    benchmark:
+        LAYOUT.table_benchmark("compare_{comparison}")
+    threads: 1
+    resources:
+        **rule_resources("compare", mem_mb=2000, runtime=10),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/compare.py"

@@ -231,9 +231,9 @@ CASES = {
                                                       "a sentence-transformers export"),
     # export hardnegs, other arguments
     "hardnegs-negatives-zero": Case(export_hardnegs("jsonl", "user/h.jsonl", "--negatives", "0"),
-                                    "argument --negatives: must be at least 1, got 0"),
+                                    "argument --negatives: expected a number of at least 1 or all, got '0'"),
     "hardnegs-negatives-negative": Case(export_hardnegs("jsonl", "user/h.jsonl", "--negatives", "-3"),
-                                        "argument --negatives: must be at least 1, got -3"),
+                                        "argument --negatives: expected a number of at least 1 or all, got '-3'"),
     "hardnegs-unknown-format": Case(export_hardnegs("csv", "user/h.csv"), "argument --format: invalid choice: 'csv'"),
     "hardnegs-st-format-for-jsonl": Case(export_hardnegs("jsonl", "user/h.jsonl", "--st-format", "n-tuple"),
                                          "--st-format and --title-separator apply to --format sentence-transformers "

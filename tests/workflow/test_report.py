@@ -53,9 +53,11 @@ CONFIG = {
                    "params": {"alpha_grid": [0, 0.1, 1], "tune": {"split": "dev"}}},
     },
 }
-# What `make report` may run once the report's runs are built: evaluations, pages and figures, nothing that trains,
-# encodes, searches or mines.
-PAGE_RULES = {"report", "evaluate", "run_graph", "summary", "training_time_table", "markdown_page", "compare"}
+# What `make report` may run once the report's runs are built: evaluations (with the searches of the evaluation
+# split by runs whose models and indexes exist), pages and figures; nothing that trains, encodes the corpus, builds
+# an index or mines.
+PAGE_RULES = {"report", "evaluate", "bm25_search", "dense_search", "run_graph", "summary", "training_time_table",
+              "markdown_page", "compare"}
 SHOWN_IN_PLACE = {"image/png": "img", "image/jpeg": "img", "image/svg+xml": "img", "text/html": "html",
                   "application/pdf": "pdf"}  # what Snakemake's report displays itself; it offers the rest to download
 # The eye button of Snakemake's report, which shows (or downloads) a result: found by its icon.
@@ -100,7 +102,7 @@ def test_the_report_target_after_the_runs_makes_only_pages_and_figures(built):
 
 def test_after_make_run_the_report_of_the_default_config_trains_nothing(main_run):
     """`make report` after `make run`: the default config's report (adore_star and the runs behind it) asks only
-    for evaluations, pages and figures."""
+    for evaluations (warm-up's and STAR's test queries searched with their built indexes), pages and figures."""
     plan, jobs = dry_run(main_run, "report", snakefile=None)
     assert plan.returncode == 0, output_of(plan)[-3000:]
     rules = {job["rule"] for job in jobs}

@@ -53,13 +53,10 @@ class ReportPlan:
         return list(self.config["summary"]["measures"] or self.config["evaluation"]["measures"])
 
     def summary_settings(self) -> dict:
-        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`) and its groups
-        kept to the summary's runs (a group left without a run goes: :meth:`summary_groups_left_out`)."""
-        runs = set(self.summary_runs())
-        groups = [{**group, "runs": [run for run in group["runs"] if run in runs]}
-                  for group in self.config["summary"]["groups"]]
-        return {**self.config["summary"], "measures": self.summary_measures(),
-                "groups": [group for group in groups if group["runs"]]}
+        """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`). A group's runs
+        outside the summary mark nothing; its legend says so (:meth:`summary_groups_left_out` names them for the
+        report's line)."""
+        return {**self.config["summary"], "measures": self.summary_measures()}
 
     def summary_groups_left_out(self) -> list[str]:
         """One phrase per baseline group naming runs outside the summary: those runs, and whether the group

@@ -68,7 +68,6 @@ def test_console_messages_reach_snakemake_output(built):
             "  empty_documents: exclude leaves them out of dense runs") in out
     assert "2 relevance judgements (1 in train, 1 in test) name an empty document as relevant" in out
     assert "'train' queries of dataset mini (100.0%) are longer than query_max_length 4 tokens and are cut." in out
-    assert "run randneg: the built-in model is trained from scratch on 20 'train' queries" in out
     assert "run randneg: an epoch is 3 optimiser steps (21 training rows, one per (query, positive) judgement" in out
     assert "(log: results/datasets/mini/logs/prepare_dataset.log)" in out
 

@@ -1,6 +1,7 @@
 """Snakemake through the repository's Snakefile, in a working directory of the test's own: the one runner every
 test uses (``snakemake``), the command line it runs (``command``, for tests that start Snakemake and stop it),
-``write_config``, the jobs of a dry run (``dry_run``) and what is read back from Snakemake's output."""
+``write_config``, the jobs of a run or a dry run (``snakemake_jobs``, ``dry_run``) and what is read back from
+Snakemake's output."""
 
 from __future__ import annotations
 
@@ -64,16 +65,24 @@ def write_config(workdir: Path, config: dict | str) -> Path:
 def dry_run(workdir: Path, *args: str, cwd: Path | None = None,
             snakefile: Path | None = SNAKEFILE) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """``snakemake -n`` (see :func:`snakemake`) and the jobs it plans, each ``{"rule", "wildcards", "resources",
-    "message"}`` as Snakemake's logger receives it (``resources`` as text: ``{"mem_mb": "4000", ...}``)."""
+    "message", "input", "output", "log", "benchmark"}`` as Snakemake's logger receives it (``resources`` as text:
+    ``{"mem_mb": "4000", ...}``; files as printed: ``["results/x.parquet (update)", ...]``)."""
+    return snakemake_jobs(workdir, "-n", *args, cores=None, cwd=cwd, snakefile=snakefile)
+
+
+def snakemake_jobs(workdir: Path, *args: str, cores: int | None = 2, cwd: Path | None = None,
+                   snakefile: Path | None = SNAKEFILE,
+                   timeout: float | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """:func:`snakemake`, and the jobs it planned or ran (as :func:`dry_run` gives them)."""
     if cwd is None:
         cwd = workdir
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "jobs.jsonl"
         env = job_env()
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
-        result = subprocess.run(command(workdir, "-n", *args, "--logger", "jobs", "--logger-jobs-path", str(path),
-                                        cores=None, snakefile=snakefile), capture_output=True, text=True, env=env,
-                                cwd=cwd)
+        result = subprocess.run(command(workdir, *args, "--logger", "jobs", "--logger-jobs-path", str(path),
+                                        cores=cores, snakefile=snakefile), capture_output=True, text=True, env=env,
+                                cwd=cwd, timeout=timeout)
         lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     return result, [json.loads(line) for line in lines]
 

@@ -8,22 +8,19 @@ import pytest
 import yaml
 
 from tests.support import REPO
-from tests.support.workflow import output_of, snakemake, write_config
+from tests.support.workflow import dry_run, output_of, write_config
 
 
 def _dag_edges(workdir: Path, config: dict) -> dict[str, set[str]]:
-    """job (its rule and outputs) → the jobs it depends on directly, from the jobs ``snakemake -n`` lists (each
+    """job (its rule and outputs) → the jobs it depends on directly, from the jobs ``snakemake -n`` plans (each
     with its input and output files)."""
     write_config(workdir, config)
-    result = snakemake(workdir, "-n", "results/ance/metrics.json", cores=None)
+    result, planned = dry_run(workdir, "results/ance/metrics.json")
     assert result.returncode == 0, output_of(result)[-3000:]
-    text = result.stdout
     jobs = []
-    for block in re.split(r"^(?:local)?rule ", text, flags=re.M)[1:]:
-        fields = dict(re.findall(r"^\s+(input|output): (.*)$", block, re.M))
-        files = {key: [re.sub(r" \(.*\)$", "", f.strip()) for f in fields.get(key, "").split(",") if f.strip()]
-                 for key in ("input", "output")}  # "path (update)": an output Snakemake keeps while it is remade
-        jobs.append((f"{block.split(':', 1)[0]} {' '.join(files['output'])}", files))
+    for job in planned:  # "path (update)": an output Snakemake keeps while it is remade
+        files = {key: [re.sub(r" \(.*\)$", "", path) for path in job[key]] for key in ("input", "output")}
+        jobs.append((f"{job['rule']} {' '.join(files['output'])}", files))
     producer = {path: job for job, files in jobs for path in files["output"]}
     return {job: {producer[path] for path in files["input"] if path in producer} for job, files in jobs}
 

@@ -74,7 +74,7 @@ def dry_run_jobs(workdir: Path, config: Path, *targets: str) -> tuple[object, li
 def default_jobs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runs = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["runs"]
-    return dry_run_jobs(tmp_path, REPO / "config" / "config.yaml", "paper", "results/pq_matrix/matrix.md",
+    return dry_run_jobs(tmp_path, REPO / "config" / "config.yaml", "paper", "report", "results/pq_matrix/matrix.md",
                         *[f"results/{run}/metrics.json" for run in runs])
 
 

@@ -10,7 +10,7 @@ from hardneg.pipeline.config import load_config_file
 from hardneg.pipeline.plan import Plan
 from tests.support import REPO
 from tests.support.dense import TINY_MODEL
-from tests.support.workflow import output_of, snakemake, write_config
+from tests.support.workflow import dry_run, output_of, snakemake, write_config
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TINY_DENSE = {
@@ -67,20 +67,20 @@ def test_every_figure_is_a_rule_of_its_name_in_the_dag(tmp_path):
     each with its own inputs (no input function of the loop reading another figure's), outputs, log and
     resources."""
     write_config(tmp_path, (REPO / "config" / "config.yaml").read_text())
-    result = snakemake(tmp_path, "-n", "figures", cores=1)
-    out = output_of(result)
-    assert result.returncode == 0, out[-3000:]
-    jobs = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}
+    result, planned = dry_run(tmp_path, "figures")
+    assert result.returncode == 0, output_of(result)[-3000:]
+    jobs = {job["rule"]: job for job in planned}
     assert {rule for rule in jobs if rule.startswith("figure_")} == {f"figure_{name}" for name in FIGURES}
     plan = Plan(load_config_file(REPO / "config" / "config.yaml"))
     for name, figure in FIGURES.items():
         job = jobs[f"figure_{name}"]
         inputs = [path for value in plan.figure_inputs(name).values()
                   for path in ([value] if isinstance(value, str) else value)]
-        assert f"    input: {', '.join(inputs)}\n" in job, (name, job)
-        assert (f"    output: results/figures/{name}.parquet (update), results/figures/{name}.png (update)\n"
-                in job), (name, job)
-        assert f"    log: results/figures/logs/{name}.log\n" in job, (name, job)
-        assert f"    benchmark: results/figures/benchmarks/{name}.tsv\n" in job, (name, job)
-        assert f"runtime={figure.runtime}, mem_mb={figure.mem_mb}," in job, (name, job)
+        assert job["input"] == inputs, (name, job)
+        assert job["output"] == [f"results/figures/{name}.parquet (update)",
+                                 f"results/figures/{name}.png (update)"], (name, job)
+        assert job["log"] == [f"results/figures/logs/{name}.log"], (name, job)
+        assert job["benchmark"] == f"results/figures/benchmarks/{name}.tsv", (name, job)
+        assert {key: job["resources"][key] for key in ("runtime", "mem_mb")} == \
+            {"runtime": str(figure.runtime), "mem_mb": str(figure.mem_mb)}, (name, job)
     assert FIGURES["tsne"].resources == {"mem_mb": 2000, "runtime": 10}

@@ -22,7 +22,8 @@ class LogHandlerSettings(LogHandlerSettingsBase):
 
 
 class LogHandler(LogHandlerBase):
-    """Appends ``{"rule", "wildcards", "resources", "message"}`` for each job-info record."""
+    """Appends ``{"rule", "wildcards", "resources", "message", "input", "output", "log", "benchmark"}`` for each
+    job-info record (the files as Snakemake prints them: ``path (update)``)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(record, "event", None) != LogEvent.JOB_INFO:
@@ -31,7 +32,11 @@ class LogHandler(LogHandlerBase):
                      if not key.startswith("_")}
         line = {"rule": record.rule_name, "wildcards": dict(getattr(record, "wildcards", {}) or {}),
                 "resources": {key: str(value) for key, value in resources.items()},
-                "message": getattr(record, "rule_msg", None)}
+                "message": getattr(record, "rule_msg", None),
+                "input": list(getattr(record, "input", None) or []),
+                "output": list(getattr(record, "output", None) or []),
+                "log": list(getattr(record, "log", None) or []),
+                "benchmark": getattr(record, "benchmark", None)}
         with open(self.settings.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
 

@@ -71,7 +71,7 @@ def _table(args) -> int:
         raise HardnegError(f"{args.config} has no run {quoted(unknown[0])}; its runs: {', '.join(config['runs'])}")
     rows = available_rows(args.results, config["tables"], args.runs)
     if not rows:
-        listed = [run for run, _ in table_rows(config["tables"].get("results", []))] or list(config["runs"])
+        listed = [run for run, _ in table_rows(config["tables"]["results"])] or list(config["runs"])
         first = listed[0]
         raise HardnegError(f"no run of the config's tables has metrics under {args.results}/; build one first, "
                            f"e.g. {_build_command(args, [first])}")

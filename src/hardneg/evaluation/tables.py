@@ -130,7 +130,7 @@ def abs_table(results: str | os.PathLike, section: dict) -> str:
 def available_rows(results: str | os.PathLike, tables: dict, runs: list[str] | None = None) -> list[tuple[str, str]]:
     """The rows to show: ``runs`` (with their label in the config's ``tables`` where it has one), or else every run
     of the results and TCT tables of ``tables`` that has metrics under ``results``, in the tables' order."""
-    rows = table_rows(tables.get("results", [])) + table_rows(tables.get("distillation", []))
+    rows = table_rows(tables["results"]) + table_rows(tables["distillation"])
     labels = dict(rows)
     if runs:
         return [(run, labels.get(run, run)) for run in runs]

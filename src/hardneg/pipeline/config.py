@@ -33,7 +33,7 @@ from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dat
 from hardneg.pipeline.resources import check_resource_rules
 from hardneg.schema.files import read_config_yaml
 from hardneg.schema.names import quoted
-from hardneg.schema.validation import Validator, describe, first_error, read_schema, validate_fragment
+from hardneg.schema.validation import describe, first_error, read_schema, validate_fragment, validator_for
 
 
 def load_schema(path: str | os.PathLike | None = None) -> dict:
@@ -87,7 +87,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         schema = load_schema(schema)
     elif "allOf" not in schema.get("$defs", {}).get("run", {}):
         schema = with_methods(schema)
-    validator = Validator(schema)
+    validator = validator_for(schema)
     error = first_error(validator, config)
     if error is None and pq_matrix.expand_config(config):
         explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys

@@ -209,9 +209,12 @@ def _mapping_kind(node: dict, defs: dict, path: str) -> str:
 
 # ----------------------------------------------------------------------------------------------- the keys
 def _key(path: str, node: dict, defs: dict, *, required: bool = False, variant: str = "") -> Key:
-    """The key at ``path`` whose schema is ``node``: its own description and default (not those of a schema it
-    refers to: the validator fills a key's own ``default:`` only)."""
+    """The key at ``path`` whose schema is ``node``: its own description, and its own default or else that of the
+    definition it refers to (as the validator fills it: :func:`hardneg.schema.validation.with_ref_defaults`)."""
     description = node.get("description", "") if isinstance(node, dict) else ""
+    if isinstance(node, dict) and "default" not in node and isinstance(node.get("$ref"), str):
+        node = {**node, **{key: value for key, value in defs.get(node["$ref"].removeprefix(_DEFS), {}).items()
+                           if key == "default"}}
     default = _literal(node["default"]) if isinstance(node, dict) and "default" in node else None
     return Key(path, " ".join(str(description).split()), _kind(node, defs, path), default, required, variant)
 

@@ -55,7 +55,35 @@ def _with_defaults(validator_class):
 
 
 # Draft 2020-12, filling each missing property that has a ``default:`` before checking the properties.
-Validator = _with_defaults(Draft202012Validator)
+_Validator = _with_defaults(Draft202012Validator)
+
+
+def with_ref_defaults(schema: dict) -> dict:
+    """A copy of ``schema`` in which a sub-schema that is a reference into its ``$defs`` (``{$ref: "#/$defs/x"}``)
+    and has no ``default:`` of its own carries the default of ``$defs/x``, if that has one: the validator fills a
+    missing key from the default beside it, so a key declared by reference gets its definition's default too."""
+    definitions = schema.get("$defs", {})
+
+    def walk(node):
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        node = {key: walk(value) for key, value in node.items()}
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and "default" not in node:
+            target = definitions.get(ref[len("#/$defs/"):], {})
+            if isinstance(target, dict) and "default" in target:
+                node["default"] = copy.deepcopy(target["default"])
+        return node
+
+    return walk(schema)
+
+
+def validator_for(schema: dict):
+    """The validator of ``schema``: JSON Schema draft 2020-12 that writes every missing property's default into the
+    instance as it validates, a key declared by reference included (:func:`with_ref_defaults`)."""
+    return _Validator(with_ref_defaults(schema))
 
 
 def non_finite_error(instance, path: tuple = ()) -> ValidationError | None:
@@ -126,7 +154,7 @@ def validate_fragment(value: dict, fragment: dict, schema: dict, where: str) -> 
     """A copy of ``value`` validated against ``fragment`` (a sub-schema whose ``$ref`` point into ``schema``'s
     ``$defs``), defaults filled. Errors name ``<where>.<key>``."""
     value = copy.deepcopy(value)
-    validator = Validator({**fragment, "$defs": schema["$defs"]})
+    validator = validator_for({**fragment, "$defs": schema["$defs"]})
     found = first_error(validator, value)
     if found is not None:
         error = describe(found)

@@ -96,3 +96,28 @@ def test_synthetic_spec_has_the_schema_keys_and_no_defaults(schema):
         SyntheticSpec.from_config({"adapter": "synthetic", "seed": 1, "num_doc": 5})
     with pytest.raises(ConfigError, match=r"'dataset.seed': required key is missing"):
         SyntheticSpec.from_config({"adapter": "synthetic"})
+
+
+def test_a_key_declared_by_reference_gets_its_definitions_default():
+    """``tables.results: {$ref: "#/$defs/table_rows"}`` has no default beside it; the definition's ``default: []``
+    is filled all the same, and a default beside the reference wins over the definition's."""
+    from hardneg.schema.validation import validator_for
+
+    schema = {"$defs": {"rows": {"type": "array", "default": []}, "flag": {"type": "boolean", "default": False}},
+              "type": "object",
+              "properties": {"rows": {"$ref": "#/$defs/rows"}, "flag": {"$ref": "#/$defs/flag", "default": True},
+                             "nested": {"type": "object", "default": {},
+                                        "properties": {"rows": {"$ref": "#/$defs/rows"}}}}}
+    instance = {}
+    assert list(validator_for(schema).iter_errors(instance)) == []
+    assert instance == {"rows": [], "flag": True, "nested": {"rows": []}}
+    assert "default" not in schema["properties"]["rows"]  # the schema itself is left as it was
+
+
+def test_the_tables_of_a_config_without_them_are_filled_from_the_schema(tmp_path):
+    from hardneg.pipeline.config import load_config_file
+
+    path = tmp_path / "config.yaml"
+    path.write_text("dataset: toy\ndatasets: {toy: {adapter: synthetic}}\nruns: {bm25: {method: bm25}}\n")
+    tables = load_config_file(path)["tables"]
+    assert tables == {"results": [], "distillation": [], "abs": {"rows": [], "pretraining": []}}

@@ -67,6 +67,32 @@ POSITIVE_SCORES = ArtifactKind(
     pa.schema([("qid", pa.string()), ("docid", pa.string()), ("relevance", pa.int32()), ("score", pa.float32())]),
     "the mining model's score of every relevant (query, document) pair",
 )
+CANDIDATES = ArtifactKind(
+    "candidates",
+    pa.schema([
+        ("qid", pa.string()),
+        ("docid", pa.string()),
+        ("rank", pa.int32()),  # the miner's rank, 1-based (documents judged relevant are not candidates)
+        ("score", pa.float32()),  # the miner's score
+        ("best_positive_score", pa.float32()),  # the query's best judged positive under the miner; null: none scored
+        ("bm25_rank", pa.int32()),  # null: no BM25 run given, or not in its ranking
+        ("bm25_score", pa.float32()),
+        ("ce_score", pa.float32()),  # the cross-encoder's probability of relevance; null: no cross-encoder given
+        ("best_positive_ce_score", pa.float32()),  # its best score of the query's judged positives
+        ("duplicate_of", pa.string()),  # a judged positive of the query this document duplicates; null: none
+        ("duplicate_kind", pa.string()),  # "exact" (same normalised text) or "near" (MinHash); null: none
+    ]),
+    "a candidate pool: for each training query the miner's top-ranked documents not judged relevant, with what the "
+    "selection policies read (the miner's and BM25's ranks and scores, a cross-encoder's scores, duplicates of a "
+    "positive)",
+)
+DUPLICATES = ArtifactKind(
+    "duplicates",
+    pa.schema([("docid", pa.string()), ("duplicate", pa.string()), ("kind", pa.string()),
+               ("similarity", pa.float32())]),
+    "pairs of documents of a corpus with the same normalised text (kind exact, similarity 1) or a shingle Jaccard "
+    "similarity at or above the threshold (kind near); each pair once, docid < duplicate",
+)
 AUDIT = ArtifactKind(
     "hardneg_audit",
     pa.schema([
@@ -137,8 +163,8 @@ FIGURE_ALPHA = ArtifactKind(
 )
 
 KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS, ROW_IDS, HARDNEGS, POSITIVE_SCORES,
-                             AUDIT, FUSION_TUNING, FIGURE_DISTRIBUTION, FIGURE_CURVES, FIGURE_GRAD_NORMS, FIGURE_TSNE,
-                             FIGURE_MATRIX, FIGURE_ALPHA, FIGURE_EPOCHS)}
+                             CANDIDATES, DUPLICATES, AUDIT, FUSION_TUNING, FIGURE_DISTRIBUTION, FIGURE_CURVES,
+                             FIGURE_GRAD_NORMS, FIGURE_TSNE, FIGURE_MATRIX, FIGURE_ALPHA, FIGURE_EPOCHS)}
 
 
 def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:

@@ -9,39 +9,10 @@ import pytest
 
 from hardneg.io import artifacts
 from hardneg.mining.negatives import mine_hard_negatives, mine_stage, positive_scores
+from tests.support.mining import QRELS, RUN, pairs, positives_table, qrels_table, run_table
 
 
-def run_table(rows):
-    qid, docid, rank, score = zip(*rows) if rows else ([], [], [], [])
-    return pa.table({"qid": list(qid), "docid": list(docid), "rank": list(rank), "score": list(score)},
-                    schema=artifacts.RUN.schema)
-
-
-def qrels_table(rows):
-    qid, docid, rel = zip(*rows)
-    return pa.table({"qid": list(qid), "docid": list(docid), "relevance": list(rel)}, schema=artifacts.QRELS.schema)
-
-
-def positives_table(rows):
-    qid, docid, rel, score = zip(*rows)
-    return pa.table({"qid": list(qid), "docid": list(docid), "relevance": list(rel), "score": list(score)},
-                    schema=artifacts.POSITIVE_SCORES.schema)
-
-
-# q1: a2 (relevance 1) and a5 (relevance 2) are positives, a3 is judged non-relevant (0) and stays a negative.
-# q2: b1 is its positive; a2 (a positive of q1 only) is a negative for q2. q3 has no judgements at all.
-RUN = run_table([
-    ("q1", "a1", 1, 9.0), ("q1", "a2", 2, 8.0), ("q1", "a3", 3, 7.0), ("q1", "a4", 4, 6.0),
-    ("q1", "a5", 5, 5.0), ("q1", "a6", 6, 4.0), ("q1", "a7", 7, 3.0), ("q1", "a8", 8, 2.0),
-    ("q2", "b1", 1, 5.0), ("q2", "b2", 2, 4.5), ("q2", "b3", 3, 4.0), ("q2", "b4", 4, 3.5), ("q2", "a2", 5, 3.0),
-    ("q3", "c1", 1, 1.0), ("q3", "c2", 2, 0.5),
-])
-QRELS = qrels_table([("q1", "a2", 1), ("q1", "a5", 2), ("q1", "a3", 0), ("q2", "b1", 1), ("q2", "zz", 1)])
 POSITIVES = positives_table([("q1", "a2", 1, 8.0), ("q1", "a5", 2, 5.0), ("q2", "b1", 1, 5.0)])
-
-
-def pairs(table):
-    return list(zip(table["qid"].to_pylist(), table["docid"].to_pylist()))
 
 
 def test_removes_positives_keeps_judged_non_relevant_and_orders_by_run_then_rank():
@@ -201,7 +172,6 @@ def test_positive_scores_are_dot_products_in_float32():
         ("q2", "d2", 1, 0.0 + 1.0 - 1.0),
         ("q2", "d1", 1, 0.0 + 0.0 - 2.0),
     ]
-
 
 
 def test_positive_scores_leave_out_documents_without_an_embedding(caplog):

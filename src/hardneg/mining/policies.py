@@ -1,0 +1,292 @@
+"""Selection policies: which candidates of a pool (:mod:`hardneg.mining.pool`) become a query's hard negatives.
+
+A :class:`Policy` is a set of filters, each off by default; :func:`select` applies them to a CANDIDATES table, in
+this order, and counts what each removed (the audit reports it per policy):
+
+``depth``
+    rank <= depth (a policy mining a shallower top-k than the pool's).
+``rank_range``
+    low <= rank <= high (1-based, inclusive), e.g. skipping the top ranks, where most false negatives are.
+``duplicates``
+    with ``exclude_duplicates``, drop documents that duplicate one of the query's judged positives.
+``margin``
+    NV-Retriever's TopK-MarginPos (Moreira et al. 2024): keep score <= best positive score − margin, in the
+    miner's score units.
+``relative_margin``
+    NV-Retriever's TopK-PercPos: keep score <= best positive score × (1 − relative_margin); their recommended
+    setting keeps negatives below 95% of the positive's score, relative_margin 0.05 (meant for positive scores).
+``ce_threshold``
+    RocketQA's denoising (Qu et al. 2021): drop candidates a cross-encoder gives a probability of relevance >=
+    the threshold.
+``ce_margin``
+    drop candidates whose cross-encoder probability exceeds the query's best positive's minus the margin.
+``keep``
+    at most this many per query: the best-ranked (``sampling="top"``) or a seeded uniform sample (``"random"``).
+
+Nulls pass: a row without a best positive score passes the margins, one without a cross-encoder score (or best
+positive cross-encoder score) the cross-encoder filters, as in :func:`hardneg.mining.negatives.mine_hard_negatives`.
+On a pool built with the same run, qrels, positives and depth, a policy with only ``rank_range``, ``margin``,
+``relative_margin``, ``keep`` and ``sampling`` selects exactly what ``mine_hard_negatives`` mines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hardneg.io import artifacts
+from hardneg.mining.negatives import SAMPLING, _group_bounds, _query_seed, value_codes
+
+FILTERS = ("depth", "rank_range", "duplicates", "margin", "relative_margin", "ce_threshold", "ce_margin", "keep")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value) -> bool:
+    return (_is_int(value) or isinstance(value, (float, np.floating))) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A selection policy: the filters :func:`select` applies to a candidate pool. Every field's default turns
+    its filter off. Checked on construction; ``rank_range`` may be given as a two-element list (as YAML gives it)
+    and is kept as a tuple.
+
+    :param depth: keep rank <= depth (at least 1); None: every rank of the pool.
+    :param rank_range: (low, high): keep low <= rank <= high, 1-based, ``1 <= low <= high``; None: every rank.
+    :param exclude_duplicates: drop candidates whose ``duplicate_of`` is set (they duplicate a judged positive).
+        On a pool built without duplicates (the columns all null) nothing is a duplicate and nothing is dropped.
+    :param margin: keep score <= best_positive_score − margin, in the miner's score units (non-negative); None:
+        no such filter.
+    :param relative_margin: keep score <= best_positive_score × (1 − relative_margin), in [0, 1]; None: no such
+        filter. Meant for positive scores (cosine similarities): for a negative best positive score a larger
+        relative_margin raises the bound towards 0, so it filters less, not more.
+    :param ce_threshold: drop candidates with ce_score >= ce_threshold, a probability in [0, 1]; None: no such
+        filter.
+    :param ce_margin: drop candidates with ce_score > best_positive_ce_score − ce_margin, in [0, 1]; None: no such
+        filter.
+    :param keep: the most candidates kept per query (at least 1); None: all.
+    :param sampling: which ``keep`` candidates: ``"top"`` (the best-ranked) or ``"random"`` (uniform without
+        replacement, seeded from the seed and the qid).
+    """
+
+    depth: int | None = None
+    rank_range: tuple[int, int] | None = None
+    exclude_duplicates: bool = False
+    margin: float | None = None
+    relative_margin: float | None = None
+    ce_threshold: float | None = None
+    ce_margin: float | None = None
+    keep: int | None = None
+    sampling: str = "top"
+
+    def __post_init__(self):
+        if self.depth is not None and not (_is_int(self.depth) and self.depth >= 1):
+            raise ValueError(f"depth must be an integer of at least 1 (or None), got {self.depth!r}")
+        if self.rank_range is not None:
+            ranks = self.rank_range
+            if not (isinstance(ranks, (tuple, list)) and len(ranks) == 2 and all(map(_is_int, ranks))
+                    and 1 <= ranks[0] <= ranks[1]):
+                raise ValueError(f"rank_range must be (low, high), integers with 1 <= low <= high, got {ranks!r}")
+            object.__setattr__(self, "rank_range", (int(ranks[0]), int(ranks[1])))
+        if not isinstance(self.exclude_duplicates, (bool, np.bool_)):
+            raise ValueError(f"exclude_duplicates must be true or false, got {self.exclude_duplicates!r}")
+        for name, high in (("margin", math.inf), ("relative_margin", 1.0), ("ce_threshold", 1.0),
+                           ("ce_margin", 1.0)):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and 0 <= value <= high):
+                bounds = "non-negative" if high == math.inf else f"in [0, {high:g}]"
+                raise ValueError(f"{name} must be a number {bounds} (or None), got {value!r}")
+        if self.keep is not None and not (_is_int(self.keep) and self.keep >= 1):
+            raise ValueError(f"keep must be an integer of at least 1 (or None for all), got {self.keep!r}")
+        if self.sampling not in SAMPLING:
+            raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {self.sampling!r}")
+
+    @classmethod
+    def from_params(cls, params: Mapping) -> Policy:
+        """The policy of a config mapping with the keys of :data:`POLICY_SCHEMA` (a missing key takes its
+        default).
+
+        :param params: the mapping, e.g. a policy section of a config; ``rank_range`` may be a list.
+        :returns: the Policy.
+        :raises ValueError: an unknown key, or a value out of its range (see :class:`Policy`).
+        """
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise ValueError(f"unknown policy key(s) {', '.join(unknown)}; the keys are {', '.join(known)}")
+        return cls(**params)
+
+
+POLICY_SCHEMA = {
+    "type": "object", "additionalProperties": False, "default": {},
+    "description": "a selection policy: which candidates of the pool (results/<run>/candidates.parquet) become a "
+                   "query's hard negatives; filters apply in the order of the keys, each off by default",
+    "properties": {
+        "depth": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                  "description": "keep candidates ranked at most this deep by the miner (null: the pool's depth)"},
+        "rank_range": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 2,
+                       "maxItems": 2, "default": None,
+                       "description": "keep only ranks in [first, last] (1-based, both included; first <= last); "
+                                      "null: every rank"},
+        "exclude_duplicates": {"type": "boolean", "default": False,
+                               "description": "drop candidates that duplicate a judged positive of the query "
+                                              "(exact or near duplicates; nothing is dropped from a pool built "
+                                              "without duplicate detection)"},
+        "margin": {"type": ["number", "null"], "minimum": 0, "default": None,
+                   "description": "TopK-MarginPos: keep candidates scoring at most best positive - margin, in the "
+                                  "miner's score units (null: no such filter)"},
+        "relative_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
+                            "description": "TopK-PercPos: keep candidates scoring at most (1 - relative_margin) x "
+                                           "best positive (0.05: below 95% of it; null: no such filter)"},
+        "ce_threshold": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
+                         "description": "drop candidates the cross-encoder gives a probability of relevance at or "
+                                        "above this (RocketQA denoising; null: no such filter)"},
+        "ce_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
+                      "description": "drop candidates whose cross-encoder probability exceeds the best positive's "
+                                     "minus this (null: no such filter)"},
+        "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                 "description": "candidates kept per query (null: all)"},
+        "sampling": {"enum": list(SAMPLING), "default": "top",
+                     "description": "which `keep` candidates: the best-ranked (top) or a uniform sample seeded by "
+                                    "the seed and the query (random)"},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`select` chose: ``negatives`` (a HARDNEGS table), ``removed`` (per filter of :data:`FILTERS`, in
+    order, the candidates it removed from what the filters before it left; 0 for a filter that is off),
+    ``candidates`` (rows of the pool) and ``kept`` (rows of ``negatives``): candidates = sum(removed) + kept."""
+
+    negatives: pa.Table
+    removed: dict[str, int]
+    candidates: int
+    kept: int
+
+
+def _floats(column: pa.ChunkedArray) -> np.ndarray:
+    """A float column as float64, NaN where null."""
+    return pc.fill_null(column.cast(pa.float64()), math.nan).to_numpy() if len(column) else np.zeros(0)
+
+
+def _check_pool(pool: pa.Table, policy: Policy) -> None:
+    missing = [name for name in artifacts.CANDIDATES.schema.names if name not in pool.column_names]
+    if missing:
+        raise ValueError(f"not a candidate pool (CANDIDATES table): missing column(s) {', '.join(missing)}")
+    if pool.num_rows == 0:
+        return
+
+    def absent(column: str) -> bool:
+        return pool[column].null_count == pool.num_rows
+
+    for name, needs, hint in (("margin", "best_positive_score", "positives"),
+                              ("relative_margin", "best_positive_score", "positives"),
+                              ("ce_threshold", "ce_score", "ce_scores"),
+                              ("ce_margin", "ce_score", "ce_scores"),
+                              ("ce_margin", "best_positive_ce_score", "ce_positive_scores")):
+        if getattr(policy, name) is not None and absent(needs):
+            raise ValueError(f"the policy's {name} filter needs the pool's {needs}, which is null in every row: "
+                             f"build the pool with {hint}")
+
+
+def _keep_per_query(rows: np.ndarray, query: np.ndarray, queries: pa.Array, keep: int, sampling: str,
+                    seed: int) -> np.ndarray:
+    """``rows`` (sorted by query code, then rank) cut to at most ``keep`` per query: the first, or a uniform
+    sample drawn by a generator seeded from (``seed``, qid), as ``mine_hard_negatives`` draws it."""
+    starts, sizes, group = _group_bounds(query[rows])
+    position = np.arange(len(rows)) - starts[group]
+    if sampling == "top":
+        return rows[position < keep]
+    chosen = position < np.where(sizes > keep, 0, keep)[group]  # small queries keep all
+    names = queries.to_pylist()
+    for g in np.flatnonzero(sizes > keep):  # one generator per query: independent of the others and their order
+        rng = np.random.default_rng(_query_seed(seed, names[query[rows[starts[g]]]]))
+        chosen[starts[g] + rng.choice(sizes[g], size=keep, replace=False)] = True
+    return rows[chosen]
+
+
+def select(pool: pa.Table, policy: Policy, *, seed: int = 0) -> Selection:
+    """The hard negatives a policy selects from a candidate pool.
+
+    The filters of ``policy`` apply in the order of :data:`FILTERS` (see :class:`Policy`), each to what the
+    previous left, and ``removed`` counts what each removed. Scores are compared in float64, as
+    ``mine_hard_negatives`` compares them. Deterministic: the same pool, policy and seed give the same table.
+
+    :param pool: a CANDIDATES table (``build_pool``), rows in any order: queries are taken in order of first
+        appearance, each query's rows by rank (ties in pool order).
+    :param policy: the filters.
+    :param seed: the seed of ``sampling="random"`` (non-negative); a query's sample depends on (seed, qid) and its
+        own candidates only.
+    :returns: a Selection: ``negatives``, a HARDNEGS table (``qid``, ``docid`` strings, ``rank`` int32, ``score``
+        float32, from the pool) ordered by query then rank, a query left without negatives having no row;
+        ``removed``, a dict from each name of :data:`FILTERS` to the candidates it removed; ``candidates`` and
+        ``kept``, the row counts of the pool and of ``negatives``.
+    :raises ValueError: a negative ``seed``; a pool lacking a CANDIDATES column; a margin on a pool (with rows)
+        whose ``best_positive_score`` is null in every row, ``ce_threshold`` or ``ce_margin`` on one whose
+        ``ce_score`` is, or ``ce_margin`` on one whose ``best_positive_ce_score`` is.
+    """
+    if not _is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    _check_pool(pool, policy)
+    n = pool.num_rows
+    queries = pc.unique(pool["qid"]) if n else pa.array([], pa.string())  # in first-appearance order
+    query = value_codes(pool["qid"], queries)
+    rank = pool["rank"].to_numpy().astype(np.int64, copy=False) if n else np.zeros(0, np.int64)
+
+    # Row indices into ``pool``, narrowed by each filter; kept sorted by (query, rank) throughout.
+    rows = np.arange(n)
+    dq = np.diff(query)
+    if n > 1 and not np.all((dq > 0) | ((dq == 0) & (np.diff(rank) >= 0))):  # build_pool gives them sorted
+        rows = np.lexsort((rank, query))  # stable: rank ties keep pool order
+    del dq
+
+    removed = dict.fromkeys(FILTERS, 0)
+
+    def apply(name: str, ok: np.ndarray) -> None:
+        nonlocal rows
+        removed[name] = int(len(rows) - np.count_nonzero(ok))
+        rows = rows[ok]
+
+    if policy.depth is not None:
+        apply("depth", rank[rows] <= policy.depth)
+    if policy.rank_range is not None:
+        low, high = policy.rank_range
+        apply("rank_range", (rank[rows] >= low) & (rank[rows] <= high))
+    if policy.exclude_duplicates:
+        duplicate = pc.is_valid(pool["duplicate_of"]).to_numpy(zero_copy_only=False) if n else np.zeros(0, bool)
+        apply("duplicates", ~duplicate[rows])
+    if policy.margin is not None or policy.relative_margin is not None:
+        score, best = _floats(pool["score"])[rows], _floats(pool["best_positive_score"])[rows]
+        no_best = np.isnan(best)  # a query without a positive score keeps its candidates
+        if policy.margin is not None:
+            ok = (score <= best - policy.margin) | no_best
+            apply("margin", ok)
+            score, best, no_best = score[ok], best[ok], no_best[ok]
+        if policy.relative_margin is not None:
+            apply("relative_margin", (score <= best * (1.0 - policy.relative_margin)) | no_best)
+    if policy.ce_threshold is not None or policy.ce_margin is not None:
+        ce = _floats(pool["ce_score"])[rows]  # NaN (not scored) passes: every comparison below is False
+        if policy.ce_threshold is not None:
+            ok = ~(ce >= policy.ce_threshold)
+            apply("ce_threshold", ok)
+            ce = ce[ok]
+        if policy.ce_margin is not None:
+            best_ce = _floats(pool["best_positive_ce_score"])[rows]
+            apply("ce_margin", ~(ce > best_ce - policy.ce_margin))
+    if policy.keep is not None and len(rows):
+        kept = _keep_per_query(rows, query, queries, policy.keep, policy.sampling, seed)
+        removed["keep"] = len(rows) - len(kept)
+        rows = kept
+
+    negatives = pool.take(pa.array(rows, pa.int64())).select(artifacts.HARDNEGS.schema.names)
+    negatives = negatives.cast(artifacts.HARDNEGS.schema).combine_chunks()
+    return Selection(negatives=negatives, removed=removed, candidates=n, kept=negatives.num_rows)

@@ -1,0 +1,41 @@
+"""Hand-made tables for the mining tests (a ranking, its qrels and positive scores), and the (qid, docid) pairs of
+a table."""
+
+import pyarrow as pa
+
+from hardneg.io import artifacts
+
+
+def run_table(rows):
+    """A RUN table from (qid, docid, rank, score) tuples."""
+    return _table(artifacts.RUN, rows)
+
+
+def qrels_table(rows):
+    """A QRELS table from (qid, docid, relevance) tuples."""
+    return _table(artifacts.QRELS, rows)
+
+
+def positives_table(rows):
+    """A POSITIVE_SCORES table from (qid, docid, relevance, score) tuples."""
+    return _table(artifacts.POSITIVE_SCORES, rows)
+
+
+def _table(kind, rows):
+    columns = list(zip(*rows)) if rows else [[] for _ in kind.schema]
+    return pa.table({f.name: list(c) for f, c in zip(kind.schema, columns)}, schema=kind.schema)
+
+
+def pairs(table):
+    return list(zip(table["qid"].to_pylist(), table["docid"].to_pylist()))
+
+
+# q1: a2 (relevance 1) and a5 (relevance 2) are positives, a3 is judged non-relevant (0) and stays a candidate.
+# q2: b1 is its positive; a2 (a positive of q1 only) is a candidate for q2. q3 has no judgements at all.
+RUN = run_table([
+    ("q1", "a1", 1, 9.0), ("q1", "a2", 2, 8.0), ("q1", "a3", 3, 7.0), ("q1", "a4", 4, 6.0),
+    ("q1", "a5", 5, 5.0), ("q1", "a6", 6, 4.0), ("q1", "a7", 7, 3.0), ("q1", "a8", 8, 2.0),
+    ("q2", "b1", 1, 5.0), ("q2", "b2", 2, 4.5), ("q2", "b3", 3, 4.0), ("q2", "b4", 4, 3.5), ("q2", "a2", 5, 3.0),
+    ("q3", "c1", 1, 1.0), ("q3", "c2", 2, 0.5),
+])
+QRELS = qrels_table([("q1", "a2", 1), ("q1", "a5", 2), ("q1", "a3", 0), ("q2", "b1", 1), ("q2", "zz", 1)])

@@ -28,7 +28,7 @@ from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 from hardneg.io.text import markdown_code
-from hardneg.mining.negatives import isin, relevant_judgements, value_codes
+from hardneg.mining.rows import isin, relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
 

@@ -4,14 +4,13 @@ Inputs are the mining model's ranking of the training queries (a RUN table), the
 the mining model's scores of the relevant pairs (a POSITIVE_SCORES table, needed for margin filters). The output
 is a HARDNEGS table: for each query its kept negatives with their rank and score under the mining model.
 
-Everything is vectorised over all rows at once (Arrow hash lookups, NumPy group arithmetic on sorted query codes);
-the only Python loop is one per query when negatives are sampled at random, to seed each query's generator. The
-stage mines a large run in blocks of whole queries (:func:`query_blocks`), which gives the same list.
+Mining is a selection policy (:mod:`hardneg.mining.policies`) applied to the candidate pool of the ranking
+(:mod:`hardneg.mining.pool`): the miner's options are the policy's. The stage mines a large run in blocks of whole
+queries (:func:`hardneg.mining.rows.query_blocks`), which gives the same list.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass
@@ -21,30 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.io import artifacts, logs
+from hardneg.mining.policies import SAMPLING, Policy, select
+from hardneg.mining.pool import build_pool
+from hardneg.mining.rows import MINE_BLOCK_ROWS, query_blocks, relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
 
-SAMPLING = ("top", "random")
 _PAIR_CHUNK = 1 << 16  # rows of embeddings gathered at once by positive_scores (bounds memory)
-
-
-def value_codes(values: pa.ChunkedArray | pa.Array, value_set: pa.Array) -> np.ndarray:
-    """Index of each value in ``value_set`` as int64, -1 where absent."""
-    index = pc.index_in(values, value_set=value_set)
-    return pc.fill_null(index, -1).to_numpy().astype(np.int64, copy=False) if len(values) else np.zeros(0, np.int64)
-
-
-def isin(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
-    """``np.isin`` through Arrow's hash set, several times faster on tens of millions of int64 keys."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=bool)
-    values = pa.array(values)
-    return pc.is_in(values, value_set=pa.array(value_set, type=values.type)).to_numpy(zero_copy_only=False)
-
-
-def relevant_judgements(table: pa.Table) -> pa.Table:
-    """The rows of a qrels-like table (a ``relevance`` column) that judge the document relevant (1 or more)."""
-    return table.filter(pc.greater_equal(table["relevance"], 1))
 
 
 def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids: list[str] | np.ndarray,
@@ -97,43 +79,6 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
                      "score": pa.array(scores, pa.float32())}, schema=artifacts.POSITIVE_SCORES.schema)
 
 
-def _query_seed(seed: int, qid: str) -> list[int]:
-    """Seed material of one query's generator: stable across runs and processes (unlike ``hash``)."""
-    digest = hashlib.blake2b(qid.encode("utf-8"), digest_size=8).digest()
-    return [seed, int.from_bytes(digest, "little")]
-
-
-def _group_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For codes sorted so that equal codes are contiguous: (start, size) of each group and each row's group."""
-    if len(codes) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    is_start = np.r_[True, codes[1:] != codes[:-1]]
-    starts = np.flatnonzero(is_start)
-    sizes = np.diff(np.r_[starts, len(codes)])
-    return starts, sizes, np.cumsum(is_start) - 1
-
-
-def _check_options(depth, rank_range, keep, sampling, seed, margin, relative_margin, positives) -> None:
-    if depth < 1:
-        raise ValueError(f"depth must be at least 1, got {depth}")
-    if rank_range is not None:
-        low, high = rank_range
-        if not 1 <= low <= high:
-            raise ValueError(f"rank_range must be (low, high) with 1 <= low <= high, got {tuple(rank_range)}")
-    if keep is not None and keep < 1:
-        raise ValueError(f"keep must be at least 1 (or None for all), got {keep}")
-    if sampling not in SAMPLING:
-        raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be non-negative, got {seed}")
-    for name, value in (("margin", margin), ("relative_margin", relative_margin)):
-        if value is not None:
-            if value < 0:
-                raise ValueError(f"{name} must be non-negative, got {value}")
-            if positives is None:
-                raise ValueError(f"{name} needs the positives' scores (a positive_scores table)")
-
-
 def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None, *, depth: int = 200,
                         rank_range: tuple[int, int] | None = None, keep: int | None = None, sampling: str = "top",
                         seed: int = 0, margin: float | None = None,
@@ -179,82 +124,12 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
         unknown ``sampling``, a negative ``seed``, ``margin`` or ``relative_margin``, or a margin without
         ``positives``.
     """
-    _check_options(depth, rank_range, keep, sampling, seed, margin, relative_margin, positives)
-    qid_values = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())  # in first-appearance order
-    query = value_codes(run["qid"], qid_values)
-    rank = run["rank"].to_numpy().astype(np.int64, copy=False) if run.num_rows else np.zeros(0, np.int64)
-
-    # Row indices into ``run``, narrowed by each filter; kept sorted by (query, rank) throughout.
-    rows = np.flatnonzero(rank <= depth)
-    q, r = query[rows], rank[rows]
-    dq = np.diff(q)
-    if len(rows) > 1 and not np.all((dq > 0) | ((dq == 0) & (np.diff(r) >= 0))):  # runs usually come sorted
-        rows = rows[np.lexsort((r, q))]  # stable: rank ties keep run order
-    del q, r, dq
-
-    relevant = relevant_judgements(qrels)
-    relevant_docs = pc.unique(relevant["docid"])
-    if len(relevant_docs) and len(rows):
-        # A (query, document) pair as one integer: query code * number of relevant documents + document code.
-        width = len(relevant_docs)
-        rel_q, rel_d = value_codes(relevant["qid"], qid_values), value_codes(relevant["docid"], relevant_docs)
-        relevant_keys = rel_q[rel_q >= 0] * width + rel_d[rel_q >= 0]
-        doc = value_codes(run["docid"].take(pa.array(rows)), relevant_docs)
-        is_positive = (doc >= 0) & isin(query[rows] * width + doc, relevant_keys)
-        rows = rows[~is_positive]
-
-    if rank_range is not None:
-        low, high = rank_range
-        rows = rows[(rank[rows] >= low) & (rank[rows] <= high)]
-
-    if (margin is not None or relative_margin is not None) and len(rows):
-        best = np.full(len(qid_values), np.nan)
-        pos = relevant_judgements(positives)
-        pos_q = value_codes(pos["qid"], qid_values)
-        pos_score = pos["score"].to_numpy().astype(np.float64) if pos.num_rows else np.zeros(0)
-        np.fmax.at(best, pos_q[pos_q >= 0], pos_score[pos_q >= 0])  # fmax: NaN (no positive yet) loses
-        threshold = best[query[rows]]
-        score = run["score"].take(pa.array(rows)).to_numpy().astype(np.float64)
-        ok = np.ones(len(rows), dtype=bool)
-        if margin is not None:
-            ok &= score <= threshold - margin
-        if relative_margin is not None:
-            ok &= score <= threshold * (1.0 - relative_margin)
-        rows = rows[ok | np.isnan(threshold)]
-
-    if keep is not None and len(rows):
-        starts, sizes, group = _group_bounds(query[rows])
-        position = np.arange(len(rows)) - starts[group]
-        if sampling == "top":
-            rows = rows[position < keep]
-        else:
-            chosen = position < np.where(sizes > keep, 0, keep)[group]  # small queries keep all
-            names = qid_values.to_pylist()
-            for g in np.flatnonzero(sizes > keep):
-                rng = np.random.default_rng(_query_seed(seed, names[query[rows[starts[g]]]]))
-                chosen[starts[g] + rng.choice(sizes[g], size=keep, replace=False)] = True
-            rows = rows[chosen]
-
-    out = run.take(pa.array(rows, pa.int64())).select(artifacts.HARDNEGS.schema.names)
-    return out.cast(artifacts.HARDNEGS.schema).combine_chunks()
-
-
-MINE_BLOCK_ROWS = 1 << 20  # run rows mined at a time (whole queries)
-
-
-def query_blocks(run: pa.Table, block_rows: int = MINE_BLOCK_ROWS) -> list[tuple[int, int]]:
-    """Row ranges [lo, hi) of ``run`` that hold whole queries, about ``block_rows`` rows each, when every query's
-    rows are contiguous (as a search writes them); one range over the whole run otherwise."""
-    n = run.num_rows
-    if n == 0:
-        return [(0, 0)]
-    codes = value_codes(run["qid"], pc.unique(run["qid"]))  # in first-appearance order: contiguous iff never decreasing
-    if np.any(np.diff(codes) < 0):
-        return [(0, n)]
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    after = np.searchsorted(starts, np.arange(block_rows, n, block_rows), side="left")
-    bounds = np.r_[0, np.unique(starts[after[after < len(starts)]]), n]
-    return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    for name, value in (("margin", margin), ("relative_margin", relative_margin)):
+        if value is not None and positives is None:
+            raise ValueError(f"{name} needs the positives' scores (a positive_scores table)")
+    policy = Policy(rank_range=None if rank_range is None else tuple(rank_range), keep=keep, sampling=sampling,
+                    margin=margin, relative_margin=relative_margin)
+    return select(build_pool(run, qrels, positives, depth=depth), policy, seed=seed).negatives
 
 
 def mine_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, hardnegs_path: str | os.PathLike, *,
@@ -359,7 +234,7 @@ MINING_SCHEMA = {
                                       "null: every rank down to depth"},
         "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
                  "description": "negatives kept per query (null: all)"},
-        "sampling": {"enum": ["top", "random"], "default": "top",
+        "sampling": {"enum": list(SAMPLING), "default": "top",
                      "description": "which `keep` negatives: the best-ranked (top) or a uniform sample seeded by the "
                                     "run's seed and the query (random)"},
         "margin": {"type": ["number", "null"], "default": None,

@@ -40,8 +40,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.io import artifacts
-from hardneg.mining.negatives import SAMPLING, _group_bounds, _query_seed, value_codes
+from hardneg.mining.rows import group_bounds, query_seed, value_codes
 
+SAMPLING = ("top", "random")  # which `keep` candidates: the best-ranked, or a seeded uniform sample
 FILTERS = ("depth", "rank_range", "duplicates", "margin", "relative_margin", "ce_threshold", "ce_margin", "keep")
 
 
@@ -202,14 +203,14 @@ def _keep_per_query(rows: np.ndarray, query: np.ndarray, queries: pa.Array, keep
                     seed: int) -> np.ndarray:
     """``rows`` (sorted by query code, then rank) cut to at most ``keep`` per query: the first, or a uniform
     sample drawn by a generator seeded from (``seed``, qid), as ``mine_hard_negatives`` draws it."""
-    starts, sizes, group = _group_bounds(query[rows])
+    starts, sizes, group = group_bounds(query[rows])
     position = np.arange(len(rows)) - starts[group]
     if sampling == "top":
         return rows[position < keep]
     chosen = position < np.where(sizes > keep, 0, keep)[group]  # small queries keep all
     names = queries.to_pylist()
     for g in np.flatnonzero(sizes > keep):  # one generator per query: independent of the others and their order
-        rng = np.random.default_rng(_query_seed(seed, names[query[rows[starts[g]]]]))
+        rng = np.random.default_rng(query_seed(seed, names[query[rows[starts[g]]]]))
         chosen[starts[g] + rng.choice(sizes[g], size=keep, replace=False)] = True
     return rows[chosen]
 

@@ -1,15 +1,15 @@
 """Mine once, select by policy: the candidate pool (a CANDIDATES table) that the selection policies read.
 
 The pool holds, for each training query, the mining model's ranking down to a depth with the documents judged
-relevant removed, which is exactly what :func:`hardneg.mining.negatives.mine_hard_negatives` gives with no
-other filter (it is computed by that function, so a policy over the pool selects what the miner would). Beside
+relevant removed (:func:`candidate_rows`); :func:`hardneg.mining.negatives.mine_hard_negatives` is a policy
+applied to it. Beside
 the miner's rank and score each row carries what the policies of :mod:`hardneg.mining.policies` filter on: the
 query's best positive score under the miner, BM25's rank and score of the document, a cross-encoder's
 probability of relevance of the pair and of the query's best positive, and whether the document duplicates one
 of the query's positives.
 
 Every column is computed vectorised over all rows (Arrow hash lookups, NumPy group maxima). The stage builds a
-large run in blocks of whole queries (:func:`hardneg.mining.negatives.query_blocks`), each block with only its
+large run in blocks of whole queries (:func:`hardneg.mining.rows.query_blocks`), each block with only its
 queries' rows of the other tables, which gives the same file.
 """
 
@@ -24,8 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.io import artifacts, logs
-from hardneg.mining.negatives import (MINE_BLOCK_ROWS, mine_hard_negatives, query_blocks, relevant_judgements,
-                                      value_codes)
+from hardneg.mining.rows import MINE_BLOCK_ROWS, isin, query_blocks, relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +111,42 @@ def _duplicate_columns(duplicates: Duplicates, qid: pa.Array, docid: pa.Array) -
     return of, kind
 
 
+def candidate_rows(run: pa.Table, qrels: pa.Table, depth: int) -> pa.Table:
+    """The rows of ``run`` (a RUN table) that are candidates: per query, rank <= ``depth`` less the documents
+    judged relevant (relevance >= 1) for that query in ``qrels`` (judged non-relevant ones stay), ordered by query
+    (in order of first appearance in ``run``) then rank, rank ties in run order; a RUN table, one chunk per
+    column.
+
+    :raises ValueError: ``depth`` below 1.
+    """
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    qid_values = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())  # in first-appearance order
+    query = value_codes(run["qid"], qid_values)
+    rank = run["rank"].to_numpy().astype(np.int64, copy=False) if run.num_rows else np.zeros(0, np.int64)
+
+    # Row indices into ``run``, narrowed by each filter; kept sorted by (query, rank) throughout.
+    rows = np.flatnonzero(rank <= depth)
+    q, r = query[rows], rank[rows]
+    dq = np.diff(q)
+    if len(rows) > 1 and not np.all((dq > 0) | ((dq == 0) & (np.diff(r) >= 0))):  # runs usually come sorted
+        rows = rows[np.lexsort((r, q))]  # stable: rank ties keep run order
+    del q, r, dq
+
+    relevant = relevant_judgements(qrels)
+    relevant_docs = pc.unique(relevant["docid"])
+    if len(relevant_docs) and len(rows):
+        # A (query, document) pair as one integer: query code * number of relevant documents + document code.
+        width = len(relevant_docs)
+        rel_q, rel_d = value_codes(relevant["qid"], qid_values), value_codes(relevant["docid"], relevant_docs)
+        relevant_keys = rel_q[rel_q >= 0] * width + rel_d[rel_q >= 0]
+        doc = value_codes(run["docid"].take(pa.array(rows)), relevant_docs)
+        is_positive = (doc >= 0) & isin(query[rows] * width + doc, relevant_keys)
+        rows = rows[~is_positive]
+
+    return run.take(pa.array(rows, pa.int64())).combine_chunks()
+
+
 def build_pool(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None, *, depth: int,
                bm25: pa.Table | None = None, ce_scores: pa.Table | None = None,
                ce_positive_scores: pa.Table | None = None, duplicates: Duplicates = None) -> pa.Table:
@@ -120,7 +155,7 @@ def build_pool(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None
     Its rows are, per query, the rows of ``run`` with rank <= ``depth`` minus the documents judged relevant
     (relevance >= 1) for that query in ``qrels`` (judged non-relevant ones, relevance 0, stay), ordered by query
     (in order of first appearance in ``run``) then rank, rank ties in run order: exactly the rows, and the order,
-    of ``mine_hard_negatives(run, qrels, depth=depth)``, which computes them. The other tables only add columns.
+    of :func:`candidate_rows`. The other tables only add columns.
 
     :param run: the mining model's RUN table of the training queries (``qid``, ``docid``, ``rank`` 1-based,
         ``score`` in the miner's units, e.g. inner products); rows in any order.
@@ -153,7 +188,7 @@ def build_pool(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None
     """
     _check_probabilities(ce_scores, "ce_scores")
     _check_probabilities(ce_positive_scores, "ce_positive_scores")
-    candidates = mine_hard_negatives(run, qrels, depth=depth)  # combined: one chunk per column
+    candidates = candidate_rows(run, qrels, depth)
     qid, docid = candidates["qid"].combine_chunks(), candidates["docid"].combine_chunks()
     n = candidates.num_rows
     pairs = _Pairs(qid, docid) if bm25 is not None or ce_scores is not None else None

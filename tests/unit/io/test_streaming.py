@@ -19,7 +19,8 @@ from hardneg.index import build_index, run_table, search_run, search_run_blocks
 from hardneg.io import artifacts
 from hardneg.io.npyfile import NpyRows, NpyWriter
 from hardneg.io.rankings import RunWriter, write_run
-from hardneg.mining.negatives import mine_stage, query_blocks
+from hardneg.mining.negatives import mine_stage
+from hardneg.mining.rows import query_blocks
 
 
 def digest(path) -> str:

@@ -1,26 +1,54 @@
-# Static hard-negative mining, for runs whose method has a `miner` role (STAR): the miner run's scores of the
-# training positives, the mined hard negatives, and their audit (against the run's reference rankings, e.g.
-# BM25). The split is the run's training split (params.train.split).
-# A killed re-mining (`snakemake -R mine_hard_negatives`) keeps the previous list (update(): rules/common.smk).
+# Static hard-negative mining, for runs whose method has a `miner` role (STAR): mine once, select by policy. The
+# miner's scores of the training positives and its candidate pool (its ranking of the training split to
+# params.mining.depth, positives removed, with BM25's ranks, a cross-encoder's probabilities and duplicates of a
+# positive) live under the miner, shared by every run asking for the same pool; each run's policy selects its
+# hard negatives from the pool, and the audit reports them (against the run's reference rankings, e.g. BM25).
+# A killed re-selection (`snakemake -R select_hard_negatives`) keeps the previous list (update(): rules/common.smk).
 
 MINING = names_regex(PLAN.mining_runs)
+MINERS = names_regex(PLAN.mining_splits)
+POOLS = names_regex(sorted({name for _, name in PLAN.pools}))
+
+
+rule near_duplicates:
+    input:
+        corpus=LAYOUT.corpus("{dataset}"),
+    output:
+        duplicates=update(LAYOUT.duplicates("{dataset}")),
+    wildcard_constraints:
+        dataset=names_regex(PLAN.deduplicated_datasets),
+    params:
+        duplicates=PLAN.duplicates_params,
+        seed=1,  # MinHash's permutations: fixed, so the pairs found depend on the corpus and the options only
+    message:
+        "find the duplicate documents of dataset {wildcards.dataset} (log: {log})"
+    log:
+        LAYOUT.dataset_log("{dataset}", "near_duplicates"),
+    benchmark:
+        LAYOUT.dataset_benchmark("{dataset}", "near_duplicates")
+    threads: 1
+    resources:
+        **rule_resources("near_duplicates", mem_mb=8000, runtime=120),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/near_duplicates.py"
 
 
 rule positive_scores:
     input:
-        unpack(lambda w: PLAN.positive_scores_inputs(w.run)),
+        unpack(lambda w: PLAN.positive_scores_inputs(w.run, w.split)),
     output:
-        positives=update(LAYOUT.positive_scores("{run}")),
+        positives=update(LAYOUT.pool_positive_scores("{run}", "{split}")),
     wildcard_constraints:
-        run=MINING,
-    params:
-        split=lambda w: PLAN.train_split(w.run),
+        run=MINERS,
+        split=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     message:
-        "score the positives of run {wildcards.run} (log: {log})"
+        "score the positives of split {wildcards.split} with run {wildcards.run} (log: {log})"
     log:
-        LAYOUT.log("{run}", "positive_scores"),
+        LAYOUT.log("{run}", "positive_scores_{split}"),
     benchmark:
-        LAYOUT.benchmark("{run}", "positive_scores")
+        LAYOUT.benchmark("{run}", "positive_scores_{split}")
     threads: 1
     resources:
         **rule_resources("positive_scores", mem_mb=4000, runtime=30),
@@ -30,30 +58,57 @@ rule positive_scores:
         "../scripts/positive_scores.py"
 
 
-rule mine_hard_negatives:
+rule candidate_pool:
     input:
-        unpack(lambda w: PLAN.mining_inputs(w.run)),
+        unpack(lambda w: PLAN.pool_inputs(w.run, w.pool)),
     output:
-        hardnegs=update(LAYOUT.hard_negatives("{run}")),
+        pool=update(LAYOUT.pool("{run}", "{pool}")),
     wildcard_constraints:
-        run=MINING,
+        run=MINERS,
+        pool=POOLS,
     params:
-        split=lambda w: PLAN.train_split(w.run),
-        mining=lambda w: run_params(w.run)["mining"],
-        seed=lambda w: PLAN.seed(w.run),
+        split=lambda w: PLAN.pools[(w.run, w.pool)].split,
+        depth=lambda w: PLAN.pools[(w.run, w.pool)].depth,
     message:
-        "mine hard negatives for run {wildcards.run} (log: {log})"
+        "build candidate pool {wildcards.pool} of run {wildcards.run} (log: {log})"
     log:
-        LAYOUT.log("{run}", "mine_hard_negatives"),
+        LAYOUT.log("{run}", "candidate_pool_{pool}"),
     benchmark:
-        LAYOUT.benchmark("{run}", "mine_hard_negatives")
+        LAYOUT.benchmark("{run}", "candidate_pool_{pool}")
     threads: 1
     resources:
-        **rule_resources("mine_hard_negatives", mem_mb=6000, runtime=60),
+        **rule_resources("candidate_pool", mem_mb=6000, runtime=60),
     conda:
         "../environment.yml"
     script:
-        "../scripts/mine_hard_negatives.py"
+        "../scripts/candidate_pool.py"
+
+
+rule select_hard_negatives:
+    input:
+        unpack(lambda w: PLAN.selection_inputs(w.run)),
+    output:
+        hardnegs=update(LAYOUT.hard_negatives("{run}")),
+        selection=update(LAYOUT.selection("{run}")),
+    wildcard_constraints:
+        run=MINING,
+    params:
+        policy=lambda w: PLAN.policy_params(w.run),
+        name=lambda w: run_params(w.run)["mining"]["policy"],
+        seed=lambda w: PLAN.seed(w.run),
+    message:
+        "select the hard negatives of run {wildcards.run} from its pool (log: {log})"
+    log:
+        LAYOUT.log("{run}", "select_hard_negatives"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "select_hard_negatives")
+    threads: 1
+    resources:
+        **rule_resources("select_hard_negatives", mem_mb=4000, runtime=30),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/select_hard_negatives.py"
 
 
 rule audit_hard_negatives:

@@ -1,5 +1,6 @@
-"""Rule audit_hard_negatives: hard negatives + the mining run + training qrels + positive scores (+ a BM25 run of
-the training split) → Markdown report, per-query AUDIT Parquet and the summary as JSON."""
+"""Rule audit_hard_negatives: hard negatives + the mining run + training qrels + positive scores + the selection
+and its pool (+ a BM25 run of the training split) → Markdown report, per-query AUDIT Parquet and the summary as
+JSON."""
 
 import os
 
@@ -12,4 +13,5 @@ reference = [reference] if isinstance(reference, str) else list(reference)
 audit_stage(snakemake.input.hardnegs, snakemake.input.run,
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
             snakemake.output.markdown, snakemake.output.table, bm25_run_path=reference[0] if reference else None,
-            summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus)
+            summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus,
+            selection_path=snakemake.input.selection, pool_path=snakemake.input.pool)

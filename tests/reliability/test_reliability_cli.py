@@ -90,11 +90,11 @@ def _write_run(results: Path) -> None:
                                         "query_max_length": 16}, "train": {"split": "train"},
                               "index": {"factory": "Flat"}})
     write_resolved({"name": "star", "method": "star", "seed": 0, "dataset": {"name": "toy"}, "evaluation": {},
-                    "inputs": {}, "params": params}, results / "star" / "config.yaml")
+                    "inputs": {"negatives": {"name": "warmup"}}, "params": params}, results / "star" / "config.yaml")
     write_resolved({"name": "bm25", "method": "bm25", "seed": 0, "dataset": {"name": "toy"}, "evaluation": {},
                     "inputs": {}, "params": {"top_k": 100}}, results / "bm25" / "config.yaml")
     artifacts.write_table(pa.concat_tables([HARDNEGS, BIG]), artifacts.HARDNEGS, results / "star" / "hardnegs.parquet")
-    artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, results / "star" / "positive_scores.parquet")
+    artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, results / "warmup" / "pools" / "positives_train.parquet")
     artifacts.write_table(RUN, artifacts.RUN, results / "star" / "runs" / "train.parquet")
     model = BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=100, pad_token_id=0, max_length=32,
                              seed=7)

@@ -38,8 +38,10 @@ KILLS = [
     ("gather_embeddings", "warmup/embeddings/corpus.ids.parquet", False),
     ("build_faiss_index", "warmup/index/Flat.faiss", False),
     ("dense_search", "warmup/runs/train.trec", False),
-    ("positive_scores", "star/positive_scores.parquet", False),
-    ("mine_hard_negatives", "star/hardnegs.parquet", False),
+    ("near_duplicates", "datasets/tiny/duplicates.parquet", False),
+    ("positive_scores", "warmup/pools/positives_train.parquet", False),
+    ("candidate_pool", "warmup/pools/train_top30_bm25-bm25.parquet", False),
+    ("select_hard_negatives", "star/hardnegs.parquet", False),  # before the selection's JSON is written
     ("audit_hard_negatives", "star/hardnegs_audit.md", False),  # the audit's Parquet table is in place already
     ("train_dense", "star/model", False),  # just before the trained model takes its place
     ("encode_corpus_shard", "star/embeddings/shards/1.ids.parquet", False),  # Snakemake itself is killed here
@@ -51,10 +53,11 @@ KILLS = [
 ]
 KILL_SNAKEMAKE_AT = "star/embeddings/shards/1.ids.parquet"
 KEPT_LOGS = {f"{folder}/logs/attempts/{name}.1.log" for folder, names in {
-    "datasets/tiny": ["prepare_dataset", "train_tokenizer_2000", "tokenize"],
+    "datasets/tiny": ["prepare_dataset", "train_tokenizer_2000", "tokenize", "near_duplicates"],
     "bm25": ["bm25_index", "bm25_search_train"],
-    "warmup": ["train", "encode_corpus_shard_0", "gather_embeddings", "build_faiss_index_Flat", "dense_search_train"],
-    "star": ["positive_scores", "mine_hard_negatives", "audit_hard_negatives", "train", "gather_embeddings",
+    "warmup": ["train", "encode_corpus_shard_0", "gather_embeddings", "build_faiss_index_Flat", "dense_search_train",
+               "positive_scores_train", "candidate_pool_train_top30_bm25-bm25"],
+    "star": ["select_hard_negatives", "audit_hard_negatives", "train", "gather_embeddings",
              "build_faiss_index_Flat", "dense_search_test", "run_config", "evaluate"],
 }.items() for name in names}  # the job orphaned by killing Snakemake finished: it keeps no attempt log
 
@@ -169,11 +172,11 @@ def test_every_stage_killed_then_run_again_gives_the_uninterrupted_artifacts(ref
 
 @pytest.mark.slow
 def test_a_killed_re_mining_keeps_the_mined_list(reference, tmp_path):
-    """``snakemake -R mine_hard_negatives`` killed during the mining: the previous list stays (Snakemake would
+    """``snakemake -R select_hard_negatives`` killed during the selection: the previous list stays (Snakemake would
     otherwise have deleted it, and a later run, its metrics up to date, would never make it again)."""
     workdir = copy_build(reference["workdir"], tmp_path / "work")
     results = workdir / "results"
-    rerun = [FINAL, "-R", "mine_hard_negatives", "--until", "mine_hard_negatives"]
+    rerun = [FINAL, "-R", "select_hard_negatives", "--until", "select_hard_negatives"]
     with PausedRun(workdir, rerun, pause_at="star/hardnegs.parquet") as run:
         run.wait_for_pause()
         run.kill_job()

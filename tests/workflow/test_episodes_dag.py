@@ -44,6 +44,7 @@ def test_with_lag_1_training_an_episode_does_not_wait_for_the_previous_checkpoin
     encodes = {job for job in _ancestors(parents, train) if job.startswith("encode_corpus_shard")}
     needs_checkpoint_1 = any("ance/episodes/1" in job for job in encodes)
     assert needs_checkpoint_1 == (lag == 0), sorted(encodes)
-    mine = next(job for job in parents if job.startswith("mine_hard_negatives") and "ance/episodes/2" in job)
-    assert [job.split()[1] for job in parents[mine] if job.startswith("dense_search")] == \
+    select = next(job for job in parents if job.startswith("select_hard_negatives") and "ance/episodes/2" in job)
+    pool = next(job for job in parents[select] if job.startswith("candidate_pool"))
+    assert [job.split()[1] for job in parents[pool] if job.startswith("dense_search")] == \
         [f"results/ance/episodes/{1 - lag}/runs/train.parquet"]

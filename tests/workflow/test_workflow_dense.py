@@ -76,7 +76,7 @@ def test_star_hyperparameter_change_reruns_only_star(built, tmp_path):
     jobs = {line.split()[0] for line in out.splitlines() if line.strip() and line.split()[-1].isdigit()}
     assert "train_dense" in jobs and "evaluate" in jobs and "dense_search" in jobs
     for upstream in ("prepare_dataset", "bm25_index", "bm25_search", "tokenize", "train_tokenizer",
-                     "mine_hard_negatives", "positive_scores"):
+                     "candidate_pool", "select_hard_negatives", "positive_scores", "near_duplicates"):
         assert upstream not in jobs, upstream
     assert "train_dense        1" in out or "train_dense              1" in out or \
         any(line.split()[:2] == ["train_dense", "1"] for line in out.splitlines())

@@ -100,4 +100,4 @@ def test_keeping_them_retokenizes(built, tmp_path):
         write_config(workdir, _config(beir))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    assert "tokenize" in out and "prepare_dataset" in out and "mine_hard_negatives" in out
+    assert "tokenize" in out and "prepare_dataset" in out and "select_hard_negatives" in out

@@ -138,7 +138,8 @@ def write_refresh_costs(run: str, checkpoints: list[dict], markdown_path: str | 
             row[f"{part}_seconds"] = jobs_seconds(entry[part]) if entry[part] else (None if part == "train" else 0.0)
         parts = [row[f"{part}_seconds"] for part in REFRESH_PARTS if part != "train"]
         row["refresh_seconds"] = None if any(value is None for value in parts) else float(sum(parts))
-        row["episodes_fed"] = len(entry["mine"]) // 2
+        # mining: the checkpoint's positive scores and pool, then one selection per episode it feeds
+        row["episodes_fed"] = max(len(entry["mine"]) - 2, 0)
         rows.append(row)
     table = pd.DataFrame(rows, columns=artifacts.REFRESH_COSTS.schema.names)
     artifacts.write_table(pa.Table.from_pandas(table, schema=artifacts.REFRESH_COSTS.schema, preserve_index=False),

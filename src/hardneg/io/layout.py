@@ -128,6 +128,11 @@ class Layout:
         return f"{self.qrels_dir(dataset)}/{self._name('split', split)}.parquet"
 
     @_inside_root
+    def duplicates(self, dataset: str) -> str:
+        """The exact and near-duplicate document pairs of a dataset's corpus (DUPLICATES)."""
+        return f"{self.dataset_dir(dataset)}/duplicates.parquet"
+
+    @_inside_root
     def dataset_stats(self, dataset: str) -> str:
         return f"{self.dataset_dir(dataset)}/stats.json"
 
@@ -247,8 +252,24 @@ class Layout:
         return f"{self.run_dir(run)}/hardnegs.parquet"
 
     @_inside_root
-    def positive_scores(self, run: str) -> str:
-        return f"{self.run_dir(run)}/positive_scores.parquet"
+    def selection(self, run: str) -> str:
+        """How a run's hard negatives were selected from its pool: the policy, what each filter removed (JSON)."""
+        return f"{self.run_dir(run)}/hardnegs_selection.json"
+
+    @_inside_root
+    def pool(self, miner: str, name: str) -> str:
+        """A candidate pool of ``miner``'s ranking (:class:`hardneg.pipeline.mining_plan.Pool`)."""
+        return f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.parquet"
+
+    @_inside_root
+    def pool_positive_scores(self, miner: str, split: str) -> str:
+        """``miner``'s scores of the judged positives of ``split``, which its pools of that split read."""
+        return f"{self.run_dir(miner)}/pools/positives_{self._name('split', split)}.parquet"
+
+    @_inside_root
+    def pool_scores(self, miner: str, name: str, pairs: str) -> str:
+        """A cross-encoder's probabilities of a pool's ``candidates`` or of its queries' ``positives``."""
+        return f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.ce_{self._name('pairs', pairs)}.parquet"
 
     @_inside_root
     def audit(self, run: str, suffix: str) -> str:

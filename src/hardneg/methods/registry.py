@@ -42,10 +42,12 @@ PROVIDES = {
     "teacher": "a run whose model scores training pairs (results/<run>/model)",
     "candidates": "any run whose ranking of each split this run re-ranks (results/<run>/runs/<split>.parquet)",
     "runs": "a list of runs whose rankings are combined",
+    "scorer": "a cross-encoder run whose model scores the candidate pool this run's negatives are selected from "
+              "(results/<run>/model)",
 }
 # Roles whose run must be dense (its embeddings are used), and roles whose run must have a trained model.
 DENSE_PROVIDES = frozenset({"miner", "doc_index"})
-MODEL_PROVIDES = frozenset({"model", "teacher"})
+MODEL_PROVIDES = frozenset({"model", "teacher", "scorer"})
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,13 @@ class Role:
             raise ValueError("min_count and max_count are for a role of many runs (many=True)")
         if self.min_count < 1 or (self.max_count is not None and self.max_count < self.min_count):
             raise ValueError(f"a role takes min_count ({self.min_count}) to max_count ({self.max_count}) runs")
+
+
+# The roles a method that mines static hard negatives (a role providing "miner") adds to its own: a cross-encoder
+# scoring the candidate pool, for the policies' ce_threshold and ce_margin.
+MINING_ROLES = {"cross_encoder": Role("scorer", required=False,
+                                      description="a cross-encoder run whose probabilities of relevance the mining "
+                                                  "policy reads (params.mining.ce_threshold, ce_margin)")}
 
 
 @dataclass(frozen=True)
@@ -148,6 +157,10 @@ class Method:
     student's :class:`hardneg.dense.model.ModelSpec` and seed → the bi-encoder, or None when the folder is not
     one of its models.
 
+    A method whose model scores (query, document) pairs as probabilities of relevance (a cross-encoder) declares
+    ``score_pairs``: ``(model_dir, queries, corpus, pairs, *, batch_size, device)`` → one probability per pair;
+    such a run can score the candidate pools of mining runs (their role providing ``scorer``).
+
     The method training-time tables measure speed-ups against (ANCE, in Table 4 of the STAR/ADORE paper) declares
     ``speed_reference``: the name the tables give it.
 
@@ -174,6 +187,7 @@ class Method:
     check: Callable[[str, dict], None] | None = None
     rerank: Callable[..., Any] | None = None
     bi_encoder_from: Callable[..., Any] | None = None
+    score_pairs: Callable[..., Any] | None = None
     speed_reference: str | None = None
     module: str = ""
 

@@ -229,6 +229,38 @@ def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth:
     }
 
 
+def selection_summary(selection: dict, pool: pa.Table, hardnegs: pa.Table) -> dict:
+    """What the audit reports of a selection from a candidate pool: the policy and its name, the candidates, what
+    each filter removed (in order) and what was kept, as the selection's JSON records them
+    (:func:`hardneg.mining.policies.select_stage`), and the duplicates of a judged positive: ``pool`` (candidates
+    that duplicate one, exact and near), ``negatives`` (of those, the ones selected: none when the policy excludes
+    duplicates)."""
+    marked = pool.filter(pc.is_valid(pool["duplicate_of"]))
+    kinds = marked["duplicate_kind"].to_pylist()
+    chosen = set(zip(hardnegs["qid"].to_pylist(), hardnegs["docid"].to_pylist()))
+    selected = sum((q, d) in chosen for q, d in zip(marked["qid"].to_pylist(), marked["docid"].to_pylist()))
+    return {"policy": selection["policy"], "name": selection["name"], "candidates": selection["candidates"],
+            "removed": selection["removed"], "kept": selection["kept"],
+            "duplicates": {"pool": len(kinds), "exact": kinds.count("exact"), "near": kinds.count("near"),
+                           "negatives": int(selected)}}
+
+
+def _selection_markdown(selection: dict) -> list[str]:
+    policy = ", ".join(f"{key} {value}" for key, value in selection["policy"].items()
+                       if value not in (None, False) and key != "sampling" or
+                       key == "sampling" and selection["policy"]["keep"] is not None)
+    name = f"policy `{selection['name']}`" if selection["name"] else "the run's policy"
+    lines = ["## Selection from the candidate pool", "",
+             f"{selection['kept']} of {selection['candidates']} candidates kept by {name}"
+             f" ({policy or 'no filter'}); each filter removed, in order:", ""]
+    lines += _md_table(["filter", "removed"], [[key, count] for key, count in selection["removed"].items()])
+    duplicates = selection["duplicates"]
+    lines += [f"Candidates that duplicate a judged positive of their query: {duplicates['pool']} "
+                  f"({duplicates['exact']} exact, {duplicates['near']} near); among the negatives: "
+                  f"{duplicates['negatives']}.", ""]
+    return lines
+
+
 def _num(value, digits: int = 4) -> str:
     if value is None:
         return "–"
@@ -268,6 +300,8 @@ def audit_markdown(summary: dict, *, bars: bool = True) -> str:
          "not checked" if summary.get("empty_negatives") is None else
          f"{summary['empty_negatives']['count']}" + (" ⚠" if summary["empty_negatives"]["count"] else "")],
     ])
+    if summary.get("selection"):
+        lines += _selection_markdown(summary["selection"])
     ranks = summary["best_positive_rank"]
     lines += [f"## Best-ranked positive in the mining run (depth {depth})", ""]
     lines += _md_table(["rank 1", "rank <= 10", f"rank <= {depth}", f"beyond {depth}"],
@@ -324,7 +358,8 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
                 positives_path: str | os.PathLike, markdown_path: str | os.PathLike,
                 parquet_path: str | os.PathLike, *, bm25_run_path: str | os.PathLike | None = None,
                 summary_path: str | os.PathLike | None = None, depth: int = 200,
-                corpus_path: str | os.PathLike | None = None) -> dict:
+                corpus_path: str | os.PathLike | None = None, selection_path: str | os.PathLike | None = None,
+                pool_path: str | os.PathLike | None = None) -> dict:
     """Stage function: ``audit_hard_negatives`` from files, written as a Markdown report, AUDIT Parquet and JSON.
 
     :param hardnegs_path: the HARDNEGS Parquet file to audit (a mining run's ``hardnegs.parquet``).
@@ -338,6 +373,9 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
     :param depth: as in ``audit_hard_negatives``.
     :param corpus_path: the dataset's CORPUS Parquet file: with it, the negatives that are empty documents are
         counted and marked; None: not checked.
+    :param selection_path: the selection's JSON (``hardnegs_selection.json``): with ``pool_path``, the summary's
+        ``selection`` (:func:`selection_summary`); without, it has none.
+    :param pool_path: the CANDIDATES Parquet file the selection selected from.
     :returns: the summary (see ``audit_hard_negatives``).
     :raises DataError: an input file that is missing or does not match its schema.
     """
@@ -347,6 +385,11 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
         artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path),
         artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None, depth=depth,
         empty_docids=empty_docids(corpus_path) if corpus_path else None)
+    if selection_path is not None and pool_path is not None:
+        with open(selection_path, encoding="utf-8") as handle:
+            selection = json.load(handle)
+        summary["selection"] = selection_summary(selection, artifacts.read_table(artifacts.CANDIDATES, pool_path),
+                                                 artifacts.read_table(artifacts.HARDNEGS, hardnegs_path))
     write_audit(summary, table, markdown_path, parquet_path)
     if summary_path is not None:
         write_text(summary_path, json.dumps(summary, indent=2) + "\n")

@@ -5,8 +5,9 @@ the mining model's scores of the relevant pairs (a POSITIVE_SCORES table, needed
 is a HARDNEGS table: for each query its kept negatives with their rank and score under the mining model.
 
 Mining is a selection policy (:mod:`hardneg.mining.policies`) applied to the candidate pool of the ranking
-(:mod:`hardneg.mining.pool`): the miner's options are the policy's. The stage mines a large run in blocks of whole
-queries (:func:`hardneg.mining.rows.query_blocks`), which gives the same list.
+(:mod:`hardneg.mining.pool`): the miner's options are the policy's. The workflow builds the pool once
+(:func:`hardneg.mining.pool.pool_stage`) and selects each run's list from it
+(:func:`hardneg.mining.policies.select_stage`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hardneg.io import artifacts, logs
-from hardneg.mining.policies import SAMPLING, Policy, select
+from hardneg.io import artifacts
+from hardneg.mining.policies import POLICY_SCHEMA, Policy, select
 from hardneg.mining.pool import build_pool
-from hardneg.mining.rows import MINE_BLOCK_ROWS, query_blocks, relevant_judgements, value_codes
+from hardneg.mining.rows import relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
 
@@ -132,52 +133,6 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
     return select(build_pool(run, qrels, positives, depth=depth), policy, seed=seed).negatives
 
 
-def mine_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, hardnegs_path: str | os.PathLike, *,
-               positives_path: str | os.PathLike | None = None, depth: int = 200,
-               rank_range: tuple[int, int] | list[int] | None = None, keep: int | None = None,
-               sampling: str = "top", seed: int = 0, margin: float | None = None,
-               relative_margin: float | None = None, block_rows: int = MINE_BLOCK_ROWS) -> int:
-    """Stage function: ``mine_hard_negatives`` from files, written to ``hardnegs_path`` (HARDNEGS Parquet).
-
-    Every query is mined on its own, so the run is mined in blocks of whole queries (``query_blocks``) and each
-    block's negatives are written as they come (``hardneg.io.artifacts.TableWriter``): the same file as mining
-    the whole run at once.
-
-    :param run_path: the mining model's RUN Parquet file of the training queries.
-    :param qrels_path: the training split's QRELS Parquet file.
-    :param hardnegs_path: the HARDNEGS Parquet file to write (atomically).
-    :param positives_path: a POSITIVE_SCORES Parquet file (``positive_scores_stage``); needed only by the margins.
-    :param depth: as in ``mine_hard_negatives``.
-    :param rank_range: as in ``mine_hard_negatives``; a two-element list is accepted too (as YAML gives it).
-    :param keep: as in ``mine_hard_negatives``.
-    :param sampling: as in ``mine_hard_negatives``.
-    :param seed: as in ``mine_hard_negatives``.
-    :param margin: as in ``mine_hard_negatives``.
-    :param relative_margin: as in ``mine_hard_negatives``.
-    :param block_rows: the approximate number of run rows mined at a time (whole queries); a run whose queries'
-        rows are not contiguous is mined at once.
-    :returns: the number of hard negatives written (rows of the file).
-    :raises DataError: an input file that is missing or does not match its schema.
-    :raises ValueError: an option ``mine_hard_negatives`` rejects.
-    """
-    run = artifacts.read_table(artifacts.RUN, run_path)
-    qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
-    positives = artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path) if positives_path else None
-    ranks = tuple(rank_range) if rank_range is not None else None
-    num_queries = 0
-    with artifacts.TableWriter(artifacts.HARDNEGS, hardnegs_path) as writer:
-        for lo, hi in query_blocks(run, block_rows):
-            hardnegs = mine_hard_negatives(run.slice(lo, hi - lo), qrels, positives, depth=depth,
-                                           rank_range=ranks, keep=keep, sampling=sampling, seed=seed,
-                                           margin=margin, relative_margin=relative_margin)
-            num_queries += len(pc.unique(hardnegs["qid"]))
-            writer.write(hardnegs)
-    logs.progress(log, "mined %d hard negatives for %d of %d queries (depth %d, rank_range %s, keep %s, "
-                  "sampling %s, margin %s, relative_margin %s)", writer.rows, num_queries, len(pc.unique(run["qid"])),
-                  depth, rank_range, keep, sampling, margin, relative_margin, last=True)
-    return writer.rows
-
-
 def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str | os.PathLike,
                           doc_emb_path: str | os.PathLike, doc_ids_path: str | os.PathLike,
                           qrels_path: str | os.PathLike, positives_path: str | os.PathLike) -> pa.Table:
@@ -210,38 +165,41 @@ def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str
 
 @dataclass(frozen=True)
 class MiningParams:
-    """Static hard-negative mining (``params.mining`` of a method with a ``miner`` role): the arguments of
-    :func:`mine_hard_negatives`. Its keys and defaults are :data:`MINING_SCHEMA`."""
+    """Static hard-negative mining (``params.mining`` of a method with a ``miner`` role): the candidate pool
+    (``depth``, ``duplicates``) and the policy that selects from it (``policy``, a name of the config's
+    ``policies``, or the policy keys). Its keys and defaults are :data:`MINING_SCHEMA`."""
 
     depth: int
+    duplicates: bool
+    policy: str | None
     rank_range: list[int] | None
-    keep: int | None
-    sampling: str
+    exclude_duplicates: bool
     margin: float | None
     relative_margin: float | None
+    ce_threshold: float | None
+    ce_margin: float | None
+    keep: int | None
+    sampling: str
 
+
+# The policy keys of a run's mining section: those of a named policy but its depth (the pool's depth is the run's).
+POLICY_KEYS = [key for key in POLICY_SCHEMA["properties"] if key != "depth"]
 
 MINING_SCHEMA = {
     "type": "object", "additionalProperties": False, "default": {},
-    "description": "static hard-negative mining with the model of the miner run, from its ranking of the training "
-                   "split (results/<run>/hardnegs.parquet)",
+    "description": "static hard-negative mining with the model of the miner run: the candidate pool of its ranking "
+                   "of the training split (results/<miner>/pools/), shared by every run that asks for the same "
+                   "pool, and the policy selecting this run's negatives from it (results/<run>/hardnegs.parquet)",
     "properties": {
         "depth": {"type": "integer", "minimum": 1, "default": 200,
-                  "description": "mine from this top-k of each training query (documents judged relevant removed)"},
-        "rank_range": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 2,
-                       "maxItems": 2, "default": None,
-                       "description": "keep only ranks in [first, last] (1-based, both included; first <= last); "
-                                      "null: every rank down to depth"},
-        "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
-                 "description": "negatives kept per query (null: all)"},
-        "sampling": {"enum": list(SAMPLING), "default": "top",
-                     "description": "which `keep` negatives: the best-ranked (top) or a uniform sample seeded by the "
-                                    "run's seed and the query (random)"},
-        "margin": {"type": ["number", "null"], "default": None,
-                   "description": "keep negatives scoring at most best positive - margin, in the miner's score "
-                                  "units (not negative; null: no such filter)"},
-        "relative_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
-                            "description": "keep negatives scoring at most (1 - relative_margin) x best positive "
-                                           "(meant for positive scores; null: no such filter)"},
+                  "description": "the pool: this top-k of each training query (documents judged relevant removed)"},
+        "duplicates": {"type": "boolean", "default": True,
+                       "description": "mark in the pool the candidates that duplicate a judged positive of their "
+                                      "query (exact or near duplicates, found once per dataset: "
+                                      "results/datasets/<dataset>/duplicates.parquet)"},
+        "policy": {"type": ["string", "null"], "default": None,
+                   "description": "a policy of the config's `policies` section, by name (then the policy keys "
+                                  "below stay unset); null: the policy is the keys below"},
+        **{key: POLICY_SCHEMA["properties"][key] for key in POLICY_KEYS},
     },
 }

@@ -24,14 +24,17 @@ this order, and counts what each removed (the audit reports it per policy):
     at most this many per query: the best-ranked (``sampling="top"``) or a seeded uniform sample (``"random"``).
 
 Nulls pass: a row without a best positive score passes the margins, one without a cross-encoder score (or best
-positive cross-encoder score) the cross-encoder filters, as in :func:`hardneg.mining.negatives.mine_hard_negatives`.
-On a pool built with the same run, qrels, positives and depth, a policy with only ``rank_range``, ``margin``,
-``relative_margin``, ``keep`` and ``sampling`` selects exactly what ``mine_hard_negatives`` mines.
+positive cross-encoder score) the cross-encoder filters. :func:`hardneg.mining.negatives.mine_hard_negatives` is a
+policy with only ``rank_range``, ``margin``, ``relative_margin``, ``keep`` and ``sampling``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
@@ -39,8 +42,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hardneg.io import artifacts
+from hardneg.io import artifacts, logs
+from hardneg.io.atomic import write_text
 from hardneg.mining.rows import group_bounds, query_seed, value_codes
+
+log = logging.getLogger(__name__)
 
 SAMPLING = ("top", "random")  # which `keep` candidates: the best-ranked, or a seeded uniform sample
 FILTERS = ("depth", "rank_range", "duplicates", "margin", "relative_margin", "ce_threshold", "ce_margin", "keep")
@@ -291,3 +297,39 @@ def select(pool: pa.Table, policy: Policy, *, seed: int = 0) -> Selection:
     negatives = pool.take(pa.array(rows, pa.int64())).select(artifacts.HARDNEGS.schema.names)
     negatives = negatives.cast(artifacts.HARDNEGS.schema).combine_chunks()
     return Selection(negatives=negatives, removed=removed, candidates=n, kept=negatives.num_rows)
+
+
+def select_stage(pool_path: str | os.PathLike, hardnegs_path: str | os.PathLike,
+                 selection_path: str | os.PathLike, *, policy: Mapping, seed: int = 0,
+                 name: str | None = None) -> Selection:
+    """Stage function: :func:`select` from a pool file; the negatives written as HARDNEGS Parquet and what the
+    selection did as JSON, both atomically.
+
+    :param pool_path: the CANDIDATES Parquet file (a pool of :mod:`hardneg.mining.pool`).
+    :param hardnegs_path: the HARDNEGS Parquet file to write.
+    :param selection_path: the JSON file to write: ``policy`` (its keys, all of them), ``name`` (the policy's name
+        in the config, or null), ``seed``, ``pool`` (the pool's path), ``candidates``, ``kept``, ``removed``
+        (per filter, in order), ``queries`` (with candidates) and ``queries_with_negatives``.
+    :param policy: the policy's keys (:meth:`Policy.from_params`).
+    :param seed: the seed of random sampling.
+    :param name: the policy's name in the config's ``policies``, if it has one.
+    :returns: the Selection.
+    :raises DataError: a pool file that is missing or does not match its schema.
+    :raises ValueError: a policy :class:`Policy` rejects, or one the pool cannot serve (see :func:`select`).
+    """
+    chosen = Policy.from_params(policy)
+    pool = artifacts.read_table(artifacts.CANDIDATES, pool_path)
+    selection = select(pool, chosen, seed=seed)
+    artifacts.write_table(selection.negatives, artifacts.HARDNEGS, hardnegs_path)
+    record = {"policy": {key: list(value) if isinstance(value, tuple) else value
+                         for key, value in dataclasses.asdict(chosen).items()},
+              "name": name, "seed": seed, "pool": str(pool_path), "candidates": selection.candidates,
+              "kept": selection.kept, "removed": selection.removed,
+              "queries": len(pc.unique(pool["qid"])) if pool.num_rows else 0,
+              "queries_with_negatives": len(pc.unique(selection.negatives["qid"])) if selection.kept else 0}
+    write_text(selection_path, json.dumps(record, indent=2) + "\n")
+    removed = ", ".join(f"{key} {count}" for key, count in selection.removed.items() if count)
+    logs.progress(log, "selected %d of %d candidates for %d of %d queries (removed: %s)", selection.kept,
+                  selection.candidates, record["queries_with_negatives"], record["queries"], removed or "none",
+                  last=True)
+    return selection

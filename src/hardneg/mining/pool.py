@@ -15,6 +15,7 @@ queries' rows of the other tables, which gives the same file.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.io import artifacts, logs
+from hardneg.mining.duplicates import duplicate_partners, flag_duplicates_of_positives
 from hardneg.mining.rows import MINE_BLOCK_ROWS, isin, query_blocks, relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
@@ -213,6 +215,10 @@ def build_pool(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None
     }, schema=artifacts.CANDIDATES.schema)
 
 
+def _flag_positives(partners: pa.Table, qrels: pa.Table, qids: pa.Array, docids: pa.Array):
+    return flag_duplicates_of_positives(partners, qids, docids, qrels)
+
+
 class _ByQuery:
     """The rows of a table by query code (the codes of a run's queries, in first-appearance order), so that each
     block of whole queries takes only its own rows instead of scanning the whole table again."""
@@ -235,7 +241,7 @@ def pool_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, pool_
                depth: int, positives_path: str | os.PathLike | None = None,
                bm25_path: str | os.PathLike | None = None, ce_path: str | os.PathLike | None = None,
                ce_positives_path: str | os.PathLike | None = None, duplicates: DuplicateFlagger | None = None,
-               block_rows: int = MINE_BLOCK_ROWS) -> int:
+               duplicates_path: str | os.PathLike | None = None, block_rows: int = MINE_BLOCK_ROWS) -> int:
     """Stage function: ``build_pool`` from files, written to ``pool_path`` (CANDIDATES Parquet).
 
     Every query's candidates depend on its own rows only, so the run is built in blocks of whole queries
@@ -256,14 +262,22 @@ def pool_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, pool_
         pairs; None: ``best_positive_ce_score`` null.
     :param duplicates: a callable ``(qids, docids) -> (duplicate_of, duplicate_kind)`` as ``build_pool`` takes
         it, called once per block on the block's pool rows; None: the duplicate columns null.
+    :param duplicates_path: instead of ``duplicates``, a DUPLICATES Parquet file of the corpus
+        (:func:`hardneg.mining.duplicates.duplicates_stage`): a candidate is marked when it duplicates a judged
+        positive of its query in ``qrels_path`` (:func:`hardneg.mining.duplicates.flag_duplicates_of_positives`).
     :param block_rows: the approximate number of run rows built at a time (whole queries); a run whose queries'
         rows are not contiguous is built at once.
     :returns: the number of candidates written (rows of the file).
     :raises DataError: an input file that is missing or does not match its schema.
-    :raises ValueError: as ``build_pool``.
+    :raises ValueError: as ``build_pool``; both ``duplicates`` and ``duplicates_path`` given.
     """
     run = artifacts.read_table(artifacts.RUN, run_path)
     qrels = relevant_judgements(artifacts.read_table(artifacts.QRELS, qrels_path))  # only these leave the pool
+    if duplicates_path is not None:
+        if duplicates is not None:
+            raise ValueError("give duplicates or duplicates_path, not both")
+        partners = duplicate_partners(artifacts.read_table(artifacts.DUPLICATES, duplicates_path))
+        duplicates = functools.partial(_flag_positives, partners, qrels)
 
     def optional(kind: artifacts.ArtifactKind, path) -> pa.Table | None:
         return artifacts.read_table(kind, path) if path else None

@@ -27,8 +27,10 @@ from hardneg.evaluation.summary import check_summary_config
 from hardneg.fusion import default_tune_split
 from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
 from hardneg.methods.adore import pq_matrix
+from hardneg.mining.policies import POLICY_SCHEMA
 from hardneg.pipeline.compare_plan import check_compare_config
 from hardneg.pipeline.index_factories import check_index_factories
+from hardneg.pipeline.mining_plan import check_policies
 from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
 from hardneg.pipeline.resources import check_resource_rules
 from hardneg.schema.files import read_config_yaml
@@ -38,8 +40,16 @@ from hardneg.schema.validation import describe, first_error, read_schema, valida
 
 def load_schema(path: str | os.PathLike | None = None) -> dict:
     """The configuration schema (the package's, or the file at ``path``) with one run variant per registered
-    method (see :func:`with_methods`)."""
-    return with_methods(read_schema(path))
+    method (see :func:`with_methods`) and the keys of a selection policy (:func:`with_policies`)."""
+    return with_policies(with_methods(read_schema(path)))
+
+
+def with_policies(schema: dict) -> dict:
+    """Add the keys of a named selection policy (``policies.<name>``:
+    :data:`hardneg.mining.policies.POLICY_SCHEMA`) to a schema."""
+    schema = copy.deepcopy(schema)
+    schema["properties"]["policies"]["additionalProperties"] = copy.deepcopy(POLICY_SCHEMA)
+    return schema
 
 
 def with_methods(schema: dict) -> dict:
@@ -86,7 +96,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     if schema is None or isinstance(schema, (str, os.PathLike)):
         schema = load_schema(schema)
     elif "allOf" not in schema.get("$defs", {}).get("run", {}):
-        schema = with_methods(schema)
+        schema = with_policies(with_methods(schema))
     validator = validator_for(schema)
     error = first_error(validator, config)
     if error is None and pq_matrix.expand_config(config):
@@ -97,6 +107,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     _check_reserved_names(config)
     check_resource_rules(config)
     _check_references(config)
+    check_policies(config)
     check_downloads(config)
     _inherit_models(config, explicit)
     _check_targets(config)
@@ -244,6 +255,11 @@ def _check_references(config: dict) -> None:
                     raise ConfigError(f"runs.{name}.inputs.{role}",
                                       f"run {other!r} is a {runs[other]['method']} run, which has no model; this input "
                                       f"needs a run of {', '.join(trained)}")
+                if provides == "scorer" and methods.get(runs[other]["method"]).score_pairs is None:
+                    scorers = sorted(n for n, m in methods.methods().items() if m.score_pairs is not None)
+                    raise ConfigError(f"runs.{name}.inputs.{role}",
+                                      f"run {other!r} is a {runs[other]['method']} run, which scores no pairs; this "
+                                      f"input needs a run of {', '.join(scorers) or 'a cross-encoder method'}")
                 if runs[other].get("dataset", config["dataset"]) != dataset:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
     for name in runs:

@@ -39,13 +39,23 @@ class EpisodePlan:
         return {"model": layout.model(episodes[-1]), "train_logs": [layout.train_log(e) for e in episodes],
                 "timings": [layout.train_timings(e) for e in episodes]}
 
+    def _mining_benchmarks(self, episodes: list[str]) -> list[str]:
+        """The benchmark records of mining for ``episodes`` (all mined by one checkpoint): the miner's positive
+        scores and candidate pool, then each episode's selection."""
+        if not episodes:
+            return []
+        layout, pool = self.layout, self.pool(episodes[0])
+        return [layout.benchmark(pool.miner, f"positive_scores_{pool.split}"),
+                layout.benchmark(pool.miner, f"candidate_pool_{pool.name}"),
+                *(layout.benchmark(name, "select_hard_negatives") for name in episodes)]
+
     def refresh_benchmarks(self, run: str) -> list[dict]:
         """The benchmark records (Snakemake writes them beside the artifacts; no rule can ask for one as an input)
         of an episodic run's jobs, by checkpoint: first the warm-up's (``checkpoint`` None: mining the episodes its
         model mines for), then each episode's: ``train`` (its training job) and the refresh its checkpoint feeds,
         ``encode`` (the shards and their gathering), ``index``, ``search`` (the training split) and ``mine``
-        (positive scores and mining, of each episode trained on its negatives). A checkpoint no episode trains on
-        has no refresh jobs."""
+        (the positive scores and candidate pool of the checkpoint, the selection of each episode trained on its
+        negatives). A checkpoint no episode trains on has no refresh jobs."""
         plan, layout, names = self.episodes(run), self.layout, self.episode_runs(run)
         fed = {None: [], **{index: [] for index in range(plan.count)}}  # checkpoint → episodes on its negatives
         for index, name in enumerate(names):
@@ -53,9 +63,7 @@ class EpisodePlan:
         out = []
         for checkpoint in [None, *range(plan.count)]:
             bench = {"checkpoint": checkpoint, "train": [], "encode": [], "index": [], "search": [],
-                     "mine": [job for name in fed[checkpoint]
-                              for job in (layout.benchmark(name, "positive_scores"),
-                                          layout.benchmark(name, "mine_hard_negatives"))]}
+                     "mine": self._mining_benchmarks(fed[checkpoint])}
             if checkpoint is not None:
                 name = names[checkpoint]
                 bench["train"] = [layout.benchmark(name, "train")]

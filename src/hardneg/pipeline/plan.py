@@ -32,11 +32,12 @@ from hardneg.pipeline import episodes as _episodes
 from hardneg.pipeline.compare_plan import ComparePlan
 from hardneg.pipeline.episode_plan import EpisodePlan
 from hardneg.pipeline.fusion_plan import FusionPlan
+from hardneg.pipeline.mining_plan import MiningPlan
 from hardneg.pipeline.report_plan import ReportPlan
 from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, resolve_run
 
 
-class Plan(EpisodePlan, FusionPlan, ComparePlan, ReportPlan):
+class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
     """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
 
     def __init__(self, config: dict, root: str = RESULTS):
@@ -81,11 +82,6 @@ class Plan(EpisodePlan, FusionPlan, ComparePlan, ReportPlan):
     def encoded_runs(self) -> list[str]:
         """Dense runs that encode their own corpus (every dense run but those keeping another run's documents)."""
         return [run for run in self.dense_runs if self.doc_run(run) == run]
-
-    @property
-    def mining_runs(self) -> list[str]:
-        """Runs that mine their own static hard-negative list (they name a miner run)."""
-        return [run for run in self.runs if self.role_run(run, "miner") and run not in self.episodic_runs]
 
     def params(self, run: str) -> dict:
         return self.runs[run]["params"]
@@ -293,35 +289,6 @@ class Plan(EpisodePlan, FusionPlan, ComparePlan, ReportPlan):
     def search_inputs(self, run: str, slug: str | None = None) -> dict:
         return {"model": self.layout.model(run), "cache": self.cache_dir(run),
                 "index": self.search_index(run, slug), "docids": self.layout.corpus_ids(self.doc_run(run))}
-
-    # ------------------------------------------------------------------------------------------ mining
-    def miner(self, run: str) -> str:
-        return self.role_run(run, "miner")
-
-    def positive_scores_inputs(self, run: str) -> dict:
-        miner, split, layout = self.miner(run), self.train_split(run), self.layout
-        return {"query_emb": layout.query_embeddings(miner, split), "query_ids": layout.query_ids(miner, split),
-                "doc_emb": layout.corpus_embeddings(self.doc_run(miner)),
-                "doc_ids": layout.corpus_ids(self.doc_run(miner)), "qrels": layout.qrels_dir(self.dataset(run))}
-
-    def mining_inputs(self, run: str) -> dict:
-        return {"run": self.layout.ranking(self.miner(run), self.train_split(run)),
-                "qrels": self.layout.qrels_dir(self.dataset(run)), "positives": self.layout.positive_scores(run)}
-
-    def audit_inputs(self, run: str) -> dict:
-        split = self.train_split(run)
-        references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
-        return {**self.mining_inputs(run), "hardnegs": self.layout.hard_negatives(run),
-                "reference": [self.layout.ranking(other, split) for other in references if other],
-                "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
-
-    def viewer_inputs(self, run: str) -> dict:
-        """What the hard-negative viewer of a mining run reads: the audit's inputs (the mined list, the miner's
-        ranking, qrels, positive scores, the BM25 reference, the corpus), the audit (table and summary) and the
-        queries."""
-        return {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
-                "audit_summary": self.layout.audit(run, "json"),
-                "queries": self.layout.queries_dir(self.dataset(run))}
 
     # -------------------------------------------------------------------------------------- evaluation
     def eval_splits(self, run: str) -> list[str]:

@@ -25,9 +25,9 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
                    snippet_chars: int = 160) -> str:
     """:func:`format_query` for query ``qid`` of run ``run`` under the ``results`` folder.
 
-    Reads ``results/<run>/{config.yaml, hardnegs.parquet, positive_scores.parquet (if present)}`` and, of the run's
-    dataset ``results/datasets/<dataset>/``, the split whose queries contain ``qid`` (its queries and qrels) and
-    the corpus rows shown. Raises HardnegError naming what is missing.
+    Reads ``results/<run>/{config.yaml, hardnegs.parquet}``, its miner's positive scores (if present) and, of the
+    run's dataset ``results/datasets/<dataset>/``, the split whose queries contain ``qid`` (its queries and qrels)
+    and the corpus rows shown. Raises HardnegError naming what is missing.
     """
     files = RunFiles.open(run, results)
     hardnegs_path = files.hard_negatives()
@@ -46,9 +46,9 @@ def describe_query(run: str, qid: str, *, results: str | os.PathLike = "results"
                            f"{', '.join(p.stem for p in query_files)})")
     qrels = artifacts.read_matching_rows(artifacts.QRELS, layout.qrels(dataset, split), "qid", [qid])
     hardnegs = artifacts.read_matching_rows(artifacts.HARDNEGS, hardnegs_path, "qid", [qid])
-    positives_path = Path(layout.positive_scores(run))
+    positives_path = files.positive_scores()
     positives = artifacts.read_matching_rows(artifacts.POSITIVE_SCORES, positives_path, "qid", [qid]) \
-        if positives_path.exists() else None
+        if positives_path is not None and positives_path.exists() else None
     shown = hardnegs.sort_by([("rank", "ascending")]).slice(0, top)
     docids = sorted(set(qrels["docid"].to_pylist()) | set(shown["docid"].to_pylist()))
     corpus = artifacts.read_matching_rows(artifacts.CORPUS, layout.corpus(dataset), "docid", docids)

@@ -161,6 +161,20 @@ class RunFiles:
         raise HardnegError(f"run {self.run} has no hard-negative list: {path} is missing; build it with "
                            f"snakemake {path}")
 
+    def positive_scores(self) -> Path | None:
+        """The miner's scores of the run's training positives (``<miner>/pools/positives_<split>.parquet``), which
+        the margins of its policy compare negatives with; None for a run that mines nothing or whose miner is
+        not known to this process's methods.
+
+        :returns: the file's path (it may not exist yet), or None.
+        """
+        declared = methods.methods().get(self.method)
+        for role in declared.roles_providing("miner") if declared is not None else ():
+            other = (self.config.get("inputs") or {}).get(role)
+            if isinstance(other, dict):
+                return Path(self.layout.pool_positive_scores(other["name"], self.train_split))
+        return None
+
     def model_dir(self) -> Path:
         """The run's trained model folder (``model/``: a Hugging Face folder with ``hardneg.json``), which
         ``hardneg.dense.model.BiEncoder.load`` reads.

@@ -19,7 +19,8 @@ from hardneg.index import build_index, run_table, search_run, search_run_blocks
 from hardneg.io import artifacts
 from hardneg.io.npyfile import NpyRows, NpyWriter
 from hardneg.io.rankings import RunWriter, write_run
-from hardneg.mining.negatives import mine_stage
+from hardneg.mining.policies import select_stage
+from hardneg.mining.pool import pool_stage
 from hardneg.mining.rows import query_blocks
 
 
@@ -216,9 +217,10 @@ def test_mining_in_blocks_writes_the_whole_runs_negatives(tmp_path, sampling):
     artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
     counts = {}
     for block_rows in (10**9, 100, 1):
-        counts[block_rows] = mine_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet",
-                                        tmp_path / f"h{block_rows}.parquet", depth=20, keep=5, sampling=sampling,
-                                        seed=1, block_rows=block_rows)
+        pool = tmp_path / f"pool{block_rows}.parquet"
+        pool_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", pool, depth=20, block_rows=block_rows)
+        counts[block_rows] = select_stage(pool, tmp_path / f"h{block_rows}.parquet", tmp_path / f"h{block_rows}.json",
+                                          policy={"keep": 5, "sampling": sampling}, seed=1).kept
     assert counts == {10**9: 300, 100: 300, 1: 300}
     assert digest(tmp_path / "h100.parquet") == digest(tmp_path / "h1.parquet") == digest(tmp_path / f"h{10**9}.parquet")
 

@@ -192,10 +192,12 @@ def results(tmp_path):
                           data / "queries" / "test.parquet")
     artifacts.write_table(table(artifacts.QRELS, [("t1", "t9", 1)]), artifacts.QRELS, data / "qrels" / "test.parquet")
     for run in ("star", "other"):
-        write_resolved({"name": run, "method": "star", "seed": 0, "params": {}, "dataset": {"name": "toy"},
-                        "evaluation": {}, "inputs": {}}, root / run / "config.yaml")
+        write_resolved({"name": run, "method": "star", "seed": 0, "params": {"train": {"split": "train"}},
+                        "dataset": {"name": "toy"}, "evaluation": {}, "inputs": {"negatives": {"name": "warmup"}}},
+                       root / run / "config.yaml")
     artifacts.write_table(HARDNEGS, artifacts.HARDNEGS, root / "star" / "hardnegs.parquet")
-    artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, root / "star" / "positive_scores.parquet")
+    # the miner's scores of the training positives, beside its candidate pools
+    artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, root / "warmup" / "pools" / "positives_train.parquet")
     return root
 
 
@@ -229,3 +231,23 @@ def test_cli_audit_names_a_broken_resolved_config(results, capsys):
     config.write_text("method: [\n")
     assert main(["audit", "other", "--qid", "q1", "--results", str(results)]) == 2
     assert f"run other: {config}, line 2 is not valid YAML" in capsys.readouterr().err
+
+
+def test_the_selection_counts_duplicates_of_positives_in_the_pool_and_among_the_negatives():
+    from hardneg.mining.audit import audit_markdown, selection_summary
+
+    pool = table(artifacts.CANDIDATES, [
+        ("q1", "n1", 1, 9.0, 8.0, None, None, None, None, "p1", "exact"),
+        ("q1", "n2", 3, 7.5, 8.0, None, None, None, None, "p2", "near"),
+        ("q1", "n3", 4, 6.0, 8.0, None, None, None, None, None, None),
+    ])
+    selection = {"policy": {"keep": 2, "sampling": "top", "exclude_duplicates": False}, "name": "top2",
+                 "candidates": 3, "kept": 2, "removed": {"depth": 0, "keep": 1}}
+    kept = table(artifacts.HARDNEGS, [("q1", "n1", 1, 9.0), ("q1", "n2", 3, 7.5)])
+    summary = selection_summary(selection, pool, kept)
+    assert summary["duplicates"] == {"pool": 2, "exact": 1, "near": 1, "negatives": 2}
+    assert summary["removed"] == {"depth": 0, "keep": 1} and summary["name"] == "top2"
+    audit, _ = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES)
+    text = audit_markdown({**audit, "selection": summary})
+    assert "2 of 3 candidates kept by policy `top2` (keep 2, sampling top)" in text
+    assert "| keep | 1 |" in text and "2 (1 exact, 1 near); among the negatives: 2." in text

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -8,7 +9,9 @@ import pyarrow.compute as pc
 import pytest
 
 from hardneg.io import artifacts
-from hardneg.mining.negatives import mine_hard_negatives, mine_stage, positive_scores
+from hardneg.mining.negatives import mine_hard_negatives, positive_scores
+from hardneg.mining.policies import select_stage
+from hardneg.mining.pool import pool_stage
 from tests.support.mining import QRELS, RUN, pairs, positives_table, qrels_table, run_table
 
 
@@ -134,24 +137,33 @@ def test_random_sampling_does_not_depend_on_python_hash_seed(tmp_path):
     run, qrels = random_problem(num_queries=5)
     artifacts.write_table(run, artifacts.RUN, tmp_path / "run.parquet")
     artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
-    mine_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "here.parquet", keep=3,
-               sampling="random", seed=5)
-    code = ("import sys; from hardneg.mining.negatives import mine_stage; "
-            "mine_stage(sys.argv[1], sys.argv[2], sys.argv[3], keep=3, sampling='random', seed=5)")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "run.parquet"), str(tmp_path / "qrels.parquet"),
-                    str(tmp_path / "there.parquet")], check=True, env={**os.environ, "PYTHONHASHSEED": "12345"})
-    assert (tmp_path / "here.parquet").read_bytes() == (tmp_path / "there.parquet").read_bytes()
+    code = ("import sys; from hardneg.mining.pool import pool_stage; from hardneg.mining.policies import select_stage; "
+            "pool_stage(sys.argv[1], sys.argv[2], sys.argv[3] + '.pool', depth=200); "
+            "select_stage(sys.argv[3] + '.pool', sys.argv[3], sys.argv[3] + '.json', "
+            "policy={'keep': 3, 'sampling': 'random'}, seed=5)")
+    for name, hash_seed in (("here", "0"), ("there", "12345")):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / "run.parquet"), str(tmp_path / "qrels.parquet"),
+                        str(tmp_path / name)], check=True, env={**os.environ, "PYTHONHASHSEED": hash_seed})
+    assert (tmp_path / "here").read_bytes() == (tmp_path / "there").read_bytes()
 
 
-def test_mine_stage_reads_and_writes_parquet(tmp_path):
+def test_the_pool_and_selection_stages_read_and_write_parquet(tmp_path):
     artifacts.write_table(RUN, artifacts.RUN, tmp_path / "run.parquet")
     artifacts.write_table(QRELS, artifacts.QRELS, tmp_path / "qrels.parquet")
     artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, tmp_path / "pos.parquet")
-    out = mine_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "out" / "hardnegs.parquet",
-                     positives_path=tmp_path / "pos.parquet", depth=7, rank_range=[2, 7], margin=1.0, keep=2)
+    rows = pool_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "pool.parquet",
+                      positives_path=tmp_path / "pos.parquet", depth=7)
+    assert rows == 11  # to rank 7, positives removed: q1 a1 a3 a4 a6 a7; q2 b2 b3 b4 a2; q3 c1 c2
+    selection = select_stage(tmp_path / "pool.parquet", tmp_path / "out" / "hardnegs.parquet",
+                             tmp_path / "out" / "selection.json",
+                             policy={"rank_range": [2, 7], "margin": 1.0, "keep": 2}, seed=0)
     written = artifacts.read_table(artifacts.HARDNEGS, tmp_path / "out" / "hardnegs.parquet")
-    assert out == written.num_rows  # the count: the negatives are written block by block, never held whole
+    assert written.equals(selection.negatives)
     assert pairs(written) == [("q1", "a3"), ("q1", "a4"), ("q2", "b3"), ("q2", "b4"), ("q3", "c2")]
+    record = json.loads((tmp_path / "out" / "selection.json").read_text())
+    assert record["candidates"] == rows and record["kept"] == 5 and record["queries_with_negatives"] == 3
+    assert record["policy"]["rank_range"] == [2, 7] and record["policy"]["keep"] == 2 and record["seed"] == 0
+    assert sum(record["removed"].values()) + record["kept"] == rows
 
 
 def test_empty_run():

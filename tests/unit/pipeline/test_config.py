@@ -50,7 +50,7 @@ _DELETE = object()
 
 
 @pytest.mark.parametrize("path, value, key, message", [
-    (["sed"], 1, "sed", "unknown key; allowed keys: compare, dataset, datasets, downloads, evaluation, figures, method_modules, pq_matrix, report, resources, runs, seed, summary, tables, targets, viewer"),
+    (["sed"], 1, "sed", "unknown key; allowed keys: compare, dataset, datasets, downloads, duplicates, evaluation, figures, method_modules, policies, pq_matrix, report, resources, runs, seed, summary, tables, targets, viewer"),
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),

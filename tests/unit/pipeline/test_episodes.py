@@ -47,7 +47,8 @@ def test_each_episode_mines_with_the_checkpoint_lag_episodes_before_the_previous
         source = sources[index]
         # the episode's list is mined from the source checkpoint's ranking of the training queries
         assert plan.mining_inputs(name)["run"] == f"results/{source}/runs/train.parquet"
-        assert plan.positive_scores_inputs(name)["doc_emb"] == f"results/{source}/embeddings/corpus.npy"
+        assert plan.positive_scores_inputs(source, "train")["doc_emb"] == f"results/{source}/embeddings/corpus.npy"
+        assert plan.pool_path(name) == f"results/{source}/pools/train_top200_bm25-bm25.parquet"
         inputs = plan.train_inputs(name)
         assert inputs["hard_negatives"] == f"results/{name}/hardnegs.parquet"
         assert inputs["init"] == (f"results/{names[index - 1]}/model" if index else "results/warmup/model")

@@ -32,10 +32,10 @@ def test_runs_by_kind_and_role(plan):
     assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "ance", *episodes, "tct", "tct_hn",
                                  "tct_tct_hn", "tct_hnp", "warmup_inbatch", "warmup_randneg", "warmup_bm25neg",
                                  "static_hn", "randneg_warmup", *ABS_RUNS[:5], "condenser", *ABS_RUNS[5:]]
-    assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
+    assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn", "crossencoder"]
     first_tct = plan.dense_runs.index("tct")  # the ColBERT teacher runs sit among the dense runs in config order
     assert plan.trained_runs == plan.dense_runs[:first_tct] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
-                                                               "colbert_teacher_hn", "tct_hnp"] \
+                                                               "colbert_teacher_hn", "tct_hnp", "crossencoder"] \
         + plan.dense_runs[first_tct + 4:]
     # a run mines when it names a miner, not because its method could (ANCE's episodes mine, not ANCE)
     assert plan.mining_runs == ["star", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp",
@@ -102,9 +102,24 @@ def test_indexes_over_a_runs_documents(plan):
 
 
 def test_mining_reads_the_miners_training_ranking_and_embeddings(plan):
-    assert plan.positive_scores_inputs("star")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
+    assert plan.positive_scores_inputs("warmup", "train")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
     assert plan.mining_inputs("star")["run"] == "results/warmup/runs/train.parquet"
     assert plan.audit_inputs("star")["reference"] == ["results/bm25/runs/train.parquet"]
+
+
+def test_runs_asking_for_the_same_pool_share_it_under_the_miner(plan):
+    """star and ANCE's first two episodes (lag 1) are all mined by warmup at depth 200 with BM25's ranks: one pool,
+    built once; each selects its own list from it."""
+    path = "results/warmup/pools/train_top200_bm25-bm25.parquet"
+    sharing = [run for run in plan.mining_runs if plan.pool_path(run) == path]
+    assert {"star", "ance/episodes/0", "ance/episodes/1"} <= set(sharing)
+    assert plan.selection_inputs("star") == {"pool": path}
+    inputs = plan.pool_inputs("warmup", "train_top200_bm25-bm25")
+    assert inputs == {"run": "results/warmup/runs/train.parquet", "qrels": "results/datasets/synthetic/qrels",
+                      "positives": "results/warmup/pools/positives_train.parquet",
+                      "bm25": "results/bm25/runs/train.parquet",
+                      "duplicates": "results/datasets/synthetic/duplicates.parquet"}
+
 
 
 def test_evaluation_ranks_only_the_reported_splits(raw):

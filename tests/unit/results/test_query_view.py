@@ -28,10 +28,11 @@ def test_ids_titles_and_texts_are_shown_escaped(tmp_path):
     artifacts.write_table(table(artifacts.QUERIES, [(QID, "why do cats\rpurr \u202d?")]), artifacts.QUERIES,
                           data / "queries" / "train.parquet")
     artifacts.write_table(qrels, artifacts.QRELS, data / "qrels" / "train.parquet")
-    write_resolved({"name": "star", "method": "star", "seed": 0, "params": {}, "dataset": {"name": "toy"},
-                    "evaluation": {}, "inputs": {}}, results / "star" / "config.yaml")
+    write_resolved({"name": "star", "method": "star", "seed": 0, "params": {"train": {"split": "train"}},
+                    "dataset": {"name": "toy"}, "evaluation": {}, "inputs": {"negatives": {"name": "warmup"}}},
+                   results / "star" / "config.yaml")
     artifacts.write_table(hardnegs, artifacts.HARDNEGS, results / "star" / "hardnegs.parquet")
-    artifacts.write_table(positives, artifacts.POSITIVE_SCORES, results / "star" / "positive_scores.parquet")
+    artifacts.write_table(positives, artifacts.POSITIVE_SCORES, results / "warmup" / "pools" / "positives_train.parquet")
     assert pc.any(pc.match_substring(hardnegs["qid"], "\x1b")).as_py()  # the data does hold them
 
     text = describe_query("star", QID, results=results)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from hardneg.errors import ConfigError
 from hardneg.methods.contrastive import role_negatives
-from hardneg.methods.registry import RERANK, Method, Role, StepContext
+from hardneg.methods.registry import MINING_ROLES, RERANK, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
 
@@ -112,7 +112,8 @@ METHOD = Method(
                                   description="a dense run whose model mines hard negatives for this run"),
            "init": Role("model", required=False, description="a colbert run whose model this one continues"),
            "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of the hard-negative audit")},
+                        description="a BM25 run, for the overlap column of the hard-negative audit"),
+           **MINING_ROLES},
     exclusive_roles=(("negatives", "hard_negatives"),),
     schema=SCHEMA, params=ColbertParams, training_sections=("model", "train", "negatives", "colbert"),
     build_step=build_step, new_model=new_model, rerank=rerank, bi_encoder_from=bi_encoder_from)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from hardneg.io import artifacts
 from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step, ranked_negatives
-from hardneg.methods.registry import DENSE, Method, Role, StepContext
+from hardneg.methods.registry import DENSE, MINING_ROLES, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
 
@@ -31,6 +31,7 @@ METHOD = Method(
     roles={"init": Role("model", description="the dense run whose model training continues (the warm-up)"),
            "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
            "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of the hard-negative audit")},
+                        description="a BM25 run, for the overlap column of the hard-negative audit"),
+           **MINING_ROLES},
     schema={"mining": MINING_SCHEMA}, params=StarParams, training_sections=TRAINING_SECTIONS,
     build_step=build_step)

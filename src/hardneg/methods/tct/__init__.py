@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hardneg.methods.contrastive import role_negatives
-from hardneg.methods.registry import DENSE, Method, Role, StepContext
+from hardneg.methods.registry import DENSE, MINING_ROLES, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 from hardneg.schema.values import dataclass_from
 
@@ -67,7 +67,8 @@ METHOD = Method(
            "hard_negatives": Role("miner", required=False,
                                   description="a dense run whose model mines the hard negatives"),
            "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of the hard-negative audit")},
+                        description="a BM25 run, for the overlap column of the hard-negative audit"),
+           **MINING_ROLES},
     exclusive_roles=(("negatives", "hard_negatives"),),
     schema=SCHEMA, params=TctParams, training_sections=("model", "train", "negatives", "tct"),
     build_step=build_step)

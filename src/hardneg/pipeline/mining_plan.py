@@ -1,0 +1,210 @@
+"""The run plan's static hard-negative mining: mine once, select by policy.
+
+A mining run (a run with a ``miner`` role) names the dense run whose model mines (its miner). The miner's ranking of
+the training split, to ``params.mining.depth``, less the judged positives, is a candidate pool
+(:mod:`hardneg.mining.pool`) under the miner: ``results/<miner>/pools/<pool>.parquet``, where ``<pool>`` names what
+the pool holds (:meth:`MiningPlan.pool_name`). Every mining run that asks for the same pool reads the same file,
+so trying another policy (:mod:`hardneg.mining.policies`) re-runs the selection only, not the miner's encoding,
+search or cross-encoder scoring. The policy is ``params.mining.policy`` (a name of the config's ``policies``) or
+the policy keys of ``params.mining``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from hardneg.errors import ConfigError
+from hardneg.mining.negatives import MINING_SCHEMA, POLICY_KEYS
+from hardneg.mining.policies import Policy
+from hardneg.schema.names import quoted
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A candidate pool: the ranking of ``split`` by ``miner`` to ``depth``, with BM25's ranks where ``bm25`` names
+    a run, a cross-encoder's probabilities where ``cross_encoder`` names one, and duplicates of positives marked
+    when ``duplicates``."""
+
+    miner: str
+    split: str
+    depth: int
+    bm25: str | None
+    cross_encoder: str | None
+    duplicates: bool
+    dataset: str
+
+    @property
+    def name(self) -> str:
+        """The pool's file name (without ``.parquet``): ``<split>_top<depth>``, then ``_bm25-<run>``,
+        ``_ce-<run>`` and ``_nodup`` (duplicates not marked) where they apply."""
+        parts = [f"{self.split}_top{self.depth}"]
+        if self.bm25:
+            parts.append(f"bm25-{self.bm25}")
+        if self.cross_encoder:
+            parts.append(f"ce-{self.cross_encoder}")
+        if not self.duplicates:
+            parts.append("nodup")
+        return "_".join(parts)
+
+
+def mining_policy(config: dict, run: str) -> Policy:
+    """The selection policy of a mining run: the config's ``policies.<name>`` when ``params.mining.policy``
+    names one, else the policy keys of ``params.mining``. The config is validated (defaults filled)."""
+    mining = config["runs"][run]["params"]["mining"]
+    name = mining["policy"]
+    if name is not None:
+        return Policy.from_params(config["policies"][name])
+    return Policy.from_params({key: mining[key] for key in POLICY_KEYS})
+
+
+def check_policies(config: dict) -> None:
+    """Every named policy is a valid :class:`Policy`; a run's ``params.mining.policy`` names one of them, its own
+    policy keys then left unset, and the named policy's ``depth`` is within the run's pool."""
+    for name, params in config["policies"].items():
+        try:
+            Policy.from_params(params)
+        except ValueError as error:
+            raise ConfigError(f"policies.{name}", str(error)) from None
+    defaults = {key: MINING_SCHEMA["properties"][key]["default"] for key in POLICY_KEYS}
+    for run, spec in config["runs"].items():
+        mining = spec.get("params", {}).get("mining") if isinstance(spec.get("params"), dict) else None
+        if not isinstance(mining, dict) or "policy" not in mining:
+            continue
+        where = f"runs.{run}.params.mining"
+        name = mining["policy"]
+        if name is None:
+            try:
+                mining_policy(config, run)
+            except ValueError as error:
+                raise ConfigError(where, str(error)) from None
+            continue
+        if name not in config["policies"]:
+            known = ", ".join(config["policies"]) or "none"
+            raise ConfigError(f"{where}.policy", f"no policy {quoted(name)} in the config's policies ({known})")
+        for key in POLICY_KEYS:
+            if mining[key] != defaults[key]:
+                raise ConfigError(f"{where}.{key}", f"the run selects with policy {quoted(name)}: set {key} in "
+                                                    f"policies.{name}, not here")
+        depth = config["policies"][name].get("depth")
+        if depth is not None and depth > mining["depth"]:
+            raise ConfigError(f"policies.{name}.depth", f"{depth} is deeper than the pool of run {run} "
+                                                        f"(params.mining.depth {mining['depth']})")
+
+
+class MiningPlan:
+    """The part of :class:`hardneg.pipeline.plan.Plan` that concerns mining runs: their pools, the positive
+    scores, near-duplicates and the selection."""
+
+    def miner(self, run: str) -> str:
+        return self.role_run(run, "miner")
+
+    @property
+    def mining_runs(self) -> list[str]:
+        """Runs that select their own static hard-negative list from a pool (they name a miner run)."""
+        return [run for run in self.runs if self.role_run(run, "miner") and run not in self.episodic_runs]
+
+    def pool(self, run: str) -> Pool:
+        """The candidate pool a mining run selects from."""
+        mining = self.params(run)["mining"]
+        return Pool(miner=self.miner(run), split=self.train_split(run), depth=mining["depth"],
+                    bm25=self.role_run(run, "reference_ranking"), cross_encoder=self.role_run(run, "scorer"),
+                    duplicates=mining["duplicates"], dataset=self.dataset(run))
+
+    @property
+    def pools(self) -> dict[tuple[str, str], Pool]:
+        """(miner, pool name) → pool, for every pool a mining run selects from."""
+        return {(pool.miner, pool.name): pool for pool in map(self.pool, self.mining_runs)}
+
+    def pool_path(self, run: str) -> str:
+        pool = self.pool(run)
+        return self.layout.pool(pool.miner, pool.name)
+
+    def pool_inputs(self, miner: str, name: str) -> dict:
+        """What building a pool reads: the miner's ranking of the split, the split's qrels (folder), the miner's
+        scores of the positives, and the BM25 ranking, cross-encoder scores and the dataset's duplicate pairs where
+        the pool has them."""
+        pool, layout = self.pools[(miner, name)], self.layout
+        inputs = {"run": layout.ranking(miner, pool.split), "qrels": layout.qrels_dir(pool.dataset),
+                  "positives": layout.pool_positive_scores(miner, pool.split)}
+        if pool.bm25:
+            inputs["bm25"] = layout.ranking(pool.bm25, pool.split)
+        if pool.cross_encoder:
+            inputs["ce_candidates"] = layout.pool_scores(miner, name, "candidates")
+            inputs["ce_positives"] = layout.pool_scores(miner, name, "positives")
+        if pool.duplicates:
+            inputs["duplicates"] = layout.duplicates(pool.dataset)
+        return inputs
+
+    @property
+    def scored_pools(self) -> dict[tuple[str, str], Pool]:
+        """The pools a cross-encoder scores."""
+        return {key: pool for key, pool in self.pools.items() if pool.cross_encoder}
+
+    def pool_scoring_inputs(self, miner: str, name: str) -> dict:
+        """What a cross-encoder's scoring of a pool reads: its model and tokenized cache, the miner's ranking of
+        the split and the split's qrels (the pairs it scores: the pool's candidates and the judged positives)."""
+        pool, layout = self.pools[(miner, name)], self.layout
+        return {"model": layout.model(pool.cross_encoder), "cache": self.cache_dir(pool.cross_encoder),
+                "run": layout.ranking(miner, pool.split), "qrels": layout.qrels_dir(pool.dataset)}
+
+    @property
+    def mining_splits(self) -> dict[str, set[str]]:
+        """miner → the splits whose positives it scores (one file per split, shared by the pools)."""
+        splits: dict[str, set[str]] = {}
+        for pool in self.pools.values():
+            splits.setdefault(pool.miner, set()).add(pool.split)
+        return splits
+
+    def positive_scores_inputs(self, miner: str, split: str) -> dict:
+        layout, dataset = self.layout, next(pool.dataset for pool in self.pools.values()
+                                            if (pool.miner, pool.split) == (miner, split))
+        return {"query_emb": layout.query_embeddings(miner, split), "query_ids": layout.query_ids(miner, split),
+                "doc_emb": layout.corpus_embeddings(self.doc_run(miner)),
+                "doc_ids": layout.corpus_ids(self.doc_run(miner)), "qrels": layout.qrels_dir(dataset)}
+
+    @property
+    def deduplicated_datasets(self) -> list[str]:
+        """The datasets whose duplicate pairs a pool reads."""
+        return sorted({pool.dataset for pool in self.pools.values() if pool.duplicates})
+
+    @property
+    def duplicates_params(self) -> dict:
+        """How duplicate documents are found (the config's ``duplicates``)."""
+        return dict(self.config["duplicates"])
+
+    def policy(self, run: str) -> Policy:
+        return mining_policy(self.config, run)
+
+    def policy_params(self, run: str) -> dict:
+        """The run's policy as its keys (plain YAML/JSON values), what the selection job is given."""
+        return {key: list(value) if isinstance(value, tuple) else value
+                for key, value in dataclasses.asdict(self.policy(run)).items()}
+
+    def selection_inputs(self, run: str) -> dict:
+        return {"pool": self.pool_path(run)}
+
+    def positives_path(self, run: str) -> str:
+        """The miner's scores of the training positives of a mining run."""
+        return self.layout.pool_positive_scores(self.miner(run), self.train_split(run))
+
+    def mining_inputs(self, run: str) -> dict:
+        """The miner's ranking, the qrels and the positive scores a mining run's negatives come from."""
+        return {"run": self.layout.ranking(self.miner(run), self.train_split(run)),
+                "qrels": self.layout.qrels_dir(self.dataset(run)), "positives": self.positives_path(run)}
+
+    def audit_inputs(self, run: str) -> dict:
+        split = self.train_split(run)
+        references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
+        return {**self.mining_inputs(run), "hardnegs": self.layout.hard_negatives(run),
+                "selection": self.layout.selection(run), "pool": self.pool_path(run),
+                "reference": [self.layout.ranking(other, split) for other in references if other],
+                "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
+
+    def viewer_inputs(self, run: str) -> dict:
+        """What the hard-negative viewer of a mining run reads: the audit's inputs (the mined list, the miner's
+        ranking, qrels, positive scores, the BM25 reference, the corpus), the audit (table and summary) and the
+        queries."""
+        return {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
+                "audit_summary": self.layout.audit(run, "json"),
+                "queries": self.layout.queries_dir(self.dataset(run))}

@@ -15,5 +15,6 @@ viewer_stage(snakemake.wildcards.run, hardnegs_path=snakemake.input.hardnegs,
              audit_summary_path=snakemake.input.audit_summary, mining_run_path=snakemake.input.run,
              corpus_path=snakemake.input.corpus, queries_path=os.path.join(snakemake.input.queries, f"{split}.parquet"),
              qrels_path=os.path.join(snakemake.input.qrels, f"{split}.parquet"), output_path=snakemake.output.viewer,
-             bm25_run_path=reference[0] if reference else None, miner=snakemake.params.miner, split=split,
+             bm25_run_path=reference[0] if reference else None,
+             pool_path=snakemake.input.pool, miner=snakemake.params.miner, split=split,
              depth=snakemake.params.depth, seed=snakemake.params.seed, settings=snakemake.params.viewer)

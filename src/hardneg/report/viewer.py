@@ -116,19 +116,21 @@ def _rows_by_qid(table: pa.Table) -> dict[str, list[dict]]:
 
 def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardnegs: pa.Table, positives: pa.Table,
                    audit: pa.Table, corpus: pa.Table, mining_run: pa.Table, bm25_run: pa.Table | None, depth: int,
-                   negatives: int, snippet_chars: int) -> list[dict]:
+                   negatives: int, snippet_chars: int, pool: pa.Table | None = None) -> list[dict]:
     """What the viewer shows of each query of ``qids``, in that order (tables may hold other queries too).
 
     ``queries`` (QUERIES), ``qrels`` (QRELS), ``hardnegs`` (HARDNEGS), ``positives`` (POSITIVE_SCORES), ``audit``
     (AUDIT), ``corpus`` (CORPUS rows of the documents shown), ``mining_run`` (RUN: the mining model's ranking,
-    for the rank of each positive) and ``bm25_run`` (RUN, or None: the reference ranking, top ``depth``).
+    for the rank of each positive), ``bm25_run`` (RUN, or None: the reference ranking, top ``depth``) and ``pool``
+    (CANDIDATES, or None: the pool the negatives were selected from, for the positives they duplicate).
 
     Returns one dict per query: qid, text, the audit row's numbers (best_positive_rank, best_positive_score,
     num_negatives, bm25_overlap, min_margin, max_margin, suspected_false_negatives; None when null), positives
     [{docid, relevance, rank, score, snippet}] (relevance descending, then docid; rank and score None when
     unknown) and negatives, the ``negatives`` best-ranked [{rank, docid, score, margin, in_bm25, suspected,
-    empty, snippet}]: margin = score - best positive score (None without one), suspected = margin >= 0, in_bm25
-    None without ``bm25_run``. Scores are the mining model's (inner products).
+    empty, duplicate, snippet}]: margin = score - best positive score (None without one), suspected = margin >= 0,
+    in_bm25 None without ``bm25_run``, duplicate the positive the negative duplicates and how ("p1 (exact)"; None:
+    none, or no ``pool``). Scores are the mining model's (inner products).
     """
     texts = dict(zip(queries["qid"].to_pylist(), queries["text"].to_pylist()))
     docs = {d: (t, x) for d, t, x in zip(corpus["docid"].to_pylist(), corpus["title"].to_pylist(),
@@ -141,6 +143,12 @@ def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardn
         key = (row["qid"], row["docid"])
         run_ranks[key] = min(row["rank"], run_ranks.get(key, row["rank"]))
     negs = _rows_by_qid(hardnegs)
+    duplicates = {}
+    if pool is not None:
+        marked = pool.filter(pc.is_valid(pool["duplicate_of"]))
+        duplicates = {(q, d): f"{of} ({kind})" for q, d, of, kind in zip(
+            marked["qid"].to_pylist(), marked["docid"].to_pylist(), marked["duplicate_of"].to_pylist(),
+            marked["duplicate_kind"].to_pylist())}
     in_bm25 = None
     if bm25_run is not None:
         top = bm25_run.filter(pc.less_equal(bm25_run["rank"], depth))
@@ -167,7 +175,7 @@ def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardn
                 "rank": neg["rank"], "docid": neg["docid"], "score": neg["score"], "margin": margin,
                 "in_bm25": None if in_bm25 is None else (qid, neg["docid"]) in in_bm25,
                 "suspected": margin is not None and margin >= 0, "empty": is_empty(neg["docid"]),
-                "snippet": snippet(neg["docid"])})
+                "duplicate": duplicates.get((qid, neg["docid"])), "snippet": snippet(neg["docid"])})
         out.append({"qid": qid, "text": texts.get(qid, ""), "positives": positives_shown,
                     "negatives": negatives_shown,
                     **{name: row.get(name) for name in ("best_positive_rank", "best_positive_score", "num_negatives",
@@ -294,8 +302,9 @@ def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
             cells = [(n["rank"], "num"), (n["docid"], ""), (_score(n["score"]), "num"), (_margin(n["margin"]), "num")]
             if with_bm25:
                 cells.append(("✓" if n["in_bm25"] else "", ""))
-            flags = [name for name, on in (("⚠ suspected false negative", n["suspected"]), ("empty document", n["empty"]))
-                     if on]
+            flags = [name for name, on in (("⚠ suspected false negative", n["suspected"]),
+                                           ("empty document", n["empty"]),
+                                           (f"⚠ duplicates positive {n.get('duplicate')}", n.get("duplicate"))) if on]
             cells.append(("; ".join(flags), "flag"))
             lines.append(('<tr class="suspect">' if n["suspected"] else "<tr>") + _cells(cells)
                          + f'<td class="snippet">{highlighted(n["snippet"], terms)}</td></tr>')
@@ -380,14 +389,14 @@ def render_viewer(queries: list[dict], *, run: str, miner: str, split: str, dept
 
 def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_summary_path, mining_run_path,
                  corpus_path, queries_path, qrels_path, output_path: str | os.PathLike, bm25_run_path=None,
-                 miner: str, split: str, depth: int, seed: int, settings: dict) -> int:
+                 pool_path=None, miner: str, split: str, depth: int, seed: int, settings: dict) -> int:
     """Stage function: the mined list of run ``run`` and what the pipeline has about it → the viewer page at
     ``output_path`` (written atomically).
 
     Reads the hard negatives (HARDNEGS), positive scores (POSITIVE_SCORES), the audit (AUDIT Parquet and its JSON
     summary), the miner's ranking of the training split (RUN), the corpus, the training queries and qrels of split
-    ``split`` and, when given, the BM25 reference ranking (RUN) — of each, only the rows of the queries shown and
-    the documents shown. ``settings``: the config's ``viewer`` section; ``seed`` draws the sample.
+    ``split`` and, when given, the BM25 reference ranking (RUN) and the candidate pool (CANDIDATES: which
+    negatives duplicate a positive) — of each, only the rows of the queries shown and the documents shown. ``settings``: the config's ``viewer`` section; ``seed`` draws the sample.
 
     :returns: the number of queries shown: the flagged ones, then the sample.
     """
@@ -409,7 +418,8 @@ def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_s
         positives=artifacts.read_matching_rows(artifacts.POSITIVE_SCORES, positives_path, "qid", qids), audit=audit,
         corpus=artifacts.read_matching_rows(artifacts.CORPUS, corpus_path, "docid", sorted(shown)),
         mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids), bm25_run=bm25,
-        depth=depth, negatives=config.negatives, snippet_chars=config.snippet_chars)
+        depth=depth, negatives=config.negatives, snippet_chars=config.snippet_chars,
+        pool=artifacts.read_matching_rows(artifacts.CANDIDATES, pool_path, "qid", qids) if pool_path else None)
     for query in queries:
         query["flagged"] = why.get(query["qid"])
     with open(audit_summary_path, encoding="utf-8") as handle:

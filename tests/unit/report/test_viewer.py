@@ -171,3 +171,13 @@ def test_markdown_page(tmp_path):
     page = (tmp_path / "m.html").read_text()
     assert "<title>A &lt;title&gt;</title>" in page and "<h1>PQ matrix</h1>" in page
     assert "<th>train \\ eval</th>" in page and "<td>0.35</td>" in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_a_negative_that_duplicates_a_positive_is_flagged_with_the_positive():
+    pool = table(artifacts.CANDIDATES, [("q1", "n2", 3, 7.5, 8.0, None, None, None, None, "p1", "near")])
+    audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES)[1]
+    shown = viewer_queries(["q1"], queries=QUERIES, qrels=QRELS, hardnegs=HARDNEGS, positives=POSITIVES, audit=audit,
+                           corpus=CORPUS, mining_run=RUN, bm25_run=None, depth=200, negatives=10, snippet_chars=80,
+                           pool=pool)
+    duplicates = {n["docid"]: n["duplicate"] for n in shown[0]["negatives"]}
+    assert duplicates["n2"] == "p1 (near)" and duplicates["n1"] is None

@@ -47,6 +47,10 @@ order (``--negatives N`` keeps the first N, ``--negatives all`` every one). Four
     One JSON object per query, the fields of ``hf-dataset``: ``{"qid", "query", "positives": [{"docid", "title",
     "text"}], "negatives": [{"docid", "title", "text", "rank", "score"}]}``; scores are written with the shortest
     decimal that reads back as the same float32.
+
+Every export carries a card (:mod:`hardneg.export.card`): the run's mining card with the export's format, rows,
+queries and the SHA-256 of what was written, inside a folder export (``hardneg_card.json``) or beside a file
+export (``<file>.hardneg_card.json``); :func:`hardneg.export.read_export` checks an export against it.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ import pyarrow.compute as pc
 
 from hardneg.errors import HardnegError
 from hardneg.export import FORMATS, ST_FORMATS
+from hardneg.export.card import run_card, write_export_card
 from hardneg.export.groups import Groups, load_groups
 from hardneg.export.outputs import is_saved_dataset, write_hf_dataset, write_jsonl
 from hardneg.export.texts import joined_texts, tokenizer_separator
@@ -248,7 +253,9 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
 
     The training groups are the training queries with at least one relevant document and one hard negative, in
     the order of the split's queries, positives in qrels order, negatives in rank order. The output is written
-    atomically; nothing is read or written before ``output`` is checked.
+    atomically; nothing is read or written before ``output`` is checked. Its card (:mod:`hardneg.export.card`:
+    the run's mining card, when it has one, with the export's rows and SHA-256) is written inside a folder
+    output, before it takes its place, or beside a file output, once it is in place.
 
     :param run: the name of a run that mined hard negatives (its ``hardnegs.parquet``).
     :param fmt: the format: ``"sentence-transformers"`` (a ``datasets`` folder shaped as
@@ -276,7 +283,8 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         ``st_format``, ``columns`` and ``estimated_bytes``.
     :raises HardnegError: an unknown ``fmt`` or ``st_format``, a sentence-transformers option with another
         format, ``negatives`` below 1 (or a text other than ``"all"``), an ``output`` that may not be written (exists without ``force``, lies in
-        ``results``, ...), a run without hard negatives, or a training split without any group.
+        ``results``, ...), a run without hard negatives, a training split without any group, or a mining card
+        (``<results>/<run>/hardnegs_card.json``) that describes another list than the run's.
     :raises DataError: hard negatives naming queries or documents the dataset does not have.
     """
     if fmt not in FORMATS:
@@ -295,14 +303,21 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
                           previous=is_saved_dataset)
     files = RunFiles.open(run, results)
     groups = load_groups(files, keep)
+    mining = run_card(files)  # before anything is written: a card that describes another list is an error
     summary = {"format": fmt, "output": str(output), "queries": len(groups), "negatives": negatives}
-    if fmt == "jsonl":
-        summary["rows"] = write_jsonl(output, _jsonl_blocks(groups))
-    elif fmt == "tevatron":
-        summary["rows"] = write_jsonl(output, _tevatron_blocks(groups))
+
+    def card(written, rows: int, **extra) -> None:  # the export's card: inside a folder export, beside a file
+        record = {"format": fmt, "name": output.name, "queries": len(groups), "negatives": negatives, "rows": rows,
+                  **extra}
+        write_export_card(mining, run, output, record, written=written)
+
+    if fmt in ("jsonl", "tevatron"):
+        blocks = _jsonl_blocks(groups) if fmt == "jsonl" else _tevatron_blocks(groups)
+        summary["rows"] = write_jsonl(output, blocks)
+        card(output, summary["rows"])
     elif fmt == "hf-dataset":
         summary["rows"] = write_hf_dataset(output, HF_SCHEMA, (group_table(groups, lo, hi)
-                                                               for lo, hi in groups.blocks()))
+                                                               for lo, hi in groups.blocks()), finish=card)
     else:
         size = None
         if st_format == "n-tuple":
@@ -320,7 +335,8 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
                       "st_format": st_format})
         schema = st_schema(st_format, size)
         table = partial(st_table, groups, texts=texts, st_format=st_format, size=size)
-        summary["rows"] = write_hf_dataset(output, schema, (table(lo, hi) for lo, hi in groups.blocks()))
+        summary["rows"] = write_hf_dataset(output, schema, (table(lo, hi) for lo, hi in groups.blocks()),
+                                           finish=partial(card, st_format=st_format, columns=schema.names))
         summary.update(st_format=st_format, columns=schema.names, estimated_bytes=size_bytes)
     log.info("wrote %s: %d rows of %d training queries (%s)", output, summary["rows"], len(groups), fmt)
     return summary

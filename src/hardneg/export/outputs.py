@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pyarrow as pa
 
@@ -35,13 +35,15 @@ def write_jsonl(path: str | os.PathLike, blocks: Iterable[list[dict]]) -> int:
     return lines
 
 
-def write_hf_dataset(path: str | os.PathLike, schema: pa.Schema, blocks: Iterable[pa.Table]) -> int:
+def write_hf_dataset(path: str | os.PathLike, schema: pa.Schema, blocks: Iterable[pa.Table],
+                     finish: Callable[[Path, int], None] | None = None) -> int:
     """Write the rows of ``blocks`` (tables of ``schema``) as a Hugging Face dataset folder that
     ``datasets.load_from_disk`` opens (``Dataset.save_to_disk``), atomically; return the number of rows.
 
     The blocks are streamed into an Arrow file inside the temporary folder, which ``datasets`` memory-maps and
     saves in its own shards, so no more than one block is held; the stream file is removed before the folder
-    takes ``path``'s place."""
+    takes ``path``'s place. ``finish(folder, rows)``, when given, is called on the complete temporary folder just
+    before it does (to add a file that describes the others, such as the export's card)."""
     import datasets  # datasets: imported only by this export
 
     rows = 0
@@ -57,4 +59,6 @@ def write_hf_dataset(path: str | os.PathLike, schema: pa.Schema, blocks: Iterabl
         dataset.save_to_disk(str(tmp))
         del dataset
         shutil.rmtree(scratch)
+        if finish is not None:
+            finish(tmp, rows)
     return rows

@@ -267,6 +267,12 @@ class Layout:
         return f"{self.run_dir(miner)}/pools/positives_{self._name('split', split)}.parquet"
 
     @_inside_root
+    @_inside_root
+    def hardnegs_card(self, run: str) -> str:
+        """The mining card of a run's hard negatives: how the list was made, with the digest of every input
+        (JSON; :mod:`hardneg.mining.card`)."""
+        return f"{self.run_dir(run)}/hardnegs_card.json"
+
     def pool_scores(self, miner: str, name: str, pairs: str) -> str:
         """A cross-encoder's probabilities of a pool's ``candidates`` or of its queries' ``positives``."""
         return f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.ce_{self._name('pairs', pairs)}.parquet"

@@ -208,3 +208,40 @@ class MiningPlan:
         return {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
                 "audit_summary": self.layout.audit(run, "json"),
                 "queries": self.layout.queries_dir(self.dataset(run))}
+
+    def card_inputs(self, run: str) -> dict:
+        """What the mining card of a mining run records (:mod:`hardneg.mining.card`): the miner's model and
+        tokenized cache (folders), the dataset's corpus, queries and qrels (folders), the miner's ranking of the
+        split, the index it searched with its row ids and the corpus embeddings, the pool and what it was built
+        from (positive scores; the BM25 ranking, duplicate pairs, cross-encoder scores, model and cache where it
+        has them), and the list (``hardnegs``)."""
+        pool, layout, miner = self.pool(run), self.layout, self.miner(run)
+        docs = self.doc_run(miner)
+        inputs = {"model": layout.model(miner), "cache": self.cache_dir(miner), "corpus": layout.corpus(pool.dataset),
+                  "queries": layout.queries_dir(pool.dataset), "qrels": layout.qrels_dir(pool.dataset),
+                  "ranking": layout.ranking(miner, pool.split), "index": self.search_index(miner),
+                  "docids": layout.corpus_ids(docs), "corpus_embeddings": layout.corpus_embeddings(docs),
+                  "pool": self.pool_path(run), "hardnegs": layout.hard_negatives(run)}
+        built_from = self.pool_inputs(miner, pool.name)  # its run and qrels are above
+        inputs.update({name: path for name, path in built_from.items() if name not in ("run", "qrels")})
+        if pool.cross_encoder:
+            inputs.update(ce_model=layout.model(pool.cross_encoder), ce_cache=self.cache_dir(pool.cross_encoder))
+        return inputs
+
+    def card_params(self, run: str) -> dict:
+        """What the mining card of a mining run records besides its inputs: the run, miner, dataset, split and
+        seed; the miner's dense search as its job is given it (``search``: the index factory, ``search_params``,
+        ``top_k``, ``batch_size``, ``device``, ``precision``, and ``doc_run``, whose documents it searched); the
+        pool (name, depth, BM25 run, cross-encoder run and method, duplicates); the policy's keys and name."""
+        miner, pool = self.miner(run), self.pool(run)
+        params = self.params(miner)
+        search = {"doc_run": self.doc_run(miner), "factory": params["index"]["factory"],
+                  "search_params": params["index"]["search_params"], **params["search"],
+                  "device": params["train"]["device"], "precision": params["encode"]["precision"]}
+        scorer = self.runs[pool.cross_encoder]["method"] if pool.cross_encoder else None
+        return {"run": run, "miner": miner, "dataset": pool.dataset, "split": pool.split, "seed": self.seed(run),
+                "search": search, "policy": self.policy_params(run),
+                "policy_name": self.params(run)["mining"]["policy"],
+                "pool": {"name": pool.name, "depth": pool.depth, "bm25": pool.bm25,
+                         "cross_encoder": pool.cross_encoder, "cross_encoder_method": scorer,
+                         "duplicates": pool.duplicates}}

@@ -296,11 +296,13 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
         return [self.eval_split] + [s for s in self.config["evaluation"]["extra_splits"] if s != self.eval_split]
 
     def reports(self, run: str) -> list[str]:
-        """Reports a run makes beside its metrics (a mining run: the hard-negative audit and viewer), so that any
-        target reaching the run builds them and ``snakemake --report`` finds them."""
+        """Reports a run makes beside its metrics (a mining run: the hard-negative audit, viewer and mining card),
+        so that any target reaching the run builds them and ``snakemake --report`` finds them."""
         if run in self.episodic_runs:  # each episode's hard negatives, audited
             return [self.layout.audit(episode, "md") for episode in self.episode_runs(run)]
-        return [self.layout.audit(run, "md"), self.layout.viewer(run)] if run in self.mining_runs else []
+        if run not in self.mining_runs:
+            return []
+        return [self.layout.audit(run, "md"), self.layout.viewer(run), self.layout.hardnegs_card(run)]
 
     def lineage(self, run: str) -> list[str]:
         """The resolved configs and reports (hard-negative audits, viewers) of every run ``run`` is built from:

@@ -147,8 +147,8 @@ def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path):
         assert [(n["docid"], n["title"], n["text"], n["rank"]) for n in row["negatives"]] == \
             [(d, *DOCS[d], RANK[row["qid"], d]) for d in negatives]
         assert [n["score"] for n in row["negatives"]] == pytest.approx([SCORE[row["qid"], d] for d in negatives])
-    assert not [p for p in out.iterdir() if p.name not in ("state.json", "dataset_info.json")
-                and not p.name.startswith("data-")]  # the streamed rows file is gone
+    assert not [p for p in out.iterdir() if p.name not in ("state.json", "dataset_info.json", "hardneg_card.json")
+                and not p.name.startswith("data-")]  # the streamed rows file is gone (the export's card stays)
     export_hardnegs("star", "hf-dataset", out, results=results, negatives=1, force=True)  # the previous one goes
     negatives = datasets.load_from_disk(str(out))["negatives"]
     assert [[n["docid"] for n in row] for row in negatives] == [["d8"], ["d10"], ["d3"]]

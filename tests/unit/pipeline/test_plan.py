@@ -126,7 +126,8 @@ def test_evaluation_ranks_only_the_reported_splits(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
     star = plan.evaluate_inputs("star")
     assert star["rankings"] == ["results/star/runs/test.parquet"]
-    assert star["reports"] == ["results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html"]
+    assert star["reports"] == ["results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html",
+                               "results/star/hardnegs_card.json"]
     assert star["query_npy"] == "results/star/embeddings/queries_test.npy"
     assert plan.evaluate_inputs("adore_star")["doc_npy"] == "results/star/embeddings/corpus.npy"
     assert set(plan.evaluate_inputs("bm25")) == {"rankings", "qrels", "config", "reports", "lineage"}
@@ -143,7 +144,7 @@ def test_a_runs_metrics_come_with_the_configs_and_audits_of_the_runs_behind_it(p
     assert plan.ancestors("adore_star") == ["star", "warmup", "bm25"]
     assert plan.evaluate_inputs("adore_star")["lineage"] == [
         "results/star/config.yaml", "results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html",
-        "results/warmup/config.yaml", "results/bm25/config.yaml"]
+        "results/star/hardnegs_card.json", "results/warmup/config.yaml", "results/bm25/config.yaml"]
     assert plan.evaluate_inputs("bm25")["lineage"] == []
     assert plan.ancestors("hybrid_adore_star") == ["bm25", "adore_star", "star", "warmup"]  # nearest first, once each
     assert "results/star/hardnegs_audit.md" in plan.lineage("hybrid_adore_star")

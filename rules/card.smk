@@ -1,0 +1,32 @@
+# The mining card of each mining run's hard negatives (hardneg.mining.card): the digest of every input the list was
+# mined from (the miner's model and tokenizer, the corpus, queries and qrels, the ranking, the index, the pool and
+# what it was built from), the search, pool and policy parameters, the seed, thread counts and library versions,
+# and the list's digest. `hardneg verify <run>` checks the files against it and mines the list again. It is one of
+# a mining run's reports (PLAN.reports), built with its metrics.
+
+
+rule mining_card:
+    input:
+        unpack(lambda w: PLAN.card_inputs(w.run)),
+    output:
+        card=update(LAYOUT.hardnegs_card("{run}")),
+    wildcard_constraints:
+        run=names_regex(PLAN.mining_runs),
+    params:
+        card=lambda w: PLAN.card_params(w.run),
+        results=LAYOUT.root,
+    message:
+        "write the mining card of the hard negatives of run {wildcards.run} (log: {log})"
+    log:
+        LAYOUT.log("{run}", "mining_card"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "mining_card")
+    # as many as the dense search's job (rules/index.smk), whose thread counts the card records: Snakemake gives
+    # both the same number on the same --cores
+    threads: 2
+    resources:
+        **rule_resources("mining_card", mem_mb=2000, runtime=30),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/mining_card.py"

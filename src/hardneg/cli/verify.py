@@ -1,0 +1,69 @@
+"""The ``verify`` command: check a run's hard negatives against their mining card, and mine them again."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from hardneg.cli.common import add_results, add_run, say
+from hardneg.errors import HardnegError
+from hardneg.io.layout import Layout
+
+log = logging.getLogger(__name__)
+
+
+def _scorer(card: dict):
+    """The cross-encoder's ``score_pairs`` (its method's, in the method registry) when the card's pool was
+    scored by one and the method declares it; else None (the stored scores are used, and the report says so)."""
+    name = card["pool"].get("cross_encoder_method")
+    if not card["pool"].get("cross_encoder") or not name:
+        return None
+    from hardneg import methods  # the registry: loaded only for a pool a cross-encoder scored
+
+    try:
+        return getattr(methods.get(name), "score_pairs", None)
+    except HardnegError:  # a method of a module this process has not loaded
+        log.warning("method %s of cross-encoder run %s is unknown to this process: its stored scores are used",
+                    name, card["pool"]["cross_encoder"])
+        return None
+
+
+def _verify(args) -> int:
+    from hardneg.mining.card import read_card  # pyarrow: imported only when the command runs
+    from hardneg.mining.verify import format_report, verify
+
+    layout = Layout(args.results)
+    if not Path(layout.run_dir(args.run)).is_dir():
+        known = sorted(p.parent.name for p in Path(args.results).glob("*/hardnegs_card.json"))
+        hint = f" (runs with a mining card: {', '.join(known)})" if known else ""
+        raise HardnegError(f"run {args.run!r} has no results folder: {layout.run_dir(args.run)} does not exist{hint}")
+    path = layout.hardnegs_card(args.run)
+    card = read_card(path)
+    report = verify(card, results=args.results, remine_list=not args.inputs_only, score_pairs=_scorer(card),
+                    device=args.device)
+    if args.json:
+        say(json.dumps({**report, "card": path}, indent=2, sort_keys=True))
+    else:
+        say(format_report(report, card))
+    return 0 if report["reproduced"] else 1
+
+
+def register(sub) -> None:
+    """The ``verify`` command."""
+    parser = sub.add_parser(
+        "verify", help="check a run's hard negatives against their mining card, and mine them again",
+        description="Read the run's mining card (RESULTS/RUN/hardnegs_card.json), name every input whose file "
+                    "changed since the list was mined, then mine the list again from the recorded inputs and "
+                    "parameters and report the per-query overlap with the stored list (and, for an approximate "
+                    "index, the drift of its negatives from an exact search's). Exit status 0: nothing changed "
+                    "and every query's negatives came back; 1: otherwise; 2: an error.")
+    add_run(parser)
+    add_results(parser)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--inputs-only", action="store_true",
+                        help="compare the recorded digests only, without mining again (no model is loaded)")
+    parser.add_argument("--device", default=None,
+                        help="where the miner's model encodes the queries, e.g. cpu or cuda (default: the device "
+                             "the card records, e.g. auto)")
+    parser.set_defaults(func=_verify)

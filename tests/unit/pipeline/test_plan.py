@@ -32,10 +32,10 @@ def test_runs_by_kind_and_role(plan):
     assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "ance", *episodes, "tct", "tct_hn",
                                  "tct_tct_hn", "tct_hnp", "warmup_inbatch", "warmup_randneg", "warmup_bm25neg",
                                  "static_hn", "randneg_warmup", *ABS_RUNS[:5], "condenser", *ABS_RUNS[5:]]
-    assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn", "crossencoder"]
+    assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
     first_tct = plan.dense_runs.index("tct")  # the ColBERT teacher runs sit among the dense runs in config order
     assert plan.trained_runs == plan.dense_runs[:first_tct] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
-                                                               "colbert_teacher_hn", "tct_hnp", "crossencoder"] \
+                                                               "colbert_teacher_hn", "tct_hnp"] \
         + plan.dense_runs[first_tct + 4:]
     # a run mines when it names a miner, not because its method could (ANCE's episodes mine, not ANCE)
     assert plan.mining_runs == ["star", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp",

@@ -283,7 +283,7 @@ def pool_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, pool_
         return artifacts.read_table(kind, path) if path else None
 
     sides = {"qrels": qrels, "positives": optional(artifacts.POSITIVE_SCORES, positives_path),
-             "bm25": optional(artifacts.RUN, bm25_path), "ce_scores": optional(artifacts.RUN, ce_path),
+             **dict(bm25=optional(artifacts.RUN, bm25_path)), "ce_scores": optional(artifacts.RUN, ce_path),
              "ce_positive_scores": optional(artifacts.POSITIVE_SCORES, ce_positives_path)}
     queries = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())
     codes = value_codes(run["qid"], queries)

@@ -189,7 +189,8 @@ def _select(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, positives: pa.T
             return flag_duplicates_of_positives(partners, qids, docids, qrels)
 
     ce_scores, ce_positives = _cross_encoder(inputs, ranking, qrels, score_pairs, device, notes)
-    pool = build_pool(ranking, qrels, positives, depth=card["pool"]["depth"], bm25=inputs.table(artifacts.RUN, "bm25"),
+    pool = build_pool(ranking, qrels, positives, depth=card["pool"]["depth"],
+                      bm25=inputs.table(artifacts.RUN, "bm25_ranking"),
                       ce_scores=ce_scores, ce_positive_scores=ce_positives, duplicates=duplicates)
     policy = Policy.from_params(card["policy"]["params"])
     return select(pool, policy, seed=card["seed"]).negatives

@@ -128,7 +128,7 @@ class MiningPlan:
         inputs = {"run": layout.ranking(miner, pool.split), "qrels": layout.qrels_dir(pool.dataset),
                   "positives": layout.pool_positive_scores(miner, pool.split)}
         if pool.bm25:
-            inputs["bm25"] = layout.ranking(pool.bm25, pool.split)
+            inputs["bm25_ranking"] = layout.ranking(pool.bm25, pool.split)
         if pool.cross_encoder:
             inputs["ce_candidates"] = layout.pool_scores(miner, name, "candidates")
             inputs["ce_positives"] = layout.pool_scores(miner, name, "positives")
@@ -242,6 +242,5 @@ class MiningPlan:
         return {"run": run, "miner": miner, "dataset": pool.dataset, "split": pool.split, "seed": self.seed(run),
                 "search": search, "policy": self.policy_params(run),
                 "policy_name": self.params(run)["mining"]["policy"],
-                "pool": {"name": pool.name, "depth": pool.depth, "bm25": pool.bm25,
-                         "cross_encoder": pool.cross_encoder, "cross_encoder_method": scorer,
-                         "duplicates": pool.duplicates}}
+                "pool": dict(name=pool.name, depth=pool.depth, bm25=pool.bm25, cross_encoder=pool.cross_encoder,
+                             cross_encoder_method=scorer, duplicates=pool.duplicates)}

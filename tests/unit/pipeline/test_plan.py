@@ -117,7 +117,7 @@ def test_runs_asking_for_the_same_pool_share_it_under_the_miner(plan):
     inputs = plan.pool_inputs("warmup", "train_top200_bm25-bm25")
     assert inputs == {"run": "results/warmup/runs/train.parquet", "qrels": "results/datasets/synthetic/qrels",
                       "positives": "results/warmup/pools/positives_train.parquet",
-                      "bm25": "results/bm25/runs/train.parquet",
+                      "bm25_ranking": "results/bm25/runs/train.parquet",
                       "duplicates": "results/datasets/synthetic/duplicates.parquet"}
 
 

@@ -213,8 +213,7 @@ def _key(path: str, node: dict, defs: dict, *, required: bool = False, variant: 
     definition it refers to (as the validator fills it: :func:`hardneg.schema.validation.with_ref_defaults`)."""
     description = node.get("description", "") if isinstance(node, dict) else ""
     if isinstance(node, dict) and "default" not in node and isinstance(node.get("$ref"), str):
-        node = {**node, **{key: value for key, value in defs.get(node["$ref"].removeprefix(_DEFS), {}).items()
-                           if key == "default"}}
+        node = {**defs.get(node["$ref"].removeprefix(_DEFS), {}), **node}  # the definition's default, if any
     default = _literal(node["default"]) if isinstance(node, dict) and "default" in node else None
     return Key(path, " ".join(str(description).split()), _kind(node, defs, path), default, required, variant)
 

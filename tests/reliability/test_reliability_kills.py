@@ -33,12 +33,12 @@ KILLS = [
     ("bm25_search", "bm25/runs/train.trec", False),  # the Parquet run is in place already
     ("train_tokenizer", "tokenizers/wordpiece-", False),
     ("tokenize", "/tokenized/", False),
+    ("near_duplicates", "datasets/tiny/duplicates.parquet", False),
     ("train_dense", "warmup/checkpoints/state.json", True),  # just after the first checkpoint
     ("encode_corpus_shard", "warmup/embeddings/shards/0.ids.parquet", False),
     ("gather_embeddings", "warmup/embeddings/corpus.ids.parquet", False),
     ("build_faiss_index", "warmup/index/Flat.faiss", False),
     ("dense_search", "warmup/runs/train.trec", False),
-    ("near_duplicates", "datasets/tiny/duplicates.parquet", False),
     ("positive_scores", "warmup/pools/positives_train.parquet", False),
     ("candidate_pool", "warmup/pools/train_top30_bm25-bm25.parquet", False),
     ("select_hard_negatives", "star/hardnegs.parquet", False),  # before the selection's JSON is written

@@ -39,7 +39,7 @@ def test_the_card_records_the_inputs_and_the_list_and_is_written_again_byte_for_
     assert card["search"]["factory"] == "Flat" and card["search"]["top_k"] == 50 and card["pool"]["depth"] == 30
     assert card["pool"]["name"] == "train_top30_bm25-bm25" and card["seed"] == 5
     assert {"model", "tokenizer", "tokenized_queries", "corpus", "queries", "qrels", "ranking", "index", "docids",
-            "corpus_embeddings", "pool", "positives", "bm25", "duplicates"} == set(card["inputs"])
+            "corpus_embeddings", "pool", "positives", "bm25_ranking", "duplicates"} == set(card["inputs"])
     assert card["inputs"]["corpus"] == {"path": "results/datasets/tiny/corpus.parquet",
                                         "sha256": sha256(carded / "results/datasets/tiny/corpus.parquet")}
     assert "model.safetensors" in card["inputs"]["model"]["files"]

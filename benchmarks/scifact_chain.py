@@ -1,8 +1,9 @@
 """The dense chain on SciFact with the packaged all-MiniLM-L6-v2: BM25, MiniLM zero-shot, warm-up (BM25 Neg),
-STAR and ADORE+STAR, and TCT-ColBERT (the ColBERT teacher re-ranking BM25, the student and its hard-negative
-variants), evaluated on the test split. Writes a Markdown table for README.md.
+STAR and ADORE+STAR, TCT-ColBERT (the ColBERT teacher re-ranking BM25, the student and its hard-negative
+variants) and a cross-encoder continuing MiniLM (monoBERT, re-ranking BM25), evaluated on the test split. Writes a
+Markdown table for README.md.
 
-    python benchmarks/scifact_chain.py --data ../shared/data/scifact [--tct | --tct-only]
+    python benchmarks/scifact_chain.py --data ../shared/data/scifact [--tct | --tct-only] [--ce | --ce-only]
 
 It writes a config and runs Snakemake in benchmarks/out/scifact/ (a workflow directory of its own), then
 collects the metrics into benchmarks/out/scifact/table.md. Expect tens of minutes on a 2-core CPU.
@@ -26,6 +27,7 @@ TCT_ROWS = [("colbert_teacher", "ColBERT teacher (MiniLM), re-ranking BM25's top
         ("tct_tct_hn", "TCT w/ HN, with the teacher"),
         ("colbert_teacher_hn", "ColBERT teacher fine-tuned on TCT's hard negatives (HN+), re-ranking BM25's top 100"),
         ("tct_hnp", "TCT HN+ (distilled from that teacher)")]
+CE_ROWS = [("crossencoder", "Cross-encoder (MiniLM), re-ranking BM25's top 100")]
 MEASURES = [("nDCG@10", "NDCG@10"), ("RR@10", "MRR@10"), ("R@100", "R@100")]
 
 
@@ -67,6 +69,13 @@ def config(data: Path, model: str, epochs: int) -> dict:
                                               "mining": {"depth": 200, "rank_range": [3, 200]}, "rerank": {"depth": 100}}},
             "tct_hnp": {"method": "tct", "inputs": {"init": "tct", "teacher": "colbert_teacher_hn",
                                                     "hard_negatives": "tct"}, "params": tct},
+            # a cross-encoder: MiniLM's encoder reading query and document together, a new head on [CLS], trained on
+            # BM25 negatives and the next row's positive, re-ranking BM25's top 100
+            "crossencoder": {"method": "crossencoder", "inputs": {"candidates": "bm25", "negatives": "bm25"},
+                             "params": {"model": minilm, "train": {**train, "batch_size": 16},
+                                        "negatives": {"per_query": 3, "depth": 100},
+                                        "crossencoder": {"loss": "listwise", "in_batch": 1},
+                                        "rerank": {"depth": 100, "batch_size": 64}}},
         },
     }
 
@@ -89,6 +98,9 @@ def main() -> None:
     rows.add_argument("--tct", action="store_true", help="also the TCT-ColBERT rows (teacher, student, variants)")
     rows.add_argument("--tct-only", action="store_true",
                         help="only the TCT-ColBERT rows, and only the runs they need (BM25 among them)")
+    ce = parser.add_mutually_exclusive_group()
+    ce.add_argument("--ce", action="store_true", help="also the cross-encoder row")
+    ce.add_argument("--ce-only", action="store_true", help="only the cross-encoder and BM25 rows")
     parser.add_argument("--cores", default="all")
     parser.add_argument("--rerun-triggers", nargs="+", default=None,
                         help="passed to Snakemake, e.g. 'mtime' to build only what is missing or older than its inputs")
@@ -101,6 +113,10 @@ def main() -> None:
     (workdir / "config").mkdir(parents=True, exist_ok=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config(args.data, args.model, args.epochs)))
     rows = TCT_ROWS if args.tct_only else ROWS + (TCT_ROWS if args.tct else [])
+    if args.ce_only:
+        rows = [ROWS[0], *CE_ROWS]
+    elif args.ce:
+        rows = rows + CE_ROWS
     targets = [f"results/{run}/metrics.json" for run, _ in rows]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO / "Snakefile"),

@@ -8,6 +8,7 @@
 MINING = names_regex(PLAN.mining_runs)
 MINERS = names_regex(PLAN.mining_splits)
 POOLS = names_regex(sorted({name for _, name in PLAN.pools}))
+SCORED_POOLS = names_regex(sorted({name for _, name in PLAN.scored_pools}))
 
 
 rule near_duplicates:
@@ -82,6 +83,40 @@ rule candidate_pool:
         "../environment.yml"
     script:
         "../scripts/candidate_pool.py"
+
+
+# A pool with a cross-encoder (params.mining's run names a `cross_encoder` input): its probabilities of the pool's
+# candidates and of the split's judged positives, read by the pool's ce_score columns and the ce_* policy filters.
+rule score_pool:
+    input:
+        unpack(lambda w: PLAN.pool_scoring_inputs(w.run, w.pool)),
+    output:
+        candidates=update(LAYOUT.pool_scores("{run}", "{pool}", "candidates")),
+        positives=update(LAYOUT.pool_scores("{run}", "{pool}", "positives")),
+    wildcard_constraints:
+        run=MINERS,
+        pool=SCORED_POOLS,
+    params:
+        split=lambda w: PLAN.pools[(w.run, w.pool)].split,
+        depth=lambda w: PLAN.pools[(w.run, w.pool)].depth,
+        method=lambda w: PLAN.runs[PLAN.pools[(w.run, w.pool)].cross_encoder]["method"],
+        method_modules=lambda w: PLAN.method_modules(PLAN.pools[(w.run, w.pool)].cross_encoder),
+        batch_size=lambda w: run_params(PLAN.pools[(w.run, w.pool)].cross_encoder)["rerank"]["batch_size"],
+        device=lambda w: run_params(PLAN.pools[(w.run, w.pool)].cross_encoder)["train"]["device"],
+    message:
+        "score candidate pool {wildcards.pool} of run {wildcards.run} with its cross-encoder (log: {log})"
+    log:
+        LAYOUT.log("{run}", "score_pool_{pool}"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "score_pool_{pool}")
+    threads: 2
+    resources:
+        **rule_resources("score_pool", mem_mb=6000, runtime=120),
+        gpu=lambda w: PLAN.inference_gpus(PLAN.pools[(w.run, w.pool)].cross_encoder),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/score_pool.py"
 
 
 rule select_hard_negatives:

@@ -95,6 +95,20 @@ STAR_CONFIG = {
 }
 STAR_TARGETS = ["results/star/metrics.json", "results/adore_star/metrics.json"]
 
+# The tiny chain with a cross-encoder re-ranking BM25's top 20 and scoring the pool of a STAR run (star_ce) whose
+# policy drops the candidates it scores above the query's best positive (tests/workflow/test_workflow_crossencoder.py,
+# tests/workflow/test_rule_scripts.py).
+CROSS_ENCODER_DEPTH = 20
+CROSS_ENCODER_RUN = {"method": "crossencoder", "inputs": {"candidates": "bm25", "negatives": "bm25"},
+                     "params": {"model": STAR_DENSE["model"], "train": {**STAR_DENSE["train"], "epochs": 2},
+                                "negatives": {"per_query": 1, "depth": 30}, "rerank": {"depth": CROSS_ENCODER_DEPTH}}}
+CROSS_ENCODER_CONFIG = {**STAR_CONFIG, "runs": {
+    **STAR_CONFIG["runs"], "crossencoder": CROSS_ENCODER_RUN,
+    "star_ce": {**STAR_CONFIG["runs"]["star"],
+                "inputs": {**STAR_CONFIG["runs"]["star"]["inputs"], "cross_encoder": "crossencoder"},
+                "params": {**STAR_CONFIG["runs"]["star"]["params"],
+                           "mining": {"depth": 30, "ce_margin": 0.0, "keep": 10}}}}}
+
 # A user's chain of runs continuing a MiniLM-like model (tests/unit/pipeline/test_user_config.py,
 # tests/workflow/test_configfile.py).
 MINILM_LIKE = {"name": "/models/minilm", "pooling": "mean", "query_max_length": 48, "doc_max_length": 200}
@@ -111,3 +125,18 @@ def chain(**star_model) -> dict:
                  "params": {"model": star_model} if star_model else {}},
         "adore": {"method": "adore", "inputs": {"docs": "star"}},
     }}
+
+# The false-negative experiment on the tiny dense data with half the positives of each multi-positive training query
+# hidden: an in-batch miner (no BM25 run to build), a plain top-k, a margin and a rank-window policy, no training
+# (tests/workflow/test_workflow_false_negatives.py builds it; tests/workflow/test_rule_scripts.py plans it, and
+# again with training).
+FALSE_NEGATIVES_CONFIG = {
+    "seed": 4,
+    "dataset": "hidden",
+    "datasets": {"hidden": {**SYNTHETIC_300, "hide_positives": {"share": 0.5}}},
+    "policies": {"top": {"keep": 20}, "margin": {"margin": 0.01, "keep": 20},
+                 "window": {"rank_range": [4, 50], "keep": 20}},
+    "runs": {"inbatch": {"method": "inbatch", "params": TINY_DENSE}},
+    "false_negatives": {"dataset": "hidden", "miner": "inbatch", "policies": ["top", "margin", "window"],
+                        "depth": 50, "duplicates": False},
+}

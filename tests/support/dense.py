@@ -25,6 +25,24 @@ def build_tiny(root: Path) -> dict:
     return {"data": data, "tokenizer": tokenizer, "cache": cache}
 
 
+def tiny_reranker(root: Path, create) -> dict:
+    """:func:`build_tiny` under ``root`` with what a re-ranker's tests read: ``spec`` (the tiny model, documents cut
+    at 64 tokens and queries at 16), its tokenizer ``tok``, ``model`` = ``create(spec, tokenizer)`` in eval mode,
+    and the tokenized ``queries`` (test split), ``train_queries`` and ``corpus``."""
+    from hardneg.dense.model import ModelSpec
+    from hardneg.dense.tokenized import TokenizedTexts
+    from hardneg.dense.tokenizer import load_tokenizer
+    from hardneg.pipeline.config import validate_params
+
+    tiny = build_tiny(root)
+    spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64,
+                                                            "query_max_length": 16}})["model"])
+    tokenizer = load_tokenizer(tiny["tokenizer"])
+    return {**tiny, "spec": spec, "tok": tokenizer, "model": create(spec, tokenizer).eval(),
+            "queries": TokenizedTexts(tiny["cache"], "queries_test"), "corpus": TokenizedTexts(tiny["cache"], "corpus"),
+            "train_queries": TokenizedTexts(tiny["cache"], "queries_train")}
+
+
 def kill_after_checkpoint_and_resume(launch, out: Path) -> str:
     """Start ``launch(out, sleep)`` (a training subprocess, slowed by ``sleep`` seconds a step, stderr piped as
     text), SIGKILL it once it has written ``out/ckpt/state.json``, start it again unslowed, and return the second

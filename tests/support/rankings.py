@@ -2,6 +2,7 @@
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hardneg import fusion
 from hardneg.io import artifacts
@@ -41,3 +42,37 @@ def random_runs(seed, queries=6, docs=40, depth=15):
             rows[f"q{q}"] = [(f"d{d}", float(s)) for d, s in zip(chosen, scores)]
         runs.append(run_table(rows))
     return runs
+
+
+def shuffled_ranking(corpus, qids, per_query=6, missing=None):
+    """A RUN table of re-ranking candidates: for each query of ``qids``, ``per_query`` documents of ``corpus`` (a
+    tokenized text set: its ``row_ids``) listed in shuffled order with ranks 1..per_query; ``missing``: a docid
+    put in place of the first query's second document (one the corpus does not have)."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for i, qid in enumerate(qids):
+        docs = [corpus.row_ids[(7 * i + 3 * k) % len(corpus)] for k in range(per_query)]
+        if missing is not None and i == 0:
+            docs[1] = missing
+        for k in rng.permutation(per_query):
+            rows.append((qid, docs[k], int(k) + 1, float(per_query - k)))
+    return pa.table({"qid": [r[0] for r in rows], "docid": [r[1] for r in rows],
+                     "rank": pa.array([r[2] for r in rows], pa.int32()),
+                     "score": pa.array([r[3] for r in rows], pa.float32())})
+
+
+def check_reranked(out, ranking, qids, depth, direct, atol, missing="not-in-cache"):
+    """Assert that ``out`` re-ranks each query of ``qids`` (in that order) over its top ``depth`` of ``ranking``
+    (less the ``missing`` document), ranked from 1 by decreasing score, each score what ``direct(qid, docids)``
+    computes for the query's documents in their new order (within ``atol``)."""
+    assert out.schema == artifacts.RUN.schema
+    assert list(dict.fromkeys(out["qid"].to_pylist())) == qids
+    for qid in qids:
+        got = out.filter(pc.equal(out["qid"], qid))
+        given = ranking.filter(pc.equal(ranking["qid"], qid)).sort_by("rank")
+        top = [d for d in given["docid"].to_pylist()[:depth] if d != missing]
+        assert sorted(got["docid"].to_pylist()) == sorted(top)
+        assert got["rank"].to_pylist() == list(range(1, len(top) + 1))
+        scores = np.asarray(got["score"].to_pylist())
+        assert np.all(np.diff(scores) <= 0)
+        assert np.allclose(scores, direct(qid, got["docid"].to_pylist()), atol=atol)

@@ -2,9 +2,10 @@
 asking for ``snakemake.input.rankings`` of a rule whose input is named otherwise fails only when that job runs,
 which may be hours into a workflow (and in no tiny test build, for a rule that only a large config plans).
 
-The jobs are those of dry runs of the default config (every run, the paper target, the PQ matrix) and of the MS
-MARCO passage config (its downloads); each job is made as Snakemake makes it (input functions called with its
-wildcards), so the names checked are the ones the script will get."""
+The jobs are those of dry runs of the default config (every run, the paper target, the PQ matrix), of the MS
+MARCO passage config (its downloads) and of the tiny false-negative experiment (with and without training); each
+job is made as Snakemake makes it (input functions called with its wildcards), so the names checked are the ones
+the script will get."""
 
 import re
 import shutil
@@ -15,7 +16,8 @@ import yaml
 
 from hardneg.stage import load_workflow
 from tests.support import REPO
-from tests.support.workflow import dry_run, output_of
+from tests.support.configs import CROSS_ENCODER_CONFIG, FALSE_NEGATIVES_CONFIG
+from tests.support.workflow import dry_run, output_of, write_config
 
 SECTIONS = ("input", "output", "params", "wildcards", "resources")
 ATTRIBUTE = re.compile(r"snakemake\.(%s)\.([A-Za-z_]\w*)" % "|".join(SECTIONS))
@@ -91,8 +93,30 @@ def test_every_script_reads_only_what_its_job_is_given(default_jobs, tmp_path, m
     workflow, jobs = dry_run_jobs(passage, REPO / "config" / "msmarco-passage.yaml", "results/adore_star/metrics.json")
     assert {"download", "extract_member", "prepare_dataset"} <= {rule for rule, _ in jobs}
     assert undeclared(workflow, jobs) == []
+    planned |= {rule for rule, _ in jobs}
+
+    for train in (False, True):  # the false-negative experiment selects itself, or its runs do and are compared
+        experiment = tmp_path / f"false_negatives_{train}"
+        write_config(experiment, {**FALSE_NEGATIVES_CONFIG,
+                                  "false_negatives": {**FALSE_NEGATIVES_CONFIG["false_negatives"], "train": train}})
+        monkeypatch.chdir(experiment)
+        result, found = dry_run(experiment, "false_negatives")
+        assert result.returncode == 0, output_of(result)[-3000:]
+        workflow, jobs = load_workflow(REPO / "Snakefile"), planned_jobs(found)
+        assert undeclared(workflow, jobs) == []
+        planned |= {rule for rule, _ in jobs}
+    assert {"prepare_dataset_hiding", "false_negatives_select", "leakage_table", "leakage_figure",
+            "false_negatives_effectiveness"} <= planned
+    denoised = tmp_path / "denoised"  # a pool a cross-encoder scores
+    write_config(denoised, CROSS_ENCODER_CONFIG)
+    monkeypatch.chdir(denoised)
+    result, found = dry_run(denoised, "results/star_ce/metrics.json")
+    assert result.returncode == 0, output_of(result)[-3000:]
+    workflow, jobs = load_workflow(REPO / "Snakefile"), planned_jobs(found)
+    assert "score_pool" in {rule for rule, _ in jobs} and undeclared(workflow, jobs) == []
+    planned |= {rule for rule, _ in jobs}
     scripted = {rule.name for rule in workflow.rules if rule.script}
-    assert scripted - planned - {rule for rule, _ in jobs} == set()  # every rule with a script was checked
+    assert scripted - planned == set()  # every rule with a script was checked
 
 
 def test_the_check_finds_an_input_the_job_is_not_given(default_jobs, tmp_path):

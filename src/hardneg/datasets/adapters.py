@@ -6,6 +6,7 @@ from __future__ import annotations
 from hardneg.datasets import beir, irds, msmarco, synthetic, trec
 from hardneg.datasets.adapter import Adapter
 from hardneg.datasets.canonical import Dataset
+from hardneg.datasets.hidden import check_hidden, hide_positives
 from hardneg.datasets.splits import check_held_out, check_query_and_qrels_files, held_out_split, hold_out
 from hardneg.schema.validation import validate_dataset
 
@@ -19,11 +20,13 @@ def adapter_of(cfg: dict) -> Adapter:
 
 
 def check_dataset(cfg: dict, where: str) -> None:
-    """The adapter's own checks of a validated dataset entry (``Adapter.check``: what the schema cannot say), and
-    that a ``dev_from_train`` entry has a ``train`` split and no ``dev`` split. Errors name ``<where>.<key>``."""
+    """The adapter's own checks of a validated dataset entry (``Adapter.check``: what the schema cannot say), that
+    a ``dev_from_train`` entry has a ``train`` split and no ``dev`` split, and that a ``hide_positives`` entry names
+    one of its splits. Errors name ``<where>.<key>``."""
     if adapter_of(cfg).check is not None:
         adapter_of(cfg).check(cfg, where)
     check_held_out(cfg, adapter_of(cfg).splits(cfg), where)
+    check_hidden(cfg, dataset_splits(cfg), where)
 
 
 def dataset_splits(cfg: dict) -> list[str]:
@@ -50,8 +53,10 @@ def load_dataset(cfg: dict) -> Dataset:
     """Load a dataset described by a config entry (see the schema's ``$defs/dataset``); keys it leaves out get
     the schema's defaults, and a wrong one (or a split without its qrels file, see :func:`check_split_files`)
     raises ``ConfigError`` naming ``dataset.<key>``. With ``dev_from_train``, the ``dev`` split is held out of
-    the ``train`` split (:func:`hardneg.datasets.splits.hold_out`)."""
+    the ``train`` split (:func:`hardneg.datasets.splits.hold_out`); then, with ``hide_positives``, a share of the
+    positives of its split leave that split's qrels (:func:`hardneg.datasets.hidden.hide_positives`)."""
     cfg = validate_dataset(cfg)
     check_split_files(cfg)
     check_held_out(cfg, adapter_of(cfg).splits(cfg))
-    return hold_out(adapter_of(cfg).load(cfg), cfg)
+    check_hidden(cfg, dataset_splits(cfg))
+    return hide_positives(hold_out(adapter_of(cfg).load(cfg), cfg), cfg)

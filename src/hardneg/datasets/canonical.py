@@ -5,11 +5,13 @@ On disk a prepared dataset is a folder::
     corpus.parquet            docid, title, text
     queries/<split>.parquet   qid, text
     qrels/<split>.parquet     qid, docid, relevance
+    hidden/<split>.parquet    qid, docid, relevance: positives hidden from the qrels (only with hide_positives)
     stats.json                sizes, judgements per query, adapter-specific facts (e.g. clusters)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -63,6 +65,8 @@ class Dataset:
         ``<qrels SPLIT>`` in errors.
     :param extra_stats: facts added to the top level of ``stats.json`` (an adapter's own, e.g. the clusters of
         the synthetic corpus).
+    :param hidden: split name → judged positives taken out of that split's qrels (QRELS tables; the dataset option
+        ``hide_positives``, :mod:`hardneg.datasets.hidden`), written to ``hidden/<split>.parquet``; empty: none.
     """
 
     corpus: pa.Table
@@ -72,6 +76,7 @@ class Dataset:
     queries_source: dict[str, Source] = field(default_factory=dict)
     qrels_source: dict[str, Source] = field(default_factory=dict)
     extra_stats: dict = field(default_factory=dict)
+    hidden: dict[str, pa.Table] = field(default_factory=dict)
 
     @property
     def splits(self) -> list[str]:
@@ -214,6 +219,7 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
         queries/<split>.parquet   qid, text
         qrels/<split>.parquet     qid, docid, relevance
         qrels/<split>.trec        the same judgements as TREC qrels (qid 0 docid relevance)
+        hidden/<split>.parquet    the positives hidden from a split's qrels (``dataset.hidden``), if any
         stats.json                the statistics returned
 
     Every file and folder is written to a temporary beside its place, and all are renamed into place only once
@@ -235,17 +241,24 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
     validate(dataset)
     root = Path(root)
     paths = dataset_paths(root, dataset.splits)
+    for split in dataset.hidden:
+        check_name("split", split, str(root))
     stats = statistics(dataset)
     # Every file is written to a temporary beside its place first; only when all are written are they renamed
     # into place, so a write that fails part way leaves the previous dataset as it was.
     with (atomic_dir(root / "queries") as queries_dir, atomic_dir(root / "qrels") as qrels_dir,
-          atomic_path(paths["corpus"]) as corpus_path, atomic_path(paths["stats"]) as stats_path):
+          atomic_path(paths["corpus"]) as corpus_path, atomic_path(paths["stats"]) as stats_path,
+          contextlib.ExitStack() as hidden):
         for split in dataset.splits:
             artifacts.write_table(dataset.queries[split], artifacts.QUERIES, queries_dir / f"{split}.parquet")
             artifacts.write_table(dataset.qrels[split], artifacts.QRELS, qrels_dir / f"{split}.parquet")
             write_trec_qrels(dataset.qrels[split], qrels_dir / f"{split}.trec")  # for trec_eval and other tools
         artifacts.write_table(dataset.corpus, artifacts.CORPUS, corpus_path)
         stats_path.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        if dataset.hidden:  # renamed into place with the others, not before they are all written
+            hidden_dir = hidden.enter_context(atomic_dir(root / "hidden"))
+            for split, table in dataset.hidden.items():
+                artifacts.write_table(table, artifacts.QRELS, hidden_dir / f"{split}.parquet")
     return stats
 
 

@@ -78,7 +78,8 @@ class SyntheticSpec:
         """From a ``synthetic`` dataset entry (``adapter: synthetic`` and its keys); missing keys get the schema's
         defaults but ``seed``, which the workflow fills from the global seed. Errors name ``<where>.<key>``."""
         cfg = validate_dataset(cfg, where=where)
-        shared = ("adapter", "empty_documents", "dev_from_train")  # keys of every adapter, not the generator's
+        # keys of every adapter, not the generator's
+        shared = ("adapter", "empty_documents", "dev_from_train", "hide_positives")
         values = section_values({k: v for k, v in cfg.items() if k not in shared},
                                 [f.name for f in fields(cls)], where)
         spec = cls(**{**values, "doc_length": tuple(values["doc_length"]),

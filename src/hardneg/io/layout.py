@@ -29,6 +29,7 @@ RESERVED_NAMES = {
     "tables": "the cross-run tables",
     "figures": "the figures and the data they draw",
     "pq_matrix": "the ADORE PQ experiment",
+    "false_negatives": "the false-negative experiment",
     "summary.md": "the summary of the runs",
     "summary.parquet": "the summary of the runs",
     "summary_tests.parquet": "the t-tests behind the summary's markers",
@@ -126,6 +127,16 @@ class Layout:
     @_inside_root
     def qrels(self, dataset: str, split: str) -> str:
         return f"{self.qrels_dir(dataset)}/{self._name('split', split)}.parquet"
+
+    @_inside_root
+    def hidden_qrels_dir(self, dataset: str) -> str:
+        """The positives a dataset hides from its qrels (its ``hide_positives``): one QRELS file per split."""
+        return f"{self.dataset_dir(dataset)}/hidden"
+
+    @_inside_root
+    def hidden_qrels(self, dataset: str, split: str) -> str:
+        """The positives hidden from the qrels of ``split`` (QRELS; :mod:`hardneg.datasets.hidden`)."""
+        return f"{self.hidden_qrels_dir(dataset)}/{self._name('split', split)}.parquet"
 
     @_inside_root
     def duplicates(self, dataset: str) -> str:
@@ -257,6 +268,12 @@ class Layout:
         return f"{self.run_dir(run)}/hardnegs_selection.json"
 
     @_inside_root
+    def hardnegs_card(self, run: str) -> str:
+        """The mining card of a run's hard negatives: how the list was made, with the digest of every input
+        (JSON; :mod:`hardneg.mining.card`)."""
+        return f"{self.run_dir(run)}/hardnegs_card.json"
+
+    @_inside_root
     def pool(self, miner: str, name: str) -> str:
         """A candidate pool of ``miner``'s ranking (:class:`hardneg.pipeline.mining_plan.Pool`)."""
         return f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.parquet"
@@ -267,12 +284,6 @@ class Layout:
         return f"{self.run_dir(miner)}/pools/positives_{self._name('split', split)}.parquet"
 
     @_inside_root
-    @_inside_root
-    def hardnegs_card(self, run: str) -> str:
-        """The mining card of a run's hard negatives: how the list was made, with the digest of every input
-        (JSON; :mod:`hardneg.mining.card`)."""
-        return f"{self.run_dir(run)}/hardnegs_card.json"
-
     def pool_scores(self, miner: str, name: str, pairs: str) -> str:
         """A cross-encoder's probabilities of a pool's ``candidates`` or of its queries' ``positives``."""
         return f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.ce_{self._name('pairs', pairs)}.parquet"

@@ -8,8 +8,8 @@ A card (``results/<run>/hardnegs_card.json``, rule ``mining_card``) records:
   tokenized queries of the split (``tokenized_queries``), the dataset's ``corpus``, ``queries`` and ``qrels``
   files of the split, the miner's ``ranking`` of the split, the ``index`` searched with its row ids (``docids``)
   and the ``corpus_embeddings`` it was built from, the candidate ``pool`` and what it was built from
-  (``positives``, ``bm25``, ``duplicates``, ``ce_candidates``, ``ce_positives``, ``ce_model``, ``ce_cache``, where
-  the pool has them);
+  (``positives``, ``bm25_ranking``, ``duplicates``, ``ce_candidates``, ``ce_positives``, ``ce_model``,
+  ``ce_cache``, where the pool has them);
 * ``search``: the index factory and the search parameters of the miner's dense search (``top_k``,
   ``batch_size``, ``search_params``, ``device``, ``precision``) and the run whose documents it searched;
 * ``pool``: the pool's name and depth, and its BM25 run, cross-encoder run (and method) and duplicate marking;

@@ -34,7 +34,8 @@ from hardneg.mining.card import check_inputs, check_list
 from hardneg.mining.duplicates import duplicate_partners, flag_duplicates_of_positives
 from hardneg.mining.negatives import positive_scores
 from hardneg.mining.policies import Policy, select
-from hardneg.mining.pool import build_pool, candidate_rows
+from hardneg.mining.pool import build_pool
+from hardneg.mining.pool_scores import score_pool
 from hardneg.mining.rows import relevant_judgements
 
 log = logging.getLogger(__name__)
@@ -161,20 +162,11 @@ def _cross_encoder(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, score_pa
 
     cache, split = inputs.path_of("ce_cache"), card["split"]
     queries, corpus = TokenizedTexts(cache, f"queries_{split}"), TokenizedTexts(cache, "corpus")
-    candidates = candidate_rows(ranking, qrels, card["pool"]["depth"]).select(["qid", "docid"])
-    positives = qrels.filter(pc.is_in(qrels["qid"], value_set=pc.unique(ranking["qid"])))
-
-    def scored(pairs: pa.Table) -> pa.Array:
-        if pairs.num_rows == 0:
-            return pa.array([], pa.float32())
-        return pa.array(np.asarray(score_pairs(inputs.path_of("ce_model"), queries, corpus, pairs,
-                                               batch_size=CE_BATCH_SIZE, device=device), np.float32))
-
     note = f"the cross-encoder scores were recomputed with the model of {card['pool']['cross_encoder']}"
     if note not in notes:
         notes.append(note)
-    return (candidates.append_column("score", scored(candidates)),
-            positives.select(["qid", "docid", "relevance"]).append_column("score", scored(positives)))
+    return score_pool(score_pairs, inputs.path_of("ce_model"), queries, corpus, ranking, qrels,
+                      depth=card["pool"]["depth"], batch_size=CE_BATCH_SIZE, device=device)
 
 
 def _select(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, positives: pa.Table, *, score_pairs, device: str,

@@ -21,6 +21,7 @@ from pathlib import Path
 from hardneg import methods
 from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_splits
 from hardneg.datasets.download import check_downloads
+from hardneg.datasets.hidden import hidden_split
 from hardneg.errors import ConfigError, ConfigFileError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
@@ -28,6 +29,7 @@ from hardneg.fusion import default_tune_split
 from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
 from hardneg.methods.adore import pq_matrix
 from hardneg.mining.policies import POLICY_SCHEMA
+from hardneg.pipeline import false_negatives
 from hardneg.pipeline.compare_plan import check_compare_config
 from hardneg.pipeline.index_factories import check_index_factories
 from hardneg.pipeline.mining_plan import check_policies
@@ -99,9 +101,12 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         schema = with_policies(with_methods(schema))
     validator = validator_for(schema)
     error = first_error(validator, config)
-    if error is None and pq_matrix.expand_config(config):
-        explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
-        error = first_error(validator, config)  # defaults of new runs
+    if error is None:
+        false_negatives.check_config(config)  # before its runs are generated: errors name its own keys
+        generated = [pq_matrix.expand_config(config), false_negatives.expand_config(config)]
+        if any(generated):
+            explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
+            error = first_error(validator, config)  # defaults of new runs
     if error is not None:
         raise describe(error)
     _check_reserved_names(config)
@@ -212,6 +217,10 @@ def _check_references(config: dict) -> None:
     datasets, runs = config["datasets"], config["runs"]
     for name in datasets:
         check_dataset(dataset_config(config, name), f"datasets.{name}")
+        if hidden_split(datasets[name]) == config["evaluation"]["split"]:  # the hidden positives would be misses
+            raise ConfigError(f"datasets.{name}.hide_positives.split",
+                              f"split {hidden_split(datasets[name])!r} is evaluation.split; hide the positives of a "
+                              f"training split (an extra split hidden from is not evaluated on that dataset)")
     if config["dataset"] not in datasets:
         raise ConfigError("dataset", f"no dataset named {quoted(config['dataset'])} under 'datasets' "
                                      f"(defined: {', '.join(datasets)})")

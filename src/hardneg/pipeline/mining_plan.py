@@ -113,8 +113,13 @@ class MiningPlan:
 
     @property
     def pools(self) -> dict[tuple[str, str], Pool]:
-        """(miner, pool name) → pool, for every pool a mining run selects from."""
-        return {(pool.miner, pool.name): pool for pool in map(self.pool, self.mining_runs)}
+        """(miner, pool name) → pool, for every pool a mining run or an experiment selects from."""
+        return {(pool.miner, pool.name): pool for pool in [*map(self.pool, self.mining_runs),
+                                                            *self.experiment_pools()]}
+
+    def experiment_pools(self) -> list[Pool]:
+        """The pools experiments select from besides the mining runs' (a plan with experiments adds them)."""
+        return []
 
     def pool_path(self, run: str) -> str:
         pool = self.pool(run)

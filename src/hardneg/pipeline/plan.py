@@ -27,17 +27,19 @@ from hardneg import methods
 from hardneg.datasets.adapters import dataset_splits
 from hardneg.dense.tokenized import cache_key
 from hardneg.io.index_names import slug as factory_slug
+from hardneg.datasets.hidden import hidden_split
 from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline import episodes as _episodes
 from hardneg.pipeline.compare_plan import ComparePlan
 from hardneg.pipeline.episode_plan import EpisodePlan
+from hardneg.pipeline.false_negatives import FalseNegativesPlan
 from hardneg.pipeline.fusion_plan import FusionPlan
 from hardneg.pipeline.mining_plan import MiningPlan
 from hardneg.pipeline.report_plan import ReportPlan
 from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, resolve_run
 
 
-class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
+class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan, ReportPlan):
     """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
 
     def __init__(self, config: dict, root: str = RESULTS):
@@ -292,8 +294,11 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
 
     # -------------------------------------------------------------------------------------- evaluation
     def eval_splits(self, run: str) -> list[str]:
-        """The splits a run's metrics.json reports: the evaluation split and ``evaluation.extra_splits``."""
-        return [self.eval_split] + [s for s in self.config["evaluation"]["extra_splits"] if s != self.eval_split]
+        """The splits a run's metrics.json reports: the evaluation split and ``evaluation.extra_splits``, less the
+        split whose positives the run's dataset hides (``hide_positives``: its qrels lack them)."""
+        hidden = hidden_split(self.datasets[self.dataset(run)])
+        return [self.eval_split] + [s for s in self.config["evaluation"]["extra_splits"]
+                                    if s not in (self.eval_split, hidden)]
 
     def reports(self, run: str) -> list[str]:
         """Reports a run makes beside its metrics (a mining run: the hard-negative audit, viewer and mining card),

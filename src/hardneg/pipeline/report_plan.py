@@ -11,6 +11,7 @@ from hardneg.errors import ConfigError
 from hardneg.evaluation.timing import REFRESH_PARTS
 from hardneg.figures import FIGURES
 from hardneg.methods.adore import pq_matrix
+from hardneg.pipeline import false_negatives
 from hardneg.schema.values import check_evaluated_measure, check_run
 
 
@@ -144,14 +145,17 @@ class ReportPlan:
         pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
                  layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
         pages.update(pq_matrix.report_pages(self))
+        pages.update(false_negatives.report_pages(self))
         return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
                                          "caption": caption}
                 for markdown, (title, category, caption) in pages.items()}
 
     def paper_targets(self) -> list[str]:
         """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
-        the summary and its tables as pages, and every figure the config can build."""
-        return self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()
+        the summary and its tables as pages, and every figure the config can build (the false-negative
+        experiment's too)."""
+        return (self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()
+                + false_negatives.figure_targets(self))
 
     # ------------------------------------------------------------------------------------ the report target
     def runs_read(self, paths) -> set[str]:
@@ -181,6 +185,8 @@ class ReportPlan:
             return set(self.summary_runs())
         if page == layout.table("training_time", "md")[:-len(".md")]:
             return set(self.training_time_runs())
+        if page in {markdown[:-len(".md")] for markdown in false_negatives.report_pages(self)}:
+            return false_negatives.experiment_runs(self)
         return self.pq_matrix_runs()
 
     def report_contents(self) -> tuple[list[str], list[str]]:
@@ -201,6 +207,8 @@ class ReportPlan:
                 left_out.append(f"page '{info['title']}': {', '.join(outside)} not among the report's runs")
             else:
                 targets.append(f"{page}.html")
+                if f"{page}.md" == false_negatives.output(self, "leakage.md"):  # its figure comes with the page
+                    targets += false_negatives.figure_targets(self)
         left_out += self.comparisons_left_out()
         for name, comparison in self.comparisons().items():
             outside = [run for run in comparison["runs"] if run not in inside]

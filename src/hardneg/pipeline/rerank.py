@@ -1,4 +1,5 @@
-"""Stage function of the rerank rule: a re-ranking model's ranking of one split, from another run's top-k."""
+"""Stage functions of a re-ranking model's rules: its ranking of one split from another run's top-k (rule
+``rerank``), and its probabilities of a candidate pool's pairs (rule ``score_pool``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from hardneg import methods
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.trainer import resolve_device
 from hardneg.io.rankings import read_run, write_run
+from hardneg.mining.pool_scores import score_pool_stage
 
 log = logging.getLogger(__name__)
 
@@ -27,3 +29,22 @@ def rerank_split(method: str, model_dir, cache_dir, split: str, candidates_path,
              candidates_path)
     write_run(run, run_path, trec_path, tag)
     return run
+
+
+def score_pool_split(method: str, model_dir, cache_dir, split: str, run_path, qrels_path, *, candidates_path,
+                     positives_path, depth: int, batch_size: int = 64, device: str = "auto", method_modules=()):
+    """Score the candidate pool of depth ``depth`` of the miner's ranking at ``run_path`` and the split's judged
+    positives with the model at ``model_dir``, as method ``method`` scores pairs (``Method.score_pairs``), and
+    write both tables (:func:`hardneg.mining.pool_scores.score_pool_stage`)."""
+    methods.load_modules(list(method_modules))
+    scorer = methods.get(method).score_pairs
+    if scorer is None:
+        raise ValueError(f"method {method!r} does not score pairs")
+    queries = TokenizedTexts(cache_dir, f"queries_{split}")
+    corpus = TokenizedTexts(cache_dir, "corpus")
+    candidates, positives = score_pool_stage(scorer, model_dir, queries, corpus, run_path, qrels_path,
+                                             candidates_path, positives_path, depth=depth, batch_size=batch_size,
+                                             device=resolve_device(device))
+    log.info("scored %d candidates and %d positives of %s with %s", candidates.num_rows, positives.num_rows,
+             run_path, model_dir)
+    return candidates, positives

@@ -23,10 +23,11 @@ from hardneg.schema.names import quoted
 RESOURCE_RULES: tuple[str, ...] = tuple(sorted((
     "adore_index_table", "assemble_episodes", "audit_hard_negatives", "bm25_index", "bm25_search",
     "build_faiss_index", "candidate_pool", "compare", "dense_search", "dense_search_with_index", "download",
-    "encode_corpus_shard", "evaluate", "evaluate_with_index", "extract_member", "fuse", "gather_embeddings",
-    "hardneg_viewer", "markdown_page", "mining_card", "near_duplicates", "positive_scores", "pq_matrix",
-    "prepare_dataset", "rerank", "run_config", "run_graph", "select_hard_negatives", "summary", "tokenize",
-    "train_dense", "train_episode", "train_tokenizer", "training_time_table", "tune_fusion",
+    "encode_corpus_shard", "evaluate", "evaluate_with_index", "extract_member", "false_negatives_effectiveness",
+    "false_negatives_select", "fuse", "gather_embeddings", "hardneg_viewer", "leakage_figure", "leakage_table",
+    "markdown_page", "mining_card", "near_duplicates", "positive_scores", "pq_matrix", "prepare_dataset",
+    "rerank", "run_config", "run_graph", "score_pool", "select_hard_negatives", "summary",
+    "tokenize", "train_dense", "train_episode", "train_tokenizer", "training_time_table", "tune_fusion",
     *(f"figure_{name}" for name in FIGURES))))
 
 

@@ -318,7 +318,7 @@ def check_results(config: dict, results: str | os.PathLike = "results") -> None:
 
 def _source(dataset: dict) -> dict:
     """What identifies a dataset entry's data: its name, adapter and files (paths compared once resolved), not the
-    settings of how it is prepared (``empty_documents``, ``dev_from_train``)."""
+    settings of how it is prepared (``empty_documents``, ``dev_from_train``, ``hide_positives``)."""
     def resolved(value):
         if isinstance(value, str):
             return os.path.realpath(value)
@@ -328,7 +328,7 @@ def _source(dataset: dict) -> dict:
             return [resolved(item) for item in value]
         return value
     return {key: value if key in ("name", "adapter") else resolved(value) for key, value in dataset.items()
-            if key not in ("empty_documents", "dev_from_train")}
+            if key not in ("empty_documents", "dev_from_train", "hide_positives")}
 
 
 def _where(dataset) -> str:

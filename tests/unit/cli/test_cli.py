@@ -10,7 +10,7 @@ def test_check_config_lists_runs(capsys):
 
 def test_check_config_reports_the_bad_key(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
-    bad.write_text((REPO / "config" / "config.yaml").read_text().replace("k1: 0.9", "k1: fast"))
+    bad.write_text((REPO / "config" / "config.yaml").read_text().replace("k1: 0.9", "k1: fast", 1))
     assert main(["check-config", str(bad)]) == 2
     assert "config key 'runs.bm25.params.k1': expected number, got 'fast'" in capsys.readouterr().err
 

@@ -5,14 +5,12 @@ import pyarrow as pa
 import pytest
 import torch
 
-from hardneg.dense.model import ModelSpec
-from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.methods.colbert.maxsim import ColBERT, is_colbert, maxsim, maxsim_pairs, rerank
-from hardneg.pipeline.config import validate_params
-from tests.support.dense import TINY_MODEL, build_tiny
+from tests.support.dense import tiny_reranker
+from tests.support.rankings import check_reranked, shuffled_ranking
 
 SEED = 3
 DIM = 16
@@ -20,13 +18,8 @@ DIM = 16
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    tiny = build_tiny(tmp_path_factory.mktemp("colbert"))
-    spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64,
-                                                            "query_max_length": 16}})["model"])
-    tokenizer = load_tokenizer(tiny["tokenizer"])
-    model = ColBERT.create(spec, tokenizer=tokenizer, dim=DIM, seed=SEED).eval()
-    return {**tiny, "spec": spec, "tok": tokenizer, "model": model,
-            "queries": TokenizedTexts(tiny["cache"], "queries_test"), "corpus": TokenizedTexts(tiny["cache"], "corpus")}
+    return tiny_reranker(tmp_path_factory.mktemp("colbert"),
+                         lambda spec, tokenizer: ColBERT.create(spec, tokenizer=tokenizer, dim=DIM, seed=SEED))
 
 
 def _direct(q, d, d_mask):
@@ -144,44 +137,22 @@ def test_chunked_and_dict_batches_score_the_same(tiny):
 
 
 # ------------------------------------------------------------------------------------------------ re-ranking
-def _ranking(corpus, qids, per_query=6, missing=None):
-    """A RUN table: each query's candidates, listed in shuffled order with ranks 1..per_query."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for i, qid in enumerate(qids):
-        docs = [corpus.row_ids[(7 * i + 3 * k) % len(corpus)] for k in range(per_query)]
-        if missing is not None and i == 0:
-            docs[1] = missing
-        for k in rng.permutation(per_query):
-            rows.append((qid, docs[k], int(k) + 1, float(per_query - k)))
-    return pa.table({"qid": [r[0] for r in rows], "docid": [r[1] for r in rows],
-                     "rank": pa.array([r[2] for r in rows], pa.int32()),
-                     "score": pa.array([r[3] for r in rows], pa.float32())})
-
-
 def test_rerank_scores_top_depth(tiny):
     model, queries, corpus = tiny["model"], tiny["queries"], tiny["corpus"]
     qids = [queries.row_ids[i] for i in (5, 1, 3, 0, 2)]  # not in cache order
-    ranking = _ranking(corpus, qids, missing="not-in-cache")
+    ranking = shuffled_ranking(corpus, qids, missing="not-in-cache")
     out = rerank(model, queries, corpus, ranking, depth=4, batch_size=2)
-    assert out.schema == artifacts.RUN.schema
-    assert list(dict.fromkeys(out["qid"].to_pylist())) == qids
     query_row = {q: i for i, q in enumerate(queries.row_ids)}
     doc_row = {d: i for i, d in enumerate(corpus.row_ids)}
-    for qid in qids:
-        got = out.filter(pa.compute.equal(out["qid"], qid))
-        given = ranking.filter(pa.compute.equal(ranking["qid"], qid)).sort_by("rank")
-        top = [d for d in given["docid"].to_pylist()[:4] if d != "not-in-cache"]
-        assert sorted(got["docid"].to_pylist()) == sorted(top)
-        assert got["rank"].to_pylist() == list(range(1, len(top) + 1))
-        scores = np.asarray(got["score"].to_pylist())
-        assert np.all(np.diff(scores) <= 0)
-        d_rows = np.asarray([doc_row[d] for d in got["docid"].to_pylist()])
+
+    def direct(qid, docids):
+        d_rows = np.asarray([doc_row[d] for d in docids])
         with torch.no_grad():
             q, _ = model.encode_batch(queries.batch(np.full(len(d_rows), query_row[qid])), "query")
             d, d_mask = model.encode_batch(corpus.batch(d_rows), "doc")
-            direct = maxsim_pairs(q, d, d_mask).numpy()
-        assert np.allclose(scores, direct, atol=1e-4)
+            return maxsim_pairs(q, d, d_mask).numpy()
+
+    check_reranked(out, ranking, qids, 4, direct, atol=1e-4)
     assert len(out) == 5 * 4 - 1  # the missing document is dropped, not replaced by the 5th
     assert not model.training
     # queries re-ranked a group at a time (each group's candidates encoded once) score as in one group
@@ -190,7 +161,7 @@ def test_rerank_scores_top_depth(tiny):
     assert np.allclose(grouped["score"].to_numpy(), out["score"].to_numpy(), atol=1e-5)
 
     with pytest.raises(DataError, match="nope"):
-        rerank(model, queries, corpus, _ranking(corpus, [qids[0], "nope"]), depth=4)
+        rerank(model, queries, corpus, shuffled_ranking(corpus, [qids[0], "nope"]), depth=4)
 
 
 class _Favouring(ColBERT):
@@ -213,7 +184,7 @@ class _Favouring(ColBERT):
 
 def test_rerank_puts_the_favoured_document_first_and_keeps_rank_order_in_ties(tiny):
     model, queries, corpus = tiny["model"], tiny["queries"], tiny["corpus"]
-    ranking = _ranking(corpus, [queries.row_ids[0]])
+    ranking = shuffled_ranking(corpus, [queries.row_ids[0]])
     by_rank = ranking.sort_by("rank")["docid"].to_pylist()
     favoured = by_rank[3]  # rank 4
     row = corpus.row_ids.index(favoured)

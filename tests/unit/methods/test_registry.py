@@ -14,8 +14,8 @@ from hardneg.pipeline.config import load_schema, validate_config
 from tests.support import REPO
 from tests.support.docs import method_walkthrough
 
-BUILTIN = ["abs", "adore", "ance", "bm25", "colbert", "condenser", "hybrid", "inbatch", "randneg", "rrf", "star",
-           "static_hn", "tct", "warmup", "zeroshot"]
+BUILTIN = ["abs", "adore", "ance", "bm25", "colbert", "condenser", "crossencoder", "hybrid", "inbatch", "randneg",
+           "rrf", "star", "static_hn", "tct", "warmup", "zeroshot"]
 METHODS = REPO / "src" / "hardneg" / "methods"
 
 

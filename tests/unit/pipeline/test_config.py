@@ -50,11 +50,11 @@ _DELETE = object()
 
 
 @pytest.mark.parametrize("path, value, key, message", [
-    (["sed"], 1, "sed", "unknown key; allowed keys: compare, dataset, datasets, downloads, duplicates, evaluation, figures, method_modules, policies, pq_matrix, report, resources, runs, seed, summary, tables, targets, viewer"),
+    (["sed"], 1, "sed", "unknown key; allowed keys: compare, dataset, datasets, downloads, duplicates, evaluation, false_negatives, figures, method_modules, policies, pq_matrix, report, resources, runs, seed, summary, tables, targets, viewer"),
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
-    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of abs, adore, ance, bm25, colbert, condenser, hybrid, inbatch, randneg, rrf, star, static_hn, tct, warmup, zeroshot; got 'bm52'"),
+    (["runs", "bm25", "method"], "bm52", "runs.bm25.method", "must be one of abs, adore, ance, bm25, colbert, condenser, crossencoder, hybrid, inbatch, randneg, rrf, star, static_hn, tct, warmup, zeroshot; got 'bm52'"),
     (["runs", "bm25", "params", "fields"], "title", "runs.bm25.params.fields", "must be one of flat, multifield"),
     (["datasets", "synthetic", "adapter"], "csv", "datasets.synthetic.adapter", "must be one of synthetic, beir"),
     (["datasets", "synthetic", "num_docs"], "5k", "datasets.synthetic.num_docs", "expected integer, got '5k'"),
@@ -434,7 +434,8 @@ def test_the_reserved_names_are_the_entries_the_layout_puts_in_results(default_c
     layout = plan.layout
     made = [layout.summary("md"), layout.summary("parquet"), layout.summary_tests(), layout.table("x", "md"),
             layout.figure("tsne", "png"), layout.experiment("pq_matrix", "matrix.md"),
-            layout.experiment("figures", "logs/tsne.log"), layout.dataset_dir("synthetic")]
+            layout.experiment("figures", "logs/tsne.log"), layout.dataset_dir("synthetic"),
+            layout.experiment("false_negatives", "leakage.md")]
     for page in plan.markdown_pages():  # rules/report.smk: {page}.html, its log and its benchmark
         made += [f"{page}.html", f"{page}.html.log", f"{page}.html.tsv"]
     entries = {path.split("/")[1] for path in made}

@@ -20,7 +20,7 @@ def raw():
 
 def _with(raw, policies=None, **mining):
     config = copy.deepcopy(raw)
-    config["policies"] = policies or {}
+    config["policies"] = {**config["policies"], **(policies or {})}  # the config's named policies stay in use
     config["runs"]["star"].setdefault("params", {}).setdefault("mining", {}).update(mining)
     return config
 
@@ -58,9 +58,17 @@ def test_a_scorer_must_score_pairs(raw):
 
 def test_a_second_policy_on_the_same_pool_adds_a_selection_not_a_pool(raw):
     config = copy.deepcopy(raw)
-    config["runs"]["star_percpos"] = copy.deepcopy(config["runs"]["star"])
-    config["runs"]["star_percpos"].setdefault("params", {}).setdefault("mining", {})["relative_margin"] = 0.05
+    config["runs"]["star_margin"] = copy.deepcopy(config["runs"]["star"])
+    config["runs"]["star_margin"].setdefault("params", {}).setdefault("mining", {})["margin"] = 0.05
     before, after = Plan(validate_config(copy.deepcopy(raw))), Plan(validate_config(config))
     assert after.pools == before.pools
-    assert after.pool_path("star_percpos") == after.pool_path("star")
-    assert after.policy("star_percpos") != after.policy("star")
+    assert after.pool_path("star_margin") == after.pool_path("star")
+    assert after.policy("star_margin") != after.policy("star")
+
+
+def test_the_defaults_star_percpos_selects_from_stars_pool_by_a_named_policy(raw):
+    plan = Plan(validate_config(copy.deepcopy(raw)))
+    assert plan.pool_path("star_percpos") == plan.pool_path("star") == \
+        "results/warmup/pools/train_top200_bm25-bm25.parquet"
+    assert plan.policy("star_percpos") == Policy(relative_margin=0.05, keep=8) != plan.policy("star")
+    assert plan.init_run("star_percpos") == "warmup"

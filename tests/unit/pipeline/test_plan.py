@@ -26,20 +26,22 @@ ABS_RUNS = [f"{prefix}abs_{order}" for prefix in ("", "condenser_")
 
 
 def test_runs_by_kind_and_role(plan):
-    assert plan.lexical_runs == ["bm25"]
+    assert plan.lexical_runs == ["bm25", "hidden_bm25"]
     count = plan.params("ance")["ance"]["episodes"]
     episodes = [f"ance/episodes/{e}" for e in range(count)]  # each episode of ANCE is a run of its own
-    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "star", "ance", *episodes, "tct", "tct_hn",
-                                 "tct_tct_hn", "tct_hnp", "warmup_inbatch", "warmup_randneg", "warmup_bm25neg",
-                                 "static_hn", "randneg_warmup", *ABS_RUNS[:5], "condenser", *ABS_RUNS[5:]]
-    assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn"]
+    fn_runs = [f"hidden_warmup_fn_{policy}" for policy in ("top8", "skip5", "margin05", "perc95")]  # generated
+    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "hidden_warmup", "star", "star_percpos", "ance",
+                                 *episodes, "tct", "tct_hn", "tct_tct_hn", "tct_hnp", "warmup_inbatch",
+                                 "warmup_randneg", "warmup_bm25neg", "static_hn", "randneg_warmup", *ABS_RUNS[:5],
+                                 "condenser", *ABS_RUNS[5:], *fn_runs]
+    assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn", "crossencoder"]
     first_tct = plan.dense_runs.index("tct")  # the ColBERT teacher runs sit among the dense runs in config order
     assert plan.trained_runs == plan.dense_runs[:first_tct] + ["colbert_teacher", "tct", "tct_hn", "tct_tct_hn",
-                                                               "colbert_teacher_hn", "tct_hnp"] \
+                                                               "colbert_teacher_hn", "tct_hnp", "crossencoder"] \
         + plan.dense_runs[first_tct + 4:]
     # a run mines when it names a miner, not because its method could (ANCE's episodes mine, not ANCE)
-    assert plan.mining_runs == ["star", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn", "tct_hnp",
-                                "static_hn"]
+    assert plan.mining_runs == ["star", "star_percpos", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn",
+                                "tct_hnp", "static_hn", *fn_runs]
     assert plan.doc_run("adore_star") == "star" and plan.doc_run("star") == "star"
     assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
     assert plan.init_run("warmup") is None
@@ -204,10 +206,10 @@ def test_the_layout_has_one_root(plan):
 
 def test_caches_cover_every_dense_run(plan):
     caches = plan.caches()
-    assert len(caches) == 1
-    (dataset, key), spec = next(iter(caches.items()))
-    assert dataset == "synthetic" and spec["splits"] == ["train", "dev", "test"]
-    assert plan.builtin_tokenizers(dataset, key) == ["results/datasets/synthetic/tokenizers/wordpiece-32000"]
+    assert [dataset for dataset, _ in caches] == ["synthetic", "synthetic_hidden"]  # one cache per dataset
+    for (dataset, key), spec in caches.items():
+        assert spec["splits"] == ["train", "dev", "test"]
+        assert plan.builtin_tokenizers(dataset, key) == [f"results/datasets/{dataset}/tokenizers/wordpiece-32000"]
 
 
 def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from hardneg.errors import ConfigError
 from hardneg.methods.contrastive import role_negatives
 from hardneg.methods.registry import MINING_ROLES, RERANK, Method, Role, StepContext
+from hardneg.methods.reranking import RERANK_SCHEMA, RerankSection
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
 
@@ -18,12 +19,6 @@ from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 class ColbertSection:
     dim: int
     in_batch: bool
-
-
-@dataclass(frozen=True)
-class RerankSection:
-    depth: int
-    batch_size: int
 
 
 @dataclass(frozen=True)
@@ -45,15 +40,7 @@ SCHEMA = {
                                         "positive and negatives, ColBERT's triples)"},
         },
     },
-    "rerank": {
-        "type": "object", "additionalProperties": False, "default": {},
-        "description": "re-ranking of the candidates run's ranking of each split",
-        "properties": {
-            "depth": {"type": "integer", "minimum": 1, "default": 100,
-                      "description": "documents re-ranked per query (the candidates' top-depth)"},
-            "batch_size": {"type": "integer", "minimum": 1, "default": 64, "description": "documents per forward"},
-        },
-    },
+    "rerank": RERANK_SCHEMA,
     "mining": MINING_SCHEMA,
 }
 

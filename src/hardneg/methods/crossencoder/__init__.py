@@ -1,0 +1,152 @@
+"""A cross-encoder re-ranker: monoBERT (Nogueira and Cho, "Passage Re-ranking with BERT", 2019), the model RocketQA
+(Qu et al., NAACL 2021) trains to denoise hard negatives.
+
+The query and a document are read together, ``[CLS] query [SEP] title [SEP] text [SEP]``, by one BERT (the built-in
+model of ``params.model``, or a pretrained one such as ``minilm``, whose encoder weights it starts from), and a
+linear head on ``[CLS]`` gives one logit; ``sigmoid(logit)`` is the probability that the document is relevant.
+Each training query brings its positive and ``negatives.per_query`` negatives, sampled from a ranking's top
+``negatives.depth`` (``inputs.negatives``: BM25, as monoBERT's training triples) or from the list a dense run mines
+(``inputs.hard_negatives``); with neither, from random corpus documents. It is also scored against the positives of
+``crossencoder.in_batch`` other rows of its batch: every positive is then a negative too, so that being a training
+positive (a property of the document alone) predicts no label, only how the query matches the document does. The
+loss (``crossencoder.loss``) is
+
+* ``bce``: binary cross-entropy on each pair, positive 1, negatives 0 (monoBERT's pointwise loss): the sigmoid is
+  a probability, which RocketQA's denoising thresholds (a mined "negative" the cross-encoder scores as relevant is
+  likely an unlabelled positive, and is dropped);
+* ``listwise``: softmax cross-entropy of the positive among its negatives (as Tevatron's re-ranker trains):
+  logits that rank, without a probability scale.
+
+The run ranks by re-ranking another run's top ``rerank.depth`` of each split (``inputs.candidates``), the logit as
+the score. Besides the workflow, :func:`hardneg.methods.crossencoder.scoring.score_pairs` scores any (query,
+document) pairs with probabilities (the method's ``score_pairs``, which a mining run's ``cross_encoder`` role
+calls on its candidate pool; a teacher's scores for exports) and
+:func:`hardneg.methods.crossencoder.scoring.score_pairs_stage` does it for a pairs file from raw texts.
+
+A cross-encoder is usually fine-tuned from a pretrained model. Trained from scratch (the built-in model) it learns
+the associations between query and document words slowly, through attention alone: on the synthetic default,
+where BM25's top 100 already share the query's exact words and only learnt synonyms tell the relevant document
+apart, it ranks below BM25 with a training budget like the ColBERT teacher's (see ``config/config.yaml``).
+
+Pairs are joined from the tokenized cache's rows (each text cut at its own maximum length) rather than tokenized
+again as pairs: see :mod:`hardneg.methods.crossencoder.model`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hardneg.errors import ConfigError
+from hardneg.methods.contrastive import role_negatives
+from hardneg.methods.registry import MINING_ROLES, RERANK, Method, Role, StepContext
+from hardneg.methods.reranking import RERANK_SCHEMA, RerankSection
+from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
+
+
+@dataclass(frozen=True)
+class CrossEncoderSection:
+    loss: str
+    in_batch: int
+
+
+@dataclass(frozen=True)
+class CrossEncoderParams:
+    crossencoder: CrossEncoderSection
+    rerank: RerankSection
+    mining: MiningParams
+
+
+SCHEMA = {
+    "crossencoder": {
+        "type": "object", "additionalProperties": False, "default": {},
+        "description": "the cross-encoder's training (params.train.loss and temperature are not read)",
+        "properties": {
+            "loss": {"enum": ["bce", "listwise"], "default": "bce",
+                     "description": "bce: binary cross-entropy of each (query, document) pair, the positive 1 and its "
+                                    "negatives 0, so that sigmoid(logit) is a probability of relevance; listwise: "
+                                    "softmax cross-entropy of the positive among its negatives"},
+            "in_batch": {"type": "integer", "minimum": 0, "default": 1,
+                         "description": "each query is also scored against the positives of this many other rows of "
+                                        "its batch, as negatives: every positive is then a negative too, so that a "
+                                        "document's being a training positive predicts no label (0: only "
+                                        "negatives.per_query)"},
+        },
+    },
+    "rerank": RERANK_SCHEMA,
+    "mining": MINING_SCHEMA,
+}
+
+
+def check(name: str, run: dict) -> None:
+    """What the schema cannot say: a cross-encoder learns from negatives, and its loss is its own section's."""
+    params = run.get("params", {})
+    if params.get("negatives", {}).get("per_query", 1) + params.get("crossencoder", {}).get("in_batch", 1) < 1:
+        raise ConfigError(f"runs.{name}.params.negatives.per_query",
+                          "a cross-encoder learns to tell each positive from its negatives: set negatives.per_query "
+                          "or crossencoder.in_batch to 1 at least")
+    if params.get("train", {}).get("loss") is not None:
+        raise ConfigError(f"runs.{name}.params.train.loss",
+                          "a crossencoder run's loss is params.crossencoder.loss (bce or listwise); leave this null")
+
+
+def new_model(spec, tokenizer, resolved: dict, init):
+    # torch: imported only where a model or tensor is used
+    from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder
+
+    if init is None:
+        return CrossEncoder.create(spec, tokenizer=tokenizer, seed=resolved["seed"])
+    if not is_crossencoder(init):  # a dense run's model: its (query) encoder starts this one, with a new head
+        return CrossEncoder.from_encoder(init, spec, seed=resolved["seed"])
+    model = CrossEncoder.load(init)
+    # the lengths of this run's tokenized cache, which a continued run may set
+    model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
+    return model
+
+
+def rerank(model_dir, queries, corpus, candidates, *, depth: int, batch_size: int, device: str):
+    """The trained cross-encoder's re-ranking of each query's top-``depth`` candidates, best first; ``score`` is
+    the logit."""
+    from hardneg.methods.crossencoder.model import CrossEncoder  # torch: imported when re-ranking
+    from hardneg.methods.crossencoder.scoring import rerank as cross_rerank
+
+    return cross_rerank(CrossEncoder.load(model_dir), queries, corpus, candidates, depth=depth,
+                        batch_size=batch_size, device=device)
+
+
+def score_pairs(model_dir, queries, corpus, pairs, *, batch_size: int = 64, device: str = "cpu"):
+    """Probabilities of relevance (float32, in [0, 1], one per row of ``pairs``, in their order) of the (qid,
+    docid) pairs of a table, by the cross-encoder saved in ``model_dir``, over tokenized queries and corpus: see
+    :func:`hardneg.methods.crossencoder.scoring.score_pairs`."""
+    from hardneg.methods.crossencoder.scoring import score_pairs as probabilities  # torch: imported when scoring
+
+    return probabilities(model_dir, queries, corpus, pairs, batch_size=batch_size, device=device)
+
+
+def build_step(ctx: StepContext):
+    from hardneg.dense.data import RandomNegatives
+    from hardneg.methods.crossencoder.step import CrossEncoderStep  # torch: imported when training
+
+    negatives = role_negatives(ctx) or RandomNegatives(ctx.train)
+    section = ctx.params["crossencoder"]
+    return CrossEncoderStep(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
+                            per_query=ctx.params["negatives"]["per_query"], loss=section["loss"],
+                            in_batch=section["in_batch"])
+
+
+METHOD = Method(
+    name="crossencoder", kind=RERANK,
+    summary="a cross-encoder (monoBERT) re-ranking another run; its probabilities denoise hard negatives (RocketQA)",
+    roles={"candidates": Role("candidates", description="the run whose ranking of each split this model re-ranks"),
+           "negatives": Role("ranking", required=False,
+                             description="the run whose training-split ranking gives the negatives (BM25)"),
+           "hard_negatives": Role("miner", required=False,
+                                  description="a dense run whose model mines hard negatives for this run"),
+           "init": Role("model", required=False,
+                        description="a crossencoder run whose model this one continues, or a dense run whose "
+                                    "encoder starts this one's (a new head)"),
+           "bm25": Role("reference_ranking", required=False,
+                        description="a BM25 run, for the overlap column of the hard-negative audit"),
+           **MINING_ROLES},
+    exclusive_roles=(("negatives", "hard_negatives"),),
+    schema=SCHEMA, params=CrossEncoderParams, training_sections=("model", "train", "negatives", "crossencoder"),
+    build_step=build_step, new_model=new_model, rerank=rerank, check=check, score_pairs=score_pairs)

@@ -1,0 +1,196 @@
+"""The cross-encoder (monoBERT, Nogueira and Cho 2019): one BERT pass over a query and a document together, a
+linear head on ``[CLS]`` → one logit, the probability of relevance ``sigmoid(logit)``.
+
+* Input: ``[CLS] query [SEP] title [SEP] text [SEP]`` (token types 0 for the query part, 1 for the document
+  part). The pair is joined from the tokenized cache's own rows (:func:`pair_inputs`): the query's row
+  ``[CLS] q [SEP]`` and the document's row ``[CLS] title [SEP] text [SEP]`` without its ``[CLS]``. Each text was
+  cut at its own maximum length when the cache was built, so a pair holds at most ``query_max_length +
+  doc_max_length - 1`` tokens; should that exceed the encoder's positions, the document is cut first (its last
+  kept token becomes its ``[SEP]``).
+* The encoder is the built-in BERT of the run's ``params.model`` or a pretrained one (``minilm``): its
+  weights start the encoder; its pooler is dropped and the head is new, drawn from the run's seed.
+
+Saved layout (:meth:`CrossEncoder.save`): the encoder is a standard Hugging Face model folder at the root
+(``AutoModel.from_pretrained(folder)`` loads it), with the tokenizer; ``crossencoder.json`` records the maximum
+lengths the texts were cut at; ``head.safetensors`` holds the head.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from hardneg.dense.model import build_backbone, save_encoder
+from hardneg.dense.tokenized import Chunked, length_chunks
+from hardneg.io.atomic import atomic_dir
+
+META = "crossencoder.json"
+HEAD = "head.safetensors"
+
+
+def pair_lengths(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, max_length: int) -> np.ndarray:
+    """Tokens [P] of each joined pair (:func:`pair_inputs`): the query's row plus the document's row less its
+    ``[CLS]``, at most ``max_length``."""
+    total = query_texts.lengths[query_rows].astype(np.int64) + doc_texts.lengths[doc_rows].astype(np.int64) - 1
+    return np.minimum(total, max_length)
+
+
+def pair_inputs(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, *,
+                max_length: int) -> dict:
+    """The encoder's inputs for the pairs (``query_rows[i]``, ``doc_rows[i]``) of two tokenized text sets
+    (:class:`hardneg.dense.tokenized.TokenizedTexts`, or any object with ``ids``, ``lengths`` and
+    ``pad_token_id``): ``input_ids``, ``attention_mask`` and ``token_type_ids``, int64 tensors [P, W], W the
+    longest pair, padded with the pad id.
+
+    A pair is ``[CLS] q [SEP]`` followed by the document's row without its ``[CLS]`` (``title [SEP] text
+    [SEP]``), token type 1 from there; at most ``max_length`` tokens: a longer pair keeps its query whole and cuts
+    the document, whose last kept token becomes its final ``[SEP]``."""
+    query_rows, doc_rows = np.asarray(query_rows, dtype=np.int64), np.asarray(doc_rows, dtype=np.int64)
+    q_len = query_texts.lengths[query_rows].astype(np.int64)
+    d_len = doc_texts.lengths[doc_rows].astype(np.int64)
+    if len(query_rows) == 0:
+        empty = torch.zeros((0, 1), dtype=torch.int64)
+        return {"input_ids": empty, "attention_mask": empty, "token_type_ids": empty}
+    if int(q_len.max()) + 1 > max_length:
+        raise ValueError(f"a query of {int(q_len.max())} tokens leaves no room for a document in {max_length}")
+    q_width, d_width = int(q_len.max()), int(d_len.max())
+    queries = np.asarray(query_texts.ids[query_rows, :q_width], dtype=np.int64)
+    docs = np.asarray(doc_texts.ids[doc_rows, 1:max(d_width, 2)], dtype=np.int64)  # each row less its [CLS]
+    total = np.minimum(q_len + d_len - 1, max_length)
+    width = int(total.max())
+    position = np.arange(width)[None, :]
+    in_query = position < q_len[:, None]
+    in_pair = position < total[:, None]
+    from_query = np.take_along_axis(queries, np.minimum(position, q_width - 1), axis=1)
+    from_doc = np.take_along_axis(docs, np.clip(position - q_len[:, None], 0, docs.shape[1] - 1), axis=1)
+    ids = np.where(in_query, from_query, np.where(in_pair, from_doc, doc_texts.pad_token_id))
+    cut = np.flatnonzero(q_len + d_len - 1 > max_length)
+    if len(cut):  # the document's own last token (its [SEP]) ends a cut pair
+        ids[cut, total[cut] - 1] = np.asarray(doc_texts.ids[doc_rows[cut], d_len[cut] - 1], dtype=np.int64)
+    return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(in_pair.astype(np.int64)),
+            "token_type_ids": torch.from_numpy((in_pair & ~in_query).astype(np.int64))}
+
+
+def pair_batch(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, *, max_length: int,
+               overhead: int) -> Chunked:
+    """The pairs as length-homogeneous parts (:func:`hardneg.dense.tokenized.length_chunks` with ``overhead``
+    padded tokens a part), each a block of :func:`pair_inputs` trimmed to its longest pair, as a
+    :class:`hardneg.dense.tokenized.Chunked` batch: far less padding than one block when lengths vary."""
+    lengths = pair_lengths(query_texts, doc_texts, query_rows, doc_rows, max_length)
+    chunks = length_chunks(lengths, overhead=overhead)
+    parts = [pair_inputs(query_texts, doc_texts, np.asarray(query_rows)[c], np.asarray(doc_rows)[c],
+                         max_length=max_length) for c in chunks]
+    order = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.arange(len(order))
+    return Chunked(parts, torch.from_numpy(inverse))
+
+
+class CrossEncoder(nn.Module):
+    """A query-document pair → one relevance logit (see the module docstring). ``query_max_length`` and
+    ``doc_max_length``: the lengths texts are cut at before they are joined (those of the tokenized cache the
+    model trained on), which :func:`hardneg.methods.crossencoder.scoring.score_pairs_stage` tokenizes raw texts
+    with."""
+
+    def __init__(self, encoder: nn.Module, *, query_max_length: int, doc_max_length: int):
+        super().__init__()
+        # The head reads [CLS]'s hidden state: a backbone's own pooler is never read, and a checkpoint without
+        # one would get a randomly initialised copy saved with the model.
+        if isinstance(getattr(encoder, "pooler", None), nn.Module):
+            encoder.pooler = None
+        self.encoder = encoder
+        self.query_max_length, self.doc_max_length = query_max_length, doc_max_length
+        config = encoder.config
+        self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.1))  # as BERT's classification head
+        self.head = nn.Linear(config.hidden_size, 1)
+
+    @property
+    def max_length(self) -> int:
+        """Tokens of a pair at most: the encoder's positions."""
+        return int(self.encoder.config.max_position_embeddings)
+
+    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Relevance logits [n] of a block of joined pairs."""
+        if getattr(self.encoder.config, "type_vocab_size", 2) < 2:  # a model without segment embeddings
+            token_type_ids = None
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+        return self.head(self.dropout(hidden[:, 0])).squeeze(-1)
+
+    def forward(self, pairs) -> torch.Tensor:
+        """Logits [n] of a :func:`pair_batch` (in the order of its pairs) or of one :func:`pair_inputs` block.
+        Training calls the model once per step, as ``DistributedDataParallel`` needs one forward per backward."""
+        if isinstance(pairs, dict):
+            return self.logits(pairs["input_ids"], pairs["attention_mask"], pairs.get("token_type_ids"))
+        if not pairs.parts:
+            return self.head.weight.new_zeros(0)
+        out = torch.cat([self.logits(p["input_ids"], p["attention_mask"], p.get("token_type_ids"))
+                         for p in pairs.parts])
+        return out[pairs.inverse]
+
+    # ------------------------------------------------------------------------------------------ persistence
+    def save(self, out_dir: str | os.PathLike, tokenizer=None) -> None:
+        """Save atomically to ``out_dir`` (the layout of the module docstring), with ``tokenizer`` when given."""
+        from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
+
+        with atomic_dir(out_dir) as tmp:
+            save_encoder(self.encoder, tmp)  # with the unused pooler as zeros: AutoModel finds every weight
+            if tokenizer is not None:
+                tokenizer.save_pretrained(tmp)
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, str(tmp / HEAD))
+            (tmp / META).write_text(json.dumps({"model": "crossencoder", "query_max_length": self.query_max_length,
+                                                "doc_max_length": self.doc_max_length}, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, model_dir: str | os.PathLike) -> "CrossEncoder":
+        """The cross-encoder saved in ``model_dir`` (in training mode, as ``from_pretrained`` leaves it: call
+        ``eval()`` to score)."""
+        from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
+        from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
+
+        model_dir = Path(model_dir)
+        meta = json.loads((model_dir / META).read_text())
+        model = cls(AutoModel.from_pretrained(model_dir), query_max_length=meta["query_max_length"],
+                    doc_max_length=meta["doc_max_length"])
+        model.head.load_state_dict(load_file(str(model_dir / HEAD)))
+        return model
+
+    @classmethod
+    def create(cls, spec, *, tokenizer, seed: int) -> "CrossEncoder":
+        """A fresh cross-encoder from a :class:`hardneg.dense.model.ModelSpec` (``builtin``, ``minilm``, a folder or a
+        hub name; its pooling, head and normalisation keys describe bi-encoders and are not read). Seeded: the
+        same spec, tokenizer and seed give the same weights."""
+        # positions for a whole pair: the built-in BERT gets max(512, query + document lengths)
+        encoder = build_backbone(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                 max_length=spec.query_max_length + spec.doc_max_length, seed=seed)
+        torch.manual_seed(seed + 2)
+        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+
+    @classmethod
+    def from_encoder(cls, model_dir: str | os.PathLike, spec, *, seed: int) -> "CrossEncoder":
+        """A fresh cross-encoder whose encoder starts as the (query) encoder of the bi-encoder saved in
+        ``model_dir`` (a dense run's model, :meth:`hardneg.dense.model.BiEncoder.save`, whose root is a Hugging
+        Face model folder), the head drawn from ``seed``: the encoder's vocabulary and token vectors, trained to
+        match queries with documents, start the pair model."""
+        from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
+
+        encoder = AutoModel.from_pretrained(model_dir)
+        if encoder.config.max_position_embeddings < spec.query_max_length + spec.doc_max_length:
+            raise ValueError(f"{model_dir}: {encoder.config.max_position_embeddings} positions are fewer than a "
+                             f"query and a document ({spec.query_max_length} + {spec.doc_max_length} tokens)")
+        torch.manual_seed(seed + 2)
+        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+
+
+def is_crossencoder(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` holds a saved :class:`CrossEncoder`."""
+    return (Path(folder) / META).is_file()
+
+
+__all__ = ["CrossEncoder", "is_crossencoder", "pair_batch", "pair_inputs", "pair_lengths"]

@@ -1,0 +1,73 @@
+"""A scorer's probabilities of a pool's candidates and of the judged positives of its queries
+(hardneg.mining.pool_scores), and the pool built with them."""
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from hardneg.io import artifacts
+from hardneg.mining.pool import build_pool, candidate_rows
+from hardneg.mining.pool_scores import score_pool, score_pool_stage
+from tests.support.mining import QRELS, RUN, pairs
+
+
+def probability(qid: str, docid: str) -> float:
+    """A fixed probability per pair, different for every pair of the tables here."""
+    return (sum(map(ord, qid)) * 31 + sum(ord(c) * (i + 1) for i, c in enumerate(docid))) % 97 / 97
+
+
+class Scorer:
+    """A scorer as the workflow calls one (``Method.score_pairs``), recording what it was given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, model_dir, queries, corpus, pairs, *, batch_size, device):
+        self.calls.append((model_dir, queries, corpus, pairs.column_names, batch_size, device))
+        return np.array([probability(q, d) for q, d in zip(pairs["qid"].to_pylist(), pairs["docid"].to_pylist())],
+                        np.float32)
+
+
+def test_candidates_and_positives_carry_each_pairs_probability():
+    scorer = Scorer()
+    candidates, positives = score_pool(scorer, "model", "Q", "C", RUN, QRELS, depth=100, batch_size=7,
+                                       device="cpu")
+    assert candidates.schema == artifacts.RUN.schema and positives.schema == artifacts.POSITIVE_SCORES.schema
+    expected = candidate_rows(RUN, QRELS, 100)
+    assert pairs(candidates) == pairs(expected) and candidates["rank"].equals(expected["rank"])  # the miner's ranks
+    assert candidates["score"].to_pylist() == pytest.approx([probability(q, d) for q, d in pairs(candidates)])
+    relevant = [(q, d, r) for q, d, r in zip(*(QRELS[c].to_pylist() for c in ("qid", "docid", "relevance")))
+                if r >= 1 and q in set(RUN["qid"].to_pylist())]
+    assert list(zip(*(positives[c].to_pylist() for c in ("qid", "docid", "relevance")))) == relevant
+    assert positives["score"].to_pylist() == pytest.approx([probability(q, d) for q, d, _ in relevant])
+    assert [call[0] for call in scorer.calls] == ["model", "model"]
+    assert all(call[3] == ["qid", "docid"] and call[4:] == (7, "cpu") for call in scorer.calls)
+
+
+def test_the_pool_reads_them_as_its_cross_encoder_columns(tmp_path):
+    candidates, positives = score_pool(Scorer(), "model", None, None, RUN, QRELS, depth=5)
+    pool = build_pool(RUN, QRELS, depth=5, ce_scores=candidates, ce_positive_scores=positives)
+    assert pool["ce_score"].to_pylist() == pytest.approx([probability(q, d) for q, d in pairs(pool)])
+    best = {}
+    for q, d, r in zip(*(QRELS[c].to_pylist() for c in ("qid", "docid", "relevance"))):
+        if r >= 1:
+            best[q] = max(best.get(q, 0.0), probability(q, d))
+    assert pool["best_positive_ce_score"].to_pylist() == pytest.approx([best.get(q) for q, _ in pairs(pool)])
+
+
+def test_the_stage_writes_both_tables(tmp_path):
+    run_path, qrels_path = tmp_path / "run.parquet", tmp_path / "qrels.parquet"
+    artifacts.write_table(RUN, artifacts.RUN, run_path)
+    artifacts.write_table(QRELS, artifacts.QRELS, qrels_path)
+    out = tmp_path / "pools"
+    candidates, positives = score_pool_stage(Scorer(), "model", None, None, run_path, qrels_path,
+                                             out / "c.parquet", out / "p.parquet", depth=5)
+    assert pq.read_table(out / "c.parquet").equals(candidates) and pq.read_table(out / "p.parquet").equals(positives)
+
+
+def test_a_scorer_giving_another_count_is_an_error():
+    def short(model_dir, queries, corpus, pairs, *, batch_size, device):
+        return np.zeros(pairs.num_rows - 1, np.float32)
+
+    with pytest.raises(ValueError, match=r"scores for \d+ pairs"):
+        score_pool(short, "model", None, None, RUN, QRELS, depth=5)

@@ -1,0 +1,96 @@
+"""The cross-encoder through the workflow on a tiny config, continuing a copy of the session's tiny chain (its BM25
+index, BM25's training-split ranking and the tokenized cache, found up to date): it trains on BM25 negatives and
+re-ranks BM25's top 20 of the test split (a ranking of its own, evaluated like BM25's); then it denoises a STAR
+run's negatives (RocketQA): it scores the warm-up's pool, and a policy drops what it deems relevant."""
+
+import json
+
+import numpy as np
+
+import pyarrow.parquet as pq
+import pytest
+from transformers import AutoModel
+
+from tests.support.builds import copy_build
+from tests.support.configs import CROSS_ENCODER_CONFIG, CROSS_ENCODER_DEPTH as DEPTH, CROSS_ENCODER_RUN, STAR_CONFIG
+from tests.support.workflow import output_of, snakemake_jobs, write_config
+
+pytestmark = pytest.mark.slow
+
+CONFIG = {**STAR_CONFIG, "runs": {"bm25": STAR_CONFIG["runs"]["bm25"], "crossencoder": CROSS_ENCODER_RUN}}
+
+
+@pytest.fixture(scope="module")
+def built(builds):
+    """The cross-encoder trained and evaluated in a copy of the tiny chain: nothing of the chain is made again (the
+    chain ranked BM25's training split only, so its test split is searched now)."""
+    def make(workdir):
+        copy_build(builds.star_chain(), workdir)
+        write_config(workdir, CONFIG)
+        result, jobs = snakemake_jobs(workdir, "results/crossencoder/metrics.json", timeout=900)
+        assert result.returncode == 0, output_of(result)[-4000:]
+        ran = sorted((job["rule"], job["wildcards"].get("run"), job["wildcards"].get("split")) for job in jobs)
+        assert ran == [("bm25_search", "bm25", "test"), ("evaluate", "crossencoder", None),
+                       ("rerank", "crossencoder", "test"), ("run_config", "crossencoder", None),
+                       ("train_dense", "crossencoder", None)], ran
+
+    return builds.build("workflow_crossencoder", make)[0]
+
+
+def test_the_cross_encoder_re_ranks_bm25s_top_k(built):
+    results = built / "results"
+    run = pq.read_table(results / "crossencoder" / "runs" / "test.parquet").to_pandas()
+    bm25 = pq.read_table(results / "bm25" / "runs" / "test.parquet").to_pandas()
+    reordered = 0
+    for qid, ranked in run.groupby("qid"):
+        ranked = ranked.sort_values("rank")
+        top = bm25[(bm25.qid == qid) & (bm25["rank"] <= DEPTH)].sort_values("rank")
+        assert set(ranked.docid) == set(top.docid)  # exactly BM25's top 20 ...
+        assert ranked["rank"].tolist() == list(range(1, len(top) + 1))
+        assert ranked.score.is_monotonic_decreasing
+        reordered += ranked.docid.tolist() != top.docid.tolist()  # ... in the model's order
+    assert reordered >= len(run.qid.unique()) // 2
+    metrics = json.loads((results / "crossencoder" / "metrics.json").read_text())
+    assert metrics["num_queries"] == 20 and {"RR@10", "nDCG@10"} <= set(metrics["measures"])
+    assert metrics["pairwise_errors"]["total_is_lower_bound"]  # a top-20 ranking holds only some relevant documents
+
+
+def test_the_model_folder_and_training_log(built):
+    results = built / "results" / "crossencoder"
+    assert json.loads((results / "model" / "crossencoder.json").read_text()) == {
+        "model": "crossencoder", "query_max_length": 12, "doc_max_length": 32}
+    assert AutoModel.from_pretrained(results / "model").config.hidden_size == 32  # the encoder loads on its own
+    log = pq.read_table(results / "train_log.parquet").to_pandas()
+    assert log.step.tolist() == list(range(1, len(log) + 1)) and sorted(set(log.epoch)) == [0, 1]
+    assert {"loss", "batch_accuracy", "pair_accuracy"} <= set(log.columns) and (log.loss > 0).all()
+
+
+@pytest.fixture(scope="module")
+def denoised(built, tmp_path_factory):
+    """The hard negatives of STAR with the cross-encoder as its pool's scorer, in a copy of the build above."""
+    workdir = tmp_path_factory.mktemp("denoised")
+    copy_build(built, workdir)
+    write_config(workdir, CROSS_ENCODER_CONFIG)
+    result, jobs = snakemake_jobs(workdir, "results/star_ce/hardnegs.parquet", timeout=900)
+    assert result.returncode == 0, output_of(result)[-4000:]
+    return workdir / "results", jobs
+
+
+def test_the_cross_encoder_scores_the_pool_once_and_the_policy_drops_what_it_deems_relevant(denoised):
+    results, jobs = denoised
+    pool_name = "train_top30_bm25-bm25_ce-crossencoder"
+    ran = sorted((job["rule"], job["wildcards"].get("pool")) for job in jobs if job["rule"] != "run_config")
+    assert ("score_pool", pool_name) in ran and ("candidate_pool", pool_name) in ran
+    assert not {"train_dense", "rerank", "dense_search", "encode_corpus_shard"} & {rule for rule, _ in ran}
+    pool = pq.read_table(results / "warmup" / "pools" / f"{pool_name}.parquet").to_pandas()
+    scores = pq.read_table(results / "warmup" / "pools" / f"{pool_name}.ce_candidates.parquet").to_pandas()
+    assert pool.ce_score.notna().all() and pool.ce_score.between(0, 1).all()
+    joined = pool.merge(scores, on=["qid", "docid"], suffixes=("", "_file"))
+    assert len(joined) == len(pool) and np.allclose(joined.ce_score, joined.score_file)
+    assert pool.best_positive_ce_score.notna().all()  # every training query's positives were scored
+    negatives = pq.read_table(results / "star_ce" / "hardnegs.parquet").to_pandas()
+    chosen = negatives.merge(pool, on=["qid", "docid"])
+    assert len(chosen) == len(negatives) and (chosen.ce_score <= chosen.best_positive_ce_score).all()
+    selection = json.loads((results / "star_ce" / "hardnegs_selection.json").read_text())
+    above = int((pool.ce_score > pool.best_positive_ce_score).sum())  # scored above the query's best positive
+    assert selection["removed"]["ce_margin"] == above and 0 < above < len(pool)

@@ -6,7 +6,7 @@ import argparse
 import textwrap
 
 from hardneg.cli.common import add_force, add_results, add_run, say
-from hardneg.export import FORMATS, ST_FORMATS
+from hardneg.export import FORMATS, SCORE_SOURCES, ST_FORMATS
 from hardneg.export.hardnegs import ALL, ST_NEGATIVES, export_hardnegs
 from hardneg.export.index import export_index, pyserini_recipe
 
@@ -42,10 +42,11 @@ def _announce(plan: dict) -> None:
 def _export_hardnegs(args) -> int:
     written = export_hardnegs(args.run, args.format, args.output, results=args.results, negatives=args.negatives,
                               st_format=args.st_format, title_separator=args.title_separator, force=args.force,
-                              announce=_announce)
+                              scores=args.scores, announce=_announce)
     columns = f", columns {', '.join(written['columns'])}" if "columns" in written else ""
     say(f"wrote {written['output']}: {written['format']}"
          + (f" ({written['st_format']})" if "st_format" in written else "")
+         + (f", {written['scores']} scores" if "scores" in written else "")
          + f", {written['rows']} rows of {written['queries']} training queries{columns}")
     return 0
 
@@ -88,6 +89,10 @@ def register(sub) -> None:
                                "is printed before writing; all for the other formats)")
     hardnegs.add_argument("--st-format", choices=ST_FORMATS, default=None,
                           help="sentence-transformers only: mine_hard_negatives' output_format (default: triplet)")
+    hardnegs.add_argument("--scores", choices=SCORE_SOURCES, default=None,
+                          help="sentence-transformers and tevatron: each positive's and negative's teacher score, "
+                               "the miner's or the cross-encoder's that scored the run's pool (MarginMSE and KL "
+                               "distillation; as mine_hard_negatives' output_scores=True)")
     hardnegs.add_argument("--title-separator", default=None, metavar="TEXT",
                           help="sentence-transformers only: what joins a document's title and text (default: the "
                                "separator of the run's tokenizer, e.g. [SEP], as hardneg's encoder reads them)")

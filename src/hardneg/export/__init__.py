@@ -7,6 +7,8 @@ They find a run's files through :class:`hardneg.results.run_files.RunFiles`.
   texts) of a run's hard-negative list;
 * :mod:`hardneg.export.hardnegs`: those groups in the formats of sentence-transformers, Tevatron, Hugging Face
   ``datasets`` and plain JSON Lines;
+* :mod:`hardneg.export.scores`: the teacher scores of those groups (the miner's or a cross-encoder's), for
+  distillation;
 * :mod:`hardneg.export.card`: the card every hard-negative export carries (the run's mining card, with the
   export's rows and digests), and :func:`read_export`, which checks an export against it;
 * :mod:`hardneg.export.outputs`: the atomic writers of JSON Lines files and ``datasets`` folders (where an
@@ -21,6 +23,7 @@ They find a run's files through :class:`hardneg.results.run_files.RunFiles`.
 # them without importing the exports.
 FORMATS = ("sentence-transformers", "tevatron", "hf-dataset", "jsonl")
 ST_FORMATS = ("triplet", "n-tuple", "labeled-pair", "labeled-list")  # mine_hard_negatives' output_format
+SCORE_SOURCES = ("miner", "cross-encoder")  # ``--scores``: whose teacher scores (:mod:`hardneg.export.scores`)
 
 
 def read_export(path):

@@ -20,6 +20,12 @@ order (``--negatives N`` keeps the first N, ``--negatives all`` every one). Four
     * ``labeled-list``: ``query``, ``positive`` (list: the positive, then the negatives), ``labels`` (list of
       int64: 1, then 0s); one row per (query, positive).
 
+    With ``--scores miner`` or ``--scores cross-encoder`` (:mod:`hardneg.export.scores`) the teacher scores are
+    written as ``mine_hard_negatives(..., output_scores=True)`` writes them: a list ``scores`` ([positive,
+    negative] of a triplet, [positive, negative_1 … negative_N] of an n-tuple: MarginMSE and KL-divergence
+    distillation), ``score`` instead of a labeled pair's ``label``, ``scores`` instead of a labeled list's
+    ``labels``.
+
     Texts are strings: a document is its title and text joined as hardneg's encoder reads them
     (:mod:`hardneg.export.texts`; ``--title-separator`` sets the separator).
 
@@ -36,7 +42,8 @@ order (``--negatives N`` keeps the first N, ``--negatives all`` every one). Four
          "positive_passages": [{"docid": str, "title": str, "text": str}, ...],
          "negative_passages": [{"docid": str, "title": str, "text": str}, ...]}
 
-    negatives in rank order; a missing title is "" (Tevatron joins ``title + " " + text`` itself).
+    negatives in rank order; a missing title is "" (Tevatron joins ``title + " " + text`` itself). With
+    ``--scores``, every passage also has its teacher ``score``.
 
 ``hf-dataset``
     A Hugging Face dataset (``Dataset.save_to_disk``; open it with ``datasets.load_from_disk(PATH)``), one row per
@@ -70,6 +77,7 @@ from hardneg.export import FORMATS, ST_FORMATS
 from hardneg.export.card import run_card, write_export_card
 from hardneg.export.groups import Groups, load_groups
 from hardneg.export.outputs import is_saved_dataset, write_hf_dataset, write_jsonl
+from hardneg.export.scores import group_scores
 from hardneg.export.texts import joined_texts, tokenizer_separator
 from hardneg.results.output_paths import check_output
 from hardneg.results.run_files import RunFiles
@@ -88,28 +96,35 @@ HF_SCHEMA = pa.schema([("qid", pa.string()), ("query", pa.string()),
 
 
 # ---------------------------------------------------------------------------------- one row per query
-def group_table(groups: Groups, lo: int, hi: int, *, ranked: bool = True, json_scores: bool = False) -> pa.Table:
+def group_table(groups: Groups, lo: int, hi: int, *, ranked: bool = True, json_scores: bool = False,
+                teacher: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Table:
     """Queries ``lo`` to ``hi`` as a table of one row per query: ``qid``, ``query``, ``positives`` and
-    ``negatives`` (lists of {docid, title, text}; negatives with ``rank`` and ``score`` when ``ranked``).
-    ``json_scores``: scores as float64 holding the shortest decimal of each float32 (what JSON should print)."""
+    ``negatives`` (lists of {docid, title, text}; negatives with ``rank`` and ``score`` when ``ranked``; every
+    document with its ``score`` from ``teacher``, the scores of every positive and negative of ``groups``, when
+    given). ``json_scores``: scores as float64 holding the shortest decimal of each float32 (what JSON should
+    print)."""
     docs = groups.doc_columns
 
-    def documents(rows: np.ndarray, offsets: np.ndarray, extra: list[pa.Array]) -> pa.ListArray:
-        fields = [docs[name].take(pa.array(rows)) for name, _ in _DOCUMENT] + extra
-        names = [name for name, _ in _DOCUMENT] + [name for name, _ in _RANKED][:len(extra)]
-        values = pa.StructArray.from_arrays(fields, names=names)
+    def scored(values: np.ndarray) -> pa.Array:
+        score = pa.array(values, pa.float32())
+        return score.cast(pa.string()).cast(pa.float64()) if json_scores else score
+
+    def documents(rows: np.ndarray, offsets: np.ndarray, extra: dict[str, pa.Array]) -> pa.ListArray:
+        fields = [docs[name].take(pa.array(rows)) for name, _ in _DOCUMENT] + list(extra.values())
+        values = pa.StructArray.from_arrays(fields, names=[name for name, _ in _DOCUMENT] + list(extra))
         return pa.ListArray.from_arrays(pa.array(offsets - offsets[0], pa.int32()), values)
 
     pos, neg = groups.pos_offsets[lo:hi + 1], groups.neg_offsets[lo:hi + 1]
-    extra = []
+    pos_extra, neg_extra = {}, {}
     if ranked:
-        score = pa.array(groups.neg_score[neg[0]:neg[-1]], pa.float32())
-        if json_scores:
-            score = score.cast(pa.string()).cast(pa.float64())
-        extra = [pa.array(groups.neg_rank[neg[0]:neg[-1]], pa.int32()), score]
+        neg_extra = {"rank": pa.array(groups.neg_rank[neg[0]:neg[-1]], pa.int32()),
+                     "score": scored(groups.neg_score[neg[0]:neg[-1]])}
+    if teacher is not None:
+        pos_extra["score"] = scored(teacher[0][pos[0]:pos[-1]])
+        neg_extra["score"] = scored(teacher[1][neg[0]:neg[-1]])
     return pa.table({"qid": groups.qids[lo:hi], "query": groups.queries[lo:hi],
-                     "positives": documents(groups.pos_doc[pos[0]:pos[-1]], pos, []),
-                     "negatives": documents(groups.neg_doc[neg[0]:neg[-1]], neg, extra)})
+                     "positives": documents(groups.pos_doc[pos[0]:pos[-1]], pos, pos_extra),
+                     "negatives": documents(groups.neg_doc[neg[0]:neg[-1]], neg, neg_extra)})
 
 
 def _jsonl_blocks(groups: Groups):
@@ -120,23 +135,28 @@ def _jsonl_blocks(groups: Groups):
 _TEVATRON_NAMES = ["query_id", "query", "positive_passages", "negative_passages"]
 
 
-def _tevatron_blocks(groups: Groups):
+def _tevatron_blocks(groups: Groups, teacher: tuple[np.ndarray, np.ndarray] | None = None):
     for lo, hi in groups.blocks():
-        yield group_table(groups, lo, hi, ranked=False).rename_columns(_TEVATRON_NAMES).to_pylist()
+        table = group_table(groups, lo, hi, ranked=False, json_scores=True, teacher=teacher)
+        yield table.rename_columns(_TEVATRON_NAMES).to_pylist()
 
 
 # --------------------------------------------------------------------------------- sentence-transformers
-def st_schema(st_format: str, size: int | None = None) -> pa.Schema:
-    """The columns of a sentence-transformers export (``size``: the negatives of an ``n-tuple`` row)."""
-    text = pa.string()
+def st_schema(st_format: str, size: int | None = None, scores: bool = False) -> pa.Schema:
+    """The columns of a sentence-transformers export (``size``: the negatives of an ``n-tuple`` row; ``scores``:
+    with the teacher scores, as ``mine_hard_negatives(..., output_scores=True)`` adds them)."""
+    text, score, scores_list = pa.string(), pa.float64(), pa.list_(pa.float64())
     if st_format == "triplet":
-        return pa.schema([("query", text), ("positive", text), ("negative", text)])
+        return pa.schema([("query", text), ("positive", text), ("negative", text),
+                          *([("scores", scores_list)] if scores else [])])
     if st_format == "n-tuple":
-        return pa.schema([("query", text), ("positive", text), *((f"negative_{i}", text) for i in range(1, size + 1))])
+        return pa.schema([("query", text), ("positive", text), *((f"negative_{i}", text) for i in range(1, size + 1)),
+                          *([("scores", scores_list)] if scores else [])])
     if st_format == "labeled-pair":
-        return pa.schema([("query", text), ("positive", text), ("label", pa.int64())])
+        return pa.schema([("query", text), ("positive", text), ("score", score) if scores else ("label", pa.int64())])
     if st_format == "labeled-list":
-        return pa.schema([("query", text), ("positive", pa.list_(text)), ("labels", pa.list_(pa.int64()))])
+        return pa.schema([("query", text), ("positive", pa.list_(text)),
+                          ("scores", scores_list) if scores else ("labels", pa.list_(pa.int64()))])
     raise HardnegError(f"--st-format must be one of {', '.join(ST_FORMATS)}, got {st_format!r}")
 
 
@@ -146,9 +166,25 @@ def _within(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return group, np.arange(len(group)) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, size: int | None = None) -> pa.Table:
+def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, size: int | None = None,
+             scores: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Table:
     """Queries ``lo`` to ``hi`` in sentence-transformers' ``st_format`` (see the module docstring); ``texts``
-    holds each document's one string (a row per row of ``groups.documents``)."""
+    holds each document's one string (a row per row of ``groups.documents``). ``scores``: the teacher scores of
+    every positive and negative of ``groups`` (:func:`hardneg.export.scores.group_scores`), written as
+    ``mine_hard_negatives(..., output_scores=True)`` writes them: ``scores`` [positive, negative] of a triplet,
+    [positive, negative_1 … negative_N] of an n-tuple, ``score`` instead of a pair's label, ``scores`` instead
+    of a list's labels."""
+    pos_score, neg_score = scores if scores is not None else (None, None)
+
+    def values(rows: np.ndarray, of: np.ndarray) -> np.ndarray:
+        return of[rows].astype(np.float64)
+
+    def score_lists(parts: list[np.ndarray]) -> pa.ListArray:  # row i: [parts[0][i], parts[1][i], ...]
+        width = len(parts)
+        flat = np.stack(parts, axis=1).reshape(-1) if parts and len(parts[0]) else np.zeros(0)
+        offsets = pa.array(np.arange(0, len(flat) + 1, width, dtype=np.int32) if width else [0], pa.int32())
+        return pa.ListArray.from_arrays(offsets, pa.array(flat, pa.float64()))
+
     pos_start, neg_start = groups.pos_offsets[lo:hi + 1], groups.neg_offsets[lo:hi + 1]
     positives, negatives = np.diff(pos_start), np.diff(neg_start)
     pos_start, neg_start = pos_start[:-1], neg_start[:-1]
@@ -161,15 +197,19 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
 
     if st_format == "triplet":  # every (positive, negative) pair of each query
         q, k = _within(positives * negatives)
-        pos = groups.pos_doc[pos_start[q] + k // negatives[q]]
-        neg = groups.neg_doc[neg_start[q] + k % negatives[q]]
-        columns = [query(q), text(pos), text(neg)]
+        pos_row, neg_row = pos_start[q] + k // negatives[q], neg_start[q] + k % negatives[q]
+        columns = [query(q), text(groups.pos_doc[pos_row]), text(groups.neg_doc[neg_row])]
+        if scores is not None:
+            columns.append(score_lists([values(pos_row, pos_score), values(neg_row, neg_score)]))
     elif st_format == "n-tuple":  # one row per positive of the queries with ``size`` negatives or more
         full = np.flatnonzero(negatives >= size)
         group, k = _within(positives[full])
         q = full[group]
         columns = [query(q), text(groups.pos_doc[pos_start[q] + k])]
         columns += [text(groups.neg_doc[neg_start[q] + i]) for i in range(size)]
+        if scores is not None:
+            columns.append(score_lists([values(pos_start[q] + k, pos_score)]
+                                       + [values(neg_start[q] + i, neg_score) for i in range(size)]))
     elif st_format == "labeled-pair":  # each query's positives (label 1), then its negatives (label 0)
         q, k = _within(positives + negatives)
         relevant = k < positives[q]
@@ -177,6 +217,11 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
         docs[relevant] = groups.pos_doc[(pos_start[q] + k)[relevant]]
         docs[~relevant] = groups.neg_doc[(neg_start[q] + k - positives[q])[~relevant]]
         columns = [query(q), text(docs), pa.array(relevant.astype(np.int64))]
+        if scores is not None:
+            score = np.empty(len(q), dtype=np.float64)
+            score[relevant] = values((pos_start[q] + k)[relevant], pos_score)
+            score[~relevant] = values((neg_start[q] + k - positives[q])[~relevant], neg_score)
+            columns[2] = pa.array(score, pa.float64())
     elif st_format == "labeled-list":  # per positive: [positive, negatives...] with labels [1, 0...]
         q, k = _within(positives)
         lengths = 1 + negatives[q]
@@ -186,11 +231,16 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
         docs = np.empty(len(row), dtype=np.int64)
         docs[first] = groups.pos_doc[pos_start[q] + k]
         docs[~first] = groups.neg_doc[(neg_start[q[row]] + j - 1)[~first]]
-        columns = [query(q), pa.ListArray.from_arrays(offsets, text(docs)),
-                   pa.ListArray.from_arrays(offsets, pa.array(first.astype(np.int64)))]
+        labels = pa.array(first.astype(np.int64))
+        if scores is not None:
+            score = np.empty(len(row), dtype=np.float64)
+            score[first] = values(pos_start[q] + k, pos_score)
+            score[~first] = values((neg_start[q[row]] + j - 1)[~first], neg_score)
+            labels = pa.array(score, pa.float64())
+        columns = [query(q), pa.ListArray.from_arrays(offsets, text(docs)), pa.ListArray.from_arrays(offsets, labels)]
     else:
         raise HardnegError(f"--st-format must be one of {', '.join(ST_FORMATS)}, got {st_format!r}")
-    return pa.Table.from_arrays(columns, schema=st_schema(st_format, size))
+    return pa.Table.from_arrays(columns, schema=st_schema(st_format, size, scores is not None))
 
 
 def st_size(groups: Groups, texts: pa.Array, st_format: str, size: int | None = None) -> tuple[int, int]:
@@ -247,7 +297,7 @@ def document_texts(groups: Groups, files: RunFiles, title_separator: str | None)
 # -------------------------------------------------------------------------------------------- the command
 def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
                     negatives: int | str | None = None, st_format: str | None = None,
-                    title_separator: str | None = None, force: bool = False,
+                    title_separator: str | None = None, force: bool = False, scores: str | None = None,
                     announce: Callable[[dict], None] | None = None) -> dict:
     """Write a run's hard negatives as training data for another toolkit (``hardneg export hardnegs``).
 
@@ -273,6 +323,11 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         ``"labeled-pair"`` or ``"labeled-list"``; only with ``fmt="sentence-transformers"``.
     :param title_separator: what joins a document's title and text in sentence-transformers' strings; None: the
         pair separator of the run's tokenizer. Only with ``fmt="sentence-transformers"``.
+    :param scores: with each positive and negative, its teacher score for distillation: ``"miner"`` (the dense
+        run that mined the list) or ``"cross-encoder"`` (the cross-encoder that scored the run's pool), read through
+        the run's mining card (:mod:`hardneg.export.scores`). sentence-transformers: as ``mine_hard_negatives(...,
+        output_scores=True)`` writes them (what its MarginMSE and KL-divergence losses read); tevatron: a ``score``
+        in every passage. None: no scores. Not for hf-dataset and jsonl, whose negatives carry the miner's score.
     :param force: replace an existing ``output`` (for a folder: an earlier export or an empty folder), or write
         inside the ``results`` folder.
     :param announce: for sentence-transformers, called before anything is written with the estimate
@@ -291,6 +346,9 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         raise HardnegError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt != "sentence-transformers" and (st_format is not None or title_separator is not None):
         raise HardnegError("--st-format and --title-separator apply to --format sentence-transformers only")
+    if scores is not None and fmt not in ("sentence-transformers", "tevatron"):
+        raise HardnegError(f"--scores applies to --format sentence-transformers and tevatron; {fmt}'s negatives carry "
+                           f"the miner's rank and score already")
     st_format = st_format or "triplet"
     st_schema(st_format, 1)  # an unknown --st-format fails before anything is read
     if negatives is None:
@@ -304,15 +362,18 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
     files = RunFiles.open(run, results)
     groups = load_groups(files, keep)
     mining = run_card(files)  # before anything is written: a card that describes another list is an error
+    teacher = None if scores is None else group_scores(groups, mining, results, scores)
     summary = {"format": fmt, "output": str(output), "queries": len(groups), "negatives": negatives}
+    if scores is not None:
+        summary["scores"] = scores
 
     def card(written, rows: int, **extra) -> None:  # the export's card: inside a folder export, beside a file
         record = {"format": fmt, "name": output.name, "queries": len(groups), "negatives": negatives, "rows": rows,
-                  **extra}
+                  **({"scores": scores} if scores is not None else {}), **extra}
         write_export_card(mining, run, output, record, written=written)
 
     if fmt in ("jsonl", "tevatron"):
-        blocks = _jsonl_blocks(groups) if fmt == "jsonl" else _tevatron_blocks(groups)
+        blocks = _jsonl_blocks(groups) if fmt == "jsonl" else _tevatron_blocks(groups, teacher)
         summary["rows"] = write_jsonl(output, blocks)
         card(output, summary["rows"])
     elif fmt == "hf-dataset":
@@ -333,8 +394,8 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         if announce is not None:
             announce({"rows": rows, "bytes": size_bytes, "negatives": negatives, "queries": len(groups),
                       "st_format": st_format})
-        schema = st_schema(st_format, size)
-        table = partial(st_table, groups, texts=texts, st_format=st_format, size=size)
+        schema = st_schema(st_format, size, scores=teacher is not None)
+        table = partial(st_table, groups, texts=texts, st_format=st_format, size=size, scores=teacher)
         summary["rows"] = write_hf_dataset(output, schema, (table(lo, hi) for lo, hi in groups.blocks()),
                                            finish=partial(card, st_format=st_format, columns=schema.names))
         summary.update(st_format=st_format, columns=schema.names, estimated_bytes=size_bytes)

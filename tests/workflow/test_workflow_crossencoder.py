@@ -1,7 +1,8 @@
 """The cross-encoder through the workflow on a tiny config, continuing a copy of the session's tiny chain (its BM25
 index, BM25's training-split ranking and the tokenized cache, found up to date): it trains on BM25 negatives and
 re-ranks BM25's top 20 of the test split (a ranking of its own, evaluated like BM25's); then it denoises a STAR
-run's negatives (RocketQA): it scores the warm-up's pool, and a policy drops what it deems relevant."""
+run's negatives (RocketQA): it scores the warm-up's pool, a policy drops what it deems relevant, and `hardneg
+verify` scores the pool again and re-mines the same list."""
 
 import json
 
@@ -11,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from transformers import AutoModel
 
+from hardneg.cli import main
 from tests.support.builds import copy_build
 from tests.support.configs import CROSS_ENCODER_CONFIG, CROSS_ENCODER_DEPTH as DEPTH, CROSS_ENCODER_RUN, STAR_CONFIG
 from tests.support.workflow import output_of, snakemake_jobs, write_config
@@ -71,7 +73,7 @@ def denoised(built, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("denoised")
     copy_build(built, workdir)
     write_config(workdir, CROSS_ENCODER_CONFIG)
-    result, jobs = snakemake_jobs(workdir, "results/star_ce/hardnegs.parquet", timeout=900)
+    result, jobs = snakemake_jobs(workdir, "results/star_ce/hardnegs_card.json", timeout=900)
     assert result.returncode == 0, output_of(result)[-4000:]
     return workdir / "results", jobs
 
@@ -79,7 +81,8 @@ def denoised(built, tmp_path_factory):
 def test_the_cross_encoder_scores_the_pool_once_and_the_policy_drops_what_it_deems_relevant(denoised):
     results, jobs = denoised
     pool_name = "train_top30_bm25-bm25_ce-crossencoder"
-    ran = sorted((job["rule"], job["wildcards"].get("pool")) for job in jobs if job["rule"] != "run_config")
+    ran = sorted((job["rule"], job["wildcards"].get("pool")) for job in jobs
+                 if job["rule"] not in ("run_config", "mining_card"))
     assert ("score_pool", pool_name) in ran and ("candidate_pool", pool_name) in ran
     assert not {"train_dense", "rerank", "dense_search", "encode_corpus_shard"} & {rule for rule, _ in ran}
     pool = pq.read_table(results / "warmup" / "pools" / f"{pool_name}.parquet").to_pandas()
@@ -94,3 +97,12 @@ def test_the_cross_encoder_scores_the_pool_once_and_the_policy_drops_what_it_dee
     selection = json.loads((results / "star_ce" / "hardnegs_selection.json").read_text())
     above = int((pool.ce_score > pool.best_positive_ce_score).sum())  # scored above the query's best positive
     assert selection["removed"]["ce_margin"] == above and 0 < above < len(pool)
+
+
+def test_verify_scores_the_pool_again_and_re_mines_the_list(denoised, capsys):
+    results, _ = denoised
+    assert main(["verify", "star_ce", "--results", str(results), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["changed"] == [] and report["reproduced"] is True
+    assert report["overlap"]["mean"] == 1.0 and report["overlap"]["below_one"] == 0
+    assert any("recomputed with the model of crossencoder" in note for note in report["notes"])

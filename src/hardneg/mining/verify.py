@@ -209,7 +209,7 @@ def remine(card: Mapping, path_of: Callable[[str], Path], *, score_pairs: Callab
     from hardneg.index import build_index, is_exact, load_index, search_run, set_search_params
 
     search, split = card["search"], card["split"]
-    device = device or search.get("device") or "auto"
+    device = str(resolve_device(device or search.get("device") or "auto"))  # "auto": cuda when there is one
     inputs, notes = _Inputs(card, path_of), []
     with _recorded_threads(card.get("threads") or {}):
         texts = TokenizedTexts(path_of("tokenized_queries"), f"queries_{split}")

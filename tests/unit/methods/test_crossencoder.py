@@ -14,6 +14,7 @@ from hardneg.errors import ConfigError, DataError
 from hardneg.io import artifacts
 from hardneg.methods.crossencoder import new_model
 from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder, pair_batch, pair_inputs
+from hardneg.methods.crossencoder import scoring
 from hardneg.methods.crossencoder.scoring import rerank, score_pairs, score_pairs_stage
 from hardneg.methods.crossencoder.step import CrossEncoderStep
 from hardneg.pipeline.config import validate_config
@@ -225,6 +226,18 @@ def test_score_pairs_gives_probabilities_in_the_order_given(tiny, tmp_path):
     missing = pa.table({"qid": [queries.row_ids[0]], "docid": ["not-in-cache"]})
     with pytest.raises(DataError, match="not-in-cache"):
         score_pairs(model, queries, corpus, missing)
+
+
+def test_scoring_logs_its_progress(tiny, monkeypatch, caplog):
+    model, queries, corpus = tiny["model"], tiny["queries"], tiny["corpus"]
+    monkeypatch.setattr(scoring, "PROGRESS_SECONDS", -1)  # a line after every batch
+    rows = np.arange(10)
+    with caplog.at_level("INFO", logger=scoring.__name__):
+        scoring.pair_logits(model, queries, corpus, rows % 3, rows, batch_size=4)
+    lines = [r.getMessage() for r in caplog.records if r.name == scoring.__name__]
+    assert [line.split(" (")[0] for line in lines[:-1]] == ["scored 4 / 10 pairs", "scored 8 / 10 pairs",
+                                                            "scored 10 / 10 pairs"]
+    assert lines[-1].startswith("scored 10 pairs at ") and lines[-1].endswith(" per second")
 
 
 def test_the_stage_tokenizes_raw_texts_as_the_cache_and_writes_a_ranking(tiny, tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,13 +20,15 @@ import pyarrow as pa
 import torch
 
 from hardneg.errors import DataError
-from hardneg.io import artifacts
+from hardneg.io import artifacts, logs
 from hardneg.methods.crossencoder.model import CrossEncoder, pair_inputs, pair_lengths
 
 log = logging.getLogger(__name__)
 
 # Pairs of a pairs file tokenized and scored at once by score_pairs_stage (bounds the token arrays held).
 PAIR_BLOCK = 1 << 16
+# Seconds between two progress lines of a long scoring.
+PROGRESS_SECONDS = 10
 
 
 @dataclass
@@ -73,6 +76,7 @@ def pair_logits(model: CrossEncoder, query_texts, doc_texts, query_rows: np.ndar
     order = np.argsort(-lengths, kind="stable")  # similar lengths batched together: little padding
     was_training = model.training
     model.to(device).eval()
+    started = last_log = time.perf_counter()
     try:
         with torch.inference_mode():
             for lo in range(0, len(order), batch_size):
@@ -81,8 +85,17 @@ def pair_logits(model: CrossEncoder, query_texts, doc_texts, query_rows: np.ndar
                                     max_length=model.max_length)
                 logits = model({k: v.to(device) for k, v in block.items()})
                 out[chosen] = logits.float().cpu().numpy()
+                done = lo + len(chosen)
+                if time.perf_counter() - last_log > PROGRESS_SECONDS:
+                    last_log = time.perf_counter()
+                    logs.progress(log, "scored %d / %d pairs (%.1f per second)", done, len(order),
+                                  done / (last_log - started), done=done, total=len(order))
+                else:
+                    logs.tick(done, len(order), "pairs")
     finally:
         model.train(was_training)
+    logs.progress(log, "scored %d pairs at %.1f per second", len(order),
+                  len(order) / max(time.perf_counter() - started, 1e-9))
     return out
 
 

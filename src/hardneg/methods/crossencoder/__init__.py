@@ -8,7 +8,8 @@ Each training query brings its positive and ``negatives.per_query`` negatives, s
 ``negatives.depth`` (``inputs.negatives``: BM25, as monoBERT's training triples) or from the list a dense run mines
 (``inputs.hard_negatives``); with neither, from random corpus documents. It is also scored against the positives of
 ``crossencoder.in_batch`` other rows of its batch: every positive is then a negative too, so that being a training
-positive (a property of the document alone) predicts no label, only how the query matches the document does. The
+positive (a property of the document alone) is not a label by itself (a document that is nobody's positive still
+appears only as a negative: see :class:`~hardneg.methods.crossencoder.step.CrossEncoderStep`). The
 loss (``crossencoder.loss``) is
 
 * ``bce``: binary cross-entropy on each pair, positive 1, negatives 0 (monoBERT's pointwise loss): the sigmoid is
@@ -68,7 +69,7 @@ SCHEMA = {
             "in_batch": {"type": "integer", "minimum": 0, "default": 1,
                          "description": "each query is also scored against the positives of this many other rows of "
                                         "its batch, as negatives: every positive is then a negative too, so that a "
-                                        "document's being a training positive predicts no label (0: only "
+                                        "document's being a training positive is not a label by itself (0: only "
                                         "negatives.per_query)"},
         },
     },

@@ -36,7 +36,9 @@ class CrossEncoderStep:
     positives of the ``in_batch`` rows after each row (row ``i`` gets those of rows ``i + 1 .. i + in_batch``,
     cyclically). The latter make every positive of a batch a negative of ``in_batch`` other queries, so that being a
     training positive (a property of the document alone, which otherwise tells every positive from its ranked
-    negatives) predicts no label: only how the query matches the document does.
+    negatives) is not a label by itself. It still tells something: a document that is no training query's positive
+    appears only as a negative, and a model that can tell documents apart (by their distinctive words) can learn
+    which ones were positives.
 
     ``loss``: ``bce`` (binary cross-entropy of every pair, label 1 for a relevant document and 0 otherwise, the
     mean over the batch's pairs: sigmoid(logit) estimates a probability of relevance, calibrated to the training

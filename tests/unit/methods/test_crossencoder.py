@@ -12,9 +12,8 @@ from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import ConfigError, DataError
 from hardneg.io import artifacts
-from hardneg.methods.crossencoder import new_model
+from hardneg.methods.crossencoder import new_model, scoring
 from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder, pair_batch, pair_inputs
-from hardneg.methods.crossencoder import scoring
 from hardneg.methods.crossencoder.scoring import rerank, score_pairs, score_pairs_stage
 from hardneg.methods.crossencoder.step import CrossEncoderStep
 from hardneg.pipeline.config import validate_config

@@ -11,7 +11,6 @@ and dev evaluation rely on it).
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -72,7 +71,8 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
     autocast = precision_autocast(device, effective(device, precision))
     model.to(device).eval()
     cuda = device.type == "cuda"
-    started, done, last_log = time.perf_counter(), 0, time.perf_counter()
+    done = 0
+    meter = logs.Meter(log, "encoded %d / %d %s texts (%.0f per second)", len(rows), label=f"{side} texts")
     pending: list[tuple[np.ndarray, torch.Tensor]] = []
 
     def flush() -> None:
@@ -90,15 +90,9 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
             done += len(positions)
             if len(pending) * batch_size >= FLUSH_ROWS or not cuda:
                 flush()
-            if time.perf_counter() - last_log > 10:
-                last_log = time.perf_counter()
-                logs.progress(log, "encoded %d / %d %s texts (%.0f per second)", done, len(rows), side,
-                              done / (last_log - started), done=done, total=len(rows))
-            else:
-                logs.tick(done, len(rows), f"{side} texts")
+            meter.update(done, side)
         flush()
-    rate = len(rows) / max(time.perf_counter() - started, 1e-9)
-    logs.progress(log, "encoded %d %s texts at %.1f per second", len(rows), side, rate)
+    logs.progress(log, "encoded %d %s texts at %.1f per second", len(rows), side, meter.rate(len(rows)))
     return out
 
 

@@ -210,6 +210,30 @@ def progress(logger: logging.Logger, message: str, *args, last: bool = False, do
         _console_stream.flush()
 
 
+class Meter:
+    """The progress of a loop over ``total`` units: each :meth:`update` logs ``message`` through :func:`progress`
+    when ``seconds`` have passed since the last line (``message`` is formatted with ``done``, ``total``, the
+    update's ``args`` and the rate per second so far), and otherwise redraws the terminal bar (:func:`tick`) with
+    ``label``; :meth:`rate` is the units per second since the start."""
+
+    def __init__(self, logger: logging.Logger, message: str, total: int, *, label: str = "",
+                 seconds: float = 10.0):
+        self.logger, self.message, self.total, self.label, self.seconds = logger, message, total, label, seconds
+        self.started = self.last = time.perf_counter()
+
+    def update(self, done: int, *args) -> None:
+        now = time.perf_counter()
+        if now - self.last > self.seconds:
+            self.last = now
+            progress(self.logger, self.message, done, self.total, *args, done / (now - self.started), done=done,
+                     total=self.total)
+        else:
+            tick(done, self.total, self.label)
+
+    def rate(self, done: int) -> float:
+        return done / max(time.perf_counter() - self.started, 1e-9)
+
+
 def tick(done: int, total: int, message: str = "") -> None:
     """Redraw the job's progress bar at ``done`` of ``total`` units (at most every :data:`BAR_SECONDS`), where
     the console is a terminal; elsewhere, and outside a stage script, nothing: the log and the periodic lines come

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,7 +75,8 @@ def pair_logits(model: CrossEncoder, query_texts, doc_texts, query_rows: np.ndar
     order = np.argsort(-lengths, kind="stable")  # similar lengths batched together: little padding
     was_training = model.training
     model.to(device).eval()
-    started = last_log = time.perf_counter()
+    meter = logs.Meter(log, "scored %d / %d pairs (%.1f per second)", len(order), label="pairs",
+                       seconds=PROGRESS_SECONDS)
     try:
         with torch.inference_mode():
             for lo in range(0, len(order), batch_size):
@@ -85,17 +85,10 @@ def pair_logits(model: CrossEncoder, query_texts, doc_texts, query_rows: np.ndar
                                     max_length=model.max_length)
                 logits = model({k: v.to(device) for k, v in block.items()})
                 out[chosen] = logits.float().cpu().numpy()
-                done = lo + len(chosen)
-                if time.perf_counter() - last_log > PROGRESS_SECONDS:
-                    last_log = time.perf_counter()
-                    logs.progress(log, "scored %d / %d pairs (%.1f per second)", done, len(order),
-                                  done / (last_log - started), done=done, total=len(order))
-                else:
-                    logs.tick(done, len(order), "pairs")
+                meter.update(lo + len(chosen))
     finally:
         model.train(was_training)
-    logs.progress(log, "scored %d pairs at %.1f per second", len(order),
-                  len(order) / max(time.perf_counter() - started, 1e-9))
+    logs.progress(log, "scored %d pairs at %.1f per second", len(order), meter.rate(len(order)))
     return out
 
 

@@ -47,11 +47,11 @@ def tiny(tmp_path_factory):
     return {**tiny, "root": root}
 
 
-def _train(tiny, method, out, processes):
+def _train(tiny, method, out, processes, grad_cache_chunk=0):
     params = validate_params({
         "model": {"builtin": NO_DROPOUT, "doc_max_length": 64, "query_max_length": 16},
         "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.0001, "checkpoint_every": 0, "log_every": 1,
-                  "processes": processes, "dev_every": 4, "dev_split": "test"},
+                  "processes": processes, "dev_every": 4, "dev_split": "test", "grad_cache_chunk": grad_cache_chunk},
         "negatives": {"per_query": 2, "depth": 30},
         # ADORE retrieves its candidates and ranks them: with a fresh model many documents nearly tie, and a score
         # difference of ~1e-7 (rows encoded in batches of other shapes) can swap two of them. The whole corpus
@@ -101,12 +101,12 @@ def test_two_processes_train_like_one(tiny, tmp_path, method):
     assert not (tmp_path / "two" / "ckpt" / "state.json").exists()
 
 
-def _train_tct(tiny, method, out, processes, teacher=None):
+def _train_tct(tiny, method, out, processes, teacher=None, grad_cache_chunk=0):
     params = validate_params({
         "model": {"builtin": NO_DROPOUT, "doc_max_length": 64, "query_max_length": 16, "markers": True,
                   "pooling": "mean", "normalize": False},
         "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.0001, "checkpoint_every": 0, "log_every": 1,
-                  "processes": processes, "temperature": 1},
+                  "processes": processes, "temperature": 1, "grad_cache_chunk": grad_cache_chunk},
         "negatives": {"per_query": 1, "depth": 30},
         **({"colbert": {"dim": 16, "in_batch": True}} if method == "colbert" else {})}, method=method)
     root = tiny["root"]
@@ -134,3 +134,25 @@ def test_two_processes_train_the_colbert_teacher_and_the_tct_student_like_one(ti
         load = ColBERT.load if method == "colbert" else BiEncoder.load
         a, b = (load(tmp_path / f"{side}_{method}" / "model").state_dict() for side in ("one", "two"))
         assert max(float((a[k] - b[k]).abs().max()) for k in a if not k.endswith("attention.self.key.bias")) <= 1e-4
+
+
+@pytest.mark.slow
+def test_two_processes_with_gradient_caching_train_like_one_without(tiny, tmp_path):
+    """Gradient caching under DistributedDataParallel: each rank re-runs its own chunks in the backward pass, and
+    the gradients all-reduced are those of the uncached step in one process (warm-up, STAR, and the TCT student
+    with its teacher)."""
+    _train_tct(tiny, "colbert", tmp_path / "teacher", processes=1)
+    teacher = tmp_path / "teacher" / "model"
+    for method in ("warmup", "star", "tct"):
+        if method == "tct":
+            one = _train_tct(tiny, method, tmp_path / f"one_{method}", processes=1, teacher=teacher)
+            two = _train_tct(tiny, method, tmp_path / f"two_{method}", processes=2, teacher=teacher,
+                             grad_cache_chunk=3)
+        else:
+            one = _train(tiny, method, tmp_path / f"one_{method}", processes=1)
+            two = _train(tiny, method, tmp_path / f"two_{method}", processes=2, grad_cache_chunk=3)
+        assert len(one) == len(two) == 8
+        np.testing.assert_allclose([r["loss"] for r in one], [r["loss"] for r in two], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose([r["grad_norm"] for r in one], [r["grad_norm"] for r in two], rtol=1e-4)
+        a, b = _parameters(tmp_path / f"one_{method}" / "model"), _parameters(tmp_path / f"two_{method}" / "model")
+        assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 1e-4, method

@@ -21,6 +21,11 @@ relevant to the query are masked.
 Queries and documents reach the encoder in length-homogeneous chunks (:meth:`TokenizedTexts.chunked`), not as
 one block padded to the batch's longest text: when lengths vary, most of the padding, and of the time spent
 on it, goes away, and the vectors are those of one padded block up to rounding.
+
+With ``grad_cache_chunk`` (``params.train.grad_cache_chunk``) no chunk has more texts than that, and each chunk's
+activations are recomputed in the backward pass instead of kept (gradient caching, GradCache): the loss is still
+over every query and document of the batch, so a batch of thousands of in-batch negatives trains in the memory
+of a small one, for one more forward pass. The gradient is the uncached step's.
 """
 
 from __future__ import annotations
@@ -54,9 +59,13 @@ class ContrastiveMethod:
 
     def __init__(self, train: TrainQueries, query_texts: TokenizedTexts, doc_texts: TokenizedTexts, *,
                  negatives: NegativeSource | None, per_query: int, loss: str, temperature: float = 1.0,
-                 in_batch: bool = True):
+                 in_batch: bool = True, grad_cache_chunk: int = 0):
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}")
+        if grad_cache_chunk < 0:
+            raise ValueError(f"grad_cache_chunk must be 0 (off) or positive, got {grad_cache_chunk}")
+        # texts per encoder pass with gradient caching (0: off): see TokenizedTexts.chunked
+        self.grad_cache_rows = grad_cache_chunk or None
         self.train, self.query_texts, self.doc_texts = train, query_texts, doc_texts
         self.negatives, self.per_query, self.loss_name = negatives, per_query if negatives else 0, loss
         self.temperature = temperature  # scores are divided by it (e.g. 0.05 for normalised vectors)
@@ -75,9 +84,9 @@ class ContrastiveMethod:
         """The model's outputs for this process's share of the batch's queries and documents (one forward)."""
         query_rows = batch.query_rows[replicas.local(len(batch.query_rows))]
         doc_rows = batch.doc_rows[replicas.local(len(batch.doc_rows))]
-        overhead = chunk_overhead(device)
-        return model(queries=self.query_texts.chunked(query_rows, overhead=overhead).to(device, non_blocking=True),
-                     docs=self.doc_texts.chunked(doc_rows, overhead=overhead).to(device, non_blocking=True))
+        options = {"overhead": chunk_overhead(device), "grad_cache_rows": self.grad_cache_rows}
+        return model(queries=self.query_texts.chunked(query_rows, **options).to(device, non_blocking=True),
+                     docs=self.doc_texts.chunked(doc_rows, **options).to(device, non_blocking=True))
 
     def scores(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> torch.Tensor:
         """Raw scores [B, len(doc_rows)] of every query of the global batch against every document of it (at

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from hardneg.dense import st_layout
 from hardneg.dense.markers import SKIP, Markers, add_markers
@@ -186,7 +187,15 @@ class BiEncoder(nn.Module):
         the order of the batch's rows)."""
         if isinstance(batch, dict):
             return self.encode(batch["input_ids"], batch["attention_mask"], side)
-        vectors = [self.encode(part["input_ids"], part["attention_mask"], side) for part in batch.parts]
+        if batch.recompute and torch.is_grad_enabled():
+            # Gradient caching (GradCache, Gao et al. 2021): each chunk's forward keeps its inputs and its vectors
+            # only; the backward pass re-runs one chunk at a time, with the random state of its first run (the
+            # same dropout masks), and sends the loss's gradient of the chunk's vectors through it. The gradient
+            # is the step's without caching; the memory is one chunk's activations, not the batch's.
+            vectors = [checkpoint(self.encode, part["input_ids"], part["attention_mask"], side,
+                                  use_reentrant=False, preserve_rng_state=True) for part in batch.parts]
+        else:
+            vectors = [self.encode(part["input_ids"], part["attention_mask"], side) for part in batch.parts]
         return torch.cat(vectors)[batch.inverse]
 
     def encode_queries(self, batch) -> torch.Tensor:

@@ -254,17 +254,30 @@ def length_chunks(lengths: np.ndarray, *, granularity: int = CHUNK_GRANULARITY,
     return [order[lo:hi] for lo, hi in reversed(bounds)]
 
 
+def cap_rows(chunks: list[np.ndarray], max_rows: int | None) -> list[np.ndarray]:
+    """``chunks`` with every chunk of more than ``max_rows`` rows cut into consecutive pieces of ``max_rows``
+    (the last may be smaller); unchanged when ``max_rows`` is None."""
+    if max_rows is None:
+        return chunks
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be positive, got {max_rows}")
+    return [chunk[lo:lo + max_rows] for chunk in chunks for lo in range(0, len(chunk), max_rows)]
+
+
 class Chunked:
     """A batch of texts as length-homogeneous chunks, each ``input_ids`` + ``attention_mask`` trimmed to its
     longest text (see :func:`length_chunks`). ``inverse`` puts the concatenated per-chunk outputs back in the
-    order the rows were given: ``torch.cat(outputs)[inverse]``."""
+    order the rows were given: ``torch.cat(outputs)[inverse]``.
 
-    def __init__(self, parts: list[dict], inverse):
-        self.parts, self.inverse = parts, inverse
+    With ``recompute`` the encoder keeps no activations of a chunk in the forward pass and recomputes them, one
+    chunk at a time, in the backward pass (gradient caching: see :meth:`hardneg.dense.model.BiEncoder.encode_batch`)."""
+
+    def __init__(self, parts: list[dict], inverse, *, recompute: bool = False):
+        self.parts, self.inverse, self.recompute = parts, inverse, recompute
 
     def to(self, device, non_blocking: bool = False) -> "Chunked":
         return Chunked([{k: v.to(device, non_blocking=non_blocking) for k, v in part.items()} for part in self.parts],
-                       self.inverse.to(device, non_blocking=non_blocking))
+                       self.inverse.to(device, non_blocking=non_blocking), recompute=self.recompute)
 
     def __len__(self) -> int:
         return len(self.inverse)
@@ -294,19 +307,25 @@ class TokenizedTexts:
         return {"input_ids": ids, "attention_mask": mask}
 
     def chunked(self, rows: np.ndarray, *, granularity: int = CHUNK_GRANULARITY,
-                overhead: int = CHUNK_OVERHEAD_TOKENS) -> "Chunked":
+                overhead: int = CHUNK_OVERHEAD_TOKENS, grad_cache_rows: int | None = None) -> "Chunked":
         """The texts of ``rows`` as length-homogeneous chunks (:func:`length_chunks`): far less padding than one
         block padded to the longest text when lengths vary. Encoding the chunks and reordering the outputs with
         ``inverse`` gives the vectors of one padded block, up to floating-point rounding (attention masks
-        padding out exactly); with dropout on, the masks drawn differ with the layout."""
+        padding out exactly); with dropout on, the masks drawn differ with the layout.
+
+        With ``grad_cache_rows`` no chunk has more rows than that, and the batch is encoded with gradient
+        caching (:class:`Chunked`'s ``recompute``): a training step then holds the activations of one such
+        chunk at a time, whatever the batch size."""
         import torch  # torch: imported only where a model or tensor is used
 
         rows = np.asarray(rows)
-        chunks = length_chunks(self.lengths[rows], granularity=granularity, overhead=overhead)
+        chunks = cap_rows(length_chunks(self.lengths[rows], granularity=granularity, overhead=overhead),
+                          grad_cache_rows)
         order = np.concatenate(chunks)
         inverse = np.empty_like(order)
         inverse[order] = np.arange(len(order))
-        return Chunked([self.batch(rows[positions]) for positions in chunks], torch.from_numpy(inverse))
+        return Chunked([self.batch(rows[positions]) for positions in chunks], torch.from_numpy(inverse),
+                       recompute=grad_cache_rows is not None)
 
 
 def cache_key(tokenizer_source: str, doc_max_length: int, query_max_length: int) -> str:

@@ -87,6 +87,7 @@ class TrainConfig:
     max_grad_norm: float | None
     precision: str  # fp32 | fp16 | bf16 (autocast where the device runs it, see hardneg.dense.precision)
     gradient_checkpointing: bool
+    grad_cache_chunk: int  # texts per encoder pass with gradient caching (0 = off); read by the method's step
     checkpoint_every: int  # optimiser steps; 0 = none
     log_every: int
     tensorboard: bool  # write the step log to a TensorBoard log while training (hardneg.dense.tensorboard)

@@ -16,7 +16,8 @@ def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch
     train = ctx.params["train"]
     return ContrastiveMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
                              per_query=ctx.params["negatives"]["per_query"], loss=train["loss"] or default_loss,
-                             temperature=train["temperature"], in_batch=in_batch)
+                             temperature=train["temperature"], in_batch=in_batch,
+                             grad_cache_chunk=train["grad_cache_chunk"])
 
 
 def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):

@@ -164,6 +164,10 @@ class Method:
     The method training-time tables measure speed-ups against (ANCE, in Table 4 of the STAR/ADORE paper) declares
     ``speed_reference``: the name the tables give it.
 
+    A method whose step encodes its batch through :meth:`hardneg.dense.methods.ContrastiveMethod.encode` (a loss
+    over the batch's in-batch documents) declares ``grad_cache``: ``params.train.grad_cache_chunk`` then trains it
+    with gradient caching; the other methods reject that key.
+
     A ``fusion`` method declares ``fuse``: its input runs' rankings of one split (RUN tables, in the order of its
     role of many runs) and its params → the fused ranking. A fusion method whose schema has the ``tune`` section
     (with ``alpha`` and ``alpha_grid``; :data:`hardneg.fusion.WEIGHT_SCHEMA`) tunes its weight ``alpha`` on a
@@ -189,6 +193,7 @@ class Method:
     bi_encoder_from: Callable[..., Any] | None = None
     score_pairs: Callable[..., Any] | None = None
     speed_reference: str | None = None
+    grad_cache: bool = False
     module: str = ""
 
     def __post_init__(self):

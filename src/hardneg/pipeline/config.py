@@ -237,6 +237,11 @@ def _check_references(config: dict) -> None:
         roles = methods.get(run["method"]).roles
         if methods.get(run["method"]).check is not None:  # what only the method knows of its params and inputs
             methods.get(run["method"]).check(name, run)
+        if run["params"].get("train", {}).get("grad_cache_chunk") and not methods.get(run["method"]).grad_cache:
+            raise ConfigError(f"runs.{name}.params.train.grad_cache_chunk",
+                              f"gradient caching applies to a loss over the batch's in-batch documents; method "
+                              f"{run['method']!r} has none (set 0; the methods that have one: "
+                              f"{', '.join(n for n, m in methods.methods().items() if m.grad_cache)})")
         if methods.get(run["method"]).kind == methods.RERANK and run["params"]["train"]["dev_every"]:
             raise ConfigError(f"runs.{name}.params.train.dev_every",
                               "dev evaluation during training searches a dense run's index; a re-ranking run is "

@@ -183,7 +183,8 @@ def test_the_walkthrough_method_declares_its_samples_from_the_band(tmp_path):
         row_ids = [f"d{i}" for i in range(1, 9)]
 
     train = TrainQueries(pa.table({"qid": ["q1"], "docid": ["d7"], "relevance": [1]}), ["q1"], Texts.row_ids)
-    params = {"band": {"skip": 2}, "negatives": {"per_query": 3, "depth": 5}, "train": {"loss": None, "temperature": 1.0}}
+    params = {"band": {"skip": 2}, "negatives": {"per_query": 3, "depth": 5},
+              "train": {"loss": None, "temperature": 1.0, "grad_cache_chunk": 0}}
     ctx = methods.StepContext(resolved={"method": "bandneg", "params": params}, train=train, query_texts=None,
                               doc_texts=Texts, inputs={"negatives": str(tmp_path / "run.parquet")})
     step = module.build_step(ctx)

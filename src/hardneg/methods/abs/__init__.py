@@ -98,4 +98,4 @@ METHOD = Method(
            "init": Role("model", required=False,
                         description="a dense run whose model this one continues (e.g. a condenser run)")},
     schema=SCHEMA, params=AbsParams, training_sections=(*TRAINING_SECTIONS, "abs"),
-    build_step=build_step, build_sampler=build_sampler, check=check)
+    build_step=build_step, build_sampler=build_sampler, check=check, grad_cache=True)

@@ -71,4 +71,4 @@ METHOD = Method(
            "bm25": Role("reference_ranking", required=False,
                         description="a BM25 run, for the overlap column of each episode's hard-negative audit")},
     schema=SCHEMA, params=AnceParams, training_sections=(*TRAINING_SECTIONS, "ance"),
-    build_step=build_step, episodes=episodes, speed_reference="ANCE")
+    build_step=build_step, episodes=episodes, speed_reference="ANCE", grad_cache=True)

@@ -34,4 +34,4 @@ METHOD = Method(
                         description="a BM25 run, for the overlap column of the hard-negative audit"),
            **MINING_ROLES},
     schema={"mining": MINING_SCHEMA}, params=StarParams, training_sections=TRAINING_SECTIONS,
-    build_step=build_step)
+    build_step=build_step, grad_cache=True)

@@ -55,7 +55,8 @@ def build_step(ctx: StepContext):
     return TctMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
                      per_query=ctx.params["negatives"]["per_query"], teacher=teacher,
                      teacher_temperature=tct.teacher_temperature, kd_weight=tct.kd_weight,
-                     loss=train["loss"] or "ce", temperature=train["temperature"])
+                     loss=train["loss"] or "ce", temperature=train["temperature"],
+                     grad_cache_chunk=train["grad_cache_chunk"])
 
 
 METHOD = Method(
@@ -71,4 +72,4 @@ METHOD = Method(
            **MINING_ROLES},
     exclusive_roles=(("negatives", "hard_negatives"),),
     schema=SCHEMA, params=TctParams, training_sections=("model", "train", "negatives", "tct"),
-    build_step=build_step)
+    build_step=build_step, grad_cache=True)

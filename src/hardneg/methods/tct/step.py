@@ -94,9 +94,9 @@ class TctMethod(ContrastiveMethod):
     def __init__(self, train: TrainQueries, query_texts: TokenizedTexts, doc_texts: TokenizedTexts, *,
                  negatives: NegativeSource | None, per_query: int, teacher: torch.nn.Module | None = None,
                  teacher_temperature: float = 0.25, kd_weight: float = 1.0, loss: str = "ce",
-                 temperature: float = 1.0):
+                 temperature: float = 1.0, grad_cache_chunk: int = 0):
         super().__init__(train, query_texts, doc_texts, negatives=negatives, per_query=per_query, loss=loss,
-                         temperature=temperature)
+                         temperature=temperature, grad_cache_chunk=grad_cache_chunk)
         if not 0.0 <= kd_weight <= 1.0:
             raise ValueError(f"kd_weight must be within [0, 1], got {kd_weight}")
         if teacher_temperature <= 0 or temperature <= 0:

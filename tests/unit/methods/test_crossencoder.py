@@ -13,7 +13,7 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import ConfigError, DataError
 from hardneg.io import artifacts
 from hardneg.methods.crossencoder import new_model, scoring
-from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder, pair_batch, pair_inputs
+from hardneg.methods.crossencoder.model import CrossEncoder, exact_matches, is_crossencoder, pair_batch, pair_inputs
 from hardneg.methods.crossencoder.scoring import rerank, score_pairs, score_pairs_stage
 from hardneg.methods.crossencoder.step import CrossEncoderStep
 from hardneg.pipeline.config import validate_config
@@ -98,8 +98,48 @@ def test_save_load_round_trip_gives_identical_scores(tiny, tmp_path):
     assert not torch.equal(other["head.weight"], reference["head.weight"])
 
 
+def test_exact_matches_mark_the_tokens_both_texts_share():
+    # [CLS]=1 a b [SEP]=2 | c a [SEP] d b b [SEP] pad
+    ids = torch.tensor([[1, 5, 6, 2, 7, 5, 2, 8, 6, 6, 2, 0]])
+    types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0]])
+    mask = torch.tensor([[1] * 11 + [0]])
+    assert exact_matches(ids, mask, types).tolist() == [[0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0]]
+    # a query token found only among the query's own tokens, or only in the padding, is not marked
+    ids = torch.tensor([[1, 5, 5, 2, 7, 2, 5]])
+    assert exact_matches(ids, torch.tensor([[1, 1, 1, 1, 1, 1, 0]]),
+                         torch.tensor([[0, 0, 0, 0, 1, 1, 1]])).tolist() == [[0, 0, 0, 1, 0, 1, 0]]
+
+
+def test_exact_match_marks_start_at_zero_are_learnt_and_saved(tiny, tmp_path):
+    """Zero at first (the same scores as without marks), a gradient once trained, the same scores after a save
+    and load, and a continued run must keep them."""
+    plain = tiny["model"]
+    marked = CrossEncoder.create(tiny["spec"], tokenizer=tiny["tok"], seed=SEED, exact_match=True).eval()
+    queries, corpus = tiny["queries"], tiny["corpus"]
+    block = pair_inputs(queries, corpus, np.arange(8), np.arange(20, 28), max_length=512)
+    assert exact_matches(block["input_ids"], block["attention_mask"], block["token_type_ids"])[:, 1:].sum() > 8
+    with torch.no_grad():
+        assert torch.equal(marked(block), plain(block))
+    marked(block).sum().backward()
+    assert marked.match.weight.grad.abs().sum() > 0
+    with torch.no_grad():
+        marked.match.weight.normal_()
+        moved = marked(block)
+    assert not torch.allclose(moved, plain(block).detach())
+    marked.save(tmp_path / "marked", tokenizer=tiny["tok"])
+    loaded = CrossEncoder.load(tmp_path / "marked").eval()
+    with torch.no_grad():
+        assert torch.equal(loaded(block), moved)
+    resolved = {"name": "ce2", "seed": SEED, "params": {"crossencoder": {"exact_match": False}}}
+    with pytest.raises(ValueError, match="exact_match: true"):
+        new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "marked"))
+    plain.save(tmp_path / "plain", tokenizer=tiny["tok"])
+    resolved["params"]["crossencoder"]["exact_match"] = True
+    assert new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "plain")).match is not None
+
+
 def test_an_init_continues_a_cross_encoder_or_starts_from_a_dense_runs_encoder(tiny, tmp_path):
-    resolved = {"name": "ce2", "seed": SEED, "params": {}}
+    resolved = {"name": "ce2", "seed": SEED, "params": {"crossencoder": {"exact_match": False}}}
     tiny["model"].save(tmp_path / "ce", tokenizer=tiny["tok"])
     continued = new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "ce"))
     assert isinstance(continued, CrossEncoder)
@@ -123,9 +163,11 @@ def test_the_config_checks_negatives_and_the_loss():
                 "runs": {"bm25": {"method": "bm25"}, "ce": run}}
 
     run = validate_config(config(crossencoder={"loss": "listwise"}))["runs"]["ce"]
-    assert run["params"]["crossencoder"] == {"loss": "listwise", "in_batch": 1}
+    defaults = {"exact_match": False}
+    assert run["params"]["crossencoder"] == {"loss": "listwise", "in_batch": 1, **defaults}
     assert run["params"]["rerank"] == {"depth": 100, "batch_size": 64}
-    assert validate_config(config())["runs"]["ce"]["params"]["crossencoder"] == {"loss": "bce", "in_batch": 1}
+    assert validate_config(config())["runs"]["ce"]["params"]["crossencoder"] == {"loss": "bce", "in_batch": 1,
+                                                                                 **defaults}
     validate_config(config(negatives={"per_query": 0}))  # in-batch negatives only
     for params, key in (({"negatives": {"per_query": 0}, "crossencoder": {"in_batch": 0}},
                          "runs.ce.params.negatives.per_query"),

@@ -25,9 +25,10 @@ calls on its candidate pool; a teacher's scores for exports) and
 :func:`hardneg.methods.crossencoder.scoring.score_pairs_stage` does it for a pairs file from raw texts.
 
 A cross-encoder is usually fine-tuned from a pretrained model. Trained from scratch (the built-in model) it learns
-the associations between query and document words slowly, through attention alone: on the synthetic default,
-where BM25's top 100 already share the query's exact words and only learnt synonyms tell the relevant document
-apart, it ranks below BM25 with a training budget like the ColBERT teacher's (see ``config/config.yaml``).
+through attention alone which words the query and the document share, and learns first which documents were
+training positives; ``crossencoder.exact_match`` marks the shared tokens in its input (MarkedBERT), so that it
+matches words from its first steps. On the synthetic default it still ranks below BM25 (see
+``config/config.yaml`` and the method's page).
 
 Pairs are joined from the tokenized cache's rows (each text cut at its own maximum length) rather than tokenized
 again as pairs: see :mod:`hardneg.methods.crossencoder.model`.
@@ -48,6 +49,7 @@ from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 class CrossEncoderSection:
     loss: str
     in_batch: int
+    exact_match: bool
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,13 @@ SCHEMA = {
                                         "its batch, as negatives: every positive is then a negative too, so that a "
                                         "document's being a training positive is not a label by itself (0: only "
                                         "negatives.per_query)"},
+            "exact_match": {"type": "boolean", "default": False,
+                            "description": "mark the tokens that occur in both texts of the pair: a learnt vector "
+                                           "(zero at first) is added to the input embedding of every query token "
+                                           "found in the document and every document token found in the query, "
+                                           "as MarkedBERT's exact-match marks (Boualili et al., SIGIR 2020). A model "
+                                           "trained from scratch then matches words from its first steps, instead "
+                                           "of learning to through attention alone"},
         },
     },
     "rerank": RERANK_SCHEMA,
@@ -94,11 +103,17 @@ def new_model(spec, tokenizer, resolved: dict, init):
     # torch: imported only where a model or tensor is used
     from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder
 
+    exact_match = resolved["params"]["crossencoder"]["exact_match"]
     if init is None:
-        return CrossEncoder.create(spec, tokenizer=tokenizer, seed=resolved["seed"])
+        return CrossEncoder.create(spec, tokenizer=tokenizer, seed=resolved["seed"], exact_match=exact_match)
     if not is_crossencoder(init):  # a dense run's model: its (query) encoder starts this one, with a new head
-        return CrossEncoder.from_encoder(init, spec, seed=resolved["seed"])
+        return CrossEncoder.from_encoder(init, spec, seed=resolved["seed"], exact_match=exact_match)
     model = CrossEncoder.load(init)
+    if model.match is not None and not exact_match:
+        raise ValueError(f"{init}: this cross-encoder was trained with exact-match marks; a run continuing it sets "
+                         f"params.crossencoder.exact_match: true")
+    if exact_match and model.match is None:
+        model.mark_exact_matches()
     # the lengths of this run's tokenized cache, which a continued run may set
     model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
     return model

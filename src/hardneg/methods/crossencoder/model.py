@@ -10,9 +10,16 @@ linear head on ``[CLS]`` → one logit, the probability of relevance ``sigmoid(l
 * The encoder is the built-in BERT of the run's ``params.model`` or a pretrained one (``minilm``): its
   weights start the encoder; its pooler is dropped and the head is new, drawn from the run's seed.
 
+* With exact-match marks (``params.crossencoder.exact_match``, after MarkedBERT: Boualili, Moreno and Boughanem,
+  SIGIR 2020), a learnt vector is added to the input embedding of every token whose id occurs in the other text
+  of the pair (:func:`exact_matches`), so that the model sees which words the two texts share from its first
+  step; through attention alone, a model trained from scratch learns that slowly, and first learns which
+  documents were training positives.
+
 Saved layout (:meth:`CrossEncoder.save`): the encoder is a standard Hugging Face model folder at the root
 (``AutoModel.from_pretrained(folder)`` loads it), with the tokenizer; ``crossencoder.json`` records the maximum
-lengths the texts were cut at; ``head.safetensors`` holds the head.
+lengths the texts were cut at and whether the model marks exact matches; ``head.safetensors`` holds the head
+(and the marks' two vectors).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from hardneg.io.atomic import atomic_dir
 
 META = "crossencoder.json"
 HEAD = "head.safetensors"
+MATCH = "match.weight"  # the exact-match marks' vectors, beside the head's weights in HEAD
 
 
 def pair_lengths(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, max_length: int) -> np.ndarray:
@@ -91,13 +99,27 @@ def pair_batch(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndar
     return Chunked(parts, torch.from_numpy(inverse))
 
 
+def exact_matches(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    """Exact-match marks [n, W] (int64) of a block of joined pairs (:func:`pair_inputs`): 1 for a token of the
+    query part whose id occurs in the document part, or of the document part whose id occurs in the query part;
+    0 elsewhere and on padding. ``[SEP]`` ends both parts, so it is always marked: a constant that tells no pair
+    from another."""
+    real = attention_mask.bool()
+    doc = token_type_ids.bool() & real
+    query = ~token_type_ids.bool() & real
+    same = input_ids[:, :, None] == input_ids[:, None, :]  # [n, W, W]
+    other = torch.where(doc[:, :, None], query[:, None, :], doc[:, None, :])  # j in the other part than i's
+    return ((same & other).any(dim=-1) & real).long()
+
+
 class CrossEncoder(nn.Module):
     """A query-document pair → one relevance logit (see the module docstring). ``query_max_length`` and
     ``doc_max_length``: the lengths texts are cut at before they are joined (those of the tokenized cache the
     model trained on), which :func:`hardneg.methods.crossencoder.scoring.score_pairs_stage` tokenizes raw texts
     with."""
 
-    def __init__(self, encoder: nn.Module, *, query_max_length: int, doc_max_length: int):
+    def __init__(self, encoder: nn.Module, *, query_max_length: int, doc_max_length: int,
+                 exact_match: bool = False):
         super().__init__()
         # The head reads [CLS]'s hidden state: a backbone's own pooler is never read, and a checkpoint without
         # one would get a randomly initialised copy saved with the model.
@@ -108,6 +130,16 @@ class CrossEncoder(nn.Module):
         config = encoder.config
         self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.1))  # as BERT's classification head
         self.head = nn.Linear(config.hidden_size, 1)
+        self.match = None
+        if exact_match:
+            self.mark_exact_matches()
+
+    def mark_exact_matches(self) -> None:
+        """Add exact-match marks: a vector added to the input embedding of every token whose id also occurs in
+        the other text of the pair (:func:`exact_matches`), learnt, zero at first (the model's scores are
+        unchanged until it learns one)."""
+        self.match = nn.Embedding(2, self.encoder.config.hidden_size)
+        nn.init.zeros_(self.match.weight)
 
     @property
     def max_length(self) -> int:
@@ -117,10 +149,13 @@ class CrossEncoder(nn.Module):
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Relevance logits [n] of a block of joined pairs."""
+        inputs = {"input_ids": input_ids}
+        if self.match is not None:
+            marks = exact_matches(input_ids, attention_mask, token_type_ids)
+            inputs = {"inputs_embeds": self.encoder.get_input_embeddings()(input_ids) + self.match(marks)}
         if getattr(self.encoder.config, "type_vocab_size", 2) < 2:  # a model without segment embeddings
             token_type_ids = None
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+        hidden = self.encoder(**inputs, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
         return self.head(self.dropout(hidden[:, 0])).squeeze(-1)
 
     def forward(self, pairs) -> torch.Tensor:
@@ -143,9 +178,13 @@ class CrossEncoder(nn.Module):
             save_encoder(self.encoder, tmp)  # with the unused pooler as zeros: AutoModel finds every weight
             if tokenizer is not None:
                 tokenizer.save_pretrained(tmp)
-            save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, str(tmp / HEAD))
+            weights = dict(self.head.state_dict())
+            if self.match is not None:
+                weights[MATCH] = self.match.weight
+            save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(tmp / HEAD))
             (tmp / META).write_text(json.dumps({"model": "crossencoder", "query_max_length": self.query_max_length,
-                                                "doc_max_length": self.doc_max_length}, indent=2) + "\n")
+                                                "doc_max_length": self.doc_max_length,
+                                                "exact_match": self.match is not None}, indent=2) + "\n")
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike) -> "CrossEncoder":
@@ -157,12 +196,15 @@ class CrossEncoder(nn.Module):
         model_dir = Path(model_dir)
         meta = json.loads((model_dir / META).read_text())
         model = cls(AutoModel.from_pretrained(model_dir), query_max_length=meta["query_max_length"],
-                    doc_max_length=meta["doc_max_length"])
-        model.head.load_state_dict(load_file(str(model_dir / HEAD)))
+                    doc_max_length=meta["doc_max_length"], exact_match=meta.get("exact_match", False))
+        weights = load_file(str(model_dir / HEAD))
+        if model.match is not None:
+            model.match.weight.data.copy_(weights.pop(MATCH))
+        model.head.load_state_dict(weights)
         return model
 
     @classmethod
-    def create(cls, spec, *, tokenizer, seed: int) -> "CrossEncoder":
+    def create(cls, spec, *, tokenizer, seed: int, exact_match: bool = False) -> "CrossEncoder":
         """A fresh cross-encoder from a :class:`hardneg.dense.model.ModelSpec` (``builtin``, ``minilm``, a folder or a
         hub name; its pooling, head and normalisation keys describe bi-encoders and are not read). Seeded: the
         same spec, tokenizer and seed give the same weights."""
@@ -170,10 +212,12 @@ class CrossEncoder(nn.Module):
         encoder = build_backbone(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                                  max_length=spec.query_max_length + spec.doc_max_length, seed=seed)
         torch.manual_seed(seed + 2)
-        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
+                   exact_match=exact_match)
 
     @classmethod
-    def from_encoder(cls, model_dir: str | os.PathLike, spec, *, seed: int) -> "CrossEncoder":
+    def from_encoder(cls, model_dir: str | os.PathLike, spec, *, seed: int,
+                     exact_match: bool = False) -> "CrossEncoder":
         """A fresh cross-encoder whose encoder starts as the (query) encoder of the bi-encoder saved in
         ``model_dir`` (a dense run's model, :meth:`hardneg.dense.model.BiEncoder.save`, whose root is a Hugging
         Face model folder), the head drawn from ``seed``: the encoder's vocabulary and token vectors, trained to
@@ -185,7 +229,8 @@ class CrossEncoder(nn.Module):
             raise ValueError(f"{model_dir}: {encoder.config.max_position_embeddings} positions are fewer than a "
                              f"query and a document ({spec.query_max_length} + {spec.doc_max_length} tokens)")
         torch.manual_seed(seed + 2)
-        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
+                   exact_match=exact_match)
 
 
 def is_crossencoder(folder: str | os.PathLike) -> bool:

@@ -34,6 +34,19 @@ def machine(device, threads: int) -> dict:
     return {"device": name, "threads": threads, "torch": torch.__version__, "transformers": transformers.__version__}
 
 
+def model_arguments(parser, *, doc_length: int = 128) -> None:
+    """The options of a seeded random BERT's size (``--layers``, ``--hidden``, ``--heads``, ``--intermediate``),
+    the texts' lengths (``--query-length``, ``--doc-length``), ``--threads`` and ``--seed``."""
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--intermediate", type=int, default=1024)
+    parser.add_argument("--query-length", type=int, default=32, help="longest query, in tokens")
+    parser.add_argument("--doc-length", type=int, default=doc_length, help="longest document, in tokens")
+    parser.add_argument("--threads", type=int, default=2, help="torch's CPU threads")
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def autocast(device, precision: str):
     """bf16 autocast on ``device`` for ``precision`` bf16; nothing for fp32."""
     import torch

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from report import autocast, machine, save, summary, synchronize
+from report import autocast, machine, model_arguments, save, summary, synchronize
 
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.markers import Markers
@@ -166,19 +166,12 @@ def table(record: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--intermediate", type=int, default=1024)
+    model_arguments(parser)  # --query-length: tokens of a marked query ([MASK]-padded)
     parser.add_argument("--batch-size", type=int, default=32, help="queries per batch (2x as many documents)")
-    parser.add_argument("--query-length", type=int, default=32, help="tokens of a marked query ([MASK]-padded)")
-    parser.add_argument("--doc-length", type=int, default=128, help="longest document, in tokens")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per side and round")
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=2, help="torch's CPU threads")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="bf16: autocast, as training")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():

@@ -80,9 +80,11 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
         for qid in batch_q:
             ranked = hits.get(qid, [])
             out_q.extend([qid] * len(ranked))
-            out_d.extend(h.docid for h in ranked)
             out_r.extend(range(1, len(ranked) + 1))
-            out_s.extend(h.score for h in ranked)
+            # one pass over the hits: each element of a Java array read from Python is a call through the bridge
+            for hit in ranked:
+                out_d.append(hit.docid)
+                out_s.append(hit.score)
         done = min(lo + batch_size, len(qids))
         rate = done / max(time.perf_counter() - started, 1e-9)
         logs.progress(log, "BM25: %d / %d queries (%.0f queries/s)", done, len(qids), rate, last=done == len(qids),

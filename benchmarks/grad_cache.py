@@ -34,20 +34,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from report import machine, model_arguments, save, summary
+from report import machine, model_arguments, process_memory, reset_peak_memory, save, summary
 from tct_step import backbone, synthetic_data
 
 from hardneg.dense.data import RandomNegatives
 from hardneg.dense.methods import ContrastiveMethod
 from hardneg.dense.model import BiEncoder
-
-
-def _status(key: str) -> int:
-    """A /proc/self/status value, in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"/proc/self/status has no {key}")
 
 
 def one_side(args) -> dict:
@@ -72,10 +64,9 @@ def one_side(args) -> dict:
             return time.perf_counter() - started
 
         step(0)
-        Path("/proc/self/clear_refs").write_text("5")  # the peak resident set starts again from the current one
-        before = _status("VmRSS")
+        before = reset_peak_memory()
         seconds = [step(index) for index in range(1, args.steps + 1)]
-        return {"step_memory_bytes": _status("VmHWM") - before, **summary(seconds)}
+        return {"step_memory_bytes": process_memory("VmHWM") - before, **summary(seconds)}
 
 
 def side(args, batch: int, chunk: int) -> dict:
@@ -100,7 +91,8 @@ def table(record: dict) -> str:
     m = record["machine"]
     lines += ["", f"Memory of the cached step / the small step: {record['memory_ratio']:.2f}x (target at most 1.5x). "
               f"Time of the cached step / the large uncached step: {record['time_ratio']:.2f}x (target at most 1.4x).",
-              f"Machine: {m['device']}, {m['threads']} thread(s), torch {m['torch']}, transformers {m['transformers']}."]
+              f"Machine: {m['device']}, {m['threads']} thread(s), torch {m['torch']}, "
+              f"transformers {m['transformers']}."]
     return "\n".join(lines)
 
 

@@ -34,6 +34,20 @@ def machine(device, threads: int) -> dict:
     return {"device": name, "threads": threads, "torch": torch.__version__, "transformers": transformers.__version__}
 
 
+def process_memory(key: str) -> int:
+    """A line of /proc/self/status in bytes: ``VmRSS`` (the resident set now) or ``VmHWM`` (its peak)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {key}")
+
+
+def reset_peak_memory() -> int:
+    """Start the peak resident set (VmHWM) again from the current one; returns the resident set now."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return process_memory("VmRSS")
+
+
 def model_arguments(parser, *, doc_length: int = 128) -> None:
     """The options of a seeded random BERT's size (``--layers``, ``--hidden``, ``--heads``, ``--intermediate``),
     the texts' lengths (``--query-length``, ``--doc-length``), ``--threads`` and ``--seed``."""

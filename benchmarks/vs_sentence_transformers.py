@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from report import machine, save, summary
+from report import machine, process_memory, reset_peak_memory, save, summary
 
 from hardneg.datasets.prepare import prepare_dataset
 from hardneg.dense.data import TrainQueries
@@ -49,13 +49,6 @@ from hardneg.pipeline.config import validate_params
 
 QUERY_LENGTH = 64
 SCALE = 20.0  # MultipleNegativesRankingLoss's default; hardneg's temperature 0.05
-
-
-def _status(key: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"/proc/self/status has no {key}")
 
 
 class FixedNegatives:
@@ -142,10 +135,9 @@ def hardneg_side(args, work: dict) -> dict:
         return time.perf_counter() - started
 
     step(0)
-    Path("/proc/self/clear_refs").write_text("5")
-    before = _status("VmRSS")
+    before = reset_peak_memory()
     seconds = [step(index) for index in range(1, args.steps + 1)]
-    return {"step_memory_bytes": _status("VmHWM") - before, **summary(seconds)}
+    return {"step_memory_bytes": process_memory("VmHWM") - before, **summary(seconds)}
 
 
 def _document(corpus, row: int) -> str:
@@ -187,8 +179,7 @@ def st_side(args, work: dict) -> dict:
         def on_step_end(self, *a, **k):
             times.append(time.perf_counter() - self.started)
             if len(times) == 1:  # after the untimed step: the peak resident set starts again from here
-                Path("/proc/self/clear_refs").write_text("5")
-                self.before = _status("VmRSS")
+                self.before = reset_peak_memory()
 
     clock = Clock()
     with tempfile.TemporaryDirectory(prefix="st-trainer-") as out:
@@ -200,7 +191,7 @@ def st_side(args, work: dict) -> dict:
                                              loss=MultipleNegativesRankingLoss(model, scale=SCALE),
                                              callbacks=[clock])
         trainer.train()
-    return {"step_memory_bytes": _status("VmHWM") - clock.before, **summary(times[1:])}
+    return {"step_memory_bytes": process_memory("VmHWM") - clock.before, **summary(times[1:])}
 
 
 def side(args, name: str) -> dict:

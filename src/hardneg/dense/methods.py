@@ -25,7 +25,8 @@ on it, goes away, and the vectors are those of one padded block up to rounding.
 With ``grad_cache_chunk`` (``params.train.grad_cache_chunk``) no chunk has more texts than that, and each chunk's
 activations are recomputed in the backward pass instead of kept (gradient caching, GradCache): the loss is still
 over every query and document of the batch, so a batch of thousands of in-batch negatives trains in the memory
-of a small one, for one more forward pass. The gradient is the uncached step's.
+of a small one, for one more forward pass. The gradient is the uncached step's up to rounding (with dropout
+on, the masks are drawn per chunk, as for any layout of the chunks).
 """
 
 from __future__ import annotations

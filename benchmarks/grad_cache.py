@@ -29,12 +29,11 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from report import machine, model_arguments, process_memory, reset_peak_memory, save, summary
+from report import machine, measured_steps, model_arguments, save
 from tct_step import backbone, synthetic_data
 
 from hardneg.dense.data import RandomNegatives
@@ -52,21 +51,8 @@ def one_side(args) -> dict:
         model = BiEncoder(backbone(args, args.seed), None, pooling="cls").train()
         method = ContrastiveMethod(train, query_texts, doc_texts, negatives=RandomNegatives(train), per_query=1,
                                    loss="ranknet", temperature=1.0, grad_cache_chunk=args.cache_chunk)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
-
-        def step(index: int) -> float:
-            queries = np.random.default_rng([args.seed, index]).choice(len(train), args.batch, replace=False)
-            started = time.perf_counter()
-            loss, _ = method.loss(model, method.make_batch(queries, np.random.default_rng([args.seed, index])), "cpu")
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            return time.perf_counter() - started
-
-        step(0)
-        before = reset_peak_memory()
-        seconds = [step(index) for index in range(1, args.steps + 1)]
-        return {"step_memory_bytes": process_memory("VmHWM") - before, **summary(seconds)}
+        return measured_steps(model, method, lambda index: np.random.default_rng([args.seed, index]).choice(
+            len(train), args.batch, replace=False), args.steps, lr=1e-5)
 
 
 def side(args, batch: int, chunk: int) -> dict:

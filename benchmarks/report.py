@@ -48,6 +48,31 @@ def reset_peak_memory() -> int:
     return process_memory("VmRSS")
 
 
+def measured_steps(model, method, queries_of, steps: int, *, lr: float) -> dict:
+    """One untimed training step of ``method`` (its ``make_batch`` over ``queries_of(index)`` and its ``loss``,
+    backward, AdamW, zero_grad) on the CPU, then ``steps`` timed ones: their seconds (:func:`summary`) and
+    ``step_memory_bytes``, the rise of the peak resident set over the resident set before them."""
+    import time
+
+    import numpy as np
+    import torch
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+
+    def step(index: int) -> float:
+        started = time.perf_counter()
+        loss, _ = method.loss(model, method.make_batch(queries_of(index), np.random.default_rng(index)), "cpu")
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return time.perf_counter() - started
+
+    step(0)
+    before = reset_peak_memory()
+    seconds = [step(index) for index in range(1, steps + 1)]
+    return {"step_memory_bytes": process_memory("VmHWM") - before, **summary(seconds)}
+
+
 def model_arguments(parser, *, doc_length: int = 128) -> None:
     """The options of a seeded random BERT's size (``--layers``, ``--hidden``, ``--heads``, ``--intermediate``),
     the texts' lengths (``--query-length``, ``--doc-length``), ``--threads`` and ``--seed``."""

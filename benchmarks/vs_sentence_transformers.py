@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from report import machine, process_memory, reset_peak_memory, save, summary
+from report import machine, measured_steps, process_memory, reset_peak_memory, save, summary
 
 from hardneg.datasets.prepare import prepare_dataset
 from hardneg.dense.data import TrainQueries
@@ -122,22 +122,7 @@ def agreement(args, work: dict) -> dict:
 
 def hardneg_side(args, work: dict) -> dict:
     model = hardneg_model(args).train()
-    method = method_of(work)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
-
-    def step(index: int) -> float:
-        started = time.perf_counter()
-        batch = method.make_batch(work["batches"][index], np.random.default_rng(index))
-        loss, _ = method.loss(model, batch, "cpu")
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return time.perf_counter() - started
-
-    step(0)
-    before = reset_peak_memory()
-    seconds = [step(index) for index in range(1, args.steps + 1)]
-    return {"step_memory_bytes": process_memory("VmHWM") - before, **summary(seconds)}
+    return measured_steps(model, method_of(work), lambda index: work["batches"][index], args.steps, lr=2e-5)
 
 
 def _document(corpus, row: int) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from report import machine, measured_steps, model_arguments, save
+from report import machine, machine_line, measured_steps, model_arguments, save
 from tct_step import backbone, synthetic_data
 
 from hardneg.dense.data import RandomNegatives
@@ -77,8 +77,7 @@ def table(record: dict) -> str:
     m = record["machine"]
     lines += ["", f"Memory of the cached step / the small step: {record['memory_ratio']:.2f}x (target at most 1.5x). "
               f"Time of the cached step / the large uncached step: {record['time_ratio']:.2f}x (target at most 1.4x).",
-              f"Machine: {m['device']}, {m['threads']} thread(s), torch {m['torch']}, "
-              f"transformers {m['transformers']}."]
+              machine_line(m)]
     return "\n".join(lines)
 
 

@@ -86,6 +86,13 @@ def model_arguments(parser, *, doc_length: int = 128) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
+def machine_line(m: dict, precision: str | None = None) -> str:
+    """The table's last line: the record's :func:`machine` (and the precision, when given)."""
+    shown = f"{precision}, " if precision else ""
+    return (f"Machine: {m['device']}, {m['threads']} thread(s), {shown}torch {m['torch']}, "
+            f"transformers {m['transformers']}.")
+
+
 def autocast(device, precision: str):
     """bf16 autocast on ``device`` for ``precision`` bf16; nothing for fp32."""
     import torch

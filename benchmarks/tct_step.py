@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from report import autocast, machine, model_arguments, save, summary, synchronize
+from report import autocast, machine, machine_line, model_arguments, save, summary, synchronize
 
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.markers import Markers
@@ -159,8 +159,7 @@ def table(record: dict) -> str:
     m = record["machine"]
     lines += ["", f"Teacher's share of the median step: {100 * t['share_of_median_step']:.0f}% "
               f"(paper: +33% training time; target at most 1.5x).",
-              f"Machine: {m['device']}, {m['threads']} thread(s), {s['precision']}, torch {m['torch']}, "
-              f"transformers {m['transformers']}."]
+              machine_line(m, s["precision"])]
     return "\n".join(lines)
 
 

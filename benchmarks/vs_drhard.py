@@ -89,7 +89,7 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 import torch
-from report import autocast, machine, save, summary, synchronize
+from report import autocast, machine, machine_line, save, summary, synchronize
 
 from hardneg.datasets import beir
 from hardneg.dense.data import TrainQueries
@@ -537,8 +537,7 @@ def table(record: dict) -> str:
                          f"{a[check]['max_relative_gradient_difference']:.1e} relative |")
     m = record["machine"]
     lines.append("")
-    lines.append(f"Machine: {m['device']}, {m['threads']} thread(s), {record['precision']}, torch {m['torch']}, "
-                 f"transformers {m['transformers']}.")
+    lines.append(machine_line(m, record["precision"]))
     return "\n".join(lines)
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from report import machine, measured_steps, process_memory, reset_peak_memory, save, summary
+from report import machine, machine_line, measured_steps, process_memory, reset_peak_memory, save, summary
 
 from hardneg.datasets.prepare import prepare_dataset
 from hardneg.dense.data import TrainQueries
@@ -206,8 +206,7 @@ def table(record: dict) -> str:
                   f"{a['hardneg_loss']:.6f} and {a['sentence_transformers_loss']:.6f} (relative difference "
                   f"{a['loss_relative_difference']:.1e}), gradients {a['gradient_relative_difference']:.1e} apart "
                   f"(relative).",
-              f"Machine: {m['device']}, {m['threads']} thread(s), torch {m['torch']}, "
-              f"transformers {m['transformers']}."]
+              machine_line(m)]
     return "\n".join(lines)
 
 

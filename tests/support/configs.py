@@ -102,7 +102,7 @@ CROSS_ENCODER_DEPTH = 20
 CROSS_ENCODER_RUN = {"method": "crossencoder", "inputs": {"candidates": "bm25", "negatives": "bm25"},
                      "params": {"model": STAR_DENSE["model"], "train": {**STAR_DENSE["train"], "epochs": 2},
                                 "negatives": {"per_query": 1, "depth": 30}, "rerank": {"depth": CROSS_ENCODER_DEPTH},
-                                "crossencoder": {"exact_match": True}}}
+                                "crossencoder": {"exact_match": True, "soft_match": 4}}}
 CROSS_ENCODER_CONFIG = {**STAR_CONFIG, "runs": {
     **STAR_CONFIG["runs"], "crossencoder": CROSS_ENCODER_RUN,
     "star_ce": {**STAR_CONFIG["runs"]["star"],

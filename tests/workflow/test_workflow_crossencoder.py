@@ -60,11 +60,12 @@ def test_the_cross_encoder_re_ranks_bm25s_top_k(built):
 def test_the_model_folder_and_training_log(built):
     results = built / "results" / "crossencoder"
     assert json.loads((results / "model" / "crossencoder.json").read_text()) == {
-        "model": "crossencoder", "query_max_length": 12, "doc_max_length": 32, "exact_match": True}
+        "model": "crossencoder", "query_max_length": 12, "doc_max_length": 32, "exact_match": True, "soft_match": 4}
     assert AutoModel.from_pretrained(results / "model").config.hidden_size == 32  # the encoder loads on its own
     from safetensors.torch import load_file
 
-    assert load_file(str(results / "model" / "head.safetensors"))["match.weight"].abs().sum() > 0  # marks learnt
+    marks = load_file(str(results / "model" / "head.safetensors"))["match.weight"]
+    assert marks.shape[0] == 2 + 4 and marks.abs().sum() > 0  # none, exact, four soft bins; learnt
     log = pq.read_table(results / "train_log.parquet").to_pandas()
     assert log.step.tolist() == list(range(1, len(log) + 1)) and sorted(set(log.epoch)) == [0, 1]
     assert {"loss", "batch_accuracy", "pair_accuracy"} <= set(log.columns) and (log.loss > 0).all()

@@ -13,7 +13,8 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import ConfigError, DataError
 from hardneg.io import artifacts
 from hardneg.methods.crossencoder import new_model, scoring
-from hardneg.methods.crossencoder.model import CrossEncoder, exact_matches, is_crossencoder, pair_batch, pair_inputs
+from hardneg.methods.crossencoder.model import (CrossEncoder, exact_matches, is_crossencoder, pair_batch, pair_inputs,
+                                                soft_matches)
 from hardneg.methods.crossencoder.scoring import rerank, score_pairs, score_pairs_stage
 from hardneg.methods.crossencoder.step import CrossEncoderStep
 from hardneg.pipeline.config import validate_config
@@ -130,16 +131,65 @@ def test_exact_match_marks_start_at_zero_are_learnt_and_saved(tiny, tmp_path):
     loaded = CrossEncoder.load(tmp_path / "marked").eval()
     with torch.no_grad():
         assert torch.equal(loaded(block), moved)
-    resolved = {"name": "ce2", "seed": SEED, "params": {"crossencoder": {"exact_match": False}}}
-    with pytest.raises(ValueError, match="exact_match: true"):
+    resolved = {"name": "ce2", "seed": SEED, "params": {"crossencoder": {"exact_match": False, "soft_match": 0}}}
+    with pytest.raises(ValueError, match="exact_match: true and soft_match: 0; a run continuing it"):
+        new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "marked"))
+    resolved["params"]["crossencoder"] = {"exact_match": True, "soft_match": 4}
+    with pytest.raises(ValueError, match="this run: exact_match: true, soft_match: 4"):
         new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "marked"))
     plain.save(tmp_path / "plain", tokenizer=tiny["tok"])
-    resolved["params"]["crossencoder"]["exact_match"] = True
-    assert new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "plain")).match is not None
+    continued = new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "plain"))
+    assert (continued.exact_match, continued.soft_match, continued.match.weight.shape[0]) == (True, 4, 6)
+
+
+def test_soft_matches_bin_the_cosine_to_the_nearest_content_token_of_the_other_text():
+    # [CLS]=1 a=5 b=6 [SEP]=2 | c=7 a=5 [SEP] d=8 [SEP] pad
+    ids = torch.tensor([[1, 5, 6, 2, 7, 5, 2, 8, 2, 0]])
+    types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 1, 0]])
+    mask = torch.tensor([[1] * 9 + [0]])
+    vectors = torch.zeros(10, 3)
+    vectors[1] = vectors[2] = torch.tensor([1.0, 1.0, 1.0])  # [CLS] and [SEP] near everything: never read
+    vectors[5] = torch.tensor([1.0, 0.0, 0.0])
+    vectors[6] = torch.tensor([0.0, 1.0, 0.0])
+    vectors[7] = torch.tensor([0.6, 0.75, 0.0])  # cos 0.62 to a, 0.78 to b
+    vectors[8] = torch.tensor([0.0, -1.0, 0.1])  # below 0 to a and b
+    bins = soft_matches(ids, mask, types, vectors, 10)
+    # a: itself in the document (cos 1, last bin); b: c at 0.78; c: b at 0.78; the document's a: 1; d: none
+    assert bins.tolist() == [[0, 10, 8, 0, 8, 10, 0, 0, 0, 0]]
+    assert soft_matches(ids, mask, types, vectors, 4).tolist() == [[0, 4, 4, 0, 4, 4, 0, 0, 0, 0]]
+    # marks: a shared token is exact (row 1), others are row 1 + bin; without exact marks, shared is the last bin
+    assert CrossEncoder._mark_rows(bins, exact_matches(ids, mask, types), True).tolist() == [
+        [0, 1, 9, 1, 9, 1, 1, 0, 1, 0]]
+    assert CrossEncoder._mark_rows(bins, exact_matches(ids, mask, types), False).tolist() == [
+        [0, 11, 9, 0, 9, 11, 0, 0, 0, 0]]
+
+
+def test_soft_match_marks_start_at_zero_read_the_models_own_embeddings_and_are_saved(tiny, tmp_path):
+    plain = tiny["model"]
+    marked = CrossEncoder.create(tiny["spec"], tokenizer=tiny["tok"], seed=SEED, exact_match=True,
+                                 soft_match=5).eval()
+    block = pair_inputs(tiny["queries"], tiny["corpus"], np.arange(8), np.arange(20, 28), max_length=512)
+    with torch.no_grad():
+        assert torch.equal(marked(block), plain(block))
+        marked.match.weight.normal_()
+        moved = marked(block)
+    rows = marked.marks(block["input_ids"], block["attention_mask"], block["token_type_ids"])
+    assert int(rows.max()) > 1  # some soft bins in use besides the exact mark
+    marked(block).sum().backward()
+    assert marked.encoder.get_input_embeddings().weight.grad is not None  # through the input only
+    marked.save(tmp_path / "soft", tokenizer=tiny["tok"])
+    loaded = CrossEncoder.load(tmp_path / "soft").eval()
+    assert (loaded.exact_match, loaded.soft_match) == (True, 5)
+    with torch.no_grad():
+        assert torch.equal(loaded(block), moved)
+        torch.manual_seed(SEED)  # other vectors: other cosines, other marks
+        loaded.encoder.get_input_embeddings().weight.normal_()
+        assert not torch.equal(loaded.marks(block["input_ids"], block["attention_mask"], block["token_type_ids"]),
+                               rows)
 
 
 def test_an_init_continues_a_cross_encoder_or_starts_from_a_dense_runs_encoder(tiny, tmp_path):
-    resolved = {"name": "ce2", "seed": SEED, "params": {"crossencoder": {"exact_match": False}}}
+    resolved = {"name": "ce2", "seed": SEED, "params": {"crossencoder": {"exact_match": False, "soft_match": 0}}}
     tiny["model"].save(tmp_path / "ce", tokenizer=tiny["tok"])
     continued = new_model(tiny["spec"], tiny["tok"], resolved, str(tmp_path / "ce"))
     assert isinstance(continued, CrossEncoder)
@@ -163,7 +213,7 @@ def test_the_config_checks_negatives_and_the_loss():
                 "runs": {"bm25": {"method": "bm25"}, "ce": run}}
 
     run = validate_config(config(crossencoder={"loss": "listwise"}))["runs"]["ce"]
-    defaults = {"exact_match": False}
+    defaults = {"exact_match": False, "soft_match": 0}
     assert run["params"]["crossencoder"] == {"loss": "listwise", "in_batch": 1, **defaults}
     assert run["params"]["rerank"] == {"depth": 100, "batch_size": 64}
     assert validate_config(config())["runs"]["ce"]["params"]["crossencoder"] == {"loss": "bce", "in_batch": 1,

@@ -27,8 +27,9 @@ calls on its candidate pool; a teacher's scores for exports) and
 A cross-encoder is usually fine-tuned from a pretrained model. Trained from scratch (the built-in model) it learns
 through attention alone which words the query and the document share, and learns first which documents were
 training positives; ``crossencoder.exact_match`` marks the shared tokens in its input (MarkedBERT), so that it
-matches words from its first steps. On the synthetic default it still ranks below BM25 (see
-``config/config.yaml`` and the method's page).
+matches words from its first steps, and ``crossencoder.soft_match`` marks each token by how near its input
+embedding comes to the other text's words (DRMM's matching signals), so that an encoder whose token vectors know
+related words (a dense run's, via ``inputs.init``) matches synonyms too (see the method's page).
 
 Pairs are joined from the tokenized cache's rows (each text cut at its own maximum length) rather than tokenized
 again as pairs: see :mod:`hardneg.methods.crossencoder.model`.
@@ -50,6 +51,7 @@ class CrossEncoderSection:
     loss: str
     in_batch: int
     exact_match: bool
+    soft_match: int
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,14 @@ SCHEMA = {
                                            "as MarkedBERT's exact-match marks (Boualili et al., SIGIR 2020). A model "
                                            "trained from scratch then matches words from its first steps, instead "
                                            "of learning to through attention alone"},
+            "soft_match": {"type": "integer", "minimum": 0, "default": 0,
+                           "description": "bins of soft-match marks (0: none): every content token is also marked "
+                                          "by the cosine between its input embedding and the nearest content "
+                                          "token's of the other text, in this many equal bins over (0, 1], each a "
+                                          "learnt vector (zero at first), as DRMM's matching histograms (Guo et "
+                                          "al., CIKM 2016). Useful when the encoder's token vectors already place "
+                                          "related words together: a dense run's encoder (inputs.init) or a "
+                                          "pretrained model; a built-in model from scratch has random ones"},
         },
     },
     "rerank": RERANK_SCHEMA,
@@ -103,17 +113,21 @@ def new_model(spec, tokenizer, resolved: dict, init):
     # torch: imported only where a model or tensor is used
     from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder
 
-    exact_match = resolved["params"]["crossencoder"]["exact_match"]
+    section = resolved["params"]["crossencoder"]
+    marks = {"exact_match": section["exact_match"], "soft_match": section["soft_match"]}
     if init is None:
-        return CrossEncoder.create(spec, tokenizer=tokenizer, seed=resolved["seed"], exact_match=exact_match)
+        return CrossEncoder.create(spec, tokenizer=tokenizer, seed=resolved["seed"], **marks)
     if not is_crossencoder(init):  # a dense run's model: its (query) encoder starts this one, with a new head
-        return CrossEncoder.from_encoder(init, spec, seed=resolved["seed"], exact_match=exact_match)
+        return CrossEncoder.from_encoder(init, spec, seed=resolved["seed"], **marks)
     model = CrossEncoder.load(init)
-    if model.match is not None and not exact_match:
-        raise ValueError(f"{init}: this cross-encoder was trained with exact-match marks; a run continuing it sets "
-                         f"params.crossencoder.exact_match: true")
-    if exact_match and model.match is None:
-        model.mark_exact_matches()
+    if model.match is None:
+        if marks["exact_match"] or marks["soft_match"]:
+            model.add_marks(**marks)
+    elif {"exact_match": model.exact_match, "soft_match": model.soft_match} != marks:
+        raise ValueError(f"{init}: this cross-encoder was trained with exact_match: "
+                         f"{str(model.exact_match).lower()} and soft_match: {model.soft_match}; a run continuing it "
+                         f"sets the same params.crossencoder keys (this run: exact_match: "
+                         f"{str(marks['exact_match']).lower()}, soft_match: {marks['soft_match']})")
     # the lengths of this run's tokenized cache, which a continued run may set
     model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
     return model

@@ -15,11 +15,18 @@ linear head on ``[CLS]`` → one logit, the probability of relevance ``sigmoid(l
   of the pair (:func:`exact_matches`), so that the model sees which words the two texts share from its first
   step; through attention alone, a model trained from scratch learns that slowly, and first learns which
   documents were training positives.
+* With soft-match marks (``params.crossencoder.soft_match``: a number of bins), every content token is also marked
+  by how close its input embedding comes to the other text's words: the cosine to its nearest content token there,
+  in equal bins over (0, 1] (:func:`soft_matches`), each bin a learnt vector, zero at first. These are the
+  matching signals of DRMM's histograms (Guo et al., CIKM 2016) given to a BERT's input: an encoder whose token
+  vectors already place related words together (a dense run's encoder, a pretrained one) then sees synonyms
+  matched as exact marks see shared words. The cosines are read from the model's own input embeddings, without a
+  gradient, so a saved model computes its marks again when it scores.
 
 Saved layout (:meth:`CrossEncoder.save`): the encoder is a standard Hugging Face model folder at the root
 (``AutoModel.from_pretrained(folder)`` loads it), with the tokenizer; ``crossencoder.json`` records the maximum
-lengths the texts were cut at and whether the model marks exact matches; ``head.safetensors`` holds the head
-(and the marks' two vectors).
+lengths the texts were cut at and which marks the model adds; ``head.safetensors`` holds the head (and the marks'
+vectors: none, exact, then one per soft-match bin).
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from hardneg.io.atomic import atomic_dir
 
 META = "crossencoder.json"
 HEAD = "head.safetensors"
-MATCH = "match.weight"  # the exact-match marks' vectors, beside the head's weights in HEAD
+MATCH = "match.weight"  # the marks' vectors, beside the head's weights in HEAD
+NO_MARK, EXACT_MARK = 0, 1  # rows of the marks' vectors; soft-match bin b (1..bins) is row EXACT_MARK + b
 
 
 def pair_lengths(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, max_length: int) -> np.ndarray:
@@ -112,6 +120,26 @@ def exact_matches(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_t
     return ((same & other).any(dim=-1) & real).long()
 
 
+def soft_matches(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
+                 embeddings: torch.Tensor, bins: int) -> torch.Tensor:
+    """Soft-match bins [n, W] (int64) of a block of joined pairs (:func:`pair_inputs`): for each content token of
+    one part, the cosine between its row of ``embeddings`` [V, H] and the nearest content token's of the other
+    part, as a bin 1..``bins`` of (0, 1] (bin ``b`` holds cosines in ((b-1)/bins, b/bins], a shared token cosine 1
+    in the last); 0 for a cosine of 0 or below, for ``[CLS]``, ``[SEP]`` (the query part's last token) and
+    padding. No gradient reaches ``embeddings``."""
+    with torch.no_grad():
+        real = attention_mask.bool()
+        doc = token_type_ids.bool() & real
+        query = ~token_type_ids.bool() & real
+        sep = input_ids.gather(1, query.sum(dim=1, keepdim=True) - 1)
+        content = real & (input_ids != input_ids[:, :1]) & (input_ids != sep)
+        other = torch.where(doc[:, :, None], query[:, None, :], doc[:, None, :]) & content[:, None, :]
+        vectors = torch.nn.functional.normalize(embeddings[input_ids].float(), dim=-1)
+        nearest = (vectors @ vectors.transpose(1, 2)).masked_fill(~other, -1.0).max(dim=-1).values
+        binned = torch.ceil(nearest.clamp(max=1.0) * bins).long().clamp(1, bins)
+        return torch.where(content & (nearest > 0), binned, 0)
+
+
 class CrossEncoder(nn.Module):
     """A query-document pair → one relevance logit (see the module docstring). ``query_max_length`` and
     ``doc_max_length``: the lengths texts are cut at before they are joined (those of the tokenized cache the
@@ -119,7 +147,7 @@ class CrossEncoder(nn.Module):
     with."""
 
     def __init__(self, encoder: nn.Module, *, query_max_length: int, doc_max_length: int,
-                 exact_match: bool = False):
+                 exact_match: bool = False, soft_match: int = 0):
         super().__init__()
         # The head reads [CLS]'s hidden state: a backbone's own pooler is never read, and a checkpoint without
         # one would get a randomly initialised copy saved with the model.
@@ -131,15 +159,38 @@ class CrossEncoder(nn.Module):
         self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.1))  # as BERT's classification head
         self.head = nn.Linear(config.hidden_size, 1)
         self.match = None
-        if exact_match:
-            self.mark_exact_matches()
+        self.exact_match, self.soft_match = False, 0
+        if exact_match or soft_match:
+            self.add_marks(exact_match=exact_match, soft_match=soft_match)
 
-    def mark_exact_matches(self) -> None:
-        """Add exact-match marks: a vector added to the input embedding of every token whose id also occurs in
-        the other text of the pair (:func:`exact_matches`), learnt, zero at first (the model's scores are
-        unchanged until it learns one)."""
-        self.match = nn.Embedding(2, self.encoder.config.hidden_size)
+    def add_marks(self, *, exact_match: bool, soft_match: int = 0) -> None:
+        """Add match marks: exact (a vector added to the input embedding of every token whose id also occurs in
+        the other text of the pair, :func:`exact_matches`) and ``soft_match`` bins of the nearest cosine
+        (:func:`soft_matches`), each a vector learnt from zero (the model's scores are unchanged until it learns
+        them)."""
+        if self.match is not None:
+            raise ValueError("this cross-encoder already has its match marks")
+        self.exact_match, self.soft_match = bool(exact_match), int(soft_match)
+        self.match = nn.Embedding(EXACT_MARK + 1 + self.soft_match, self.encoder.config.hidden_size)
         nn.init.zeros_(self.match.weight)
+
+    def marks(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+              token_type_ids: torch.Tensor) -> torch.Tensor:
+        """The row of the marks' vectors [n, W] of each token of a block of joined pairs: ``EXACT_MARK`` for a
+        shared token (with exact marks), else ``EXACT_MARK + b`` for soft-match bin ``b`` (with soft marks), else
+        ``NO_MARK``."""
+        soft = torch.zeros_like(input_ids)
+        if self.soft_match:
+            soft = soft_matches(input_ids, attention_mask, token_type_ids,
+                                self.encoder.get_input_embeddings().weight, self.soft_match)
+        exact = exact_matches(input_ids, attention_mask, token_type_ids) if self.exact_match else soft
+        return self._mark_rows(soft, exact, self.exact_match)
+
+    @staticmethod
+    def _mark_rows(soft: torch.Tensor, exact: torch.Tensor, exact_match: bool) -> torch.Tensor:
+        """Rows of the marks' vectors from soft-match bins and exact-match marks (read only with ``exact_match``)."""
+        rows = torch.where(soft > 0, EXACT_MARK + soft, NO_MARK)
+        return torch.where(exact.bool(), EXACT_MARK, rows) if exact_match else rows
 
     @property
     def max_length(self) -> int:
@@ -151,7 +202,7 @@ class CrossEncoder(nn.Module):
         """Relevance logits [n] of a block of joined pairs."""
         inputs = {"input_ids": input_ids}
         if self.match is not None:
-            marks = exact_matches(input_ids, attention_mask, token_type_ids)
+            marks = self.marks(input_ids, attention_mask, token_type_ids)
             inputs = {"inputs_embeds": self.encoder.get_input_embeddings()(input_ids) + self.match(marks)}
         if getattr(self.encoder.config, "type_vocab_size", 2) < 2:  # a model without segment embeddings
             token_type_ids = None
@@ -184,7 +235,8 @@ class CrossEncoder(nn.Module):
             save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(tmp / HEAD))
             (tmp / META).write_text(json.dumps({"model": "crossencoder", "query_max_length": self.query_max_length,
                                                 "doc_max_length": self.doc_max_length,
-                                                "exact_match": self.match is not None}, indent=2) + "\n")
+                                                "exact_match": self.exact_match,
+                                                "soft_match": self.soft_match}, indent=2) + "\n")
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike) -> "CrossEncoder":
@@ -196,7 +248,8 @@ class CrossEncoder(nn.Module):
         model_dir = Path(model_dir)
         meta = json.loads((model_dir / META).read_text())
         model = cls(AutoModel.from_pretrained(model_dir), query_max_length=meta["query_max_length"],
-                    doc_max_length=meta["doc_max_length"], exact_match=meta.get("exact_match", False))
+                    doc_max_length=meta["doc_max_length"], exact_match=meta.get("exact_match", False),
+                    soft_match=meta.get("soft_match", 0))
         weights = load_file(str(model_dir / HEAD))
         if model.match is not None:
             model.match.weight.data.copy_(weights.pop(MATCH))
@@ -204,7 +257,8 @@ class CrossEncoder(nn.Module):
         return model
 
     @classmethod
-    def create(cls, spec, *, tokenizer, seed: int, exact_match: bool = False) -> "CrossEncoder":
+    def create(cls, spec, *, tokenizer, seed: int, exact_match: bool = False,
+               soft_match: int = 0) -> "CrossEncoder":
         """A fresh cross-encoder from a :class:`hardneg.dense.model.ModelSpec` (``builtin``, ``minilm``, a folder or a
         hub name; its pooling, head and normalisation keys describe bi-encoders and are not read). Seeded: the
         same spec, tokenizer and seed give the same weights."""
@@ -213,11 +267,11 @@ class CrossEncoder(nn.Module):
                                  max_length=spec.query_max_length + spec.doc_max_length, seed=seed)
         torch.manual_seed(seed + 2)
         return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
-                   exact_match=exact_match)
+                   exact_match=exact_match, soft_match=soft_match)
 
     @classmethod
-    def from_encoder(cls, model_dir: str | os.PathLike, spec, *, seed: int,
-                     exact_match: bool = False) -> "CrossEncoder":
+    def from_encoder(cls, model_dir: str | os.PathLike, spec, *, seed: int, exact_match: bool = False,
+                     soft_match: int = 0) -> "CrossEncoder":
         """A fresh cross-encoder whose encoder starts as the (query) encoder of the bi-encoder saved in
         ``model_dir`` (a dense run's model, :meth:`hardneg.dense.model.BiEncoder.save`, whose root is a Hugging
         Face model folder), the head drawn from ``seed``: the encoder's vocabulary and token vectors, trained to
@@ -230,7 +284,7 @@ class CrossEncoder(nn.Module):
                              f"query and a document ({spec.query_max_length} + {spec.doc_max_length} tokens)")
         torch.manual_seed(seed + 2)
         return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
-                   exact_match=exact_match)
+                   exact_match=exact_match, soft_match=soft_match)
 
 
 def is_crossencoder(folder: str | os.PathLike) -> bool:
@@ -238,4 +292,5 @@ def is_crossencoder(folder: str | os.PathLike) -> bool:
     return (Path(folder) / META).is_file()
 
 
-__all__ = ["CrossEncoder", "is_crossencoder", "pair_batch", "pair_inputs", "pair_lengths"]
+__all__ = ["CrossEncoder", "exact_matches", "is_crossencoder", "pair_batch", "pair_inputs", "pair_lengths",
+           "soft_matches"]

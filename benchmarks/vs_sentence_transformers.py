@@ -15,11 +15,28 @@ hardneg's warm-up with normalised mean-pooled vectors and temperature 0.05):
   ``--doc-length`` word pieces, queries at 64. One untimed step, then ``--steps`` timed ones; a step's memory is
   the rise of the peak resident set (VmHWM, reset through /proc/self/clear_refs) over the resident set before.
 
-Targets (issue: faster than what users pick instead): at least 1.5x at 256-token documents and 2x at 512, peak
-memory no higher than the trainer's.
+Targets: at least 1.5x at 256-token documents and 2x at 512, peak memory no higher than the trainer's.
+
+Mining (``--part mining``): the ``--negatives`` best-ranked of each training query's top ``--depth`` documents,
+judged positives left out, from SciFact's raw files (BEIR's jsonl and qrels), each side in a process of its own,
+timed from the process's start (interpreter, imports, model load included) to its negatives on disk:
+
+* hardneg, cold: the workflow's stage functions one after the other (the jobs of a mining run, without
+  Snakemake): prepare the dataset, tokenize, encode the corpus (one shard), build a Flat index, encode and search
+  the training queries, the positives' scores, the candidate pool, the policy's selection (``keep``, ``top``);
+* hardneg, with the corpus embeddings existing (the pipeline's common case: the miner's run encoded its corpus for
+  its own evaluation): from the index build on;
+* sentence-transformers: the texts read from the same files into a ``Dataset`` of (query, positive) pairs and
+  ``mine_hard_negatives`` (``range_max`` the depth, ``sampling_strategy="top"``, the same corpus and encoding
+  batch) with ``output_format="n-tuple"``.
+
+Both sides read documents as ``title [SEP] text`` cut at ``--doc-length`` word pieces. Agreement: per query, the
+share of hardneg's negatives that sentence-transformers also selects (the same model and texts: equal but for
+ties and float rounding). Targets: at least 1.0x cold, 3x with existing embeddings.
 
     .venv/bin/pip install -e '.[bench]'    # the sentence-transformers trainer needs accelerate
     python benchmarks/vs_sentence_transformers.py --data ../shared/data/scifact [--doc-length 256] [--steps 4]
+                                                  [--part training|mining|both] [--depth 200] [--negatives 8]
 
 Prints markdown tables and one JSON line, and writes benchmarks/out/vs_sentence_transformers.json.
 """
@@ -37,6 +54,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from report import machine, machine_line, measured_steps, process_memory, reset_peak_memory, save, summary
+
+STARTED = time.perf_counter()  # a mining side's clock starts with its process (as near as Python can tell)
 
 from hardneg.datasets.prepare import prepare_dataset
 from hardneg.dense.data import TrainQueries
@@ -179,9 +198,126 @@ def st_side(args, work: dict) -> dict:
     return {"step_memory_bytes": process_memory("VmHWM") - clock.before, **summary(times[1:])}
 
 
+# ------------------------------------------------------------------------------------------------------ mining
+def read_beir(path: Path) -> tuple[dict, dict, dict]:
+    """SciFact's raw files: ``{docid: title [SEP] text}``, ``{qid: text}`` and the training qrels
+    ``{qid: {docid, ...}}`` (relevance above 0)."""
+    docs = {}
+    with open(path / "corpus.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            title, text = row.get("title") or "", row.get("text") or ""
+            docs[str(row["_id"])] = f"{title} [SEP] {text}" if title.strip() else text
+    with open(path / "queries.jsonl", encoding="utf-8") as lines:
+        queries = {str(row["_id"]): row["text"] for row in map(json.loads, lines)}
+    qrels: dict[str, set] = {}
+    with open(path / "qrels" / "train.tsv", encoding="utf-8") as lines:
+        for line in list(lines)[1:]:
+            qid, docid, score = line.rstrip("\n").split("\t")
+            if int(score) > 0:
+                qrels.setdefault(qid, set()).add(docid)
+    return docs, queries, qrels
+
+
+def mine_hardneg(args, folder: Path, *, cold: bool) -> dict:
+    """hardneg's stages from raw files (``cold``) or from the index build on, under ``folder``; returns the
+    seconds of each stage and the negatives ``{qid: [docid, ...]}``."""
+    from hardneg.dense.encode import encode_corpus_shard
+    from hardneg.dense.search import build_index_stage, dense_search_split
+    from hardneg.mining.negatives import positive_scores_stage
+    from hardneg.mining.pool import pool_stage
+    from hardneg.mining.policies import select_stage
+
+    data, cache, emb = folder / "data", folder / "cache", folder / "embeddings"
+    out = folder / ("cold" if cold else "warm")
+    out.mkdir(parents=True, exist_ok=True)
+    seconds, clock = {}, time.perf_counter()
+
+    def stage(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[name], clock = now - clock, now
+
+    if cold:
+        prepare_dataset({"adapter": "beir", "path": str(Path(args.data).resolve()), "splits": ["train"]}, data)
+        stage("prepare")
+        build_cache(model_source("minilm"), data / "corpus.parquet", {"train": data / "queries" / "train.parquet"},
+                    cache, doc_max_length=args.doc_length, query_max_length=QUERY_LENGTH)
+        stage("tokenize")
+        encode_corpus_shard(folder / "model", cache, 0, 1, emb / "corpus.npy", emb / "corpus.ids.parquet",
+                            batch_size=args.mine_batch, device="cpu")
+        stage("encode corpus")
+    build_index_stage(emb / "corpus.npy", "Flat", out / "flat.faiss", threads=args.threads)
+    stage("index")
+    dense_search_split(folder / "model", cache, "train", out / "flat.faiss", emb / "corpus.ids.parquet",
+                       run_path=out / "train.parquet", trec_path=None, query_npy=out / "queries_train.npy",
+                       query_ids=out / "queries_train.ids.parquet", top_k=args.depth, batch_size=args.mine_batch,
+                       device="cpu")
+    stage("encode + search queries")
+    qrels = data / "qrels" / "train.parquet"
+    positive_scores_stage(out / "queries_train.npy", out / "queries_train.ids.parquet", emb / "corpus.npy",
+                          emb / "corpus.ids.parquet", qrels, out / "positives.parquet")
+    pool_stage(out / "train.parquet", qrels, out / "pool.parquet", depth=args.depth,
+               positives_path=out / "positives.parquet")
+    select_stage(out / "pool.parquet", out / "hardnegs.parquet", out / "selection.json",
+                 policy={"keep": args.negatives, "sampling": "top"})
+    stage("pool + selection")
+    table = artifacts.read_table(artifacts.HARDNEGS, out / "hardnegs.parquet")
+    negatives: dict[str, list] = {}
+    for qid, docid in zip(table["qid"].to_pylist(), table["docid"].to_pylist()):
+        negatives.setdefault(qid, []).append(docid)
+    return {"stage_seconds": seconds, "negatives": negatives}
+
+
+def mine_st(args) -> dict:
+    """``mine_hard_negatives`` on the same files; returns the negatives ``{qid: [docid, ...]}``."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.util import mine_hard_negatives
+
+    docs, queries, qrels = read_beir(Path(args.data))
+    pairs = [(queries[qid], docs[docid]) for qid in sorted(qrels) for docid in sorted(qrels[qid])]
+    dataset = Dataset.from_dict({"query": [q for q, _ in pairs], "positive": [d for _, d in pairs]})
+    model = SentenceTransformer(str(model_source("minilm")), device="cpu")
+    model.max_seq_length = args.doc_length
+    mined = mine_hard_negatives(dataset, model, corpus=list(docs.values()), range_max=args.depth,
+                                num_negatives=args.negatives, sampling_strategy="top", batch_size=args.mine_batch,
+                                output_format="n-tuple", verbose=False)
+    qid_of = {text: qid for qid, text in queries.items()}
+    docids_of: dict[str, list] = {}
+    for docid, text in docs.items():
+        docids_of.setdefault(text, []).append(docid)
+    negatives = {}
+    for row in mined:
+        found = [row[f"negative_{i}"] for i in range(1, args.negatives + 1)]
+        negatives[qid_of[row["query"]]] = [docids_of[text][0] for text in found]
+    return {"negatives": negatives}
+
+
+def mining_side(args, name: str) -> dict:
+    """One mining side in this process; its seconds count from the process's start, less the saving of the
+    miner's model before hardneg's cold run (the model exists in both cases)."""
+    folder, untimed = args.work / "mining", 0.0
+    if name == "mine-hardneg-cold":
+        import shutil
+
+        from hardneg.dense.tokenizer import load_tokenizer
+
+        began = time.perf_counter()
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        hardneg_model(args).save(folder / "model", tokenizer=load_tokenizer(model_source("minilm")))
+        untimed = time.perf_counter() - began
+    if name == "mine-st":
+        record = mine_st(args)
+    else:
+        record = mine_hardneg(args, folder, cold=name == "mine-hardneg-cold")
+    return {"seconds": time.perf_counter() - STARTED - untimed, "peak_memory_bytes": process_memory("VmHWM"),
+            **record}
+
 def side(args, name: str) -> dict:
     command = [sys.executable, __file__, "--side", name, "--data", args.data, "--work", str(args.work)]
-    for key in ("doc_length", "batch", "steps", "threads", "seed"):
+    for key in ("doc_length", "batch", "steps", "threads", "seed", "depth", "negatives", "mine_batch"):
         command += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     done = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parent)
     if done.returncode != 0:
@@ -189,8 +325,34 @@ def side(args, name: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def table(record: dict) -> str:
-    s, a = record["setting"], record["agreement"]
+def training(args) -> dict:
+    work = setup(args, args.work)
+    record = {"agreement": agreement(args, work), "hardneg": side(args, "hardneg"),
+              "sentence_transformers": side(args, "st")}
+    record["speed_ratio"] = record["sentence_transformers"]["median_seconds"] / record["hardneg"]["median_seconds"]
+    memory = {name: record[name]["step_memory_bytes"] for name in ("hardneg", "sentence_transformers")}
+    record["memory_ratio"] = memory["hardneg"] / memory["sentence_transformers"]
+    return record
+
+
+def mining(args) -> dict:
+    record = {name.removeprefix("mine-").replace("-", "_"): side(args, name)
+              for name in ("mine-hardneg-cold", "mine-hardneg-warm", "mine-st")}
+    theirs = record["st"].pop("negatives")
+    overlaps = {}
+    for name in ("hardneg_cold", "hardneg_warm"):
+        ours = record[name].pop("negatives")
+        shared = [len(set(ours[qid]) & set(theirs.get(qid, []))) / len(ours[qid]) for qid in ours]
+        overlaps[name] = {"queries": len(ours), "queries_sentence_transformers": len(theirs),
+                          "mean_overlap": float(np.mean(shared)), "identical_queries": int(sum(o == 1 for o in shared))}
+    record["agreement"] = overlaps
+    record["cold_ratio"] = record["st"]["seconds"] / record["hardneg_cold"]["seconds"]
+    record["warm_ratio"] = record["st"]["seconds"] / record["hardneg_warm"]["seconds"]
+    return record
+
+
+def training_table(s: dict, record: dict) -> str:
+    a = record["agreement"]
     lines = [f"Training step: all-MiniLM-L6-v2, {s['batch']} SciFact queries (64 word pieces) x {2 * s['batch']} "
              f"documents ({s['doc_length']} word pieces), one hard negative and in-batch negatives, scale 20, "
              f"{s['threads']} threads, {s['steps']} timed steps a side", "",
@@ -200,41 +362,73 @@ def table(record: dict) -> str:
         r = record[name]
         lines.append(f"| {label} | {r['median_seconds']:.2f} | {r['min_seconds']:.2f} | "
                      f"{r['step_memory_bytes'] / 2 ** 30:.2f} |")
-    m = record["machine"]
     lines += ["", f"Speed-up (median step): {record['speed_ratio']:.2f}x; memory hardneg / trainer: "
                   f"{record['memory_ratio']:.2f}x. Agreement on the same weights and batch: losses "
                   f"{a['hardneg_loss']:.6f} and {a['sentence_transformers_loss']:.6f} (relative difference "
                   f"{a['loss_relative_difference']:.1e}), gradients {a['gradient_relative_difference']:.1e} apart "
-                  f"(relative).",
-              machine_line(m)]
+                  f"(relative)."]
+    return "\n".join(lines)
+
+
+def mining_table(s: dict, record: dict) -> str:
+    a = record["agreement"]["hardneg_cold"]
+    stages = ", ".join(f"{name} {seconds:.1f}" for name, seconds in record["hardneg_cold"]["stage_seconds"].items())
+    lines = [f"Mining: all-MiniLM-L6-v2, SciFact's {a['queries']} training queries with a judged positive against "
+             f"its corpus (documents at {s['doc_length']} word pieces), the {s['negatives']} best-ranked of each "
+             f"query's top {s['depth']} (judged positives left out), encoding batch {s['mine_batch']}, "
+             f"{s['threads']} threads, each side a process from its start to its negatives on disk", "",
+             "| mining | seconds | peak memory GiB |", "|---|---|---|"]
+    for name, label in (("hardneg_cold", "hardneg from raw files (prepare, tokenize, encode, Flat index, search, "
+                                         "pool, selection)"),
+                        ("hardneg_warm", "hardneg with the corpus embeddings existing (index, search, pool, "
+                                         "selection)"),
+                        ("st", "sentence-transformers mine_hard_negatives (texts read, encode, search, select)")):
+        r = record[name]
+        lines.append(f"| {label} | {r['seconds']:.1f} | {r['peak_memory_bytes'] / 2 ** 30:.2f} |")
+    lines += ["", f"Speed-up: {record['cold_ratio']:.2f}x cold, {record['warm_ratio']:.2f}x with existing "
+                  f"embeddings. hardneg's stages (s, in the process): {stages}. Agreement: {a['mean_overlap']:.3f} "
+                  f"of hardneg's negatives a query are also sentence-transformers' ({a['identical_queries']} of "
+                  f"{a['queries']} queries the same set; sentence-transformers returns "
+                  f"{a['queries_sentence_transformers']} queries)."]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="SciFact in BEIR's layout (../shared/data/scifact)")
+    parser.add_argument("--part", choices=("training", "mining", "both"), default="both")
     parser.add_argument("--doc-length", type=int, default=256, help="document word pieces")
-    parser.add_argument("--batch", type=int, default=32, help="queries a step")
-    parser.add_argument("--steps", type=int, default=4, help="timed steps a side")
+    parser.add_argument("--batch", type=int, default=32, help="queries a training step")
+    parser.add_argument("--steps", type=int, default=4, help="timed training steps a side")
+    parser.add_argument("--depth", type=int, default=200, help="mining depth (sentence-transformers' range_max)")
+    parser.add_argument("--negatives", type=int, default=8, help="negatives mined a query")
+    parser.add_argument("--mine-batch", type=int, default=64, help="texts a forward pass when mining")
     parser.add_argument("--threads", type=int, default=2, help="torch's CPU threads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / "out" / "vs_sentence_transformers",
                         help="where the prepared data and the tokenized cache are kept between runs")
     parser.add_argument("--side", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.data, args.work = str(Path(args.data).resolve()), args.work.resolve()  # the sides run in benchmarks/
     torch.set_num_threads(args.threads)
     args.work.mkdir(parents=True, exist_ok=True)
-    work = setup(args, args.work)
-    if args.side:
-        print(json.dumps((hardneg_side if args.side == "hardneg" else st_side)(args, work)))
+    if args.side in ("mine-hardneg-cold", "mine-hardneg-warm", "mine-st"):
+        print(json.dumps(mining_side(args, args.side)))
         return
-    record = {"setting": {k: getattr(args, k) for k in ("doc_length", "batch", "steps", "threads", "seed")},
-              "machine": machine(torch.device("cpu"), args.threads), "agreement": agreement(args, work),
-              "hardneg": side(args, "hardneg"), "sentence_transformers": side(args, "st")}
-    record["speed_ratio"] = record["sentence_transformers"]["median_seconds"] / record["hardneg"]["median_seconds"]
-    memory = {side: record[side]["step_memory_bytes"] for side in ("hardneg", "sentence_transformers")}
-    record["memory_ratio"] = memory["hardneg"] / memory["sentence_transformers"]
-    print(table(record))
+    if args.side:
+        print(json.dumps((hardneg_side if args.side == "hardneg" else st_side)(args, setup(args, args.work))))
+        return
+    setting = {k: getattr(args, k) for k in ("doc_length", "batch", "steps", "depth", "negatives", "mine_batch",
+                                             "threads", "seed")}
+    record = {"setting": setting, "machine": machine(torch.device("cpu"), args.threads)}
+    tables = []
+    if args.part in ("training", "both"):
+        record["training"] = training(args)
+        tables.append(training_table(setting, record["training"]))
+    if args.part in ("mining", "both"):
+        record["mining"] = mining(args)
+        tables.append(mining_table(setting, record["mining"]))
+    print("\n\n".join(tables + [machine_line(record["machine"])]))
     save("vs_sentence_transformers", record)
 
 

@@ -319,7 +319,7 @@ def _search_batches(index: faiss.Index, queries: np.ndarray, k: int, batch_size:
     if n == 0 or k == 0:
         return
     searcher = index
-    if _want_gpu(use_gpu):
+    if _want_gpu(use_gpu) and isinstance(index, faiss.Index):  # not an index read from disk as it searches
         if k > _GPU_MAX_K:
             log.info("k=%d is above faiss's GPU limit of %d; searching on the CPU", k, _GPU_MAX_K)
         else:

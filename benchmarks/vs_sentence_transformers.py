@@ -17,6 +17,11 @@ hardneg's warm-up with normalised mean-pooled vectors and temperature 0.05):
 
 Targets: at least 1.5x at 256-token documents and 2x at 512, peak memory no higher than the trainer's.
 
+Where Tevatron is installed (its PyPI release, 0.1.0, in the ``bench`` extra), its training step joins: its
+``DenseModel`` (the [CLS] vector, unnormalised, softmax over every passage of the batch at temperature 1) on the
+same batches as its collator pads them (queries to 64, passages to ``--doc-length``: ``padding="max_length"``),
+against hardneg's step with the same pooling and temperature; losses and gradients compared first.
+
 Mining (``--part mining``): the ``--negatives`` best-ranked of each training query's top ``--depth`` documents,
 judged positives left out, from SciFact's raw files (BEIR's jsonl and qrels), each side in a process of its own,
 timed from the process's start (interpreter, imports, model load included) to its negatives on disk:
@@ -34,7 +39,7 @@ Both sides read documents as ``title [SEP] text`` cut at ``--doc-length`` word p
 share of hardneg's negatives that sentence-transformers also selects (the same model and texts: equal but for
 ties and float rounding). Targets: at least 1.0x cold, 3x with existing embeddings.
 
-    .venv/bin/pip install -e '.[bench]'    # the sentence-transformers trainer needs accelerate
+    .venv/bin/pip install -e '.[bench]'    # accelerate (the sentence-transformers trainer) and Tevatron
     python benchmarks/vs_sentence_transformers.py --data ../shared/data/scifact [--doc-length 256] [--steps 4]
                                                   [--part training|mining|both] [--depth 200] [--negatives 8]
 
@@ -99,16 +104,56 @@ def setup(args, work: Path) -> dict:
             "batches": batches}
 
 
-def hardneg_model(args) -> BiEncoder:
-    params = validate_params({"model": {"name": "minilm", "pooling": "mean", "normalize": True,
-                                        "doc_max_length": args.doc_length, "query_max_length": QUERY_LENGTH}})
+def hardneg_model(args, *, like_tevatron: bool = False) -> BiEncoder:
+    """MiniLM as hardneg's bi-encoder: mean-pooled and normalised (as sentence-transformers' MiniLM), or, to
+    compare with Tevatron, the [CLS] vector unnormalised (as Tevatron's DenseModel)."""
+    pooling = {"pooling": "cls", "normalize": False} if like_tevatron else {"pooling": "mean", "normalize": True}
+    params = validate_params({"model": {"name": "minilm", **pooling, "doc_max_length": args.doc_length,
+                                        "query_max_length": QUERY_LENGTH}})
     return BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=30522, pad_token_id=0,
                             max_length=args.doc_length, seed=args.seed)
 
 
-def method_of(work: dict) -> ContrastiveMethod:
+def method_of(work: dict, *, like_tevatron: bool = False) -> ContrastiveMethod:
     return ContrastiveMethod(work["train"], work["queries"], work["corpus"], negatives=work["negatives"],
-                             per_query=1, loss="ce", temperature=1 / SCALE)
+                             per_query=1, loss="ce", temperature=1.0 if like_tevatron else 1 / SCALE)
+
+
+def has_tevatron() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tevatron") is not None
+
+
+def tevatron_model(args):
+    """Tevatron's DenseModel (the PyPI release, 0.1.0) over MiniLM, one encoder shared by queries and passages,
+    as its trainer builds it; the arguments it reads given directly."""
+    from types import SimpleNamespace
+
+    from tevatron.modeling import DenseModel
+    from transformers import AutoModel
+
+    encoder = AutoModel.from_pretrained(str(model_source("minilm")))
+    return DenseModel(lm_q=encoder, lm_p=encoder, pooler=None, model_args=None,
+                      data_args=SimpleNamespace(train_n_passages=2),
+                      train_args=SimpleNamespace(negatives_x_device=False, per_device_train_batch_size=args.batch))
+
+
+def tevatron_inputs(args, work: dict, batch) -> dict:
+    """A hardneg batch as Tevatron's collator gives it: the queries padded to their maximum length, each query's
+    positive then its negative (target 2i), padded to the passages' maximum length (``padding="max_length"``)."""
+    def padded(texts, rows, width):
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, row in enumerate(rows):
+            n = int(texts.lengths[row])
+            ids[i, :n], mask[i, :n] = texts.ids[row, :n], 1
+        return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
+
+    b = len(batch.positive)
+    passages = np.stack([batch.doc_rows[:b], batch.doc_rows[b:2 * b]], axis=1).reshape(-1)
+    return {"query": padded(work["queries"], batch.query_rows, QUERY_LENGTH),
+            "passage": padded(work["corpus"], passages, args.doc_length)}
 
 
 def agreement(args, work: dict) -> dict:
@@ -139,9 +184,47 @@ def agreement(args, work: dict) -> dict:
             "gradient_relative_difference": float((mine - other).norm() / other.norm())}
 
 
-def hardneg_side(args, work: dict) -> dict:
-    model = hardneg_model(args).train()
-    return measured_steps(model, method_of(work), lambda index: work["batches"][index], args.steps, lr=2e-5)
+def tevatron_agreement(args, work: dict) -> dict:
+    """hardneg's loss ([CLS], unnormalised, temperature 1) and Tevatron's on the same weights and batch."""
+    ours, theirs = hardneg_model(args, like_tevatron=True).eval(), tevatron_model(args).eval()
+    method = method_of(work, like_tevatron=True)
+    batch = method.make_batch(work["batches"][0], np.random.default_rng(0))
+    loss, _ = method.loss(ours, batch, "cpu")
+    loss.backward()
+    theirs.training = True  # the training branch of DenseModel.forward (the loss) with dropout off
+    their_loss = theirs(**tevatron_inputs(args, work, batch)).loss
+    their_loss.backward()
+    mine = torch.cat([p.grad.flatten() for p in ours.query_encoder.parameters() if p.grad is not None])
+    other = torch.cat([p.grad.flatten() for name, p in theirs.lm_q.named_parameters()
+                       if p.grad is not None and not name.startswith("pooler")])
+    loss, their_loss = float(loss.detach()), float(their_loss.detach())
+    return {"hardneg_loss": loss, "tevatron_loss": their_loss,
+            "loss_relative_difference": abs(loss - their_loss) / abs(their_loss),
+            "gradient_relative_difference": float((mine - other).norm() / other.norm())}
+
+
+def hardneg_side(args, work: dict, *, like_tevatron: bool = False) -> dict:
+    model = hardneg_model(args, like_tevatron=like_tevatron).train()
+    return measured_steps(model, method_of(work, like_tevatron=like_tevatron), lambda index: work["batches"][index],
+                          args.steps, lr=2e-5)
+
+
+def tevatron_side(args, work: dict) -> dict:
+    """Tevatron's training step (its trainer's: the model's loss, backward, AdamW), one untimed step first."""
+    model = tevatron_model(args).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    method = method_of(work, like_tevatron=True)
+    times, before = [], 0
+    for index in range(args.steps + 1):
+        inputs = tevatron_inputs(args, work, method.make_batch(work["batches"][index], np.random.default_rng(index)))
+        started = time.perf_counter()
+        model(**inputs).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        times.append(time.perf_counter() - started)
+        if index == 0:
+            before = reset_peak_memory()
+    return {"step_memory_bytes": process_memory("VmHWM") - before, **summary(times[1:])}
 
 
 def _document(corpus, row: int) -> str:
@@ -332,6 +415,12 @@ def training(args) -> dict:
     record["speed_ratio"] = record["sentence_transformers"]["median_seconds"] / record["hardneg"]["median_seconds"]
     memory = {name: record[name]["step_memory_bytes"] for name in ("hardneg", "sentence_transformers")}
     record["memory_ratio"] = memory["hardneg"] / memory["sentence_transformers"]
+    if has_tevatron():
+        record["tevatron_agreement"] = tevatron_agreement(args, work)
+        record["hardneg_cls"], record["tevatron"] = side(args, "hardneg-cls"), side(args, "tevatron")
+        record["tevatron_speed_ratio"] = record["tevatron"]["median_seconds"] / record["hardneg_cls"]["median_seconds"]
+        record["tevatron_memory_ratio"] = (record["hardneg_cls"]["step_memory_bytes"]
+                                           / record["tevatron"]["step_memory_bytes"])
     return record
 
 
@@ -351,22 +440,35 @@ def mining(args) -> dict:
     return record
 
 
+def step_rows(record: dict, sides) -> list[str]:
+    """A table row per (side, label): median and minimum step seconds, step memory."""
+    return [f"| {label} | {record[name]['median_seconds']:.2f} | {record[name]['min_seconds']:.2f} | "
+            f"{record[name]['step_memory_bytes'] / 2 ** 30:.2f} |" for name, label in sides]
+
+
 def training_table(s: dict, record: dict) -> str:
     a = record["agreement"]
     lines = [f"Training step: all-MiniLM-L6-v2, {s['batch']} SciFact queries (64 word pieces) x {2 * s['batch']} "
              f"documents ({s['doc_length']} word pieces), one hard negative and in-batch negatives, scale 20, "
              f"{s['threads']} threads, {s['steps']} timed steps a side", "",
              "| training step | median s | min s | step memory GiB |", "|---|---|---|---|"]
-    for name, label in (("hardneg", "hardneg (ContrastiveMethod, warm-up's loss)"),
-                        ("sentence_transformers", "sentence-transformers trainer, MultipleNegativesRankingLoss")):
-        r = record[name]
-        lines.append(f"| {label} | {r['median_seconds']:.2f} | {r['min_seconds']:.2f} | "
-                     f"{r['step_memory_bytes'] / 2 ** 30:.2f} |")
+    lines += step_rows(record, (("hardneg", "hardneg (ContrastiveMethod, warm-up's loss)"),
+                                ("sentence_transformers", "sentence-transformers trainer, MultipleNegativesRankingLoss")))
     lines += ["", f"Speed-up (median step): {record['speed_ratio']:.2f}x; memory hardneg / trainer: "
                   f"{record['memory_ratio']:.2f}x. Agreement on the same weights and batch: losses "
                   f"{a['hardneg_loss']:.6f} and {a['sentence_transformers_loss']:.6f} (relative difference "
                   f"{a['loss_relative_difference']:.1e}), gradients {a['gradient_relative_difference']:.1e} apart "
                   f"(relative)."]
+    if "tevatron" in record:
+        t = record["tevatron_agreement"]
+        lines += ["", "| training step, [CLS] unnormalised, temperature 1 | median s | min s | step memory GiB |",
+                  "|---|---|---|---|"]
+        lines += step_rows(record, (("hardneg_cls", "hardneg (ContrastiveMethod)"),
+                                    ("tevatron", "Tevatron 0.1.0 DenseModel, its collator's max_length padding")))
+        lines += ["", f"Speed-up (median step): {record['tevatron_speed_ratio']:.2f}x; memory hardneg / Tevatron: "
+                      f"{record['tevatron_memory_ratio']:.2f}x. Agreement: losses {t['hardneg_loss']:.6f} and "
+                      f"{t['tevatron_loss']:.6f} ({t['loss_relative_difference']:.1e}), gradients "
+                      f"{t['gradient_relative_difference']:.1e} apart."]
     return "\n".join(lines)
 
 
@@ -416,7 +518,10 @@ def main() -> None:
         print(json.dumps(mining_side(args, args.side)))
         return
     if args.side:
-        print(json.dumps((hardneg_side if args.side == "hardneg" else st_side)(args, setup(args, args.work))))
+        work = setup(args, args.work)
+        sides = {"hardneg": hardneg_side, "st": st_side, "tevatron": tevatron_side,
+                 "hardneg-cls": lambda a, w: hardneg_side(a, w, like_tevatron=True)}
+        print(json.dumps(sides[args.side](args, work)))
         return
     setting = {k: getattr(args, k) for k in ("doc_length", "batch", "steps", "depth", "negatives", "mine_batch",
                                              "threads", "seed")}

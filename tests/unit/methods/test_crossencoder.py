@@ -158,9 +158,9 @@ def test_soft_matches_bin_the_cosine_to_the_nearest_content_token_of_the_other_t
     assert bins.tolist() == [[0, 10, 8, 0, 8, 10, 0, 0, 0, 0]]
     assert soft_matches(ids, mask, types, vectors, 4).tolist() == [[0, 4, 4, 0, 4, 4, 0, 0, 0, 0]]
     # marks: a shared token is exact (row 1), others are row 1 + bin; without exact marks, shared is the last bin
-    assert CrossEncoder._mark_rows(bins, exact_matches(ids, mask, types), True).tolist() == [
+    assert CrossEncoder._mark_rows(bins, exact_matches(ids, mask, types)).tolist() == [
         [0, 1, 9, 1, 9, 1, 1, 0, 1, 0]]
-    assert CrossEncoder._mark_rows(bins, exact_matches(ids, mask, types), False).tolist() == [
+    assert CrossEncoder._mark_rows(bins, None).tolist() == [
         [0, 11, 9, 0, 9, 11, 0, 0, 0, 0]]
 
 

@@ -179,18 +179,16 @@ class CrossEncoder(nn.Module):
         """The row of the marks' vectors [n, W] of each token of a block of joined pairs: ``EXACT_MARK`` for a
         shared token (with exact marks), else ``EXACT_MARK + b`` for soft-match bin ``b`` (with soft marks), else
         ``NO_MARK``."""
-        soft = torch.zeros_like(input_ids)
-        if self.soft_match:
-            soft = soft_matches(input_ids, attention_mask, token_type_ids,
-                                self.encoder.get_input_embeddings().weight, self.soft_match)
-        exact = exact_matches(input_ids, attention_mask, token_type_ids) if self.exact_match else soft
-        return self._mark_rows(soft, exact, self.exact_match)
+        soft = (soft_matches(input_ids, attention_mask, token_type_ids, self.encoder.get_input_embeddings().weight,
+                             self.soft_match) if self.soft_match else torch.zeros_like(input_ids))
+        exact = exact_matches(input_ids, attention_mask, token_type_ids) if self.exact_match else None
+        return self._mark_rows(soft, exact)
 
     @staticmethod
-    def _mark_rows(soft: torch.Tensor, exact: torch.Tensor, exact_match: bool) -> torch.Tensor:
-        """Rows of the marks' vectors from soft-match bins and exact-match marks (read only with ``exact_match``)."""
+    def _mark_rows(soft: torch.Tensor, exact: torch.Tensor | None) -> torch.Tensor:
+        """Rows of the marks' vectors from soft-match bins and exact-match marks (None: no exact marks)."""
         rows = torch.where(soft > 0, EXACT_MARK + soft, NO_MARK)
-        return torch.where(exact.bool(), EXACT_MARK, rows) if exact_match else rows
+        return rows if exact is None else torch.where(exact.bool(), EXACT_MARK, rows)
 
     @property
     def max_length(self) -> int:

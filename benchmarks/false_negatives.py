@@ -59,8 +59,10 @@ def scores_pools() -> bool:
 
 def add_cross_encoder(config: dict) -> str | None:
     """When the config has a run of the crossencoder method and the workflow can score a pool with it: a copy of
-    it on the experiment's dataset (its input runs replaced by the experiment's BM25 run), the experiment's
-    cross_encoder, and policy ce50 appended. Returns the copy's name, or None."""
+    it on the experiment's dataset (each input run replaced by the experiment's counterpart: a BM25 run by its
+    BM25 run, a run with a model, such as the warm-up whose encoder starts the cross-encoder, by its miner, a
+    warm-up trained with the visible judgements only), the experiment's cross_encoder, and policy ce50 appended.
+    Returns the copy's name, or None."""
     fn = config["false_negatives"]
     source = next((name for name, run in config["runs"].items() if run.get("method") == "crossencoder"), None)
     if source is None:
@@ -71,7 +73,8 @@ def add_cross_encoder(config: dict) -> str | None:
         return None
     run = copy.deepcopy(config["runs"][source])
     run["dataset"] = fn["dataset"]
-    run["inputs"] = {role: fn["bm25"] for role in run.get("inputs", {})}  # BM25 candidates and negatives
+    run["inputs"] = {role: fn["bm25"] if config["runs"][name]["method"] == "bm25" else fn["miner"]
+                     for role, name in run.get("inputs", {}).items()}
     name = f"hidden_{source}"
     config["runs"][name] = run
     fn["cross_encoder"] = name

@@ -103,17 +103,13 @@ def generate(args, work: Path) -> dict:
 
 
 def _search_to_run(index, work: Path, split: str, k: int, out: Path) -> int:
-    from hardneg.index import search_run_blocks
+    from hardneg.dense.search import write_search_run
     from hardneg.io import artifacts
-    from hardneg.io.rankings import RunWriter
 
     vectors = np.load(work / f"queries_{split}.npy")
-    qids = artifacts.read_table(artifacts.ROW_IDS, work / f"queries_{split}.ids.parquet")["id"].to_pylist()
+    qids = artifacts.read_table(artifacts.ROW_IDS, work / f"queries_{split}.ids.parquet")["id"]
     docids = artifacts.read_table(artifacts.ROW_IDS, work / "corpus.ids.parquet")["id"]
-    with RunWriter(out, None, "shape") as writer:
-        for block in search_run_blocks(index, vectors, qids, docids, k, use_gpu=False):
-            writer.write(block)
-    return writer.rows
+    return write_search_run(index, vectors, qids, docids, k, out, tag="shape")
 
 
 def flat_dev(args, work: Path) -> dict:

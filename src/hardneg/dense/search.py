@@ -88,7 +88,7 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
     from hardneg.dense.trainer import resolve_device
     # Faiss: imported only where an index is built or searched
-    from hardneg.index import load_index, search_run_blocks, set_search_params
+    from hardneg.index import load_index, set_search_params
 
     texts = TokenizedTexts(cache_dir, f"queries_{split}")
     model = BiEncoder.load(model_dir)
@@ -98,8 +98,20 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     index = load_index(index_path)
     set_search_params(index, search_params)
     docids = artifacts.read_table(artifacts.ROW_IDS, docids_path)["id"]  # Arrow strings, not Python objects
+    rows = write_search_run(index, vectors, texts.row_ids, docids, top_k, run_path, trec_path=trec_path, tag=tag)
+    logs.progress(log, "searched %d queries: %d ranked documents written", len(texts), rows, last=True)
+    return rows
+
+
+def write_search_run(index, vectors: np.ndarray, qids, docids, top_k: int, run_path, *, trec_path=None,
+                     tag: str = "dense") -> int:
+    """Search ``index`` (a faiss index, or :class:`hardneg.index.streamed.StreamedFlat`) with the query
+    ``vectors`` and write each batch's ranking as it comes (RUN Parquet at ``run_path``, TREC at ``trec_path``
+    unless None), so the whole run is never in memory; ``qids`` name the vectors' rows, ``docids`` the index's.
+    Returns the rows written."""
+    from hardneg.index import search_run_blocks  # Faiss: imported only where an index is built or searched
+
     with RunWriter(run_path, trec_path, tag) as writer:
-        for block in search_run_blocks(index, vectors, texts.row_ids, docids, top_k):
+        for block in search_run_blocks(index, vectors, qids, docids, top_k):
             writer.write(block)
-    logs.progress(log, "searched %d queries: %d ranked documents written", len(texts), writer.rows, last=True)
     return writer.rows

@@ -77,10 +77,18 @@ def run(args) -> dict:
         started = time.perf_counter()
         facts = build_index(data / "corpus.parquet", tmp / "index", threads=args.threads)
         index_seconds = time.perf_counter() - started
+        sizes = {"index_bytes": _size(tmp / "index")}
+        if args.store_raw:
+            build_index(data / "corpus.parquet", tmp / "index_raw", threads=args.threads, store_raw=True)
+            sizes["index_raw_bytes"] = _size(tmp / "index_raw")
         from pyserini.search.lucene import LuceneSearcher  # after build_index started the JVM
 
         searcher = LuceneSearcher(str(lucene_dir(tmp / "index")))
         searcher.set_bm25(0.9, 0.4)
+        with_raw = None
+        if args.store_raw:
+            with_raw = LuceneSearcher(str(lucene_dir(tmp / "index_raw")))
+            with_raw.set_bm25(0.9, 0.4)
 
         def hardneg(index: int) -> tuple[float, pa.Table]:
             started = time.perf_counter()
@@ -93,7 +101,14 @@ def run(args) -> dict:
             table = raw_search(searcher, queries, args.k, args.threads)
             return time.perf_counter() - started, table
 
+        def pyserini_raw(index: int) -> tuple[float, pa.Table]:
+            started = time.perf_counter()
+            table = raw_search(with_raw, queries, args.k, args.threads)
+            return time.perf_counter() - started, table
+
         sides = {"hardneg": hardneg, "pyserini": pyserini}
+        if with_raw is not None:
+            sides["pyserini_raw"] = pyserini_raw
         results = {name: side(0) for name, side in sides.items()}  # warm-up: class loading, the page cache
         ours, theirs = results["hardneg"][1], results["pyserini"][1]
         same = (ours["qid"].equals(theirs["qid"]) and ours["docid"].equals(theirs["docid"])
@@ -102,11 +117,19 @@ def run(args) -> dict:
         for round_ in range(args.rounds):
             for name in (list(sides) if round_ % 2 == 0 else list(reversed(sides))):
                 seconds[name].append(sides[name](round_ + 1)[0])
+        if with_raw is not None:
+            raw_run = results["pyserini_raw"][1]
+            same = same and raw_run["docid"].equals(theirs["docid"]) and raw_run["score"].equals(theirs["score"])
+            with_raw.close()
         searcher.close()
     timings = {name: summary(values) for name, values in seconds.items()}
     return {"documents": facts["num_docs"], "queries": len(queries), "hits": len(ours), "index_seconds": index_seconds,
-            "same_ranking": bool(same), **timings,
+            "same_ranking": bool(same), **sizes, **timings,
             "speed_ratio": statistics.median(seconds["pyserini"]) / statistics.median(seconds["hardneg"])}
+
+
+def _size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
 def table(record: dict) -> str:
@@ -115,12 +138,20 @@ def table(record: dict) -> str:
              f"{s['threads']} threads, {s['rounds']} rounds", "",
              "| search | min s | median s | queries/s (median) |", "|---|---|---|---|"]
     for name, label in (("hardneg", "hardneg `bm25_search` stage (read queries, search, write Parquet + TREC)"),
-                        ("pyserini", "Pyserini `LuceneSearcher.batch_search` + hits read")):
+                        ("pyserini", "Pyserini `LuceneSearcher.batch_search` + hits read"),
+                        ("pyserini_raw", "the same, over an index that also stores the raw documents")):
+        if name not in record:
+            continue
         r = record[name]
         lines.append(f"| {label} | {r['min_seconds']:.2f} | {r['median_seconds']:.2f} | "
                      f"{record['queries'] / r['median_seconds']:,.0f} |")
     lines += ["", f"Speed of hardneg's stage relative to the raw search: {record['speed_ratio']:.2f}x (target at "
                   f"least 0.9x); identical rankings and scores: {record['same_ranking']}."]
+    if "pyserini_raw" in record:
+        lines.append(f"Storing the raw documents: the raw search takes "
+                     f"{record['pyserini_raw']['median_seconds'] / record['pyserini']['median_seconds']:.2f}x as "
+                     f"long (medians) and the index is {record['index_raw_bytes'] / record['index_bytes']:.2f}x "
+                     f"the size ({record['index_bytes'] / 1e6:.0f} MB without them).")
     return "\n".join(lines)
 
 
@@ -132,9 +163,11 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--store-raw", action="store_true",
+                        help="also time the raw search over an index that stores the raw documents")
     args = parser.parse_args()
     setting = {"data": args.data or "synthetic", "docs": args.docs, "queries": args.queries, "k": args.k,
-               "threads": args.threads, "rounds": args.rounds}
+               "threads": args.threads, "rounds": args.rounds, "store_raw": args.store_raw}
     record = {"setting": setting, **run(args)}
     print(table(record))
     save("bm25_raw", record)

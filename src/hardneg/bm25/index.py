@@ -56,15 +56,16 @@ def _write_collection(corpus_path: str, folder: Path, fields: str) -> tuple[int,
 
 
 def build_index(corpus_path: str | os.PathLike, index_dir: str | os.PathLike, *, fields: str = "flat",
-                threads: int = 1, stemmer: str = "porter", max_heap: str | None = None) -> dict:
+                threads: int = 1, stemmer: str = "porter", max_heap: str | None = None,
+                store_raw: bool = False) -> dict:
     """Index a canonical corpus with Anserini's multi-threaded indexer (Lucene, through Pyserini).
 
     Documents whose indexed text is blank are left out: BM25 never ranks an empty document. The folder is
     written atomically and holds ``lucene/`` (the Lucene index, with positions and document vectors stored, which
     Pyserini's RM3 and Rocchio read) and ``index.json`` (the facts returned), which ``search`` reads. The raw
-    documents are not stored: the texts are in the corpus file, and a stored copy would make every hit of a search
-    load and decompress it, doubling the time of a top-1,000 search. Starts the Java virtual machine on first
-    use in the process.
+    documents are not stored unless asked: the texts are in the corpus file, and a stored copy makes every hit of a
+    search load and decompress it (``benchmarks/bm25_raw.py --store-raw`` measures what that costs). Starts the
+    Java virtual machine on first use in the process.
 
     :param corpus_path: a CORPUS Parquet file (``docid``, ``title``, ``text``), e.g. a prepared dataset's
         ``corpus.parquet``.
@@ -76,6 +77,8 @@ def build_index(corpus_path: str | os.PathLike, index_dir: str | os.PathLike, *,
     :param stemmer: Anserini's stemmer: ``"porter"``, ``"krovetz"`` or ``"none"``.
     :param max_heap: the Java heap limit, e.g. ``"4g"`` or ``"3072m"`` (``-Xmx``); applies only when this call
         starts the JVM. None: Java's default.
+    :param store_raw: also store each document's JSON as Anserini's ``raw`` field (what Pyserini's
+        ``doc(docid).raw()`` returns).
     :returns: the facts written to ``index.json``: ``num_docs`` (documents indexed), ``fields`` and ``stemmer``.
     :raises DataError: ``corpus_path`` is missing or is not a CORPUS table.
     :raises IncompleteOutputError: Anserini's indexer failed, or the index it wrote cannot be opened or does not
@@ -93,6 +96,8 @@ def build_index(corpus_path: str | os.PathLike, index_dir: str | os.PathLike, *,
         args = ["-collection", "JsonCollection", "-input", str(collection), "-index", str(tmp / "lucene"),
                 "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(max(1, threads)),
                 "-stemmer", stemmer, "-storePositions", "-storeDocvectors", "-optimize"]
+        if store_raw:
+            args.append("-storeRaw")
         if fields == "multifield":
             args += ["-fields", "title"]
         log.info("indexing %d documents with %d threads (%s); %d with nothing to index left out", count, threads,

@@ -126,6 +126,25 @@ def test_table_writer_empty_and_failed(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------- runs
 
+def test_a_file_is_checked_against_its_kind_from_its_footer(tmp_path, monkeypatch):
+    """check_file refuses what read_table refuses, with the same message, and reads no row."""
+    good, bad = tmp_path / "corpus.parquet", tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"docid": ["d1"], "title": ["t"], "text": ["x"], "extra": [1]}), good)
+    pq.write_table(pa.table({"docid": ["d1"], "text": ["x"]}), bad)
+    monkeypatch.setattr(pq, "read_table", lambda *a, **k: pytest.fail("a row was read"))
+    artifacts.check_file(artifacts.CORPUS, good)
+    with pytest.raises(HardnegError, match=r"bad\.parquet: not a corpus table: missing column\(s\) title"):
+        artifacts.check_file(artifacts.CORPUS, bad)
+    with pytest.raises(HardnegError, match=r"missing\.parquet: corpus file does not exist"):
+        artifacts.check_file(artifacts.CORPUS, tmp_path / "missing.parquet")
+    monkeypatch.undo()
+    with pytest.raises(HardnegError) as read:
+        artifacts.read_table(artifacts.CORPUS, bad)
+    with pytest.raises(HardnegError) as checked:
+        artifacts.check_file(artifacts.CORPUS, bad)
+    assert str(read.value) == str(checked.value)
+
+
 def test_run_writer_gives_write_runs_files(tmp_path):
     # qids out of id order, some non-ASCII: the TREC file is sorted by id, the Parquet file keeps the blocks' order
     run = pa.concat_tables([a_run(30, 9, seed=3, prefix="z"), a_run(20, 9, seed=4, prefix="é"),

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hardneg.datasets.empty_documents import empty_stats
+from hardneg.datasets.empty_documents import blank_mask, empty_stats
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_dir, atomic_path
@@ -101,9 +101,6 @@ def _first_duplicate(ids: pa.Array) -> tuple[int, int] | None:
     return None  # pragma: no cover
 
 
-_CHECK_ROWS = 262_144  # rows whose texts are checked at a time
-
-
 def _check_unique(ids: pa.Array, what: str, source: Source) -> None:
     dup = _first_duplicate(ids)
     if dup is not None:
@@ -121,20 +118,10 @@ def _check_known(ids: pa.Array, known: pa.Array, what: str, source: Source) -> N
 
 
 def _warn_empty(table: pa.Table, id_column: str, text_columns: list[str], what: str, path: str) -> None:
-    """Log the rows whose ``text_columns`` are all blank, counted slice by slice: trimming copies the text, so a
-    corpus of millions of passages is never copied whole."""
-    count, examples = 0, []
-    for lo in range(0, table.num_rows, _CHECK_ROWS):
-        part = table.slice(lo, _CHECK_ROWS)
-        empty = None
-        for column in text_columns:
-            blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(pc.fill_null(part[column], ""))), 0)
-            empty = blank if empty is None else pc.and_(empty, blank)
-        count += pc.sum(empty).as_py() or 0
-        if len(examples) < 5:
-            examples += part.filter(empty)[id_column].slice(0, 5 - len(examples)).to_pylist()
-    if count:
-        log.warning("%s: %d %s with empty text (e.g. %s)", path, count, what, ", ".join(map(str, examples)))
+    mask = blank_mask(table, text_columns)
+    if mask.any():
+        examples = table[id_column].filter(pa.array(mask)).slice(0, 5).to_pylist()
+        log.warning("%s: %d %s with empty text (e.g. %s)", path, int(mask.sum()), what, ", ".join(map(str, examples)))
 
 
 def validate(dataset: Dataset) -> None:

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 HANDLING = ("exclude", "keep")
 EXAMPLES = 10  # document ids listed in stats.json and in messages
+CHECK_ROWS = 262_144  # rows whose texts blank_mask checks at a time
 
 
 def _blank(values) -> pa.Array:
@@ -32,10 +33,29 @@ def _blank(values) -> pa.Array:
     return pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(values)), 0)
 
 
+def blank_mask(table: pa.Table | pa.RecordBatch, columns: list[str]) -> np.ndarray:
+    """Boolean per row: every one of the string ``columns`` blank. Checked :data:`CHECK_ROWS` rows at a time,
+    each column only on the rows whose earlier columns are blank: trimming copies the text, so a corpus of
+    millions of passages is never copied whole, and one whose documents all have a title never has its texts
+    copied at all."""
+    mask = np.zeros(len(table), dtype=bool)
+    for lo in range(0, len(table), CHECK_ROWS):
+        part = table.slice(lo, CHECK_ROWS)
+        rows = np.arange(len(part))
+        for column in columns:
+            values = part.column(column)
+            if len(rows) < len(part):
+                values = values.take(pa.array(rows))
+            rows = rows[np.asarray(_blank(values).to_numpy(zero_copy_only=False), dtype=bool)]
+            if not len(rows):
+                break
+        mask[lo + rows] = True
+    return mask
+
+
 def empty_mask(table: pa.Table | pa.RecordBatch) -> np.ndarray:
     """Boolean per row of a table with ``title`` and ``text`` columns: both blank."""
-    blank = pc.and_(_blank(table.column("title")), _blank(table.column("text")))
-    return np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool) if len(table) else np.zeros(0, bool)
+    return blank_mask(table, ["title", "text"])
 
 
 def empty_docids(corpus_path: str | os.PathLike) -> list[str]:

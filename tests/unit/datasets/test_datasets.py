@@ -115,12 +115,12 @@ def test_warnings_for_empty_text_and_unjudged_queries(beir_folder, caplog):
 def test_empty_texts_are_counted_across_the_slices_checked(beir_folder, caplog, monkeypatch):
     """Texts are checked a slice of rows at a time: the count and the first five examples are the whole
     corpus's, wherever the slices cut."""
-    from hardneg.datasets import canonical
+    from hardneg.datasets import empty_documents
 
     blank = [2, 3, 7, 8, 9, 10, 12]
     corpus = [f'{{"_id": "d{i}", "title": "", "text": "{" " if i in blank else "cats"}"}}' for i in range(14)]
     root = beir_folder(corpus=corpus, qrels=["query-id\tcorpus-id\tscore", "q1\td0\t1", "q2\td1\t1"])
-    monkeypatch.setattr(canonical, "_CHECK_ROWS", 3)
+    monkeypatch.setattr(empty_documents, "CHECK_ROWS", 3)
     with caplog.at_level(logging.WARNING):
         validate(beir.load(root, ["test"]))
     assert "7 documents with empty text (e.g. d2, d3, d7, d8, d9)" in caplog.text

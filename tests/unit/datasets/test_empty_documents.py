@@ -60,6 +60,23 @@ def test_empty_means_blank_title_and_text():
     assert empty_mask(table).tolist() == [True, True, True, False, False]
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 100])
+def test_the_mask_is_the_same_whatever_the_slices(monkeypatch, rows):
+    """Slices of rows, and each column checked only where the earlier ones are blank, change nothing; a batch
+    and a table of several chunks read alike."""
+    from hardneg.datasets import empty_documents
+
+    titles = ["", None, " \t", "T", "", "", "U", None]
+    texts = ["", " \n", None, "", "x", "\u3000", " ", "y"]
+    whole = [True, True, True, False, False, True, False, False]
+    monkeypatch.setattr(empty_documents, "CHECK_ROWS", rows)
+    table = pa.concat_tables([pa.table({"title": titles[:3], "text": texts[:3]}),
+                              pa.table({"title": titles[3:], "text": texts[3:]})])
+    assert empty_mask(table).tolist() == whole
+    assert empty_mask(table.to_batches()[1]).tolist() == whole[3:]
+    assert empty_documents.blank_mask(table, ["text"]).tolist() == [True, True, True, True, False, True, True, False]
+
+
 def test_stats_json_counts_them_and_the_judgements_naming_them(world):
     stats = json.loads((world["data"] / "stats.json").read_text())
     assert stats["num_docs"] == 42

@@ -26,7 +26,16 @@ ordinary reads excluded) are recorded:
 * ``encode_sample``: the one stage the generated matrix skips, encoding, sampled: a BERT-base-shaped encoder (12
   layers, 768 dimensions, random weights: the same arithmetic as a trained one) encodes ``--encode-sample``
   passages of 40 to 120 word pieces (MS MARCO's passages average about 56 words) with the workflow's encoding
-  (length-sorted batches of 64), and the rate gives the hours the corpus would take.
+  (length-sorted batches of 64), and the rate gives the hours the corpus would take;
+* ``bm25_texts``: texts for the lexical stages, from the synthetic generator (the workflow's ``synthetic``
+  dataset adapter): ``--docs`` passages of a one-word title and 19 to 91 words (56 in all on average, as MS
+  MARCO's passages) and ``--dev`` queries with their judged documents;
+* ``bm25_index``: the workflow's ``bm25_index`` stage function over them (Anserini's indexer, 2 threads,
+  positions, document vectors and raw texts stored, one segment; the Java heap the rule's default memory gives);
+* ``bm25_dev``: the workflow's ``bm25_search`` stage function (queries read, searched, the run written as
+  Parquet and TREC) against Pyserini's ``LuceneSearcher.batch_search`` over the same index, the dev queries, top
+  1,000, the same threads (``benchmarks/bm25_raw.py``'s raw side): a warm-up of each, then ``--bm25-rounds``
+  rounds alternating which goes first; the rankings compared, and the stage's MRR@10.
 
 From the stages, the table extrapolates the hours of a full MS MARCO run's corpus-sized stages on this machine:
 encoding the corpus, the exact dev search, the IVF-PQ build and mining all 502,939 training queries (the
@@ -51,7 +60,9 @@ import numpy as np
 from report import machine_line, process_memory, save
 
 STAGES = ("generate", "flat_dev", "flat_vs_faiss", "ivfpq_build", "ivfpq_dev", "mine", "adore", "evaluate",
-          "encode_sample")
+          "encode_sample", "bm25_texts", "bm25_index", "bm25_dev")
+PASSAGE_WORDS = (19, 91)  # the text's words, drawn uniformly: 55 on average, 56 with the one-word title
+BM25_MEM_MB = 6000  # the bm25_index and bm25_search rules' default memory, which sets the Java heap
 MSMARCO_TRAIN_QUERIES = 502_939
 TOPICS = 1024
 QUERY_NOISE = 5.0  # a query's cosine to its document about 0.2: at 8.8M documents, some of its topic's rank above it
@@ -286,11 +297,77 @@ def evaluate(args, work: Path) -> dict:
                           ["RR@10", "R@1000"])[0] for name in ("flat_dev", "ivfpq_dev")}
 
 
+def bm25_texts(args, work: Path) -> dict:
+    from hardneg.datasets.prepare import prepare_dataset
+
+    cfg = {"adapter": "synthetic", "seed": args.seed, "num_docs": args.docs, "num_queries": {"dev": args.dev},
+           "doc_length": list(PASSAGE_WORDS), "title_length": [1, 1]}
+    prepare_dataset(cfg, work / "texts")
+    return {"corpus_bytes": (work / "texts" / "corpus.parquet").stat().st_size}
+
+
+def bm25_index(args, work: Path) -> dict:
+    from hardneg.bm25 import build_index, heap_for
+
+    facts = build_index(work / "texts" / "corpus.parquet", work / "bm25", threads=args.threads,
+                        max_heap=heap_for(BM25_MEM_MB))
+    return {"documents": facts["num_docs"],
+            "index_bytes": sum(path.stat().st_size for path in (work / "bm25").rglob("*") if path.is_file())}
+
+
+def bm25_dev(args, work: Path) -> dict:
+    import statistics
+
+    from bm25_raw import raw_search
+
+    from hardneg.bm25 import heap_for
+    from hardneg.bm25.index import lucene_dir
+    from hardneg.bm25.java import start_jvm
+    from hardneg.bm25.search import retrieve_split
+    from hardneg.evaluation.metrics import evaluate as measure
+    from hardneg.io import artifacts
+
+    start_jvm(heap_for(BM25_MEM_MB))
+    from pyserini.search.lucene import LuceneSearcher  # after the JVM started
+
+    queries_path = work / "texts" / "queries" / "dev.parquet"
+    queries = artifacts.read_table(artifacts.QUERIES, queries_path)
+    searcher = LuceneSearcher(str(lucene_dir(work / "bm25")))
+    searcher.set_bm25(0.9, 0.4)  # the stage's default k1 and b
+
+    def stage() -> tuple[float, object]:
+        started = time.perf_counter()
+        run = retrieve_split(work / "bm25", queries_path, work / "bm25_dev.parquet", work / "bm25_dev.trec",
+                             top_k=1000, threads=args.threads)
+        return time.perf_counter() - started, run
+
+    def raw() -> tuple[float, object]:
+        started = time.perf_counter()
+        run = raw_search(searcher, queries, 1000, args.threads)
+        return time.perf_counter() - started, run
+
+    sides = {"stage": stage, "raw": raw}
+    first = {name: side() for name, side in sides.items()}  # warm-up: class loading, the page cache
+    ours, theirs = first["stage"][1], first["raw"][1]
+    same = (ours["qid"].equals(theirs["qid"]) and ours["docid"].equals(theirs["docid"])
+            and np.array_equal(ours["score"].to_numpy(), theirs["score"].to_numpy()))
+    seconds = {name: [] for name in sides}
+    for round_ in range(args.bm25_rounds):
+        for name in (list(sides) if round_ % 2 == 0 else list(reversed(sides))):
+            seconds[name].append(sides[name]()[0])
+    searcher.close()
+    qrels = artifacts.read_table(artifacts.QRELS, work / "texts" / "qrels" / "dev.parquet")
+    quality = measure(ours, qrels, ["RR@10", "R@1000"])[0]
+    median = {name: statistics.median(values) for name, values in seconds.items()}
+    return {"queries": len(queries), "seconds": seconds, "same_ranking": bool(same), **quality,
+            "speed_ratio": median["raw"] / median["stage"]}
+
+
 # ------------------------------------------------------------------------------------------------ the driver
 def run_stage(args, stage: str) -> dict:
     command = [sys.executable, __file__, "--stage", stage, "--work", str(args.work)]
     for key in ("docs", "dim", "dev", "train", "ivf", "nprobe", "train_size", "adore_steps", "compare_queries",
-                "encode_sample", "threads", "seed"):
+                "encode_sample", "bm25_rounds", "threads", "seed"):
         command += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parent)
@@ -327,6 +404,14 @@ def table(record: dict) -> str:
         a = stages["adore"]
         lines.append(f"ADORE: {a['seconds_per_step']:.2f} s a step; shares " +
                      ", ".join(f"{name} {share:.0%}" for name, share in a["share"].items()) + ".")
+    if "bm25_dev" in stages:
+        b = stages["bm25_dev"]
+        stage, raw = (min(b["seconds"][name]) for name in ("stage", "raw"))
+        lines.append(f"BM25 (Pyserini, k1 0.9, b 0.4) of the {b['queries']:,} dev queries, top 1,000: the "
+                     f"`bm25_search` stage {stage:.0f} s (best of {len(b['seconds']['stage'])}) against "
+                     f"`LuceneSearcher.batch_search` {raw:.0f} s: {b['speed_ratio']:.2f}x its speed (medians); the "
+                     f"same rankings and scores: {b['same_ranking']}; MRR@10 {b['RR@10']:.3f}, R@1000 "
+                     f"{b['R@1000']:.3f}.")
     if {"encode_sample", "flat_dev", "ivfpq_build", "mine"} <= set(stages):
         hours = extrapolate(record)
         lines.append("Extrapolated to a full MS MARCO run on this machine (hours): " +
@@ -356,6 +441,7 @@ def main() -> None:
     parser.add_argument("--adore-steps", type=int, default=200)
     parser.add_argument("--compare-queries", type=int, default=1000, help="dev queries of flat_vs_faiss")
     parser.add_argument("--encode-sample", type=int, default=512, help="passages encode_sample encodes")
+    parser.add_argument("--bm25-rounds", type=int, default=2, help="timed rounds of bm25_dev after its warm-up")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / "out" / "msmarco_shape",

@@ -67,6 +67,26 @@ def raw_search(searcher, queries: pa.Table, k: int, threads: int) -> pa.Table:
     return pa.table({"qid": out_q, "docid": out_d, "score": pa.array(out_s, pa.float32())})
 
 
+def same_ranking(ours: pa.Table, theirs: pa.Table) -> bool:
+    """The same queries and documents in the same order, with the same scores."""
+    return bool(ours["qid"].equals(theirs["qid"]) and ours["docid"].equals(theirs["docid"])
+                and np.array_equal(ours["score"].to_numpy(), theirs["score"].to_numpy()))
+
+
+def alternate(sides: dict, rounds: int) -> tuple[dict, dict]:
+    """Each side (a name and a call that returns a run) once untimed, in order (the warm-up: class loading,
+    the page cache), then ``rounds`` timed rounds that alternate which side goes first. Returns the warm-up's
+    run and the timed seconds of each side."""
+    runs = {name: side() for name, side in sides.items()}
+    seconds = {name: [] for name in sides}
+    for round_ in range(rounds):
+        for name in (list(sides) if round_ % 2 == 0 else list(reversed(sides))):
+            started = time.perf_counter()
+            sides[name]()
+            seconds[name].append(time.perf_counter() - started)
+    return runs, seconds
+
+
 def run(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="bm25-raw-") as tmp:
         tmp = Path(tmp)
@@ -90,36 +110,15 @@ def run(args) -> dict:
             with_raw = LuceneSearcher(str(lucene_dir(tmp / "index_raw")))
             with_raw.set_bm25(0.9, 0.4)
 
-        def hardneg(index: int) -> tuple[float, pa.Table]:
-            started = time.perf_counter()
-            table = retrieve_split(tmp / "index", queries_path, tmp / f"run{index}.parquet", tmp / f"run{index}.trec",
-                                   top_k=args.k, threads=args.threads)
-            return time.perf_counter() - started, table
-
-        def pyserini(index: int) -> tuple[float, pa.Table]:
-            started = time.perf_counter()
-            table = raw_search(searcher, queries, args.k, args.threads)
-            return time.perf_counter() - started, table
-
-        def pyserini_raw(index: int) -> tuple[float, pa.Table]:
-            started = time.perf_counter()
-            table = raw_search(with_raw, queries, args.k, args.threads)
-            return time.perf_counter() - started, table
-
-        sides = {"hardneg": hardneg, "pyserini": pyserini}
+        sides = {"hardneg": lambda: retrieve_split(tmp / "index", queries_path, tmp / "run.parquet", tmp / "run.trec",
+                                                   top_k=args.k, threads=args.threads),
+                 "pyserini": lambda: raw_search(searcher, queries, args.k, args.threads)}
         if with_raw is not None:
-            sides["pyserini_raw"] = pyserini_raw
-        results = {name: side(0) for name, side in sides.items()}  # warm-up: class loading, the page cache
-        ours, theirs = results["hardneg"][1], results["pyserini"][1]
-        same = (ours["qid"].equals(theirs["qid"]) and ours["docid"].equals(theirs["docid"])
-                and np.array_equal(ours["score"].to_numpy(), theirs["score"].to_numpy()))
-        seconds = {name: [] for name in sides}
-        for round_ in range(args.rounds):
-            for name in (list(sides) if round_ % 2 == 0 else list(reversed(sides))):
-                seconds[name].append(sides[name](round_ + 1)[0])
+            sides["pyserini_raw"] = lambda: raw_search(with_raw, queries, args.k, args.threads)
+        runs, seconds = alternate(sides, args.rounds)
+        ours = runs["hardneg"]
+        same = all(same_ranking(ours, theirs) for theirs in runs.values())
         if with_raw is not None:
-            raw_run = results["pyserini_raw"][1]
-            same = same and raw_run["docid"].equals(theirs["docid"]) and raw_run["score"].equals(theirs["score"])
             with_raw.close()
         searcher.close()
     timings = {name: summary(values) for name, values in seconds.items()}

@@ -31,11 +31,13 @@ ordinary reads excluded) are recorded:
   dataset adapter): ``--docs`` passages of a one-word title and 19 to 91 words (56 in all on average, as MS
   MARCO's passages) and ``--dev`` queries with their judged documents;
 * ``bm25_index``: the workflow's ``bm25_index`` stage function over them (Anserini's indexer, 2 threads,
-  positions, document vectors and raw texts stored, one segment; the Java heap the rule's default memory gives);
-* ``bm25_dev``: the workflow's ``bm25_search`` stage function (queries read, searched, the run written as
-  Parquet and TREC) against Pyserini's ``LuceneSearcher.batch_search`` over the same index, the dev queries, top
-  1,000, the same threads (``benchmarks/bm25_raw.py``'s raw side): a warm-up of each, then ``--bm25-rounds``
-  rounds alternating which goes first; the rankings compared, and the stage's MRR@10.
+  positions and document vectors stored, one segment; the Java heap the rule's default memory gives);
+* ``bm25_dev``: the workflow's ``bm25_search`` stage function alone, as its job runs it: the dev queries read,
+  searched (top 1,000, k1 0.9, b 0.4), the run written as Parquet and TREC; then its MRR@10 and R@1000;
+* ``bm25_vs_raw``: the same stage function against Pyserini's ``LuceneSearcher.batch_search`` over the same
+  index, queries, k and threads (``benchmarks/bm25_raw.py``'s raw side), in one process: a warm-up of each,
+  then ``--bm25-rounds`` rounds alternating which goes first; the rankings compared (this process holds both
+  sides' runs at once, so its peak is not the stage's).
 
 From the stages, the table extrapolates the hours of a full MS MARCO run's corpus-sized stages on this machine:
 encoding the corpus, the exact dev search, the IVF-PQ build and mining all 502,939 training queries (the
@@ -60,7 +62,7 @@ import numpy as np
 from report import machine_line, process_memory, save
 
 STAGES = ("generate", "flat_dev", "flat_vs_faiss", "ivfpq_build", "ivfpq_dev", "mine", "adore", "evaluate",
-          "encode_sample", "bm25_texts", "bm25_index", "bm25_dev")
+          "encode_sample", "bm25_texts", "bm25_index", "bm25_dev", "bm25_vs_raw")
 PASSAGE_WORDS = (19, 91)  # the text's words, drawn uniformly: 55 on average, 56 with the one-word title
 BM25_MEM_MB = 6000  # the bm25_index and bm25_search rules' default memory, which sets the Java heap
 MSMARCO_TRAIN_QUERIES = 502_939
@@ -316,15 +318,26 @@ def bm25_index(args, work: Path) -> dict:
 
 
 def bm25_dev(args, work: Path) -> dict:
+    from hardneg.bm25 import heap_for
+    from hardneg.bm25.search import retrieve_split
+    from hardneg.evaluation.metrics import evaluate as measure
+    from hardneg.io import artifacts
+
+    run = retrieve_split(work / "bm25", work / "texts" / "queries" / "dev.parquet", work / "bm25_dev.parquet",
+                         work / "bm25_dev.trec", top_k=1000, threads=args.threads, max_heap=heap_for(BM25_MEM_MB))
+    qrels = artifacts.read_table(artifacts.QRELS, work / "texts" / "qrels" / "dev.parquet")
+    return {"rows": run.num_rows, **measure(run, qrels, ["RR@10", "R@1000"])[0]}
+
+
+def bm25_vs_raw(args, work: Path) -> dict:
     import statistics
 
-    from bm25_raw import raw_search
+    from bm25_raw import alternate, raw_search, same_ranking
 
     from hardneg.bm25 import heap_for
     from hardneg.bm25.index import lucene_dir
     from hardneg.bm25.java import start_jvm
     from hardneg.bm25.search import retrieve_split
-    from hardneg.evaluation.metrics import evaluate as measure
     from hardneg.io import artifacts
 
     start_jvm(heap_for(BM25_MEM_MB))
@@ -334,32 +347,13 @@ def bm25_dev(args, work: Path) -> dict:
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
     searcher = LuceneSearcher(str(lucene_dir(work / "bm25")))
     searcher.set_bm25(0.9, 0.4)  # the stage's default k1 and b
-
-    def stage() -> tuple[float, object]:
-        started = time.perf_counter()
-        run = retrieve_split(work / "bm25", queries_path, work / "bm25_dev.parquet", work / "bm25_dev.trec",
-                             top_k=1000, threads=args.threads)
-        return time.perf_counter() - started, run
-
-    def raw() -> tuple[float, object]:
-        started = time.perf_counter()
-        run = raw_search(searcher, queries, 1000, args.threads)
-        return time.perf_counter() - started, run
-
-    sides = {"stage": stage, "raw": raw}
-    first = {name: side() for name, side in sides.items()}  # warm-up: class loading, the page cache
-    ours, theirs = first["stage"][1], first["raw"][1]
-    same = (ours["qid"].equals(theirs["qid"]) and ours["docid"].equals(theirs["docid"])
-            and np.array_equal(ours["score"].to_numpy(), theirs["score"].to_numpy()))
-    seconds = {name: [] for name in sides}
-    for round_ in range(args.bm25_rounds):
-        for name in (list(sides) if round_ % 2 == 0 else list(reversed(sides))):
-            seconds[name].append(sides[name]()[0])
+    sides = {"stage": lambda: retrieve_split(work / "bm25", queries_path, work / "vs_raw.parquet",
+                                             work / "vs_raw.trec", top_k=1000, threads=args.threads),
+             "raw": lambda: raw_search(searcher, queries, 1000, args.threads)}
+    runs, seconds = alternate(sides, args.bm25_rounds)
     searcher.close()
-    qrels = artifacts.read_table(artifacts.QRELS, work / "texts" / "qrels" / "dev.parquet")
-    quality = measure(ours, qrels, ["RR@10", "R@1000"])[0]
     median = {name: statistics.median(values) for name, values in seconds.items()}
-    return {"queries": len(queries), "seconds": seconds, "same_ranking": bool(same), **quality,
+    return {"queries": len(queries), "seconds": seconds, "same_ranking": same_ranking(runs["stage"], runs["raw"]),
             "speed_ratio": median["raw"] / median["stage"]}
 
 
@@ -406,12 +400,14 @@ def table(record: dict) -> str:
                      ", ".join(f"{name} {share:.0%}" for name, share in a["share"].items()) + ".")
     if "bm25_dev" in stages:
         b = stages["bm25_dev"]
+        lines.append(f"BM25 dev run (top 1,000): MRR@10 {b['RR@10']:.3f}, R@1000 {b['R@1000']:.3f}.")
+    if "bm25_vs_raw" in stages:
+        b = stages["bm25_vs_raw"]
         stage, raw = (min(b["seconds"][name]) for name in ("stage", "raw"))
-        lines.append(f"BM25 (Pyserini, k1 0.9, b 0.4) of the {b['queries']:,} dev queries, top 1,000: the "
-                     f"`bm25_search` stage {stage:.0f} s (best of {len(b['seconds']['stage'])}) against "
-                     f"`LuceneSearcher.batch_search` {raw:.0f} s: {b['speed_ratio']:.2f}x its speed (medians); the "
-                     f"same rankings and scores: {b['same_ranking']}; MRR@10 {b['RR@10']:.3f}, R@1000 "
-                     f"{b['R@1000']:.3f}.")
+        lines.append(f"BM25 of the {b['queries']:,} dev queries, top 1,000: the `bm25_search` stage function "
+                     f"{stage:.0f} s (best of {len(b['seconds']['stage'])}) against `LuceneSearcher.batch_search` "
+                     f"{raw:.0f} s: {b['speed_ratio']:.2f}x its speed (medians); the same rankings and scores: "
+                     f"{b['same_ranking']}.")
     if {"encode_sample", "flat_dev", "ivfpq_build", "mine"} <= set(stages):
         hours = extrapolate(record)
         lines.append("Extrapolated to a full MS MARCO run on this machine (hours): " +
@@ -441,7 +437,7 @@ def main() -> None:
     parser.add_argument("--adore-steps", type=int, default=200)
     parser.add_argument("--compare-queries", type=int, default=1000, help="dev queries of flat_vs_faiss")
     parser.add_argument("--encode-sample", type=int, default=512, help="passages encode_sample encodes")
-    parser.add_argument("--bm25-rounds", type=int, default=2, help="timed rounds of bm25_dev after its warm-up")
+    parser.add_argument("--bm25-rounds", type=int, default=2, help="timed rounds of bm25_vs_raw after its warm-up")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / "out" / "msmarco_shape",

@@ -89,6 +89,8 @@ def table_from_rows(kind: artifacts.ArtifactKind, columns: dict[str, list]) -> p
 
 def _first_duplicate(ids: pa.Array) -> tuple[int, int] | None:
     """Row indices (first, second) of the first repeated id, or None."""
+    if pc.count_distinct(ids, mode="all").as_py() == len(ids):  # Arrow's hash count: no Python string made
+        return None
     values = ids.to_numpy(zero_copy_only=False)
     _, first_index, counts = np.unique(values, return_index=True, return_counts=True)
     if counts.max(initial=1) <= 1:

@@ -260,7 +260,7 @@ class SyntheticGenerator:
                     siblings = [s for s in self._siblings(doc) if s != doc]
                     multi_counts[split] += bool(siblings)
                     r_qid.extend([qid] * len(siblings))
-                    r_doc.extend(self.docids.take(siblings).to_pylist())
+                    r_doc.extend(self.docids.take(np.asarray(siblings, dtype=np.int64)).to_pylist())
                     r_rel.extend([1] * len(siblings))
             out[split] = (table_from_rows(artifacts.QUERIES, {"qid": qids, "text": texts}),
                           table_from_rows(artifacts.QRELS, {"qid": r_qid, "docid": r_doc, "relevance": r_rel}))

@@ -83,3 +83,16 @@ def test_graded_multi_relevant_queries(small):
     assert train["relevant_per_query"]["max"] > 1
     share = small.extra_stats["multi_relevant_queries"]["train"] / 150
     assert 0.15 < share < 0.45  # multi_relevant_rate = 0.3
+
+
+def test_a_multi_relevant_query_without_siblings_has_its_target_alone():
+    """A document alone in its subtopic (here: two documents a cluster, two subtopics) has no sibling to judge: its multi-relevant
+    queries keep their one target."""
+    spec = SyntheticSpec.from_config({"adapter": "synthetic", "seed": 1, "num_docs": 40,
+                                      "num_queries": {"train": 20}, "docs_per_cluster": 2,
+                                      "subtopics_per_cluster": 2,
+                                      "multi_relevant_rate": 1.0})
+    dataset = generate(spec)
+    validate(dataset)
+    assert dataset.qrels["train"]["relevance"].to_pylist() == [2] * 20
+    assert dataset.extra_stats["multi_relevant_queries"]["train"] == 0

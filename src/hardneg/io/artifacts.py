@@ -360,11 +360,7 @@ KINDS.update({kind.name: kind for kind in (SUMMARY_TESTS, TRAINING_TIME, REFRESH
 def read_matching_rows(kind: ArtifactKind, path: str | os.PathLike, column: str, values: list[str]) -> pa.Table:
     """The rows of a Parquet file of ``kind`` whose ``column`` is in ``values`` (reads only what matches)."""
     path = str(path)
-    if not os.path.exists(path):
-        raise DataError(path, None, f"{kind.name} file does not exist")
-    missing = [name for name in kind.schema.names if name not in pq.read_schema(path).names]
-    if missing:
-        raise DataError(path, None, f"not a {kind.name} table: missing column(s) {', '.join(missing)}")
+    check_file(kind, path)
     if not values:
         return kind.schema.empty_table()
     table = pq.read_table(path, columns=kind.schema.names, filters=[(column, "in", values)])

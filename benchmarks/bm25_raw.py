@@ -97,10 +97,10 @@ def run(args) -> dict:
         started = time.perf_counter()
         facts = build_index(data / "corpus.parquet", tmp / "index", threads=args.threads)
         index_seconds = time.perf_counter() - started
-        sizes = {"index_bytes": _size(tmp / "index")}
+        sizes = {"index_bytes": folder_bytes(tmp / "index")}
         if args.store_raw:
             build_index(data / "corpus.parquet", tmp / "index_raw", threads=args.threads, store_raw=True)
-            sizes["index_raw_bytes"] = _size(tmp / "index_raw")
+            sizes["index_raw_bytes"] = folder_bytes(tmp / "index_raw")
         from pyserini.search.lucene import LuceneSearcher  # after build_index started the JVM
 
         searcher = LuceneSearcher(str(lucene_dir(tmp / "index")))
@@ -127,7 +127,8 @@ def run(args) -> dict:
             "speed_ratio": statistics.median(seconds["pyserini"]) / statistics.median(seconds["hardneg"])}
 
 
-def _size(folder: Path) -> int:
+def folder_bytes(folder: Path) -> int:
+    """The bytes of every file under ``folder``."""
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 

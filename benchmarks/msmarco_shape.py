@@ -309,12 +309,14 @@ def bm25_texts(args, work: Path) -> dict:
 
 
 def bm25_index(args, work: Path) -> dict:
+    from bm25_raw import folder_bytes
+
     from hardneg.bm25 import build_index, heap_for
 
     facts = build_index(work / "texts" / "corpus.parquet", work / "bm25", threads=args.threads,
                         max_heap=heap_for(BM25_MEM_MB))
     return {"documents": facts["num_docs"],
-            "index_bytes": sum(path.stat().st_size for path in (work / "bm25").rglob("*") if path.is_file())}
+            "index_bytes": folder_bytes(work / "bm25")}
 
 
 def bm25_dev(args, work: Path) -> dict:

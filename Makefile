@@ -43,7 +43,7 @@ test-fast: setup
 
 # The documentation site (mkdocs.yml, docs/) into site/, offline; --strict turns every warning (a broken link, a page
 # outside the nav, a docstring mkdocstrings cannot read) into a failure. The configuration reference is generated
-# from the schema while it builds (docs/hooks/config_reference.py). tests/unit/test_docs.py builds it the same way.
+# from the schema while it builds (docs/hooks/config_reference.py). tests/project/test_docs.py builds it the same way.
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 

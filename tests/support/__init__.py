@@ -1,5 +1,5 @@
 """Code the tests share. A test module imports from here (and from conftest.py files), never from another test
-module (tests/unit/test_layout.py checks it):
+module (tests/project/test_layout.py checks it):
 
 * ``workflow``: the one Snakemake runner, ``write_config`` and the other helpers of runs through the Snakefile;
 * ``builds``: tiny workflows built once per test session and copied for the tests that change files;

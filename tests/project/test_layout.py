@@ -1,13 +1,13 @@
-"""The layout of tests/: test files live in the tiers (unit/<package>/, integration/, workflow/, reliability/),
-each folder of unit/ is a package (or module) of the library, and no test module imports another: what tests
-share is in tests/support/ (or a conftest.py), imported from there."""
+"""The layout of tests/: test files live in the tiers (unit/<package>/, integration/, workflow/, reliability/,
+project/), each folder of unit/ is a package (or module) of the library, and no test module imports another: what
+tests share is in tests/support/ (or a conftest.py), imported from there."""
 
 import ast
 from pathlib import Path
 
 from tests.support import REPO
 
-TIERS = ("unit", "integration", "workflow", "reliability")
+TIERS = ("unit", "integration", "workflow", "reliability", "project")
 
 
 def module_name(path: Path, root: Path) -> str:

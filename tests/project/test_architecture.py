@@ -1,5 +1,9 @@
-"""The library's layers (pyproject.toml, [tool.importlinter]) hold, and a new cycle breaks them."""
+"""The library's layers (pyproject.toml, [tool.importlinter]) hold, and a new cycle breaks them; what Snakemake
+loads to build its DAG, and what the command line loads to start, leave the heavy libraries out (torch,
+transformers, Faiss, the JVM bridge): every Snakemake run and every ``hardneg`` command pays for what they import."""
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -43,3 +47,43 @@ def test_a_cycle_inside_one_layer_breaks_the_contracts(tmp_path):
     result = lint_imports(source, REPO / "pyproject.toml")
     assert result.returncode == 1, result.stdout[-3000:]
     assert "No cycles are allowed in hardneg.dense" in result.stdout
+
+
+HEAVY = ("torch", "transformers", "faiss", "jnius", "sentence_transformers")
+
+
+def loaded_after(statements: str) -> list[str]:
+    """The heavy libraries in ``sys.modules`` after running ``statements`` in a fresh interpreter."""
+    probe = f"import json, sys\n{statements}\nprint(json.dumps(sorted(set({HEAVY!r}) & set(sys.modules))))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def workflow_imports() -> list[str]:
+    """The hardneg modules the Snakefile and the rule files import when Snakemake parses them."""
+    modules = set()
+    for path in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            found = re.match(r"\s*from (hardneg[\w.]*) import ([\w, ]+)|\s*import (hardneg[\w.]*)", line)
+            if found and found.group(1):
+                modules.add(f"from {found.group(1)} import {found.group(2).strip()}")
+            elif found:
+                modules.add(f"import {found.group(3)}")
+    return sorted(modules)
+
+
+def test_building_the_dag_loads_no_heavy_library():
+    imports = workflow_imports()
+    assert "from hardneg.pipeline.config import read_config_files, validate_config" in imports
+    assert len(imports) >= 8  # every rule file's imports, not only the Snakefile's
+    assert loaded_after("\n".join(imports)) == []
+
+
+def test_the_command_line_starts_without_a_heavy_library():
+    assert loaded_after("import hardneg.cli") == []
+    assert loaded_after("from hardneg.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass") == []
+
+
+def test_the_probe_sees_a_heavy_import():
+    assert loaded_after("import hardneg.pipeline.config\nimport hardneg.index.faiss_index") == ["faiss"]

@@ -6,6 +6,7 @@ documents with the ``tokenizers`` library and saved as a standard Hugging Face f
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -93,9 +94,31 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
     return tokenizer.get_vocab_size()
 
 
+# The class a folder saved from a bare ``tokenizers`` pipeline names in its tokenizer_config.json (transformers 5
+# calls PreTrainedTokenizerFast TokenizersBackend): such a folder holds everything in tokenizer.json.
+_PLAIN_FAST_CLASSES = {"PreTrainedTokenizerFast", "TokenizersBackend"}
+
+
 def load_tokenizer(source: str | os.PathLike):
     """A fast tokenizer from a local folder, a hub name (the hub needs network on first use) or a packaged model's
-    short name (:func:`hardneg.dense.pretrained.model_source`)."""
-    from transformers import AutoTokenizer  # transformers: imported only where a model or tokenizer is used
+    short name (:func:`hardneg.dense.pretrained.model_source`).
 
-    return AutoTokenizer.from_pretrained(model_source(str(source)), use_fast=True)
+    A folder whose tokenizer_config.json names the plain fast tokenizer (the built-in WordPiece tokenizer's) is
+    loaded as that class directly: ``AutoTokenizer`` would give the same tokenizer, but importing it imports torch,
+    seconds of start-up for a tokenizing job that never uses torch."""
+    location = model_source(str(source))
+    config = os.path.join(location, "tokenizer_config.json")
+    if os.path.isfile(config):
+        with open(config, encoding="utf-8") as handle:
+            try:
+                named = json.load(handle).get("tokenizer_class")
+            except (ValueError, AttributeError):
+                named = None
+        if named in _PLAIN_FAST_CLASSES:
+            # transformers: imported only where a model or tokenizer is used
+            from transformers import PreTrainedTokenizerFast
+
+            return PreTrainedTokenizerFast.from_pretrained(location)
+    from transformers import AutoTokenizer  # transformers (and with it torch): imported only where they are used
+
+    return AutoTokenizer.from_pretrained(location, use_fast=True)

@@ -18,15 +18,15 @@ import numpy as np
 import pyarrow as pa
 
 from hardneg.errors import ConfigError
-from hardneg.index.validate import (FAISS_POINTS_PER_CENTROID, default_train_size, describe_factory_error, faiss_message,
-                                    needed_training_vectors, too_few_training_vectors)
+from hardneg.index.validate import (DEFAULT_TRAIN_SIZE, FAISS_POINTS_PER_CENTROID, default_train_size,
+                                    describe_factory_error, faiss_message, needed_training_vectors,
+                                    too_few_training_vectors)
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
 from hardneg.io.index_names import slug  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TRAIN_SIZE = 100_000
 _ADD_BATCH = 131_072  # rows converted to float32 and added at a time, so a float16 memmap is never copied whole
 _GPU_MAX_K = 2048  # faiss GPU search refuses larger k
 

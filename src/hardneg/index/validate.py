@@ -30,7 +30,10 @@ from hardneg.errors import ConfigError
 
 # Faiss's k-means asks for this many training vectors per centroid and warns below it.
 FAISS_POINTS_PER_CENTROID = 39
-# With a null index.train_size an IVF index trains on up to this many vectors per list (some margin over 39).
+# With a null index.train_size an index trains on every document up to this many (the config check and the build
+# apply the same rule), or on up to TRAIN_VECTORS_PER_LIST vectors per list of an IVF index (some margin over 39)
+# when that is more.
+DEFAULT_TRAIN_SIZE = 100_000
 TRAIN_VECTORS_PER_LIST = 64
 # OPQ trains its rotation with an 8-bit product quantizer.
 _OPQ_CENTROIDS = 256

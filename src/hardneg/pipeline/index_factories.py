@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from hardneg.datasets.adapters import adapter_of
 from hardneg.dense.pretrained import model_source
-from hardneg.index.faiss_index import DEFAULT_TRAIN_SIZE
-from hardneg.index.validate import check_factory, embedding_dim
+from hardneg.index.validate import DEFAULT_TRAIN_SIZE, check_factory, embedding_dim
 from hardneg.pipeline.plan import Plan
 
 

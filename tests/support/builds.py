@@ -18,7 +18,8 @@ from typing import Callable
 from filelock import FileLock
 
 from tests.support import REPO
-from tests.support.configs import FUSION_CONFIG, FUSION_TARGETS, MAIN_TARGET, STAR_CONFIG, STAR_TARGETS
+from tests.support.configs import (DENSE_CONFIG, DENSE_TARGETS, FUSION_CONFIG, FUSION_TARGETS, MAIN_TARGET, STAR_CONFIG,
+                                   STAR_TARGETS)
 from tests.support.workflow import output_of, snakemake, write_config
 
 
@@ -58,9 +59,13 @@ class Builds:
 
     def workflow(self, config: dict, *targets: str, umask: int | None = None) -> Path:
         """A working directory with ``config`` where Snakemake built ``targets`` (under ``umask`` when given)."""
+        return self.workflow_record(config, *targets, umask=umask)[0]
+
+    def workflow_record(self, config: dict, *targets: str, umask: int | None = None) -> tuple[Path, dict]:
+        """:meth:`workflow`, and ``{"output": what Snakemake printed}`` while it built."""
         key = hashlib.sha256(json.dumps([config, targets, umask], sort_keys=True).encode()).hexdigest()[:16]
 
-        def make(workdir: Path) -> None:
+        def make(workdir: Path) -> dict:
             write_config(workdir, config)
             previous = None if umask is None else os.umask(umask)  # inherited by Snakemake and its jobs
             try:
@@ -69,12 +74,37 @@ class Builds:
                 if previous is not None:
                     os.umask(previous)
             assert result.returncode == 0, output_of(result)[-4000:]
+            return {"output": output_of(result)}
 
-        return self.build(f"workflow-{key}", make)[0]
+        return self.build(f"workflow-{key}", make)
+
+    def extended(self, base: Path, name: str, config: dict, *targets: str) -> tuple[Path, dict]:
+        """A copy of the build ``base`` whose config is replaced by ``config``, after Snakemake built ``targets``
+        there, and ``{"output": what Snakemake printed}``. The runs ``config`` shares with the base's config (the
+        same dataset, seed and run entries) are up to date in the copy, so only what ``config`` adds is built."""
+        def make(workdir: Path) -> dict:
+            copy_build(base, workdir)
+            write_config(workdir, config)
+            result = snakemake(workdir, *targets)
+            assert result.returncode == 0, output_of(result)[-4000:]
+            return {"output": output_of(result)}
+
+        return self.build(name, make)
 
     def star_chain(self) -> Path:
         """The tiny BM25 → warm-up → STAR → ADORE chain (``configs.STAR_CONFIG``), built from nothing."""
         return self.workflow(STAR_CONFIG, *STAR_TARGETS)
+
+    def star_chain_output(self) -> str:
+        """What Snakemake printed while it built :meth:`star_chain` (two jobs at a time, from nothing)."""
+        return self.workflow_record(STAR_CONFIG, *STAR_TARGETS)[1]["output"]
+
+    def dense_runs(self) -> Path:
+        """The tiny dense runs (``configs.DENSE_CONFIG``: BM25, the warm-up, random and in-batch negatives, STAR),
+        built from nothing under umask 002 (a group's shared project folder, which tests/workflow/
+        test_workflow_dense.py checks every artifact keeps); the base that the comparison, summary and TCT-ColBERT
+        tests extend (:meth:`extended`)."""
+        return self.workflow(DENSE_CONFIG, *DENSE_TARGETS, umask=0o002)
 
     def fusion_chain(self) -> Path:
         """The tiny fusion chain (``configs.FUSION_CONFIG``): BM25, in-batch, and their hybrid, built from nothing."""

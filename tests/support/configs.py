@@ -19,9 +19,10 @@ TINY = {
     "runs": {"bm25": {"method": "bm25", "params": {"top_k": 100}}},
 }
 
-# The dense part of the workflow: BM25, warm-up, the two baselines and STAR (tests/workflow/test_workflow_dense.py);
-# its model and dataset are those of the ABS, TCT-ColBERT, fusion, summary and report tests (and of
-# tests/slurm/cluster.sh's pipeline).
+# The dense part of the workflow: BM25, warm-up, the two baselines and STAR (tests/workflow/test_workflow_dense.py),
+# built once a session (tests/support/builds.py, ``dense_runs``) and extended by the comparison, summary and
+# TCT-ColBERT tests, which add their pages and runs to a copy; its model and dataset are those of the ABS, fusion
+# and report tests too (and of tests/slurm/cluster.sh's pipeline).
 TINY_DENSE = {
     "model": {"vocab_size": 6000, "doc_max_length": 64, "query_max_length": 16,
               "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}},
@@ -45,6 +46,7 @@ DENSE_CONFIG = {
                  "params": {**TINY_DENSE, "mining": {"depth": 50}}},
     },
 }
+DENSE_TARGETS = [f"results/{run}/metrics.json" for run in ("warmup", "randneg", "inbatch", "star")]
 
 # The tiny fusion chain: BM25 and an in-batch dense run fused by a hybrid whose α is tuned on training queries
 # (``Builds.fusion_chain``: tests/workflow/test_workflow_fusion.py reads it, and the full-disk test of
@@ -66,9 +68,10 @@ FUSION_CONFIG = {
 FUSION_TARGETS = ["results/hybrid/metrics.json"]
 
 # The tiny chain BM25 → warm-up → STAR → ADORE: built once per session (tests/support/builds.py, ``star_chain``), it
-# is the uninterrupted reference of the kill tests (tests/reliability/test_reliability_kills.py, which stop at
-# STAR), the first of the two cold runs of tests/workflow/test_reproducible.py, and the runs before ANCE's
-# (tests/workflow/test_workflow_ance.py continues a copy).
+# is the uninterrupted reference of the kill tests (tests/reliability/test_reliability_kills.py, whose chain, killed
+# at every stage and built again from nothing, must end with the same bytes), what the terminal showed while it ran
+# (tests/workflow/test_progress.py), and the runs before ANCE's (tests/workflow/test_workflow_ance.py continues a
+# copy) and the cross-encoder's.
 STAR_DENSE = {
     "model": {"vocab_size": 2000, "doc_max_length": 32, "query_max_length": 12,
               "builtin": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,

@@ -6,41 +6,27 @@ import pytest
 
 from hardneg.cli import main
 from tests.support.builds import copy_build
-from tests.support.configs import SYNTHETIC_300, TINY_DENSE
-from tests.support.workflow import dry_run, snakemake, write_config
+from tests.support.configs import DENSE_CONFIG
+from tests.support.workflow import dry_run, snakemake
 
 pytestmark = pytest.mark.slow
 
-CONFIG = {
-    "seed": 4,
-    "dataset": "tiny",
-    "targets": ["bm25"],
-    "datasets": {"tiny": dict(SYNTHETIC_300)},
-    "compare": [{"name": "hard_negatives", "runs": ["warmup", "star", "bm25"], "top": 3, "depth": 5}],
-    "runs": {
-        "bm25": {"method": "bm25", "params": {"top_k": 100}},
-        "warmup": {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": TINY_DENSE},
-        "star": {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
-                 "params": {**TINY_DENSE, "mining": {"depth": 50}}},
-    },
-}
+# The session's tiny dense runs (tests/support/builds.py, ``dense_runs``), with a comparison of three of them.
+CONFIG = {**DENSE_CONFIG, "targets": ["bm25"],
+          "compare": [{"name": "hard_negatives", "runs": ["warmup", "star", "bm25"], "top": 3, "depth": 5}]}
 PAGE = "results/tables/compare_hard_negatives.html"
 
 
 @pytest.fixture(scope="module")
 def built(builds):
-    def make(workdir):
-        write_config(workdir, CONFIG)
-        result = snakemake(workdir, PAGE)
-        assert result.returncode == 0, result.stderr[-4000:]
-        return {"output": result.stdout + result.stderr}
-
-    return builds.build("workflow_compare", make)
+    """A copy of the dense runs, where the page is then built: the runs it compares are up to date already."""
+    return builds.extended(builds.dense_runs(), "workflow_compare", CONFIG, PAGE)
 
 
 def test_the_page_is_built_from_the_runs_files(built):
     workdir, made = built
     assert "the comparison hard_negatives (log: results/tables/logs/compare_hard_negatives.log)" in made["output"]
+    assert "Job " in made["output"] and "train run" not in made["output"]  # the compared runs were not built again
     page = (workdir / PAGE).read_text(encoding="utf-8")
     assert "Comparison of runs: warmup, star, bm25" in page and page.count('<section class="query"') == 3
     assert "results/star/hardnegs.parquet" in page and "over the 2 comparisons against warmup" in page

@@ -9,18 +9,17 @@ import pytest
 
 from tests.support.builds import copy_build
 from tests.support.configs import DENSE_CONFIG as CONFIG
+from tests.support.configs import DENSE_TARGETS as TARGETS
 from tests.support.configs import TINY_DENSE
 from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
-TARGETS = [f"results/{run}/metrics.json" for run in ("warmup", "randneg", "inbatch", "star")]
-
-
 @pytest.fixture(scope="module")
 def built(builds):
-    """The runs built under umask 002 (a group's shared project folder), which every artifact keeps."""
-    return builds.workflow(CONFIG, *TARGETS, umask=0o002)
+    """The runs built under umask 002 (a group's shared project folder), which every artifact keeps: the session's
+    build (tests/support/builds.py), which other tests extend in copies of their own."""
+    return builds.dense_runs()
 
 
 def test_every_artifact_keeps_the_users_umask(built):

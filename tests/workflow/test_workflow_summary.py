@@ -11,26 +11,17 @@ import pytest
 from scipy.stats import ttest_rel
 
 from tests.support.builds import copy_build
-from tests.support.configs import TINY_DENSE
+from tests.support.configs import DENSE_CONFIG
 from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
 
 
-CONFIG = {
-    "seed": 4,
-    "dataset": "tiny",
-    "targets": ["bm25", "inbatch"],
-    "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 300, "docs_per_cluster": 30, "concept_vocab": 200,
-                          "num_queries": {"train": 100, "test": 30}}},
-    "summary": {"groups": [{"marker": "†", "label": "BM25", "runs": ["bm25"]},
-                           {"marker": "‡", "label": "random negatives", "runs": ["randneg"]}]},
-    "runs": {
-        "bm25": {"method": "bm25", "params": {"top_k": 100}},
-        "inbatch": {"method": "inbatch", "params": TINY_DENSE},
-        "randneg": {"method": "randneg", "params": TINY_DENSE},
-    },
-}
+# The session's tiny dense runs (tests/support/builds.py, ``dense_runs``): BM25 and in-batch negatives are the
+# targets; random negatives, a baseline group of the summary, is evaluated but not a target.
+CONFIG = {**DENSE_CONFIG, "targets": ["bm25", "inbatch"],
+          "summary": {"groups": [{"marker": "†", "label": "BM25", "runs": ["bm25"]},
+                                 {"marker": "‡", "label": "random negatives", "runs": ["randneg"]}]}}
 SUMMARY = ["results/summary.md", "results/tables/training_time.md"]
 
 
@@ -42,19 +33,16 @@ def planned_jobs(workdir, *targets) -> set:
 
 
 @pytest.fixture(scope="module")
-def built(builds):
-    def make(workdir):
-        write_config(workdir, CONFIG)
-        planned = snakemake(workdir, "results/summary.md", "-n")  # nothing built yet
-        assert planned.returncode == 0, planned.stderr[-4000:]
-        result = snakemake(workdir, "results/randneg/metrics.json")  # a run evaluated outside the targets
-        assert result.returncode == 0, result.stderr[-4000:]
-        result = snakemake(workdir, *SUMMARY)
-        assert result.returncode == 0, result.stderr[-4000:]
-        return {"planned": planned.stdout + planned.stderr}
-
-    workdir, made = builds.build("workflow_summary", make)
-    return workdir, made["planned"]
+def built(builds, tmp_path_factory):
+    """The summary's plan in an empty working directory; then the summary and the training-time table built in a
+    copy of the dense runs, where every run, randneg's evaluation included, is built already."""
+    empty = tmp_path_factory.mktemp("summary-plan")
+    write_config(empty, CONFIG)
+    planned = snakemake(empty, "results/summary.md", "-n")  # nothing built yet
+    assert planned.returncode == 0, planned.stderr[-4000:]
+    workdir, made = builds.extended(builds.dense_runs(), "workflow_summary", CONFIG, *SUMMARY)
+    assert "train run" not in made["output"]
+    return workdir, planned.stdout + planned.stderr
 
 
 def test_the_summary_holds_the_targets_whatever_else_is_evaluated(built):

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from transformers import AutoModel
 
+from tests.support.builds import copy_build
 from tests.support.configs import DENSE_CONFIG, TINY_DENSE
 from tests.support.workflow import snakemake, write_config
 
@@ -42,8 +43,11 @@ def digest(folder) -> dict:
 
 @pytest.fixture(scope="module")
 def built(builds):
-    """The teacher first, then the students; the teacher's files as they were before the students trained."""
+    """The teacher first, then the students; the teacher's files as they were before the students trained. Built
+    in a copy of the session's dense runs (tests/support/builds.py), whose dataset, BM25 run and tokenizer they
+    share."""
     def make(workdir):
+        copy_build(builds.dense_runs(), workdir)
         write_config(workdir, CONFIG)
         result = snakemake(workdir, "results/teacher/metrics.json")
         assert result.returncode == 0, result.stderr[-4000:]

@@ -3,8 +3,11 @@
 Every stage kind is killed with SIGKILL at a known point (its process paused just before, or after, renaming an
 output into place: see ``faults/sitecustomize.py``), and Snakemake itself is killed once; after each kill the
 chain is run again. The finished artifacts must be byte-identical to those of an uninterrupted run, with no
-``.*.tmp`` temporary left under ``results/``. A second Snakemake started on a working directory in use is
-refused by Snakemake's lock while the first run completes.
+``.*.tmp`` temporary left under ``results/``. That uninterrupted run is the session's build of the chain, made
+from nothing in another folder at another time (tests/support/builds.py): completed to ADORE, the killed chain
+gives the same bytes in every artifact of every kind, so the two builds also show that the same config and seed
+give the same artifacts. A second Snakemake started on a working directory in use is refused by Snakemake's lock
+while the first run completes.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 
 from tests.support.builds import copy_build
 from tests.support.configs import STAR_CONFIG as CONFIG
+from tests.support.configs import STAR_TARGETS
 from tests.support.reliability import PausedRun, digests, temporaries
 from tests.support.workflow import output_of, snakemake, write_config
 
@@ -168,6 +172,22 @@ def test_every_stage_killed_then_run_again_gives_the_uninterrupted_artifacts(ref
     killed, resumed = (logs / "attempts" / "train.1.log").read_text(), (logs / "train.log").read_text()
     assert "step 2/4" in killed and "step 3/4" not in killed and "resuming" not in killed
     assert "resuming from step 2 of 4" in resumed and "step 4/4" in resumed
+
+    # The chain completed to ADORE: two builds from nothing, in two folders at two times (one of them killed at
+    # every stage), give the same bytes in every artifact.
+    rest = snakemake(workdir, *STAR_TARGETS, timeout=900)
+    assert rest.returncode == 0, output_of(rest)[-4000:]
+    got, want = digests(results), digests(reference["workdir"] / "results")
+    assert sorted(got) == sorted(want)
+    assert [path for path in want if got[path] != want[path]] == []
+    # what the comparison covered: every kind of artifact of the chain
+    for path in ("datasets/tiny/corpus.parquet", "datasets/tiny/tokenizers/wordpiece-2000/tokenizer.json",
+                 "bm25/runs/train.parquet", "warmup/model/model.safetensors", "warmup/train_log.parquet",
+                 "warmup/embeddings/corpus.npy", "star/hardnegs.parquet", "star/model/model.safetensors",
+                 "star/index/Flat.faiss", "adore_star/model/model.safetensors", "adore_star/train_log.parquet",
+                 "adore_star/runs/test.parquet", "adore_star/metrics.json"):
+        assert path in want, path
+    assert any(path.startswith("datasets/tiny/tokenized/") and path.endswith(".npy") for path in want)
 
 
 @pytest.mark.slow

@@ -12,9 +12,13 @@ from pathlib import Path
 
 from tests.support.workflow import command, job_env
 
-# Not compared between runs: logs and benchmarks hold times; a Lucene index holds random segment ids (the BM25
-# rankings made from it are compared instead); TensorBoard logs hold times, and one event file per training
-# attempt; Snakemake's own timestamp files.
+# Not compared between runs, not being artifacts of the runs or not reproducible by design:
+# * logs/ and benchmarks/: each job's log and its time and memory, wall-clock figures by nature;
+# * bm25/bm25_index/: Lucene writes a random segment id and the time of writing into its index files; the
+#   rankings searched from it (bm25/runs/*) are compared;
+# * <run>/tensorboard/: the live training curves, whose event files hold wall-clock times (and the host and
+#   process in their names), one file per training attempt; train_log.parquet, the same numbers, is compared;
+# * Snakemake's own timestamp files.
 UNCOMPARED_PARTS = {"logs", "benchmarks", "bm25_index", "tensorboard"}
 UNCOMPARED_NAMES = {".snakemake_timestamp"}
 
@@ -120,20 +124,3 @@ class PausedRun:
             self.kill_all()
             raise
         return self.process.returncode, out
-
-
-
-# Not artifacts of the runs, or not reproducible by design (tests/workflow/test_reproducible.py):
-# * logs/ and benchmarks/: each job's log and its time and memory, wall-clock figures by nature;
-# * bm25/bm25_index/: Lucene writes a random segment id and the time of writing into its index files; the
-#   rankings searched from it (bm25/runs/*) are compared;
-# * <run>/tensorboard/: the live training curves, whose event files hold wall-clock times (and the host and
-#   process in their names); train_log.parquet, the same numbers, is compared.
-EXCLUDED_DIRS = {"logs", "benchmarks", "bm25_index", "tensorboard"}
-
-
-def tree_digests(results: Path) -> dict[str, str]:
-    """sha256 of every file under ``results`` but those under ``EXCLUDED_DIRS``."""
-    return {str(path.relative_to(results)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(results.rglob("*"))
-            if path.is_file() and not EXCLUDED_DIRS & set(path.relative_to(results).parts)}

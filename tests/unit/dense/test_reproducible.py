@@ -1,10 +1,10 @@
-"""Two trainings with the same seed save the same bytes: every saved weight is seeded (the whole tiny chain run
-twice through Snakemake: tests/workflow/test_reproducible.py)."""
+"""Two trainings with the same seed save the same bytes: every saved weight is seeded (the whole tiny chain built
+twice from nothing through Snakemake: tests/reliability/test_reliability_kills.py)."""
 
 from hardneg.pipeline.config import validate_params
 from hardneg.pipeline.train import train_run
 from tests.support.dense import TINY_MODEL, build_tiny
-from tests.support.reliability import tree_digests as _digests
+from tests.support.reliability import digests as _digests
 
 
 def test_two_trainings_with_one_seed_save_the_same_bytes(tmp_path):

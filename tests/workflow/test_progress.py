@@ -6,19 +6,14 @@ import re
 
 import pytest
 
-from tests.support.configs import STAR_CONFIG
-from tests.support.workflow import output_of, snakemake, write_config
-
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def terminal(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("progress")
-    write_config(workdir, STAR_CONFIG)
-    result = snakemake(workdir, "results/warmup/metrics.json", cores=1)
-    assert result.returncode == 0, output_of(result)[-4000:]
-    return output_of(result)
+def terminal(builds):
+    """What Snakemake printed while it built the session's tiny chain from nothing (tests/support/builds.py), two
+    jobs at a time: each line whole, whichever job wrote it."""
+    return builds.star_chain_output()
 
 
 def test_each_job_is_one_message_naming_its_run_and_log(terminal):
@@ -27,7 +22,7 @@ def test_each_job_is_one_message_naming_its_run_and_log(terminal):
     assert "encode corpus shard 0 with the model of run warmup " \
            "(log: results/warmup/logs/encode_corpus_shard_0.log)" in jobs
     assert "BM25 search of split train, run bm25 (log: results/bm25/logs/bm25_search_train.log)" in jobs
-    assert "evaluate run warmup (log: results/warmup/logs/evaluate.log)" in jobs
+    assert "evaluate run star (log: results/star/logs/evaluate.log)" in jobs
     assert not re.search(r"^rule (?!all)", terminal, re.M)  # no job shows Snakemake's block of inputs instead
 
 
@@ -51,5 +46,5 @@ def test_no_empty_shell_command_is_printed(terminal):
 
 def test_searches_show_when_they_are_done(terminal):
     assert re.search(r"^hardneg: bm25/bm25_search_train: BM25: (\d+) / \1 queries", terminal, re.M), terminal[-3000:]
-    assert re.search(r"^hardneg: warmup/dense_search_test: searched \d+ queries: \d+ ranked documents written$",
+    assert re.search(r"^hardneg: star/dense_search_test: searched \d+ queries: \d+ ranked documents written$",
                      terminal, re.M), terminal[-3000:]

@@ -1,3 +1,4 @@
+import json
 import os
 
 # Before anything imports torch: two test workers (and their Snakemake jobs) share the cores, and OpenMP threads
@@ -78,26 +79,21 @@ def main_run(builds):
     return builds.main_run()
 
 
-# The test files with the longest fixtures, longest first: they start first, so that with pytest-xdist (`make test`
-# runs two files at a time) no worker is left running one of them alone at the end. workflow/test_workflow_export.py,
-# which reuses test_documented_commands.py's build of the main target, stays in its place, later.
-LONGEST_FIRST = ["workflow/test_documented_commands.py", "workflow/test_own_data.py",
-                 "reliability/test_reliability_kills.py",
-                 "workflow/test_workflow_ance.py", "reliability/test_reliability_inputs.py",
-                 "workflow/test_workflow_dense.py", "workflow/test_reproducible.py", "workflow/test_workflow_tct.py",
-                 "reliability/test_stop.py", "reliability/test_reliability_config.py", "workflow/test_workflow_abs.py",
-                 "workflow/test_report.py", "reliability/test_reliability_disk.py", "workflow/test_workflow_figures.py",
-                 "reliability/test_reliability_cli.py", "reliability/test_reliability_numbers.py"]
+# Test files start longest first, so that with pytest-xdist (`make test` runs two files at a time) no worker is left
+# running a long one alone at the end: each file's wall seconds in the last profile of the whole suite
+# (tests/durations.json, written by `python benchmarks/test_profile.py --save-durations`); a file it does not list
+# yet starts after those it does, in collection order.
+DURATIONS = REPO / "tests" / "durations.json"
 TESTS = REPO / "tests"
 
 
 def pytest_collection_modifyitems(config, items):
-    rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
+    seconds = json.loads(DURATIONS.read_text(encoding="utf-8"))["seconds"] if DURATIONS.exists() else {}
 
-    def place(item) -> int:
+    def place(item) -> float:
         try:
-            return rank.get(item.path.relative_to(TESTS).as_posix(), len(rank))
+            return -seconds.get(item.path.relative_to(TESTS).as_posix(), 0.0)
         except ValueError:  # a test outside tests/
-            return len(rank)
+            return 0.0
 
     items.sort(key=place)  # stable: the rest keep their order

@@ -99,7 +99,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def server():
     _Handler.seen_headers = []
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for the loop to look again: every 50 ms, not the default half second, at each test's end
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()

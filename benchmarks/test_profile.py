@@ -10,8 +10,9 @@ fixture's set-up, and every Python process the tests start (Snakemake, each of i
 command). Then prints Markdown tables: the session's totals, the files by wall time, the slowest tests and fixtures,
 and the Snakemake jobs by script (how many ran, their CPU seconds, how many imported torch). ``--read`` prints the
 tables of records kept from an earlier run. The record's summary is also written to benchmarks/out/test_profile.json;
-``--save-durations`` writes each file's wall seconds to tests/durations.json, the order in which `make test` starts
-the files (longest first: tests/conftest.py). CPU seconds of a test are its worker's and those of the processes it
+``--save-durations`` writes each file's CPU seconds to tests/durations.json, the order in which `make test` starts
+the files (most work first: tests/conftest.py; CPU, not wall seconds, so that a file that waited for another's
+build does not start first next time and wait again). CPU seconds of a test are its worker's and those of the processes it
 waited for (Snakemake and its jobs).
 """
 
@@ -146,7 +147,7 @@ def main() -> None:
     parser.add_argument("--read", type=Path, help="print the tables of an earlier run's records; run nothing")
     parser.add_argument("--top", type=int, default=40, help="rows of the per-file, per-test and fixture tables")
     parser.add_argument("--save-durations", action="store_true",
-                        help="write each test file's wall seconds to tests/durations.json (a whole-suite profile)")
+                        help="write each test file's CPU seconds to tests/durations.json (a whole-suite profile)")
     parser.add_argument("pytest_args", nargs="*", help=f"pytest's arguments (default: {' '.join(MAKE_TEST)})")
     args = parser.parse_args()
     wall = None
@@ -166,8 +167,8 @@ def main() -> None:
     print(text)
     save("test_profile", record)
     if args.save_durations:
-        seconds = {name.removeprefix("tests/"): entry["wall_s"] for name, entry in record["files"].items()}
-        DURATIONS.write_text(json.dumps({"about": "each test file's wall seconds in the last profile of the whole "
+        seconds = {name.removeprefix("tests/"): entry["cpu_s"] for name, entry in record["files"].items()}
+        DURATIONS.write_text(json.dumps({"about": "each test file's CPU seconds in the last profile of the whole "
                                                   "suite (benchmarks/test_profile.py --save-durations): make test "
                                                   "starts them longest first (tests/conftest.py)",
                                          "seconds": dict(sorted(seconds.items()))}, indent=1) + "\n")

@@ -80,9 +80,10 @@ def main_run(builds):
 
 
 # Test files start longest first, so that with pytest-xdist (`make test` runs two files at a time) no worker is left
-# running a long one alone at the end: each file's wall seconds in the last profile of the whole suite
-# (tests/durations.json, written by `python benchmarks/test_profile.py --save-durations`); a file it does not list
-# yet starts after those it does, in collection order.
+# running a long one alone at the end: each file's CPU seconds in the last profile of the whole suite
+# (tests/durations.json, written by `python benchmarks/test_profile.py --save-durations`; a session build counts
+# for the file that built it, so the files that only read it start later, when it is there). A file it does not
+# list yet starts after those it does, in collection order.
 DURATIONS = REPO / "tests" / "durations.json"
 TESTS = REPO / "tests"
 

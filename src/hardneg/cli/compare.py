@@ -5,13 +5,15 @@ from __future__ import annotations
 from hardneg.cli.common import add_results, at_least, say
 from hardneg.evaluation.significance import CORRECTIONS, RESAMPLES, SEED
 from hardneg.io.atomic import write_text
-from hardneg.report.comparison_page import comparison_html
-from hardneg.results.comparison import compare_results
-from hardneg.results.comparison_text import comparison_text
 from hardneg.results.output_paths import check_output
 
 
 def _compare(args) -> int:
+    # pandas (the comparison's tables): imported when the command runs, so that every other command starts without
+    from hardneg.report.comparison_page import comparison_html
+    from hardneg.results.comparison import compare_results
+    from hardneg.results.comparison_text import comparison_text
+
     if args.html is not None:  # refused before anything is read
         html_path = check_output(args.html, folder=False, what="comparison page", results=args.results,
                                  force=args.force, option="--html")

@@ -290,7 +290,7 @@ class TokenizedTexts:
         cache_dir = Path(cache_dir)
         self.ids = np.load(cache_dir / f"{name}.ids.npy", mmap_mode="r")
         self.lengths = np.load(cache_dir / f"{name}.len.npy")
-        self.row_ids = pq.read_table(cache_dir / f"{name}.rows.parquet")["id"].to_pylist()
+        self.row_ids = pq.ParquetFile(cache_dir / f"{name}.rows.parquet").read(columns=["id"])["id"].to_pylist()
         self.pad_token_id = json.loads((cache_dir / "cache.json").read_text())["pad_token_id"]
 
     def __len__(self) -> int:

@@ -35,7 +35,7 @@ report: setup
 TEST_WORKERS ?= 2
 
 test: setup browser
-	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=40
+	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
 # The unit tier alone: no workflow run, no Snakemake, no JVM.
 test-fast: setup

@@ -31,7 +31,7 @@ from report import save
 
 REPO = Path(__file__).resolve().parents[1]
 DURATIONS = REPO / "tests" / "durations.json"
-MAKE_TEST = ["tests", "-n", "2", "--dist", "loadfile"]
+MAKE_TEST = ["tests", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
 
 
 def read_lines(folder: Path, prefix: str) -> list[dict]:

@@ -5,6 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SLURM_STAMP := $(VENV)/.installed-slurm
+# The SLURM plugin (the `slurm` extra) is installed under a prefix of its own (.venv/slurm), not into the
+# environment: Snakemake loads every executor plugin it finds at start (this one imports pandas), which would cost
+# each of the test suite's hundreds of Snakemake runs a third of a second. tests/slurm/cluster.sh and
+# tests/workflow/test_slurm_profile.py put it on PYTHONPATH; a user's cluster install is `pip install -e '.[slurm]'`.
+SLURM_PREFIX := $(VENV)/slurm
 TARGET ?= results/adore_star/metrics.json
 CORES ?= all
 
@@ -12,10 +17,15 @@ CORES ?= all
 
 setup: $(STAMP)
 
+# compileall: the bytecode of the package and of the test helpers that Snakemake runs load, written once (pip
+# compiles no editable install); where PYTHONDONTWRITEBYTECODE is set, as in many containers, every Snakemake run,
+# job and hardneg command would otherwise compile anew the modules it imports (a quarter of a second for the
+# workflow's planning alone).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m compileall -q src tests
 	touch $(STAMP)
 
 run: setup
@@ -34,7 +44,7 @@ report: setup
 # tests/reliability (kills, faults and bad inputs through it); code they share in tests/support.
 TEST_WORKERS ?= 2
 
-test: setup browser
+test: setup browser $(SLURM_STAMP)
 	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
 # The unit tier alone: no workflow run, no Snakemake, no JVM.
@@ -54,7 +64,8 @@ slurm-test: $(SLURM_STAMP)
 	tests/slurm/cluster.sh
 
 $(SLURM_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[slurm]'
+	$(BIN)/python -m pip install --quiet --prefix $(SLURM_PREFIX) \
+		$$($(BIN)/python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['slurm']))")
 	touch $(SLURM_STAMP)
 
 # tests/workflow/test_report.py opens the Snakemake report in Debian's chromium, headless. As root (CI) it is

@@ -1,6 +1,6 @@
 """The library's layers (pyproject.toml, [tool.importlinter]) hold, and a new cycle breaks them; what Snakemake
 loads to build its DAG, and what the command line loads to start, leave the heavy libraries out (torch,
-transformers, Faiss, the JVM bridge): every Snakemake run and every ``hardneg`` command pays for what they import."""
+transformers, Faiss, pandas, the JVM bridge): every Snakemake run and every ``hardneg`` command pays for what they import."""
 
 import json
 import re
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.support import REPO
+from tests.support.configs import DENSE_CONFIG
 
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
 
@@ -49,7 +50,7 @@ def test_a_cycle_inside_one_layer_breaks_the_contracts(tmp_path):
     assert "No cycles are allowed in hardneg.dense" in result.stdout
 
 
-HEAVY = ("torch", "transformers", "faiss", "jnius", "sentence_transformers")
+HEAVY = ("torch", "transformers", "faiss", "jnius", "sentence_transformers", "pandas")
 
 
 def loaded_after(statements: str) -> list[str]:
@@ -73,11 +74,15 @@ def workflow_imports() -> list[str]:
     return sorted(modules)
 
 
-def test_building_the_dag_loads_no_heavy_library():
+def test_building_the_dag_loads_no_heavy_library(tmp_path):
     imports = workflow_imports()
     assert "from hardneg.pipeline.config import read_config_files, validate_config" in imports
     assert len(imports) >= 8  # every rule file's imports, not only the Snakefile's
     assert loaded_after("\n".join(imports)) == []
+    # A config read and checked as the Snakefile does: with exact indexes only, Faiss is not needed to check them
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps(DENSE_CONFIG))
+    assert loaded_after("\n".join([*imports, f"validate_config(read_config_files([{str(path)!r}], {{}}))"])) == []
 
 
 def test_the_command_line_starts_without_a_heavy_library():

@@ -18,6 +18,14 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO"
 VENV=${VENV:-$REPO/.venv}
+# The SLURM plugin, installed under a prefix of its own beside the environment (the Makefile's SLURM_PREFIX; a
+# user's `pip install -e '.[slurm]'` puts it in the environment itself): on PYTHONPATH for Snakemake and its jobs.
+SLURM_PREFIX=${SLURM_PREFIX:-$VENV/slurm}
+if [[ -d $SLURM_PREFIX ]]; then
+    SLURM_SITE=$("$VENV/bin/python" -c 'import sys, sysconfig
+print(sysconfig.get_path("purelib", vars={"base": sys.argv[1], "platbase": sys.argv[1]}))' "$SLURM_PREFIX")
+    export PYTHONPATH=$SLURM_SITE${PYTHONPATH:+:$PYTHONPATH}
+fi
 STATE=${HARDNEG_SLURM_STATE:-/var/lib/hardneg-slurm-test}
 KEEP=${HARDNEG_SLURM_KEEP:-0}
 RUN_TIMEOUT=${HARDNEG_SLURM_TIMEOUT:-900}
@@ -42,7 +50,7 @@ preconditions() {
     [[ $(id -u) == 0 ]] || die "run as root: the test starts SLURM's daemons and may install packages"
     [[ -x $VENV/bin/snakemake ]] || die "no $VENV/bin/snakemake: run 'make setup' first (or 'make slurm-test')"
     "$VENV/bin/python" -c "import snakemake_executor_plugin_slurm" 2>/dev/null ||
-        die "snakemake-executor-plugin-slurm is missing from $VENV: pip install -e '.[slurm]' (or 'make slurm-test')"
+        die "snakemake-executor-plugin-slurm is missing from $VENV and $SLURM_PREFIX: 'make slurm-test' installs it"
     local daemon pids
     for daemon in slurmctld slurmd slurmdbd; do
         if pids=$(pgrep -x "$daemon" | paste -sd ' '); [[ -n $pids ]]; then

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -22,6 +23,10 @@ FAULTS = REPO / "tests" / "faults"  # sitecustomize.py: pauses a stage just befo
 SNAKEFILE = REPO / "Snakefile"
 # snakemake_logger_plugin_jobs: every job as a JSON line (a job with a message shows only that on the terminal)
 PLUGINS = REPO / "tests" / "support" / "plugins"
+# The SLURM executor plugin, installed beside the environment rather than in it (the Makefile's SLURM_PREFIX): the
+# runs that submit to SLURM, or plan to, put it on PYTHONPATH (``paths``); no other run loads it.
+SLURM_PLUGIN = Path(sysconfig.get_path("purelib", vars={"base": str(BIN.parent / "slurm"),
+                                                        "platbase": str(BIN.parent / "slurm")}))
 
 
 def command(workdir: Path, *args: str, cores: int | None = 2, snakefile: Path | None = SNAKEFILE) -> list[str]:
@@ -62,24 +67,25 @@ def write_config(workdir: Path, config: dict | str) -> Path:
     return path
 
 
-def dry_run(workdir: Path, *args: str, cwd: Path | None = None,
-            snakefile: Path | None = SNAKEFILE) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def dry_run(workdir: Path, *args: str, cwd: Path | None = None, snakefile: Path | None = SNAKEFILE,
+            paths: tuple[Path, ...] = ()) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """``snakemake -n`` (see :func:`snakemake`) and the jobs it plans, each ``{"rule", "wildcards", "resources",
     "message", "input", "output", "log", "benchmark"}`` as Snakemake's logger receives it (``resources`` as text:
-    ``{"mem_mb": "4000", ...}``; files as printed: ``["results/x.parquet (update)", ...]``)."""
-    return snakemake_jobs(workdir, "-n", *args, cores=None, cwd=cwd, snakefile=snakefile)
+    ``{"mem_mb": "4000", ...}``; files as printed: ``["results/x.parquet (update)", ...]``). ``paths``: folders
+    put on PYTHONPATH (:data:`SLURM_PLUGIN`)."""
+    return snakemake_jobs(workdir, "-n", *args, cores=None, cwd=cwd, snakefile=snakefile, paths=paths)
 
 
 def snakemake_jobs(workdir: Path, *args: str, cores: int | None = 2, cwd: Path | None = None,
-                   snakefile: Path | None = SNAKEFILE,
-                   timeout: float | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
+                   snakefile: Path | None = SNAKEFILE, timeout: float | None = None,
+                   paths: tuple[Path, ...] = ()) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """:func:`snakemake`, and the jobs it planned or ran (as :func:`dry_run` gives them)."""
     if cwd is None:
         cwd = workdir
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "jobs.jsonl"
         env = job_env()
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), *map(str, paths), env.get("PYTHONPATH")]))
         result = subprocess.run(command(workdir, *args, "--logger", "jobs", "--logger-jobs-path", str(path),
                                         cores=cores, snakefile=snakefile), capture_output=True, text=True, env=env,
                                 cwd=cwd, timeout=timeout)

@@ -5,7 +5,7 @@ import pytest
 
 from tests.support import REPO
 from tests.support.configs import PASSAGE
-from tests.support.workflow import dry_run, job_resources
+from tests.support.workflow import SLURM_PLUGIN, dry_run, job_resources
 
 PROFILES = REPO / "profiles"
 
@@ -15,7 +15,7 @@ def test_the_slurm_profile_keeps_the_config_resources_and_gpus(tmp_path):
     """A dry run through profiles/slurm of the passage config: jobs keep the config's memory and runtime and
     their GPUs (the plugin's `gpu` resource), the rules' own values where the config names none."""
     result, jobs = dry_run(tmp_path, "--workflow-profile", str(PROFILES / "slurm"), "results/star/metrics.json",
-                           "--configfile", str(PASSAGE), cwd=REPO)
+                           "--configfile", str(PASSAGE), cwd=REPO, paths=(SLURM_PLUGIN,))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert f"workflow specific profile {PROFILES / 'slurm'}" in output

@@ -14,13 +14,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from hardneg.errors import HardnegError
 from hardneg.evaluation.significance import CORRECTIONS, RESAMPLES, SEED, correct, p_text, paired_tests
 from hardneg.evaluation.summary import lower_is_better
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TIE_TOLERANCE = 1e-9  # per-query values closer than this are a tie (floating-point noise of the same ranking)
 
@@ -110,6 +113,7 @@ def compare_runs(values: Mapping[str, pd.Series], measure: str, *, correction: s
     :raises HardnegError: fewer than two runs, a run named twice, or two runs evaluated on different queries.
     :raises ValueError: an unknown correction.
     """
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
     runs = list(values)

@@ -9,12 +9,16 @@ documents ranked above it, summed per query and averaged over queries.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.io.artifacts import string_array
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
@@ -143,6 +147,7 @@ def per_query_pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 20
         ``attrs["total_is_lower_bound"]`` is true when, without ``full_ranks``, the run misses some relevant
         document (its totals are then lower bounds).
     """
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     pairs = relevant_ranks(run, qrels)
     if pairs.empty:  # no relevant judgement: no pair to count
         per_query = pd.DataFrame({"top_errors": pd.Series(dtype="float64"),

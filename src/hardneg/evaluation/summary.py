@@ -19,9 +19,9 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from hardneg.errors import ConfigError, DataError
@@ -30,6 +30,9 @@ from hardneg.evaluation.significance import CORRECTIONS, correct, p_text
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 from hardneg.schema.values import check_evaluated_measure, check_run, section_values
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # results/tables/ holds the cross-run tables and results/summary.* the summary: no run may be named so.
 
@@ -154,6 +157,7 @@ def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], 
     better and its corrected p is below ``p_value``. Returns one row per test (and group) with the columns of
     :data:`hardneg.io.artifacts.SUMMARY_TESTS`.
     """
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     rows = []
     lower_bounds, sources = lower_bounds or {}, sources or {}
     for run, values in per_query.items():
@@ -291,6 +295,7 @@ def summary_markdown(table: pd.DataFrame, measures: list[str], settings: Summary
     """The summary as Markdown: a row per run of ``table`` (the rows of summary.parquet), each value followed by
     its markers, then the legend and, given ``tests`` (the rows of summary_tests.parquet), the corrected p-value
     of each test."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     tests = tests if tests is not None else pd.DataFrame(columns=artifacts.SUMMARY_TESTS.schema.names)
     split = table["split"].iloc[0] if len(table) else ""
     lines = [f"# Summary: split `{split}`", "",
@@ -315,6 +320,7 @@ def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_q
     section). Writes the Markdown table (with the corrected p-values under its legend), summary.parquet (means and
     markers) and summary_tests.parquet (every t-test: means, t, two-sided p raw and corrected); returns the
     summary's rows."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     settings_ = SummarySettings.from_config(settings)
     metrics_paths, per_query_paths = as_paths(metrics_paths), as_paths(per_query_paths)
     if not runs:

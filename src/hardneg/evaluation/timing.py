@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import csv
 import os
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -20,6 +20,9 @@ from hardneg.errors import DataError
 from hardneg.evaluation.summary import as_paths
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The parts of an episodic run's work (hardneg.pipeline.plan.Plan.refresh_benchmarks): training, and refreshing
 # its negatives
@@ -70,6 +73,7 @@ def training_time(train_log: str | os.PathLike, benchmark) -> dict:
 
 
 def number_cell(value, digits: int) -> str:
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     return "—" if value is None or pd.isna(value) else f"{value:.{digits}f}"
 
 
@@ -88,6 +92,7 @@ def write_training_time_table(runs: list[str], methods: dict[str, str], train_lo
     measured against (the one declaring ``Method.speed_reference``: ANCE, as in Table 4 of the STAR/ADORE paper).
     With a run of that method among them, each run's speed-up is that run's seconds over its own (the first such
     run's, when there are several)."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     method, label = reference if reference is not None else (None, None)
     rows = [{"run": run, "method": methods[run], **training_time(log, bench)}
             for run, log, bench in zip(runs, as_paths(train_logs), benchmarks, strict=True)]
@@ -131,6 +136,7 @@ def write_refresh_costs(run: str, checkpoints: list[dict], markdown_path: str | 
     (:data:`hardneg.io.artifacts.REFRESH_COSTS`), from ``checkpoints`` as
     :meth:`hardneg.pipeline.plan.Plan.refresh_benchmarks` gives them (the benchmark records of each part's jobs), as
     Markdown and Parquet: what sizes the Trainer:Inferencer split of a cluster."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     rows = []
     for entry in checkpoints:
         row = {"checkpoint": entry["checkpoint"]}

@@ -11,14 +11,17 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, runs_and_labels
 from hardneg.io import artifacts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,7 @@ def curve_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
 
     Returns a table of kind :data:`hardneg.io.artifacts.FIGURE_CURVES`: per run, one row per step whose ``dev_rr10``
     is not NaN (in step order), with the run's legend text (``labels[run]``, default the run's name)."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     from hardneg.dense.dev_eval import COLUMN  # here: the Snakefile reads this module, and dev_eval imports torch
 
     labels = labels or {}

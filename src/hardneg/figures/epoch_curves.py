@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -22,6 +22,9 @@ from hardneg.errors import DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, runs_and_labels
 from hardneg.io import artifacts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KIND = artifacts.FIGURE_EPOCHS
 COLUMN = "dev_rr100"
@@ -32,6 +35,7 @@ def epoch_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
     dev MRR@100 of the epoch's last step, as a table of kind :data:`hardneg.io.artifacts.FIGURE_EPOCHS` with each
     run's legend text (``labels[run]``, default its name). A log without steps, or whose epochs' last steps were
     not evaluated on dev, is a :class:`DataError` naming it."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from hardneg.errors import ConfigError
 from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, check_labels, figure_runs, run_logs, runs_and_labels
 from hardneg.io import artifacts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KIND = artifacts.FIGURE_GRAD_NORMS
 TITLE = "Pre-clip gradient norm per optimiser step"
@@ -32,6 +35,7 @@ def norm_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str,
     """Every step's ``grad_norm`` of each run's ``train_log.parquet`` (``train_logs``: run → path, in legend order),
     as a table of kind :data:`hardneg.io.artifacts.FIGURE_GRAD_NORMS` with each run's legend text (``labels[run]``,
     default its name). A log without the column, or without steps, is a :class:`DataError` naming it."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():

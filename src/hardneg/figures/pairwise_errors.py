@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from hardneg.errors import DataError
@@ -19,6 +19,9 @@ from hardneg.evaluation.pairwise import TOTAL_MEASURE
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, figure_runs, paths
 from hardneg.io import artifacts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,7 @@ def distribution_table(per_query: Mapping[str, str | os.PathLike], measures: Seq
     :data:`hardneg.io.artifacts.FIGURE_DISTRIBUTION`: per run (in the order given) and measure, one row per query in
     increasing value (ties by qid), with ``share`` = the fraction of that run's queries whose value is at most
     the row's value. A measure missing from a file is a :class:`DataError` naming the file."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     frames = []
     for run, path in per_query.items():
         table = artifacts.read_table(artifacts.PER_QUERY_METRICS, path).to_pandas()

@@ -18,15 +18,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from hardneg.errors import ConfigError, DataError
 from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure
 from hardneg.io import artifacts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ def relevant_documents(qrels: pa.Table) -> dict[str, set[str]]:
 def first_relevant_reciprocal(ranking: pd.DataFrame, relevant: Mapping[str, set[str]]) -> pd.Series:
     """qid → 1 / the rank of its first relevant document in ``ranking`` (qid, docid, rank); 0 when none is
     ranked. Every qid of ``relevant`` is in the result."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     pairs = pd.DataFrame([(q, d) for q, docs in relevant.items() for d in docs], columns=["qid", "docid"])
     ranked = pairs.merge(ranking[["qid", "docid", "rank"]], on=["qid", "docid"], how="inner")
     best = ranked.groupby("qid")["rank"].min()
@@ -59,6 +63,7 @@ def first_relevant_reciprocal(ranking: pd.DataFrame, relevant: Mapping[str, set[
 def choose_query(before: pd.DataFrame, after: pd.DataFrame, relevant: Mapping[str, set[str]]) -> str:
     """The query whose first relevant document moved up most from ranking ``before`` to ranking ``after`` (the
     largest gain in its reciprocal rank; ties: the first qid in sorted order)."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     gain = first_relevant_reciprocal(after, relevant) - first_relevant_reciprocal(before, relevant)
     ordered = pd.DataFrame({"qid": gain.index, "gain": gain.to_numpy()}).sort_values(
         ["gain", "qid"], ascending=[False, True], kind="stable")
@@ -147,6 +152,7 @@ STYLE = {  # kind → marker, colour, size, legend text, layer (documents above 
 
 
 def _rank_text(value) -> str:
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     return "-" if value is None or pd.isna(value) else str(int(value))
 
 

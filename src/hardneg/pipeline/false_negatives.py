@@ -24,8 +24,8 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 
 from hardneg import methods
@@ -43,6 +43,9 @@ from hardneg.mining.policies import Policy
 from hardneg.pipeline.mining_plan import Pool
 from hardneg.schema.names import quoted
 from hardneg.schema.values import dataclass_from
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SECTION = "false_negatives"  # the config's section, the experiment's folder under results/ and its target
 
@@ -405,6 +408,7 @@ def effectiveness_markdown(table: pa.Table, *, split: str, correction: str = "ho
 
 
 def _float(value) -> float:
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     return float("nan") if value is None or pd.isna(value) else float(value)
 
 

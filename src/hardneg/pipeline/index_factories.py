@@ -8,6 +8,9 @@ from hardneg.dense.pretrained import model_source
 from hardneg.index.validate import DEFAULT_TRAIN_SIZE, check_factory, embedding_dim
 from hardneg.pipeline.plan import Plan
 
+# Faiss' exact index: the default factory, which Faiss need not be loaded to check (planning a DAG stays without it)
+EXACT = "Flat"
+
 
 def _key_of_value(params: dict, value: str, skip: tuple[str, ...]) -> str | None:
     """The dotted key of the first string in ``params`` equal to ``value`` (other than ``skip``)."""
@@ -60,7 +63,7 @@ def check_index_factories(config: dict) -> None:
     dims: dict[str, int | None] = {}
     seen: set[tuple[str, str]] = set()
     for key, factory, docs in factory_uses(config):
-        if (factory, docs) in seen:
+        if (factory, docs) in seen or factory == EXACT:  # exact search suits any dimension and trains nothing
             continue
         seen.add((factory, docs))
         if docs not in dims:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -27,6 +27,9 @@ from hardneg.index import slug
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path, write_text
 from hardneg.methods.adore import METHOD as ADORE  # the method of the generated runs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def run_name(factory: str) -> str:
@@ -119,6 +122,7 @@ def write_index_table(indexes: list[str], runs: list[str], metrics_paths, train_
     of ``measures`` evaluated with that same index (``metrics_paths``), and its training time (``train_logs``,
     ``benchmarks``), all aligned; ``docs`` is the run whose documents the index holds. Markdown and Parquet
     (:func:`hardneg.io.artifacts.adore_indexes_kind`)."""
+    import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
     rows = []
     for index, run, path, log, bench in zip(indexes, runs, as_paths(metrics_paths), as_paths(train_logs), benchmarks,
                                             strict=True):

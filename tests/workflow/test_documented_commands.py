@@ -13,6 +13,7 @@ environment or need an index beyond PyPI, are parsed by pip's own parser, their 
 own data" commands run on a collection of their own in tests/workflow/test_own_data.py.
 """
 
+import os
 import re
 import shlex
 import subprocess
@@ -24,6 +25,7 @@ import pytest
 from tests.support import REPO
 from tests.support.builds import copy_build
 from tests.support.docs import name, pages, shell_commands
+from tests.support.workflow import SLURM_PLUGIN
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +116,11 @@ def _dry_run(argv: list[str], work) -> subprocess.CompletedProcess:
     if "--report" in argv:  # the report of a target: the target's DAG
         at = argv.index("--report")
         del argv[at:at + 2]
-    return run([*argv, "-n", "--quiet", "rules"], work)
+    env = None
+    if any("profiles/slurm" in a for a in argv):  # its executor is the SLURM plugin, beside the environment
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SLURM_PLUGIN),
+                                                                          os.environ.get("PYTHONPATH")]))}
+    return run([*argv, "-n", "--quiet", "rules"], work, env=env)
 
 
 def _own_data(page, section: str) -> bool:

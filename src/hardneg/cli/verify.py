@@ -39,9 +39,21 @@ def _verify(args) -> int:
         hint = f" (runs with a mining card: {', '.join(known)})" if known else ""
         raise HardnegError(f"run {args.run!r} has no results folder: {layout.run_dir(args.run)} does not exist{hint}")
     path = layout.hardnegs_card(args.run)
+    if not Path(path).is_file() and not Path(layout.hard_negatives(args.run)).is_file():
+        known = sorted(p.parent.name for p in Path(args.results).glob("*/hardnegs.parquet"))
+        hint = f" (runs with one: {', '.join(known)})" if known else ""
+        raise HardnegError(f"run {args.run!r} mined no hard negatives: {layout.hard_negatives(args.run)} does not "
+                           f"exist, so there is nothing to verify{hint}")
     card = read_card(path)
-    report = verify(card, results=args.results, remine_list=not args.inputs_only, score_pairs=_scorer(card),
-                    device=args.device)
+    try:
+        report = verify(card, results=args.results, remine_list=not args.inputs_only, score_pairs=_scorer(card),
+                        device=args.device)
+    except (KeyError, TypeError, AttributeError) as error:  # a card edited by hand: a field missing or mistyped
+        raise HardnegError(f"{path}: could not check run {args.run}: the mining card's {error} is missing or not "
+                           f"what hardneg writes; build the card again (snakemake --forcerun mining_card "
+                           f"{path})") from None
+    except RuntimeError as error:  # Faiss on inputs that do not fit each other (a model and an index of others)
+        raise HardnegError(f"could not check run {args.run} from {path}: {error}") from None
     if args.json:
         say(json.dumps({**report, "card": path}, indent=2, sort_keys=True))
     else:
@@ -57,7 +69,8 @@ def register(sub) -> None:
                     "changed since the list was mined, then mine the list again from the recorded inputs and "
                     "parameters and report the per-query overlap with the stored list (and, for an approximate "
                     "index, the drift of its negatives from an exact search's). Exit status 0: nothing changed "
-                    "and every query's negatives came back; 1: otherwise; 2: an error.")
+                    "and every query's negatives came back; 1: not reproduced; 2: could not check (an input "
+                    "unreadable, a card edited by hand, a bad argument).")
     add_run(parser)
     add_results(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

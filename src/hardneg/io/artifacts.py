@@ -264,14 +264,17 @@ def read_table(kind: ArtifactKind, path: str | os.PathLike, filters=None) -> pa.
         every row.
     :type filters: list[tuple] | None
     :returns: the table with exactly the schema's columns, in its order and types (other columns are dropped).
-    :raises DataError: the file does not exist, lacks a column of the schema, or has a column that cannot be cast
-        to its declared type.
+    :raises DataError: the file does not exist, is not a readable Parquet file, lacks a column of the schema, or
+        has a column that cannot be cast to its declared type.
     """
     if not os.path.exists(path):
         raise DataError(path, None, f"{kind.name} file does not exist")
     # A whole file is read as one Parquet file: pq.read_table goes through pyarrow's dataset API, whose import
     # (pandas with it) costs a fifth of a second of every job's start; filters need it.
-    table = pq.read_table(path, filters=filters) if filters is not None else pq.ParquetFile(path).read()
+    try:
+        table = pq.read_table(path, filters=filters) if filters is not None else pq.ParquetFile(path).read()
+    except pa.ArrowException as error:  # not Parquet, cut short, corrupt
+        raise DataError(path, None, f"not a readable Parquet file of {kind.name} ({error})") from None
     return _conform(table, kind, str(path))
 
 
@@ -283,7 +286,11 @@ def check_file(kind: ArtifactKind, path: str | os.PathLike) -> None:
     """
     if not os.path.exists(path):
         raise DataError(path, None, f"{kind.name} file does not exist")
-    _conform(pq.read_schema(path).empty_table(), kind, str(path))
+    try:
+        schema = pq.read_schema(path)
+    except pa.ArrowException as error:
+        raise DataError(path, None, f"not a readable Parquet file of {kind.name} ({error})") from None
+    _conform(schema.empty_table(), kind, str(path))
 
 
 # ------------------------------------------------------------------------------ the summary and its tables

@@ -91,7 +91,8 @@ def overlap(stored: pa.Table, other: pa.Table) -> dict:
     first, second = _ordered(stored), _ordered(other)
     agree = first.join(second, ["qid", "position"], join_type="inner", right_suffix="_other")
     agree = agree.filter(pc.equal(agree["docid"], agree["docid_other"]))
-    agreeing = dict(zip(*[_counts(agree, "n")[c].to_pylist() for c in ("qid", "n")])) if agree.num_rows else {}
+    counted = _counts(agree, "n")  # one group-by: two would list their queries in orders of their own
+    agreeing = dict(zip(counted["qid"].to_pylist(), counted["n"].to_pylist()))
     qids = sizes["qid"].to_pylist()
     same = sum(1 for q, x, y in zip(qids, size_a, size_b) if x == y and agreeing.get(q, 0) == x)
     return {"queries": len(values), "mean": float(values.mean()) if len(values) else 1.0,
@@ -284,10 +285,10 @@ def verify(card: Mapping, *, results: str | os.PathLike = "results", remine_list
     if not remine_list:
         report["reproduced"] = not changed
         return report
-    again = remine(card, lambda name: paths[name], score_pairs=score_pairs, device=device)
-    stored = artifacts.read_table(artifacts.HARDNEGS, paths["list"])
+    stored = artifacts.read_table(artifacts.HARDNEGS, paths["list"])  # read first: an unreadable one stops here
     depth = card["pool"]["depth"]
     stored_ranking = artifacts.read_table(artifacts.RUN, paths["ranking"])
+    again = remine(card, lambda name: paths[name], score_pairs=score_pairs, device=device)
     report.update(remined=True, index={"factory": card["search"].get("factory"), "exact": again.exact},
                   overlap=overlap(stored, again.negatives),
                   ranking=overlap(stored_ranking.filter(pc.less_equal(stored_ranking["rank"], depth)),

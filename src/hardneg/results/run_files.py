@@ -18,7 +18,7 @@ import yaml
 from hardneg import methods
 from hardneg.errors import HardnegError
 from hardneg.index import slug
-from hardneg.io.layout import Layout
+from hardneg.io.layout import RESERVED_NAMES, Layout, reserved_entry
 from hardneg.schema.files import read_resolved
 
 
@@ -56,6 +56,9 @@ class RunFiles:
         """
         files = cls(run, str(results))
         run_dir = Path(files.layout.run_dir(run))
+        entry = reserved_entry(run)
+        if entry is not None:  # results/datasets, results/tables, ...: no run's folder
+            raise HardnegError(f"{run!r} is not a run: {Path(results) / entry} holds {RESERVED_NAMES[entry]}")
         if not run_dir.is_dir():
             known = sorted(path.parent.name for path in Path(results).glob("*/config.yaml"))
             hint = f" (runs with results: {', '.join(known)})" if known else ""
@@ -155,11 +158,33 @@ class RunFiles:
             return path
         declared = methods.methods().get(self.method)  # None for a method of a module this process has not loaded
         if declared is not None and not declared.role_providing("miner"):
+            mined = self._lists_mined_by_this_run()
+            if mined:  # a miner: its ranking gave other runs their lists
+                raise HardnegError(f"run {self.run} (method {self.method}) selects no hard-negative list of its own: "
+                                   f"it is the miner of {', '.join(mined)}, whose lists it gave (e.g. hardneg audit "
+                                   f"{mined[0]})")
             miners = [name for name, m in methods.methods().items() if m.role_providing("miner")]
             raise HardnegError(f"run {self.run} (method {self.method}) mines no hard negatives; runs of method "
                                f"{' or '.join(miners)} do")
         raise HardnegError(f"run {self.run} has no hard-negative list: {path} is missing; build it with "
                            f"snakemake {path}")
+
+    def _lists_mined_by_this_run(self) -> list[str]:
+        """The runs of the results folder with a hard-negative list that name this run among their inputs."""
+        def names(value) -> set:
+            if isinstance(value, dict):
+                return {value["name"]} if isinstance(value.get("name"), str) else set()
+            return set().union(*map(names, value)) if isinstance(value, list) else set()
+
+        mined = []
+        for listed in sorted(Path(self.results).glob("*/hardnegs.parquet")):
+            try:
+                inputs = (read_resolved(listed.parent / "config.yaml") or {}).get("inputs") or {}
+            except (OSError, yaml.YAMLError):
+                continue
+            if any(self.run in names(value) for value in inputs.values()):
+                mined.append(listed.parent.name)
+        return mined
 
     def positive_scores(self) -> Path | None:
         """The miner's scores of the run's training positives (``<miner>/pools/positives_<split>.parquet``), which

@@ -1,18 +1,26 @@
-"""`hardneg verify` on the tiny STAR chain: the workflow writes STAR's mining card (the same bytes when written
-again), verify re-mines the list with overlap 1.0 over the Flat index and exits 0; once a document's text changes
-in the corpus, verify names the corpus as changed and exits non-zero."""
+"""`hardneg verify` through the real command, where its numbers and exit status are what a user trusts. On the tiny
+STAR chain the workflow writes STAR's mining card (the same bytes when written again), verify re-mines the list
+with overlap 1.0 over the Flat index and exits 0; once a document's text changes in the corpus, it names the
+corpus as changed and exits 1 (not reproduced). On the main target built from nothing, the re-mined list of STAR
+comes back query for query and the report says so for every query ("same order in N of N": the count once came
+from two group-bys whose rows were not aligned, and said 1,341, 1,246 or 1,256 of 2,000 for identical lists). A
+list or card it cannot read is "could not check" (exit 2, one message naming the file), never a traceback nor the
+exit status of "not reproduced"; a run that mined nothing is said to be so."""
 
 import hashlib
 import json
+import re
+import subprocess
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from hardneg.cli import main
 from hardneg.io import artifacts
 from tests.support.builds import copy_build
-from tests.support.workflow import output_of, snakemake
+from tests.support.workflow import BIN, output_of, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -96,4 +104,53 @@ def test_verify_errors_name_what_is_missing(carded, tmp_path, capsys):
     assert main(["verify", "nope", "--results", str(carded / "results")]) == 2
     assert "hardneg: error: run 'nope' has no results folder" in capsys.readouterr().err
     assert main(["verify", "warmup", "--results", str(carded / "results")]) == 2
-    assert "results/warmup/hardnegs_card.json: no mining card there" in capsys.readouterr().err
+    assert "results/warmup/hardnegs.parquet does not exist, so there is nothing to verify (runs with one: star)" \
+        in capsys.readouterr().err
+
+
+def hardneg(workdir, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "hardneg"), *args], cwd=workdir, capture_output=True, text=True)
+
+
+def test_verify_counts_every_query_of_the_main_runs_list(main_run):
+    """On the main target (its STAR list and card are among its outputs), read only: nothing is written."""
+    result = hardneg(main_run, "verify", "star")
+    out = output_of(result)
+    assert result.returncode == 0 and "reproduced: yes" in out, out[-3000:]
+    queries = len(set(pq.read_table(main_run / "results/star/hardnegs.parquet", columns=["qid"])["qid"].to_pylist()))
+    assert queries >= 1000  # enough queries for the group-bys' orders to differ, as they did
+    overlap = re.search(r"overlap with the stored list: mean 1\.0000, min 1\.0000, 0 of (\d+) queries below 1\.0; "
+                        r"same order in (\d+) of (\d+)", out)
+    assert overlap and overlap.groups() == (str(queries),) * 3, out[-3000:]
+
+
+def test_an_unreadable_list_is_could_not_check(carded, tmp_path):
+    workdir = copy_build(carded, tmp_path / "work")
+    listed = workdir / "results/star/hardnegs.parquet"
+    listed.write_bytes(listed.read_bytes()[: listed.stat().st_size // 2])  # cut short
+    result = hardneg(workdir, "verify", "star")
+    out = output_of(result)
+    assert result.returncode == 2, out[-3000:]
+    assert "results/star/hardnegs.parquet: not a readable Parquet file of hardnegs" in out, out[-3000:]
+    assert "Traceback" not in out and out.count("hardneg: error:") == 1
+
+
+def test_a_card_edited_by_hand_is_could_not_check(carded, tmp_path):
+    workdir = copy_build(carded, tmp_path / "work")
+    card = json.loads((workdir / CARD).read_text())
+    del card["search"]
+    (workdir / CARD).write_text(json.dumps(card))
+    result = hardneg(workdir, "verify", "star")
+    out = output_of(result)
+    assert result.returncode == 2, out[-3000:]
+    assert f"{CARD}: could not check run star: the mining card's 'search' is missing" in out, out[-3000:]
+    assert "Traceback" not in out and out.count("hardneg: error:") == 1
+
+
+def test_auditing_a_miner_points_at_the_lists_it_mined(carded):
+    qid = pq.read_table(carded / "results/star/hardnegs.parquet", columns=["qid"])["qid"][0].as_py()
+    result = hardneg(carded, "audit", "warmup", "--qid", qid)
+    out = output_of(result)
+    assert result.returncode == 2, out[-3000:]
+    assert "run warmup (method warmup) selects no hard-negative list of its own: it is the miner of star, whose " \
+           "lists it gave (e.g. hardneg audit star)" in out and "Traceback" not in out

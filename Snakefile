@@ -1,7 +1,7 @@
 # hardneg: dense retrievers trained with hard negatives, one rule file per stage.
 from snakemake.utils import min_version
 
-from hardneg.pipeline.config import read_config_files, validate_config
+from hardneg.pipeline.config import check_dataset_files, read_config_files, validate_config
 from hardneg.pipeline.resources import check_rules_declared
 
 min_version("9.0")
@@ -15,6 +15,7 @@ config.update(read_config_files(workflow.overwrite_configfiles or ["config/confi
                                 workflow.config_settings.config))
 
 validate_config(config)  # against the schema inside the hardneg package
+check_dataset_files(config)  # a dataset's files exist (or are downloaded): a redefined dataset is prepared again
 
 # `snakemake --report results/report.html`: the front page of the report (captions: workflow/report/)
 report: "workflow/report/workflow.rst"

@@ -18,6 +18,8 @@ rule false_negatives_select:
         policy=lambda w: FALSE_NEGATIVES.policy_params(PLAN, w.policy),
         name=lambda w: w.policy,
         seed=config["seed"],
+        max_queries_without=None,  # the experiment measures every policy, one that selects little included
+        where=lambda w: f"policies.{w.policy}",
     message:
         "select the negatives of policy {wildcards.policy} for the false-negative experiment (log: {log})"
     log:

@@ -131,6 +131,8 @@ rule select_hard_negatives:
         policy=lambda w: PLAN.policy_params(w.run),
         name=lambda w: run_params(w.run)["mining"]["policy"],
         seed=lambda w: PLAN.seed(w.run),
+        max_queries_without=lambda w: run_params(w.run)["mining"]["max_queries_without"],
+        where=lambda w: f"runs.{w.run}.params.mining",  # the key errors name
     message:
         "select the hard negatives of run {wildcards.run} from its pool (log: {log})"
     log:

@@ -6,4 +6,6 @@ from hardneg.mining.policies import select_stage
 
 log_to(snakemake.log[0])
 select_stage(snakemake.input.pool, snakemake.output.hardnegs, snakemake.output.selection,
-             policy=snakemake.params.policy, seed=snakemake.params.seed, name=snakemake.params.name)
+             policy=snakemake.params.policy, seed=snakemake.params.seed, name=snakemake.params.name,
+             max_queries_without=snakemake.params.max_queries_without,
+             where=snakemake.params.where)

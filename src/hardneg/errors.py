@@ -78,3 +78,8 @@ class IncompleteOutputError(HardnegError):
         self.path = str(path)
         self.message = message
         super().__init__(f"{self.path}: {message}")
+
+
+class SelectionError(HardnegError):
+    """A hard-negative selection that would leave more of its queries without a negative than the run allows
+    (``params.mining.max_queries_without``): they would train on random negatives. Nothing is written."""

@@ -1,5 +1,5 @@
 """`hardneg init` on a collection of the size users bring: 1,400 SciFact documents and 150 training queries as a
-BEIR folder. The config it writes shares no run name with the default config, is plain YAML without an absolute
+BEIR folder. The config it writes keeps its results in a folder of its own, beside the default config's, is plain YAML without an absolute
 path, passes `hardneg check-config`, holds a dev split out of the training queries, and no training run of it
 makes too few optimiser steps: the training's own warning (hardneg.pipeline.train.training_warnings) says nothing
 for the rows the prepared data gives."""
@@ -79,8 +79,9 @@ def test_init_writes_a_config_it_stands_behind(collection, model):
     assert checked.returncode == 0 and f"{out}: valid" in checked.stdout, checked.stderr
 
     config = load_config_files(collection / out)
-    default_runs = set(load_config_files(REPO / "config" / "config.yaml")["runs"])
-    assert config["runs"] and not set(config["runs"]) & default_runs
+    default = load_config_files(REPO / "config" / "config.yaml")
+    assert config["runs"] and config["results"] == "results/mydata" != default["results"]  # a folder of its own
+    assert not {f"{config['results']}/{run}" for run in config["runs"]} & {f"results/{run}" for run in default["runs"]}
     dataset_entry = config["datasets"][config["dataset"]]
     assert dataset_entry["dev_from_train"] == {"share": 0.2, "seed": 0}
 

@@ -243,6 +243,16 @@ CASES = {
                                  "bm25, star)"),
     "hardnegs-run-without-negatives": Case(["export", "hardnegs", "bm25", "--format", "jsonl", "--output", "u.jsonl"],
                                            "run bm25 (method bm25) mines no hard negatives"),
+    # the fixes a command suggests: only ones that work
+    "compare-a-folder-that-is-no-run": Case(["compare", "datasets", "bm25"],
+                                            "'datasets' is not a run: results/datasets holds the prepared datasets"),
+    "compare-html-over-an-artifact-with-force": Case(["compare", "bm25", "star", "--html", "results/star/metrics.json",
+                                                      "--force"],
+                                                     "--html results/star/metrics.json is a file of the results "
+                                                     "folder results"),
+    "verify-a-run-without-negatives": Case(["verify", "bm25"],
+                                           "run 'bm25' mined no hard negatives: results/bm25/hardnegs.parquet does not "
+                                           "exist, so there is nothing to verify (runs with one: star)"),
     # export index
     "index-over-an-earlier-export": Case(export_index("exports/faiss"),
                                          "--output exports/faiss already exists (an earlier Pyserini index export): "

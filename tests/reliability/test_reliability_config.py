@@ -176,7 +176,54 @@ CASES = [
          "config key 'runs.Datasets': the name 'Datasets' is reserved: results/datasets holds the prepared datasets "
          "(a file system that ignores case sees one name)"),
 ]
-assert len(CASES) >= 22 and len({case.id for case in CASES}) == len(CASES)
+
+# Mining that would select nothing, or less than it asks (a STAR run mining the warm-up's ranking of top 50)
+WARMUP = {"method": "warmup", "inputs": {"negatives": "bm25"}, "params": {"search": {"top_k": 50}}}
+
+
+def _star(mining: dict, **more) -> Callable[[Path], None]:
+    star = {"method": "star", "inputs": {"init": "warmup", "negatives": "warmup", "bm25": "bm25"},
+            "params": {"mining": mining}}
+    return _valid_with((("runs",), {**VALID["runs"], "warmup": WARMUP, "star": star}),
+                       *[((key,), value) for key, value in more.items()])
+
+
+CASES += [
+    Case("mining-rank-range-beyond-the-pool", _star({"depth": 30, "rank_range": [31, 40]}),
+         "config key 'runs.star.params.mining.rank_range': ranks 31 to 40 reach beyond the 30 candidates of run "
+         "star's pool (runs.star.params.mining.depth 30): it would select nothing"),
+    Case("mining-rank-range-partly-beyond-the-pool", _star({"depth": 30, "rank_range": [20, 40]}),
+         "config key 'runs.star.params.mining.rank_range': ranks 20 to 40 reach beyond the 30 candidates of run "
+         "star's pool (runs.star.params.mining.depth 30): it would select ranks 20 to 30 only"),
+    Case("mining-named-policy-beyond-the-pool",
+         _star({"depth": 30, "policy": "window"}, policies={"window": {"rank_range": [31, 40]}}),
+         "config key 'policies.window.rank_range': ranks 31 to 40 reach beyond the 30 candidates of run star's pool"),
+    Case("mining-depth-beyond-the-miners-ranking", _star({"depth": 100}),
+         "config key 'runs.star.params.mining.depth': 100 is deeper than the ranking of run star's miner warmup "
+         "(runs.warmup.params.search.top_k: 50): its pool would hold ranks up to 50 only"),
+    Case("mining-ce-threshold-zero", _star({"depth": 30, "ce_threshold": 0}),
+         "config key 'runs.star.params.mining': ce_threshold 0 drops every candidate"),
+    Case("mining-ce-threshold-without-a-cross-encoder", _star({"depth": 30, "ce_threshold": 0.9}),
+         "config key 'runs.star.params.mining.ce_threshold': filters by a cross-encoder's scores, but run star names "
+         "no cross-encoder to score its pool"),
+    Case("mining-ce-margin-without-a-cross-encoder", _star({"depth": 30, "ce_margin": 0.1}),
+         "config key 'runs.star.params.mining.ce_margin': filters by a cross-encoder's scores, but run star names "
+         "no cross-encoder to score its pool"),
+    # a split name the runs do not find
+    Case("training-split-misspelt",
+         _valid_with((("datasets", "tiny", "num_queries"), {"trian": 20, "test": 10}),
+                     (("runs",), {**VALID["runs"], "warmup": WARMUP})),
+         "config key 'runs.warmup.params.train.split': dataset 'tiny' has no split 'train' to train on; it has "
+         "trian, test"),
+    # the results folder: results/ or a folder of its own inside it
+    Case("results-outside-results", _valid_with((("results",), "/tmp/elsewhere")),
+         "config key 'results': '/tmp/elsewhere' is not the folder results or a folder inside it"),
+    Case("results-in-a-reserved-folder", _valid_with((("results",), "results/tables")),
+         "config key 'results': results/tables holds the cross-run tables"),
+    Case("results-in-a-runs-folder", _valid_with((("results",), "results/bm25")),
+         "config key 'results': results/bm25 is the folder of this config's run 'bm25'"),
+]
+assert len(CASES) >= 32 and len({case.id for case in CASES}) == len(CASES)
 
 
 @dataclass(frozen=True)

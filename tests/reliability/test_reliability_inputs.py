@@ -185,11 +185,12 @@ CASES = [
         Case("empty-qrels", "beir", lambda i: i.lines("beir/qrels/test.tsv", QRELS[:1]),
              ("{data}/beir/qrels/test.tsv: the qrels file holds no judgements",), "job"),
         Case("missing-file", "beir", lambda i: i.delete("beir/queries.jsonl"),
-             ("Missing input files for rule prepare_dataset", "{data}/beir/queries.jsonl"), rerun=True),
+             ("config key 'datasets.tiny': {data}/beir/queries.jsonl does not exist (the dataset is prepared from "
+              "it)",), rerun=True),
         Case("missing-qrels-of-a-split", "beir", _set("datasets", "tiny", "splits", ["test", "dev"]),
-             ("Missing input files for rule prepare_dataset", "{data}/beir/qrels/dev.tsv")),
+             ("config key 'datasets.tiny': {data}/beir/qrels/dev.tsv does not exist",)),
         Case("missing-folder", "beir", _set("datasets", "tiny", "path", "/nonexistent/beir"),
-             ("Missing input files for rule prepare_dataset", "/nonexistent/beir/corpus.jsonl")),
+             ("config key 'datasets.tiny': /nonexistent/beir/corpus.jsonl does not exist",)),
     ]),
     *_category("MS MARCO files", [
         Case("msmarco-collection-column-count", "msmarco",

@@ -24,7 +24,7 @@ def planned(workdir: Path, config: Path, *targets: str) -> tuple[dict, str, list
 
 @pytest.mark.slow
 def test_passage_dry_run_builds_adore_star_from_the_downloads(tmp_path):
-    counts, output, jobs = planned(tmp_path, PASSAGE, "results/adore_star/metrics.json")
+    counts, output, jobs = planned(tmp_path, PASSAGE, "results/msmarco-passage/adore_star/metrics.json")
     assert counts["download"] == 1 and counts["extract_member"] == 5 and counts["prepare_dataset"] == 1
     assert counts["train_dense"] == 3  # warmup, star, adore_star
     assert counts["encode_corpus_shard"] == 32  # 16 shards each of warmup and star
@@ -38,8 +38,8 @@ def test_passage_dry_run_builds_adore_star_from_the_downloads(tmp_path):
 
 @pytest.mark.slow
 def test_passage_dry_run_of_the_tct_and_ance_chains(tmp_path):
-    counts, output, jobs = planned(tmp_path, PASSAGE, "results/tct_hnp/metrics.json", "results/ance/metrics.json",
-                             "results/colbert_teacher/metrics.json")
+    counts, output, jobs = planned(tmp_path, PASSAGE, *[f"results/msmarco-passage/{run}/metrics.json"
+                                                         for run in ("tct_hnp", "ance", "colbert_teacher")])
     assert counts["download"] == 1 and counts["extract_member"] == 5
     assert counts["train_episode"] == 10 and counts["assemble_episodes"] == 1
     assert counts["train_dense"] == 5  # warmup, colbert_teacher, tct, colbert_teacher_hn, tct_hnp
@@ -51,7 +51,8 @@ def test_passage_dry_run_of_the_tct_and_ance_chains(tmp_path):
 
 @pytest.mark.slow
 def test_doc_dry_run_fetches_the_five_files_first(tmp_path):
-    counts, output, jobs = planned(tmp_path, DOC, "results/doc_adore_star/metrics.json", "results/doc_ance/metrics.json")
+    counts, output, jobs = planned(tmp_path, DOC, "results/msmarco-doc/doc_adore_star/metrics.json",
+                                   "results/msmarco-doc/doc_ance/metrics.json")
     assert counts["download"] == 5 and "extract_member" not in counts and counts["prepare_dataset"] == 1
     assert counts["train_dense"] == 3 and counts["train_episode"] == 10
     assert "msmarco-docs.tsv.gz" in output and "synthetic" not in output
@@ -65,7 +66,7 @@ def test_files_already_there_are_not_fetched_and_resource_names_are_checked(tmp_
                  "qrels.dev.small.tsv"):
         (tmp_path / "data" / "msmarco-passage").mkdir(parents=True, exist_ok=True)
         (tmp_path / "data" / "msmarco-passage" / name).touch()
-    counts, _, _ = planned(tmp_path, PASSAGE, "results/bm25/metrics.json")
+    counts, _, _ = planned(tmp_path, PASSAGE, "results/msmarco-passage/bm25/metrics.json")
     assert "download" not in counts and "extract_member" not in counts and counts["prepare_dataset"] == 1
     config = yaml.safe_load(PASSAGE.read_text())
     config["resources"]["train_dens"] = {"runtime": 10}

@@ -73,21 +73,26 @@ def test_the_section_has_the_commands_a_user_needs():
 
 
 def test_only_the_users_runs_are_built(session):
+    """Each config's runs, under its own results folder (the BEIR configs share results/mydata, the MS MARCO
+    one has results/msmarco): nothing of the default config, nothing outside them."""
     work, _ = session
     configs = [yaml.safe_load((work / name).read_text()) for name in ("my.yaml", "my-minilm.yaml", "msmarco.yaml")]
-    expected = {run for config in configs for run in config["runs"]}
-    built = {p.name for p in (work / "results").iterdir()} - {"datasets"}
+    assert [config["results"] for config in configs] == ["results/mydata", "results/mydata", "results/msmarco"]
+    expected = {f"{config['results']}/{run}" for config in configs for run in config["runs"]}
+    assert {p.name for p in (work / "results").iterdir()} == {"mydata", "msmarco"}
+    built = {f"results/{folder.name}/{run.name}" for folder in (work / "results").iterdir()
+             for run in folder.iterdir()} - {"results/mydata/datasets", "results/msmarco/datasets"}
     assert built == expected
-    assert {p.name for p in (work / "results" / "datasets").iterdir()} == {"mydata", "msmarco"}
-    for config in configs:
-        for run in config["runs"]:
-            assert (work / "results" / run / "metrics.json").is_file(), run
+    for name in ("mydata", "msmarco"):
+        assert [p.name for p in (work / "results" / name / "datasets").iterdir()] == [name]
+    for run in expected:
+        assert (work / run / "metrics.json").is_file(), run
 
 
 def test_empty_documents_reach_no_dense_ranking_or_negative_list(session):
     work, _ = session
     results = work / "results"
-    dense = [model.parent for model in results.glob("*/model")]
+    dense = [model.parent for model in results.glob("*/*/model")]
     assert len(dense) == 10  # warmup, star and adore_star of each config, and minilm_zeroshot
     checked = []
     for run in dense:
@@ -98,7 +103,7 @@ def test_empty_documents_reach_no_dense_ranking_or_negative_list(session):
                 assert not set(pq.read_table(path, columns=[column])[column].to_pylist()) & set(EMPTY_DOCS), path
                 checked.append(path.name)
     assert checked.count("hardnegs.parquet") == 3 and checked.count("corpus.ids.parquet") >= 5
-    corpus = pq.read_table(results / "datasets" / "mydata" / "corpus.parquet")
+    corpus = pq.read_table(results / "mydata" / "datasets" / "mydata" / "corpus.parquet")
     assert set(EMPTY_DOCS) <= set(corpus["docid"].to_pylist())  # kept in the dataset, left out of dense artifacts
 
 
@@ -114,13 +119,13 @@ def test_the_console_names_truncation_and_empty_documents(session):
 
 def test_resolved_configs_name_the_model_loaded(session):
     work, _ = session
-    results = work / "results"
-    warmup = yaml.safe_load((results / "mydata_warmup" / "config.yaml").read_text())
+    results = work / "results" / "mydata"
+    warmup = yaml.safe_load((results / "warmup" / "config.yaml").read_text())
     assert warmup["loaded_model"].startswith("builtin")
-    star = yaml.safe_load((results / "mydata_minilm_star" / "config.yaml").read_text())
-    zeroshot = yaml.safe_load((results / "mydata_minilm_zeroshot" / "config.yaml").read_text())
+    star = yaml.safe_load((results / "minilm_star" / "config.yaml").read_text())
+    zeroshot = yaml.safe_load((results / "minilm_zeroshot" / "config.yaml").read_text())
     assert star["params"]["model"]["name"] == zeroshot["params"]["model"]["name"] == "minilm"  # found at run time
-    assert star["loaded_model"].startswith("results/mydata_minilm_warmup/model")
-    adore = yaml.safe_load((results / "mydata_minilm_adore_star" / "config.yaml").read_text())
+    assert star["loaded_model"].startswith("results/mydata/minilm_warmup/model")
+    adore = yaml.safe_load((results / "minilm_adore_star" / "config.yaml").read_text())
     assert adore["params"]["model"] == star["params"]["model"]
-    assert adore["loaded_model"].startswith("results/mydata_minilm_star/model")
+    assert adore["loaded_model"].startswith("results/mydata/minilm_star/model")

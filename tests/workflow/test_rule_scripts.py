@@ -90,7 +90,8 @@ def test_every_script_reads_only_what_its_job_is_given(default_jobs, tmp_path, m
     passage = tmp_path / "passage"
     passage.mkdir()
     monkeypatch.chdir(passage)
-    workflow, jobs = dry_run_jobs(passage, REPO / "config" / "msmarco-passage.yaml", "results/adore_star/metrics.json")
+    workflow, jobs = dry_run_jobs(passage, REPO / "config" / "msmarco-passage.yaml",
+                                  "results/msmarco-passage/adore_star/metrics.json")
     assert {"download", "extract_member", "prepare_dataset"} <= {rule for rule, _ in jobs}
     assert undeclared(workflow, jobs) == []
     planned |= {rule for rule, _ in jobs}

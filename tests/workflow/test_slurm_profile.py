@@ -14,7 +14,7 @@ PROFILES = REPO / "profiles"
 def test_the_slurm_profile_keeps_the_config_resources_and_gpus(tmp_path):
     """A dry run through profiles/slurm of the passage config: jobs keep the config's memory and runtime and
     their GPUs (the plugin's `gpu` resource), the rules' own values where the config names none."""
-    result, jobs = dry_run(tmp_path, "--workflow-profile", str(PROFILES / "slurm"), "results/star/metrics.json",
+    result, jobs = dry_run(tmp_path, "--workflow-profile", str(PROFILES / "slurm"), "results/msmarco-passage/star/metrics.json",
                            "--configfile", str(PASSAGE), cwd=REPO, paths=(SLURM_PLUGIN,))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]

@@ -111,7 +111,7 @@ def test_every_model_folder_has_a_card_with_the_runs_facts_and_recipes_that_run(
         for expected in (f"# {run}: a dense retriever (bi-encoder) trained by hardneg",
                          f"| method | `{method}`: ", "| base model | hardneg's built-in BERT (1 layer, hidden size 32",
                          f"| training data | dataset `tiny`, split `train`: {training_queries} queries with a relevant "
-                         "document", f"| config hash | `{config_hash(plan.training_slice(run))}` ",
+                         "document", f"| training hash | `{config_hash(plan.training_slice(run))}` ",
                          f"`results/{run}/metrics.json`", f'SentenceTransformer("results/{run}/model")'):
             assert expected in card, (run, expected)
         assert (f"| starts from | the model of run `{starts}` |" in card) == (starts is not None)

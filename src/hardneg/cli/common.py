@@ -63,5 +63,14 @@ def add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run name: its results are in RESULTS/RUN/")
 
 
-def add_results(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--results", default="results", help="the results folder (default: results)")
+def add_results(parser: argparse.ArgumentParser, *, from_config: bool = False) -> None:
+    """``--results``: the results folder; with ``from_config``, None when not given (the command takes the
+    ``results`` of the config it reads)."""
+    if from_config:
+        parser.add_argument("--results", default=None,
+                            help="the results folder (default: the `results` of --config, results for the default "
+                                 "config)")
+    else:
+        parser.add_argument("--results", default="results",
+                            help="the results folder (default: results; a config of its own folder names it in "
+                                 "its `results`, e.g. results/msmarco-passage)")

@@ -5,12 +5,14 @@ from __future__ import annotations
 from hardneg import methods
 from hardneg.cli.common import load_configs, say
 from hardneg.pipeline import starter
+from hardneg.pipeline.config import check_dataset_files
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.schema.files import config_hash
 
 
 def _check_config(args) -> int:
     config = load_configs(args.config, args.schema)
+    check_dataset_files(config)  # as the workflow checks them
     say(f"{' + '.join(args.config)}: valid")
     for name in config["runs"]:
         resolved = resolve_run(config, name)
@@ -20,16 +22,20 @@ def _check_config(args) -> int:
 
 
 def _init(args) -> int:
+    notes: list[str] = []
     if args.beir:
         dataset = starter.beir_dataset(args.beir)
     else:
-        dataset = starter.msmarco_passage_dataset(args.msmarco_passage)
+        dataset = starter.msmarco_passage_dataset(args.msmarco_passage, notes)
     config = starter.starter_config(dataset, name=args.name, model=args.model)
     starter.write_starter(config, args.output, force=args.force)
     say(f"wrote {args.output}: dataset {args.name} ({dataset['adapter']}), runs {', '.join(config['runs'])}")
     if "dev_from_train" in dataset:
         say(f"  split dev: {dataset['dev_from_train']['share']:.0%} of the judged training queries, held out from "
             f"training (datasets.{args.name}.dev_from_train)")
+    say(f"  results: {config['results']}/ (hardneg commands: --results {config['results']})")
+    for note in notes:
+        say(f"  note: {note}")
     say(f"next: snakemake --cores all --configfile {args.output}")
     return 0
 
@@ -72,8 +78,8 @@ def register(sub) -> None:
                       help="builtin (default: a small BERT trained from scratch), minilm (the packaged "
                            "all-MiniLM-L6-v2) or a Hugging Face model folder")
     init.add_argument("--name", default="mydata",
-                      help="the dataset's name (default: mydata); every run name starts with it, and a run already "
-                           "in results/ with another dataset is refused")
+                      help="the dataset's name (default: mydata); the config's results go to results/NAME/, and a "
+                           "run already there with another dataset is refused")
     init.add_argument("--output", default="my.yaml", help="where to write the config (default: my.yaml)")
     init.add_argument("--force", action="store_true",
                       help="replace an existing --output file, or write inside the results folder (results); "

@@ -66,6 +66,7 @@ def _build_command(args, runs: list[str]) -> str:
 
 def _table(args) -> int:
     config = load_configs([args.config])
+    args.results = args.results if args.results is not None else config["results"]
     unknown = [run for run in args.runs if run not in config["runs"]]
     if unknown:
         raise HardnegError(f"{args.config} has no run {quoted(unknown[0])}; its runs: {', '.join(config['runs'])}")
@@ -112,5 +113,5 @@ def register(sub) -> None:
                        help="the runs to show (default: every run of the config's tables that has metrics)")
     table.add_argument("--config", default=TABLE_CONFIG,
                        help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)")
-    add_results(table)
+    add_results(table, from_config=True)
     table.set_defaults(func=_table)

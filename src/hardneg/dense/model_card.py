@@ -1,8 +1,8 @@
 """The model card of a run's model folder: ``README.md`` beside the weights (the Hugging Face convention), written
 when training saves the model (:mod:`hardneg.pipeline.train`).
 
-It names the base model, the method, the training data (dataset, split, number of queries), the configuration
-hash of what training read, the metrics or the file that will hold them, and how to load the folder with
+It names the base model, the method, the training data (dataset, split, number of queries), the training hash
+(of what training read), the metrics or the file that will hold them, and how to load the folder with
 sentence-transformers and with transformers, documents given as the (title, text) pair the model was trained on.
 
 The facts it is written from (:class:`CardFacts`) are kept in its YAML front matter under ``hardneg:``, so that
@@ -23,7 +23,7 @@ import yaml
 
 from hardneg.dense.st_layout import DOC_ENCODER, REQUIREMENT, pair_separator
 from hardneg.io.atomic import write_text
-from hardneg.io.layout import Layout
+from hardneg.io.layout import RESULTS, Layout
 
 CARD = "README.md"
 BUILTIN = "builtin"
@@ -51,7 +51,11 @@ class CardFacts:
     :param documents_of: for a run searching another run's fixed document embeddings (a ``doc_index`` input:
         ADORE), that run: its document encoder is this folder's.
     :param inputs: the run's inputs, role → run name(s).
-    :param config_hash: SHA-256 of the configuration training read (:func:`hardneg.schema.files.config_hash`).
+    :param training_hash: SHA-256 of the part of the run's configuration training read (its training slice,
+        :func:`hardneg.schema.files.config_hash` of it), which decides whether the model is trained again; the
+        run's ``config_hash`` (``metrics.json``, ``hardneg check-config``) hashes the whole resolved run.
+    :param results: the results folder the run writes to (its config's ``results``): where the card finds the
+        run's model and metrics.
     """
 
     run: str
@@ -61,7 +65,7 @@ class CardFacts:
     seed: int | None
     dataset: str | None
     split: str | None
-    config_hash: str
+    training_hash: str
     builtin: dict | None = None
     training_queries: int | None = None
     training_rows: int | None = None
@@ -69,6 +73,7 @@ class CardFacts:
     starts_from: str | None = None
     documents_of: str | None = None
     inputs: dict = field(default_factory=dict)
+    results: str = RESULTS
 
     def __post_init__(self):
         if os.path.isabs(self.base_model):
@@ -77,6 +82,8 @@ class CardFacts:
     @classmethod
     def from_json(cls, data: dict) -> "CardFacts":
         names = {f.name for f in fields(cls)}
+        if "config_hash" in data and "training_hash" not in data:  # a card written before the hash was so named
+            data = {**data, "training_hash": data["config_hash"]}
         return cls(**{key: value for key, value in data.items() if key in names})
 
 
@@ -131,8 +138,9 @@ def _facts_table(facts: CardFacts) -> list[str]:
         t = facts.training
         rows.append(("training", f"{t.get('epochs')} epoch(s), batches of {t.get('batch_size')}, learning rate "
                                  f"{t.get('learning_rate')}, seed {facts.seed}"))
-    rows.append(("config hash", f"`{facts.config_hash}` (SHA-256 of the configuration training read: method, seed, "
-                                "dataset, inputs and training parameters)"))
+    rows.append(("training hash", f"`{facts.training_hash}` (SHA-256 of the configuration training read: method, "
+                                  "seed, dataset, inputs and training parameters; the run's config hash, in "
+                                  "metrics.json, covers the whole run)"))
     return ["| | |", "|---|---|", *(f"| {key} | {_cell(value)} |" for key, value in rows)]
 
 
@@ -226,7 +234,7 @@ def _how_to_load(folder: Path, path: str, meta: dict | None, separator: str) -> 
 
 # ------------------------------------------------------------------------------------------------ metrics
 def _metrics_section(facts: CardFacts, metrics: dict | None) -> list[str]:
-    source = Layout().metrics(facts.run)
+    source = Layout(facts.results).metrics(facts.run)
     if not metrics:
         return ["## Metrics", "",
                 f"Not known when this model was saved: the run's evaluation writes them to `{source}`."]
@@ -246,13 +254,13 @@ def render_model_card(folder: str | os.PathLike, facts: CardFacts, *, path: str 
 
     :param folder: the saved model folder (its ``hardneg.json`` and tokenizer are read).
     :param facts: what the card says of the run (:class:`CardFacts`).
-    :param path: how the card's code names the folder; None: ``results/<run>/model``.
+    :param path: how the card's code names the folder; None: ``<results>/<run>/model``.
     :param metrics: the run's ``metrics.json`` record (``split``, ``dataset``, ``num_queries``, ``measures``);
         None: the card names the file that will hold them.
     :returns: the card: YAML front matter (metadata and the facts), then Markdown.
     """
     folder = Path(folder)
-    path = path or Layout().model(facts.run)
+    path = path or Layout(facts.results).model(facts.run)
     meta = _read_json(folder / "hardneg.json")
     separator = ""
     if meta is not None and (folder / "tokenizer.json").is_file():
@@ -281,7 +289,7 @@ def write_model_card(folder: str | os.PathLike, facts: CardFacts, *, path: str |
 
     :param folder: the saved model folder.
     :param facts: what the card says of the run.
-    :param path: how the card's code names the folder; None: ``results/<run>/model``.
+    :param path: how the card's code names the folder; None: ``<results>/<run>/model``.
     :param metrics: the run's ``metrics.json`` record, when known.
     :returns: the card's path.
     """
@@ -308,7 +316,7 @@ def refresh_model_card(folder: str | os.PathLike, *, path: str | None = None, me
     ``path`` in its code (a copy of a run's model elsewhere).
 
     :param folder: a model folder with a card written by hardneg.
-    :param path: how the card's code names the folder; None: ``results/<run>/model``.
+    :param path: how the card's code names the folder; None: ``<results>/<run>/model``.
     :param metrics: the run's ``metrics.json`` record; None: the card names the file.
     :returns: whether there was a card to write again.
     """

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import itertools
 import logging
 import os
@@ -75,6 +76,7 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
         if _log_path is None:
             atexit.register(_log_peak_memory)
             atexit.register(_end_bar)  # a job that stops midway ends its bar's line
+            sys.excepthook = _unwritable_on_console(sys.excepthook)
         _log_path = os.fspath(path)
     logging.basicConfig(level=level, stream=sys.stderr, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -82,6 +84,27 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
     _quiet_libraries()
     stop.handle_stop_signals()  # SIGTERM/SIGINT: no partial artifact (see hardneg.io.stop)
     _set_console(_console_stream if path is not None else None)
+
+
+# The errors that leave a job's log empty: the disk or folder it would be written to is full or cannot be written.
+UNWRITABLE = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+              errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied"}
+
+
+def _unwritable_on_console(hook):
+    """``sys.excepthook`` that first says on the console, in one line, why a job failed when the error is one that
+    leaves its log empty (:data:`UNWRITABLE`): a full disk, a read-only or forbidden folder."""
+    def report(kind, error, trace):
+        if isinstance(error, OSError) and error.errno in UNWRITABLE and _console_stream is not None:
+            where = f" ({error.filename})" if error.filename else ""
+            with contextlib.suppress(OSError, ValueError):
+                _end_bar()
+                _console_stream.write(f"hardneg error: {job_label(_log_path or '')}: {UNWRITABLE[error.errno]}"
+                                      f"{where}: {error.strerror or error} (its log may be empty for the same "
+                                      f"reason)\n")
+                _console_stream.flush()
+        hook(kind, error, trace)
+    return report
 
 
 # Libraries whose INFO chatter says nothing about the artifacts (Faiss's loader reports which build it picked, each

@@ -26,13 +26,19 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+# Recorded in results/<run>/config.yaml beside the resolved config, outside its hash (write_resolved)
+OUTSIDE_HASH = ("loaded_model",)
+
+
 def provenance(resolved: dict) -> dict:
-    """Provenance block for a run's outputs, from its resolved config.
+    """Provenance block for a run's outputs, from its resolved config (as recorded: what is recorded outside its
+    hash is left out of it, so ``config_hash`` is the one ``hardneg check-config`` prints and the record's header
+    names).
 
     No timestamps: the same config and seed must give byte-identical artifacts on one machine.
     """
     return {
-        "config_hash": config_hash(resolved),
+        "config_hash": config_hash({key: value for key, value in resolved.items() if key not in OUTSIDE_HASH}),
         "seed": resolved["seed"],
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -44,5 +50,5 @@ def write_resolved(resolved: dict, path: str | os.PathLike, loaded_model: str | 
     """Record a run's resolved config as YAML (atomically); ``loaded_model`` (what training loads: a model
     folder, a hub name or the built-in model) is recorded beside it, outside the hash."""
     header = f"# resolved configuration of run '{resolved['name']}'; config_hash {config_hash(resolved)}\n"
-    record = {**resolved, "loaded_model": loaded_model} if loaded_model else resolved
+    record = {**resolved, OUTSIDE_HASH[0]: loaded_model} if loaded_model else resolved
     write_text(path, header + yaml.safe_dump(record, sort_keys=False))

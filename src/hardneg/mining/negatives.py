@@ -166,12 +166,14 @@ def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str
 @dataclass(frozen=True)
 class MiningParams:
     """Static hard-negative mining (``params.mining`` of a method with a ``miner`` role): the candidate pool
-    (``depth``, ``duplicates``) and the policy that selects from it (``policy``, a name of the config's
-    ``policies``, or the policy keys). Its keys and defaults are :data:`MINING_SCHEMA`."""
+    (``depth``, ``duplicates``), the policy that selects from it (``policy``, a name of the config's
+    ``policies``, or the policy keys) and the share of queries it may leave without a negative
+    (``max_queries_without``). Its keys and defaults are :data:`MINING_SCHEMA`."""
 
     depth: int
     duplicates: bool
     policy: str | None
+    max_queries_without: float
     rank_range: list[int] | None
     exclude_duplicates: bool
     margin: float | None
@@ -200,6 +202,10 @@ MINING_SCHEMA = {
         "policy": {"type": ["string", "null"], "default": None,
                    "description": "a policy of the config's `policies` section, by name (then the policy keys "
                                   "below stay unset); null: the policy is the keys below"},
+        "max_queries_without": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
+                                "description": "the largest share of the pool's queries the policy may leave "
+                                               "without a hard negative (they train on random negatives); a "
+                                               "selection leaving more fails, naming the policy"},
         **{key: POLICY_SCHEMA["properties"][key] for key in POLICY_KEYS},
     },
 }

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hardneg.errors import SelectionError
 from hardneg.io import artifacts, logs
 from hardneg.io.atomic import write_text
 from hardneg.mining.rows import group_bounds, query_seed, value_codes
@@ -75,10 +76,10 @@ class Policy:
     :param relative_margin: keep score <= best_positive_score × (1 − relative_margin), in [0, 1]; None: no such
         filter. Meant for positive scores (cosine similarities): for a negative best positive score a larger
         relative_margin raises the bound towards 0, so it filters less, not more.
-    :param ce_threshold: drop candidates with ce_score >= ce_threshold, a probability in [0, 1]; None: no such
-        filter.
-    :param ce_margin: drop candidates with ce_score > best_positive_ce_score − ce_margin, in [0, 1]; None: no such
-        filter.
+    :param ce_threshold: drop candidates with ce_score >= ce_threshold, a probability in (0, 1] (0 would drop
+        every candidate); None: no such filter.
+    :param ce_margin: drop candidates with ce_score > best_positive_ce_score − ce_margin, in [0, 1) (1 would drop
+        every candidate scored above 0); None: no such filter.
     :param keep: the most candidates kept per query (at least 1); None: all.
     :param sampling: which ``keep`` candidates: ``"top"`` (the best-ranked) or ``"random"`` (uniform without
         replacement, seeded from the seed and the qid).
@@ -111,6 +112,12 @@ class Policy:
             if value is not None and not (_is_number(value) and 0 <= value <= high):
                 bounds = "non-negative" if high == math.inf else f"in [0, {high:g}]"
                 raise ValueError(f"{name} must be a number {bounds} (or None), got {value!r}")
+        if self.ce_threshold == 0:
+            raise ValueError("ce_threshold 0 drops every candidate (a cross-encoder's probability is at least 0): give "
+                             "a probability in (0, 1], e.g. 0.9, or leave ce_threshold out")
+        if self.ce_margin == 1:
+            raise ValueError("ce_margin 1 drops every candidate the cross-encoder scores above 0 (no probability "
+                             "exceeds the best positive's by 1): give a margin in [0, 1), or leave ce_margin out")
         if self.keep is not None and not (_is_int(self.keep) and self.keep >= 1):
             raise ValueError(f"keep must be an integer of at least 1 (or None for all), got {self.keep!r}")
         if self.sampling not in SAMPLING:
@@ -155,10 +162,10 @@ POLICY_SCHEMA = {
                                            "best positive (0.05: below 95% of it; null: no such filter)"},
         "ce_threshold": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
                          "description": "drop candidates the cross-encoder gives a probability of relevance at or "
-                                        "above this (RocketQA denoising; null: no such filter)"},
+                                        "above this, greater than 0 (RocketQA denoising; null: no such filter)"},
         "ce_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
                       "description": "drop candidates whose cross-encoder probability exceeds the best positive's "
-                                     "minus this (null: no such filter)"},
+                                     "minus this, less than 1 (null: no such filter)"},
         "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
                  "description": "candidates kept per query (null: all)"},
         "sampling": {"enum": list(SAMPLING), "default": "top",
@@ -301,7 +308,8 @@ def select(pool: pa.Table, policy: Policy, *, seed: int = 0) -> Selection:
 
 def select_stage(pool_path: str | os.PathLike, hardnegs_path: str | os.PathLike,
                  selection_path: str | os.PathLike, *, policy: Mapping, seed: int = 0,
-                 name: str | None = None) -> Selection:
+                 name: str | None = None, max_queries_without: float | None = None,
+                 where: str = "params.mining") -> Selection:
     """Stage function: :func:`select` from a pool file; the negatives written as HARDNEGS Parquet and what the
     selection did as JSON, both atomically.
 
@@ -309,24 +317,40 @@ def select_stage(pool_path: str | os.PathLike, hardnegs_path: str | os.PathLike,
     :param hardnegs_path: the HARDNEGS Parquet file to write.
     :param selection_path: the JSON file to write: ``policy`` (its keys, all of them), ``name`` (the policy's name
         in the config, or null), ``seed``, ``pool`` (the pool's path), ``candidates``, ``kept``, ``removed``
-        (per filter, in order), ``queries`` (with candidates) and ``queries_with_negatives``.
+        (per filter, in order), ``queries`` (with candidates), ``queries_with_negatives`` and
+        ``queries_without_negatives``.
     :param policy: the policy's keys (:meth:`Policy.from_params`).
     :param seed: the seed of random sampling.
     :param name: the policy's name in the config's ``policies``, if it has one.
+    :param max_queries_without: the largest share of the pool's queries the selection may leave without a
+        negative; None: any.
+    :param where: the config key of ``max_queries_without``, named in the error.
     :returns: the Selection.
     :raises DataError: a pool file that is missing or does not match its schema.
+    :raises SelectionError: more than ``max_queries_without`` of the queries left without a negative; nothing is
+        written then.
     :raises ValueError: a policy :class:`Policy` rejects, or one the pool cannot serve (see :func:`select`).
     """
     chosen = Policy.from_params(policy)
     pool = artifacts.read_table(artifacts.CANDIDATES, pool_path)
     selection = select(pool, chosen, seed=seed)
+    queries = len(pc.unique(pool["qid"])) if pool.num_rows else 0
+    with_negatives = len(pc.unique(selection.negatives["qid"])) if selection.kept else 0
+    without = queries - with_negatives
+    if max_queries_without is not None and queries and without / queries > max_queries_without:
+        removed = ", ".join(f"{key} {count}" for key, count in selection.removed.items() if count) or "none"
+        shown = f"policy {name!r}" if name else f"the policy of {where}"
+        raise SelectionError(f"{shown} leaves {without} of {queries} queries ({without / queries:.0%}) of pool "
+                             f"{pool_path} without a hard negative (kept {selection.kept} of {selection.candidates} "
+                             f"candidates; removed: {removed}), more than {where}.max_queries_without "
+                             f"({max_queries_without:g}): they would train on random negatives. Loosen the policy, "
+                             f"or raise max_queries_without")
     artifacts.write_table(selection.negatives, artifacts.HARDNEGS, hardnegs_path)
     record = {"policy": {key: list(value) if isinstance(value, tuple) else value
                          for key, value in dataclasses.asdict(chosen).items()},
               "name": name, "seed": seed, "pool": str(pool_path), "candidates": selection.candidates,
-              "kept": selection.kept, "removed": selection.removed,
-              "queries": len(pc.unique(pool["qid"])) if pool.num_rows else 0,
-              "queries_with_negatives": len(pc.unique(selection.negatives["qid"])) if selection.kept else 0}
+              "kept": selection.kept, "removed": selection.removed, "queries": queries,
+              "queries_with_negatives": with_negatives, "queries_without_negatives": without}
     write_text(selection_path, json.dumps(record, indent=2) + "\n")
     removed = ", ".join(f"{key} {count}" for key, count in selection.removed.items() if count)
     logs.progress(log, "selected %d of %d candidates for %d of %d queries (removed: %s)", selection.kept,

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from hardneg import methods
-from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_splits
+from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_input_files, dataset_splits
 from hardneg.datasets.download import check_downloads
 from hardneg.datasets.hidden import hidden_split
 from hardneg.errors import ConfigError, ConfigFileError
@@ -32,11 +32,12 @@ from hardneg.mining.policies import POLICY_SCHEMA
 from hardneg.pipeline import false_negatives
 from hardneg.pipeline.compare_plan import check_compare_config
 from hardneg.pipeline.index_factories import check_index_factories
-from hardneg.pipeline.mining_plan import check_policies
+from hardneg.pipeline.mining_plan import check_policies, check_pool_reach
+from hardneg.pipeline.plan import Plan
 from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
 from hardneg.pipeline.resources import check_resource_rules
 from hardneg.schema.files import read_config_yaml
-from hardneg.schema.names import quoted
+from hardneg.schema.names import NAME_PATTERN, NAME_RULE, quoted
 from hardneg.schema.validation import describe, first_error, read_schema, validate_fragment, validator_for
 
 
@@ -109,6 +110,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
             error = first_error(validator, config)  # defaults of new runs
     if error is not None:
         raise describe(error)
+    _check_results_folder(config)
     _check_reserved_names(config)
     check_resource_rules(config)
     _check_references(config)
@@ -118,6 +120,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     _check_targets(config)
     parse_measures(config["evaluation"]["measures"])  # an unknown measure stops the run now, not after training
     check_index_factories(config)
+    check_pool_reach(Plan(config))
     check_summary_config(config)
     check_compare_config(config)
     return config
@@ -172,14 +175,55 @@ def _inherit_models(config: dict, explicit: dict) -> None:
         inherit(name)
 
 
+def _check_results_folder(config: dict) -> None:
+    """``results`` is ``results`` or a folder inside it (``results/<name>``, several levels allowed), each part
+    below ``results`` a plain name (:data:`~hardneg.schema.names.NAME_PATTERN`) that no entry of ``results/``
+    other than a run's folder takes (:data:`~hardneg.io.layout.RESERVED_NAMES`) nor one of this config's runs; it is
+    kept in its normal form (``results/x/`` and ``./results/x`` are ``results/x``)."""
+    value = config["results"]
+    example = f"{RESULTS}, or {RESULTS}/<name> for a folder of its own"
+    plain = posixpath.normpath(value) if value else value
+    parts = plain.split("/") if plain else []
+    if not parts or posixpath.isabs(value) or parts[0] != RESULTS:
+        raise ConfigError("results", f"{quoted(value)} is not the folder {RESULTS} or a folder inside it ({example})")
+    for part in parts[1:]:
+        if not re.match(NAME_PATTERN, part):
+            raise ConfigError("results", f"{quoted(part)} in {quoted(value)} is not a plain name: a folder name "
+                                         f"holds only {NAME_RULE}")
+    if len(parts) > 1:
+        entry = reserved_entry(parts[1])
+        if entry is not None:
+            raise ConfigError("results", f"{RESULTS}/{entry} holds {RESERVED_NAMES[entry]}; give this config's "
+                                         f"results a folder of another name ({example})")
+        if parts[1] in config["runs"]:
+            raise ConfigError("results", f"{RESULTS}/{parts[1]} is the folder of this config's run {parts[1]!r}; "
+                                         f"give this config's results a folder of another name")
+    config["results"] = plain
+
+
+def check_dataset_files(config: dict) -> None:
+    """Every file a dataset of a validated config is prepared from exists, or is fetched by its ``downloads``
+    (the workflow and ``hardneg check-config`` check it; :func:`validate_config` does not, so that a config can be
+    checked where its data is not): a dataset redefined over files that are not there would otherwise leave its
+    earlier preparation in place (Snakemake keeps an output whose job cannot run), and the runs on it would go on
+    with the old data."""
+    fetched = {os.path.normpath(path) for path in config.get("downloads", {})}
+    for name in config["datasets"]:
+        for path in dataset_input_files(dataset_config(config, name)):
+            if not os.path.exists(path) and os.path.normpath(path) not in fetched:
+                raise ConfigError(f"datasets.{name}", f"{path} does not exist (the dataset is prepared from it): "
+                                                      f"correct the dataset's paths, or give the file a `downloads` "
+                                                      f"entry")
+
+
 def _check_reserved_names(config: dict) -> None:
-    """No run takes the name of an entry of ``results/`` that is not a run's folder
+    """No run takes the name of an entry of the results folder that is not a run's folder
     (:data:`hardneg.io.layout.RESERVED_NAMES`)."""
     for name in config["runs"]:
         entry = reserved_entry(name)
         if entry is not None:
             same = "" if entry == name else " (a file system that ignores case sees one name)"
-            raise ConfigError(f"runs.{name}", f"the name {name!r} is reserved: {RESULTS}/{entry} holds "
+            raise ConfigError(f"runs.{name}", f"the name {name!r} is reserved: {config['results']}/{entry} holds "
                                               f"{RESERVED_NAMES[entry]}{same}; name the run otherwise")
 
 
@@ -188,26 +232,27 @@ _UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
 def _check_targets(config: dict) -> None:
-    """Each of ``targets`` is a run of ``runs`` (a name without '/'), or a relative path that lies inside
-    ``results/`` once normalised (and is replaced by its normal form): what the schema documents. Anything else
-    would have Snakemake look at a file outside the workflow's outputs (``/etc/passwd``, ``results/`` itself) and
-    report nothing to be done."""
-    example = f"e.g. {RESULTS}/<run>/metrics.json"
+    """Each of ``targets`` is a run of ``runs`` (a name without '/'), or a relative path that lies inside the
+    config's ``results`` folder once normalised (and is replaced by its normal form): what the schema documents.
+    Anything else would have Snakemake look at a file outside the workflow's outputs (``/etc/passwd``, the results
+    folder itself, another config's results) and report nothing to be done."""
+    root = config["results"]
+    example = f"e.g. {root}/<run>/metrics.json"
     for position, target in enumerate(config.get("targets") or []):
         key, shown = f"targets.{position}", quoted(target)
         if "/" not in target:
             if target not in config["runs"]:
-                raise ConfigError(key, f"no run named {shown} (a target is a run name or a path under {RESULTS}/)")
+                raise ConfigError(key, f"no run named {shown} (a target is a run name or a path under {root}/)")
             continue
         if posixpath.isabs(target):
             raise ConfigError(key, f"{shown} is an absolute path; a target is a run name or a path under "
-                                   f"{RESULTS}/, relative to the working folder ({example})")
+                                   f"{root}/, relative to the working folder ({example})")
         if _UNPRINTABLE.search(target):
             raise ConfigError(key, f"{shown} holds a space or a control character; no output of the workflow does")
         plain = posixpath.normpath(target)
-        if not plain.startswith(f"{RESULTS}/"):
-            raise ConfigError(key, f"{shown} is not a path under {RESULTS}/; a target is a run name or a path "
-                                   f"under {RESULTS}/ ({example})")
+        if not plain.startswith(f"{root}/"):
+            raise ConfigError(key, f"{shown} is not a path under {root}/ (this config's `results`); a target is a "
+                                   f"run name or a path under {root}/ ({example})")
         config["targets"][position] = plain  # as Snakemake matches outputs (it refuses './results/...')
 
 
@@ -278,6 +323,14 @@ def _check_references(config: dict) -> None:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
     for name in runs:
         _check_acyclic(runs, name)
+    for name, run in runs.items():  # once every reference holds: a run training on a split its dataset lacks
+        dataset = run.get("dataset", config["dataset"])
+        train_split = run["params"].get("train", {}).get("split")
+        if methods.get(run["method"]).kind in methods.TRAINED and isinstance(train_split, str) \
+                and train_split not in dataset_splits(datasets[dataset]):
+            raise ConfigError(f"runs.{name}.params.train.split",
+                              f"dataset {dataset!r} has no split {train_split!r} to train on; it has "
+                              f"{', '.join(dataset_splits(datasets[dataset]))}")
 
 
 def _check_tuning(config: dict, name: str, dataset: str) -> None:

@@ -92,6 +92,43 @@ def check_policies(config: dict) -> None:
                                                         f"(params.mining.depth {mining['depth']})")
 
 
+def check_pool_reach(plan) -> None:
+    """Refuse, before anything runs, a mining run that would select nothing or less than it asks: a pool deeper
+    than its miner ranks (``params.search.top_k``), a ``rank_range`` beyond the pool's depth, or a cross-encoder
+    filter (``ce_threshold``, ``ce_margin``) with no cross-encoder to score the pool. ``plan``: the
+    :class:`hardneg.pipeline.plan.Plan` of a validated config.
+
+    :raises ConfigError: naming the key (the run's ``params.mining.<key>``, or ``policies.<name>.<key>`` for a
+        named policy's).
+    """
+    for run in plan.mining_runs:
+        mining, miner = plan.params(run)["mining"], plan.miner(run)
+        where, name = f"runs.{run}.params.mining", plan.params(run)["mining"]["policy"]
+        policy_key = (lambda key: f"policies.{name}.{key}") if name is not None else (lambda key: f"{where}.{key}")
+        top_k = plan.params(miner).get("search", {}).get("top_k")
+        if top_k is not None and mining["depth"] > top_k:
+            raise ConfigError(f"{where}.depth", f"{mining['depth']} is deeper than the ranking of run {run}'s miner "
+                                                f"{miner} (runs.{miner}.params.search.top_k: {top_k}): its pool "
+                                                f"would hold ranks up to {top_k} only; give a depth of {top_k} or "
+                                                f"less, or rank deeper with the miner's search.top_k")
+        policy = plan.policy(run)
+        reach = min(mining["depth"], policy.depth or mining["depth"])
+        if policy.rank_range is not None:
+            low, high = policy.rank_range
+            if high > reach:
+                what = "nothing" if low > reach else f"ranks {low} to {reach} only"
+                raise ConfigError(policy_key("rank_range"),
+                                  f"ranks {low} to {high} reach beyond the {reach} candidates of run {run}'s pool "
+                                  f"({where}.depth {mining['depth']}): it would select {what}; keep the range "
+                                  f"within {reach}, or deepen the pool")
+        if plan.pool(run).cross_encoder is None:
+            for key in ("ce_threshold", "ce_margin"):
+                if getattr(policy, key) is not None:
+                    raise ConfigError(policy_key(key), f"filters by a cross-encoder's scores, but run {run} names no "
+                                                       f"cross-encoder to score its pool: name one in "
+                                                       f"runs.{run}.inputs.cross_encoder, or leave {key} out")
+
+
 class MiningPlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns mining runs: their pools, the positive
     scores, near-duplicates and the selection."""

@@ -5,10 +5,12 @@ document side of the index it searches when it trained against another run's fix
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from hardneg import methods
 from hardneg.dense.model import BiEncoder
 from hardneg.dense.model_card import CardFacts, write_model_card
+from hardneg.io.layout import RESULTS
 from hardneg.pipeline.resolution import continued_run
 from hardneg.schema.files import config_hash
 
@@ -52,12 +54,22 @@ def documents_as_indexed(model, resolved: dict, init_model: str | os.PathLike | 
     model.doc_max_length = fixed.doc_max_length  # the length those documents were cut at
 
 
-def card_facts(resolved: dict, train=None) -> CardFacts:
+def results_folder(model_dir: str | os.PathLike, run: str) -> str:
+    """The results folder holding ``model_dir`` when it is run ``run``'s model folder (``<results>/<run>/model``);
+    else the default, ``results`` (a model saved outside the workflow's layout)."""
+    parts, tail = Path(model_dir).parts, (*Path(run).parts, "model")
+    if len(parts) > len(tail) and parts[-len(tail):] == tail:
+        return Path(*parts[:-len(tail)]).as_posix()
+    return RESULTS
+
+
+def card_facts(resolved: dict, train=None, results: str = RESULTS) -> CardFacts:
     """What the model card of run ``resolved`` says.
 
     :param resolved: the run's training slice, as the training rule passes it (``name``, ``method``, ``seed``,
         ``dataset``, ``inputs``, ``params``): what its hash covers.
     :param train: the training rows (:class:`hardneg.dense.data.TrainQueries`); None for a model saved untrained.
+    :param results: the results folder the run writes to.
     :returns: the card's facts.
     """
     method, params = methods.get(resolved["method"]), resolved["params"]
@@ -69,14 +81,14 @@ def card_facts(resolved: dict, train=None) -> CardFacts:
     return CardFacts(
         run=resolved.get("name", ""), method=resolved["method"], summary=method.summary,
         base_model=str(model.get("name", "")), seed=resolved.get("seed"), dataset=_name(resolved.get("dataset")),
-        split=settings.get("split"), config_hash=config_hash(resolved), builtin=builtin,
+        split=settings.get("split"), training_hash=config_hash(resolved), builtin=builtin,
         training_queries=None if train is None else train.num_queries,
         training_rows=None if train is None else len(train),
         training=None if train is None else {key: settings.get(key)
                                              for key in ("epochs", "batch_size", "learning_rate")},
         starts_from=continued[1] if continued else None,
         documents_of=continued[1] if continued and continued[2] == "doc_index" else None,
-        inputs=_input_names(resolved))
+        inputs=_input_names(resolved), results=results)
 
 
 def save_run_model(model, tokenizer, model_dir: str | os.PathLike, resolved: dict, *,
@@ -94,4 +106,4 @@ def save_run_model(model, tokenizer, model_dir: str | os.PathLike, resolved: dic
     """
     documents_as_indexed(model, resolved, init_model)
     model.save(model_dir, tokenizer)
-    write_model_card(model_dir, card_facts(resolved, train))
+    write_model_card(model_dir, card_facts(resolved, train, results_folder(model_dir, resolved.get("name", ""))))

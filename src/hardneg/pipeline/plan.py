@@ -40,13 +40,14 @@ from hardneg.pipeline.resolution import continued_run, dataset_config, input_run
 
 
 class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan, ReportPlan):
-    """Every run's inputs and artifacts under ``root``, for a config already validated (defaults filled)."""
+    """Every run's inputs and artifacts under ``root`` (default: the config's ``results`` folder), for a config
+    already validated (defaults filled)."""
 
-    def __init__(self, config: dict, root: str = RESULTS):
+    def __init__(self, config: dict, root: str | None = None):
         self.user_runs: dict = config["runs"]  # the config's runs (with the PQ experiment's)
         self.runs: dict = _episodes.expand(config["runs"])  # and each episode of an episodic run as a run of its own
         self.config = {**config, "runs": self.runs}
-        self.layout = Layout(root)
+        self.layout = Layout(root or config.get("results", RESULTS))
         self.datasets: dict = config["datasets"]
         self.eval_split: str = config["evaluation"]["split"]
 

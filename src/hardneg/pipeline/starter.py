@@ -7,10 +7,10 @@ there; every key is documented in hardneg/schema/config.schema.yaml (in the inst
 
 What it settles so that its runs train as written:
 
-* **names**: every run name starts with the dataset's name (and, for dense runs, the model's,
-  :func:`model_prefix`), so no run of it is a run of the default config or of a config of another dataset, and
-  configs of one dataset share BM25; a run whose ``results/<run>`` holds a run of another dataset is refused
-  (:func:`check_results`);
+* **where its results go**: ``results/<dataset name>`` (the config's ``results``), so no run of it writes over a
+  run of the default config or of a config of another dataset; the dense runs' names start with the model's
+  (:func:`model_prefix`), so configs of one dataset and several models share that folder, its prepared dataset and
+  BM25; a run whose folder there holds a run of another dataset is refused (:func:`check_results`);
 * **a held-out split**: a collection with a ``train`` split (of 20 judged queries or more) and no ``dev`` split
   gets ``dev_from_train``, a seeded share of its training queries held out (never trained on): dev curves, the
   memorisation check after training and a hybrid run's tuning use it;
@@ -40,7 +40,7 @@ from hardneg.dense.data import TrainQueries
 from hardneg.dense.pretrained import MINILM, model_source
 from hardneg.errors import ConfigError
 from hardneg.io.atomic import write_text
-from hardneg.io.layout import Layout
+from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.pipeline.train_steps import MIN_STEPS_PER_EPOCH, MIN_TOTAL_STEPS, optimiser_steps, too_few_steps
 from hardneg.results.output_paths import check_output
@@ -84,18 +84,32 @@ def beir_dataset(path: str | os.PathLike) -> dict:
     return dataset | held_out_option(splits, lambda: read_beir_qrels(folder / "qrels" / f"{TRAIN}.tsv")[0])
 
 
-def msmarco_passage_dataset(path: str | os.PathLike) -> dict:
+def msmarco_passage_dataset(path: str | os.PathLike, notes: list[str] | None = None) -> dict:
     """An ``msmarco_passage`` dataset entry for a folder of MS MARCO passage TSVs: ``collection.tsv``, and
-    ``queries.<split>.tsv`` with ``qrels.<split>.tsv`` for each split (``dev.small`` is named ``dev``)."""
+    ``queries.<split>.tsv`` with ``qrels.<split>.tsv`` for each split. ``dev.small`` (the dev set the papers
+    evaluate on) is named ``dev``, the full ``dev`` then ``dev_full``. A queries file without its qrels file (the
+    official ``queries.eval.tsv``), or the reverse, is left out with a note appended to ``notes``."""
     folder = Path(path)
     if not (folder / "collection.tsv").is_file():
         raise ConfigError("--msmarco-passage", f"{folder / 'collection.tsv'} is missing")
+    notes = [] if notes is None else notes
+    found = {kind: {file.name[len(kind) + 1:-len(".tsv")]: file for file in sorted(folder.glob(f"{kind}.*.tsv"))}
+             for kind in ("queries", "qrels")}
+    small = "dev.small" in found["queries"] and "dev.small" in found["qrels"]
     queries, qrels = {}, {}
-    for file in sorted(folder.glob("qrels.*.tsv")):
-        split = file.name[len("qrels."):-len(".tsv")]
-        if (folder / f"queries.{split}.tsv").is_file():
-            name = split.replace(".small", "").replace(".", "_")
-            queries[name], qrels[name] = _as_given(folder / f"queries.{split}.tsv"), _as_given(file)
+    for split in sorted(set(found["queries"]) | set(found["qrels"])):
+        if split not in found["qrels"] or split not in found["queries"]:
+            have, lacks = ("queries", "qrels") if split in found["queries"] else ("qrels", "queries")
+            notes.append(f"{found[have][split]}: no {lacks}.{split}.tsv beside it, so no split {split} (a split "
+                         f"needs queries and their judgements)")
+            continue
+        name = "dev_full" if split == "dev" and small else split.replace(".small", "").replace(".", "_")
+        if name in queries:
+            raise ConfigError("--msmarco-passage", f"{found['qrels'][split]} and the files of split {name} would "
+                                                   f"both be split {name}: keep one of them")
+        if name == "dev_full":
+            notes.append(f"{found['qrels'][split]}: split dev_full (the full dev set; split dev is dev.small)")
+        queries[name], qrels[name] = _as_given(found["queries"][split]), _as_given(found["qrels"][split])
     if not queries:
         raise ConfigError("--msmarco-passage", f"{folder} has no pair of queries.<split>.tsv and qrels.<split>.tsv")
     dataset = {"adapter": "msmarco_passage", "collection": _as_given(folder / "collection.tsv"),
@@ -197,9 +211,10 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
     """A config for ``dataset`` (an entry of ``datasets``, named ``name``) with the runs of the STAR/ADORE chain.
 
     ``model``: ``builtin`` (a small BERT trained from scratch, with a WordPiece vocabulary of the corpus),
-    ``minilm`` (the packaged all-MiniLM-L6-v2, written as ``minilm``) or a local Hugging Face folder. Run names
-    start with ``<name>_`` and, for dense runs, :func:`model_prefix`, so configs of several datasets and models
-    share ``results/`` without clashing, and none clashes with the default config's runs. Each training run gets
+    ``minilm`` (the packaged all-MiniLM-L6-v2, written as ``minilm``) or a local Hugging Face folder. Its results
+    go to ``results/<name>`` (``results``), beside the default config's and other datasets'; the dense runs' names
+    start with :func:`model_prefix`, so configs of one dataset and several models share that folder (and its
+    dataset and BM25 run) without clashing. Each training run gets
     the batch :func:`batch_size_for` and the epochs :func:`epochs_for` give for the training split's rows
     (:func:`training_rows`), and, on a corpus of
     at most :data:`DEV_CURVE_MAX_DOCS` documents, :data:`DEV_EVALUATIONS` evaluations of its ``dev`` split while
@@ -208,14 +223,13 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
     :raises ConfigError: a model that is not installed or not a Hugging Face folder, or a training split too
         small to train on.
     """
-    dp = f"{name}_"
-    p = dp + model_prefix(model)
+    p = model_prefix(model)
     splits = _splits(dataset)
     evaluated = next((s for s in ("test", "dev") if s in splits), splits[-1])
-    config = {"seed": seed, "dataset": name,
+    config = {"seed": seed, "dataset": name, "results": f"{RESULTS}/{name}",
               "evaluation": {"split": evaluated, "measures": list(MEASURES)},
               "datasets": {name: dataset},
-              "runs": {f"{dp}bm25": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "top_k": 1000}}}}
+              "runs": {"bm25": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "top_k": 1000}}}}
     runs = config["runs"]
     pretrained = model != "builtin"
     if pretrained:
@@ -240,11 +254,11 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
         dev_curves = HELD_OUT in splits and _num_docs_up_to(dataset, DEV_CURVE_MAX_DOCS) is not None
         first_train, later_train = (_enough_steps({**train, "batch_size": batch_size_for(rows)}, rows, dev_curves)
                                     for train in (first_train, later_train))
-        runs[f"{p}warmup"] = {"method": "warmup", "inputs": {"negatives": f"{dp}bm25"},
+        runs[f"{p}warmup"] = {"method": "warmup", "inputs": {"negatives": "bm25"},
                               "params": {"model": model_section, "train": first_train,
                                          "negatives": {"per_query": 1, "depth": 100}}}
         runs[f"{p}star"] = {"method": "star",
-                            "inputs": {"init": f"{p}warmup", "negatives": f"{p}warmup", "bm25": f"{dp}bm25"},
+                            "inputs": {"init": f"{p}warmup", "negatives": f"{p}warmup", "bm25": "bm25"},
                             "params": {"train": copy.deepcopy(later_train), "mining": {"depth": 200}}}
         runs[f"{p}adore_star"] = {"method": "adore", "inputs": {"docs": f"{p}star"},
                                   "params": {"train": copy.deepcopy(later_train),
@@ -267,8 +281,9 @@ def _enough_steps(train: dict, rows: int, dev_curves: bool) -> dict:
 HEADER = """\
 # A hardneg config for your own data, written by `hardneg init`. It stands alone: run it with
 #   snakemake --cores all --configfile {path}
-# (config/config.yaml is not read then). Every key, with its default: the schema
-# hardneg/schema/config.schema.yaml of the installed hardneg package.
+# (config/config.yaml is not read then). Everything it builds goes to {results}/ (`results`): a run's metrics are
+# {results}/<run>/metrics.json, and `hardneg` commands read that folder with --results {results}.
+# Every key, with its default: the schema hardneg/schema/config.schema.yaml of the installed hardneg package.
 # Runs continuing another run's model (star, adore_star) inherit its `params.model`.
 """
 HEADER_TRAINING = """\
@@ -294,14 +309,21 @@ def plain_yaml(data) -> str:
     return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False)
 
 
-def check_results(config: dict, results: str | os.PathLike = "results") -> None:
-    """Refuse a (validated) config one of whose runs is already in ``results`` with another dataset: building it
-    would replace that run's results with results of other data.
+def check_results(config: dict) -> None:
+    """Refuse a (validated) config whose ``results`` folder is the folder of a run of another config (``init
+    --name star`` beside the default config's ``results/star``), or one of whose runs is already in its ``results``
+    folder with another dataset: building it would mix its results into that run's, or replace that run's results
+    with results of other data.
 
-    :raises ConfigError: naming the run's ``runs.<run>`` key, the dataset recorded in ``results/<run>/config.yaml``
-        and this config's.
+    :raises ConfigError: naming ``results``, or the run's ``runs.<run>`` key, the dataset recorded in
+        ``<results>/<run>/config.yaml`` and this config's.
     """
-    layout = Layout(str(results))
+    folder = Path(config["results"])
+    if Path(Layout(str(folder.parent)).config(folder.name)).is_file():  # the folder of a run of another config
+        raise ConfigError("results", f"{folder} is the folder of run {folder.name} of another config (it holds "
+                                     f"{Layout(str(folder.parent)).config(folder.name)}): give the dataset another "
+                                     f"name (--name, which names the results folder)")
+    layout = Layout(config["results"])
     for run in config["runs"]:
         recorded_path = Path(layout.config(run))
         if not recorded_path.is_file():
@@ -313,7 +335,8 @@ def check_results(config: dict, results: str | os.PathLike = "results") -> None:
             raise ConfigError(f"runs.{run}", f"{recorded_path.parent} holds run {run} of another dataset "
                                              f"({theirs!r}, read from {_where(recorded)}); this config's dataset "
                                              f"{mine['name']!r} is read from {_where(mine)}: give the dataset "
-                                             f"another name (--name), or remove {recorded_path.parent}")
+                                             f"another name (--name, which names the folder too), or remove "
+                                             f"{recorded_path.parent}")
 
 
 def _source(dataset: dict) -> dict:
@@ -347,14 +370,14 @@ def write_starter(config: dict, path: str | os.PathLike, *, force: bool = False,
 
     ``path`` must be a new file outside the ``results`` folder unless ``force`` is given, which replaces an
     existing file or writes inside ``results`` (:func:`hardneg.results.output_paths.check_output`: a folder, a
-    symbolic link or a file that is not a regular file is refused even then). A run already in ``results`` with
-    another dataset is refused, ``force`` or not (:func:`check_results`)."""
+    symbolic link or a file that is not a regular file is refused even then). A run already in the config's
+    results folder with another dataset is refused, ``force`` or not (:func:`check_results`)."""
     from hardneg.pipeline.config import validate_config  # Faiss: imported only where an index is built or searched
 
     path = check_output(path, folder=False, what="config", results=results, force=force)
     validated = validate_config(copy.deepcopy(config))
-    check_results(validated, results)
-    header = HEADER.format(path=path)
+    check_results(validated)
+    header = HEADER.format(path=path, results=validated["results"])
     dataset = config["datasets"][config["dataset"]]
     if any("train" in run.get("params", {}) for run in config["runs"].values()):
         rows = len(training_rows(dataset))

@@ -55,8 +55,10 @@ def check_output(path: str | os.PathLike, *, folder: bool, what: str, results: s
     """``path`` as a Path when ``what`` (a file, or a ``folder``) may be written there (see the module
     docstring); otherwise a HardnegError that names ``option`` and says what is wrong and what to do.
 
-    ``results``: the results folder, whose contents are written only with ``force``; ``force``: replace an
-    existing file, or a folder that is empty or that ``previous`` recognises as an earlier output of ``what``.
+    ``results``: the results folder, whose contents are written only with ``force``, and whose existing files
+    are never replaced (but for one that ``previous`` recognises as an earlier output of ``what``); ``force``:
+    replace an existing file, or a folder that is empty or that ``previous`` recognises as an earlier output of
+    ``what``.
     Nothing is read or written here.
     """
     shape = "folder" if folder else "file"
@@ -84,6 +86,10 @@ def check_output(path: str | os.PathLike, *, folder: bool, what: str, results: s
         return path
     if not folder and stat.S_ISDIR(info.st_mode):
         raise HardnegError(f"{option} {path} is a folder; the {what} is written as one file: give a file path")
+    if not folder and inside(path, results) and not (previous and previous(path)):  # --force: a new file only
+        raise HardnegError(f"{option} {path} is a file of the results folder {results} (an artifact of the "
+                           f"workflow, or beside them): --force writes a new file there but replaces none; give "
+                           f"another path")
     if folder and not stat.S_ISDIR(info.st_mode):
         raise HardnegError(f"{option} {path} is a file; the {what} is written as a folder: give a folder path")
     if folder and any(path.iterdir()) and not (previous and previous(path)):

@@ -1,5 +1,5 @@
 """The model card of a saved model folder (:mod:`hardneg.dense.model_card`): it names the base model, the method,
-the training data, the config hash and the metrics (or their file), and its two loading recipes (sentence-transformers
+the training data, the training hash and the metrics (or their file), and its two loading recipes (sentence-transformers
 and transformers) run as written and give hardneg's own vectors; it holds no absolute path, is the same for the same
 facts, and is written again with metrics from the facts it keeps."""
 
@@ -19,7 +19,7 @@ from tests.support.dense import TINY_MODEL
 
 QUERY_MAX_LENGTH, DOC_MAX_LENGTH = 8, 24
 FACTS = CardFacts(run="adore_x", method="adore", summary="query encoder trained on dynamic hard negatives",
-                  base_model="builtin", seed=7, dataset="toy", split="train", config_hash="ab" * 32,
+                  base_model="builtin", seed=7, dataset="toy", split="train", training_hash="ab" * 32,
                   builtin={**TINY_MODEL, "vocab_size": 300}, training_queries=42, training_rows=45,
                   training={"epochs": 2, "batch_size": 16, "learning_rate": 0.001}, starts_from="star_x",
                   documents_of="star_x", inputs={"docs": "star_x"})
@@ -101,7 +101,7 @@ def test_the_card_names_what_the_model_is_and_where_it_comes_from(tokenizer_dir,
                      "| starts from | the model of run `star_x` |",
                      "| training data | dataset `toy`, split `train`: 42 queries with a relevant document (45 training "
                      "rows per epoch) |",
-                     f"| config hash | `{'ab' * 32}` (SHA-256 of the configuration training read",
+                     f"| training hash | `{'ab' * 32}` (SHA-256 of the configuration training read",
                      "the document encoder is run `star_x`'s",
                      "Not known when this model was saved: the run's evaluation writes them to "
                      "`results/adore_x/metrics.json`.",

@@ -113,14 +113,14 @@ def test_keep_comes_after_the_margins():
 
 
 def test_nulls_pass_the_margin_and_cross_encoder_filters():
-    strict = Policy(margin=100.0, relative_margin=1.0, ce_threshold=0.0, ce_margin=1.0)
+    strict = Policy(margin=100.0, relative_margin=1.0, ce_threshold=0.01, ce_margin=0.99)  # 0 and 1 drop all
     # only rows without a best positive score pass both margins: q3's, which have no ce score either
     assert pairs(select(POOL, strict).negatives) == [("q3", "c1"), ("q3", "c2")]
     # a4 has no ce score, and only q3 lacks a best positive ce score
-    assert pairs(select(POOL, Policy(ce_threshold=0.0)).negatives) == [("q1", "a4"), ("q3", "c1"), ("q3", "c2")]
+    assert pairs(select(POOL, Policy(ce_threshold=0.01)).negatives) == [("q1", "a4"), ("q3", "c1"), ("q3", "c2")]
     no_best_ce = POOL.set_column(COLUMNS.index("best_positive_ce_score"), "best_positive_ce_score",
                                  pa.array([0.75] * 6 + [None] * 6, pa.float32()))
-    assert pairs(select(no_best_ce, Policy(ce_margin=1.0)).negatives) == [("q1", "a4")] + ALL[6:]
+    assert pairs(select(no_best_ce, Policy(ce_margin=0.99)).negatives) == [("q1", "a4")] + ALL[6:]
 
 
 def without(*names):
@@ -210,7 +210,11 @@ def test_random_sampling_does_not_depend_on_other_queries_or_their_order():
 # ------------------------------------------------------------------------------------------------ the schema
 def test_policy_is_checked_on_construction():
     assert Policy(rank_range=[2, 5]).rank_range == (2, 5)
-    assert Policy(margin=0, relative_margin=1, ce_threshold=0.0, ce_margin=1.0, depth=1, keep=1)
+    assert Policy(margin=0, relative_margin=1, ce_threshold=1.0, ce_margin=0.0, depth=1, keep=1)
+    for empty, message in ((dict(ce_threshold=0), "ce_threshold 0 drops every candidate"),
+                           (dict(ce_margin=1.0), "ce_margin 1 drops every candidate")):  # they would select nothing
+        with pytest.raises(ValueError, match=message):
+            Policy(**empty)
     for bad, message in ((dict(depth=0), "depth"), (dict(depth=2.0), "depth"), (dict(depth=True), "depth"),
                          (dict(rank_range=(5, 2)), "rank_range"), (dict(rank_range=(0, 3)), "rank_range"),
                          (dict(rank_range=[1, 2, 3]), "rank_range"), (dict(rank_range=(1.0, 2)), "rank_range"),
@@ -363,7 +367,7 @@ def test_a_stricter_filter_keeps_a_subset_of_a_looser_one():
         # best x (1 - relative_margin) falls with relative_margin only for a best positive score >= 0 (the
         # relative margin is meant for positive scores); a negative one rises towards 0
         positive = pool.filter(pc.invert(pc.fill_null(pc.less(pool["best_positive_score"], 0), False)))
-        a, b = (float(x) for x in sorted(rng.random(2).round(2)))
+        a, b = (float(x) for x in sorted(rng.random(2).round(2).clip(0.01, 0.99)))  # 0 and 1: refused filters
         for loose, strict, table in ((Policy(margin=a), Policy(margin=b), pool),
                                      (Policy(relative_margin=a), Policy(relative_margin=b), positive),
                                      (Policy(ce_threshold=b), Policy(ce_threshold=a), pool),

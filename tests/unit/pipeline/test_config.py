@@ -50,7 +50,7 @@ _DELETE = object()
 
 
 @pytest.mark.parametrize("path, value, key, message", [
-    (["sed"], 1, "sed", "unknown key; allowed keys: compare, dataset, datasets, downloads, duplicates, evaluation, false_negatives, figures, method_modules, policies, pq_matrix, report, resources, runs, seed, summary, tables, targets, viewer"),
+    (["sed"], 1, "sed", "unknown key; allowed keys: compare, dataset, datasets, downloads, duplicates, evaluation, false_negatives, figures, method_modules, policies, pq_matrix, report, resources, results, runs, seed, summary, tables, targets, viewer"),
     (["runs", "bm25", "params", "k11"], 1.0, "runs.bm25.params.k11", "unknown key; allowed keys: b, fields"),
     (["runs", "bm25", "params", "k1"], "high", "runs.bm25.params.k1", "expected number, got 'high'"),
     (["runs", "bm25", "params", "top_k"], 0, "runs.bm25.params.top_k", "0 is less than the minimum of 1"),
@@ -360,8 +360,8 @@ def test_config_files_are_merged_in_order_with_overrides_on_top(tmp_path):
     ("/etc/passwd", "'/etc/passwd' is an absolute path; a target is a run name or a path under results/, relative "
                     "to the working folder (e.g. results/<run>/metrics.json)"),
     ("/work/results/bm25/metrics.json", "'/work/results/bm25/metrics.json' is an absolute path"),
-    ("results/", "'results/' is not a path under results/; a target is a run name or a path under results/ "
-                 "(e.g. results/<run>/metrics.json)"),
+    ("results/", "'results/' is not a path under results/ (this config's `results`); a target is a run name or "
+                 "a path under results/ (e.g. results/<run>/metrics.json)"),
     ("results/.", "'results/.' is not a path under results/"),
     ("./results", "'./results' is not a path under results/"),
     ("results/../config/config.yaml", "'results/../config/config.yaml' is not a path under results/"),

@@ -3,6 +3,7 @@ split held out of the training queries, epochs that give every training run enou
 with portable references, and a refusal to rebuild a run of another dataset (the 1,400-document SciFact case:
 tests/integration/test_init_collection.py)."""
 
+import copy
 import re
 
 import pytest
@@ -14,7 +15,8 @@ from hardneg.dense.pretrained import model_source
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import ConfigError
 from hardneg.pipeline import starter
-from hardneg.pipeline.config import load_config_files
+from hardneg.pipeline.config import load_config_files, validate_config
+from hardneg.pipeline.plan import Plan
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.pipeline.train_steps import optimiser_steps, too_few_steps
 from tests.support import REPO
@@ -40,14 +42,22 @@ def _default_runs() -> set[str]:
     return set(load_config_files(REPO / "config" / "config.yaml")["runs"])
 
 
-@pytest.mark.parametrize("name", ["mydata", "msmarco", "star"])
+@pytest.mark.parametrize("name", ["mydata", "msmarco", "randneg"])
 @pytest.mark.parametrize("model", ["builtin", "minilm"])
-def test_no_run_name_is_a_run_of_the_default_config(tmp_path, name, model):
+def test_no_run_writes_where_a_run_of_the_default_config_or_of_another_dataset_writes(tmp_path, name, model):
+    """The config's results go to results/<name>: its run folders are never the default config's (results/<run>),
+    nor those of a config of another dataset; the dense runs of a pretrained model are named after it, so the
+    configs of one dataset and two models share their folder without sharing a run."""
     config = starter.starter_config(starter.beir_dataset(_beir(tmp_path / "beir", 30)), name=name, model=model)
-    assert all(run.startswith(f"{name}_") for run in config["runs"])
-    assert not set(config["runs"]) & _default_runs()
+    assert config["results"] == f"results/{name}"
+    folders = {Plan(validate_config(copy.deepcopy(config))).layout.run_dir(run) for run in config["runs"]}
+    assert all(folder.startswith(f"results/{name}/") for folder in folders)
+    assert not folders & {f"results/{run}" for run in _default_runs()}
     other = starter.starter_config(starter.beir_dataset(tmp_path / "beir"), name=f"{name}2", model=model)
-    assert not set(config["runs"]) & set(other["runs"])
+    assert not folders & {Plan(validate_config(copy.deepcopy(other))).layout.run_dir(run) for run in other["runs"]}
+    builtin = starter.starter_config(starter.beir_dataset(tmp_path / "beir"), name=name)
+    shared = set(config["runs"]) & set(builtin["runs"])
+    assert shared == {"bm25"} if model == "minilm" else shared == set(config["runs"])
 
 
 @pytest.mark.parametrize("judged, share, held", [(150, 0.2, 30), (400, 0.12, 48), (809, 0.1, 81), (19, None, 0)])
@@ -120,14 +130,32 @@ def test_a_run_of_another_dataset_in_results_is_refused(tmp_path, monkeypatch, c
     _beir(tmp_path / "b", 30)
     monkeypatch.chdir(tmp_path)
     assert main(["init", "--beir", "a", "--output", "a.yaml"]) == 0
-    recorded = tmp_path / "results" / "mydata_bm25"
+    recorded = tmp_path / "results" / "mydata" / "bm25"
     recorded.mkdir(parents=True)
     config = load_config_files(tmp_path / "a.yaml")
-    (recorded / "config.yaml").write_text(yaml.safe_dump(resolve_run(config, "mydata_bm25")))
+    (recorded / "config.yaml").write_text(yaml.safe_dump(resolve_run(config, "bm25")))
     assert main(["init", "--beir", str(tmp_path / "a"), "--output", "again.yaml"]) == 0  # the same data
     assert main(["init", "--beir", "b", "--output", "b.yaml"]) == 2
     error = capsys.readouterr().err
-    assert "config key 'runs.mydata_bm25': results/mydata_bm25 holds run mydata_bm25 of another dataset ('mydata', " \
-           "read from a); this config's dataset 'mydata' is read from b: give the dataset another name (--name)" in error
+    assert "config key 'runs.bm25': results/mydata/bm25 holds run bm25 of another dataset ('mydata', read from a); " \
+           "this config's dataset 'mydata' is read from b: give the dataset another name (--name, which names the " \
+           "folder too)" in error
     assert not (tmp_path / "b.yaml").exists()
     assert main(["init", "--beir", "b", "--name", "other", "--output", "b.yaml"]) == 0
+
+
+def test_a_name_whose_results_folder_is_a_run_of_another_config_is_refused(tmp_path, monkeypatch, capsys):
+    """`--name randneg` beside the default config's results/randneg: the new config's results would go inside that
+    run's folder; `--name star`, a run of the config itself, would name its folder like one of its runs."""
+    _beir(tmp_path / "a", 30)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results" / "randneg").mkdir(parents=True)
+    (tmp_path / "results" / "randneg" / "config.yaml").write_text("method: randneg\n")
+    assert main(["init", "--beir", "a", "--name", "randneg", "--output", "a.yaml"]) == 2
+    error = capsys.readouterr().err
+    assert "config key 'results': results/randneg is the folder of run randneg of another config (it holds " \
+           "results/randneg/config.yaml): give the dataset another name" in error
+    assert not (tmp_path / "a.yaml").exists()
+    assert main(["init", "--beir", "a", "--name", "star", "--output", "a.yaml"]) == 2
+    assert "config key 'results': results/star is the folder of this config's run 'star'" in capsys.readouterr().err
+    assert main(["init", "--beir", "a", "--name", "stars", "--output", "a.yaml"]) == 0

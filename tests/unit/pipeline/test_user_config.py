@@ -79,8 +79,8 @@ def test_init_writes_a_valid_standalone_config(beir_folder, tmp_path, capsys):
     # two training queries: too few to hold some out as a dev split (hardneg.pipeline.starter.HOLD_OUT_FROM)
     assert config["datasets"]["mydata"] == {"adapter": "beir", "path": str(folder), "splits": ["test", "train"]}
     assert config["evaluation"]["split"] == "test"
-    runs = ["mydata_bm25", "mydata_warmup", "mydata_star", "mydata_adore_star"]
-    assert list(config["runs"]) == runs == config["targets"]
+    runs = ["bm25", "warmup", "star", "adore_star"]
+    assert list(config["runs"]) == runs == config["targets"] and config["results"] == "results/mydata"
     validate_config(config)
     assert main(["init", "--beir", str(tmp_path / "nowhere"), "--output", str(out)]) == 2
     assert "corpus.jsonl is missing" in capsys.readouterr().err

@@ -51,7 +51,7 @@ def test_an_existing_file_or_folder_needs_force(work):
     assert str(check("empty", folder=True, force=True)) == "empty"
 
 
-def test_anything_inside_the_results_folder_needs_force(work):
+def test_anything_inside_the_results_folder_needs_force_and_no_file_there_is_replaced(work):
     refused("results/star/hardnegs.parquet", "--output results/star/hardnegs.parquet is inside the results folder "
                                              "results, where the workflow keeps its artifacts: give a path outside "
                                              "it, or --force")
@@ -60,7 +60,11 @@ def test_anything_inside_the_results_folder_needs_force(work):
     refused(work / "elsewhere" / ".." / "results" / "x.jsonl", "is inside the results folder")
     os.symlink(work / "results" / "star", work / "star_link")  # through a linked folder
     refused("star_link/x.jsonl", "is inside the results folder")
-    assert str(check("results/star/hardnegs.parquet", force=True)) == "results/star/hardnegs.parquet"
+    assert str(check("results/star/new.jsonl", force=True)) == "results/star/new.jsonl"  # a new file, with --force
+    # an existing file there, never: an artifact the workflow would then find up to date
+    refused("results/star/hardnegs.parquet", "--output results/star/hardnegs.parquet is a file of the results "
+                                             "folder results .*: --force writes a new file there but replaces none",
+            force=True)
     assert inside("results", "results") and not inside("results2/x", "results")
 
 

@@ -26,6 +26,7 @@ from typing import Callable
 import pytest
 import yaml
 
+from tests.support.configs import FALSE_NEGATIVES_CONFIG
 from tests.support.workflow import BIN, output_of, snakemake
 
 pytestmark = pytest.mark.slow
@@ -215,6 +216,13 @@ CASES += [
                      (("runs",), {**VALID["runs"], "warmup": WARMUP})),
          "config key 'runs.warmup.params.train.split': dataset 'tiny' has no split 'train' to train on; it has "
          "trian, test"),
+    # a run of the name the false-negative experiment gives the run it trains
+    Case("run-named-like-a-generated-one",
+         _text(yaml.safe_dump({**FALSE_NEGATIVES_CONFIG,
+                               "false_negatives": {**FALSE_NEGATIVES_CONFIG["false_negatives"], "train": True},
+                               "runs": {**FALSE_NEGATIVES_CONFIG["runs"], "inbatch_fn_top": {"method": "bm25"}}},
+                              sort_keys=False)),
+         "config key 'runs.inbatch_fn_top': the false_negatives experiment trains a run of this name"),
     # the results folder: results/ or a folder of its own inside it
     Case("results-outside-results", _valid_with((("results",), "/tmp/elsewhere")),
          "config key 'results': '/tmp/elsewhere' is not the folder results or a folder inside it"),

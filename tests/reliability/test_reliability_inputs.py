@@ -203,6 +203,10 @@ CASES = [
         Case("msmarco-qrels-column-count", "msmarco",
              lambda i: i.lines("msmarco/qrels.test.txt", ["q1 0 1 1", "q2 2 1"]),
              ("{data}/msmarco/qrels.test.txt, line 2: expected 4 fields separated by whitespace, found 3",), "job"),
+        Case("msmarco-collection-with-a-header", "msmarco",
+             lambda i: i.lines("msmarco/collection.tsv", ["id\ttext", "1\tcats purr", "2\tdogs bark"]),
+             ("{data}/msmarco/collection.tsv, line 1: a header line (id, text): this format has none, and it "
+              "would be read as an entry of id 'id'; remove the line",), "job"),
     ]),
     *_category("TREC files", [
         Case("trec-topics-without-qrels", "trec",

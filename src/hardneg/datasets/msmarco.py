@@ -15,7 +15,7 @@ from hardneg.io.readers import iter_tsv
 
 
 def read_tsv_queries(path: str):
-    return queries_table(((line, f[0], f[1]) for line, f in iter_tsv(path, 2)), path)
+    return queries_table(((line, f[0], f[1]) for line, f in iter_tsv(path, 2, headerless=True)), path)
 
 
 def _load(corpus, corpus_source, queries_files: dict, qrels_files: dict, judged_only: bool) -> Dataset:
@@ -30,13 +30,14 @@ def _load(corpus, corpus_source, queries_files: dict, qrels_files: dict, judged_
 
 def load_passage(collection: str, queries: dict, qrels: dict, judged_only: bool = True) -> Dataset:
     check_query_and_qrels_files({"queries": queries, "qrels": qrels}, "queries")  # before the big file
-    corpus, source = corpus_table(((line, f[0], "", f[1]) for line, f in iter_tsv(collection, 2)), collection)
+    corpus, source = corpus_table(((line, f[0], "", f[1]) for line, f in iter_tsv(collection, 2, headerless=True)),
+                                  collection)
     return _load(corpus, source, queries, qrels, judged_only)
 
 
 def load_document(docs: str, queries: dict, qrels: dict, judged_only: bool = True) -> Dataset:
     check_query_and_qrels_files({"queries": queries, "qrels": qrels}, "queries")
-    corpus, source = corpus_table(((line, f[0], f[2], f[3]) for line, f in iter_tsv(docs, 4)), docs)
+    corpus, source = corpus_table(((line, f[0], f[2], f[3]) for line, f in iter_tsv(docs, 4, headerless=True)), docs)
     return _load(corpus, source, queries, qrels, judged_only)
 
 

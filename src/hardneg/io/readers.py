@@ -27,19 +27,25 @@ def _open_binary(path: Path):
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for each non-blank line, without its line ending."""
+    """Yield ``(line_number, text)`` for each non-blank line, without its line ending. Line endings are those of
+    Python's text files, whatever made the file: ``\n``, ``\r\n`` and a lone ``\r`` (old Mac files), mixed or
+    not; lines are numbered as an editor counts them."""
     path = Path(path)
+    number = 0
     with _open_binary(path) as handle:
-        for number, raw in enumerate(handle, start=1):
+        for raw in handle:
             try:
-                line = raw.decode("utf-8")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataError(path, number, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
-            line = line.rstrip("\r\n")
-            if number == 1:
-                line = line.lstrip("\ufeff")
-            if line.strip():
-                yield number, line
+                raise DataError(path, number + 1, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+            text = text[:-1] if text.endswith("\n") else text
+            text = text[:-1] if text.endswith("\r") else text
+            for line in text.split("\r"):  # a lone carriage return ends a line too
+                number += 1
+                if number == 1:
+                    line = line.lstrip("\ufeff")
+                if line.strip():
+                    yield number, line
 
 
 class _NotFinite(ValueError):
@@ -99,19 +105,31 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
         yield number, obj
 
 
+# First fields that make a first line a header, not data: a file of a format without one given one anyway
+HEADER_IDS = ("id", "_id", "docid", "doc_id", "pid", "qid", "query_id", "query-id")
+
+
 def iter_tsv(
-    path: str | os.PathLike, columns: int | tuple[int, ...], *, header: str | None = None, sep: str | None = "\t"
+    path: str | os.PathLike, columns: int | tuple[int, ...], *, header: str | None = None, sep: str | None = "\t",
+    headerless: bool = False,
 ) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line_number, fields)`` of a delimited file.
 
     ``columns`` is the allowed number (or numbers) of fields; ``sep=None`` splits on any whitespace
-    (TREC qrels). When ``header`` is given, a first line starting with it is skipped.
+    (TREC qrels). When ``header`` is given, a first line starting with it is skipped. ``headerless``: the format
+    has no header, and a first line whose first field is a column name (:data:`HEADER_IDS`) is refused, not read
+    as a document or query of that id.
     """
     allowed = (columns,) if isinstance(columns, int) else columns
+    first = True
     for number, line in iter_lines(path):
         if header is not None and number == 1 and line.startswith(header):
             continue
         fields = line.split(sep) if sep is not None else line.split()
+        if headerless and first and fields[0].strip().casefold() in HEADER_IDS:
+            raise DataError(path, number, f"a header line ({', '.join(fields)}): this format has none, and it "
+                                          f"would be read as an entry of id {fields[0]!r}; remove the line")
+        first = False
         if len(fields) not in allowed:
             expected = " or ".join(str(c) for c in allowed)
             raise DataError(path, number, f"expected {expected} fields separated by "

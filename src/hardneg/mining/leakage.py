@@ -176,7 +176,7 @@ def leakage_table(pool: pa.Table, selections: Mapping[str, pa.Table], hidden: pa
     :param hidden: the hidden judgements (QRELS).
     :param reference: the reference policy, a key of ``selections`` (None: the first).
     :param settings: policy name → its filters in words (the ``settings`` column; "" where missing).
-    :returns: a :data:`LEAKAGE` table.
+    :returns: a :data:`LEAKAGE` table; a value with nothing to measure (a share of nothing) is null.
     :raises ValueError: no selection, or a reference that is not one of them.
     """
     if not selections:
@@ -189,10 +189,13 @@ def leakage_table(pool: pa.Table, selections: Mapping[str, pa.Table], hidden: pa
     base_leak, base_hard = measured[reference]
     rows = []
     for name, (leak, hard) in measured.items():
-        rows.append({"policy": name, "reference": name == reference, "settings": (settings or {}).get(name, ""),
-                     **asdict(leak), **asdict(hard),
-                     "hardness_kept": hardness_kept(base_hard.mean_rank, hard.mean_rank),
-                     "leakage_cut": leakage_cut(base_leak.leakage, leak.leakage)})
+        row = {"policy": name, "reference": name == reference, "settings": (settings or {}).get(name, ""),
+               **asdict(leak), **asdict(hard),
+               "hardness_kept": hardness_kept(base_hard.mean_rank, hard.mean_rank),
+               "leakage_cut": leakage_cut(base_leak.leakage, leak.leakage)}
+        # a share with nothing to measure (nothing hidden, no negative) is stored as null, never as NaN
+        rows.append({key: None if isinstance(value, float) and math.isnan(value) else value
+                     for key, value in row.items()})
     return pa.Table.from_pylist(rows, schema=LEAKAGE.schema)
 
 

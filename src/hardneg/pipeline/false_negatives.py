@@ -200,7 +200,16 @@ def expand_config(config: dict) -> bool:
         return False
     split = hidden_split(config["datasets"][fn.dataset])
     for policy in fn.policies:
-        config["runs"].setdefault(run_name(fn.miner, policy), _generated_run(fn, policy, split))
+        name, generated = run_name(fn.miner, policy), _generated_run(fn, policy, split)
+        defined = config["runs"].get(name)
+        if defined is not None and (defined.get("method") != generated["method"]
+                                    or defined.get("inputs") != generated["inputs"]
+                                    or defined.get("dataset", config.get("dataset")) != generated["dataset"]):
+            raise ConfigError(f"runs.{name}", f"the false_negatives experiment trains a run of this name (STAR on "
+                                              f"the negatives policy {policy!r} selects from {fn.miner}'s pool); "
+                                              f"the run defined here is another one: rename it (a run of this name "
+                                              f"may only change the generated one's params)")
+        config["runs"].setdefault(name, generated)
     return True
 
 

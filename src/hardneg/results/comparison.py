@@ -3,8 +3,9 @@ prints (:mod:`hardneg.results.comparison_text`) and the comparison page shows (:
 
 The per-query values of a run on its evaluation split are those of ``results/<run>/per_query.parquet`` (every
 measure it was evaluated with, pairwise errors included). On another split the run ranked
-(``evaluation.extra_splits``) they are computed here from its ranking ``runs/<split>.parquet`` and the dataset's
-qrels with :func:`hardneg.evaluation.metrics.evaluate`, for any ir-measures measure. The statistics are
+(``evaluation.extra_splits``), and for a measure its evaluation left out, they are computed here from its ranking
+``runs/<split>.parquet`` and the dataset's qrels with :func:`hardneg.evaluation.metrics.evaluate`, for any
+ir-measures measure. The statistics are
 :func:`hardneg.evaluation.compare.compare_runs`'s.
 
 For the queries that changed most, each run's top documents come from its ranking of the split, with their
@@ -107,8 +108,9 @@ def _metrics_split(files: RunFiles) -> tuple[str, str]:
     return record["split"], path
 
 
-def _stored_values(files: RunFiles, measure: str) -> tuple[pd.Series, str]:
-    """A run's per-query values of ``measure`` on its evaluation split, from its per_query.parquet."""
+def _stored_values(files: RunFiles, measure: str) -> tuple[pd.Series, str] | None:
+    """A run's per-query values of ``measure`` on its evaluation split, from its per_query.parquet; None when it
+    was not evaluated with ``measure`` (they are then evaluated from its ranking)."""
     path = files.layout.per_query(files.run)
     if not Path(path).exists():
         raise HardnegError(f"run {files.run} has no per-query values: {path} is missing; build it with snakemake "
@@ -116,9 +118,7 @@ def _stored_values(files: RunFiles, measure: str) -> tuple[pd.Series, str]:
     table = artifacts.read_table(artifacts.PER_QUERY_METRICS, path)
     mine = table.filter(pc.equal(table["measure"], measure))
     if mine.num_rows == 0:
-        measures = sorted(set(table["measure"].to_pylist()))
-        raise HardnegError(f"run {files.run} was not evaluated with {measure}: {path} holds "
-                           f"{', '.join(measures) or 'no measure'}; compare on one of them (--measure)")
+        return None
     return pd.Series(mine["value"].to_numpy(), index=mine["qid"].to_pylist(), name=files.run), path
 
 
@@ -251,10 +251,8 @@ def compare_results(runs: list[str], *, results: str | os.PathLike = "results", 
     split, evaluated = _split(list(files.values()), split)
     values, sources = {}, {}
     for run, run_files in files.items():
-        if evaluated[run] == split:
-            values[run], sources[run] = _stored_values(run_files, measure)
-        else:
-            values[run], sources[run] = _computed_values(run_files, measure, split)
+        stored = _stored_values(run_files, measure) if evaluated[run] == split else None
+        values[run], sources[run] = stored or _computed_values(run_files, measure, split)
     comparison = compare_runs(values, measure, correction=correction, resamples=resamples, seed=seed,
                               sources=sources)
     hard_negatives = {run: _hard_negatives(run_files) for run, run_files in files.items()}

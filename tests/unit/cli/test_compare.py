@@ -37,7 +37,7 @@ def test_compare_writes_the_page_only_where_it_may(results, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["compare", "base", "nosuch"], "run 'nosuch' has no results folder"),
-    (["compare", "base", "star", "--measure", "AP"], "run base was not evaluated with AP"),
+    (["compare", "base", "star", "--measure", "RR@zero"], "measure 'RR@zero'"),
     (["compare", "base"], "a comparison needs at least two runs"),
 ])
 def test_compare_errors_are_one_line(results, capsys, argv, message):

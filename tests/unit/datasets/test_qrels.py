@@ -65,3 +65,17 @@ def test_good_qrels_load_the_same_from_both_forms(tmp_path):
     trec = load_qrels(_trec(tmp_path / "qrels.trec", GOOD))
     parquet = load_qrels(_parquet(tmp_path / "qrels.parquet", GOOD))
     assert trec.equals(parquet) and trec["relevance"].to_pylist() == [1, 0, 2]
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n", "\n", "mixed"], ids=["cr-only", "crlf", "lf", "mixed"])
+def test_every_line_ending_reads_the_same_judgements(tmp_path, ending):
+    """A file of CR-only endings (old Mac) was one line, "holding no judgements"; lines end as in Python's text
+    files, and an error names the line an editor shows."""
+    rows = [f"{q} 0 {d} {r}" for q, d, r in GOOD]
+    endings = ["\r", "\r\n", "\n"] if ending == "mixed" else [ending] * 3
+    path = tmp_path / "qrels.trec"
+    path.write_bytes("".join(row + end for row, end in zip(rows, endings)).encode())
+    assert load_qrels(path).equals(load_qrels(_trec(tmp_path / "plain.trec", GOOD)))
+    path.write_bytes(("q1 0 d1 1" + endings[0] + "q1 0 d1 0" + endings[1]).encode())
+    with pytest.raises(DataError, match="line 2: duplicate judgement"):
+        load_qrels(path)

@@ -136,3 +136,15 @@ def test_the_stage_writes_the_table_and_its_page(tmp_path):
     assert "hides 5 judged positives of split `train`" in page and "ranks 3 of them within its pool's depth (6)" in page
     assert "| **top3** (reference) | keep 3 | 8 | 2 | 40.0% | 66.7% |" in page
     assert "| margin | margin 0.6, keep 3 | 7 | 0 | 0.0% | 0.0% | 0.00% |" in page
+
+
+def test_a_table_with_nothing_to_measure_stores_nulls_not_nan():
+    """Nothing hidden and no negative: the shares of nothing are null in the stored table (its numbers are finite
+    or absent, as every stored number is), and the Markdown shows a dash."""
+    table = leakage_table(POOL, {"none": negatives(POOL, set()), "all": negatives(POOL, {("q1", "a1")})},
+                          qrels_table([]))
+    for column in ("leakage", "pool_leakage", "false_negative_share", "leakage_cut"):
+        values = table[column].to_pylist()
+        assert None in values and not any(isinstance(v, float) and math.isnan(v) for v in values), column
+    assert all(math.isfinite(v) for column in table.column_names if pa.types.is_floating(table[column].type)
+               for v in table[column].to_pylist() if v is not None)

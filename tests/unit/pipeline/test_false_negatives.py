@@ -127,9 +127,14 @@ def test_with_training_each_policy_has_a_star_run_whose_own_job_selects_from_the
         "inbatch", "bm25", "inbatch_fn_top", "inbatch_fn_margin", "inbatch_fn_window"}
     paper = experiment.paper_targets()
     assert "results/false_negatives/leakage.html" in paper and "results/false_negatives/leakage.png" in paper
-    mine = copy.deepcopy(raw)  # a run of that name the config defines itself is kept
+    mine = copy.deepcopy(raw)  # a run of that name the config defines itself is kept, its params its own
+    mine["runs"]["inbatch_fn_top"] = copy.deepcopy(checked["runs"]["inbatch_fn_top"])
+    mine["runs"]["inbatch_fn_top"]["params"]["train"]["epochs"] = 3
+    assert validate_config(mine)["runs"]["inbatch_fn_top"]["params"]["train"]["epochs"] == 3
     mine["runs"]["inbatch_fn_top"] = {"method": "inbatch", "dataset": "hidden", "params": TINY_DENSE}
-    assert validate_config(mine)["runs"]["inbatch_fn_top"]["method"] == "inbatch"
+    with pytest.raises(ConfigError, match="the false_negatives experiment trains a run of this name") as error:
+        validate_config(mine)  # another run under its name: the experiment would find no STAR run there
+    assert error.value.key == "runs.inbatch_fn_top"
 
 
 def test_a_config_without_the_experiment_has_nothing_of_it():

@@ -62,6 +62,10 @@ def test_another_split_is_evaluated_from_the_rankings(results):
     # any ir-measures measure on another split, since it is computed
     assert compare_results(["base", "star"], results=results, split="train", measure="P@1").comparison.rows[0].delta \
         == pytest.approx(0.5)
+    # and on the evaluation split, where per_query.parquet lacks it (P@1: base 0, 1, 0, 1; star 1, 1, 1, 0)
+    report = compare_results(["base", "star"], results=results, measure="P@1")
+    assert report.split == "test" and report.comparison.rows[0].delta == pytest.approx(0.25)
+    assert report.sources["star"] == str(results / "star" / "runs" / "test.parquet")
 
 
 def test_the_text_shows_the_data_escaped(results):
@@ -88,8 +92,7 @@ def test_no_query_shown_with_top_zero(results):
     (["base", "star", "base"], {}, "run base is named twice"),
     (["base", "nosuch"], {}, "run 'nosuch' has no results folder: {results}/nosuch does not exist (runs with "
                              "results: adore, base, star)"),
-    (["base", "star"], {"measure": "AP"}, "run base was not evaluated with AP: {results}/base/per_query.parquet "
-                                          "holds RR@10, nDCG@10; compare on one of them (--measure)"),
+    (["base", "star"], {"measure": "RR@zero"}, "measure 'RR@zero': "),  # on the evaluation split too
     (["base", "star"], {"split": "dev"}, "run base has no ranking of split 'dev': {results}/base/runs/dev.parquet "
                                          "is missing"),
     (["base", "star"], {"split": "train", "measure": "RR@zero"}, "measure 'RR@zero': "),

@@ -103,7 +103,7 @@ def check_pool_reach(plan) -> None:
     """
     for run in plan.mining_runs:
         mining, miner = plan.params(run)["mining"], plan.miner(run)
-        where, name = f"runs.{run}.params.mining", plan.params(run)["mining"]["policy"]
+        where, name = f"runs.{run}.params.mining", mining["policy"]
         policy_key = (lambda key: f"policies.{name}.{key}") if name is not None else (lambda key: f"{where}.{key}")
         top_k = plan.params(miner).get("search", {}).get("top_k")
         if top_k is not None and mining["depth"] > top_k:

@@ -13,6 +13,7 @@ environment or need an index beyond PyPI, are parsed by pip's own parser, their 
 own data" commands run on a collection of their own in tests/workflow/test_own_data.py.
 """
 
+import functools
 import os
 import re
 import shlex
@@ -33,8 +34,21 @@ BIN = Path(sys.executable).parent
 OWN_DATA = {"README.md": "Your own data in three commands", "docs/own-data.md": None}  # test_own_data.py runs them
 
 
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _split(command: str) -> tuple[dict[str, str], list[str]]:
+    """A command's leading ``NAME=value`` assignments (the environment a shell gives it) and its arguments."""
+    words = shlex.split(command.split("\n", 1)[0], comments=True)
+    env = {}
+    while words and ASSIGNMENT.match(words[0]):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    return env, words
+
+
 def _argv(command: str) -> list[str]:
-    argv = shlex.split(command.split("\n", 1)[0], comments=True)
+    argv = _split(command)[1]
     if argv[0].startswith(".venv/bin/"):
         argv[0] = str(BIN / argv[0][len(".venv/bin/"):])
     elif argv[0] in ("snakemake", "hardneg"):
@@ -44,6 +58,19 @@ def _argv(command: str) -> list[str]:
 
 def run(argv, work, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=work, capture_output=True, text=True, **kwargs)
+
+
+def _run_in(environment: dict[str, str], argv, work, env=None, **kwargs) -> subprocess.CompletedProcess:
+    """`run` with a command's own ``NAME=value`` assignments added to its environment."""
+    if environment:
+        env = {**(env or os.environ), **environment}
+    return run(argv, work, env=env, **kwargs)
+
+
+def test_leading_assignments_are_the_commands_environment():
+    assert _split("CI=true A_1=x .venv/bin/python benchmarks/b.py --out /tmp/p") == (
+        {"CI": "true", "A_1": "x"}, [".venv/bin/python", "benchmarks/b.py", "--out", "/tmp/p"])
+    assert _split("hardneg audit star --where 'x=1'") == ({}, ["hardneg", "audit", "star", "--where", "x=1"])
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +138,7 @@ def test_readme_results_rows_are_what_a_fresh_main_run_gives(made):
             f"README.md's row differs from the fresh run's beyond the tolerances:\n{shown[_cells(row)[0]]}\n{row}"
 
 
-def _dry_run(argv: list[str], work) -> subprocess.CompletedProcess:
+def _dry_run(argv: list[str], work, environment=None) -> subprocess.CompletedProcess:
     argv = [a for a in argv if a not in ("--cores", "all")]
     if "--report" in argv:  # the report of a target: the target's DAG
         at = argv.index("--report")
@@ -120,7 +147,7 @@ def _dry_run(argv: list[str], work) -> subprocess.CompletedProcess:
     if any("profiles/slurm" in a for a in argv):  # its executor is the SLURM plugin, beside the environment
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SLURM_PLUGIN),
                                                                           os.environ.get("PYTHONPATH")]))}
-    return run([*argv, "-n", "--quiet", "rules"], work, env=env)
+    return _run_in(environment or {}, [*argv, "-n", "--quiet", "rules"], work, env=env)
 
 
 def _own_data(page, section: str) -> bool:
@@ -138,10 +165,11 @@ def _pip(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def _command_result(command: str, work) -> subprocess.CompletedProcess:
-    argv = _argv(command)
+    argv, environment = _argv(command), _split(command)[0]  # the environment a shell would give it
+    run = functools.partial(_run_in, environment)
     tool = Path(argv[0]).name
     if tool == "snakemake":
-        return _dry_run(argv, work)
+        return _dry_run(argv, work, environment)
     if tool == "make":
         return run(["make", "-n", *argv[1:]], work)
     if tool == "pip":
@@ -149,12 +177,12 @@ def _command_result(command: str, work) -> subprocess.CompletedProcess:
     if tool == "python" and argv[1].startswith("benchmarks/"):
         return run([*argv[:2], "--help"], work)  # builds what the section shows; runs for hours
     if tool == "cat" and not (work / argv[1]).exists():
-        return _dry_run([str(BIN / "snakemake"), argv[1]], work)  # a file of a target built by dry run
+        return _dry_run([str(BIN / "snakemake"), argv[1]], work, environment)  # a file of a target built by dry run
     if "<<" in command:
         paths = re.findall(r"results/[\w./-]+", command)
         if all((work / p).exists() for p in paths):
             return run(argv, work, input=command.split("\n", 1)[1].rsplit("\n", 1)[0])
-        return _dry_run([str(BIN / "snakemake"), *paths], work)
+        return _dry_run([str(BIN / "snakemake"), *paths], work, environment)
     return run(argv, work)
 
 

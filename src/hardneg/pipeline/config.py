@@ -13,6 +13,7 @@ and what each run records as its resolved config.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import posixpath
 import re
@@ -38,7 +39,8 @@ from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dat
 from hardneg.pipeline.resources import check_resource_rules
 from hardneg.schema.files import read_config_yaml
 from hardneg.schema.names import NAME_PATTERN, NAME_RULE, quoted
-from hardneg.schema.validation import describe, first_error, read_schema, validate_fragment, validator_for
+from hardneg.schema.validation import (describe, first_error, first_error_of, read_schema, validate_fragment,
+                                       validator_for)
 
 
 def load_schema(path: str | os.PathLike | None = None) -> dict:
@@ -97,17 +99,19 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     methods.load_modules(modules)
     explicit = _explicit_model_keys(config)
     if schema is None or isinstance(schema, (str, os.PathLike)):
-        schema = load_schema(schema)
-    elif "allOf" not in schema.get("$defs", {}).get("run", {}):
-        schema = with_policies(with_methods(schema))
-    validator = validator_for(schema)
+        validator = _validator(None if schema is None else os.fspath(schema), _registry_key())
+    else:
+        if "allOf" not in schema.get("$defs", {}).get("run", {}):
+            schema = with_policies(with_methods(schema))
+        validator = validator_for(schema)
     error = first_error(validator, config)
     if error is None:
         false_negatives.check_config(config)  # before its runs are generated: errors name its own keys
-        generated = [pq_matrix.expand_config(config), false_negatives.expand_config(config)]
-        if any(generated):
+        written = set(config["runs"])
+        if any([pq_matrix.expand_config(config), false_negatives.expand_config(config)]):
             explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
-            error = first_error(validator, config)  # defaults of new runs
+            added = [run for run in config["runs"] if run not in written]
+            error = _first_run_error(validator, config, added) if added else None
     if error is not None:
         raise describe(error)
     _check_results_folder(config)
@@ -124,6 +128,25 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     check_summary_config(config)
     check_compare_config(config)
     return config
+
+
+def _registry_key() -> tuple:
+    """What the composed schema depends on besides its file: the registered methods (a config's
+    ``method_modules`` may add some)."""
+    return tuple((name, id(method)) for name, method in methods.methods().items())
+
+
+@functools.lru_cache(maxsize=8)
+def _validator(path: str | None, registry: tuple):
+    """The validator of the composed schema (:func:`load_schema` of ``path``) for the methods registered as
+    ``registry`` says: composed once per process, as Snakemake and the test suite validate configs many times."""
+    return validator_for(load_schema(path))
+
+
+def _first_run_error(validator, config: dict, runs: list[str]):
+    """:func:`first_error` of ``runs`` (runs generated after the config was validated, their defaults filled in
+    place) against the schema of ``runs``, with the errors' paths as in the whole config."""
+    return first_error_of(validator, {run: config["runs"][run] for run in runs}, "runs")
 
 
 def _explicit_model_keys(config: dict) -> dict:

@@ -57,8 +57,57 @@ def _with_defaults(validator_class):
     return validators.extend(validator_class, {"properties": fill_defaults})
 
 
-# Draft 2020-12, filling each missing property that has a ``default:`` before checking the properties.
-_Validator = _with_defaults(Draft202012Validator)
+def _variants(validator, spec, instance, schema):
+    """Keyword ``x-variants`` (see :func:`with_dispatched_variants`): the ``allOf`` of ``if``/``then`` variants it
+    stands for, applied by a lookup of the instance's discriminating property where it holds one of the variants'
+    strings (the only variant whose ``if`` holds, or none), else item by item as ``allOf`` does."""
+    value = instance.get(spec["property"]) if isinstance(instance, dict) else None
+    if isinstance(value, str):
+        index = spec["index"].get(value)
+        if index is not None:
+            yield from validator.descend(instance, spec["allOf"][index]["then"], schema_path=index)
+        return
+    yield from validator.VALIDATORS["allOf"](validator, spec["allOf"], instance, schema)
+
+
+# Draft 2020-12, filling each missing property that has a ``default:`` before checking the properties, with the
+# ``x-variants`` keyword of :func:`with_dispatched_variants`.
+_Validator = validators.extend(_with_defaults(Draft202012Validator), {"x-variants": _variants})
+
+
+def _discriminator(variants) -> str | None:
+    """The property whose string constant each ``if`` of ``variants`` tests, alone, when they all test one."""
+    names = set()
+    for variant in variants:
+        test = variant.get("if") if isinstance(variant, dict) else None
+        if not (isinstance(test, dict) and set(test) == {"properties"} and set(variant) == {"if", "then"}
+                and len(test["properties"]) == 1):
+            return None
+        (name, condition), = test["properties"].items()
+        if not (isinstance(condition, dict) and set(condition) == {"const"} and isinstance(condition["const"], str)):
+            return None
+        names.add(name)
+    return names.pop() if len(names) == 1 and len(variants) > 1 else None
+
+
+def with_dispatched_variants(node):
+    """A copy of a schema in which every ``allOf`` of ``if``/``then`` variants on one property's string constants
+    (a run's ``method``, a dataset's ``adapter``) becomes keyword ``x-variants``: the same errors, but found by a
+    lookup rather than by trying each ``if`` in turn, which made validation grow with the number of methods."""
+    if isinstance(node, list):
+        return [with_dispatched_variants(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: with_dispatched_variants(value) for key, value in node.items()}
+    prop = _discriminator(node.get("allOf")) if isinstance(node.get("allOf"), list) else None
+    if prop is not None:
+        variants = node.pop("allOf")
+        index = {variant["if"]["properties"][prop]["const"]: i for i, variant in reversed(list(enumerate(variants)))}
+        if len(index) == len(variants):  # one variant per value; otherwise allOf applies them all, as written
+            node["x-variants"] = {"property": prop, "index": index, "allOf": variants}
+        else:
+            node["allOf"] = variants
+    return node
 
 
 def with_ref_defaults(schema: dict) -> dict:
@@ -85,8 +134,9 @@ def with_ref_defaults(schema: dict) -> dict:
 
 def validator_for(schema: dict):
     """The validator of ``schema``: JSON Schema draft 2020-12 that writes every missing property's default into the
-    instance as it validates, a key declared by reference included (:func:`with_ref_defaults`)."""
-    return _Validator(with_ref_defaults(schema))
+    instance as it validates, a key declared by reference included (:func:`with_ref_defaults`); variants on one
+    property are found by lookup (:func:`with_dispatched_variants`)."""
+    return _Validator(with_dispatched_variants(with_ref_defaults(schema)))
 
 
 def non_finite_error(instance, path: tuple = ()) -> ValidationError | None:
@@ -113,6 +163,16 @@ def first_error(validator, instance):
     if found is not None:
         return found
     return best_match(validator.iter_errors(instance), key=lambda e: -len(e.absolute_path))
+
+
+def first_error_of(validator, value, key: str):
+    """:func:`first_error` of ``value`` as the root's property ``key`` (checked against that property's schema,
+    its defaults filled in place), the error's path starting at ``key``."""
+    found = non_finite_error(value, (key,))
+    if found is not None:
+        return found
+    errors = validator.descend(value, validator.schema["properties"][key], path=key, schema_path=key)
+    return best_match(errors, key=lambda e: -len(e.absolute_path))
 
 
 def _dotted(parts) -> str:

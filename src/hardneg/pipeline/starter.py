@@ -60,6 +60,9 @@ HOLD_OUT_FROM = 20
 # documents, DEV_EVALUATIONS times over a training.
 DEV_CURVE_MAX_DOCS = 20_000
 DEV_EVALUATIONS = 5
+# A corpus of at most this many documents is encoded by one job (``encode.shards: 1``) rather than the schema's
+# two: each job starts Python and loads the model (seconds), longer than encoding such a corpus takes.
+ONE_SHARD_MAX_DOCS = 10_000
 
 
 def _as_given(path: Path) -> str:
@@ -184,11 +187,15 @@ def _splits(dataset: dict) -> list[str]:
 
 
 def _num_docs_up_to(dataset: dict, limit: int) -> int | None:
-    """The documents of a BEIR corpus when there are at most ``limit`` of them (lines read up to ``limit + 1``);
-    None when there are more, or for another adapter."""
-    if dataset["adapter"] != "beir":
+    """The documents of a BEIR corpus or an MS MARCO passage collection when there are at most ``limit`` of them
+    (lines read up to ``limit + 1``); None when there are more, or for another adapter."""
+    if dataset["adapter"] == "beir":
+        path = Path(dataset["path"]) / "corpus.jsonl"
+    elif dataset["adapter"] == "msmarco_passage":
+        path = Path(dataset["collection"])
+    else:
         return None
-    with open(Path(dataset["path"]) / "corpus.jsonl", encoding="utf-8", errors="replace") as corpus:
+    with open(path, encoding="utf-8", errors="replace") as corpus:
         count = 0
         for line in corpus:
             count += bool(line.strip())
@@ -218,7 +225,8 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
     the batch :func:`batch_size_for` and the epochs :func:`epochs_for` give for the training split's rows
     (:func:`training_rows`), and, on a corpus of
     at most :data:`DEV_CURVE_MAX_DOCS` documents, :data:`DEV_EVALUATIONS` evaluations of its ``dev`` split while
-    it trains (dev curves).
+    it trains (dev curves); on a corpus of at most :data:`ONE_SHARD_MAX_DOCS`, each run that encodes the corpus
+    does it in one job (``encode.shards: 1``).
 
     :raises ConfigError: a model that is not installed or not a Hugging Face folder, or a training split too
         small to train on.
@@ -263,6 +271,10 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
         runs[f"{p}adore_star"] = {"method": "adore", "inputs": {"docs": f"{p}star"},
                                   "params": {"train": copy.deepcopy(later_train),
                                              "adore": {"top_k": 200, "cut": 200}}}
+    if _num_docs_up_to(dataset, ONE_SHARD_MAX_DOCS) is not None:
+        for run in runs.values():
+            if run["method"] != "bm25" and run["method"] != "adore":  # ADORE encodes queries only
+                run.setdefault("params", {})["encode"] = {"shards": 1}
     config["targets"] = list(runs)
     return config
 

@@ -98,6 +98,35 @@ def test_every_training_run_of_a_small_collection_trains_long_enough(tmp_path):
             assert train["dev_every"] == 21  # five dev evaluations (a corpus of 160 documents)
 
 
+def _msmarco(root, docs: int, train: int = 30):
+    """MS MARCO passage TSVs: ``docs`` passages, ``train`` training queries each judging its own passage."""
+    write_lines(root / "collection.tsv", [f"p{i}\tpassage {i}" for i in range(docs)])
+    write_lines(root / "queries.train.tsv", [f"q{i}\tquery {i}" for i in range(train)])
+    write_lines(root / "qrels.train.tsv", [f"q{i}\t0\tp{i}\t1" for i in range(train)])
+    return root
+
+
+def test_a_small_corpus_is_encoded_by_one_job_a_large_one_by_the_schemas_two(tmp_path):
+    small = starter.beir_dataset(_beir(tmp_path / "beir", 60))
+    for model in ("builtin", "minilm"):
+        runs = starter.starter_config(small, model=model)["runs"]
+        encoded = {name for name, run in runs.items() if "encode" in run.get("params", {})}
+        assert encoded == {name for name in runs if name.endswith(("zeroshot", "warmup", "star"))
+                           and not name.endswith("adore_star")}, encoded
+        assert all(runs[name]["params"]["encode"] == {"shards": 1} for name in encoded)
+        validated = validate_config(copy.deepcopy(starter.starter_config(small, model=model)))
+        assert {name: run["params"]["encode"]["shards"] for name, run in validated["runs"].items()
+                if name in encoded} == dict.fromkeys(encoded, 1)
+    passages = starter.msmarco_passage_dataset(_msmarco(tmp_path / "small", starter.ONE_SHARD_MAX_DOCS))
+    runs = starter.starter_config(passages)["runs"]
+    assert runs["warmup"]["params"]["encode"] == {"shards": 1}
+    assert "dev_every" in runs["warmup"]["params"]["train"]  # a corpus of 10,000 passages: dev curves too
+    large = starter.msmarco_passage_dataset(_msmarco(tmp_path / "large", starter.ONE_SHARD_MAX_DOCS + 1))
+    runs = starter.starter_config(large)["runs"]
+    assert not any("encode" in run.get("params", {}) for run in runs.values())
+    assert validate_config(starter.starter_config(large))["runs"]["warmup"]["params"]["encode"]["shards"] == 2
+
+
 def test_the_file_is_plain_yaml_with_portable_references(tmp_path, monkeypatch):
     _beir(tmp_path / "data" / "beir", 60)
     monkeypatch.chdir(tmp_path)

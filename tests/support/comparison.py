@@ -78,3 +78,14 @@ def write_results(root: Path, runs=("base", "star", "adore")) -> Path:
     if "star" in runs:
         artifacts.write_table(table(artifacts.HARDNEGS, HARDNEGS), artifacts.HARDNEGS, root / "star" / "hardnegs.parquet")
     return root
+
+
+def write_page(folder: Path) -> Path:
+    """The comparison page of base, star and adore over :func:`write_results` under ``folder`` (top 3 documents of
+    each ranking, the 3 queries that differ most): ``folder/compare.html``."""
+    from hardneg.report.comparison_page import write_comparison_page
+
+    results = write_results(folder / "results")
+    path = folder / "compare.html"
+    write_comparison_page(["base", "star", "adore"], path, results=results, top=3, depth=3)
+    return path

@@ -1,6 +1,7 @@
 """Hand-made tables for the mining tests (a ranking, its qrels and positive scores), and the (qid, docid) pairs of
 a table."""
 
+import numpy as np
 import pyarrow as pa
 
 from hardneg.io import artifacts
@@ -39,3 +40,17 @@ RUN = run_table([
     ("q3", "c1", 1, 1.0), ("q3", "c2", 2, 0.5),
 ])
 QRELS = qrels_table([("q1", "a2", 1), ("q1", "a5", 2), ("q1", "a3", 0), ("q2", "b1", 1), ("q2", "zz", 1)])
+
+
+def random_problem(num_queries=30, per_query=50, seed=0):
+    """A run of ``num_queries`` queries, ``per_query`` documents each (of 400, scores falling with the rank), and
+    six judged documents per query, graded 0 to 2 at random: (run, qrels)."""
+    rng = np.random.default_rng(seed)
+    rows, judged = [], []
+    for q in range(num_queries):
+        docs = rng.choice(400, size=per_query, replace=False)
+        scores = np.sort(rng.normal(size=per_query))[::-1]
+        rows += [(f"q{q}", f"d{d}", r + 1, float(s)) for r, (d, s) in enumerate(zip(docs, scores))]
+        for d in rng.choice(docs, size=6, replace=False):
+            judged.append((f"q{q}", f"d{d}", int(rng.integers(0, 3))))
+    return run_table(rows), qrels_table(judged)

@@ -55,48 +55,6 @@ def test_token_ids_follow_a_fixed_order(tiny):
     assert [i for i, _ in others] == list(range(5, len(vocab)))
 
 
-_TRAIN_TOKENIZER = """
-import sys
-from hardneg.dense.tokenizer import train_wordpiece
-train_wordpiece(sys.argv[1], sys.argv[2], query_paths=[sys.argv[3]], vocab_size=200)
-"""
-
-
-def test_wordpiece_vocabulary_is_the_same_in_every_process(tmp_path):
-    """A corpus full of frequency ties (200 random words, each used twice): the trainer's hash-map order, which
-    changes between processes, must decide neither the token ids nor which tokens are learnt."""
-    import hashlib
-    import json
-    import random
-    import subprocess
-    import sys
-
-    import pyarrow.parquet as pq
-
-    rng = random.Random(0)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8))) for _ in range(200)]
-    docs = [" ".join(words[(7 * i + j) % 200] for j in range(10)) for i in range(40)]
-    pq.write_table(pa.table({"docid": [f"d{i}" for i in range(40)], "title": ["Títle"] * 40, "text": docs}),
-                   tmp_path / "corpus.parquet")
-    pq.write_table(pa.table({"qid": ["q1"], "text": ["Ünïcode QUERY, about ΟΔΟΣ"]}), tmp_path / "queries.parquet")
-    outs = [tmp_path / f"tokenizer{i}" for i in range(3)]
-    processes = [subprocess.Popen([sys.executable, "-c", _TRAIN_TOKENIZER, str(tmp_path / "corpus.parquet"), str(out),
-                                   str(tmp_path / "queries.parquet")], stderr=subprocess.PIPE, text=True)
-                 for out in outs]
-    for process in processes:
-        assert process.wait(timeout=120) == 0, process.stderr.read()
-    digests = {hashlib.sha256((out / "tokenizer.json").read_bytes()).hexdigest() for out in outs}
-    assert len(digests) == 1
-    tokenizer = load_tokenizer(outs[0])
-    assert len(tokenizer) == 200
-    # The alphabet the trainer was seeded with is not special: "ab" is one word to WordPiece ("ab" or "a ##b"),
-    # never two added tokens "a", "b"; only the five real special tokens are.
-    assert tokenizer.tokenize("ab") in (["ab"], ["a", "##b"])
-    added = json.loads((outs[0] / "tokenizer.json").read_text())["added_tokens"]
-    assert [token["content"] for token in added] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    assert tokenizer.tokenize(words[0]) == tokenizer.tokenize(words[0].upper())
-
-
 def test_a_loaded_model_saves_the_same_bytes(tiny, tmp_path):
     """No weight is initialised at random on load (BERT's unused pooler is saved as zeros, so AutoModel finds it),
     so a continued model's files depend on its training only."""

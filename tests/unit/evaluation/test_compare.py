@@ -4,7 +4,6 @@ correction over the runs, against scipy run directly and answers computed by han
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import ttest_rel
 
 from hardneg.errors import HardnegError
 from hardneg.evaluation.compare import compare_runs, method_note, outcomes, table_cells
@@ -31,6 +30,8 @@ def test_a_constructed_case():
     """b - a = (+0.5, 0, +0.25, -0.25, +0.5): wins q1, q3, q5, tie q2, loss q4; mean difference 0.2, deviations
     (0.3, -0.2, 0.05, -0.45, 0.3) whose squares sum to 0.425, variance 0.425 / 4 = 0.10625, so
     t = 0.2 / sqrt(0.10625 / 5) = 1.3720 and d_z = 0.2 / sqrt(0.10625) = 0.6136."""
+    from scipy.stats import ttest_rel
+
     a = series([0.5, 1.0, 0.25, 0.5, 0.0])
     b = series([1.0, 1.0, 0.5, 0.25, 0.5])
     comparison = compare_runs({"a": a, "b": b}, "RR@10", correction="none")
@@ -52,6 +53,8 @@ def test_a_constructed_case():
 
 
 def test_p_values_are_corrected_over_the_runs_compared():
+    from scipy.stats import ttest_rel
+
     rng = np.random.default_rng(1)
     base = series(rng.random(5))
     runs = {"base": base, **{f"r{i}": series(np.clip(base + rng.normal(0.1 * i, 0.1, 5), 0, 1)) for i in range(3)}}

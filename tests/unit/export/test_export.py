@@ -16,7 +16,12 @@ from hardneg.io import artifacts
 from tests.support.exports import (CORPUS, DOCS, EXPECTED, HARDNEGS, NUM_NEGATIVES, QUERY_TEXT, RANK, SCORE,
                                    table, write_results)
 
-datasets = pytest.importorskip("datasets")
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    """Hugging Face datasets, imported by the tests that load what was exported (it takes a third of a second)."""
+    return pytest.importorskip("datasets")
 
 
 def joined(docid, separator="[SEP]"):
@@ -70,7 +75,7 @@ def test_jsonl_scores_read_back_as_the_same_float32(results, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------- tevatron
-def test_tevatron_jsonl_loads_with_datasets_as_tevatron_reads_it(results, tmp_path):
+def test_tevatron_jsonl_loads_with_datasets_as_tevatron_reads_it(results, tmp_path, datasets):
     out = tmp_path / "tevatron.jsonl"
     export_hardnegs("star", "tevatron", out, results=results)
     loaded = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
@@ -84,7 +89,7 @@ def test_tevatron_jsonl_loads_with_datasets_as_tevatron_reads_it(results, tmp_pa
 
 
 # ------------------------------------------------------------------------------------------- hf-dataset
-def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path):
+def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path, datasets):
     out = tmp_path / "hf"
     written = export_hardnegs("star", "hf-dataset", out, results=results)
     loaded = datasets.load_from_disk(str(out))
@@ -110,6 +115,7 @@ def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path):
 
 # ---------------------------------------------------------------------------------- sentence-transformers
 def st_export(results, tmp_path, st_format=None, **kw):
+    datasets = pytest.importorskip("datasets")
     out = tmp_path / f"st-{st_format}"
     written = export_hardnegs("star", "sentence-transformers", out, results=results, st_format=st_format, **kw)
     loaded = datasets.load_from_disk(str(out))
@@ -165,7 +171,7 @@ def _text_bytes(dataset) -> int:
 
 @pytest.mark.parametrize("st_format", ["triplet", "n-tuple", "labeled-pair", "labeled-list"])
 @pytest.mark.parametrize("negatives", [None, 2, "all"])
-def test_the_size_announced_before_writing_is_the_size_written(results, tmp_path, st_format, negatives):
+def test_the_size_announced_before_writing_is_the_size_written(results, tmp_path, st_format, negatives, datasets):
     announced = []
     out = tmp_path / "st"
     written = export_hardnegs("star", "sentence-transformers", out, results=results, st_format=st_format,
@@ -199,7 +205,7 @@ def test_sentence_transformers_other_output_formats(results, tmp_path):
 
 # ---------------------------------------------------------------- equal to mine_hard_negatives' output
 @pytest.mark.parametrize("st_format", ["triplet", "n-tuple", "labeled-pair", "labeled-list"])
-def test_sentence_transformers_export_equals_mine_hard_negatives(mined, minilm, tmp_path, st_format):
+def test_sentence_transformers_export_equals_mine_hard_negatives(mined, minilm, tmp_path, st_format, datasets):
     from sentence_transformers.util import mine_hard_negatives
 
     root, pairs, corpus = mined
@@ -276,7 +282,7 @@ def test_index_export_errors_name_what_is_wrong(results, tmp_path):
     assert not (tmp_path / "x").exists() and (tmp_path / "mine" / "notes.txt").exists()
 
 
-def test_cli_export_hardnegs(results, tmp_path, capsys):
+def test_cli_export_hardnegs(results, tmp_path, capsys, datasets):
     out = tmp_path / "st"
     assert main(["export", "hardnegs", "star", "--format", "sentence-transformers", "--st-format", "labeled-list",
                  "--output", str(out), "--results", str(results), "--negatives", "2"]) == 0
@@ -302,7 +308,7 @@ def test_cli_export_hardnegs(results, tmp_path, capsys):
     assert "hardneg: error: run 'nope' has no results folder" in capsys.readouterr().err
 
 
-def test_cli_export_replaces_an_output_only_with_force(results, tmp_path, capsys):
+def test_cli_export_replaces_an_output_only_with_force(results, tmp_path, capsys, datasets):
     out = tmp_path / "h.jsonl"
     command = ["export", "hardnegs", "star", "--format", "jsonl", "--output", str(out), "--results", str(results)]
     assert main(command) == 0

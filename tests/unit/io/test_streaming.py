@@ -1,12 +1,9 @@
 """Stages that scale: .npy files written and read in row blocks, Parquet written in row groups as blocks come,
 runs written query block by query block, Flat indexes sized once, mining in blocks of whole queries. Each gives
-the same bytes as the whole-table path, and the embedding matrix is never held twice (peak memory of a
-subprocess gathering shards and building an index)."""
+the same bytes as the whole-table path. (That the embedding matrix is never held twice, measured as the peak memory
+of a process gathering shards and building an index: tests/integration/test_processes.py.)"""
 
 import hashlib
-import json
-import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -242,55 +239,6 @@ def test_mining_in_blocks_writes_the_whole_runs_negatives(tmp_path, sampling):
                                           policy={"keep": 5, "sampling": sampling}, seed=1).kept
     assert counts == {10**9: 300, 100: 300, 1: 300}
     assert digest(tmp_path / "h100.parquet") == digest(tmp_path / "h1.parquet") == digest(tmp_path / f"h{10**9}.parquet")
-
-
-# ------------------------------------------------------------------------------------------------ peak memory
-
-_PEAK = """
-import json, sys
-import numpy as np
-from hardneg.dense.encode import gather_shards
-from hardneg.dense.search import build_index_stage
-from hardneg.io.logs import log_to, peak_memory_kib
-import faiss
-from hardneg.io import artifacts
-log_to(sys.argv[1] + "/job.log")
-d = sys.argv[1]
-for shard in range(2):  # Arrow's memory pool keeps what reading the id tables takes: not the matrix's doing
-    artifacts.read_table(artifacts.ROW_IDS, f"{d}/s{shard}.parquet")
-before = peak_memory_kib()
-if sys.argv[2] == "gather":
-    gather_shards([d + "/s0.npy", d + "/s1.npy"], [d + "/s0.parquet", d + "/s1.parquet"], d + "/all.npy",
-                  d + "/all.parquet")
-else:
-    build_index_stage(d + "/all.npy", "Flat", d + "/flat.faiss")
-with open(d + "/peak.json", "w") as handle:
-    json.dump({"before": before, "after": peak_memory_kib()}, handle)
-"""
-
-
-def test_gathering_and_indexing_never_hold_the_matrix_twice(tmp_path):
-    rows, dim = 400_000, 64  # two shards of 51 MB, a matrix of 102 MB
-    rng = np.random.default_rng(10)
-    for shard in range(2):
-        save_embeddings(rng.standard_normal((rows // 2, dim), dtype=np.float32),
-                        [f"d{shard}_{i}" for i in range(rows // 2)], tmp_path / f"s{shard}.npy",
-                        tmp_path / f"s{shard}.parquet")
-    matrix_kib = rows * dim * 4 // 1024
-
-    def grown(stage: str) -> int:
-        subprocess.run([sys.executable, "-c", _PEAK, str(tmp_path), stage], check=True)
-        peak = json.loads((tmp_path / "peak.json").read_text())
-        return peak["after"] - peak["before"]
-
-    gather, index = grown("gather"), grown("index")
-    print(f"peak memory grew by {gather} KiB gathering, {index} KiB indexing a {matrix_kib} KiB matrix")
-    # a memory-mapped copy grew by 1.7 matrices, adding to a Flat index from a memory map by 2.3
-    assert gather < matrix_kib // 2  # shards copied file to file: buffers and Arrow's pool, not the matrix
-    assert index < matrix_kib * 3 // 2  # the Flat index itself and one block, no second copy
-    assert "peak resident memory" in (tmp_path / "job.log").read_text()
-    assert np.array_equal(np.load(tmp_path / "all.npy", mmap_mode="r")[rows // 2 - 1:rows // 2 + 1],
-                          np.concatenate([np.load(tmp_path / "s0.npy")[-1:], np.load(tmp_path / "s1.npy")[:1]]))
 
 
 # ------------------------------------------------------------------------------------------------- evaluation

@@ -1,7 +1,4 @@
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -12,7 +9,7 @@ from hardneg.io import artifacts
 from hardneg.mining.negatives import mine_hard_negatives, positive_scores
 from hardneg.mining.policies import select_stage
 from hardneg.mining.pool import pool_stage
-from tests.support.mining import QRELS, RUN, pairs, positives_table, qrels_table, run_table
+from tests.support.mining import QRELS, RUN, pairs, positives_table, qrels_table, random_problem, run_table
 
 
 POSITIVES = positives_table([("q1", "a2", 1, 8.0), ("q1", "a5", 2, 5.0), ("q2", "b1", 1, 5.0)])
@@ -87,18 +84,6 @@ def test_unsorted_run_gives_rank_order_within_queries():
     assert list(dict.fromkeys(out["qid"].to_pylist())) == first
 
 
-def random_problem(num_queries=30, per_query=50, seed=0):
-    rng = np.random.default_rng(seed)
-    rows, judged = [], []
-    for q in range(num_queries):
-        docs = rng.choice(400, size=per_query, replace=False)
-        scores = np.sort(rng.normal(size=per_query))[::-1]
-        rows += [(f"q{q}", f"d{d}", r + 1, float(s)) for r, (d, s) in enumerate(zip(docs, scores))]
-        for d in rng.choice(docs, size=6, replace=False):
-            judged.append((f"q{q}", f"d{d}", int(rng.integers(0, 3))))
-    return run_table(rows), qrels_table(judged)
-
-
 def test_no_positive_is_ever_mined_at_any_grade():
     run, qrels = random_problem()
     out = mine_hard_negatives(run, qrels, depth=40)
@@ -131,20 +116,6 @@ def test_random_sampling_is_seeded_and_independent_of_query_order(tmp_path):
     assert c["qid"][0].as_py() != a["qid"][0].as_py()
     key = [("qid", "ascending"), ("rank", "ascending")]
     assert c.sort_by(key).equals(a.sort_by(key))
-
-
-def test_random_sampling_does_not_depend_on_python_hash_seed(tmp_path):
-    run, qrels = random_problem(num_queries=5)
-    artifacts.write_table(run, artifacts.RUN, tmp_path / "run.parquet")
-    artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
-    code = ("import sys; from hardneg.mining.pool import pool_stage; from hardneg.mining.policies import select_stage; "
-            "pool_stage(sys.argv[1], sys.argv[2], sys.argv[3] + '.pool', depth=200); "
-            "select_stage(sys.argv[3] + '.pool', sys.argv[3], sys.argv[3] + '.json', "
-            "policy={'keep': 3, 'sampling': 'random'}, seed=5)")
-    for name, hash_seed in (("here", "0"), ("there", "12345")):
-        subprocess.run([sys.executable, "-c", code, str(tmp_path / "run.parquet"), str(tmp_path / "qrels.parquet"),
-                        str(tmp_path / name)], check=True, env={**os.environ, "PYTHONHASHSEED": hash_seed})
-    assert (tmp_path / "here").read_bytes() == (tmp_path / "there").read_bytes()
 
 
 def test_the_pool_and_selection_stages_read_and_write_parquet(tmp_path):

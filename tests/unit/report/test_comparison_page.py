@@ -1,22 +1,16 @@
 """The comparison page (hardneg.report.comparison_page) of the hand-made results folder of
-tests/support/comparison.py: texts from the data escaped, the same bytes twice; and opened in Debian's headless
-chromium: the tables render, the hostile query and title show as text, nothing runs, no column is cut off in a
-wide or a narrow window."""
-
+tests/support/comparison.py: texts from the data escaped, the same bytes twice. (The page opened in a browser:
+tests/integration/test_pages_in_chromium.py.)"""
 
 import pytest
 
 from hardneg.report.comparison_page import write_comparison_page
-from tests.support.browser import Chromium
-from tests.support.comparison import HOSTILE_QUERY, HOSTILE_TITLE, write_results
+from tests.support.comparison import write_page
 
 
 @pytest.fixture
 def page(tmp_path):
-    results = write_results(tmp_path / "results")
-    path = tmp_path / "compare.html"
-    write_comparison_page(["base", "star", "adore"], path, results=results, top=3, depth=3)
-    return path
+    return write_page(tmp_path)
 
 
 def test_the_page_escapes_the_data_and_is_reproducible(page, tmp_path):
@@ -28,29 +22,3 @@ def test_the_page_escapes_the_data_and_is_reproducible(page, tmp_path):
     again = tmp_path / "again.html"
     write_comparison_page(["base", "star", "adore"], again, results=tmp_path / "results", top=3, depth=3)
     assert again.read_bytes() == page.read_bytes()
-
-
-# every cell whose content is wider than the cell, and every table container that scrolls sideways
-CUT_OFF = ("[...document.querySelectorAll('th, td, div.fit')].filter(e => e.scrollWidth > e.clientWidth + 1)"
-           ".map(e => e.tagName + ': ' + e.textContent.slice(0, 40))")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("width", [1400, 700])
-def test_the_page_in_chromium(page, chromium, tmp_path, width):
-    with Chromium(chromium, tmp_path / "profile", width=width, height=900) as browser:
-        browser.open(page)
-        stats = browser.evaluate("[...document.querySelectorAll('table.stats tbody tr')]"
-                                 ".map(r => [...r.cells].map(c => c.textContent))")
-        assert [row[0] for row in stats] == ["base", "star", "adore"]
-        assert stats[1][1:4] == ["0.875", "+0.167", "2/1/1"]
-        assert browser.evaluate("document.querySelectorAll('section.query table.rankings').length") == 3
-        assert browser.evaluate("document.querySelector('section.query h3 .text').textContent") == HOSTILE_QUERY
-        cells = browser.evaluate("[...document.querySelectorAll('table.rankings td.doc')].map(c => c.textContent)")
-        assert any(HOSTILE_TITLE in cell for cell in cells) and any(cell.startswith("R1d3") for cell in cells)
-        assert browser.evaluate("document.querySelectorAll('script, img').length") == 0  # text, never markup
-        assert browser.evaluate(CUT_OFF) == []
-        assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-        browser.pump(0.2)
-        assert browser.errors == []
-        browser.screenshot(tmp_path / f"compare-{width}.png")

@@ -223,6 +223,10 @@ CASES += [
                                "runs": {**FALSE_NEGATIVES_CONFIG["runs"], "inbatch_fn_top": {"method": "bm25"}}},
                               sort_keys=False)),
          "config key 'runs.inbatch_fn_top': the false_negatives experiment trains a run of this name"),
+    # a comparison of a run the config lacks (its page no rule could build: "No rule to produce")
+    Case("compare-names-an-unknown-run",
+         _valid_with((("compare",), [{"name": "mine", "runs": ["bm25", "bm52"]}])),
+         "config key 'compare.0.runs.1': no run named 'bm52'"),
     # the results folder: results/ or a folder of its own inside it
     Case("results-outside-results", _valid_with((("results",), "/tmp/elsewhere")),
          "config key 'results': '/tmp/elsewhere' is not the folder results or a folder inside it"),

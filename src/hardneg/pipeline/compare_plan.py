@@ -16,9 +16,9 @@ def _dataset_of(config: dict, run: str) -> str:
 def check_compare_config(config: dict) -> None:
     """Cross-references of a validated config's ``compare`` list: names differ, the runs of a comparison are
     named once and share a dataset, the measure is evaluated and the split is evaluated (``evaluation.split`` or
-    one of ``evaluation.extra_splits``). Raises a :class:`ConfigError` naming the key, e.g. ``compare.0.runs.1``.
-    A comparison naming a run the config lacks (trimmed from a copy of it) is not refused: it is left out
-    (:meth:`ComparePlan.comparisons`)."""
+    one of ``evaluation.extra_splits``), every run named is a run of the config (as for the summary and the
+    figures: a page no rule could build is refused here, not met later as Snakemake's "No rule to produce").
+    Raises a :class:`ConfigError` naming the key, e.g. ``compare.0.runs.1``."""
     names: dict = {}
     splits = [config["evaluation"]["split"], *config["evaluation"]["extra_splits"]]
     for i, comparison in enumerate(config["compare"]):
@@ -27,8 +27,6 @@ def check_compare_config(config: dict) -> None:
                                                    f"compare.{names[comparison['name']]}")
         names[comparison["name"]] = i
         runs = comparison["runs"]
-        if any(run not in config["runs"] for run in runs):
-            continue  # a comparison of runs trimmed from a copy of the config: left out (ComparePlan.comparisons)
         for j, run in enumerate(runs):
             check_run(config, run, f"compare.{i}.runs.{j}")
             if run in runs[:j]:
@@ -51,19 +49,13 @@ class ComparePlan:
     def comparisons(self) -> dict[str, dict]:
         """name → the comparison's settings (``runs``, ``measure``, ``split``, ``top``, ``depth``, ``correction``),
         a null measure or split resolved: the first of ``evaluation.measures``, ``evaluation.split``. Only the
-        comparisons whose runs the config defines (:meth:`comparisons_left_out` names the others)."""
+        comparisons of the config (:func:`check_compare_config` refused one naming a run it lacks)."""
         evaluation = self.config["evaluation"]
         return {item["name"]: {**{key: value for key, value in item.items() if key != "name"},
                                "runs": list(item["runs"]),
                                "measure": item["measure"] or evaluation["measures"][0],
                                "split": item["split"] or evaluation["split"]}
-                for item in self.config["compare"] if all(run in self.user_runs for run in item["runs"])}
-
-    def comparisons_left_out(self) -> list[str]:
-        """One phrase per comparison that names runs the config lacks."""
-        return [f"comparison {item['name']}: {', '.join(run for run in item['runs'] if run not in self.user_runs)} "
-                f"not a run of the config" for item in self.config["compare"]
-                if any(run not in self.user_runs for run in item["runs"])]
+                for item in self.config["compare"]}
 
     def comparison_page(self, name: str) -> str:
         """The page of comparison ``name`` (``name`` may be a wildcard pattern)."""

@@ -209,7 +209,6 @@ class ReportPlan:
                 targets.append(f"{page}.html")
                 if f"{page}.md" == false_negatives.output(self, "leakage.md"):  # its figure comes with the page
                     targets += false_negatives.figure_targets(self)
-        left_out += self.comparisons_left_out()
         for name, comparison in self.comparisons().items():
             outside = [run for run in comparison["runs"] if run not in inside]
             if outside:

@@ -1,12 +1,18 @@
 """Shared by the benchmark scripts: print a record as one JSON line and keep it in benchmarks/out/<name>.json;
-the machine a benchmark ran on; timing helpers."""
+the machine a benchmark ran on; timing helpers; a side of a comparison run in a process of its own, its failure
+kept with its cause."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
+import signal
 import statistics
+import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 
@@ -34,12 +40,65 @@ def machine(device, threads: int) -> dict:
     return {"device": name, "threads": threads, "torch": torch.__version__, "transformers": transformers.__version__}
 
 
-def process_memory(key: str) -> int:
-    """A line of /proc/self/status in bytes: ``VmRSS`` (the resident set now) or ``VmHWM`` (its peak)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
+def process_memory(key: str, pid: int | str = "self") -> int:
+    """A line of /proc/<pid>/status in bytes: ``VmRSS`` (the resident set now) or ``VmHWM`` (its peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key + ":"):
             return int(line.split()[1]) * 1024
-    raise RuntimeError(f"/proc/self/status has no {key}")
+    raise RuntimeError(f"/proc/{pid}/status has no {key}")
+
+
+def available_memory() -> int:
+    """The memory the kernel says is available for new work (``MemAvailable`` of /proc/meminfo), in bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("/proc/meminfo has no MemAvailable")
+
+
+def _gib(value: int) -> str:
+    return f"{value / 2 ** 30:.1f} GiB"
+
+
+def run_side(command: list[str], *, cwd: str | os.PathLike, memory_limit: int | None = None) -> dict:
+    """One side of a comparison, run as ``command`` in a process of its own: what it printed last on its standard
+    output (a JSON object), with ``peak_memory_bytes`` added; or, when it failed, ``{"failed": cause,
+    "peak_memory_bytes": ...}``, the cause saying how it ended (its exit status, or the signal that killed it,
+    SIGKILL being the kernel's out-of-memory killer's) and the last lines of its error output. The process is
+    stopped once its resident memory passes ``memory_limit`` bytes (default: 90% of the memory available when it
+    starts), before the kernel kills it or the benchmark itself: the cause then says so. A side that fails never
+    takes the other sides' results with it."""
+    limit = int(0.9 * available_memory()) if memory_limit is None else memory_limit
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, text=True)
+        peak, stopped = 0, False
+        while process.poll() is None:
+            with contextlib.suppress(OSError, RuntimeError):
+                peak = max(peak, process_memory("VmHWM", process.pid))
+            if peak > limit and not stopped:
+                process.kill()
+                stopped = True
+            time.sleep(0.1)
+        out.seek(0)
+        err.seek(0)
+        lines, errors = out.read().splitlines(), [line for line in err.read().splitlines() if line.strip()]
+    code = process.returncode
+    if code == 0 and lines:
+        with contextlib.suppress(json.JSONDecodeError):
+            return {"peak_memory_bytes": peak, **json.loads(lines[-1])}  # a side's own measure first
+    if stopped:
+        allowed = "the limit set" if memory_limit is not None else "90% of the memory available when it started"
+        cause = f"stopped at {_gib(peak)} resident, beyond the {_gib(limit)} it was allowed ({allowed})"
+    elif code < 0:
+        name = signal.Signals(-code).name
+        cause = f"killed by {name}" + (f" (the kernel's out-of-memory killer sends it; peak {_gib(peak)} "
+                                       f"resident)" if name == "SIGKILL" else "")
+    elif code != 0:
+        cause = f"exit status {code}"
+    else:
+        cause = "it printed no result"
+    said = " | ".join(errors[-3:]) if errors else "it printed no error"
+    return {"failed": f"{cause}; {said}", "peak_memory_bytes": peak}
 
 
 def reset_peak_memory() -> int:

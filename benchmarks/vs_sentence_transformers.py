@@ -43,6 +43,12 @@ ties and float rounding). Targets: at least 1.0x cold, 3x with existing embeddin
     python benchmarks/vs_sentence_transformers.py --data ../shared/data/scifact [--doc-length 256] [--steps 4]
                                                   [--part training|mining|both] [--depth 200] [--negatives 8]
 
+Each side's result is kept as soon as it finishes (the record so far: benchmarks/out/
+vs_sentence_transformers.partial.json). A side that fails, or that passes 90% of the memory the machine had
+available when it started (it is stopped then, before the kernel's out-of-memory killer takes it or this script),
+is shown in its table row with the cause (exit status or signal, its peak memory, its last error lines) in place of
+its numbers, and the other sides' results stay (benchmarks/report.run_side).
+
 Prints markdown tables and one JSON line, and writes benchmarks/out/vs_sentence_transformers.json.
 """
 
@@ -50,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,7 +63,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from report import machine, machine_line, measured_steps, process_memory, reset_peak_memory, save, summary
+from report import (machine, machine_line, measured_steps, process_memory, reset_peak_memory, run_side, save,
+                    summary)
 
 STARTED = time.perf_counter()  # a mining side's clock starts with its process (as near as Python can tell)
 
@@ -398,52 +404,81 @@ def mining_side(args, name: str) -> dict:
     return {"seconds": time.perf_counter() - STARTED - untimed, "peak_memory_bytes": process_memory("VmHWM"),
             **record}
 
-def side(args, name: str) -> dict:
+def side(args, name: str, record: dict, key: str) -> dict:
+    """Run side ``name`` in a process of its own (benchmarks/report.run_side) into ``record[key]``: its result, or
+    ``{"failed": cause}``; the whole record is saved at once, so a later side that fails loses nothing."""
     command = [sys.executable, __file__, "--side", name, "--data", args.data, "--work", str(args.work)]
-    for key in ("doc_length", "batch", "steps", "threads", "seed", "depth", "negatives", "mine_batch"):
-        command += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parent)
-    if done.returncode != 0:
-        sys.exit(f"the {name} side failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    for option in ("doc_length", "batch", "steps", "threads", "seed", "depth", "negatives", "mine_batch"):
+        command += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
+    record[key] = run_side(command, cwd=Path(__file__).parent)
+    if "failed" in record[key]:
+        print(f"the {name} side failed: {record[key]['failed']}", file=sys.stderr)
+    save_partial(args, record)
+    return record[key]
 
 
-def training(args) -> dict:
+def ratio(record: dict, numerator: str, denominator: str, field: str) -> float | None:
+    """``record[numerator][field] / record[denominator][field]``; None when either side failed."""
+    if "failed" in record[numerator] or "failed" in record[denominator]:
+        return None
+    return record[numerator][field] / record[denominator][field]
+
+
+def training(args, record: dict) -> dict:
     work = setup(args, args.work)
-    record = {"agreement": agreement(args, work), "hardneg": side(args, "hardneg"),
-              "sentence_transformers": side(args, "st")}
-    record["speed_ratio"] = record["sentence_transformers"]["median_seconds"] / record["hardneg"]["median_seconds"]
-    memory = {name: record[name]["step_memory_bytes"] for name in ("hardneg", "sentence_transformers")}
-    record["memory_ratio"] = memory["hardneg"] / memory["sentence_transformers"]
+    record["agreement"] = agreement(args, work)
+    side(args, "hardneg", record, "hardneg")
+    side(args, "st", record, "sentence_transformers")
+    record["speed_ratio"] = ratio(record, "sentence_transformers", "hardneg", "median_seconds")
+    record["memory_ratio"] = ratio(record, "hardneg", "sentence_transformers", "step_memory_bytes")
     if has_tevatron():
         record["tevatron_agreement"] = tevatron_agreement(args, work)
-        record["hardneg_cls"], record["tevatron"] = side(args, "hardneg-cls"), side(args, "tevatron")
-        record["tevatron_speed_ratio"] = record["tevatron"]["median_seconds"] / record["hardneg_cls"]["median_seconds"]
-        record["tevatron_memory_ratio"] = (record["hardneg_cls"]["step_memory_bytes"]
-                                           / record["tevatron"]["step_memory_bytes"])
+        side(args, "hardneg-cls", record, "hardneg_cls")
+        side(args, "tevatron", record, "tevatron")
+        record["tevatron_speed_ratio"] = ratio(record, "tevatron", "hardneg_cls", "median_seconds")
+        record["tevatron_memory_ratio"] = ratio(record, "hardneg_cls", "tevatron", "step_memory_bytes")
     return record
 
 
-def mining(args) -> dict:
-    record = {name.removeprefix("mine-").replace("-", "_"): side(args, name)
-              for name in ("mine-hardneg-cold", "mine-hardneg-warm", "mine-st")}
-    theirs = record["st"].pop("negatives")
+def mining(args, record: dict) -> dict:
+    for name in ("mine-hardneg-cold", "mine-hardneg-warm", "mine-st"):
+        side(args, name, record, name.removeprefix("mine-").replace("-", "_"))
+    theirs = record["st"].pop("negatives", None)
     overlaps = {}
     for name in ("hardneg_cold", "hardneg_warm"):
-        ours = record[name].pop("negatives")
+        ours = record[name].pop("negatives", None)
+        if ours is None or theirs is None:
+            continue
         shared = [len(set(ours[qid]) & set(theirs.get(qid, []))) / len(ours[qid]) for qid in ours]
         overlaps[name] = {"queries": len(ours), "queries_sentence_transformers": len(theirs),
                           "mean_overlap": float(np.mean(shared)), "identical_queries": int(sum(o == 1 for o in shared))}
     record["agreement"] = overlaps
-    record["cold_ratio"] = record["st"]["seconds"] / record["hardneg_cold"]["seconds"]
-    record["warm_ratio"] = record["st"]["seconds"] / record["hardneg_warm"]["seconds"]
+    record["cold_ratio"] = ratio(record, "st", "hardneg_cold", "seconds")
+    record["warm_ratio"] = ratio(record, "st", "hardneg_warm", "seconds")
     return record
 
 
+def save_partial(args, record: dict) -> None:
+    """The record so far, in benchmarks/out/vs_sentence_transformers.partial.json."""
+    out = Path(__file__).parent / "out" / "vs_sentence_transformers.partial.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(getattr(args, "record", record), indent=2, default=str) + "\n")
+
+
+def failed_row(label: str, result: dict, columns: int) -> str:
+    """The row of a side that failed: its cause where its numbers would be."""
+    return f"| {label} | failed: {result['failed']} |" + " |" * (columns - 1)
+
+
 def step_rows(record: dict, sides) -> list[str]:
-    """A table row per (side, label): median and minimum step seconds, step memory."""
-    return [f"| {label} | {record[name]['median_seconds']:.2f} | {record[name]['min_seconds']:.2f} | "
+    """A table row per (side, label): median and minimum step seconds, step memory (or why the side failed)."""
+    return [failed_row(label, record[name], 3) if "failed" in record[name] else
+            f"| {label} | {record[name]['median_seconds']:.2f} | {record[name]['min_seconds']:.2f} | "
             f"{record[name]['step_memory_bytes'] / 2 ** 30:.2f} |" for name, label in sides]
+
+
+def times(value: float | None) -> str:
+    return "– (a side failed)" if value is None else f"{value:.2f}x"
 
 
 def training_table(s: dict, record: dict) -> str:
@@ -454,8 +489,8 @@ def training_table(s: dict, record: dict) -> str:
              "| training step | median s | min s | step memory GiB |", "|---|---|---|---|"]
     lines += step_rows(record, (("hardneg", "hardneg (ContrastiveMethod, warm-up's loss)"),
                                 ("sentence_transformers", "sentence-transformers trainer, MultipleNegativesRankingLoss")))
-    lines += ["", f"Speed-up (median step): {record['speed_ratio']:.2f}x; memory hardneg / trainer: "
-                  f"{record['memory_ratio']:.2f}x. Agreement on the same weights and batch: losses "
+    lines += ["", f"Speed-up (median step): {times(record['speed_ratio'])}; memory hardneg / trainer: "
+                  f"{times(record['memory_ratio'])}. Agreement on the same weights and batch: losses "
                   f"{a['hardneg_loss']:.6f} and {a['sentence_transformers_loss']:.6f} (relative difference "
                   f"{a['loss_relative_difference']:.1e}), gradients {a['gradient_relative_difference']:.1e} apart "
                   f"(relative)."]
@@ -465,17 +500,18 @@ def training_table(s: dict, record: dict) -> str:
                   "|---|---|---|---|"]
         lines += step_rows(record, (("hardneg_cls", "hardneg (ContrastiveMethod)"),
                                     ("tevatron", "Tevatron 0.1.0 DenseModel, its collator's max_length padding")))
-        lines += ["", f"Speed-up (median step): {record['tevatron_speed_ratio']:.2f}x; memory hardneg / Tevatron: "
-                      f"{record['tevatron_memory_ratio']:.2f}x. Agreement: losses {t['hardneg_loss']:.6f} and "
+        lines += ["", f"Speed-up (median step): {times(record['tevatron_speed_ratio'])}; memory hardneg / "
+                      f"Tevatron: {times(record['tevatron_memory_ratio'])}. Agreement: losses {t['hardneg_loss']:.6f} and "
                       f"{t['tevatron_loss']:.6f} ({t['loss_relative_difference']:.1e}), gradients "
                       f"{t['gradient_relative_difference']:.1e} apart."]
     return "\n".join(lines)
 
 
 def mining_table(s: dict, record: dict) -> str:
-    a = record["agreement"]["hardneg_cold"]
-    stages = ", ".join(f"{name} {seconds:.1f}" for name, seconds in record["hardneg_cold"]["stage_seconds"].items())
-    lines = [f"Mining: all-MiniLM-L6-v2, SciFact's {a['queries']} training queries with a judged positive against "
+    a = record["agreement"].get("hardneg_cold")
+    stages = ", ".join(f"{name} {seconds:.1f}" for name, seconds in
+                       record["hardneg_cold"].get("stage_seconds", {}).items()) or "– (the side failed)"
+    lines = [f"Mining: all-MiniLM-L6-v2, SciFact's training queries with a judged positive against "
              f"its corpus (documents at {s['doc_length']} word pieces), the {s['negatives']} best-ranked of each "
              f"query's top {s['depth']} (judged positives left out), encoding batch {s['mine_batch']}, "
              f"{s['threads']} threads, each side a process from its start to its negatives on disk", "",
@@ -486,12 +522,14 @@ def mining_table(s: dict, record: dict) -> str:
                                          "selection)"),
                         ("st", "sentence-transformers mine_hard_negatives (texts read, encode, search, select)")):
         r = record[name]
-        lines.append(f"| {label} | {r['seconds']:.1f} | {r['peak_memory_bytes'] / 2 ** 30:.2f} |")
-    lines += ["", f"Speed-up: {record['cold_ratio']:.2f}x cold, {record['warm_ratio']:.2f}x with existing "
-                  f"embeddings. hardneg's stages (s, in the process): {stages}. Agreement: {a['mean_overlap']:.3f} "
-                  f"of hardneg's negatives a query are also sentence-transformers' ({a['identical_queries']} of "
-                  f"{a['queries']} queries the same set; sentence-transformers returns "
-                  f"{a['queries_sentence_transformers']} queries)."]
+        lines.append(failed_row(label, r, 2) if "failed" in r else
+                     f"| {label} | {r['seconds']:.1f} | {r['peak_memory_bytes'] / 2 ** 30:.2f} |")
+    agreement = "– (a side failed)" if a is None else (
+        f"{a['mean_overlap']:.3f} of hardneg's negatives a query are also sentence-transformers' "
+        f"({a['identical_queries']} of {a['queries']} queries the same set; sentence-transformers returns "
+        f"{a['queries_sentence_transformers']} queries)")
+    lines += ["", f"Speed-up: {times(record['cold_ratio'])} cold, {times(record['warm_ratio'])} with existing "
+                  f"embeddings. hardneg's stages (s, in the process): {stages}. Agreement: {agreement}."]
     return "\n".join(lines)
 
 
@@ -526,13 +564,14 @@ def main() -> None:
     setting = {k: getattr(args, k) for k in ("doc_length", "batch", "steps", "depth", "negatives", "mine_batch",
                                              "threads", "seed")}
     record = {"setting": setting, "machine": machine(torch.device("cpu"), args.threads)}
+    args.record = record  # saved whole after each side (save_partial)
     tables = []
     if args.part in ("training", "both"):
-        record["training"] = training(args)
-        tables.append(training_table(setting, record["training"]))
+        record["training"] = {}
+        tables.append(training_table(setting, training(args, record["training"])))
     if args.part in ("mining", "both"):
-        record["mining"] = mining(args)
-        tables.append(mining_table(setting, record["mining"]))
+        record["mining"] = {}
+        tables.append(mining_table(setting, mining(args, record["mining"])))
     print("\n\n".join(tables + [machine_line(record["machine"])]))
     save("vs_sentence_transformers", record)
 

@@ -10,6 +10,7 @@ from hardneg.datasets.qrels import load_qrels
 from hardneg.errors import ConfigError, HardnegError
 from hardneg.evaluation.tables import available_rows, runs_table, table_rows
 from hardneg.io.rankings import load_run
+from hardneg.pipeline.replicates import replicates
 from hardneg.results.query_view import describe_query
 from hardneg.schema.names import quoted
 
@@ -80,7 +81,7 @@ def _table(args) -> int:
     if missing:
         raise HardnegError(f"run {missing[0]} has no metrics: {args.results}/{missing[0]}/metrics.json is missing; "
                            f"build {'it' if len(missing) == 1 else 'them'} with {_build_command(args, missing)}")
-    say(runs_table(args.results, rows), end="")
+    say(runs_table(args.results, rows, replicates(config)), end="")
     return 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 from pathlib import Path
 
 from hardneg.errors import DataError, HardnegError
@@ -92,18 +93,35 @@ def _metrics(results: str | os.PathLike, run: str, measures: list[str], *, pairw
     return read_metrics(path, measures, pairwise=pairwise)
 
 
-def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]]) -> str:
+def spread(values: list[float], digits: int) -> str:
+    """One value as it is; several as their mean ± sample standard deviation (n - 1), both to ``digits``."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]],
+               replicates: dict[str, list[str]] | None = None) -> str:
     """The Markdown table of ``rows`` (run, label): the evaluation split's MRR@10, nDCG@10, R@100, and the
     pairwise errors per query in the top 200 and over the whole corpus (marked ≥ where the ranking stops short, so
-    the count is a lower bound)."""
+    the count is a lower bound). A run with replicates (``replicates``: run → its runs, one per seed;
+    :func:`hardneg.pipeline.replicates.replicates`) is one row of the mean ± standard deviation over the
+    replicates that have metrics, its label saying over how many seeds (``(3 seeds)``, ``(1 of 3 seeds)``)."""
     lines = ["| run | " + " | ".join(label for _, label in MEASURES) + " | top-200 pairwise errors | total pairwise errors |",
              "|---|" + "---|" * (len(MEASURES) + 2)]
+    replicates = replicates or {}
     for run, label in rows:
-        metrics = _metrics(results, run, [m for m, _ in MEASURES])
-        errors = metrics["pairwise_errors"]
-        bound = " (≥)" if errors["total_is_lower_bound"] else ""
-        lines.append(f"| {label} | " + " | ".join(f"{metrics['measures'][m]:.3f}" for m, _ in MEASURES)
-                     + f" | {errors['top200_pairwise_errors']:.1f} | {errors['total_pairwise_errors']:.1f}{bound} |")
+        members = replicates.get(run, [run])
+        present = [member for member in members if (Path(results) / member / "metrics.json").is_file()] or [run]
+        records = [_metrics(results, member, [m for m, _ in MEASURES]) for member in present]
+        errors = [record["pairwise_errors"] for record in records]
+        bound = " (≥)" if any(e["total_is_lower_bound"] for e in errors) else ""
+        seeds = "" if len(members) == 1 else f" ({len(members)} seeds)" if len(present) == len(members) \
+            else f" ({len(present)} of {len(members)} seeds)"
+        lines.append(f"| {label}{seeds} | "
+                     + " | ".join(spread([r["measures"][m] for r in records], 3) for m, _ in MEASURES)
+                     + f" | {spread([e['top200_pairwise_errors'] for e in errors], 1)}"
+                     + f" | {spread([e['total_pairwise_errors'] for e in errors], 1)}{bound} |")
     return "\n".join(lines) + "\n"
 
 

@@ -30,7 +30,7 @@ from hardneg.fusion import default_tune_split
 from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
 from hardneg.methods.adore import pq_matrix
 from hardneg.mining.policies import POLICY_SCHEMA
-from hardneg.pipeline import false_negatives
+from hardneg.pipeline import false_negatives, replicates
 from hardneg.pipeline.compare_plan import check_compare_config
 from hardneg.pipeline.index_factories import check_index_factories
 from hardneg.pipeline.mining_plan import check_policies, check_pool_reach
@@ -108,8 +108,11 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     if error is None:
         false_negatives.check_config(config)  # before its runs are generated: errors name its own keys
         written = set(config["runs"])
-        if any([pq_matrix.expand_config(config), false_negatives.expand_config(config)]):
+        if any([replicates.expand_config(config), pq_matrix.expand_config(config),
+                false_negatives.expand_config(config)]):
             explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
+            explicit |= {member: explicit[run] for run, members in replicates.replicates(config).items()
+                         for member in members[1:]}  # a replicate: what its run's entry wrote, not its defaults
             added = [run for run in config["runs"] if run not in written]
             error = _first_run_error(validator, config, added) if added else None
     if error is not None:

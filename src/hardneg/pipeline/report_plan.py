@@ -11,7 +11,7 @@ from hardneg.errors import ConfigError
 from hardneg.evaluation.timing import REFRESH_PARTS
 from hardneg.figures import FIGURES
 from hardneg.methods.adore import pq_matrix
-from hardneg.pipeline import false_negatives
+from hardneg.pipeline import false_negatives, replicates
 from hardneg.schema.values import check_evaluated_measure, check_run
 
 
@@ -20,12 +20,15 @@ class ReportPlan:
 
     # ---------------------------------------------------------------------------------------- targets
     def targets(self) -> list[str]:
-        """What a plain ``snakemake`` builds: ``targets`` of the config (run names → their metrics.json, paths as
-        given), by default every run's metrics.json."""
+        """What a plain ``snakemake`` builds: ``targets`` of the config (run names → their metrics.json, and those
+        of the run's replicates when it has ``seeds``; paths as given), by default every run's metrics.json."""
         targets = self.config.get("targets")
         if targets is None:
             targets = list(self.user_runs)
-        return [target if "/" in target else self.layout.metrics(target) for target in targets]
+        groups, paths = replicates.replicates(self.config), []
+        for target in targets:
+            paths += [target] if "/" in target else [self.layout.metrics(run) for run in groups.get(target, [target])]
+        return paths
 
     # ----------------------------------------------------------------------------- summary and tables
     def targeted_runs(self) -> list[str]:

@@ -14,6 +14,11 @@ relevance (the dataset's qrels) and whether the run trained on them as hard nega
 as BM25, the warm-up's sampled BM25 negatives or ADORE's dynamic ones, have no list). A document is marked as a
 hard negative of the query itself (only a training query can have some) and with the number of other training
 queries it was a hard negative of.
+
+A run repeated over seeds (its replicates ``<run>_seed<s>`` have folders under the results folder:
+:mod:`hardneg.pipeline.replicates`) is also compared over its seeds (:class:`SeedSpread`): each replicate's mean of
+the measure over the split's queries, their mean ± standard deviation, and Welch's t-test of a run's seed means
+against the reference's, the seeds being the samples (the query-by-query statistics are those of the runs named).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from hardneg.io import artifacts
 from hardneg.io.rankings import read_run
 from hardneg.mining.audit import text_snippet
 from hardneg.results.run_files import RunFiles
+from hardneg.schema.names import replicate_seed
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,28 @@ class ChangedQuery:
 
 
 @dataclass(frozen=True)
+class SeedSpread:
+    """A run over its seeds: each replicate (the run first) and its mean of the measure, and Welch's p-value against
+    the reference's seed means (None for the reference, or when either has fewer than two seeds)."""
+
+    run: str
+    replicates: list[str]
+    means: list[float]
+    p_welch: float | None = None
+
+    @property
+    def mean(self) -> float:
+        return float(sum(self.means) / len(self.means))
+
+    @property
+    def sd(self) -> float | None:
+        """The sample standard deviation (n - 1) of the seed means; None for one seed."""
+        if len(self.means) < 2:
+            return None
+        return float(pd.Series(self.means).std(ddof=1))
+
+
+@dataclass(frozen=True)
 class RunsComparison:
     """Runs compared on one split of one dataset: the statistics (``comparison``), where each run's values come
     from (``sources``), the hard-negative list behind each run's marks (``hard_negatives``: run → file, None for
@@ -88,6 +116,7 @@ class RunsComparison:
     hard_negatives: dict[str, str | None]
     queries: list[ChangedQuery] = field(default_factory=list)
     depth: int = 10
+    seeds: list[SeedSpread] = field(default_factory=list)
 
 
 def _metrics_split(files: RunFiles) -> tuple[str, str]:
@@ -215,6 +244,41 @@ def _shown_queries(comparison: Comparison, files: dict[str, RunFiles], split: st
     return out
 
 
+def replicates_on_disk(run: str, results: str | os.PathLike) -> list[str]:
+    """The replicates of ``run`` (``<run>_seed<s>``) whose metrics exist under ``results``, by seed."""
+    folder = Path(results)
+    found = [(replicate_seed(path.name, run), path.name) for path in folder.glob(f"{run}_seed*")
+             if (path / "metrics.json").is_file()]
+    return [name for _, name in sorted(entry for entry in found if entry[0] is not None)]
+
+
+def _seed_spreads(runs: list[str], results, measure: str, split: str,
+                  first: dict[str, pd.Series]) -> list[SeedSpread]:
+    """The runs over their seeds (:class:`SeedSpread`), when any of them has replicates; else none."""
+    from scipy.stats import ttest_ind
+
+    members = {run: [run, *replicates_on_disk(run, results)] for run in runs}
+    if all(len(names) == 1 for names in members.values()):
+        return []
+    means = {}
+    for run, names in members.items():
+        means[run] = [float(first[run].mean())]
+        for name in names[1:]:
+            files = RunFiles.open(name, results)
+            stored = _stored_values(files, measure) if _metrics_split(files)[0] == split else None
+            means[run].append(float((stored or _computed_values(files, measure, split))[0].mean()))
+    reference = means[runs[0]]
+    spreads = []
+    for run in runs:
+        mine = means[run]
+        p = None
+        if run != runs[0] and len(mine) > 1 and len(reference) > 1:
+            p = float(ttest_ind(mine, reference, equal_var=False).pvalue)
+            p = None if p != p else p  # NaN: both runs' seed means constant
+        spreads.append(SeedSpread(run, members[run], mine, p))
+    return spreads
+
+
 def compare_results(runs: list[str], *, results: str | os.PathLike = "results", measure: str = "RR@10",
                     split: str | None = None, top: int = 5, depth: int = 10, correction: str = "holm",
                     resamples: int = RESAMPLES, seed: int = SEED, snippet_chars: int = 160) -> RunsComparison:
@@ -258,5 +322,6 @@ def compare_results(runs: list[str], *, results: str | os.PathLike = "results", 
     hard_negatives = {run: _hard_negatives(run_files) for run, run_files in files.items()}
     queries = _shown_queries(comparison, files, split, comparison.most_changed(top), depth, hard_negatives,
                              snippet_chars)
+    seeds = _seed_spreads(runs, results, measure, split, values)
     return RunsComparison(comparison, datasets[runs[0]], split, {run: str(path) for run, path in sources.items()},
-                          hard_negatives, queries, depth)
+                          hard_negatives, queries, depth, seeds)

@@ -78,6 +78,21 @@ def _query_lines(number: int, query: ChangedQuery, report: RunsComparison) -> li
     return lines
 
 
+def _seed_lines(report: RunsComparison) -> list[str]:
+    """The runs over their seeds: a table of each run's mean ± sd of its seeds' means, and Welch's test."""
+    measure, reference = report.comparison.measure, report.comparison.reference
+    rows = [["run", "seeds", f"mean {measure}", "sd", f"Welch p vs {reference}"]]
+    for spread in report.seeds:
+        rows.append([visible(spread.run), str(len(spread.means)), f"{spread.mean:.4f}",
+                     "–" if spread.sd is None else f"{spread.sd:.4f}",
+                     "–" if spread.p_welch is None else f"{spread.p_welch:.3g}"])
+    note = (f"Over seeds: each run and its replicates (<run>_seed<s>) found under the results folder, each "
+            f"replicate's mean {measure} over the {report.comparison.num_queries} queries; Welch's t-test takes "
+            f"the seeds as the samples (it needs two or more seeds on both sides). Replicates: "
+            + "; ".join(f"{visible(s.run)}: {', '.join(map(visible, s.replicates))}" for s in report.seeds) + ".")
+    return _aligned(rows, left={0}) + [""] + textwrap.wrap(note, WIDTH)
+
+
 def comparison_text(report: RunsComparison) -> str:
     """The comparison as terminal text (see the module docstring); ends with a line break."""
     comparison = report.comparison
@@ -86,6 +101,8 @@ def comparison_text(report: RunsComparison) -> str:
              f"{comparison.num_queries} queries, each run against {comparison.reference}", ""]
     lines += _aligned([header, *rows], left={0})
     lines += [""] + textwrap.wrap(method_note(comparison), WIDTH)
+    if report.seeds:
+        lines += [""] + _seed_lines(report)
     lines += [""] + textwrap.wrap("Per-query values: " + "; ".join(f"{run}: {visible(path)}" for run, path in
                                                                    report.sources.items()), WIDTH)
     marks = "; ".join(f"{run}: {visible(path) if path else 'none (it trains on no mined list)'}"

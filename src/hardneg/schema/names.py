@@ -9,6 +9,22 @@ NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit,
 
 QUOTE_LIMIT = 80  # characters of a value an error message shows
 
+# A run repeated over seeds (its `seeds`): the run itself is the first seed's, `<run>_seed<s>` each other seed's
+# (hardneg.pipeline.replicates), so that a folder under results/ tells whose replicate it is.
+REPLICATE_SUFFIX = "_seed"
+
+
+def replicate_name(run: str, seed: int) -> str:
+    """The name of ``run``'s replicate trained with ``seed``."""
+    return f"{run}{REPLICATE_SUFFIX}{seed}"
+
+
+def replicate_seed(name: str, run: str) -> int | None:
+    """The seed of ``name`` when it is a replicate of ``run`` (``<run>_seed<s>``), None otherwise."""
+    prefix = run + REPLICATE_SUFFIX
+    tail = name[len(prefix):]
+    return int(tail) if name.startswith(prefix) and tail.isdigit() and tail == str(int(tail)) else None
+
 
 def quoted(value, limit: int = QUOTE_LIMIT) -> str:
     """``repr(value)`` as an error message shows it: at most ``limit`` characters, a longer one cut in the middle

@@ -56,3 +56,28 @@ def test_hardneg_table_reads_the_given_config(tmp_path, capsys):
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
     assert main(["table", "--config", str(tmp_path / "my.yaml"), "--results", str(tmp_path / "results")]) == 0
     assert "| STAR (ours) | 0.300 |" in capsys.readouterr().out
+
+
+def test_a_run_over_seeds_is_one_row_of_mean_and_standard_deviation(tmp_path):
+    results = tmp_path / "results"
+    for run, rr10, errors in (("star", 0.3, (3.0, 9.0)), ("star_seed2", 0.4, (5.0, 11.0)),
+                              ("star_seed3", 0.5, (4.0, 10.0)), ("bm25", 0.2, (6.0, 12.0))):
+        write_metrics(results, run, rr10, errors)
+    groups = {"star": ["star", "star_seed2", "star_seed3"]}
+    lines = runs_table(results, [("bm25", "BM25"), ("star", "STAR")], groups).splitlines()[2:]
+    assert lines == ["| BM25 | 0.200 | 0.500 | 0.900 | 6.0 | 12.0 |",
+                     "| STAR (3 seeds) | 0.400 ± 0.100 | 0.500 ± 0.000 | 0.900 ± 0.000 | 4.0 ± 1.0 | 10.0 ± 1.0 |"]
+    (results / "star_seed3" / "metrics.json").unlink()  # a seed not built yet: said, not hidden
+    assert runs_table(results, [("star", "STAR")], groups).splitlines()[2].startswith(
+        "| STAR (2 of 3 seeds) | 0.350 ± 0.071 |")
+
+
+def test_hardneg_table_shows_a_run_with_seeds_over_them(tmp_path, capsys):
+    for run, rr10 in (("star", 0.3), ("star_seed43", 0.5)):
+        write_metrics(tmp_path / "results", run, rr10)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["runs"]["star"]["seeds"] = [42, 43]
+    config["tables"]["results"] = [{"run": "star", "label": "STAR"}]
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["table", "--config", str(tmp_path / "my.yaml"), "--results", str(tmp_path / "results")]) == 0
+    assert "| STAR (2 seeds) | 0.400 ± 0.141 |" in capsys.readouterr().out

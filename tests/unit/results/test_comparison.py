@@ -134,3 +134,30 @@ def test_identical_runs_change_no_query(results):
     row = report.comparison.rows[0]
     assert (row.wins, row.ties, row.losses) == (0, 4, 0) and row.p_randomisation == 1.0 and report.queries == []
     assert "No query changed: every run scores each query as base does." in comparison_text(report)
+
+
+def test_runs_with_replicates_are_also_compared_over_their_seeds(results):
+    from scipy.stats import ttest_ind
+
+    assert compare_results(["base", "star"], results=results).seeds == []  # no replicate: no such section
+    plain = compare_results(["base", "star", "adore"], results=results).comparison
+    base, star, adore = plain.rows[0].reference_mean, plain.rows[0].mean, plain.rows[1].mean
+    for source, replicate in (("star", "base_seed2"), ("adore", "star_seed2"), ("base", "star_seed10")):
+        shutil.copytree(results / source, results / replicate)  # replicates scoring as those runs do
+    shutil.copytree(results / "base", results / "star_seedling")  # not a replicate's name: ignored
+    report = compare_results(["base", "star"], results=results)
+    assert report.comparison.rows[0].mean == pytest.approx(star)  # the query-by-query part: the runs named
+    spreads = {spread.run: spread for spread in report.seeds}
+    assert spreads["base"].replicates == ["base", "base_seed2"] and spreads["base"].p_welch is None
+    assert spreads["star"].replicates == ["star", "star_seed2", "star_seed10"]  # by seed, not by name
+    assert spreads["star"].means == pytest.approx([star, adore, base])
+    assert spreads["base"].mean == pytest.approx((base + star) / 2)
+    assert spreads["star"].p_welch == pytest.approx(ttest_ind([star, adore, base], [base, star],
+                                                              equal_var=False).pvalue)
+    text = comparison_text(report)
+    assert "Over seeds" in text and "star_seed10" in text
+    over_seeds = text.split("\nrun ")[-1].splitlines()  # the second table: its header's "seeds" column
+    assert over_seeds[0].split()[0] == "seeds"
+    assert over_seeds[1].split() == ["base", "2", f"{spreads['base'].mean:.4f}", f"{spreads['base'].sd:.4f}", "–"]
+    assert over_seeds[2].split() == ["star", "3", f"{spreads['star'].mean:.4f}", f"{spreads['star'].sd:.4f}",
+                                     f"{spreads['star'].p_welch:.3g}"]

@@ -150,7 +150,7 @@ def comparison_html(report: RunsComparison) -> str:
                  'run trained on the document as a hard negative of this query; <span class="mark hn">HN×3</span> '
                  "of 3 other training queries.</p>"]
         body += [_query_section(number, query, report) for number, query in enumerate(report.queries, start=1)]
-    elif comparison.num_queries:
+    elif comparison.num_queries and not comparison.most_changed(1):  # with top 0, changed queries go unshown
         body.append(f'<p class="muted">No query changed: every run scores each query as '
                     f"{_e(comparison.reference)} does.</p>")
     return page(title, "\n".join(body), style=STYLE)

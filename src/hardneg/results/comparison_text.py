@@ -116,6 +116,6 @@ def comparison_text(report: RunsComparison) -> str:
             WIDTH)
         for number, query in enumerate(report.queries, start=1):
             lines += [""] + _query_lines(number, query, report)
-    elif comparison.num_queries:
+    elif comparison.num_queries and not comparison.most_changed(1):  # with --top 0, changed queries go unshown
         lines += ["", f"No query changed: every run scores each query as {comparison.reference} does."]
     return "\n".join(lines) + "\n"

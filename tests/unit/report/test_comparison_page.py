@@ -22,3 +22,16 @@ def test_the_page_escapes_the_data_and_is_reproducible(page, tmp_path):
     again = tmp_path / "again.html"
     write_comparison_page(["base", "star", "adore"], again, results=tmp_path / "results", top=3, depth=3)
     assert again.read_bytes() == page.read_bytes()
+
+
+def test_queries_left_unshown_are_not_called_unchanged(tmp_path):
+    import shutil
+
+    results = write_page(tmp_path).parent / "results"
+    shown_none = tmp_path / "top0.html"
+    write_comparison_page(["base", "star"], shown_none, results=results, top=0, depth=3)
+    assert "No query changed" not in shown_none.read_text(encoding="utf-8")  # star changes two queries
+    shutil.copytree(results / "base", results / "copy")
+    same = tmp_path / "same.html"
+    write_comparison_page(["base", "copy"], same, results=results, top=0, depth=3)
+    assert "No query changed" in same.read_text(encoding="utf-8")

@@ -84,6 +84,7 @@ def test_the_text_shows_the_data_escaped(results):
 def test_no_query_shown_with_top_zero(results):
     report = compare_results(["base", "star"], results=results, measure="nDCG@10", top=0)
     assert report.queries == [] and "queries that changed most" not in comparison_text(report)
+    assert "No query changed" not in comparison_text(report)  # two did: not shown is not unchanged
     assert report.comparison.rows[0].wins == 2  # nDCG@10 moves as RR@10 does: q1 and q3 gain, q4 loses
 
 

@@ -22,6 +22,7 @@ from hardneg.io.atomic import write_text
 from hardneg.io.text import visible
 from hardneg.report.pages import page
 from hardneg.results.comparison import ChangedQuery, RunsComparison, ShownDocument, compare_results
+from hardneg.results.comparison_text import seed_cells, seed_note
 
 STYLE = """
 .fit { max-width: 100%; overflow-x: auto; }
@@ -81,6 +82,18 @@ def _stats_table(report: RunsComparison) -> str:
     return "".join(out)
 
 
+def _seed_table(report: RunsComparison) -> str:
+    header, rows = seed_cells(report)
+    out = ['<div class="fit"><table class="stats seeds"><thead><tr>']
+    out += [f'<th{"" if i == 0 else " class=num"}>{_e(cell)}</th>' for i, cell in enumerate(header)]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>" + f"<td>{_e(row[0])}</td>" + "".join(f'<td class="num">{_e(c)}</td>' for c in row[1:])
+                   + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out) + f'<p class="note">{_e(seed_note(report))}</p>'
+
+
 def _query_section(number: int, query: ChangedQuery, report: RunsComparison) -> str:
     comparison = report.comparison
     measure, runs = comparison.measure, comparison.runs
@@ -137,6 +150,7 @@ def comparison_html(report: RunsComparison) -> str:
             f"<code>{_e(report.dataset)}</code>: {comparison.num_queries} queries, each run against "
             f"<strong>{_e(comparison.reference)}</strong>.</p>",
             _stats_table(report), f'<p class="note">{_e(method_note(comparison))}</p>',
+            *([_seed_table(report)] if report.seeds else []),
             '<p class="note muted">Per-query values: '
             + "; ".join(f"{_e(run)}: <code>{_e(path)}</code>" for run, path in report.sources.items())
             + ". Hard negatives each run trained on: "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -273,7 +274,9 @@ def _seed_spreads(runs: list[str], results, measure: str, split: str,
         mine = means[run]
         p = None
         if run != runs[0] and len(mine) > 1 and len(reference) > 1:
-            p = float(ttest_ind(mine, reference, equal_var=False).pvalue)
+            with warnings.catch_warnings():  # scipy's precision note on near-equal samples: the p-value says it
+                warnings.simplefilter("ignore", RuntimeWarning)
+                p = float(ttest_ind(mine, reference, equal_var=False).pvalue)
             p = None if p != p else p  # NaN: both runs' seed means constant
         spreads.append(SeedSpread(run, members[run], mine, p))
     return spreads

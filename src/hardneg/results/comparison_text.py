@@ -78,19 +78,29 @@ def _query_lines(number: int, query: ChangedQuery, report: RunsComparison) -> li
     return lines
 
 
-def _seed_lines(report: RunsComparison) -> list[str]:
-    """The runs over their seeds: a table of each run's mean ± sd of its seeds' means, and Welch's test."""
+def seed_cells(report: RunsComparison) -> tuple[list[str], list[list[str]]]:
+    """The table of the runs over their seeds (header, rows): each run's seeds, the mean and sample standard
+    deviation of its seeds' means, Welch's p against the reference."""
     measure, reference = report.comparison.measure, report.comparison.reference
-    rows = [["run", "seeds", f"mean {measure}", "sd", f"Welch p vs {reference}"]]
-    for spread in report.seeds:
-        rows.append([visible(spread.run), str(len(spread.means)), f"{spread.mean:.4f}",
-                     "–" if spread.sd is None else f"{spread.sd:.4f}",
-                     "–" if spread.p_welch is None else f"{spread.p_welch:.3g}"])
-    note = (f"Over seeds: each run and its replicates (<run>_seed<s>) found under the results folder, each "
-            f"replicate's mean {measure} over the {report.comparison.num_queries} queries; Welch's t-test takes "
-            f"the seeds as the samples (it needs two or more seeds on both sides). Replicates: "
-            + "; ".join(f"{visible(s.run)}: {', '.join(map(visible, s.replicates))}" for s in report.seeds) + ".")
-    return _aligned(rows, left={0}) + [""] + textwrap.wrap(note, WIDTH)
+    header = ["run", "seeds", f"mean {measure}", "sd", f"Welch p vs {reference}"]
+    rows = [[spread.run, str(len(spread.means)), f"{spread.mean:.4f}",
+             "–" if spread.sd is None else f"{spread.sd:.4f}",
+             "–" if spread.p_welch is None else f"{spread.p_welch:.3g}"] for spread in report.seeds]
+    return header, rows
+
+
+def seed_note(report: RunsComparison) -> str:
+    """What the table of the runs over their seeds shows, and which replicates it read."""
+    return (f"Over seeds: each run and its replicates (<run>_seed<s>) found under the results folder, each "
+            f"replicate's mean {report.comparison.measure} over the {report.comparison.num_queries} queries; "
+            f"Welch's t-test takes the seeds as the samples (it needs two or more seeds on both sides). "
+            "Replicates: " + "; ".join(f"{s.run}: {', '.join(s.replicates)}" for s in report.seeds) + ".")
+
+
+def _seed_lines(report: RunsComparison) -> list[str]:
+    header, rows = seed_cells(report)
+    return (_aligned([[visible(cell) for cell in row] for row in [header, *rows]], left={0}) + [""]
+            + textwrap.wrap(visible(seed_note(report)), WIDTH))
 
 
 def comparison_text(report: RunsComparison) -> str:

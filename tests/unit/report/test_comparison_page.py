@@ -35,3 +35,17 @@ def test_queries_left_unshown_are_not_called_unchanged(tmp_path):
     same = tmp_path / "same.html"
     write_comparison_page(["base", "copy"], same, results=results, top=0, depth=3)
     assert "No query changed" in same.read_text(encoding="utf-8")
+
+
+def test_runs_with_replicates_show_their_seeds_on_the_page(tmp_path):
+    import shutil
+
+    results = write_page(tmp_path).parent / "results"
+    for source, replicate in (("star", "base_seed2"), ("adore", "star_seed2")):
+        shutil.copytree(results / source, results / replicate)
+    page = tmp_path / "seeds.html"
+    write_comparison_page(["base", "star"], page, results=results, top=3, depth=3)
+    text = page.read_text(encoding="utf-8")
+    assert '<table class="stats seeds">' in text and "Welch p vs base" in text
+    assert "star: star, star_seed2" in text and "base: base, base_seed2" in text
+    assert '<table class="stats seeds">' not in (tmp_path / "compare.html").read_text(encoding="utf-8")

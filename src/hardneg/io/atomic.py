@@ -110,6 +110,13 @@ def _prepare(target: str | os.PathLike) -> Path:
     return target
 
 
+def _name_the_target(error: BaseException, target: Path) -> None:
+    """Raise ``error`` again naming ``target`` when it is an operating-system error that names no file (a write
+    that failed, e.g. on a full disk: the file written was a temporary the user never sees)."""
+    if isinstance(error, OSError) and error.filename is None and error.errno is not None:
+        raise OSError(error.errno, error.strerror or os.strerror(error.errno), str(target)) from error
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary file path in the target's folder; rename it onto ``target`` on success."""
@@ -121,8 +128,9 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         _open_up(tmp_path)
         os.replace(tmp_path, target)
-    except BaseException:
+    except BaseException as error:
         tmp_path.unlink(missing_ok=True)
+        _name_the_target(error, target)
         raise
 
 
@@ -137,8 +145,9 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp_path, target)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(tmp_path, ignore_errors=True)
+        _name_the_target(error, target)
         raise
 
 

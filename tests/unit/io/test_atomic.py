@@ -104,3 +104,18 @@ def test_a_failed_write_leaves_neither_target_nor_temporary(tmp_path):
             tmp.write_text("half")
             raise RuntimeError("stop")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_write_names_the_target_not_its_temporary(tmp_path):
+    import errno
+
+    target = tmp_path / "page.html"
+    with pytest.raises(OSError) as error:
+        with atomic_path(target):
+            raise OSError(errno.ENOSPC, "No space left on device")  # as a write to a full disk raises it
+    assert error.value.errno == errno.ENOSPC and error.value.filename == str(target)
+    assert list(tmp_path.iterdir()) == []  # no temporary, no target
+    with pytest.raises(FileNotFoundError) as named:  # an error naming its own file keeps it
+        with atomic_dir(tmp_path / "folder"):
+            open(tmp_path / "elsewhere" / "x", "w")
+    assert named.value.filename == str(tmp_path / "elsewhere" / "x")

@@ -13,12 +13,11 @@ its previous artifacts.
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 from tests.support.configs import FUSION_CONFIG, FUSION_TARGETS
+from tests.support.disk import fill, used_bytes
 from tests.support.reliability import digests, temporaries
 from tests.support.workflow import output_of, snakemake, write_config
 
@@ -33,27 +32,10 @@ RERUN = ["prepare_dataset", "train_tokenizer", "tokenize", "bm25_index", "bm25_s
 SMALL = {"run_config", "evaluate"}
 
 
-def _size(root: Path) -> int:
-    return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
-
-
-def _fill(disk: Path) -> Path:
-    """A file taking every free byte of ``disk`` (grown when called again, as jobs may have freed some)."""
-    ballast = disk / ".ballast"
-    with open(ballast, "ab", buffering=0) as handle:
-        for size in (1 << 16, 1 << 12, 1):
-            try:
-                while True:
-                    handle.write(b"\0" * size)
-            except OSError:
-                pass
-    return ballast
-
-
 def test_a_full_disk_fails_at_the_first_stage_that_cannot_write_and_completes_once_it_grows(builds, small_disk,
                                                                                             tmp_path):
     reference = builds.fusion_chain() / "results"
-    want, total = digests(reference), _size(reference)
+    want, total = digests(reference), used_bytes(reference)
     workdir = tmp_path / "work"
     write_config(workdir, FUSION_CONFIG)
     results = small_disk(workdir / "results", "64k")
@@ -83,7 +65,7 @@ def test_a_full_disk_fails_at_the_first_stage_that_cannot_write_and_completes_on
     assert temporaries(results) == []
 
     for rule in RERUN:
-        ballast = _fill(results)
+        ballast = fill(results)
         again = snakemake(workdir, *FUSION_TARGETS, "-R", rule, "--until", rule)
         out = output_of(again)
         if not (rule in SMALL and again.returncode == 0):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.builds import copy_build
+from tests.support.disk import fill, used_bytes
 from tests.support.reliability import digests, temporaries
 from tests.support.workflow import output_of, snakemake
 
@@ -28,30 +29,13 @@ RERUN = [("candidate_pool", "results/star/metrics.json"), ("near_duplicates", "r
 FAILED_RULE = re.compile(r"Error in rule (\w+):")
 
 
-def _size(root: Path) -> int:
-    return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
-
-
-def _fill(disk: Path) -> Path:
-    """A file taking every free byte of ``disk``."""
-    ballast = disk / ".ballast"
-    with open(ballast, "ab", buffering=0) as handle:
-        for size in (1 << 16, 1 << 12, 1):
-            try:
-                while True:
-                    handle.write(b"\0" * size)
-            except OSError:
-                pass
-    return ballast
-
-
 @pytest.fixture
 def full(builds, small_disk, tmp_path):
     """The chain's working directory with its results on a small disk (the mining card built), and that disk."""
     workdir = copy_build(builds.star_chain(), tmp_path / "work")
     kept = workdir / "results.kept"
     (workdir / "results").rename(kept)
-    results = small_disk(workdir / "results", f"{2 * _size(kept) // 1024 + 8192}k")
+    results = small_disk(workdir / "results", f"{2 * used_bytes(kept) // 1024 + 8192}k")
     shutil.copytree(kept, results, symlinks=True, dirs_exist_ok=True)  # files with their times: up to date
     shutil.rmtree(kept)
     card = snakemake(workdir, CARD)
@@ -63,7 +47,7 @@ def test_each_mining_stage_on_a_full_disk_fails_with_one_line_and_keeps_its_arti
     workdir, results = full
     want = digests(results)
     for rule, target in RERUN:
-        ballast = _fill(results)
+        ballast = fill(results)
         again = snakemake(workdir, target, "-R", rule, "--until", rule)
         out = output_of(again)
         assert again.returncode != 0 and FAILED_RULE.findall(out)[:1] == [rule], f"{rule}: {out[-4000:]}"
@@ -79,7 +63,7 @@ def test_each_mining_stage_on_a_full_disk_fails_with_one_line_and_keeps_its_arti
 
 def test_compare_into_a_full_folder_says_so_and_writes_nothing(full):
     workdir, results = full
-    ballast = _fill(results)
+    ballast = fill(results)
     page = results / "tables" / "mine.html"
     done = subprocess.run([str(Path(sys.executable).parent / "hardneg"), "compare", "star", "adore_star", "--html",
                            str(page), "--force"], cwd=workdir, capture_output=True, text=True)

@@ -30,6 +30,24 @@ class SmallDisk:
         subprocess.run(["umount", "--lazy", str(self.path)], check=False, capture_output=True)
 
 
+def used_bytes(root: Path) -> int:
+    """The bytes of every file under ``root``."""
+    return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
+
+
+def fill(disk: Path) -> Path:
+    """A file taking every free byte of ``disk`` (grown when called again, as jobs may have freed some)."""
+    ballast = disk / ".ballast"
+    with open(ballast, "ab", buffering=0) as handle:
+        for size in (1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    handle.write(b"\0" * size)
+            except OSError:
+                pass
+    return ballast
+
+
 def small_disks():
     """The ``small_disk`` fixture's body: ``small_disk(path, size)`` mounts one; all are unmounted afterwards.
     Mounting needs root (CI runs as root, and fails here rather than skipping); elsewhere the test is skipped."""

@@ -25,10 +25,8 @@ class ReportPlan:
         targets = self.config.get("targets")
         if targets is None:
             targets = list(self.user_runs)
-        groups, paths = replicates.replicates(self.config), []
-        for target in targets:
-            paths += [target] if "/" in target else [self.layout.metrics(run) for run in groups.get(target, [target])]
-        return paths
+        return [target if "/" in target else self.layout.metrics(run) for target in targets
+                for run in ([target] if "/" in target else replicates.with_replicates(self.config, [target]))]
 
     # ----------------------------------------------------------------------------- summary and tables
     def targeted_runs(self) -> list[str]:

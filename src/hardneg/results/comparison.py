@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,14 +95,13 @@ class SeedSpread:
 
     @property
     def mean(self) -> float:
-        return float(sum(self.means) / len(self.means))
+        return statistics.fmean(self.means)
 
     @property
     def sd(self) -> float | None:
-        """The sample standard deviation (n - 1) of the seed means; None for one seed."""
-        if len(self.means) < 2:
-            return None
-        return float(pd.Series(self.means).std(ddof=1))
+        """The sample standard deviation (n - 1) of the seed means, as the results table gives it; None for one
+        seed."""
+        return statistics.stdev(self.means) if len(self.means) > 1 else None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ synthetic default" (and the gradient-norm table of its ANCE section) and writes 
 benchmarks/out/synthetic_results.md. With ``--seeds N``, each run of the table and every run it is built from
 (BM25 aside, which draws nothing at random) is repeated over N seeds (its own seed and the next N - 1: a config
 file giving each its ``seeds``, benchmarks/out/seeds.yaml, read after config/config.yaml), and each row is the mean
-± standard deviation over them; the seed-42 runs are the default config's, unchanged.
+± standard deviation over them; the seed-42 runs are the default config's, unchanged. The PQ matrix's cells are then means ± standard deviations
+over the same seeds.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def gradient_table(results: Path) -> str:
 
 def seeds_overlay(config: dict, runs: list[str], count: int) -> dict:
     """A config file's content giving each of ``runs``, and every run they are built from, ``count`` seeds: its
-    own seed and the next ``count - 1``. BM25 runs are left as they are (nothing in them is random)."""
+    own seed and the next ``count - 1``; the same to the runs of the PQ matrix (``pq_matrix.seeds``). BM25 runs are
+    left as they are (nothing in them is random)."""
     chosen, todo = {}, list(runs)
     while todo:
         run = todo.pop()
@@ -58,7 +60,10 @@ def seeds_overlay(config: dict, runs: list[str], count: int) -> dict:
         first = config["runs"][run].get("seed", config["seed"])
         chosen[run] = {"seeds": list(range(first, first + count))}
         todo += input_runs(config["runs"][run])
-    return {"runs": chosen}
+    overlay = {"runs": chosen}
+    if config.get("pq_matrix"):  # its ADORE runs too, each over the replicate of its `docs` run of the same seed
+        overlay["pq_matrix"] = {"seeds": list(range(config["seed"], config["seed"] + count))}
+    return overlay
 
 
 def main() -> None:

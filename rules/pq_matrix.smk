@@ -4,12 +4,13 @@
 
 rule pq_matrix:
     input:
-        lambda w: [metrics for _, _, metrics in PQ_MATRIX.cells(PLAN)],
+        lambda w: [path for _, _, metrics in PQ_MATRIX.cells(PLAN) for path in metrics],
     output:
         table=update(LAYOUT.experiment("pq_matrix", "matrix.parquet")),
         markdown=update(LAYOUT.experiment("pq_matrix", "matrix.md")),
     params:
         indexes=lambda w: config["pq_matrix"]["indexes"],
+        seeds=lambda w: [len(metrics) for _, _, metrics in PQ_MATRIX.cells(PLAN)],
         measures=config["evaluation"]["measures"],
     message:
         "the PQ matrix experiment (log: {log})"

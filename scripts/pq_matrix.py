@@ -5,5 +5,10 @@ from hardneg.methods.adore.pq_matrix import write_pq_matrix
 
 log_to(snakemake.log[0])
 indexes = snakemake.params.indexes
-cells = {(a, b): path for (a, b), path in zip([(a, b) for a in indexes for b in indexes], snakemake.input)}
+seeds = iter(snakemake.params.seeds)  # files per cell: the seeds of the run trained with its index
+paths = list(snakemake.input)
+cells = {}
+for cell in [(a, b) for a in indexes for b in indexes]:
+    count = next(seeds)
+    cells[cell], paths = paths[:count], paths[count:]
 write_pq_matrix(cells, indexes, snakemake.params.measures, snakemake.output.table, snakemake.output.markdown)

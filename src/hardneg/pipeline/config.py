@@ -108,8 +108,9 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     if error is None:
         false_negatives.check_config(config)  # before its runs are generated: errors name its own keys
         written = set(config["runs"])
-        if any([replicates.expand_config(config), pq_matrix.expand_config(config),
-                false_negatives.expand_config(config)]):
+        # the experiments' runs first: a generated run may have seeds (pq_matrix.seeds) for replicates to expand
+        if any([pq_matrix.expand_config(config), false_negatives.expand_config(config),
+                replicates.expand_config(config)]):
             explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
             explicit |= {member: explicit[run] for run, members in replicates.replicates(config).items()
                          for member in members[1:]}  # a replicate: what its run's entry wrote, not its defaults

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 
 from hardneg.errors import ConfigError
-from hardneg.schema.names import replicate_name
+from hardneg.schema.names import replicate_name, seed_runs
 
 
 def _paired(value, seed: int, seeded: dict[str, list[int]]):
@@ -60,8 +60,7 @@ def expand_config(config: dict) -> bool:
 
 def replicates(config: dict) -> dict[str, list[str]]:
     """Each run with ``seeds`` → its runs, one per seed in the order of ``seeds`` (the run itself first)."""
-    return {name: [name] + [replicate_name(name, seed) for seed in run["seeds"][1:]]
-            for name, run in config["runs"].items() if run.get("seeds")}
+    return {name: seed_runs(name, run) for name, run in config["runs"].items() if run.get("seeds")}
 
 
 def with_replicates(config: dict, runs: list[str]) -> list[str]:

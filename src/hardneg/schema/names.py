@@ -19,6 +19,12 @@ def replicate_name(run: str, seed: int) -> str:
     return f"{run}{REPLICATE_SUFFIX}{seed}"
 
 
+def seed_runs(run: str, entry: dict) -> list[str]:
+    """``run`` and its replicates, one per seed of its config ``entry``'s ``seeds`` (the run itself first);
+    ``[run]`` for a run without seeds."""
+    return [run] + [replicate_name(run, seed) for seed in entry.get("seeds", [])[1:]]
+
+
 def replicate_seed(name: str, run: str) -> int | None:
     """The seed of ``name`` when it is a replicate of ``run`` (``<run>_seed<s>``), None otherwise."""
     prefix = run + REPLICATE_SUFFIX

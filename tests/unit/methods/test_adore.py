@@ -265,3 +265,31 @@ def test_missing_results_with_search_scores_stay_finite():
     per_query.mean().backward()
     assert torch.isfinite(per_query).all() and torch.isfinite(q.grad).all()
     assert cand.rows[1].tolist() == [5, 1, 2, -1, 9]
+
+
+def test_pq_matrix_cells_over_seeds_are_mean_and_sample_sd(tmp_path):
+    import json as _json
+
+    import pyarrow.parquet as _pq
+
+    from hardneg.methods.adore.pq_matrix import write_pq_matrix
+
+    def metrics(name, rr):
+        path = tmp_path / f"{name}.json"
+        path.write_text(_json.dumps({"measures": {"RR@10": rr}}))
+        return str(path)
+
+    cells = {("Flat", "Flat"): [metrics("a", 0.30), metrics("b", 0.34), metrics("c", 0.32)],
+             ("Flat", "PQ8"): [metrics("d", 0.20), metrics("e", 0.22), metrics("f", 0.27)],
+             ("PQ8", "Flat"): metrics("g", 0.25), ("PQ8", "PQ8"): [metrics("h", 0.26)]}
+    table = write_pq_matrix(cells, ["Flat", "PQ8"], ["RR@10"], tmp_path / "m.parquet", tmp_path / "m.md")
+    rows = {(r["train_index"], r["eval_index"]): r for r in _pq.read_table(tmp_path / "m.parquet").to_pylist()}
+    assert rows == {(r["train_index"], r["eval_index"]): r for r in table.to_pylist()}
+    assert rows[("Flat", "Flat")]["RR@10"] == pytest.approx(0.32)
+    assert rows[("Flat", "Flat")]["RR@10 sd"] == pytest.approx(0.02)  # sample sd (n - 1) of .30/.34/.32
+    assert rows[("Flat", "PQ8")]["RR@10 sd"] == pytest.approx(((0.03 ** 2 + 0.01 ** 2 + 0.04 ** 2) / 2) ** 0.5)
+    assert (rows[("PQ8", "Flat")]["seeds"], rows[("PQ8", "Flat")]["RR@10 sd"]) == (1, 0.0)
+    text = (tmp_path / "m.md").read_text()
+    assert "| Flat | 0.3200 ± 0.0200 | 0.2300 ± 0.0361 |" in text
+    assert "| PQ8 | 0.2500 | 0.2600 |" in text
+    assert "over 1/3 seeds" in text

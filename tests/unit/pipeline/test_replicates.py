@@ -107,3 +107,24 @@ def test_a_replicate_inherits_the_model_of_the_run_it_continues():
     assert runs["star_seed8"]["params"]["model"] == runs["star"]["params"]["model"] == \
         runs["warmup"]["params"]["model"]
     assert runs["adore_star_seed8"]["params"]["model"]["builtin"]["hidden_size"] == 32
+
+
+def test_pq_matrix_seeds_repeat_its_runs_each_over_the_docs_replicate_of_its_seed():
+    from hardneg.methods.adore import pq_matrix
+
+    config = with_seeds(star=[7, 8])
+    config["pq_matrix"] = {"docs": "star", "indexes": ["Flat", "HNSW8"], "seeds": [7, 8, 9]}
+    config = validate_config(config)
+    runs = config["runs"]
+    assert replicates(config)["adore_pq_Flat"] == ["adore_pq_Flat", "adore_pq_Flat_seed8", "adore_pq_Flat_seed9"]
+    assert [runs[run]["seed"] for run in replicates(config)["adore_pq_HNSW8"]] == [7, 8, 9]
+    assert runs["adore_pq_Flat_seed8"]["inputs"] == {"docs": "star_seed8"}
+    assert runs["adore_pq_Flat_seed9"]["inputs"] == {"docs": "star"}  # STAR has no seed 9: its own run
+    assert runs["adore_pq_HNSW8"]["inputs"] == {"docs": "star"}
+    cells = {(a, b): paths for a, b, paths in pq_matrix.cells(Plan(config))}
+    assert cells[("HNSW8", "Flat")] == [f"results/{run}/by_index/Flat/metrics.json"
+                                      for run in ("adore_pq_HNSW8", "adore_pq_HNSW8_seed8", "adore_pq_HNSW8_seed9")]
+    without = copy.deepcopy(CONFIG)
+    without["pq_matrix"] = {"docs": "star", "indexes": ["Flat"]}
+    assert [paths for *_, paths in pq_matrix.cells(Plan(validate_config(without)))] == [
+        ["results/adore_pq_Flat/by_index/Flat/metrics.json"]]

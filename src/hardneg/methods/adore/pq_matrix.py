@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import statistics
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -22,11 +23,13 @@ import pyarrow.parquet as pq
 
 from hardneg.errors import ConfigError, DataError
 from hardneg.evaluation.summary import as_paths, measure_label
+from hardneg.evaluation.tables import spread
 from hardneg.evaluation.timing import number_cell, training_time, unrecorded_note
 from hardneg.index import slug
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path, write_text
 from hardneg.methods.adore import METHOD as ADORE  # the method of the generated runs
+from hardneg.schema.names import seed_runs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,16 +50,21 @@ def expand_config(config: dict) -> bool:
         params = copy.deepcopy(matrix.get("params", {}))
         params.setdefault("index", {})["factory"] = factory
         params.setdefault(ADORE.name, {})["index"] = factory
-        config["runs"].setdefault(run_name(factory), {"method": ADORE.name, "inputs": {"docs": matrix["docs"]},
-                                                      "params": params})
+        entry = {"method": ADORE.name, "inputs": {"docs": matrix["docs"]}, "params": params}
+        if matrix.get("seeds"):
+            entry["seeds"] = list(matrix["seeds"])
+        config["runs"].setdefault(run_name(factory), entry)
     return True
 
 
+
 # ------------------------------------------------------------------------------------------- the plan's
-def cells(plan) -> list[tuple[str, str, str]]:
-    """(training index, evaluation index, metrics.json) of every cell of the matrix (``plan``: the run plan)."""
+def cells(plan) -> list[tuple[str, str, list[str]]]:
+    """(training index, evaluation index, metrics.json of each seed) of every cell of the matrix (``plan``: the
+    run plan): one file per seed of the generated run (``pq_matrix.seeds``), one without seeds."""
     indexes = plan.config["pq_matrix"]["indexes"]
-    return [(a, b, plan.layout.metrics(run_name(a), slug(b))) for a in indexes for b in indexes]
+    runs = {a: seed_runs(run_name(a), plan.config["runs"][run_name(a)]) for a in indexes}
+    return [(a, b, [plan.layout.metrics(run, slug(b)) for run in runs[a]]) for a in indexes for b in indexes]
 
 
 def index_runs(plan) -> list[tuple[str, str]]:
@@ -92,24 +100,36 @@ def report_pages(plan) -> dict:
 # ---------------------------------------------------------------------------------------------- writers
 def write_pq_matrix(cells: dict, indexes: list[str], measures: list[str], table_path: str | os.PathLike,
                     markdown_path: str | os.PathLike) -> pa.Table:
-    """``cells`` maps (training index, evaluation index) to a metrics.json; writes one row per cell and a
-    Markdown matrix per measure (rows: the index ADORE trained with; columns: the index it is evaluated with)."""
-    rows = []
-    for (train_index, eval_index), path in cells.items():
-        with open(path, encoding="utf-8") as handle:
-            metrics = json.load(handle)["measures"]
+    """``cells`` maps (training index, evaluation index) to the metrics.json of each seed of the run trained with
+    that index (one path, or a list: :func:`cells`); writes one row per cell, each measure the mean over the seeds
+    (with ``seeds``, their number, and ``<measure> sd``, the sample standard deviation, 0 for one seed), and a
+    Markdown matrix per measure (rows: the index ADORE trained with; columns: the index it is evaluated with), a
+    cell over several seeds as mean ± sd."""
+    rows, texts = [], {}
+    for (train_index, eval_index), paths in cells.items():
+        values = {m: [] for m in measures}
+        for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+            with open(path, encoding="utf-8") as handle:
+                metrics = json.load(handle)["measures"]
+            for m in measures:
+                values[m].append(float(metrics[m]))
         rows.append({"train_index": train_index, "eval_index": eval_index,
-                     **{m: float(metrics[m]) for m in measures}})
+                     **{m: statistics.fmean(values[m]) for m in measures}, "seeds": len(values[measures[0]]),
+                     **{f"{m} sd": statistics.stdev(v) if len(v) > 1 else 0.0 for m, v in values.items()}})
+        texts[(train_index, eval_index)] = {m: spread(v, 4) for m, v in values.items()}
     table = pa.Table.from_pylist(rows)
     with atomic_path(table_path) as tmp:
         pq.write_table(table, tmp)
-    lookup = {(r["train_index"], r["eval_index"]): r for r in rows}
+    seeds = sorted({row["seeds"] for row in rows})
     lines = ["# ADORE: training index × evaluation index", ""]
+    if seeds != [1]:
+        lines += [f"Each cell: the mean ± standard deviation over {'/'.join(map(str, seeds))} seeds "
+                  f"(pq_matrix.seeds).", ""]
     for measure in measures:
         lines += [f"## {measure}", "", "| trained with \\ evaluated with | " + " | ".join(indexes) + " |",
                   "|---|" + "---|" * len(indexes)]
         for a in indexes:
-            lines.append(f"| {a} | " + " | ".join(f"{lookup[(a, b)][measure]:.4f}" for b in indexes) + " |")
+            lines.append(f"| {a} | " + " | ".join(texts[(a, b)][measure] for b in indexes) + " |")
         lines.append("")
     write_text(markdown_path, "\n".join(lines))
     return table

@@ -61,6 +61,7 @@ onstart:
 
         forward_to_jobs()
     sweep_temporaries(workflow)  # before the first job: what jobs killed outright in earlier runs left
+    refuse_unwritable(workflow)  # a read-only run folder: one line now, not a traceback from Snakemake later
 
 
 onerror:

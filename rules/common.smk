@@ -68,6 +68,25 @@ def sweep_temporaries(workflow):
             print(f"removed {stale}, left by a job that was killed", file=sys.stderr)
 
 
+def refuse_unwritable(workflow):
+    """Stop before the first job when a folder a job would write in cannot be written (a read-only run folder):
+    one line naming the folders, instead of Snakemake's own traceback when it first tries to replace a file
+    there. Nothing has run then, and nothing is changed."""
+    if workflow.subprocess_exec or workflow.remote_exec:
+        return
+    from hardneg.io.atomic import unwritable_folders
+
+    paths = [path for job in workflow.dag.needrun_jobs()
+             for path in (*job.output, *job.log, *([job.benchmark] if job.benchmark else []))]
+    blocked = unwritable_folders(paths)
+    if blocked:
+        shown = ", ".join(blocked[:5]) + (f" and {len(blocked) - 5} more" if len(blocked) > 5 else "")
+        print(f"hardneg error: the jobs to run write in folders that cannot be written: {shown}; make them "
+              f"writable (chmod -R u+w FOLDER) or ask for targets that do not need them. Nothing was run.",
+              file=sys.stderr)
+        raise SystemExit(1)
+
+
 def caption_text(name):
     """The text of a report caption of workflow/report/ (for a rule whose pages share one caption template), as
     one line: the report's pane of a result's params shows a line break as a literal \\n."""

@@ -155,3 +155,22 @@ def write_text(target: str | os.PathLike, text: str) -> None:
     """Write a text file atomically (UTF-8)."""
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def unwritable_folders(paths) -> list[str]:
+    """The folders among those ``paths`` would be written in that cannot be: for a path that exists, its folder
+    (replacing a file removes it from there; a folder is replaced inside its parent); for one that does not, its
+    nearest existing ancestor (where the missing folders would be made). Each folder once, in the order of
+    ``paths``; none when every write can go ahead (``os.access``: as the kernel answers this process, so a root
+    user who may override permissions finds every folder writable).
+
+    :param paths: files or folders about to be written (a workflow's outputs and logs).
+    :returns: folder paths, as given (relative stays relative)."""
+    found = {}
+    for path in map(os.fspath, paths):
+        folder = os.path.dirname(os.path.normpath(path)) or "."
+        while not os.path.isdir(folder) and folder not in ("", ".", os.sep):
+            folder = os.path.dirname(folder) or "."
+        if not os.access(folder, os.W_OK | os.X_OK):
+            found.setdefault(folder, None)
+    return list(found)

@@ -93,7 +93,8 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
        (relevance 0) documents stay;
     3. if ``rank_range`` = (low, high) is given, keep ranks low..high (inclusive, 1-based);
     4. with ``margin``, keep negatives scoring <= best positive score - margin; with ``relative_margin``, scoring
-       <= best positive score * (1 - relative_margin) (meant for positive scores). Both apply when both are given.
+       <= best positive score - |best positive score| * relative_margin (a larger margin filters more whatever the
+       score's sign). Both apply when both are given.
        The best positive score is the query's maximum in ``positives`` (POSITIVE_SCORES); a query without one
        keeps its negatives;
     5. keep at most ``keep`` negatives: the best-ranked (``sampling="top"``) or a uniform sample without
@@ -116,8 +117,8 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
     :param seed: the seed of ``"random"`` sampling (non-negative).
     :param margin: keep only negatives scoring at most the query's best positive score minus ``margin``, in the
         run's score units (non-negative); None: no such filter.
-    :param relative_margin: keep only negatives scoring at most the best positive score × (1 − ``relative_margin``)
-        (non-negative; meant for positive scores); None: no such filter.
+    :param relative_margin: keep only negatives scoring at most the best positive score − |best positive score| ×
+        ``relative_margin`` (in [0, 1]); None: no such filter.
     :returns: a HARDNEGS table: ``qid``, ``docid`` (strings), ``rank`` (int32, the rank in ``run``, 1-based),
         ``score`` (float32, the score in ``run``), ordered by query (in order of first appearance in ``run``) then
         rank. A query left without negatives has no row.

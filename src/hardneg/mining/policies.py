@@ -13,8 +13,11 @@ this order, and counts what each removed (the audit reports it per policy):
     NV-Retriever's TopK-MarginPos (Moreira et al. 2024): keep score <= best positive score − margin, in the
     miner's score units.
 ``relative_margin``
-    NV-Retriever's TopK-PercPos: keep score <= best positive score × (1 − relative_margin); their recommended
-    setting keeps negatives below 95% of the positive's score, relative_margin 0.05 (meant for positive scores).
+    NV-Retriever's TopK-PercPos: keep score <= best positive score − |best positive score| × relative_margin;
+    their recommended setting keeps negatives below 95% of the positive's score, relative_margin 0.05. The
+    margin is a share of the score's magnitude, so a larger one filters more whatever the score's sign (as
+    sentence-transformers' ``mine_hard_negatives`` computes it; best × (1 − margin) would filter less for a
+    negative best score).
 ``ce_threshold``
     RocketQA's denoising (Qu et al. 2021): drop candidates a cross-encoder gives a probability of relevance >=
     the threshold.
@@ -73,9 +76,9 @@ class Policy:
         On a pool built without duplicates (the columns all null) nothing is a duplicate and nothing is dropped.
     :param margin: keep score <= best_positive_score − margin, in the miner's score units (non-negative); None:
         no such filter.
-    :param relative_margin: keep score <= best_positive_score × (1 − relative_margin), in [0, 1]; None: no such
-        filter. Meant for positive scores (cosine similarities): for a negative best positive score a larger
-        relative_margin raises the bound towards 0, so it filters less, not more.
+    :param relative_margin: keep score <= best_positive_score − |best_positive_score| × relative_margin, in
+        [0, 1]: a share of the best positive score's magnitude, so a larger margin filters at least as much
+        whatever the score's sign; None: no such filter.
     :param ce_threshold: drop candidates with ce_score >= ce_threshold, a probability in (0, 1] (0 would drop
         every candidate); None: no such filter.
     :param ce_margin: drop candidates with ce_score > best_positive_ce_score − ce_margin, in [0, 1) (1 would drop
@@ -158,8 +161,10 @@ POLICY_SCHEMA = {
                    "description": "TopK-MarginPos: keep candidates scoring at most best positive - margin, in the "
                                   "miner's score units (null: no such filter)"},
         "relative_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
-                            "description": "TopK-PercPos: keep candidates scoring at most (1 - relative_margin) x "
-                                           "best positive (0.05: below 95% of it; null: no such filter)"},
+                            "description": "TopK-PercPos: keep candidates scoring at most best positive - "
+                                           "|best positive| x relative_margin (0.05: 5% of the best positive "
+                                           "score's magnitude below it, whatever its sign; null: no such "
+                                           "filter)"},
         "ce_threshold": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
                          "description": "drop candidates the cross-encoder gives a probability of relevance at or "
                                         "above this, greater than 0 (RocketQA denoising; null: no such filter)"},
@@ -286,7 +291,8 @@ def select(pool: pa.Table, policy: Policy, *, seed: int = 0) -> Selection:
             apply("margin", ok)
             score, best, no_best = score[ok], best[ok], no_best[ok]
         if policy.relative_margin is not None:
-            apply("relative_margin", (score <= best * (1.0 - policy.relative_margin)) | no_best)
+            # a share of the magnitude: best × (1 − margin) would rise with the margin for a negative best score
+            apply("relative_margin", (score <= best - np.abs(best) * policy.relative_margin) | no_best)
     if policy.ce_threshold is not None or policy.ce_margin is not None:
         ce = _floats(pool["ce_score"])[rows]  # NaN (not scored) passes: every comparison below is False
         if policy.ce_threshold is not None:

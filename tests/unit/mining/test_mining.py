@@ -48,7 +48,7 @@ def test_absolute_margin():
 
 
 def test_relative_margin():
-    # q1: score <= 8.0 * 0.75 = 6.0 (a4 at exactly 6.0 stays); q2: score <= 3.75
+    # q1: score <= 8.0 - 8.0 * 0.25 = 6.0 (a4 at exactly 6.0 stays); q2: score <= 3.75
     out = mine_hard_negatives(RUN, QRELS, POSITIVES, relative_margin=0.25)
     assert pairs(out) == [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q2", "b4"), ("q2", "a2"),
                           ("q3", "c1"), ("q3", "c2")]

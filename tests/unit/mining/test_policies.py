@@ -63,7 +63,7 @@ def test_no_filter_selects_the_whole_pool_as_hard_negatives():
      {"duplicates": 2}),
     # q1: score <= 8.0 - 3.5 = 4.5; q2: <= 1.5 (none); q3 has no best positive and keeps all
     (Policy(margin=3.5), [("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q3", "c1"), ("q3", "c2")], {"margin": 7}),
-    # q1: score <= 8.0 * 0.75 = 6.0 (a4 at exactly 6.0 stays); q2: <= 3.75
+    # q1: score <= 8.0 - 8.0 * 0.25 = 6.0 (a4 at exactly 6.0 stays); q2: <= 3.75
     (Policy(relative_margin=0.25), [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q2", "b4"),
                                     ("q2", "a2"), ("q3", "c1"), ("q3", "c2")], {"relative_margin": 4}),
     # drops ce >= 0.75 (a7 and b2 at exactly 0.75 too); a4 and q3 have no score and stay
@@ -320,7 +320,7 @@ def reference_selection(pool, policy, seed):
             if best is not None and policy.margin is not None and not r["score"] <= best - policy.margin:
                 continue
             if best is not None and policy.relative_margin is not None and \
-                    not r["score"] <= best * (1 - policy.relative_margin):
+                    not r["score"] <= best - abs(best) * policy.relative_margin:
                 continue
             if r["ce_score"] is not None and policy.ce_threshold is not None and r["ce_score"] >= policy.ce_threshold:
                 continue
@@ -363,26 +363,27 @@ def test_selection_meets_a_query_by_query_reference_on_random_pools():
 
 def test_a_stricter_filter_keeps_a_subset_of_a_looser_one():
     for seed in range(50):
-        rng, *_, pool = random_problem(seed)
-        # best x (1 - relative_margin) falls with relative_margin only for a best positive score >= 0 (the
-        # relative margin is meant for positive scores); a negative one rises towards 0
-        positive = pool.filter(pc.invert(pc.fill_null(pc.less(pool["best_positive_score"], 0), False)))
+        rng, *_, pool = random_problem(seed)  # best positive scores of either sign
         a, b = (float(x) for x in sorted(rng.random(2).round(2).clip(0.01, 0.99)))  # 0 and 1: refused filters
-        for loose, strict, table in ((Policy(margin=a), Policy(margin=b), pool),
-                                     (Policy(relative_margin=a), Policy(relative_margin=b), positive),
-                                     (Policy(ce_threshold=b), Policy(ce_threshold=a), pool),
-                                     (Policy(ce_margin=a), Policy(ce_margin=b), pool),
-                                     (Policy(margin=a, ce_threshold=b), Policy(margin=b, ce_threshold=a), pool)):
-            kept = rows_of(select(table, strict).negatives)
-            assert kept <= rows_of(select(table, loose).negatives), (seed, strict)
+        for loose, strict in ((Policy(margin=a), Policy(margin=b)),
+                              (Policy(relative_margin=a), Policy(relative_margin=b)),
+                              (Policy(ce_threshold=b), Policy(ce_threshold=a)),
+                              (Policy(ce_margin=a), Policy(ce_margin=b)),
+                              (Policy(margin=a, ce_threshold=b), Policy(margin=b, ce_threshold=a))):
+            kept = rows_of(select(pool, strict).negatives)
+            assert kept <= rows_of(select(pool, loose).negatives), (seed, strict)
 
 
-def test_a_larger_relative_margin_is_looser_for_a_negative_best_positive_score():
-    pool = POOL.set_column(COLUMNS.index("best_positive_score"), "best_positive_score",
-                           pa.array([-2.0] * POOL.num_rows, pa.float32()))
-    pool = pool.set_column(COLUMNS.index("score"), "score", pa.array([-1.5] * POOL.num_rows, pa.float32()))
-    assert select(pool, Policy(relative_margin=0.0)).kept == 0  # -1.5 > -2.0
-    assert select(pool, Policy(relative_margin=0.5)).kept == 12  # -1.5 <= -1.0
+def test_a_larger_relative_margin_filters_more_below_a_negative_best_positive_score():
+    # best -2.0: the bound is -2.0 - 2.0 x margin (-2.0, -2.5, -3.0, -4.0), not -2.0 x (1 - margin), which rises
+    scores = [-1.5, -2.0, -2.5, -3.0, -3.5]
+    pool = pool_table([("q", f"n{i}", i, s, -2.0, None, None, None, None, None, None)
+                       for i, s in enumerate(scores, 1)])
+    for margin, kept in ((0.0, ["n2", "n3", "n4", "n5"]), (0.25, ["n3", "n4", "n5"]), (0.5, ["n4", "n5"]),
+                         (1.0, [])):
+        selection = select(pool, Policy(relative_margin=margin))
+        assert [docid for _, docid in pairs(selection.negatives)] == kept, margin
+        assert selection.removed == removed(relative_margin=5 - len(kept))
 
 
 def test_no_policy_returns_a_positive_or_an_excluded_duplicate_or_anything_outside_the_pool():

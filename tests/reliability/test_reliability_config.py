@@ -203,7 +203,7 @@ CASES += [
          "config key 'runs.star.params.mining.depth': 100 is deeper than the ranking of run star's miner warmup "
          "(runs.warmup.params.search.top_k: 50): its pool would hold ranks up to 50 only"),
     Case("mining-ce-threshold-zero", _star({"depth": 30, "ce_threshold": 0}),
-         "config key 'runs.star.params.mining': ce_threshold 0 drops every candidate"),
+         "config key 'runs.star.params.mining.ce_threshold': ce_threshold 0 drops every candidate"),
     Case("mining-ce-threshold-without-a-cross-encoder", _star({"depth": 30, "ce_threshold": 0.9}),
          "config key 'runs.star.params.mining.ce_threshold': filters by a cross-encoder's scores, but run star names "
          "no cross-encoder to score its pool"),

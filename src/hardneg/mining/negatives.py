@@ -83,7 +83,8 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
 def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None, *, depth: int = 200,
                         rank_range: tuple[int, int] | None = None, keep: int | None = None, sampling: str = "top",
                         seed: int = 0, margin: float | None = None,
-                        relative_margin: float | None = None) -> pa.Table:
+                        relative_margin: float | None = None, max_score: float | None = None,
+                        min_score: float | None = None) -> pa.Table:
     """Select hard negatives from the mining model's ranking ``run`` (RUN table) of the training queries.
 
     Per query, in this order:
@@ -97,7 +98,9 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
        score's sign). Both apply when both are given.
        The best positive score is the query's maximum in ``positives`` (POSITIVE_SCORES); a query without one
        keeps its negatives;
-    5. keep at most ``keep`` negatives: the best-ranked (``sampling="top"``) or a uniform sample without
+    5. with ``max_score``, keep negatives scoring <= max_score; with ``min_score``, scoring >= min_score (the
+       negative's own score in the run, compared at float32 precision);
+    6. keep at most ``keep`` negatives: the best-ranked (``sampling="top"``) or a uniform sample without
        replacement (``"random"``) drawn by a NumPy generator seeded from (``seed``, qid), so a query's sample
        depends on neither the other queries nor their order.
 
@@ -119,18 +122,20 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
         run's score units (non-negative); None: no such filter.
     :param relative_margin: keep only negatives scoring at most the best positive score − |best positive score| ×
         ``relative_margin`` (in [0, 1]); None: no such filter.
+    :param max_score: keep only negatives scoring at most this, in the run's score units; None: no such filter.
+    :param min_score: keep only negatives scoring at least this (at most ``max_score``); None: no such filter.
     :returns: a HARDNEGS table: ``qid``, ``docid`` (strings), ``rank`` (int32, the rank in ``run``, 1-based),
         ``score`` (float32, the score in ``run``), ordered by query (in order of first appearance in ``run``) then
         rank. A query left without negatives has no row.
     :raises ValueError: ``depth`` or ``keep`` below 1, a ``rank_range`` that is not ``1 <= low <= high``, an
-        unknown ``sampling``, a negative ``seed``, ``margin`` or ``relative_margin``, or a margin without
-        ``positives``.
+        unknown ``sampling``, a negative ``seed``, ``margin`` or ``relative_margin``, a ``min_score`` above
+        ``max_score``, or a margin without ``positives``.
     """
     for name, value in (("margin", margin), ("relative_margin", relative_margin)):
         if value is not None and positives is None:
             raise ValueError(f"{name} needs the positives' scores (a positive_scores table)")
     policy = Policy(rank_range=None if rank_range is None else tuple(rank_range), keep=keep, sampling=sampling,
-                    margin=margin, relative_margin=relative_margin)
+                    margin=margin, relative_margin=relative_margin, max_score=max_score, min_score=min_score)
     return select(build_pool(run, qrels, positives, depth=depth), policy, seed=seed).negatives
 
 
@@ -179,6 +184,8 @@ class MiningParams:
     exclude_duplicates: bool
     margin: float | None
     relative_margin: float | None
+    max_score: float | None
+    min_score: float | None
     ce_threshold: float | None
     ce_margin: float | None
     keep: int | None

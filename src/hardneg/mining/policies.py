@@ -18,6 +18,9 @@ this order, and counts what each removed (the audit reports it per policy):
     margin is a share of the score's magnitude, so a larger one filters more whatever the score's sign (as
     sentence-transformers' ``mine_hard_negatives`` computes it; best × (1 − margin) would filter less for a
     negative best score).
+``max_score``, ``min_score``
+    keep score <= max_score, then score >= min_score: bounds on the candidate's own score, in the miner's score
+    units (sentence-transformers' ``mine_hard_negatives`` has both, applied in this order after its margins).
 ``ce_threshold``
     RocketQA's denoising (Qu et al. 2021): drop candidates a cross-encoder gives a probability of relevance >=
     the threshold.
@@ -28,7 +31,8 @@ this order, and counts what each removed (the audit reports it per policy):
 
 Nulls pass: a row without a best positive score passes the margins, one without a cross-encoder score (or best
 positive cross-encoder score) the cross-encoder filters. :func:`hardneg.mining.negatives.mine_hard_negatives` is a
-policy with only ``rank_range``, ``margin``, ``relative_margin``, ``keep`` and ``sampling``.
+policy with only ``rank_range``, ``margin``, ``relative_margin``, ``max_score``, ``min_score``, ``keep`` and
+``sampling``.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ from hardneg.mining.rows import group_bounds, query_seed, value_codes
 log = logging.getLogger(__name__)
 
 SAMPLING = ("top", "random")  # which `keep` candidates: the best-ranked, or a seeded uniform sample
-FILTERS = ("depth", "rank_range", "duplicates", "margin", "relative_margin", "ce_threshold", "ce_margin", "keep")
+FILTERS = ("depth", "rank_range", "duplicates", "margin", "relative_margin", "max_score", "min_score", "ce_threshold",
+           "ce_margin", "keep")
 
 
 def _is_int(value) -> bool:
@@ -62,6 +67,15 @@ def _is_int(value) -> bool:
 
 def _is_number(value) -> bool:
     return (_is_int(value) or isinstance(value, (float, np.floating))) and math.isfinite(value)
+
+
+class PolicyValueError(ValueError):
+    """A policy key with a value :class:`Policy` refuses; ``key`` names it (the config check names
+    ``<section>.<key>``)."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,9 @@ class Policy:
     :param relative_margin: keep score <= best_positive_score − |best_positive_score| × relative_margin, in
         [0, 1]: a share of the best positive score's magnitude, so a larger margin filters at least as much
         whatever the score's sign; None: no such filter.
+    :param max_score: keep score <= max_score, in the miner's score units (any finite number); None: no such filter.
+    :param min_score: keep score >= min_score, in the miner's score units (any finite number, at most
+        ``max_score``); None: no such filter.
     :param ce_threshold: drop candidates with ce_score >= ce_threshold, a probability in (0, 1] (0 would drop
         every candidate); None: no such filter.
     :param ce_margin: drop candidates with ce_score > best_positive_ce_score − ce_margin, in [0, 1) (1 would drop
@@ -93,6 +110,8 @@ class Policy:
     exclude_duplicates: bool = False
     margin: float | None = None
     relative_margin: float | None = None
+    max_score: float | None = None
+    min_score: float | None = None
     ce_threshold: float | None = None
     ce_margin: float | None = None
     keep: int | None = None
@@ -100,31 +119,44 @@ class Policy:
 
     def __post_init__(self):
         if self.depth is not None and not (_is_int(self.depth) and self.depth >= 1):
-            raise ValueError(f"depth must be an integer of at least 1 (or None), got {self.depth!r}")
+            raise PolicyValueError("depth", f"depth must be an integer of at least 1 (or None), got {self.depth!r}")
         if self.rank_range is not None:
             ranks = self.rank_range
             if not (isinstance(ranks, (tuple, list)) and len(ranks) == 2 and all(map(_is_int, ranks))
                     and 1 <= ranks[0] <= ranks[1]):
-                raise ValueError(f"rank_range must be (low, high), integers with 1 <= low <= high, got {ranks!r}")
+                raise PolicyValueError("rank_range", f"rank_range must be (low, high), integers with 1 <= low <= "
+                                                     f"high, got {ranks!r}")
             object.__setattr__(self, "rank_range", (int(ranks[0]), int(ranks[1])))
         if not isinstance(self.exclude_duplicates, (bool, np.bool_)):
-            raise ValueError(f"exclude_duplicates must be true or false, got {self.exclude_duplicates!r}")
+            raise PolicyValueError("exclude_duplicates", f"exclude_duplicates must be true or false, got "
+                                                         f"{self.exclude_duplicates!r}")
         for name, high in (("margin", math.inf), ("relative_margin", 1.0), ("ce_threshold", 1.0),
                            ("ce_margin", 1.0)):
             value = getattr(self, name)
             if value is not None and not (_is_number(value) and 0 <= value <= high):
                 bounds = "non-negative" if high == math.inf else f"in [0, {high:g}]"
-                raise ValueError(f"{name} must be a number {bounds} (or None), got {value!r}")
+                raise PolicyValueError(name, f"{name} must be a number {bounds} (or None), got {value!r}")
+        for name in ("max_score", "min_score"):
+            value = getattr(self, name)
+            if value is not None and not _is_number(value):
+                raise PolicyValueError(name, f"{name} must be a finite number (or None), got {value!r}")
+        if self.min_score is not None and self.max_score is not None and self.min_score > self.max_score:
+            raise PolicyValueError("min_score", f"min_score {self.min_score:g} is above max_score "
+                                                f"{self.max_score:g}: no score lies between them; give a "
+                                                f"min_score at most max_score")
         if self.ce_threshold == 0:
-            raise ValueError("ce_threshold 0 drops every candidate (a cross-encoder's probability is at least 0): give "
-                             "a probability in (0, 1], e.g. 0.9, or leave ce_threshold out")
+            raise PolicyValueError("ce_threshold", "ce_threshold 0 drops every candidate (a cross-encoder's "
+                                                   "probability is at least 0): give a probability in (0, 1], e.g. "
+                                                   "0.9, or leave ce_threshold out")
         if self.ce_margin == 1:
-            raise ValueError("ce_margin 1 drops every candidate the cross-encoder scores above 0 (no probability "
-                             "exceeds the best positive's by 1): give a margin in [0, 1), or leave ce_margin out")
+            raise PolicyValueError("ce_margin", "ce_margin 1 drops every candidate the cross-encoder scores above 0 "
+                                                "(no probability exceeds the best positive's by 1): give a margin in "
+                                                "[0, 1), or leave ce_margin out")
         if self.keep is not None and not (_is_int(self.keep) and self.keep >= 1):
-            raise ValueError(f"keep must be an integer of at least 1 (or None for all), got {self.keep!r}")
+            raise PolicyValueError("keep", f"keep must be an integer of at least 1 (or None for all), got "
+                                           f"{self.keep!r}")
         if self.sampling not in SAMPLING:
-            raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {self.sampling!r}")
+            raise PolicyValueError("sampling", f"sampling must be one of {', '.join(SAMPLING)}, got {self.sampling!r}")
 
     @classmethod
     def from_params(cls, params: Mapping) -> Policy:
@@ -133,7 +165,8 @@ class Policy:
 
         :param params: the mapping, e.g. a policy section of a config; ``rank_range`` may be a list.
         :returns: the Policy.
-        :raises ValueError: an unknown key, or a value out of its range (see :class:`Policy`).
+        :raises ValueError: an unknown key, or a value out of its range (a :class:`PolicyValueError` naming the
+            key; see :class:`Policy`).
         """
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(known))
@@ -165,6 +198,12 @@ POLICY_SCHEMA = {
                                            "|best positive| x relative_margin (0.05: 5% of the best positive "
                                            "score's magnitude below it, whatever its sign; null: no such "
                                            "filter)"},
+        "max_score": {"type": ["number", "null"], "default": None,
+                      "description": "keep candidates scoring at most this under the miner, in its score units "
+                                     "(null: no such filter)"},
+        "min_score": {"type": ["number", "null"], "default": None,
+                      "description": "keep candidates scoring at least this under the miner, in its score units, "
+                                     "at most max_score (null: no such filter)"},
         "ce_threshold": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
                          "description": "drop candidates the cross-encoder gives a probability of relevance at or "
                                         "above this, greater than 0 (RocketQA denoising; null: no such filter)"},
@@ -190,6 +229,12 @@ class Selection:
     removed: dict[str, int]
     candidates: int
     kept: int
+
+
+def _float32(value: float) -> np.float32:
+    """``value`` rounded to float32 (beyond its range: infinite, without a warning)."""
+    with np.errstate(over="ignore"):
+        return np.float32(value)
 
 
 def _floats(column: pa.ChunkedArray) -> np.ndarray:
@@ -293,6 +338,16 @@ def select(pool: pa.Table, policy: Policy, *, seed: int = 0) -> Selection:
         if policy.relative_margin is not None:
             # a share of the magnitude: best × (1 − margin) would rise with the margin for a negative best score
             apply("relative_margin", (score <= best - np.abs(best) * policy.relative_margin) | no_best)
+    if policy.max_score is not None or policy.min_score is not None:
+        # the bounds at the pool's float32 precision, as mine_hard_negatives compares its float32 scores: a score
+        # stored as float32(0.8) is within max_score 0.8
+        score = _floats(pool["score"])[rows]
+        if policy.max_score is not None:
+            ok = score <= _float32(policy.max_score)
+            apply("max_score", ok)
+            score = score[ok]
+        if policy.min_score is not None:
+            apply("min_score", score >= _float32(policy.min_score))
     if policy.ce_threshold is not None or policy.ce_margin is not None:
         ce = _floats(pool["ce_score"])[rows]  # NaN (not scored) passes: every comparison below is False
         if policy.ce_threshold is not None:

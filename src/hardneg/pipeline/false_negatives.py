@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 SECTION = "false_negatives"  # the config's section, the experiment's folder under results/ and its target
 
 # The policy filters that make a policy more than plain top-k (the reference keeps `keep`, `depth`, `sampling`).
-_FILTERS = ("rank_range", "exclude_duplicates", "margin", "relative_margin", "ce_threshold", "ce_margin")
+_FILTERS = ("rank_range", "exclude_duplicates", "margin", "relative_margin", "max_score", "min_score", "ce_threshold",
+            "ce_margin")
 _CE_FILTERS = ("ce_threshold", "ce_margin")
 
 EFFECTIVENESS = ArtifactKind(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from hardneg.errors import ConfigError
 from hardneg.mining.negatives import MINING_SCHEMA, POLICY_KEYS
-from hardneg.mining.policies import Policy
+from hardneg.mining.policies import Policy, PolicyValueError
 from hardneg.schema.names import quoted
 
 
@@ -58,6 +58,11 @@ def mining_policy(config: dict, run: str) -> Policy:
     return Policy.from_params({key: mining[key] for key in POLICY_KEYS})
 
 
+def _key_of(where: str, error: ValueError) -> str:
+    """The config key a policy's error is about: ``<where>.<key>`` when it names one, else ``where``."""
+    return f"{where}.{error.key}" if isinstance(error, PolicyValueError) else where
+
+
 def check_policies(config: dict) -> None:
     """Every named policy is a valid :class:`Policy`; a run's ``params.mining.policy`` names one of them, its own
     policy keys then left unset, and the named policy's ``depth`` is within the run's pool."""
@@ -65,7 +70,7 @@ def check_policies(config: dict) -> None:
         try:
             Policy.from_params(params)
         except ValueError as error:
-            raise ConfigError(f"policies.{name}", str(error)) from None
+            raise ConfigError(_key_of(f"policies.{name}", error), str(error)) from None
     defaults = {key: MINING_SCHEMA["properties"][key]["default"] for key in POLICY_KEYS}
     for run, spec in config["runs"].items():
         mining = spec.get("params", {}).get("mining") if isinstance(spec.get("params"), dict) else None
@@ -77,7 +82,7 @@ def check_policies(config: dict) -> None:
             try:
                 mining_policy(config, run)
             except ValueError as error:
-                raise ConfigError(where, str(error)) from None
+                raise ConfigError(_key_of(where, error), str(error)) from None
             continue
         if name not in config["policies"]:
             known = ", ".join(config["policies"]) or "none"

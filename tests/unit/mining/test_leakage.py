@@ -2,6 +2,7 @@
 pools: the counts and shares, the mean rank and margin, both against a reference, the table and its files; and a
 constructed case where a margin policy keeps out the hidden positives plain top-k selects."""
 
+import dataclasses
 import math
 
 import pyarrow as pa
@@ -118,6 +119,8 @@ def test_a_policy_s_settings_in_words():
     assert policy_settings({**keys, "rank_range": None, "relative_margin": None, "keep": None}) == "all candidates"
     assert policy_settings({"exclude_duplicates": True, "sampling": "random", "keep": 2}) == \
         "exclude_duplicates, sampling random, keep 2"
+    bounded = dataclasses.asdict(Policy(max_score=0.9, min_score=-0.5, keep=8))  # the keys in the policy's order
+    assert policy_settings(bounded) == "max_score 0.9, min_score -0.5, keep 8"
 
 
 def test_the_stage_writes_the_table_and_its_page(tmp_path):

@@ -54,6 +54,15 @@ def test_relative_margin():
                           ("q3", "c1"), ("q3", "c2")]
 
 
+def test_max_and_min_score_bound_the_negatives_own_score():
+    # scores within [3.0, 6.0], both included; no positive scores needed (q3 is bounded too)
+    out = mine_hard_negatives(RUN, QRELS, max_score=6.0, min_score=3.0)
+    assert pairs(out) == [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q2", "b2"), ("q2", "b3"), ("q2", "b4"),
+                          ("q2", "a2")]
+    with pytest.raises(ValueError, match="min_score 6 is above max_score 3"):
+        mine_hard_negatives(RUN, QRELS, max_score=3.0, min_score=6.0)
+
+
 def test_filters_combine_in_order():
     out = mine_hard_negatives(RUN, QRELS, POSITIVES, depth=7, rank_range=(2, 7), margin=1.0, keep=2)
     assert pairs(out) == [("q1", "a3"), ("q1", "a4"), ("q2", "b3"), ("q2", "b4"), ("q3", "c2")]

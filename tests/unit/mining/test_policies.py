@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from hardneg.io import artifacts
-from hardneg.mining.policies import FILTERS, POLICY_SCHEMA, Policy, select
+from hardneg.mining.policies import FILTERS, POLICY_SCHEMA, Policy, PolicyValueError, select
 from hardneg.mining.pool import build_pool
 from hardneg.mining.rows import query_seed
 from tests.support.mining import pairs, positives_table, qrels_table, run_table
@@ -66,6 +66,12 @@ def test_no_filter_selects_the_whole_pool_as_hard_negatives():
     # q1: score <= 8.0 - 8.0 * 0.25 = 6.0 (a4 at exactly 6.0 stays); q2: <= 3.75
     (Policy(relative_margin=0.25), [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q2", "b4"),
                                     ("q2", "a2"), ("q3", "c1"), ("q3", "c2")], {"relative_margin": 4}),
+    # score <= 4.0 (b3 at exactly 4.0 stays); q3 has no best positive, which these bounds do not read
+    (Policy(max_score=4.0), [("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2"),
+                             ("q3", "c1"), ("q3", "c2")], {"max_score": 4}),
+    # score >= 3.5 (b4 at exactly 3.5 stays)
+    (Policy(min_score=3.5), [("q1", "a1"), ("q1", "a3"), ("q1", "a4"), ("q1", "a6"), ("q2", "b2"), ("q2", "b3"),
+                             ("q2", "b4")], {"min_score": 5}),
     # drops ce >= 0.75 (a7 and b2 at exactly 0.75 too); a4 and q3 have no score and stay
     (Policy(ce_threshold=0.75), [p for p in ALL if p not in {("q1", "a1"), ("q1", "a7"), ("q2", "b2")}],
      {"ce_threshold": 3}),
@@ -106,6 +112,19 @@ def test_both_margins_and_both_cross_encoder_filters_together():
     assert selection.removed == removed(ce_threshold=1, ce_margin=5)  # ce > 0.5 (q1), > 0.375 (q2)
     assert pairs(selection.negatives) == [("q1", "a4"), ("q1", "a6"), ("q1", "a8"), ("q2", "b4"), ("q3", "c1"),
                                           ("q3", "c2")]
+
+
+def test_max_score_then_min_score_after_the_margins():
+    # margin 1.0 (q1 <= 7.0, q2 <= 4.0) removes a1, b2; max 6.0 then a3; min 3.0 then a8, c1, c2
+    selection = select(POOL, Policy(margin=1.0, max_score=6.0, min_score=3.0))
+    assert pairs(selection.negatives) == [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q2", "b3"), ("q2", "b4"),
+                                          ("q2", "a2")]
+    assert selection.removed == removed(margin=2, max_score=1, min_score=3)
+    # a bound meets the float32 score it names: float32(0.8) is 0.800000011920929 > 0.8, yet within both bounds
+    pool = pool_table([("q", "n1", 1, 0.8, None, None, None, None, None, None, None),
+                       ("q", "n2", 2, 0.7, None, None, None, None, None, None, None)])
+    assert pairs(select(pool, Policy(max_score=0.8, min_score=0.8)).negatives) == [("q", "n1")]
+    assert select(pool, Policy(max_score=-1e300, min_score=-1e300)).removed == removed(max_score=2)  # no overflow
 
 
 def test_keep_comes_after_the_margins():
@@ -222,11 +241,16 @@ def test_policy_is_checked_on_construction():
                          (dict(margin=-0.5), "margin"), (dict(margin=math.nan), "margin"),
                          (dict(margin=math.inf), "margin"), (dict(margin="1"), "margin"),
                          (dict(relative_margin=1.5), "relative_margin"), (dict(relative_margin=-0.1), "relative"),
+                         (dict(max_score=math.inf), "max_score"), (dict(min_score=math.nan), "min_score"),
+                         (dict(max_score="1"), "max_score"), (dict(min_score=True), "min_score"),
+                         (dict(min_score=0.5, max_score=0.25), "min_score 0.5 is above max_score 0.25"),
                          (dict(ce_threshold=1.1), "ce_threshold"), (dict(ce_margin=-0.1), "ce_margin"),
                          (dict(ce_margin=2), "ce_margin"), (dict(keep=0), "keep"),
                          (dict(sampling="hardest"), "sampling")):
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(PolicyValueError, match=message) as info:
             Policy(**bad)
+        assert info.value.key in bad, bad  # the error names the key at fault
+    assert Policy(max_score=-2.5, min_score=-2.5) and Policy(min_score=-1e9) and Policy(max_score=7)
 
 
 def test_from_params_takes_the_schema_keys_with_their_defaults():
@@ -247,10 +271,12 @@ def test_policy_schema_is_draft_2020_12_and_matches_the_policy():
         assert "default" in spec and spec.get("description"), key
         assert spec["default"] == getattr(Policy(), key), key
     validator = Draft202012Validator(POLICY_SCHEMA)
-    # the schema and from_params agree (but for rank_range's order, which only from_params can check)
+    # the schema and from_params agree (but for rank_range's order and min_score <= max_score, which only
+    # from_params can check)
     for params in ({}, {"depth": 0}, {"depth": 1}, {"keep": 0}, {"rank_range": [0, 2]}, {"rank_range": [1]},
                    {"margin": -1}, {"margin": 2.5}, {"relative_margin": 1.01}, {"ce_threshold": 1.2},
                    {"ce_margin": -0.5}, {"ce_threshold": 0.9, "ce_margin": 0.1}, {"sampling": "hardest"},
+                   {"max_score": -3}, {"min_score": "0.5"}, {"min_score": 0.1, "max_score": 0.9},
                    {"exclude_duplicates": 1}, {"exclude_duplicates": True}, {"other": 1}):
         valid = validator.is_valid(params)
         try:
@@ -322,6 +348,10 @@ def reference_selection(pool, policy, seed):
             if best is not None and policy.relative_margin is not None and \
                     not r["score"] <= best - abs(best) * policy.relative_margin:
                 continue
+            if policy.max_score is not None and r["score"] > np.float32(policy.max_score):
+                continue
+            if policy.min_score is not None and r["score"] < np.float32(policy.min_score):
+                continue
             if r["ce_score"] is not None and policy.ce_threshold is not None and r["ce_score"] >= policy.ce_threshold:
                 continue
             if r["ce_score"] is not None and policy.ce_margin is not None and best_ce is not None and \
@@ -350,6 +380,8 @@ def test_selection_meets_a_query_by_query_reference_on_random_pools():
                         sampling=str(rng.choice(["top", "random"])),
                         margin=round(rng.random(), 1) if rng.random() < 0.5 else None,
                         relative_margin=round(rng.random(), 2) / 2 if rng.random() < 0.5 else None,
+                        max_score=round(rng.uniform(0, 2), 1) if rng.random() < 0.3 else None,
+                        min_score=round(rng.uniform(-2, 0), 1) if rng.random() < 0.3 else None,
                         ce_threshold=round(rng.random(), 2) if rng.random() < 0.5 else None,
                         ce_margin=round(rng.random(), 2) / 2 if rng.random() < 0.5 else None)
         selection = select(pool, policy, seed=seed)
@@ -367,6 +399,8 @@ def test_a_stricter_filter_keeps_a_subset_of_a_looser_one():
         a, b = (float(x) for x in sorted(rng.random(2).round(2).clip(0.01, 0.99)))  # 0 and 1: refused filters
         for loose, strict in ((Policy(margin=a), Policy(margin=b)),
                               (Policy(relative_margin=a), Policy(relative_margin=b)),
+                              (Policy(max_score=b), Policy(max_score=a)),
+                              (Policy(min_score=-b), Policy(min_score=-a)),
                               (Policy(ce_threshold=b), Policy(ce_threshold=a)),
                               (Policy(ce_margin=a), Policy(ce_margin=b)),
                               (Policy(margin=a, ce_threshold=b), Policy(margin=b, ce_threshold=a))):

@@ -1,7 +1,9 @@
 """Properties of the selection policies (hardneg.mining.policies.select) over random pools: a larger relative
 margin keeps a subset of what a smaller one keeps, whatever the sign of the best positive score (in particular a
-negative one filters at least as much as margin 0)."""
+negative one filters at least as much as margin 0); max_score and min_score keep exactly the candidates scoring
+within them."""
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,3 +52,16 @@ def test_below_a_negative_best_score_a_relative_margin_filters_at_least_as_much_
     scores = dict(zip(zip(pool["qid"].to_pylist(), pool["docid"].to_pylist()), pool["score"].to_pylist()))
     assert all(scores[pair] <= bound[pair[0]] for pair in with_margin)
     assert all(scores[pair] > bound[pair[0]] for pair in set(scores) - with_margin)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pools(), st.floats(-12, 12), st.floats(-12, 12), st.booleans(), st.booleans())
+def test_score_bounds_keep_exactly_the_candidates_scoring_within_them(pool, a, b, with_max, with_min):
+    low, high = sorted((a, b))
+    policy = Policy(max_score=high if with_max else None, min_score=low if with_min else None)
+    scores = dict(zip(zip(pool["qid"].to_pylist(), pool["docid"].to_pylist()), pool["score"].to_pylist()))
+    within = {pair for pair, score in scores.items()  # the bounds at the scores' float32 precision
+              if (not with_max or score <= np.float32(high)) and (not with_min or score >= np.float32(low))}
+    selection = select(pool, policy)
+    assert kept(pool, policy) == within
+    assert selection.removed["max_score"] + selection.removed["min_score"] == len(scores) - len(within)

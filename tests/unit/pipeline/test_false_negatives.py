@@ -45,6 +45,8 @@ def _other_dataset(raw):
     (lambda c: c["false_negatives"].update(policies=["top", "top"]), "false_negatives.policies.1", "listed twice"),
     (lambda c: c["false_negatives"].update(policies=["margin", "top"]), "false_negatives.policies.0",
      r"plain top-k \(keep only\); 'margin' sets margin"),
+    (lambda c: c["policies"]["top"].update(max_score=0.5), "false_negatives.policies.0",
+     r"plain top-k \(keep only\); 'top' sets max_score"),
     (lambda c: c["policies"]["window"].update(depth=80), "policies.window.depth", "deeper than the pool"),
     (lambda c: c["policies"]["margin"].update(ce_threshold=0.5), "false_negatives.cross_encoder",
      r"filters on a cross-encoder's scores \(ce_threshold\)"),

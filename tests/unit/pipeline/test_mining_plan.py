@@ -39,8 +39,10 @@ def test_a_run_selects_with_its_own_keys_or_a_named_policy(raw):
     ({}, {"policy": "nope"}, "runs.star.params.mining.policy", "no policy 'nope'"),
     ({"p": {"keep": 2}}, {"policy": "p", "keep": 3}, "runs.star.params.mining.keep", "set keep in policies.p"),
     ({"p": {"depth": 500}}, {"policy": "p", "depth": 200}, "policies.p.depth", "deeper than the pool of run star"),
-    ({"p": {"rank_range": [5, 2]}}, {}, "policies.p", "rank_range"),
-    ({}, {"rank_range": [5, 2]}, "runs.star.params.mining", "rank_range"),
+    ({"p": {"rank_range": [5, 2]}}, {}, "policies.p.rank_range", "rank_range"),
+    ({}, {"rank_range": [5, 2]}, "runs.star.params.mining.rank_range", "rank_range"),
+    ({"p": {"min_score": 0.5, "max_score": 0.25}}, {}, "policies.p.min_score", "min_score 0.5 is above max_score"),
+    ({}, {"min_score": 0.5, "max_score": 0.25}, "runs.star.params.mining.min_score", "is above max_score 0.25"),
 ])
 def test_policy_errors_name_the_key(raw, policies, mining, key, message):
     with pytest.raises(ConfigError) as info:

@@ -35,6 +35,11 @@ HARDNEGS = table(artifacts.HARDNEGS, HARDNEG_ROWS)
 EXPECTED = {"q1": (["d2", "d1"], ["d8", "d7", "d9"]), "q2": (["d3"], ["d10", "d1"]),
             "q5": (["d6"], ["d3", "d8", "d7", "d1"])}
 QUERY_TEXT = dict(zip(QUERIES["qid"].to_pylist(), QUERIES["text"].to_pylist()))
+GRADE = {(q, d): r for q, d, r in zip(*(QRELS[c].to_pylist() for c in ("qid", "docid", "relevance")))}
+# q1 judged with grades 2/1/1/1/1 (d3, d4, d5 are its positives too, none of its negatives); the rest as QRELS
+GRADED_QRELS = table(artifacts.QRELS, [("q1", "d2", 2), ("q1", "d1", 1), ("q1", "d3", 1), ("q1", "d4", 1),
+                                       ("q1", "d5", 1), ("q2", "d3", 1), ("q3", "d4", 0), ("q4", "d5", 1),
+                                       ("q5", "d6", 3)])
 DOCS = {d: (t or "", x) for d, t, x in zip(*(CORPUS[c].to_pylist() for c in ("docid", "title", "text")))}
 SCORE = {(q, d): s for q, d, _, s in HARDNEG_ROWS}  # as written: JSON holds the shortest decimal of the float32
 RANK = {(q, d): r for q, d, r, _ in HARDNEG_ROWS}

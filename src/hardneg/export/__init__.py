@@ -3,8 +3,8 @@
 They find a run's files through :class:`hardneg.results.run_files.RunFiles`.
 
 * :mod:`hardneg.export.texts`: documents as one text, title and text joined the way hardneg's encoder reads them;
-* :mod:`hardneg.export.groups`: the training groups (query, positives, hard negatives in rank order, with their
-  texts) of a run's hard-negative list;
+* :mod:`hardneg.export.groups`: the training groups (query, positives with their grades, hard negatives in rank
+  order, with their texts) of a run's hard-negative list;
 * :mod:`hardneg.export.hardnegs`: those groups in the formats of sentence-transformers, Tevatron, Hugging Face
   ``datasets`` and plain JSON Lines;
 * :mod:`hardneg.export.scores`: the teacher scores of those groups (the miner's or a cross-encoder's), for

@@ -3,8 +3,9 @@ mined negatives (in rank order), and the texts of them all.
 
 A group is exported when its query has at least one relevant document (relevance >= 1 in the training split's
 qrels) and at least one hard negative: a training example needs both. Queries come in the order of the split's
-queries file, positives in the order of its qrels file, negatives in increasing rank (the mining model's best
-first). ``negatives`` keeps the first N negatives of each query in that order.
+queries file, positives in the order of its qrels file, each with its grade there (the qrels' relevance, 1 or
+more), negatives in increasing rank (the mining model's best first). ``negatives`` keeps the first N negatives of
+each query in that order.
 
 Memory: the hard-negative list (ids, ranks, scores) and the texts of the documents it names are held; the
 exports write their output one block of queries at a time (:meth:`Groups.blocks`).
@@ -44,6 +45,7 @@ class Groups:
     documents: pa.Table  # docid, title, text ("" where missing) of every document of a group
     pos_query: np.ndarray
     pos_doc: np.ndarray
+    pos_relevance: np.ndarray  # int32: the positive's grade in the split's qrels (1 or more)
     neg_query: np.ndarray
     neg_doc: np.ndarray
     neg_rank: np.ndarray  # int32: the rank under the mining model
@@ -165,7 +167,9 @@ def load_groups(files: RunFiles, negatives: int | None = None) -> Groups:
                             f"e.g. {absent[0].as_py()!r}")
     selected = pa.array(np.flatnonzero(exported))
     groups = Groups(qids=qids.take(selected), queries=pc.fill_null(queries["text"], "").combine_chunks().take(selected),
-                    documents=documents, pos_query=pos_query, pos_doc=pos_doc, neg_query=neg_query, neg_doc=neg_doc,
+                    documents=documents, pos_query=pos_query, pos_doc=pos_doc,
+                    pos_relevance=relevant["relevance"].to_numpy().astype(np.int32, copy=False),
+                    neg_query=neg_query, neg_doc=neg_doc,
                     neg_rank=hardnegs["rank"].to_numpy(), neg_score=hardnegs["score"].to_numpy())
     log.info("%d training groups: %d positives, %d hard negatives, %d documents", len(groups), len(pos_doc),
              len(neg_doc), documents.num_rows)

@@ -1,8 +1,9 @@
 """A run's hard negatives as training data for other toolkits (``hardneg export hardnegs``).
 
 The training groups are those of :mod:`hardneg.export.groups`: training queries with at least one relevant
-document and one hard negative, in the order of the split's queries, positives in qrels order, negatives in rank
-order (``--negatives N`` keeps the first N, ``--negatives all`` every one). Four formats:
+document and one hard negative, in the order of the split's queries, positives in qrels order with their grades
+there (the qrels' relevance, 1 or more), negatives in rank order (``--negatives N`` keeps the first N,
+``--negatives all`` every one). Four formats:
 
 ``sentence-transformers``
     Exactly what ``sentence_transformers.util.mine_hard_negatives`` returns for a dataset of (``query``,
@@ -16,9 +17,11 @@ order (``--negatives N`` keeps the first N, ``--negatives all`` every one). Four
       ``--negatives`` given, else the most negatives a query has; as there, queries with fewer than N negatives
       have no row;
     * ``labeled-pair``: ``query``, ``positive`` (any document, as there), ``label`` (int64: 1 relevant, 0
-      negative); per query its positives, then its negatives;
+      negative, whatever the positive's grade: the label is the target probability of sentence-transformers'
+      ``BinaryCrossEntropyLoss``); per query its positives, then its negatives;
     * ``labeled-list``: ``query``, ``positive`` (list: the positive, then the negatives), ``labels`` (list of
-      int64: 1, then 0s); one row per (query, positive).
+      int64: the positive's grade, then 0s, the graded relevance its listwise losses, e.g. ``LambdaLoss``, read;
+      1, then 0s, as ``mine_hard_negatives`` writes them, where every grade is 1); one row per (query, positive).
 
     With ``--scores miner`` or ``--scores cross-encoder`` (:mod:`hardneg.export.scores`) the teacher scores are
     written as ``mine_hard_negatives(..., output_scores=True)`` writes them: a list ``scores`` ([positive,
@@ -39,21 +42,28 @@ order (``--negatives N`` keeps the first N, ``--negatives all`` every one). Four
     reads, recognising it by ``positive_passages``), one line per query::
 
         {"query_id": str, "query": str,
-         "positive_passages": [{"docid": str, "title": str, "text": str}, ...],
+         "positive_passages": [{"docid": str, "title": str, "text": str, "relevance": int}, ...],
          "negative_passages": [{"docid": str, "title": str, "text": str}, ...]}
 
-    negatives in rank order; a missing title is "" (Tevatron joins ``title + " " + text`` itself). With
-    ``--scores``, every passage also has its teacher ``score``.
+    negatives in rank order; a missing title is "" (Tevatron joins ``title + " " + text`` itself). A positive's
+    ``relevance`` is its grade: Tevatron has no field for grades (v2's own rows list ``positive_document_ids``
+    only), but reads a passage's ``title`` and ``text`` (and, to distil, ``score``) and passes over its other
+    keys, so the grade travels with the passage. With ``--scores``, every passage also has its teacher ``score``.
 
 ``hf-dataset``
     A Hugging Face dataset (``Dataset.save_to_disk``; open it with ``datasets.load_from_disk(PATH)``), one row per
-    query: ``qid`` (string), ``query`` (string), ``positives`` (list of {docid, title, text}), ``negatives`` (list
-    of {docid, title, text, rank (int32), score (float32)}, in rank order).
+    query: ``qid`` (string), ``query`` (string), ``positives`` (list of {docid, title, text, relevance (int32: the
+    grade)}), ``negatives`` (list of {docid, title, text, rank (int32), score (float32)}, in rank order).
 
 ``jsonl``
     One JSON object per query, the fields of ``hf-dataset``: ``{"qid", "query", "positives": [{"docid", "title",
-    "text"}], "negatives": [{"docid", "title", "text", "rank", "score"}]}``; scores are written with the shortest
-    decimal that reads back as the same float32.
+    "text", "relevance"}], "negatives": [{"docid", "title", "text", "rank", "score"}]}``; scores are written with
+    the shortest decimal that reads back as the same float32.
+
+Grades: the positives' grades are kept by every format with room for them: ``hf-dataset``, ``jsonl`` and
+``tevatron`` (a positive's ``relevance``) and sentence-transformers' ``labeled-list`` (its ``labels``, unless
+``--scores`` puts the teacher's scores there). A triplet or an n-tuple has no field for them, and a labeled pair's
+label stays 1 or 0.
 
 Every export carries a card (:mod:`hardneg.export.card`): the run's mining card with the export's format, rows,
 queries and the SHA-256 of what was written, inside a folder export (``hardneg_card.json``) or beside a file
@@ -89,9 +99,10 @@ ALL = "all"  # ``negatives``: every negative of each query
 ST_NEGATIVES = 3  # the sentence-transformers export's negatives per query by default (mine_hard_negatives' own)
 
 _DOCUMENT = [("docid", pa.string()), ("title", pa.string()), ("text", pa.string())]
+_GRADED = [("relevance", pa.int32())]  # a positive's grade in the qrels
 _RANKED = [("rank", pa.int32()), ("score", pa.float32())]
 HF_SCHEMA = pa.schema([("qid", pa.string()), ("query", pa.string()),
-                       ("positives", pa.list_(pa.struct(_DOCUMENT))),
+                       ("positives", pa.list_(pa.struct(_DOCUMENT + _GRADED))),
                        ("negatives", pa.list_(pa.struct(_DOCUMENT + _RANKED)))])
 
 
@@ -99,9 +110,9 @@ HF_SCHEMA = pa.schema([("qid", pa.string()), ("query", pa.string()),
 def group_table(groups: Groups, lo: int, hi: int, *, ranked: bool = True, json_scores: bool = False,
                 teacher: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Table:
     """Queries ``lo`` to ``hi`` as a table of one row per query: ``qid``, ``query``, ``positives`` and
-    ``negatives`` (lists of {docid, title, text}; negatives with ``rank`` and ``score`` when ``ranked``; every
-    document with its ``score`` from ``teacher``, the scores of every positive and negative of ``groups``, when
-    given). ``json_scores``: scores as float64 holding the shortest decimal of each float32 (what JSON should
+    ``negatives`` (lists of {docid, title, text}; positives with their ``relevance``, the qrels' grade;
+    negatives with ``rank`` and ``score`` when ``ranked``; every document with its ``score`` from ``teacher``, the
+    scores of every positive and negative of ``groups``, when given). ``json_scores``: scores as float64 holding the shortest decimal of each float32 (what JSON should
     print)."""
     docs = groups.doc_columns
 
@@ -115,7 +126,7 @@ def group_table(groups: Groups, lo: int, hi: int, *, ranked: bool = True, json_s
         return pa.ListArray.from_arrays(pa.array(offsets - offsets[0], pa.int32()), values)
 
     pos, neg = groups.pos_offsets[lo:hi + 1], groups.neg_offsets[lo:hi + 1]
-    pos_extra, neg_extra = {}, {}
+    pos_extra, neg_extra = {"relevance": pa.array(groups.pos_relevance[pos[0]:pos[-1]], pa.int32())}, {}
     if ranked:
         neg_extra = {"rank": pa.array(groups.neg_rank[neg[0]:neg[-1]], pa.int32()),
                      "score": scored(groups.neg_score[neg[0]:neg[-1]])}
@@ -173,7 +184,8 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
     every positive and negative of ``groups`` (:func:`hardneg.export.scores.group_scores`), written as
     ``mine_hard_negatives(..., output_scores=True)`` writes them: ``scores`` [positive, negative] of a triplet,
     [positive, negative_1 … negative_N] of an n-tuple, ``score`` instead of a pair's label, ``scores`` instead
-    of a list's labels."""
+    of a list's labels. A labeled list's labels are the positive's grade (``groups.pos_relevance``), then 0s; a
+    labeled pair's label is 1 or 0."""
     pos_score, neg_score = scores if scores is not None else (None, None)
 
     def values(rows: np.ndarray, of: np.ndarray) -> np.ndarray:
@@ -222,7 +234,7 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
             score[relevant] = values((pos_start[q] + k)[relevant], pos_score)
             score[~relevant] = values((neg_start[q] + k - positives[q])[~relevant], neg_score)
             columns[2] = pa.array(score, pa.float64())
-    elif st_format == "labeled-list":  # per positive: [positive, negatives...] with labels [1, 0...]
+    elif st_format == "labeled-list":  # per positive: [positive, negatives...] with labels [its grade, 0...]
         q, k = _within(positives)
         lengths = 1 + negatives[q]
         offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
@@ -231,7 +243,9 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
         docs = np.empty(len(row), dtype=np.int64)
         docs[first] = groups.pos_doc[pos_start[q] + k]
         docs[~first] = groups.neg_doc[(neg_start[q[row]] + j - 1)[~first]]
-        labels = pa.array(first.astype(np.int64))
+        labels = np.zeros(len(row), dtype=np.int64)
+        labels[first] = groups.pos_relevance[pos_start[q] + k]
+        labels = pa.array(labels)
         if scores is not None:
             score = np.empty(len(row), dtype=np.float64)
             score[first] = values(pos_start[q] + k, pos_score)

@@ -1,6 +1,6 @@
 """hardneg export hardnegs on a hand-made results folder: the four formats load with their libraries and hold the
-right groups, texts and negative order; sentence-transformers' formats equal mine_hard_negatives' own output, keep
-its 3 negatives per query unless told otherwise, and are sized before they are written."""
+right groups, texts, grades and negative order; sentence-transformers' formats equal mine_hard_negatives' own
+output, keep its 3 negatives per query unless told otherwise, and are sized before they are written."""
 
 import json
 
@@ -13,8 +13,8 @@ from hardneg.export.hardnegs import export_hardnegs
 from hardneg.export.texts import joined_texts, pair_separator
 from hardneg.io import artifacts
 
-from tests.support.exports import (CORPUS, DOCS, EXPECTED, HARDNEGS, NUM_NEGATIVES, QUERY_TEXT, RANK, SCORE,
-                                   table, write_results)
+from tests.support.exports import (CORPUS, DOCS, EXPECTED, GRADE, GRADED_QRELS, HARDNEGS, NUM_NEGATIVES, QUERY_TEXT,
+                                   RANK, SCORE, table, write_results)
 
 
 
@@ -50,9 +50,11 @@ def test_jsonl_has_one_object_per_group_with_texts_and_negatives_in_rank_order(r
     for row in rows:
         positives, negatives = EXPECTED[row["qid"]]
         assert list(row) == ["qid", "query", "positives", "negatives"] and row["query"] == QUERY_TEXT[row["qid"]]
-        assert row["positives"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1]} for d in positives]
+        assert row["positives"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1],
+                                     "relevance": GRADE[row["qid"], d]} for d in positives]
         assert row["negatives"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1],
                                      "rank": RANK[row["qid"], d], "score": SCORE[row["qid"], d]} for d in negatives]
+    assert rows[0]["positives"][0]["relevance"] == 2  # q1's d2, graded 2 in the qrels
     assert rows[0]["negatives"][2]["title"] == "  " and rows[1]["negatives"][0]["title"] == ""  # a missing title
     # --negatives keeps the first N in rank order (force: this export replaces the first)
     export_hardnegs("star", "jsonl", out, results=results, negatives=2, force=True)
@@ -84,7 +86,8 @@ def test_tevatron_jsonl_loads_with_datasets_as_tevatron_reads_it(results, tmp_pa
     for row in loaded:
         positives, negatives = EXPECTED[row["query_id"]]
         assert row["query"] == QUERY_TEXT[row["query_id"]]
-        assert row["positive_passages"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1]} for d in positives]
+        assert row["positive_passages"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1],
+                                             "relevance": GRADE[row["query_id"], d]} for d in positives]
         assert row["negative_passages"] == [{"docid": d, "title": DOCS[d][0], "text": DOCS[d][1]} for d in negatives]
 
 
@@ -94,6 +97,10 @@ def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path, da
     written = export_hardnegs("star", "hf-dataset", out, results=results)
     loaded = datasets.load_from_disk(str(out))
     assert written["rows"] == len(loaded) == 3 and loaded.column_names == ["qid", "query", "positives", "negatives"]
+    assert loaded.features["positives"] == datasets.List({"docid": datasets.Value("string"),
+                                                           "title": datasets.Value("string"),
+                                                           "text": datasets.Value("string"),
+                                                           "relevance": datasets.Value("int32")})
     assert loaded.features["negatives"] == datasets.List({"docid": datasets.Value("string"),
                                                            "title": datasets.Value("string"),
                                                            "text": datasets.Value("string"),
@@ -102,7 +109,8 @@ def test_hf_dataset_loads_from_disk_with_one_row_per_group(results, tmp_path, da
     for row in loaded:
         positives, negatives = EXPECTED[row["qid"]]
         assert row["query"] == QUERY_TEXT[row["qid"]]
-        assert [p["docid"] for p in row["positives"]] == positives
+        assert [(p["docid"], p["relevance"]) for p in row["positives"]] == \
+            [(d, GRADE[row["qid"], d]) for d in positives]
         assert [(n["docid"], n["title"], n["text"], n["rank"]) for n in row["negatives"]] == \
             [(d, *DOCS[d], RANK[row["qid"], d]) for d in negatives]
         assert [n["score"] for n in row["negatives"]] == pytest.approx([SCORE[row["qid"], d] for d in negatives])
@@ -198,9 +206,36 @@ def test_sentence_transformers_other_output_formats(results, tmp_path):
         for d, label in [(p, 1) for p in positives] + [(n, 0) for n in negatives]]
     lists = st_export(results, tmp_path, "labeled-list", negatives="all")
     assert lists.column_names == ["query", "positive", "labels"]
-    assert [(r["query"], r["positive"], r["labels"]) for r in lists] == [
-        (QUERY_TEXT[q], [joined(p)] + [joined(n) for n in negatives], [1] + [0] * len(negatives))
+    assert [(r["query"], r["positive"], r["labels"]) for r in lists] == [  # the positive's grade, then 0s
+        (QUERY_TEXT[q], [joined(p)] + [joined(n) for n in negatives], [GRADE[q, p]] + [0] * len(negatives))
         for q, (positives, negatives) in EXPECTED.items() for p in positives]
+    assert lists[0]["labels"][0] == 2  # q1's d2
+
+
+# ------------------------------------------------------------------------------------------------ grades
+def test_graded_positives_keep_their_grades_where_the_format_has_room(tmp_path, datasets):
+    """q1 judged 2/1/1/1/1 and q5 3: the grades come out as judged; a labeled pair's label stays 1."""
+    root = write_results(tmp_path / "results", qrels=GRADED_QRELS)
+    grades = {"q1": [2, 1, 1, 1, 1], "q2": [1], "q5": [3]}
+    out = tmp_path / "h.jsonl"
+    export_hardnegs("star", "jsonl", out, results=root)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {row["qid"]: [p["relevance"] for p in row["positives"]] for row in rows} == grades
+    assert [p["docid"] for p in rows[0]["positives"]] == ["d2", "d1", "d3", "d4", "d5"]  # in qrels order
+    export_hardnegs("star", "tevatron", tmp_path / "t.jsonl", results=root)
+    rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert {row["query_id"]: [p["relevance"] for p in row["positive_passages"]] for row in rows} == grades
+    assert all("relevance" not in n for row in rows for n in row["negative_passages"])
+    export_hardnegs("star", "hf-dataset", tmp_path / "hf", results=root)
+    loaded = datasets.load_from_disk(str(tmp_path / "hf"))
+    assert {row["qid"]: [p["relevance"] for p in row["positives"]] for row in loaded} == grades
+    # sentence-transformers' labeled list: one row per positive, labelled [its grade, 0, 0, ...]
+    lists = st_export(root, tmp_path, "labeled-list", negatives=2, title_separator="[SEP]")
+    assert [r["labels"] for r in lists] == [[2, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0],
+                                            [3, 0, 0]]
+    assert [documents[0] for documents in lists["positive"][:5]] == [joined(d) for d in ("d2", "d1", "d3", "d4", "d5")]
+    pairs = st_export(root, tmp_path, "labeled-pair", negatives=1, title_separator="[SEP]")
+    assert [r["label"] for r in pairs] == [1, 1, 1, 1, 1, 0, 1, 0, 1, 0]  # a target probability: 1, not the grade
 
 
 # ---------------------------------------------------------------- equal to mine_hard_negatives' output

@@ -6,6 +6,7 @@ import pyarrow as pa
 from hardneg.export.texts import joined_texts
 from hardneg.io import artifacts
 from hardneg.io.provenance import write_resolved
+from hardneg.mining.card import build_card, write_card
 
 
 def table(kind, rows):
@@ -60,6 +61,35 @@ def write_results(root, *, corpus=CORPUS, queries=QUERIES, qrels=QRELS, hardnegs
         artifacts.write_table(hardnegs, artifacts.HARDNEGS, root / "star" / "hardnegs.parquet")
     return root
 
+
+
+def card_of(root, inputs, **pool):
+    """A mining card of star's list in ``root`` recording ``inputs`` (name → path)."""
+    card = build_card(run="star", miner="warmup", dataset="toy", split="train", inputs=inputs,
+                      hardnegs=root / "star" / "hardnegs.parquet", search={"factory": "Flat"},
+                      pool={"name": "train_top200", "depth": 200, "cross_encoder": None, **pool},
+                      policy={"keep": None}, policy_name=None, seed=0, results=str(root),
+                      threads={"torch_intra_op": 1, "faiss_omp": 1}, versions={"hardneg": "0"})
+    write_card(root / "star" / "hardnegs_card.json", card)
+
+
+def scored_results(tmp_path):
+    """The hand-made results folder with a pool a cross-encoder scored: its probabilities of every pool candidate
+    (negatives) and of every judged positive, and a card naming both files; returns the folder, the positives'
+    and the negatives' scores by (qid, docid)."""
+    root = write_results(tmp_path / "results")
+    pool_rows = [(q, d, r, s, None, None, None, round(0.01 * r, 2), None, None, None)
+                 for q, d, r, s in HARDNEG_ROWS]
+    pool = root / "warmup" / "pools" / "train_top200_ce-ce.parquet"
+    artifacts.write_table(table(artifacts.CANDIDATES, pool_rows), artifacts.CANDIDATES, pool)
+    ce_positives = root / "warmup" / "pools" / "train_top200_ce-ce.ce_positives.parquet"
+    positive_rows = [("q1", "d2", 2, 0.9), ("q1", "d1", 1, 0.8), ("q2", "d3", 1, 0.7), ("q4", "d5", 1, 0.6),
+                     ("q5", "d6", 1, 0.5)]
+    artifacts.write_table(table(artifacts.POSITIVE_SCORES, positive_rows), artifacts.POSITIVE_SCORES, ce_positives)
+    card_of(root, {"pool": pool, "ce_positives": ce_positives}, cross_encoder="ce",
+            cross_encoder_method="crossencoder")
+    negatives = {(q, d): round(0.01 * r, 2) for q, d, r, _ in HARDNEG_ROWS}
+    return root, {(q, d): s for q, d, _, s in positive_rows}, negatives
 
 
 # the run mined as mine_hard_negatives mines: its corpus, queries and judgements

@@ -12,11 +12,11 @@ import signal
 import sys
 
 from hardneg import __version__
-from hardneg.cli import compare, config, export, results, verify
+from hardneg.cli import compare, config, export, imports, results, verify
 from hardneg.errors import HardnegError
 from hardneg.io.text import visible_lines
 
-_COMMANDS = (config, results, compare, export, verify)
+_COMMANDS = (config, results, compare, export, imports, verify)
 
 
 def build_parser() -> argparse.ArgumentParser:

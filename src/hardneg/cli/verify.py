@@ -1,4 +1,5 @@
-"""The ``verify`` command: check a run's hard negatives against their mining card, and mine them again."""
+"""The ``verify`` command: check a run's hard negatives against their mining card, and mine them again; check an
+imported list against the digests of its card."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from hardneg.cli.common import add_results, add_run, say
+from hardneg.cli.common import add_results, say
 from hardneg.errors import HardnegError
 from hardneg.io.layout import Layout
 
@@ -29,10 +30,38 @@ def _scorer(card: dict):
         return None
 
 
+def _say_report(args, report: dict, text: str, path) -> int:
+    if args.json:
+        say(json.dumps({**report, "card": str(path)}, indent=2, sort_keys=True))
+    else:
+        say(text)
+    return 0 if report["reproduced"] else 1
+
+
+def _verify_import(args, card: dict, path, folder=None) -> int:
+    """An imported list (its folder, or a run trained on it): its digests checked, nothing mined."""
+    from hardneg.imports.card import format_import_report, verify_import
+
+    try:
+        report = verify_import(card, results=args.results, folder=folder)
+    except (KeyError, TypeError, AttributeError) as error:  # a card edited by hand
+        raise HardnegError(f"{path}: could not check the imported list: the card's {error} is missing or not what "
+                           f"hardneg import writes; import the list again") from None
+    return _say_report(args, report, format_import_report(report, card), path)
+
+
 def _verify(args) -> int:
+    from hardneg.imports.card import CARD, is_import_card
     from hardneg.mining.card import read_card  # pyarrow: imported only when the command runs
     from hardneg.mining.verify import format_report, verify
 
+    folder = Path(args.run)
+    # an imported list's folder: a path (a run's name is one file name), or no run of that name
+    if (folder / CARD).is_file() and ("/" in args.run or not (Path(args.results) / args.run).is_dir()):
+        card = read_card(folder / CARD)
+        if not is_import_card(card):
+            raise HardnegError(f"{folder / CARD}: not the card of an imported list; verify a mining run by its name")
+        return _verify_import(args, card, folder / CARD, folder)
     layout = Layout(args.results)
     if not Path(layout.run_dir(args.run)).is_dir():
         known = sorted(p.parent.name for p in Path(args.results).glob("*/hardnegs_card.json"))
@@ -45,6 +74,8 @@ def _verify(args) -> int:
         raise HardnegError(f"run {args.run!r} mined no hard negatives: {layout.hard_negatives(args.run)} does not "
                            f"exist, so there is nothing to verify{hint}")
     card = read_card(path)
+    if is_import_card(card):
+        return _verify_import(args, card, path)
     try:
         report = verify(card, results=args.results, remine_list=not args.inputs_only, score_pairs=_scorer(card),
                         device=args.device)
@@ -54,24 +85,23 @@ def _verify(args) -> int:
                            f"{path})") from None
     except RuntimeError as error:  # Faiss on inputs that do not fit each other (a model and an index of others)
         raise HardnegError(f"could not check run {args.run} from {path}: {error}") from None
-    if args.json:
-        say(json.dumps({**report, "card": path}, indent=2, sort_keys=True))
-    else:
-        say(format_report(report, card))
-    return 0 if report["reproduced"] else 1
+    return _say_report(args, report, format_report(report, card), path)
 
 
 def register(sub) -> None:
     """The ``verify`` command."""
     parser = sub.add_parser(
-        "verify", help="check a run's hard negatives against their mining card, and mine them again",
+        "verify", help="check a run's hard negatives against their mining card, and mine them again (an imported "
+                       "list: check its digests)",
         description="Read the run's mining card (RESULTS/RUN/hardnegs_card.json), name every input whose file "
                     "changed since the list was mined, then mine the list again from the recorded inputs and "
                     "parameters and report the per-query overlap with the stored list (and, for an approximate "
                     "index, the drift of its negatives from an exact search's). Exit status 0: nothing changed "
                     "and every query's negatives came back; 1: not reproduced; 2: could not check (an input "
-                    "unreadable, a card edited by hand, a bad argument).")
-    add_run(parser)
+                    "unreadable, a card edited by hand, a bad argument). An imported list (hardneg import), given as "
+                    "its folder or as a run trained on it, is checked against the digests of its card only: the "
+                    "source file, the dataset's files and the list's; nothing is mined again.")
+    parser.add_argument("run", help="run name (its results are in RESULTS/RUN/), or the folder of an imported list")
     add_results(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--inputs-only", action="store_true",

@@ -11,21 +11,11 @@ import pytest
 from hardneg.errors import DataError, HardnegError
 from hardneg.export.hardnegs import export_hardnegs
 from hardneg.io import artifacts
-from hardneg.mining.card import build_card, write_card
-from tests.support.exports import (EXPECTED, HARDNEG_ROWS, MINED_QRELS, NUM_NEGATIVES, table,
+from hardneg.mining.card import build_card
+from tests.support.exports import (EXPECTED, MINED_QRELS, NUM_NEGATIVES, card_of, scored_results, table,
                                    write_results)
 
 datasets = pytest.importorskip("datasets")
-
-
-def card_of(root, inputs, **pool):
-    """A mining card of star's list in ``root`` recording ``inputs`` (name → path)."""
-    card = build_card(run="star", miner="warmup", dataset="toy", split="train", inputs=inputs,
-                      hardnegs=root / "star" / "hardnegs.parquet", search={"factory": "Flat"},
-                      pool={"name": "train_top200", "depth": 200, "cross_encoder": None, **pool},
-                      policy={"keep": None}, policy_name=None, seed=0, results=str(root),
-                      threads={"torch_intra_op": 1, "faiss_omp": 1}, versions={"hardneg": "0"})
-    write_card(root / "star" / "hardnegs_card.json", card)
 
 
 @pytest.mark.parametrize("st_format", ["triplet", "n-tuple", "labeled-pair", "labeled-list"])
@@ -66,21 +56,8 @@ def test_miner_scores_are_written_as_mine_hard_negatives_output_scores(mined, mi
 
 @pytest.fixture
 def scored(tmp_path):
-    """The hand-made run of test_export.py with a pool a cross-encoder scored: its probabilities of every pool
-    candidate (negatives) and of every judged positive, and a card naming both files."""
-    root = write_results(tmp_path / "results")
-    pool_rows = [(q, d, r, s, None, None, None, round(0.01 * r, 2), None, None, None)
-                 for q, d, r, s in HARDNEG_ROWS]
-    pool = root / "warmup" / "pools" / "train_top200_ce-ce.parquet"
-    artifacts.write_table(table(artifacts.CANDIDATES, pool_rows), artifacts.CANDIDATES, pool)
-    ce_positives = root / "warmup" / "pools" / "train_top200_ce-ce.ce_positives.parquet"
-    positive_rows = [("q1", "d2", 2, 0.9), ("q1", "d1", 1, 0.8), ("q2", "d3", 1, 0.7), ("q4", "d5", 1, 0.6),
-                     ("q5", "d6", 1, 0.5)]
-    artifacts.write_table(table(artifacts.POSITIVE_SCORES, positive_rows), artifacts.POSITIVE_SCORES, ce_positives)
-    card_of(root, {"pool": pool, "ce_positives": ce_positives}, cross_encoder="ce",
-            cross_encoder_method="crossencoder")
-    negatives = {(q, d): round(0.01 * r, 2) for q, d, r, _ in HARDNEG_ROWS}
-    return root, {(q, d): s for q, d, _, s in positive_rows}, negatives
+    """The hand-made run of test_export.py with a pool a cross-encoder scored (tests/support/exports.py)."""
+    return scored_results(tmp_path)
 
 
 def test_tevatron_passages_carry_the_cross_encoders_scores(scored, tmp_path):

@@ -6,6 +6,8 @@
 # A killed re-selection (`snakemake -R select_hard_negatives`) keeps the previous list (update(): rules/common.smk).
 
 MINING = names_regex(PLAN.mining_runs)
+IMPORTED = names_regex(PLAN.imported_runs)
+LISTED = names_regex(PLAN.listed_runs)  # a list of their own, mined or imported: audited
 MINERS = names_regex(PLAN.mining_splits)
 POOLS = names_regex(sorted({name for _, name in PLAN.pools}))
 SCORED_POOLS = names_regex(sorted({name for _, name in PLAN.scored_pools}))
@@ -148,6 +150,36 @@ rule select_hard_negatives:
         "../scripts/select_hard_negatives.py"
 
 
+# A run that trains on a list mined elsewhere (inputs.negatives: {imported: <folder>}, `hardneg import`'s output)
+# takes a copy of it and of its card into its folder, checked against the card: the audit, `hardneg verify <run>`
+# and training read it there as they read a mined list.
+rule import_hard_negatives:
+    input:
+        unpack(lambda w: PLAN.import_inputs(w.run)),
+    output:
+        hardnegs=update(LAYOUT.hard_negatives("{run}")),
+        positives=update(LAYOUT.imported_positives("{run}")),
+        card=update(LAYOUT.hardnegs_card("{run}")),
+    wildcard_constraints:
+        run=IMPORTED,
+    params:
+        dataset=lambda w: PLAN.dataset(w.run),
+        split=lambda w: PLAN.train_split(w.run),
+    message:
+        "copy the imported hard negatives of run {wildcards.run} (log: {log})"
+    log:
+        LAYOUT.log("{run}", "import_hard_negatives"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "import_hard_negatives")
+    threads: 1
+    resources:
+        **rule_resources("import_hard_negatives", mem_mb=2000, runtime=10),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/import_hard_negatives.py"
+
+
 rule audit_hard_negatives:
     input:
         unpack(lambda w: PLAN.audit_inputs(w.run)),
@@ -156,7 +188,7 @@ rule audit_hard_negatives:
         table=update(LAYOUT.audit("{run}", "parquet")),
         summary=update(LAYOUT.audit("{run}", "json")),
     wildcard_constraints:
-        run=MINING,
+        run=LISTED,
     params:
         split=lambda w: PLAN.train_split(w.run),
         depth=lambda w: run_params(w.run)["mining"]["depth"],

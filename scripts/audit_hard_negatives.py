@@ -1,6 +1,6 @@
 """Rule audit_hard_negatives: hard negatives + the mining run + training qrels + positive scores + the selection
 and its pool (+ a BM25 run of the training split) → Markdown report, per-query AUDIT Parquet and the summary as
-JSON."""
+JSON. An imported list: its own positives' scores, and no ranking, selection or pool."""
 
 import os
 
@@ -10,8 +10,9 @@ from hardneg.mining.audit import audit_stage
 log_to(snakemake.log[0])
 reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
 reference = [reference] if isinstance(reference, str) else list(reference)
-audit_stage(snakemake.input.hardnegs, snakemake.input.run,
+# an imported list (PLAN.audit_inputs) has no miner's ranking, selection or pool
+audit_stage(snakemake.input.hardnegs, snakemake.input.get("run"),
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
             snakemake.output.markdown, snakemake.output.table, bm25_run_path=reference[0] if reference else None,
             summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus,
-            selection_path=snakemake.input.selection, pool_path=snakemake.input.pool)
+            selection_path=snakemake.input.get("selection"), pool_path=snakemake.input.get("pool"))

@@ -51,7 +51,8 @@ def _verify_import(args, card: dict, path, folder=None) -> int:
 
 
 def _verify(args) -> int:
-    from hardneg.imports.card import CARD, is_import_card
+    from hardneg.imports import CARD
+    from hardneg.imports.card import is_import_card
     from hardneg.mining.card import read_card  # pyarrow: imported only when the command runs
     from hardneg.mining.verify import format_report, verify
 

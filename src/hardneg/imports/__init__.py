@@ -24,3 +24,7 @@ FORMATS = ("sentence-transformers", "tevatron", "flagembedding", "hf-dataset", "
 # What joins a document's title and text in the one string of a text-only format, besides a space: BERT's pair
 # separator, which hardneg's sentence-transformers export writes for BERT-style tokenizers (the built-in one too).
 TITLE_SEPARATOR = "[SEP]"
+# The files of an imported list's folder (and of a run's copy of it: the list and card under a mining run's names).
+LIST = "hardnegs.parquet"
+POSITIVES = "positives.parquet"
+CARD = "hardnegs_card.json"

@@ -19,14 +19,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from hardneg.imports import LIST, POSITIVES
 from hardneg.mining.card import (CARD_VERSION, check_inputs, check_list, current_digest, digest_entry, list_record,
                                  package_versions)
 from hardneg.mining.verify import input_paths
 
 KIND = "import"  # the card's ``kind``: an imported list (a mining card has none)
-LIST = "hardnegs.parquet"  # the files of an imported list's folder
-POSITIVES = "positives.parquet"
-CARD = "hardnegs_card.json"
 
 
 def is_import_card(card: Mapping) -> bool:

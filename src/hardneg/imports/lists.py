@@ -23,8 +23,9 @@ import os
 from pathlib import Path
 
 from hardneg.errors import HardnegError
-from hardneg.imports import FORMATS, TITLE_SEPARATOR, flagembedding, own, sentence_transformers, tevatron
-from hardneg.imports.card import CARD, LIST, POSITIVES, build_import_card
+from hardneg.imports import (CARD, FORMATS, LIST, POSITIVES, TITLE_SEPARATOR, flagembedding, own,
+                             sentence_transformers, tevatron)
+from hardneg.imports.card import build_import_card
 from hardneg.imports.matching import match
 from hardneg.imports.sources import read_rows
 from hardneg.io import artifacts

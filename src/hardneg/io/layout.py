@@ -274,6 +274,12 @@ class Layout:
         return f"{self.run_dir(run)}/hardnegs_card.json"
 
     @_inside_root
+    def imported_positives(self, run: str) -> str:
+        """The positives of the imported list a run trains on, with their grades and teacher scores (POSITIVE_SCORES;
+        :mod:`hardneg.imports`), copied beside the run's ``hardnegs.parquet``."""
+        return f"{self.run_dir(run)}/hardnegs_positives.parquet"
+
+    @_inside_root
     def pool(self, miner: str, name: str) -> str:
         """A candidate pool of ``miner``'s ranking (:class:`hardneg.pipeline.mining_plan.Pool`)."""
         return f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.parquet"

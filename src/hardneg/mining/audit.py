@@ -47,7 +47,7 @@ def _float_or_none(value) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 
-def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, positives: pa.Table,
+def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table | None, qrels: pa.Table, positives: pa.Table,
                          bm25_run: pa.Table | None = None, *, depth: int = 200,
                          empty_docids=None) -> tuple[dict, pa.Table]:
     """Audit a hard-negative list: is it hard, is it different from BM25's, does it hide false negatives?
@@ -58,7 +58,9 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, pos
     suspected false negative. Negatives of queries without a relevant document are counted but not audited.
 
     :param hardnegs: the HARDNEGS table to audit (``qid``, ``docid``, ``rank``, ``score``).
-    :param run: the mining model's RUN table of the training queries, which ``hardnegs`` was mined from.
+    :param run: the mining model's RUN table of the training queries, which ``hardnegs`` was mined from; None for
+        a list imported from elsewhere (:mod:`hardneg.imports`): no best positive rank then, and the summary's
+        ``best_positive_rank`` is None.
     :param qrels: the training QRELS table.
     :param positives: the POSITIVE_SCORES table under the mining model; a query's best positive score is its
         maximum there.
@@ -92,6 +94,8 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, pos
     n = len(train)
 
     # Best rank of a relevant document in the mining run.
+    ranked = run is not None
+    run = run if ranked else artifacts.RUN.schema.empty_table()
     shallow = run.filter(pc.less_equal(run["rank"], depth))
     relevant_docs = pc.unique(relevant["docid"]) if relevant.num_rows else pa.array([], pa.string())
     width = max(len(relevant_docs), 1)
@@ -166,6 +170,8 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table, qrels: pa.Table, pos
                  "docids": sorted(set(negs["docid"].filter(pa.array(is_empty)).to_pylist()))}
     summary = _summary(table, margin[np.isfinite(margin)], suspects, depth=depth, with_bm25=bm25_run is not None,
                        foreign=foreign, empty=empty)
+    if not ranked:
+        summary["best_positive_rank"] = None
     return summary, table
 
 
@@ -303,10 +309,14 @@ def audit_markdown(summary: dict, *, bars: bool = True) -> str:
     if summary.get("selection"):
         lines += _selection_markdown(summary["selection"])
     ranks = summary["best_positive_rank"]
-    lines += [f"## Best-ranked positive in the mining run (depth {depth})", ""]
-    lines += _md_table(["rank 1", "rank <= 10", f"rank <= {depth}", f"beyond {depth}"],
-                       [[_pct(ranks["at_1"]), _pct(ranks["within_10"]), _pct(ranks["within_depth"]),
-                         _pct(ranks["beyond_depth"])]])
+    if ranks is None:  # an imported list: no mining run here, its scores are the file's
+        lines += ["## Imported list", "", "Mined elsewhere: no ranking to find the positives in; scores and margins "
+                  "are those the imported file carries (none where it carries none).", ""]
+    else:
+        lines += [f"## Best-ranked positive in the mining run (depth {depth})", ""]
+        lines += _md_table(["rank 1", "rank <= 10", f"rank <= {depth}", f"beyond {depth}"],
+                           [[_pct(ranks["at_1"]), _pct(ranks["within_10"]), _pct(ranks["within_depth"]),
+                             _pct(ranks["beyond_depth"])]])
     margin = summary["margin"]
     lines += ["## Margin: negative score - best positive score", "",
               f"Over {margin['count']} negatives of queries with a scored positive; "
@@ -354,7 +364,7 @@ def write_audit(summary: dict, table: pa.Table, markdown_path: str | os.PathLike
     write_text(markdown_path, audit_markdown(summary))
 
 
-def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, qrels_path: str | os.PathLike,
+def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike | None, qrels_path: str | os.PathLike,
                 positives_path: str | os.PathLike, markdown_path: str | os.PathLike,
                 parquet_path: str | os.PathLike, *, bm25_run_path: str | os.PathLike | None = None,
                 summary_path: str | os.PathLike | None = None, depth: int = 200,
@@ -363,7 +373,7 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
     """Stage function: ``audit_hard_negatives`` from files, written as a Markdown report, AUDIT Parquet and JSON.
 
     :param hardnegs_path: the HARDNEGS Parquet file to audit (a mining run's ``hardnegs.parquet``).
-    :param run_path: the mining model's RUN Parquet file of the training queries.
+    :param run_path: the mining model's RUN Parquet file of the training queries; None for an imported list.
     :param qrels_path: the training split's QRELS Parquet file.
     :param positives_path: the POSITIVE_SCORES Parquet file under the mining model.
     :param markdown_path: the Markdown report to write (atomically).
@@ -380,7 +390,8 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike, q
     :raises DataError: an input file that is missing or does not match its schema.
     """
     summary, table = audit_hard_negatives(
-        artifacts.read_table(artifacts.HARDNEGS, hardnegs_path), artifacts.read_table(artifacts.RUN, run_path),
+        artifacts.read_table(artifacts.HARDNEGS, hardnegs_path),
+        artifacts.read_table(artifacts.RUN, run_path) if run_path is not None else None,
         artifacts.read_table(artifacts.QRELS, qrels_path),
         artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path),
         artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None, depth=depth,
@@ -438,7 +449,7 @@ def format_query(qid: str, *, queries: pa.Table, corpus: pa.Table, qrels: pa.Tab
     scores: dict[str, float] = {}
     if positives is not None:
         mine = positives.filter(pc.equal(positives["qid"], qid))
-        scores = dict(zip(mine["docid"].to_pylist(), mine["score"].to_pylist()))
+        scores = {d: s for d, s in zip(mine["docid"].to_pylist(), mine["score"].to_pylist()) if s is not None}
     best = max((scores[d] for d in rel["docid"].to_pylist() if d in scores), default=None)
     shown = negs.slice(0, top)
     wanted = pa.concat_arrays([rel["docid"].combine_chunks(), shown["docid"].combine_chunks()])
@@ -462,7 +473,8 @@ def format_query(qid: str, *, queries: pa.Table, corpus: pa.Table, qrels: pa.Tab
     lines += ["", f"negatives (top {shown.num_rows} of {negs.num_rows}):"]
     rows = [["rank", "docid", "score", "margin", "title / text"]]
     for rank, docid, score in zip(*(shown[c].to_pylist() for c in ("rank", "docid", "score"))):
-        margin = f"{score - best:+.4f}" if best is not None else "–"
-        rows.append([str(rank), docid, f"{score:.4f}", margin, snippet(docid)])
+        # an imported list's negative may have no score (a file without teacher scores)
+        margin = f"{score - best:+.4f}" if best is not None and score is not None else "–"
+        rows.append([str(rank), docid, f"{score:.4f}" if score is not None else "–", margin, snippet(docid)])
     lines += _columns(rows, right={0, 2, 3})
     return "\n".join(lines) + "\n"

@@ -72,7 +72,8 @@ def with_methods(schema: dict) -> dict:
         params["properties"].update(copy.deepcopy(dict(method.schema)))
         roles = {role: ({"type": "array", "items": {"type": "string"}, "minItems": spec.min_count}
                         | ({"maxItems": spec.max_count} if spec.max_count else {}) if spec.many
-                        else {"type": "string"}) | {"description": spec.description or methods.PROVIDES[spec.provides]}
+                        else _single_role(spec, defs))
+                       | {"description": spec.description or methods.PROVIDES[spec.provides]}
                  for role, spec in method.roles.items()}
         inputs = {"type": "object", "default": {}, "additionalProperties": False, "properties": roles}
         required = [role for role, spec in method.roles.items() if spec.required]
@@ -84,6 +85,16 @@ def with_methods(schema: dict) -> dict:
                                                  "inputs": inputs, "params": params}}})
     run["allOf"] = variants
     return schema
+
+
+def _single_role(spec, defs: dict) -> dict:
+    """The schema of a role naming one run: its name; for a role providing a miner, also an imported list
+    (``{imported: <folder>}``, ``$defs/imported_list``) in its place. One schema of two types rather than a choice
+    of two, so that an error names the key at fault (an object's keys apply to an object only)."""
+    if spec.provides == "miner":
+        return {key: value for key, value in copy.deepcopy(defs["imported_list"]).items() if key != "description"} \
+            | {"type": ["string", "object"]}
+    return {"type": "string"}
 
 
 def validate_config(config: dict, schema: dict | str | os.PathLike | None = None) -> dict:
@@ -326,6 +337,12 @@ def _check_references(config: dict) -> None:
         _check_tuning(config, name, dataset)
         for role, others in run.get("inputs", {}).items():
             provides = roles[role].provides
+            if isinstance(others, dict):  # an imported list in place of a miner (the schema allows no other)
+                if methods.get(run["method"]).episodes is not None:
+                    raise ConfigError(f"runs.{name}.inputs.{role}", f"a {run['method']} run mines its episodes' "
+                                                                     "negatives with its own checkpoints: name a "
+                                                                     "miner run, not an imported list")
+                continue
             for other in ([others] if isinstance(others, str) else others):
                 if other not in runs:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"no run named {quoted(other)}")

@@ -278,6 +278,8 @@ def _role_kind(spec) -> str:
     run = "run" if spec.provides not in DENSE_PROVIDES | MODEL_PROVIDES else \
         f"{DENSE} run" if spec.provides in DENSE_PROVIDES else \
         f"run with a trained model ({' or '.join(_KIND_TITLES[kind].removesuffix(' runs') for kind in TRAINED)})"
+    if spec.provides == "miner":  # or an imported list in its place (hardneg.pipeline.config._single_role)
+        return f"name of a {run}, or an imported list {{imported: <folder>}}"
     if not spec.many:
         return f"name of a {run}" if run != "run" else "run name"
     return f"list of names of {_plural_run(run)} ({_count(spec.min_count, spec.max_count, 'run')})"

@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from hardneg.errors import ConfigError
+from hardneg import imports as imported_files
 from hardneg.mining.negatives import MINING_SCHEMA, POLICY_KEYS
 from hardneg.mining.policies import Policy, PolicyValueError
 from hardneg.schema.names import quoted
@@ -144,7 +145,31 @@ class MiningPlan:
     @property
     def mining_runs(self) -> list[str]:
         """Runs that select their own static hard-negative list from a pool (they name a miner run)."""
-        return [run for run in self.runs if self.role_run(run, "miner") and run not in self.episodic_runs]
+        return [run for run in self.runs if isinstance(self.role_run(run, "miner"), str)
+                and run not in self.episodic_runs]
+
+    # ------------------------------------------------------------------------------------ imported lists
+    def imported_list(self, run: str) -> str | None:
+        """The folder of the imported list a run trains on (its miner role given as ``{imported: <folder>}``,
+        ``hardneg import``'s output); None for any other run."""
+        given = self.role_run(run, "miner")
+        return given["imported"] if isinstance(given, dict) else None
+
+    @property
+    def imported_runs(self) -> list[str]:
+        """Runs that train on an imported list: their folder gets a copy of it and of its card."""
+        return [run for run in self.runs if self.imported_list(run) is not None]
+
+    def import_inputs(self, run: str) -> dict:
+        """The imported list's files (``hardneg.imports.card``'s names): the list, its positives, its card."""
+        folder = self.imported_list(run).rstrip("/")
+        return {"hardnegs": f"{folder}/{imported_files.LIST}", "positives": f"{folder}/{imported_files.POSITIVES}",
+                "card": f"{folder}/{imported_files.CARD}"}
+
+    @property
+    def listed_runs(self) -> list[str]:
+        """Runs with a hard-negative list of their own in their folder, mined or imported (audited, carded)."""
+        return self.mining_runs + self.imported_runs
 
     def pool(self, run: str) -> Pool:
         """The candidate pool a mining run selects from."""
@@ -241,12 +266,19 @@ class MiningPlan:
                 "qrels": self.layout.qrels_dir(self.dataset(run)), "positives": self.positives_path(run)}
 
     def audit_inputs(self, run: str) -> dict:
+        """What the audit of a run's list reads: the list, the qrels, the positives' scores, the reference
+        rankings and the corpus; for a mined list also the miner's ranking, the selection and its pool (an
+        imported list has none of them: its positives' scores are the imported ones)."""
         split = self.train_split(run)
         references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
-        return {**self.mining_inputs(run), "hardnegs": self.layout.hard_negatives(run),
-                "selection": self.layout.selection(run), "pool": self.pool_path(run),
-                "reference": [self.layout.ranking(other, split) for other in references if other],
-                "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
+        common = {"hardnegs": self.layout.hard_negatives(run),
+                  "reference": [self.layout.ranking(other, split) for other in references if other],
+                  "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
+        if run in self.imported_runs:
+            return {**common, "qrels": self.layout.qrels_dir(self.dataset(run)),
+                    "positives": self.layout.imported_positives(run)}
+        return {**self.mining_inputs(run), **common, "selection": self.layout.selection(run),
+                "pool": self.pool_path(run)}
 
     def viewer_inputs(self, run: str) -> dict:
         """What the hard-negative viewer of a mining run reads: the audit's inputs (the mined list, the miner's

@@ -11,7 +11,8 @@ role provides      training inputs the plan adds (name → path)
 =================  ==========================================================================================
 model              ``init``: the input run's model (training continues it)
 ranking            ``<role>``: the input run's ranking of the training split
-miner              ``hard_negatives``: this run's mined list (mined from the input run's ranking and embeddings)
+miner              ``hard_negatives``: this run's mined list (mined from the input run's ranking and embeddings), or
+                   the copy of the imported list the role names instead (``{imported: <folder>}``)
 doc_index          ``doc_embeddings`` and ``train_index`` over the input run's documents; ``init``: its model
 teacher            ``<role>``: the input run's model
 candidates         nothing for training; re-ranking reads the input run's ranking of each split
@@ -306,6 +307,8 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         so that any target reaching the run builds them and ``snakemake --report`` finds them."""
         if run in self.episodic_runs:  # each episode's hard negatives, audited
             return [self.layout.audit(episode, "md") for episode in self.episode_runs(run)]
+        if run in self.imported_runs:  # an imported list: its audit and its card (the copy of the import's)
+            return [self.layout.audit(run, "md"), self.layout.hardnegs_card(run)]
         if run not in self.mining_runs:
             return []
         return [self.layout.audit(run, "md"), self.layout.viewer(run), self.layout.hardnegs_card(run)]

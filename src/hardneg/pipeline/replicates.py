@@ -24,6 +24,8 @@ def _paired(value, seed: int, seeded: dict[str, list[int]]):
     it has one."""
     if isinstance(value, list):
         return [_paired(item, seed, seeded) for item in value]
+    if isinstance(value, dict):  # an imported list: the same for every replicate
+        return value
     seeds = seeded.get(value, [])
     return replicate_name(value, seed) if seed in seeds[1:] else value
 

@@ -26,10 +26,11 @@ def continued_run(runs: dict, name: str) -> tuple[str, str] | None:
 
 
 def input_runs(run: dict) -> list[str]:
-    """The names of every run that ``run`` (a run's config) takes as an input, in role order."""
+    """The names of every run that ``run`` (a run's config) takes as an input, in role order (an imported list,
+    ``{imported: <folder>}``, is no run)."""
     names = []
     for others in run.get("inputs", {}).values():
-        names += [others] if isinstance(others, str) else list(others)
+        names += [others] if isinstance(others, str) else [] if isinstance(others, dict) else list(others)
     return names
 
 
@@ -54,7 +55,8 @@ def resolve_run(config: dict, name: str) -> dict:
         "params": copy.deepcopy(run.get("params", {})),
         "dataset": {"name": dataset, **dataset_config(config, dataset)},
         "evaluation": copy.deepcopy(config["evaluation"]),
-        "inputs": {role: resolve_run(config, other) if isinstance(other, str) else
-                   [resolve_run(config, o) for o in other] for role, other in run.get("inputs", {}).items()},
+        "inputs": {role: resolve_run(config, other) if isinstance(other, str) else dict(other)
+                   if isinstance(other, dict) else [resolve_run(config, o) for o in other]
+                   for role, other in run.get("inputs", {}).items()},  # an imported list as it is given
         **({"episode": copy.deepcopy(run["episode"])} if "episode" in run else {}),  # hardneg.pipeline.episodes
     }

@@ -188,14 +188,17 @@ class RunFiles:
 
     def positive_scores(self) -> Path | None:
         """The miner's scores of the run's training positives (``<miner>/pools/positives_<split>.parquet``), which
-        the margins of its policy compare negatives with; None for a run that mines nothing or whose miner is
-        not known to this process's methods.
+        the margins of its policy compare negatives with (for a run trained on an imported list, the list's own
+        positives and scores, ``hardnegs_positives.parquet``); None for a run that mines nothing or whose miner
+        is not known to this process's methods.
 
         :returns: the file's path (it may not exist yet), or None.
         """
         declared = methods.methods().get(self.method)
         for role in declared.roles_providing("miner") if declared is not None else ():
             other = (self.config.get("inputs") or {}).get(role)
+            if isinstance(other, dict) and "imported" in other:
+                return Path(self.layout.imported_positives(self.run))
             if isinstance(other, dict):
                 return Path(self.layout.pool_positive_scores(other["name"], self.train_split))
         return None

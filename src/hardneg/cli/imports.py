@@ -11,11 +11,12 @@ def _import(args) -> int:
 
     written = import_hardnegs(args.source, args.format, args.output, dataset=args.dataset, split=args.split,
                               results=args.results, title_separator=args.title_separator, force=args.force)
-    by = (f"queries {written['queries_by_id']} by id, {written['queries_by_text']} by text; documents "
-          f"{written['documents_by_id']} by id, {written['documents_by_text']} by text")
+    by = (f"matched by id and by text: {written['query_mentions_by_id']} and {written['query_mentions_by_text']} "
+          f"query mentions, {written['document_mentions_by_id']} and {written['document_mentions_by_text']} "
+          "document mentions")
     say(f"wrote {written['output']}: {written['negatives']} hard negatives of {written['queries']} queries of split "
         f"{written['split']} of {written['dataset']}, from {written['rows']} rows ({written['format']}, "
-        f"{written['shape']}); matched {by}")
+        f"{written['shape']}); {by}")
     if written["negatives_scored"]:
         say(f"teacher scores: {written['negatives_scored']} of {written['negatives']} negatives, "
             f"{written['positives_scored']} of {written['positives']} positives (the score columns of "

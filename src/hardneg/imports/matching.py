@@ -133,13 +133,13 @@ class _Mapper:
     def query(self, example: Example) -> str | None:
         item = example.query
         if item.id is not None and item.id in self.qids:
-            self.counts["queries_by_id"] += 1
+            self.counts["query_mentions_by_id"] += 1
             return item.id
         candidates = self.query_texts.get(item.text, []) if item.text is not None else []
         if not candidates:
             self.unmatched.append((example.where, "query", item))
             return None
-        self.counts["queries_by_text"] += 1
+        self.counts["query_mentions_by_text"] += 1
         self.counts["ambiguous"] += len(candidates) > 1
         return candidates[0]
 
@@ -152,7 +152,7 @@ class _Mapper:
         if not candidates:
             self.unmatched.append((example.where, role, document.item))
             return None
-        self.counts[f"documents_by_{how}"] += 1
+        self.counts[f"document_mentions_by_{how}"] += 1
         if len(candidates) > 1:
             self.counts["ambiguous"] += 1
             judged = [docid for docid in candidates if self.relevant(qid, docid)]
@@ -193,10 +193,11 @@ def match(examples: Iterable[Example], *, corpus: str | os.PathLike, queries: pa
     :param source: the imported file (the error names it).
     :param dataset: the dataset's name; ``split``: the split (for the error).
     :param separator: what joins a title and its text besides a space (:data:`hardneg.imports.TITLE_SEPARATOR`).
-    :returns: the list, its positives and the counts: ``rows`` (examples), ``queries``, ``queries_by_id`` /
-        ``_by_text``, ``documents_by_id`` / ``_by_text`` (mentions), ``ambiguous``, ``negatives``, ``positives``,
-        ``negatives_judged_relevant`` (left out), ``positives_not_judged`` (kept; the dataset does not judge them
-        relevant), ``negatives_scored`` and ``positives_scored`` (rows with the teacher's score).
+    :returns: the list, its positives and the counts: ``rows`` (examples), ``queries`` (with negatives),
+        ``query_mentions_by_id`` / ``_by_text`` and ``document_mentions_by_id`` / ``_by_text`` (how each mention
+        in the file was matched: a triplet file mentions its query once a row), ``ambiguous``, ``negatives``,
+        ``positives``, ``negatives_judged_relevant`` (left out), ``positives_not_judged`` (kept; the dataset does
+        not judge them relevant), ``negatives_scored`` and ``positives_scored`` (rows with the teacher's score).
     :raises UnmatchedError: something could not be mapped (nothing is returned then).
     :raises HardnegError: the file holds no example, or none with a negative.
     """
@@ -238,8 +239,9 @@ def match(examples: Iterable[Example], *, corpus: str | os.PathLike, queries: pa
     counts.update(rows=len(examples), queries=len({row[0] for row in neg_rows}), negatives=len(neg_rows),
                   positives=len(pos_rows))
     summary = {key: int(counts[key]) for key in (
-        "rows", "queries", "queries_by_id", "queries_by_text", "documents_by_id", "documents_by_text", "ambiguous",
-        "negatives", "positives", "negatives_judged_relevant", "positives_not_judged")}
+        "rows", "queries", "query_mentions_by_id", "query_mentions_by_text", "document_mentions_by_id",
+        "document_mentions_by_text", "ambiguous", "negatives", "positives", "negatives_judged_relevant",
+        "positives_not_judged")}
     summary.update(negatives_scored=len(hardnegs) - hardnegs["score"].null_count,
                    positives_scored=len(scored) - scored["score"].null_count)
     return Matched(hardnegs, scored, summary)

@@ -13,7 +13,8 @@ from hardneg.export.hardnegs import export_hardnegs
 from hardneg.imports.lists import import_hardnegs
 from hardneg.imports.matching import UnmatchedError
 from hardneg.io import artifacts
-from tests.support.exports import DOCS, EXPECTED, QUERY_TEXT, RANK, SCORE, scored_results, write_results
+from tests.support.exports import (CORPUS, DOCS, EXPECTED, QUERY_TEXT, RANK, SCORE, scored_results, table,
+                                   write_results)
 
 datasets = pytest.importorskip("datasets")
 
@@ -50,7 +51,8 @@ def test_hardnegs_own_exports_come_back_with_their_ranks_and_scores(results, tmp
     assert [r["score"] for r in hardnegs] == pytest.approx([SCORE[key] for key in exported_order()])
     assert [(r["qid"], r["docid"], r["relevance"], r["score"]) for r in positives] == \
         [("q1", "d2", 2, None), ("q1", "d1", 1, None), ("q2", "d3", 1, None), ("q5", "d6", 1, None)]
-    assert written["queries_by_id"] == 3 and written["documents_by_id"] == 13 and written["documents_by_text"] == 0
+    assert (written["query_mentions_by_id"], written["document_mentions_by_id"]) == (3, 13)
+    assert written["document_mentions_by_text"] == 0
 
 
 @pytest.mark.parametrize("st_format, negatives", [("triplet", "all"), ("n-tuple", 2), ("labeled-pair", "all"),
@@ -63,7 +65,8 @@ def test_sentence_transformers_exports_come_back_as_the_same_rows(results, tmp_p
     assert [(r["qid"], r["docid"]) for r in hardnegs] == exported_order(kept)
     assert [r["rank"] for r in hardnegs if r["qid"] == "q5"] == list(range(1, len(EXPECTED["q5"][1][:kept]) + 1))
     assert {(r["qid"], r["docid"]) for r in positives} == {(q, d) for q, (pos, _) in EXPECTED.items() for d in pos}
-    assert written["shape"] == st_format and written["documents_by_text"] > 0 and written["negatives_scored"] == 0
+    assert written["shape"] == st_format and written["document_mentions_by_text"] > 0
+    assert written["negatives_scored"] == 0
     assert all(r["score"] is None for r in hardnegs)
 
 
@@ -131,8 +134,9 @@ def test_hand_written_files_of_each_peer_format_import(results, tmp_path):
                               {"docid": "d1", "title": "ignored", "text": "the id is the dataset's", "score": 0.5}]}])
     hardnegs, positives, written = imported(results, tevatron, "tevatron", tmp_path, "d")
     assert [(r["qid"], r["docid"], r["score"]) for r in hardnegs] == [("q2", "d10", 1.0), ("q2", "d1", 0.5)]
-    assert written["shape"] == "v1" and written["queries_by_text"] == 1 and written["documents_by_id"] == 1
-    # Tevatron v2: ids only (an integer id reads as its decimal string... here the dataset's string ids)
+    assert written["shape"] == "v1" and written["query_mentions_by_text"] == 1
+    assert written["document_mentions_by_id"] == 1
+    # Tevatron v2: ids only
     v2 = write_jsonl(tmp_path / "v2.jsonl", [{"query_id": "q5", "query_text": QUERY_TEXT["q5"],
                                               "positive_document_ids": ["d6"],
                                               "negative_document_ids": ["d3", "d7"]}])
@@ -178,3 +182,17 @@ def test_files_that_fit_no_format_are_refused_naming_where(results, tmp_path):
     with pytest.raises(HardnegError, match=r"no split 'dev' \(its splits: train\)"):
         import_hardnegs(scores, "flagembedding", tmp_path / "out", dataset="toy", split="dev", results=results)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_text_of_two_documents_takes_the_judged_one_for_a_positive(tmp_path):
+    twins = [("d11", *DOCS["d2"]), ("d12", *DOCS["d8"])]  # d11 reads as q1's positive d2, d12 as d8
+    corpus = table(artifacts.CORPUS, [*zip(*(CORPUS[c].to_pylist() for c in ("docid", "title", "text"))), *twins])
+    root = write_results(tmp_path / "results", corpus=corpus)
+    source = write_jsonl(tmp_path / "t.jsonl", [{"query": QUERY_TEXT["q1"], "positive": joined("d2"),
+                                                 "negative": joined("d8")},
+                                                {"query": QUERY_TEXT["q1"], "positive": joined("d2"),
+                                                 "negative": joined("d2")}])
+    hardnegs, positives, written = imported(root, source, "sentence-transformers", tmp_path)
+    assert [r["docid"] for r in positives] == ["d2"]  # judged relevant to q1, where d11 is not
+    assert [r["docid"] for r in hardnegs] == ["d8", "d11"]  # the first in corpus order; the not judged one
+    assert written["ambiguous"] == 4 and written["negatives_judged_relevant"] == 0

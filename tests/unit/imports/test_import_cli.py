@@ -23,7 +23,8 @@ def imported(tmp_path, capsys):
                  "--output", str(folder)]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"wrote {folder}: 9 hard negatives of 3 queries of split train of toy, from 3 rows "
-                              "(tevatron, v1); matched queries 3 by id, 0 by text; documents 13 by id, 0 by text")
+                              "(tevatron, v1); matched by id and by text: 3 and 0 query mentions, 13 and 0 document "
+                              "mentions")
     return source, folder, root
 
 
@@ -64,7 +65,7 @@ def test_import_errors_are_one_line_and_status_2(imported, tmp_path, capsys):
     source, folder, root = imported
     status = main(["import", str(source), "--format", "tevatron", "--dataset", "toy", "--results", str(root),
                    "--output", str(folder)])
-    assert status == 2 and "already exists" in capsys.readouterr().err  # an earlier import is replaced with --force only
+    assert status == 2 and "already exists" in capsys.readouterr().err  # replaced with --force only
     assert main(["import", str(source), "--format", "tevatron", "--dataset", "toy", "--results", str(root),
                  "--output", str(folder), "--force"]) == 0
     (folder / "hardnegs_card.json").write_text("{}")

@@ -116,6 +116,21 @@ def test_every_script_reads_only_what_its_job_is_given(default_jobs, tmp_path, m
     workflow, jobs = load_workflow(REPO / "Snakefile"), planned_jobs(found)
     assert "score_pool" in {rule for rule, _ in jobs} and undeclared(workflow, jobs) == []
     planned |= {rule for rule, _ in jobs}
+    imported = tmp_path / "imported"  # a run trained on an imported list (hardneg import's folder: no rule makes it)
+    for name in ("hardnegs.parquet", "positives.parquet", "hardnegs_card.json"):
+        (imported / "imports" / "list").mkdir(parents=True, exist_ok=True)
+        (imported / "imports" / "list" / name).write_text("")
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["runs"]["star_imported"] = {"method": "star", "inputs": {"init": "warmup",
+                                                                    "negatives": {"imported": "imports/list"}}}
+    write_config(imported, config)
+    monkeypatch.chdir(imported)
+    result, found = dry_run(imported, "results/star_imported/metrics.json")
+    assert result.returncode == 0, output_of(result)[-3000:]
+    workflow, jobs = load_workflow(REPO / "Snakefile"), planned_jobs(found)
+    assert {"import_hard_negatives", "audit_hard_negatives"} <= {rule for rule, _ in jobs}
+    assert undeclared(workflow, jobs) == []
+    planned |= {rule for rule, _ in jobs}
     scripted = {rule.name for rule in workflow.rules if rule.script}
     assert scripted - planned == set()  # every rule with a script was checked
 

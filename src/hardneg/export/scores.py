@@ -7,7 +7,8 @@ They are read from the files the run's mining card names (:mod:`hardneg.mining.c
 digest the card records, so the scores are those of the model that selected or denoised the list:
 
 * ``miner``: the negatives' scores of the list itself, the positives' of the miner's positive scores
-  (``inputs.positives``, ``results/<miner>/pools/positives_<split>.parquet``);
+  (``inputs.positives``, ``results/<miner>/pools/positives_<split>.parquet``); for a run trained on an imported
+  list, the teacher scores its file carried (the card's ``positives``, :mod:`hardneg.imports`);
 * ``cross-encoder``: the probabilities of relevance in the candidate pool (``inputs.pool``, its ``ce_score``) and of
   the judged positives (``inputs.ce_positives``); only for a run whose pool a cross-encoder scored.
 """
@@ -85,6 +86,9 @@ def group_scores(groups: Groups, card: dict | None, results: str | os.PathLike, 
         positives = artifacts.read_table(artifacts.POSITIVE_SCORES, path)
         return (_lookup(positives, "score", pos_qids, pos_docids, path, "positives"),
                 np.asarray(groups.neg_score, np.float32))
+    if "pool" not in card:  # an imported list's card (hardneg.imports.card): its scores came with the file
+        raise HardnegError(f"run {card['run']} trains on an imported list, whose teacher scores are those its file "
+                           f"carried: export them with --scores miner")
     if not card["pool"].get("cross_encoder"):
         raise HardnegError(f"run {card['run']}: no cross-encoder scored its pool ({card['pool']['name']}): name one "
                            f"as the run's cross_encoder input, or export --scores miner")

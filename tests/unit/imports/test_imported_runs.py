@@ -111,6 +111,13 @@ def test_the_runs_copy_carries_the_card_and_verifies(run_copy, capsys):
     assert main(["audit", "star_imported", "--qid", "q1", "--results", str(root)]) == 0
     shown = capsys.readouterr().out
     assert "best score 0.9000" in shown and "d8" in shown and "-0.8900" in shown  # q1's d8: 0.01 - 0.9
+    # the run's list exported again: the file's teacher scores are the run's "miner" scores
+    export_hardnegs("star_imported", "tevatron", root / ".." / "again.jsonl", results=root, scores="miner")
+    lines = [json.loads(line) for line in (root / ".." / "again.jsonl").read_text().splitlines()]
+    assert lines[0]["query_id"] == "q1" and lines[0]["negative_passages"][0]["score"] == pytest.approx(0.01)
+    assert lines[0]["positive_passages"][0]["score"] == pytest.approx(0.9)
+    with pytest.raises(HardnegError, match="trains on an imported list, whose teacher scores are those its file"):
+        export_hardnegs("star_imported", "tevatron", root / ".." / "ce.jsonl", results=root, scores="cross-encoder")
     summary = audit_stage(outputs["out_hardnegs"], None, root / "datasets" / "toy" / "qrels" / "train.parquet",
                           outputs["out_positives"], root / "a.md", root / "a.parquet")
     assert summary["best_positive_rank"] is None and summary["num_negatives"] == 9

@@ -1,5 +1,6 @@
-"""Rule tokenize: corpus and queries of every split → memory-mapped token ids (empty documents left out when the
-dataset's empty_documents is exclude); texts cut at the maximum lengths are reported on the console."""
+"""Rule tokenize: corpus and queries of every split → memory-mapped token ids (each text after its side's prompt;
+empty documents left out when the dataset's empty_documents is exclude); texts cut at the maximum lengths are
+reported on the console."""
 
 import os
 
@@ -11,4 +12,5 @@ cache = snakemake.params.cache
 build_cache(cache["tokenizer"], snakemake.input.corpus,
             {split: os.path.join(snakemake.input.queries, f"{split}.parquet") for split in cache["splits"]},
             snakemake.output.cache, doc_max_length=cache["doc_max_length"], query_max_length=cache["query_max_length"],
-            exclude_empty=cache["empty_documents"] == "exclude", dataset=snakemake.wildcards.dataset)
+            exclude_empty=cache["empty_documents"] == "exclude", dataset=snakemake.wildcards.dataset,
+            query_prompt=cache["query_prompt"], doc_prompt=cache["doc_prompt"])

@@ -1,6 +1,11 @@
 """The bi-encoder: any Hugging Face encoder (``AutoModel``) for queries and documents, pooled to one vector.
 
-* pooling: ``cls`` (the first token) or ``mean`` (over real tokens);
+* pooling: ``cls`` (the first token), ``mean`` (over real tokens), ``max``, ``lasttoken`` (the last real
+  token), ``weightedmean`` (weights 1, 2, 3... by position) or ``mean_sqrt_len_tokens`` (the sum over the square
+  root of the count), each as sentence-transformers' ``Pooling`` computes it; with ``include_prompt`` false the
+  prompt's tokens (its [CLS] included) are left out of the pooling, as that module leaves them out;
+* the layers a sentence-transformers folder has after its pooling (``Dense`` with its activation, ``LayerNorm``:
+  :mod:`hardneg.dense.st_folder`), with their pretrained weights;
 * an optional head: a linear projection to ``projection_dim`` followed by LayerNorm;
 * optional L2 normalisation (``normalize``), so the inner product is the cosine (as sentence-transformers
   models such as all-MiniLM-L6-v2 were trained);
@@ -13,13 +18,15 @@
 Saved layout (``save``): the query encoder is a standard Hugging Face model folder at the root, so
 ``AutoModel.from_pretrained(folder)`` reloads it, together with the tokenizer; a separate document encoder
 lives in ``doc_encoder/`` (with a copy of the tokenizer); ``hardneg.json`` records pooling, head, markers and
-the maximum lengths; ``head.safetensors`` the head weights. The same folder is also a sentence-transformers
+the maximum lengths, and the folder's layers and prompts when there are some; ``head.safetensors`` the head's and
+the layers' weights. The same folder is also a sentence-transformers
 model (:mod:`hardneg.dense.st_layout`): ``SentenceTransformer(folder).encode_query`` / ``encode_document`` give
 the vectors hardneg gives.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -30,9 +37,10 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from hardneg.dense import st_layout
+from hardneg.dense import st_folder, st_layout
 from hardneg.dense.markers import SKIP, Markers, add_markers
 from hardneg.dense.pretrained import model_source
+from hardneg.errors import ConfigError
 from hardneg.io.atomic import atomic_dir
 from hardneg.schema.values import section_values
 
@@ -49,6 +57,8 @@ class ModelSpec:
     ``name``: ``builtin`` (a small BERT built from the ``builtin`` config, for the built-in WordPiece tokenizer),
     a local folder, or a hub name. ``vocab_size`` sizes the built-in tokenizer the workflow trains; the model
     takes its vocabulary size from the tokenizer it is given. The max lengths are those of the tokenized cache.
+    ``pooling``, ``normalize`` and the prompts are settled (:func:`hardneg.dense.st_folder.resolve_model`: no
+    ``auto``, no null prompt).
     """
 
     name: str
@@ -62,12 +72,17 @@ class ModelSpec:
     builtin: dict
     query_max_length: int
     doc_max_length: int
+    query_prompt: str
+    doc_prompt: str
 
     @classmethod
     def from_params(cls, section: dict, *, where: str = "params.model") -> "ModelSpec":
-        """From a validated ``params.model`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown or
-        a missing key (:func:`hardneg.pipeline.config.validate_params` fills a hand-written section's defaults)."""
-        return cls(**section_values(section, [f.name for f in fields(cls)], where))
+        """From a validated ``params.model`` section, the keys it leaves to the model's folder settled
+        (:func:`hardneg.dense.st_folder.resolve_model`, which reads the folder); ``ConfigError`` naming
+        ``<where>.<key>`` for an unknown or a missing key (:func:`hardneg.pipeline.config.validate_params` fills a
+        hand-written section's defaults)."""
+        values = section_values(section, [f.name for f in fields(cls)], where)
+        return cls(**st_folder.resolve_model(values, where=where))
 
 
 def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> nn.Module:
@@ -124,17 +139,100 @@ class Head(nn.Module):
         return self.norm(self.linear(x))
 
 
+def _activation(path: str) -> nn.Module:
+    """A ``torch.nn`` module of no arguments named by its class path (a sentence-transformers ``Dense``
+    module's ``activation_function``, e.g. ``torch.nn.modules.activation.Tanh``)."""
+    module, _, name = path.rpartition(".")
+    kind = getattr(importlib.import_module(module), name, None) if path.startswith("torch.nn.") else None
+    if not (isinstance(kind, type) and issubclass(kind, nn.Module)):
+        raise ValueError(f"{path!r} is not a torch.nn module class")
+    return kind()
+
+
+class DenseLayer(nn.Module):
+    """sentence-transformers' ``Dense`` module: a linear layer, then its activation (its weights are named as
+    that module names them, ``linear.weight`` and ``linear.bias``)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool, activation: str):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features, bias=bias)
+        self.activation = _activation(activation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.linear(x))
+
+
+class NormLayer(nn.Module):
+    """sentence-transformers' ``LayerNorm`` module (its weights named ``norm.weight`` and ``norm.bias``)."""
+
+    def __init__(self, dimension: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(dimension)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+def build_layers(layers: list[dict]) -> nn.Sequential | None:
+    """The modules after the pooling of a sentence-transformers folder (each a dict of
+    :meth:`hardneg.dense.st_folder.Layer.to_json`), weights drawn at random; None when there are none."""
+    if not layers:
+        return None
+    return nn.Sequential(*(DenseLayer(layer["in_features"], layer["out_features"], layer["bias"], layer["activation"])
+                           if layer["kind"] == "dense" else NormLayer(layer["out_features"]) for layer in layers))
+
+
+def load_layer_weights(folder: st_folder.SentenceTransformerFolder, layers: list[st_folder.Layer],
+                       modules: list[nn.Sequential | None]) -> None:
+    """Give each of ``modules`` (a :func:`build_layers` of ``layers``) the weights ``folder`` holds for them
+    (each layer's ``model.safetensors``, else ``pytorch_model.bin``)."""
+    from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
+
+    for index, layer in enumerate(layers):
+        weights = None
+        for name in ("model.safetensors", "pytorch_model.bin"):
+            path = st_folder.folder_file(folder, f"{layer.path}/{name}")
+            if path is not None:
+                weights = load_file(path) if name.endswith(".safetensors") else \
+                    torch.load(path, map_location="cpu", weights_only=True)
+                break
+        if weights is None:
+            raise ConfigError("params.model.name", f"{folder.location}: module {layer.path!r} has no weights "
+                                                   "(model.safetensors or pytorch_model.bin)")
+        for sequence in modules:
+            if sequence is not None:
+                sequence[index].load_state_dict(weights)
+
+
+def prompt_length(tokenizer, prompt: str) -> int:
+    """The tokens of ``prompt`` that sentence-transformers leaves out of the pooling when its ``Pooling`` has
+    ``include_prompt`` false: the prompt tokenized alone, less a closing special token ([SEP]); 0 for no
+    prompt."""
+    if not prompt:
+        return 0
+    ids = tokenizer(prompt)["input_ids"]
+    return len(ids) - (1 if ids and ids[-1] in set(tokenizer.all_special_ids) else 0)
+
+
 class BiEncoder(nn.Module):
     """Queries and documents to vectors (see the module docstring). ``query_max_length`` / ``doc_max_length``: the
     lengths of the tokenized cache the model reads (texts are cut there before they reach it,
     :mod:`hardneg.dense.tokenized`), None when unknown; saved with the model for the sentence-transformers layout,
-    which tokenizes texts itself."""
+    which tokenizes texts itself.
+
+    ``layers``: a sentence-transformers folder's modules after its pooling (dicts of
+    :meth:`hardneg.dense.st_folder.Layer.to_json`; their weights drawn at random here). ``prompts``: ``{"query": ..., "doc": ...}``, the texts the
+    tokenized cache put before every query and document (the model reads them as tokens; they are kept to be
+    saved); ``prompt_lengths`` their tokens that ``include_prompt`` false leaves out of the pooling
+    (:func:`prompt_length`)."""
 
     def __init__(self, query_encoder: nn.Module, doc_encoder: nn.Module | None, *, pooling: str = "cls",
                  projection_dim: int | None = None, normalize: bool = False, markers: Markers | None = None,
-                 query_max_length: int | None = None, doc_max_length: int | None = None):
+                 query_max_length: int | None = None, doc_max_length: int | None = None,
+                 layers: list[dict] | None = None, include_prompt: bool = True, prompts: dict | None = None,
+                 prompt_lengths: dict | None = None):
         super().__init__()
-        if pooling not in ("cls", "mean"):
+        if pooling not in st_folder.POOLING_MODES:
             raise ValueError(f"unknown pooling {pooling!r}")
         for encoder in (query_encoder, doc_encoder):
             # The bi-encoder pools the hidden states itself: a backbone's own pooler (BERT's) is never read, and
@@ -149,9 +247,15 @@ class BiEncoder(nn.Module):
         self.markers = markers
         self.query_max_length = query_max_length
         self.doc_max_length = doc_max_length
-        hidden = query_encoder.config.hidden_size
-        self.query_head = Head(hidden, projection_dim) if projection_dim else None
-        self.doc_head = (Head(hidden, projection_dim) if projection_dim and doc_encoder is not None else None)
+        self.layers = [dict(layer) for layer in layers or []]
+        self.include_prompt = include_prompt
+        self.prompts = {"query": "", "doc": "", **(prompts or {})}
+        self.prompt_lengths = {"query": 0, "doc": 0, **(prompt_lengths or {})}
+        self.query_layers = build_layers(self.layers)
+        self.doc_layers = build_layers(self.layers) if doc_encoder is not None else None
+        pooled = self.layers[-1]["out_features"] if self.layers else query_encoder.config.hidden_size
+        self.query_head = Head(pooled, projection_dim) if projection_dim else None
+        self.doc_head = (Head(pooled, projection_dim) if projection_dim and doc_encoder is not None else None)
 
     @property
     def shared(self) -> bool:
@@ -159,15 +263,35 @@ class BiEncoder(nn.Module):
 
     @property
     def dim(self) -> int:
-        return self.projection_dim or self.query_encoder.config.hidden_size
+        return self.projection_dim or (self.layers[-1]["out_features"] if self.layers else
+                                       self.query_encoder.config.hidden_size)
 
-    def _pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _pool(self, hidden: torch.Tensor, mask: torch.Tensor, side: str = "query") -> torch.Tensor:
+        """One vector per row of ``hidden`` [batch, tokens, dim] (its real tokens ``mask``), as
+        sentence-transformers' ``Pooling`` of the same mode computes it on right-padded rows."""
+        skip = 0 if self.include_prompt else self.prompt_lengths[side]
+        if skip:  # the prompt's positions, [CLS] included, out of every mode (include_prompt false)
+            mask = mask.clone()
+            mask[:, :skip] = 0
         if self.pooling == "cls":
-            return hidden[:, 0]
+            return hidden[:, 0] if not skip else hidden[torch.arange(len(hidden)), mask.argmax(1)]
         weights = mask.unsqueeze(-1).to(hidden.dtype)
-        if self.markers is not None:  # TCT-ColBERT: the mean over the tokens after [CLS] and the marker
-            weights[:, :SKIP] = 0
-        return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        if self.pooling == "mean":
+            if self.markers is not None:  # TCT-ColBERT: the mean over the tokens after [CLS] and the marker
+                weights[:, :SKIP] = 0
+            return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        if self.pooling == "mean_sqrt_len_tokens":
+            return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9).sqrt()
+        if self.pooling == "max":
+            return hidden.masked_fill(weights == 0, float("-inf")).max(1).values
+        if self.pooling == "weightedmean":  # position weights 1, 2, 3... from the first token
+            weights = weights * torch.arange(1, hidden.shape[1] + 1, device=hidden.device,
+                                             dtype=hidden.dtype).view(1, -1, 1)
+            return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        # lasttoken: the last real token (the first position when none is left)
+        found, from_end = mask.flip(1).max(1)
+        last = hidden.shape[1] - 1 - torch.where(found == 0, hidden.shape[1] - 1, from_end)
+        return (hidden * weights)[torch.arange(len(hidden)), last]
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str) -> torch.Tensor:
         """Vectors [batch, dim] of queries (``side="query"``) or documents (``side="doc"``)."""
@@ -176,8 +300,11 @@ class BiEncoder(nn.Module):
         if self.markers is not None:
             input_ids, attention_mask = self.markers.apply(input_ids, attention_mask, side,
                                                            encoder.config.max_position_embeddings)
+        layers = self.query_layers if side == "query" or self.doc_layers is None else self.doc_layers
         hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        pooled = self._pool(hidden, attention_mask)
+        pooled = self._pool(hidden, attention_mask, "query" if side == "query" else "doc")
+        if layers is not None:
+            pooled = layers(pooled)
         vector = head(pooled) if head is not None else pooled
         return nn.functional.normalize(vector, dim=-1) if self.normalize else vector
 
@@ -235,16 +362,22 @@ class BiEncoder(nn.Module):
                 if tokenizer is not None:  # sentence-transformers loads each encoder with a tokenizer beside it
                     tokenizer.save_pretrained(tmp / "doc_encoder")
             heads = {}
-            for name, head in (("query_head", self.query_head), ("doc_head", self.doc_head)):
-                if head is not None:
-                    heads.update({f"{name}.{k}": v.detach().cpu().contiguous() for k, v in head.state_dict().items()})
+            for name, head in self._weighted_parts():
+                heads.update({f"{name}.{k}": v.detach().cpu().contiguous() for k, v in head.state_dict().items()})
             if heads:
                 save_file(heads, str(tmp / "head.safetensors"))
-            (tmp / "hardneg.json").write_text(json.dumps({
-                "pooling": self.pooling, "projection_dim": self.projection_dim, "shared": self.shared,
-                "normalize": self.normalize, "dim": self.dim,
-                "markers": None if self.markers is None else self.markers.to_json(),
-                "query_max_length": self.query_max_length, "doc_max_length": self.doc_max_length}, indent=2) + "\n")
+            meta = {"pooling": self.pooling, "projection_dim": self.projection_dim, "shared": self.shared,
+                    "normalize": self.normalize, "dim": self.dim,
+                    "markers": None if self.markers is None else self.markers.to_json(),
+                    "query_max_length": self.query_max_length, "doc_max_length": self.doc_max_length}
+            # a sentence-transformers folder's settings, written only where a model has them
+            if self.layers:
+                meta["layers"] = self.layers
+            if not self.include_prompt:
+                meta["include_prompt"] = False
+            if any(self.prompts.values()):
+                meta["prompts"], meta["prompt_lengths"] = self.prompts, self.prompt_lengths
+            (tmp / "hardneg.json").write_text(json.dumps(meta, indent=2) + "\n")
             if tokenizer is not None:
                 st_layout.write_layout(tmp, self, tokenizer)
 
@@ -259,14 +392,20 @@ class BiEncoder(nn.Module):
         doc_encoder = None if meta["shared"] else AutoModel.from_pretrained(model_dir / "doc_encoder")
         model = cls(query_encoder, doc_encoder, pooling=meta["pooling"], projection_dim=meta["projection_dim"],
                     normalize=meta.get("normalize", False), markers=Markers.from_json(meta.get("markers")),
-                    query_max_length=meta.get("query_max_length"), doc_max_length=meta.get("doc_max_length"))
+                    query_max_length=meta.get("query_max_length"), doc_max_length=meta.get("doc_max_length"),
+                    layers=meta.get("layers"), include_prompt=meta.get("include_prompt", True),
+                    prompts=meta.get("prompts"), prompt_lengths=meta.get("prompt_lengths"))
         if (model_dir / "head.safetensors").exists():
             weights = load_file(str(model_dir / "head.safetensors"))
-            for name in ("query_head", "doc_head"):
-                head = getattr(model, name)
-                if head is not None:
-                    head.load_state_dict({k.split(".", 1)[1]: v for k, v in weights.items() if k.startswith(name)})
+            for name, part in model._weighted_parts():
+                part.load_state_dict({k.split(".", 1)[1]: v for k, v in weights.items() if k.split(".", 1)[0] == name})
         return model
+
+    def _weighted_parts(self) -> list[tuple[str, nn.Module]]:
+        """The parts after the pooling that have weights, by the name their weights have in ``head.safetensors``."""
+        parts = (("query_head", self.query_head), ("doc_head", self.doc_head), ("query_layers", self.query_layers),
+                 ("doc_layers", self.doc_layers))
+        return [(name, part) for name, part in parts if part is not None]
 
     @classmethod
     def create(cls, spec: ModelSpec, *, vocab_size: int, pad_token_id: int, max_length: int, seed: int,
@@ -284,10 +423,24 @@ class BiEncoder(nn.Module):
                                   augment=spec.query_augmentation)
             if doc_encoder is not None:
                 add_markers(tokenizer, doc_encoder, spec.query_max_length + 1, seed + 1)
+        folder = st_folder.model_folder(spec.name)
+        layers = folder.layers() if folder is not None else []
+        include_prompt = folder.include_prompt if folder is not None else True
+        prompts = {"query": spec.query_prompt, "doc": spec.doc_prompt}
+        lengths = None
+        if not include_prompt and any(prompts.values()):
+            if tokenizer is None:
+                raise ValueError("a model leaving its prompts out of the pooling is created with its tokenizer")
+            lengths = {side: prompt_length(tokenizer, prompt) for side, prompt in prompts.items()}
+        _warn_beyond_folder_length(spec, folder)
         torch.manual_seed(seed + 2)
-        return cls(query_encoder, doc_encoder, pooling=spec.pooling, projection_dim=spec.projection_dim,
-                   normalize=spec.normalize, markers=markers, query_max_length=spec.query_max_length,
-                   doc_max_length=spec.doc_max_length)
+        model = cls(query_encoder, doc_encoder, pooling=spec.pooling, projection_dim=spec.projection_dim,
+                    normalize=spec.normalize, markers=markers, query_max_length=spec.query_max_length,
+                    doc_max_length=spec.doc_max_length, layers=[layer.to_json() for layer in layers],
+                    include_prompt=include_prompt, prompts=prompts, prompt_lengths=lengths)
+        if layers:
+            load_layer_weights(folder, layers, [model.query_layers, model.doc_layers])
+        return model
 
     @classmethod
     def from_encoder(cls, model_dir: str | os.PathLike, spec: ModelSpec, *, seed: int) -> "BiEncoder":
@@ -303,15 +456,31 @@ class BiEncoder(nn.Module):
         torch.manual_seed(seed + 2)
         return cls(encoder, None, pooling=spec.pooling, projection_dim=spec.projection_dim, normalize=spec.normalize,
                    markers=Markers.from_json(meta.get("markers")) if spec.markers else None,
-                   query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+                   query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
+                   prompts={"query": spec.query_prompt, "doc": spec.doc_prompt})
+
+
+def _warn_beyond_folder_length(spec: ModelSpec, folder: st_folder.SentenceTransformerFolder | None) -> None:
+    """Say so when the cache's lengths exceed the most tokens the folder's model reads (its ``max_seq_length``):
+    hardneg reads as many as the config says, the model's authors trained it on fewer."""
+    limit = folder.max_seq_length if folder is not None else None
+    for key in ("query_max_length", "doc_max_length"):
+        if limit is not None and getattr(spec, key) > limit:
+            log.warning("params.model.%s (%d) is more than the %d tokens %s reads (its max_seq_length)", key,
+                        getattr(spec, key), limit, spec.name)
 
 
 def describe(model: nn.Module) -> dict:
     if not isinstance(model, BiEncoder):
         return {"model": type(model).__name__, "parameters": sum(p.numel() for p in model.parameters())}
-    return {"parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim, "shared": model.shared,
-            "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize,
-            "markers": model.markers is not None}
+    facts = {"parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim, "shared": model.shared,
+             "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize,
+             "markers": model.markers is not None}
+    if model.layers:
+        facts["layers"] = [layer["kind"] for layer in model.layers]
+    if any(model.prompts.values()):
+        facts["prompts"] = model.prompts
+    return facts
 
 
 __all__ = ["BiEncoder", "ModelSpec", "asdict", "describe"]

@@ -3,7 +3,9 @@ when training saves the model (:mod:`hardneg.pipeline.train`).
 
 It names the base model, the method, the training data (dataset, split, number of queries), the training hash
 (of what training read), the metrics or the file that will hold them, and how to load the folder with
-sentence-transformers and with transformers, documents given as the (title, text) pair the model was trained on.
+sentence-transformers and with transformers, documents given as the (title, text) pair the model was trained on:
+which sentence-transformers call gives which side's vectors (``encode_query`` the queries', ``encode_document``
+the documents'; plain ``encode`` neither when the sides differ), and the prompts the model reads.
 
 The facts it is written from (:class:`CardFacts`) are kept in its YAML front matter under ``hardneg:``, so that
 :func:`refresh_model_card` writes it again with the run's metrics, which the workflow measures after the model is
@@ -164,7 +166,10 @@ def _describe_bi_encoder(meta: dict, facts: CardFacts, separator: str) -> list[s
     head = f", projected to {meta['projection_dim']} dimensions (linear, then LayerNorm)" \
         if meta.get("projection_dim") else ""
     norm = ", L2-normalised" if meta.get("normalize") else ""
-    lines.append(f"- **Vectors**: {meta.get('dim')} dimensions, {pooling.get(meta.get('pooling'), meta.get('pooling'))}"
+    pooled = pooling.get(meta.get("pooling"), f"`{meta.get('pooling')}` pooling (as sentence-transformers' Pooling)")
+    if meta.get("prompts") and meta.get("include_prompt") is False:
+        pooled += " over the text's tokens after the prompt's"
+    lines.append(f"- **Vectors**: {meta.get('dim')} dimensions, {pooled}{_layers(meta.get('layers'))}"
                  f"{head}{norm}; relevance is the inner product of a query's and a document's vectors.")
     lengths = [f"{side} at {meta[key]} tokens" for side, key in (("queries", "query_max_length"),
                                                                   ("documents", "doc_max_length")) if meta.get(key)]
@@ -173,11 +178,42 @@ def _describe_bi_encoder(meta: dict, facts: CardFacts, separator: str) -> list[s
     if meta.get("markers"):
         lines.append("- **Markers**: ColBERT markers follow [CLS] (and queries are padded with [MASK]s); "
                      "sentence-transformers' `encode_query` / `encode_document` add them (the folder's prompts).")
+    prompts = meta.get("prompts") or {}
+    if any(prompts.values()):
+        shown = {side: json.dumps(prompts.get(key, "")) for side, key in (("queries", "query"), ("documents", "doc"))}
+        lines.append(f"- **Prompts**: queries are read after the prompt {shown['queries']}, documents after "
+                     f"{shown['documents']} (before the title), as the model was trained; they are the folder's "
+                     "`query` and `document` prompts.")
     joined = f'"title {separator} text"' if separator else '"title text"'
     lines.append(f"- **Documents**: a document is the pair (title, text), which the tokenizer joins ({joined}, no "
                  f"token type ids): give `encode_document` `(title, text)` tuples, or the one string {joined}, "
                  "which tokenizes the same; a document without a title is its text alone (not `(\"\", text)`).")
+    lines.append(_which_call(meta))
     return lines
+
+
+def _which_call(meta: dict) -> str:
+    """The card's line saying which sentence-transformers call gives which side's vectors."""
+    line = ("- **Which call gives which vectors**: sentence-transformers' `encode_query` gives the query vectors, "
+            "`encode_document` the document vectors; plain `encode` ")
+    prompted = any((meta.get("prompts") or {}).values())
+    if prompted or meta.get("markers"):
+        return line + f"gives neither, as it reads a text without the {'prompts' if prompted else 'marker'}."
+    if not meta.get("shared", True):
+        return line + "reads a text as a document, with the document encoder."
+    return line + "reads a text as a document (cut at the documents' length)."
+
+
+def _layers(layers: list | None) -> str:
+    """The layers a sentence-transformers folder had after its pooling, in words (empty without)."""
+    if not layers:
+        return ""
+    words = [f"a linear layer to {layer['out_features']} dimensions"
+             + ("" if layer.get("bias", True) else " without bias")
+             + ("" if str(layer.get("activation")).endswith(".Identity") else
+                f" then {str(layer.get('activation')).rsplit('.', 1)[-1]}") if layer["kind"] == "dense"
+             else "LayerNorm" for layer in layers]
+    return f", through {', '.join(words)} (the base model's sentence-transformers modules after its pooling)"
 
 
 def _st_snippet(path: str) -> list[str]:
@@ -221,11 +257,14 @@ def _how_to_load(folder: Path, path: str, meta: dict | None, separator: str) -> 
                 f"`AutoModel.from_pretrained({json.dumps(path)})` loads its encoder, and the method's own model class, named "
                 "by the folder's JSON file, loads the rest."]
     lines = ["## How to load", "", f"### sentence-transformers ({REQUIREMENT})", "", *_st_snippet(path), ""]
-    if meta.get("markers") or meta.get("projection_dim"):
+    unread = ("ColBERT markers" if meta.get("markers") else "projection head (`head.safetensors`)"
+              if meta.get("projection_dim") else "layers after the pooling" if meta.get("layers") else
+              "prompts" if any((meta.get("prompts") or {}).values()) else
+              f"`{meta.get('pooling')}` pooling" if meta.get("pooling") not in ("cls", "mean") else None)
+    if unread:
         lines += ["### transformers", "",
-                  f"`AutoModel.from_pretrained({json.dumps(path)})` loads the query encoder; the "
-                  + ("ColBERT markers" if meta.get("markers") else "projection head (`head.safetensors`)")
-                  + " are not read by it: load the folder with sentence-transformers or with "
+                  f"`AutoModel.from_pretrained({json.dumps(path)})` loads the query encoder; the {unread} "
+                  "are not read by it: load the folder with sentence-transformers or with "
                   "`hardneg.dense.model.BiEncoder.load` to get the run's vectors."]
     else:
         lines += ["### transformers", "", *_transformers_snippet(path, meta)]

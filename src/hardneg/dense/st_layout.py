@@ -10,11 +10,16 @@ setting:
 * the encoder: ``Transformer`` (``sentence_bert_config.json``), reading as many tokens of a query and of a
   document as hardneg does (``query_length`` / ``document_length``, :func:`lengths`), without token type ids
   (hardneg passes none: the tokens of a (title, text) pair are all of the first segment);
-* ``pooling``: ``Pooling`` (``cls`` or ``mean``);
+* ``pooling``: ``Pooling``, its mode and ``include_prompt``;
+* the layers of a sentence-transformers folder the model was made of (:mod:`hardneg.dense.st_folder`): ``Dense``
+  (with its activation) and ``LayerNorm``, with their weights as trained;
 * the projection head: ``Dense`` (identity activation), then ``LayerNorm``;
 * ``normalize``: ``Normalize``;
 * separate query and document encoders: a ``Router`` with a ``query`` and a ``document`` route (``document``
   when no task is given), each with its encoder (the query encoder is the root folder itself) and its head;
+* prompts: the prompts ``query`` / ``document``, the texts the tokenized cache put before each query and
+  document, which ``encode_query`` / ``encode_document`` put before them; ``include_prompt: false`` (a folder's
+  Pooling that leaves its prompts out) leaves the same tokens out of the pooling as hardneg;
 * ColBERT markers: the prompts ``query`` / ``document``, the marker token and a space, which ``encode_query`` /
   ``encode_document`` put before the text, so that the marker follows [CLS]; mean pooling leaves the prompt's
   tokens, [CLS] and the marker, out (``include_prompt: false``), as hardneg's does. The tokenizer saved reads a
@@ -26,8 +31,9 @@ A document with a title is the pair ``(title, text)``, as hardneg tokenizes it (
 text)])``), or the one string ``"title [SEP] text"`` (:func:`pair_separator`: the tokens between the pair's two
 segments), which WordPiece tokenizes the same; a document without a title is its text alone (``("", text)`` is
 another input). sentence-transformers' standard modules take no ``{"title": ..., "text": ...}`` dict, so the
-model card (:mod:`hardneg.dense.model_card`) states this form. ``encode`` without a task reads a text as a
-document without the marker: use ``encode_query`` / ``encode_document``.
+model card (:mod:`hardneg.dense.model_card`) states this form. ``encode`` without a task reads a text without a
+prompt (as a document, in a Router): it gives neither side's vectors when the prompts are not empty. Use
+``encode_query`` / ``encode_document``.
 
 Limitations: with query augmentation, sentence-transformers cuts queries at the markers' fixed length (it cannot
 cut a query shorter than it pads it), hardneg at the cache's ``query_max_length`` plus the marker, which is
@@ -139,12 +145,14 @@ def transformer_config(model: BiEncoder, encoder: nn.Module, tasks: list[str], t
     return {key: value for key, value in config.items() if value is not None}
 
 
-def prompts(markers: Markers | None, tokenizer) -> dict[str, str]:
-    """The prompt of each task: its marker token and a space (empty without markers). sentence-transformers
-    measures a prompt as its tokens less the closing [SEP], here [CLS] and the marker: the positions hardneg's mean
-    pooling skips (:data:`hardneg.dense.markers.SKIP`), which ``include_prompt: false`` leaves out."""
+def prompts(model: BiEncoder, tokenizer) -> dict[str, str]:
+    """The prompt of each task: the model's (:attr:`BiEncoder.prompts`), or with markers its marker token and a
+    space. sentence-transformers measures a marker's prompt as its tokens less the closing [SEP], here [CLS] and
+    the marker: the positions hardneg's mean pooling skips (:data:`hardneg.dense.markers.SKIP`), which
+    ``include_prompt: false`` leaves out."""
+    markers = model.markers
     if markers is None:
-        return {"query": "", "document": ""}
+        return {"query": model.prompts["query"], "document": model.prompts["doc"]}
     query, doc = tokenizer.convert_ids_to_tokens([markers.query, markers.doc])
     return {"query": f"{query} ", "document": f"{doc} "}
 
@@ -155,28 +163,51 @@ def _write_json(path: Path, data) -> None:
 
 
 def _write_pooling(folder: Path, model: BiEncoder) -> None:
+    if model.markers is not None:
+        # hardneg's mean skips [CLS] and the marker, the prompt's tokens; its CLS pooling reads [CLS] all the same
+        include_prompt = model.pooling != "mean"
+    else:
+        include_prompt = model.include_prompt
     _write_json(folder / "config.json", {
         "embedding_dimension": model.query_encoder.config.hidden_size, "pooling_mode": model.pooling,
-        # hardneg's mean skips [CLS] and the marker, the prompt's tokens; its CLS pooling reads [CLS] all the same
-        "include_prompt": not (model.markers is not None and model.pooling == "mean")})
+        "include_prompt": include_prompt})
 
 
-def _write_head(folder: Path, prefix: str, head: Head) -> list[tuple[str, str]]:
-    """``head`` as a ``Dense`` (identity activation) then a ``LayerNorm`` module, in the folders
-    ``<prefix>2_Dense`` and ``<prefix>3_LayerNorm`` (after the encoder and the pooling); their (folder, type)."""
+def _write_dense(folder: Path, path: str, linear: nn.Linear, activation: str) -> tuple[str, str]:
+    """A ``Dense`` module of ``linear`` and ``activation`` (a torch class path) in ``folder/path``."""
     from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
 
-    def weights(module: nn.Module, name: str) -> dict:
-        return {f"{name}.{key}": value.detach().cpu().contiguous() for key, value in module.state_dict().items()}
+    _write_json(folder / path / "config.json", {"in_features": linear.in_features, "out_features": linear.out_features,
+                                                "bias": linear.bias is not None, "activation_function": activation})
+    save_file({f"linear.{key}": value.detach().cpu().contiguous() for key, value in linear.state_dict().items()},
+              str(folder / path / "model.safetensors"), metadata={"format": "pt"})
+    return path, DENSE
 
-    dense, norm = f"{prefix}2_Dense", f"{prefix}3_LayerNorm"
-    linear = head.linear
-    _write_json(folder / dense / "config.json", {"in_features": linear.in_features, "out_features": linear.out_features,
-                                                 "bias": linear.bias is not None, "activation_function": IDENTITY})
-    save_file(weights(linear, "linear"), str(folder / dense / "model.safetensors"), metadata={"format": "pt"})
-    _write_json(folder / norm / "config.json", {"dimension": head.norm.normalized_shape[0]})
-    save_file(weights(head.norm, "norm"), str(folder / norm / "model.safetensors"), metadata={"format": "pt"})
-    return [(dense, DENSE), (norm, LAYER_NORM)]
+
+def _write_layer_norm(folder: Path, path: str, norm: nn.LayerNorm) -> tuple[str, str]:
+    """A ``LayerNorm`` module of ``norm`` in ``folder/path``."""
+    from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
+
+    _write_json(folder / path / "config.json", {"dimension": norm.normalized_shape[0]})
+    save_file({f"norm.{key}": value.detach().cpu().contiguous() for key, value in norm.state_dict().items()},
+              str(folder / path / "model.safetensors"), metadata={"format": "pt"})
+    return path, LAYER_NORM
+
+
+def _write_after_pooling(folder: Path, prefix: str, model: BiEncoder, layers: nn.Module | None,
+                         head: Head | None) -> list[tuple[str, str]]:
+    """The modules after the pooling (module 1): the model's ``layers`` (a folder's ``Dense`` and ``LayerNorm``,
+    :attr:`BiEncoder.layers`), then ``head`` as a ``Dense`` (identity activation) and a ``LayerNorm``, in the
+    folders ``<prefix><index>_Dense`` / ``<prefix><index>_LayerNorm`` from index 2; their (folder, type)."""
+    modules = []
+    for config, layer in zip(model.layers, layers if layers is not None else []):
+        path = f"{prefix}{2 + len(modules)}_{'Dense' if config['kind'] == 'dense' else 'LayerNorm'}"
+        modules.append(_write_dense(folder, path, layer.linear, config["activation"]) if config["kind"] == "dense"
+                       else _write_layer_norm(folder, path, layer.norm))
+    if head is not None:
+        modules.append(_write_dense(folder, f"{prefix}{2 + len(modules)}_Dense", head.linear, IDENTITY))
+        modules.append(_write_layer_norm(folder, f"{prefix}{2 + len(modules)}_LayerNorm", head.norm))
+    return modules
 
 
 def _write_router(folder: Path, model: BiEncoder, tokenizer) -> None:
@@ -186,12 +217,12 @@ def _write_router(folder: Path, model: BiEncoder, tokenizer) -> None:
     _write_pooling(folder / pooling, model)
     types, routes = {}, {}
     doc_head = model.query_head if model.doc_head is None else model.doc_head  # as BiEncoder.encode
-    for task, encoder, path, head in (("query", model.query_encoder, ".", model.query_head),
-                                      ("document", model.doc_encoder, DOC_ENCODER, doc_head)):
+    doc_layers = model.query_layers if model.doc_layers is None else model.doc_layers
+    for task, encoder, path, layers, head in (("query", model.query_encoder, ".", model.query_layers, model.query_head),
+                                              ("document", model.doc_encoder, DOC_ENCODER, doc_layers, doc_head)):
         _write_json(folder / path / "sentence_bert_config.json", transformer_config(model, encoder, [task], tokenizer))
         modules = [(path, TRANSFORMER), (pooling, POOLING)]
-        if head is not None:
-            modules += _write_head(folder, f"{task}_", head)
+        modules += _write_after_pooling(folder, f"{task}_", model, layers, head)
         types.update(modules)
         routes[task] = [path for path, _ in modules]
     _write_json(folder / "router_config.json", {
@@ -206,7 +237,7 @@ def write_layout(folder: str | Path, model: BiEncoder, tokenizer) -> None:
     normalisation modules, and ``router_config.json`` when the encoders are separate (see the module docstring)."""
     folder = Path(folder)
     _write_json(folder / "config_sentence_transformers.json", {
-        "model_type": "SentenceTransformer", "prompts": prompts(model.markers, tokenizer), "default_prompt_name": None,
+        "model_type": "SentenceTransformer", "prompts": prompts(model, tokenizer), "default_prompt_name": None,
         "similarity_fn_name": "dot",  # hardneg's relevance is the inner product
         "requirements": {"sentence_transformers": {
             "specifier": REQUIREMENT,
@@ -216,8 +247,7 @@ def write_layout(folder: str | Path, model: BiEncoder, tokenizer) -> None:
                     transformer_config(model, model.query_encoder, ["document", "query"], tokenizer))
         _write_pooling(folder / "1_Pooling", model)
         modules = [("", TRANSFORMER), ("1_Pooling", POOLING)]
-        if model.query_head is not None:
-            modules += _write_head(folder, "", model.query_head)
+        modules += _write_after_pooling(folder, "", model, model.query_layers, model.query_head)
     else:
         _write_router(folder, model, tokenizer)
         modules = [("", ROUTER)]

@@ -7,8 +7,14 @@ A cache folder holds, per text set (``corpus`` and ``queries_<split>``):
     <name>.rows.parquet the document or query id of each row (ROW_IDS)
 
 Documents are encoded as the pair (title, text): ``[CLS] title [SEP] text [SEP]``, or ``[CLS] text [SEP]`` when
-the title is blank. Texts are tokenized in chunks and each chunk's rows are appended to the file, so the
-tokenized corpus is never in memory; stages read it through a memory map (as DRhard's pre-tokenised memmaps).
+the title is blank. A prompt (``params.model.query_prompt`` / ``doc_prompt``, or the model folder's:
+:mod:`hardneg.dense.st_folder`) is put before every text of its side before it is tokenized, as
+sentence-transformers puts it: before the query, before a document's title (the pair's first text), or before its
+text when it has no title; its tokens count within the maximum length. The prompts are part of the cache's
+identity (:func:`cache_key`) and recorded in ``cache.json``.
+
+Texts are tokenized in chunks and each chunk's rows are appended to the file, so the tokenized corpus is never in
+memory; stages read it through a memory map (as DRhard's pre-tokenised memmaps).
 
 With ``exclude_empty`` the corpus set leaves out the empty documents (see :mod:`hardneg.datasets.empty_documents`), so
 every stage that reads it (encoding, hence the corpus embeddings and their row ids, indexes, dense rankings and
@@ -33,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hardneg.datasets.empty_documents import EXAMPLES, empty_docids, empty_mask
+from hardneg.dense.st_folder import folder_prompts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import DataError
 from hardneg.io import artifacts
@@ -48,18 +55,21 @@ LENGTH_QUANTILES = (0.95, 0.99)  # the suggested maximum lengths keep these shar
 _LENGTH_SAMPLE = 10_000  # cut texts re-tokenized whole to estimate the length quantiles
 
 
-def _inputs(first: list[str], second: list[str] | None) -> list:
+def _inputs(first: list[str], second: list[str] | None, prompt: str = "") -> list:
     """What the tokenizer reads: queries as they are; documents as (title, text), or the text alone when the
-    title is blank."""
-    return list(first) if second is None else [(t, x) if t and t.strip() else x for t, x in zip(first, second)]
+    title is blank; ``prompt`` before the first text of each."""
+    if second is None:
+        return [prompt + text for text in first]
+    return [(prompt + t, x) if t and t.strip() else prompt + x for t, x in zip(first, second)]
 
 
-def encode_chunk(tokenizer, first: list[str], second: list[str] | None, max_length: int):
-    """Token ids [rows, max_length] (padded), lengths, and whether each text was cut to ``max_length``."""
+def encode_chunk(tokenizer, first: list[str], second: list[str] | None, max_length: int, prompt: str = ""):
+    """Token ids [rows, max_length] (padded), lengths, and whether each text was cut to ``max_length``;
+    ``prompt`` put before each text (see the module docstring)."""
     backend = tokenizer.backend_tokenizer
     backend.enable_truncation(max_length)
     backend.no_padding()
-    encodings = backend.encode_batch(_inputs(first, second))
+    encodings = backend.encode_batch(_inputs(first, second, prompt))
     ids = np.full((len(encodings), max_length), tokenizer.pad_token_id, dtype=np.int32)
     lengths = np.empty(len(encodings), dtype=np.int32)
     cut = np.zeros(len(encodings), dtype=bool)
@@ -98,7 +108,7 @@ def length_quantiles(kept: np.ndarray, cut_sample: np.ndarray, num_cut: int, qua
     return out
 
 
-def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length: int) -> dict:
+def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length: int, prompt: str = "") -> dict:
     """Tokenize one text set into the cache; return its truncation facts (see :func:`_truncation`)."""
     matrix = NpyWriter(path / f"{name}.ids.npy", (rows, max_length), np.int32)  # rows appended, never all in memory
     lengths = np.empty(rows, dtype=np.int32)
@@ -109,12 +119,12 @@ def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length:
     sample, sample_keys = [], np.zeros(0)
     cursor = 0
     for id_chunk, first, second in batches:
-        chunk_ids, chunk_len, chunk_cut = encode_chunk(tokenizer, first, second, max_length)
+        chunk_ids, chunk_len, chunk_cut = encode_chunk(tokenizer, first, second, max_length, prompt)
         matrix.write(chunk_ids)
         lengths[cursor:cursor + len(chunk_ids)] = chunk_len
         cut[cursor:cursor + len(chunk_ids)] = chunk_cut
         if chunk_cut.any():
-            inputs = _inputs(first, second)
+            inputs = _inputs(first, second, prompt)
             sample += [inputs[i] for i in np.flatnonzero(chunk_cut)]
             sample_keys = np.concatenate([sample_keys, rng.random(int(chunk_cut.sum()))])
             if len(sample) > _LENGTH_SAMPLE:
@@ -160,14 +170,23 @@ def _model_limit(tokenizer) -> int | None:
 
 def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathLike,
                 queries: dict[str, str | os.PathLike], out_dir: str | os.PathLike, *, doc_max_length: int,
-                query_max_length: int, exclude_empty: bool = False, dataset: str | None = None) -> dict:
+                query_max_length: int, exclude_empty: bool = False, dataset: str | None = None,
+                query_prompt: str | None = "", doc_prompt: str | None = "") -> dict:
     """Tokenize the corpus and each split's queries into ``out_dir`` (written whole, then renamed into place).
+
+    ``query_prompt`` / ``doc_prompt``: put before each query / document (see the module docstring); None: the
+    prompt of that side of the model folder ``tokenizer_source`` (:func:`hardneg.dense.st_folder.folder_prompts`),
+    which is how the job reads a hub model's prompts. A prompt is recorded in ``cache.json`` (``prompts``).
 
     ``exclude_empty`` leaves the empty documents out of the corpus set. Returns the ``cache.json`` facts: the
     empty documents (``count``, first ``docids``, whether ``excluded``) and per text set its ``truncation``
     (``rows``, ``cut``, ``max_length``, and ``fit``: the lengths keeping 95% and 99% whole). A set with more
     than :data:`TRUNCATION_WARN_SHARE` cut is reported on the console; ``dataset`` names it there."""
     tokenizer = load_tokenizer(tokenizer_source)
+    if query_prompt is None or doc_prompt is None:
+        own = folder_prompts(str(tokenizer_source))
+        query_prompt = own["query"] if query_prompt is None else query_prompt
+        doc_prompt = own["doc"] if doc_prompt is None else doc_prompt
     empty = empty_docids(corpus_path)
     truncation = {}
     with atomic_dir(out_dir) as tmp:
@@ -182,7 +201,8 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
         rows = corpus.metadata.num_rows - (len(empty) if exclude_empty else 0)
         if rows == 0:
             raise DataError(corpus_path, None, "every document is empty (no title, no text): nothing to encode")
-        truncation["corpus"] = _write_set(tokenizer, tmp, "corpus", corpus_batches(), rows, doc_max_length)
+        truncation["corpus"] = _write_set(tokenizer, tmp, "corpus", corpus_batches(), rows, doc_max_length,
+                                          doc_prompt)
         if exclude_empty and empty:
             log.info("left %d empty documents out of the tokenized corpus (e.g. %s)", len(empty),
                      ", ".join(empty[:EXAMPLES]))
@@ -195,12 +215,14 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
                     yield part["qid"].to_pylist(), part["text"].to_pylist(), None
 
             truncation[f"queries_{split}"] = _write_set(tokenizer, tmp, f"queries_{split}", query_batches(),
-                                                        table.num_rows, query_max_length)
+                                                        table.num_rows, query_max_length, query_prompt)
         facts = {"tokenizer": str(tokenizer_source), "doc_max_length": doc_max_length,
                  "query_max_length": query_max_length, "pad_token_id": tokenizer.pad_token_id,
                  "vocab_size": len(tokenizer),
                  "empty_documents": {"count": len(empty), "docids": empty[:EXAMPLES], "excluded": bool(exclude_empty)},
                  "truncation": truncation}
+        if query_prompt or doc_prompt:  # a cache without prompts records none, as before there were any
+            facts["prompts"] = {"query": query_prompt, "doc": doc_prompt}
         (tmp / "cache.json").write_text(json.dumps(facts, indent=2) + "\n")
     where = f" of dataset {dataset}" if dataset else ""
     limit = _model_limit(tokenizer)
@@ -328,7 +350,13 @@ class TokenizedTexts:
                        recompute=grad_cache_rows is not None)
 
 
-def cache_key(tokenizer_source: str, doc_max_length: int, query_max_length: int) -> str:
-    """A folder name for one (tokenizer, lengths) combination."""
+def cache_key(tokenizer_source: str, doc_max_length: int, query_max_length: int, query_prompt: str | None = "",
+              doc_prompt: str | None = "") -> str:
+    """A folder name for one (tokenizer, lengths, prompts) combination. The prompts (:func:`build_cache`'s; None:
+    the model folder's own, read by the job) add ``-p<digest>``; a cache without prompts has none."""
     digest = hashlib.sha256(str(tokenizer_source).encode()).hexdigest()[:10]
-    return f"{Path(str(tokenizer_source)).name or 'tok'}-{digest}-d{doc_max_length}-q{query_max_length}"
+    key = f"{Path(str(tokenizer_source)).name or 'tok'}-{digest}-d{doc_max_length}-q{query_max_length}"
+    if query_prompt == "" and doc_prompt == "":
+        return key
+    prompts = hashlib.sha256(json.dumps([query_prompt, doc_prompt]).encode()).hexdigest()[:10]
+    return f"{key}-p{prompts}"

@@ -63,10 +63,12 @@ def is_index_export(path: Path) -> bool:
 def auto_query_encoder(model_dir: str | os.PathLike) -> dict | None:
     """The settings of Pyserini's ``AutoQueryEncoder`` that encode queries as the model at ``model_dir`` does
     (``{"pooling": "cls" | "mean", "l2_norm": bool}``), or None when no built-in encoder does: a model with
-    ColBERT markers or a projection head. They match for queries of at most the model's query length: Pyserini
-    cuts queries at the tokenizer's limit (512 for BERT), hardneg at ``params.model.query_max_length``."""
+    ColBERT markers, a projection head, a sentence-transformers folder's layers or prompts, or another pooling.
+    They match for queries of at most the model's query length: Pyserini cuts queries at the tokenizer's limit
+    (512 for BERT), hardneg at ``params.model.query_max_length``."""
     meta = json.loads((Path(model_dir) / "hardneg.json").read_text())
-    if meta.get("markers") is not None or meta.get("projection_dim"):
+    if meta.get("markers") is not None or meta.get("projection_dim") or meta.get("layers") or meta.get("prompts") \
+            or meta["pooling"] not in ("cls", "mean"):
         return None
     return {"pooling": meta["pooling"], "l2_norm": bool(meta.get("normalize", False))}
 

@@ -51,6 +51,7 @@ def documents_as_indexed(model, resolved: dict, init_model: str | os.PathLike | 
     fixed = BiEncoder.load(init_model)
     model.doc_encoder = fixed.query_encoder if fixed.shared else fixed.doc_encoder
     model.doc_head = fixed.query_head if fixed.doc_head is None else fixed.doc_head
+    model.doc_layers = fixed.query_layers if fixed.doc_layers is None else fixed.doc_layers
     model.doc_max_length = fixed.doc_max_length  # the length those documents were cut at
 
 

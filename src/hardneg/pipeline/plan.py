@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from hardneg import methods
 from hardneg.datasets.adapters import dataset_splits
+from hardneg.dense.st_folder import cache_prompts
 from hardneg.dense.tokenized import cache_key
 from hardneg.io.index_names import slug as factory_slug
 from hardneg.datasets.hidden import hidden_split
@@ -173,9 +174,14 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
             return self.layout.tokenizer(self.dataset(run), model["vocab_size"])
         return model["name"]
 
+    def cache_prompts(self, run: str) -> tuple[str | None, str | None]:
+        """The (query, document) prompts of the run's tokenized cache (None: a hub model's own, read by the job)."""
+        return cache_prompts(self.model_params(run), where=f"runs.{run}.params.model")
+
     def cache_key(self, run: str) -> str:
         model = self.model_params(run)
-        return cache_key(self.tokenizer_source(run), model["doc_max_length"], model["query_max_length"])
+        return cache_key(self.tokenizer_source(run), model["doc_max_length"], model["query_max_length"],
+                         *self.cache_prompts(run))
 
     def cache_dir(self, run: str) -> str:
         return self.layout.tokenized(self.dataset(run), self.cache_key(run))
@@ -185,10 +191,12 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         out = {}
         for run in self.trained_runs:
             model = self.model_params(run)
+            query_prompt, doc_prompt = self.cache_prompts(run)
             out[(self.dataset(run), self.cache_key(run))] = {
                 "tokenizer": self.tokenizer_source(run), "doc_max_length": model["doc_max_length"],
                 "query_max_length": model["query_max_length"], "splits": self.splits(run),
-                "empty_documents": self.datasets[self.dataset(run)]["empty_documents"]}
+                "empty_documents": self.datasets[self.dataset(run)]["empty_documents"],
+                "query_prompt": query_prompt, "doc_prompt": doc_prompt}
         return out
 
     def builtin_tokenizers(self, dataset: str, key: str) -> list[str]:

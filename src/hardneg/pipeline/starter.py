@@ -17,6 +17,8 @@ What it settles so that its runs train as written:
 * **steps**: each training run's batch and epochs are chosen from the training split's size so that training
   makes enough optimiser steps (:func:`hardneg.pipeline.train_steps.too_few_steps` is false: the check behind the
   training's console warning), a small split in smaller batches;
+* **the model as its authors saved it**: a pretrained model's pooling and normalisation left to its folder
+  (``auto``), its prompts written out when it has some (:func:`pretrained_model_section`);
 * **portable text**: plain YAML (no anchors), the packaged MiniLM by its short name ``minilm`` (found where a
   model is loaded, :mod:`hardneg.dense.pretrained`), paths as they were given (a relative path stays relative to
   the folder Snakemake runs in).
@@ -38,6 +40,7 @@ from hardneg.datasets.qrels import read_trec_qrels
 from hardneg.datasets.splits import HELD_OUT, TRAIN, held_out_queries
 from hardneg.dense.data import TrainQueries
 from hardneg.dense.pretrained import MINILM, model_source
+from hardneg.dense.st_folder import read_folder
 from hardneg.errors import ConfigError
 from hardneg.io.atomic import write_text
 from hardneg.io.layout import RESULTS, Layout
@@ -214,6 +217,21 @@ def model_prefix(model: str) -> str:
     return "".join(c if c.isalnum() or c in "_.-" else "_" for c in Path(model).resolve().name) + "_"
 
 
+def pretrained_model_section(reference: str, folder: str | os.PathLike) -> dict:
+    """The ``params.model`` of a starter config for the pretrained model in ``folder`` (named ``reference`` in the
+    config): pooling and normalisation left to the folder (``auto``: a sentence-transformers folder's own, else
+    mean pooling and normalised vectors), queries cut at 64 tokens and documents at 256, or at the folder's
+    ``max_seq_length`` when it is shorter, and, when the folder has prompts, its query and document prompts
+    written out (:mod:`hardneg.dense.st_folder`)."""
+    modules = read_folder(str(folder), where="--model")
+    limit = modules.max_seq_length if modules is not None and modules.max_seq_length else None
+    section = {"name": reference, "pooling": "auto", "normalize": "auto",
+               "query_max_length": min(64, limit or 64), "doc_max_length": min(256, limit or 256)}
+    if modules is not None and (modules.prompt("query") or modules.prompt("doc")):
+        section |= {"query_prompt": modules.prompt("query"), "doc_prompt": modules.prompt("doc")}
+    return section
+
+
 def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "builtin", seed: int = 42) -> dict:
     """A config for ``dataset`` (an entry of ``datasets``, named ``name``) with the runs of the STAR/ADORE chain.
 
@@ -245,8 +263,7 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
         if not (Path(folder) / "config.json").is_file():
             raise ConfigError("--model", f"{folder} is not a Hugging Face model folder (no config.json)")
         reference = MINILM if model == MINILM else _as_given(Path(model))
-        model_section = {"name": reference, "pooling": "mean", "normalize": True,
-                         "query_max_length": 64, "doc_max_length": 256}
+        model_section = pretrained_model_section(reference, folder)
         runs[f"{p}zeroshot"] = {"method": "zeroshot", "params": {"model": model_section}}
         first_train = {"epochs": 1, "batch_size": BATCH_SIZE, "learning_rate": 2e-5}
         later_train = {"epochs": 1, "batch_size": BATCH_SIZE, "learning_rate": 1e-5}

@@ -23,7 +23,8 @@ def tiny(tmp_path_factory):
 def spec(**overrides) -> ModelSpec:
     return ModelSpec(**{"name": "builtin", "pooling": "mean", "projection_dim": None, "shared": True,
                         "normalize": False, "markers": True, "query_augmentation": True, "vocab_size": 8000, "builtin": TINY_MODEL,
-                        "query_max_length": 16, "doc_max_length": 64, **overrides})
+                        "query_max_length": 16, "doc_max_length": 64, "query_prompt": "", "doc_prompt": "",
+                        **overrides})
 
 
 def test_a_query_gets_its_marker_and_is_padded_with_attended_masks():

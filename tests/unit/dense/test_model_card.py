@@ -43,7 +43,7 @@ def saved_model(tokenizer_dir, folder, **overrides):
     spec = ModelSpec(**{"name": "builtin", "pooling": "mean", "projection_dim": None, "shared": True,
                         "normalize": True, "markers": False, "query_augmentation": False, "vocab_size": 300,
                         "builtin": TINY_MODEL, "query_max_length": QUERY_MAX_LENGTH,
-                        "doc_max_length": DOC_MAX_LENGTH, **overrides})
+                        "doc_max_length": DOC_MAX_LENGTH, "query_prompt": "", "doc_prompt": "", **overrides})
     model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                              max_length=DOC_MAX_LENGTH, seed=3, tokenizer=tokenizer)
     model.save(folder, tokenizer)

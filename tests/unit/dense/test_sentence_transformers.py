@@ -62,7 +62,7 @@ def spec(**overrides) -> ModelSpec:
     return ModelSpec(**{"name": "builtin", "pooling": "cls", "projection_dim": None, "shared": True,
                         "normalize": False, "markers": False, "query_augmentation": True, "vocab_size": 300,
                         "builtin": TINY_MODEL, "query_max_length": QUERY_MAX_LENGTH,
-                        "doc_max_length": DOC_MAX_LENGTH, **overrides})
+                        "doc_max_length": DOC_MAX_LENGTH, "query_prompt": "", "doc_prompt": "", **overrides})
 
 
 @contextmanager

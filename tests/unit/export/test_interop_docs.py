@@ -4,6 +4,7 @@ tests/workflow/test_workflow_interop.py runs what the command prints on a tiny c
 
 import json
 
+from hardneg.dense.st_folder import resolve_model
 from hardneg.export.index import ENCODER, auto_query_encoder, pyserini_recipe
 from hardneg.pipeline.config import load_config_file
 from hardneg.pipeline.plan import Plan
@@ -15,8 +16,8 @@ OUTPUT = "exports/adore_star_faiss"
 
 
 def test_the_page_shows_the_recipe_the_export_of_the_default_config_prints(tmp_path):
-    model = Plan(load_config_file(REPO / "config" / "config.yaml")).params("adore_star")["model"]
-    # the hardneg.json of adore_star's model, from the settings the default config gives it
+    model = resolve_model(Plan(load_config_file(REPO / "config" / "config.yaml")).params("adore_star")["model"])
+    # the hardneg.json of adore_star's model, from the settings the default config gives it (auto settled)
     (tmp_path / "hardneg.json").write_text(json.dumps({
         "pooling": model["pooling"], "normalize": model["normalize"], "projection_dim": model["projection_dim"],
         "markers": {} if model["markers"] else None}))

@@ -141,7 +141,8 @@ def test_an_entry_gives_type_default_bounds_and_description():
     assert ("`runs.<run>.params.train.learning_rate`\n:   number > 0 · default `0.0003`\n\n"
             "    the peak learning rate") in page
     assert "`datasets.<name>.adapter`\n:   one of `synthetic`, `beir`," in page
-    assert "`runs.<run>.params.model.pooling`\n:   one of `cls`, `mean` · default `mean`" in page
+    assert ("`runs.<run>.params.model.pooling`\n:   one of `auto`, `cls`, `mean`, `max`, `lasttoken`, `weightedmean`, "
+            "`mean_sqrt_len_tokens` · default `auto`") in page
     assert "`summary.p_value`\n:   number in (0, 1) · default `0.05`" in page
     assert "`runs.<run>.inputs.docs`\n:   name of a dense run · **required**" in page
     assert "### `datasets.<name>` with `adapter: synthetic` { #datasets-name-with-adapter-synthetic }" in page

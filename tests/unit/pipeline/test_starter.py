@@ -188,3 +188,31 @@ def test_a_name_whose_results_folder_is_a_run_of_another_config_is_refused(tmp_p
     assert main(["init", "--beir", "a", "--name", "star", "--output", "a.yaml"]) == 2
     assert "config key 'results': results/star is the folder of this config's run 'star'" in capsys.readouterr().err
     assert main(["init", "--beir", "a", "--name", "stars", "--output", "a.yaml"]) == 0
+
+
+def test_a_sentence_transformers_folder_gets_its_own_pooling_and_prompts(tmp_path):
+    """`hardneg init --model <folder>` of an E5-style folder: pooling and normalisation left to the folder, its
+    prompts written out, its max_seq_length capping the lengths; the runs' tokenized cache holds those prompts."""
+    import json
+
+    folder = tmp_path / "e5"
+    files = {"config.json": {"model_type": "bert", "max_position_embeddings": 512},
+             "modules.json": [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                              {"idx": 1, "name": "1", "path": "1_Pooling",
+                               "type": "sentence_transformers.models.Pooling"}],
+             "sentence_bert_config.json": {"max_seq_length": 200},
+             "1_Pooling/config.json": {"embedding_dimension": 8, "pooling_mode": "cls"},
+             "config_sentence_transformers.json": {"prompts": {"query": "query: ", "document": "passage: "},
+                                                   "similarity_fn_name": "dot"}}
+    for name, content in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(content))
+    config = starter.starter_config(starter.beir_dataset(_beir(tmp_path / "beir", 30)), model=str(folder))
+    model = config["runs"]["e5_zeroshot"]["params"]["model"]
+    assert model == {"name": str(folder), "pooling": "auto", "normalize": "auto", "query_max_length": 64,
+                     "doc_max_length": 200, "query_prompt": "query: ", "doc_prompt": "passage: "}
+    plan = Plan(validate_config(copy.deepcopy(config)))
+    cache = plan.caches()[(plan.dataset("e5_warmup"), plan.cache_key("e5_warmup"))]
+    assert (cache["query_prompt"], cache["doc_prompt"]) == ("query: ", "passage: ")
+    assert plan.cache_key("e5_warmup") == plan.cache_key("e5_zeroshot")
+    assert re.search(r"-d200-q64-p[0-9a-f]{10}$", plan.cache_key("e5_warmup"))  # the prompts' part of the key

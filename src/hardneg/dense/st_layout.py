@@ -132,10 +132,13 @@ def lengths(model: BiEncoder, encoder: nn.Module) -> dict[str, int | None]:
 def transformer_config(model: BiEncoder, encoder: nn.Module, tasks: list[str], tokenizer) -> dict:
     """``sentence_bert_config.json`` of ``encoder``, which reads the texts of ``tasks`` (sentence-transformers'
     ``query`` / ``document``; the first is what ``encode`` without a task reads): their lengths
-    (:func:`lengths`), and the markers' query augmentation when it reads queries. No token type ids: hardneg
+    (:func:`lengths`), the markers' query augmentation when it reads queries, and ``do_lower_case`` when the
+    tokenizer lowercases by a step of its own (a folder read with ``do_lower_case``). No token type ids: hardneg
     passes none, so the tokens of a (title, text) pair are all of the first segment."""
+    from hardneg.dense.tokenizer import lowercasing_step  # pyarrow: the tokenizer module reads corpora
+
     length = lengths(model, encoder)
-    config = {"max_seq_length": length[tasks[0]], "do_lower_case": False,
+    config = {"max_seq_length": length[tasks[0]], "do_lower_case": lowercasing_step(tokenizer),
               **{f"{task}_length": length[task] for task in tasks},
               "processing_kwargs": {"text": {"return_token_type_ids": False}}}
     markers = model.markers

@@ -13,6 +13,7 @@ import os
 import pyarrow.parquet as pq
 
 from hardneg.dense.pretrained import model_source
+from hardneg.dense.st_folder import model_folder
 from hardneg.io.atomic import atomic_dir
 
 log = logging.getLogger(__name__)
@@ -101,11 +102,53 @@ _PLAIN_FAST_CLASSES = {"PreTrainedTokenizerFast", "TokenizersBackend"}
 
 def load_tokenizer(source: str | os.PathLike):
     """A fast tokenizer from a local folder, a hub name (the hub needs network on first use) or a packaged model's
-    short name (:func:`hardneg.dense.pretrained.model_source`).
+    short name (:func:`hardneg.dense.pretrained.model_source`). A sentence-transformers folder whose Transformer
+    has ``do_lower_case`` gets a lowercasing step first, as sentence-transformers gives it (:func:`_lowercasing`).
 
     A folder whose tokenizer_config.json names the plain fast tokenizer (the built-in WordPiece tokenizer's) is
     loaded as that class directly: ``AutoTokenizer`` would give the same tokenizer, but importing it imports torch,
     seconds of start-up for a tokenizing job that never uses torch."""
+    return _lowercasing(_load(source), str(source))
+
+
+def _lowercasing(tokenizer, source: str):
+    """``tokenizer`` lowercasing its texts first when the sentence-transformers folder ``source`` says
+    ``do_lower_case`` (its ``sentence_bert_config.json``); saved, the tokenizer keeps that step."""
+    folder = model_folder(source) if source != BUILTIN else None
+    if folder is None or not folder.transformer.get("do_lower_case"):
+        return tokenizer
+    from tokenizers import normalizers  # tokenizers: imported only where a tokenizer is used
+
+    backend = tokenizer.backend_tokenizer
+    if backend.normalizer is None:
+        backend.normalizer = normalizers.Lowercase()
+    elif not _lowercases(json.loads(backend.normalizer.__getstate__())):
+        backend.normalizer = normalizers.Sequence([normalizers.Lowercase(), backend.normalizer])
+    return tokenizer
+
+
+def lowercasing_step(tokenizer) -> bool:
+    """Whether ``tokenizer`` lowercases its texts by a step put before its own normaliser (:func:`load_tokenizer`
+    of a folder with ``do_lower_case``, or sentence-transformers'): a step Hugging Face drops when it loads the
+    saved tokenizer again, so a saved sentence-transformers layout says ``do_lower_case`` instead."""
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    state = json.loads(normalizer.__getstate__()) if normalizer is not None else {}
+    first = state["normalizers"][0] if state.get("type") == "Sequence" and state.get("normalizers") else state
+    return first.get("type") == "Lowercase"
+
+
+def _lowercases(state) -> bool:
+    """Whether a normaliser (its JSON state) has a step that lowercases."""
+    if isinstance(state, list):
+        return any(_lowercases(item) for item in state)
+    if not isinstance(state, dict):
+        return False
+    if state.get("type") == "Lowercase" or (state.get("type") == "BertNormalizer" and state.get("lowercase")):
+        return True
+    return any(_lowercases(value) for value in state.values())
+
+
+def _load(source: str | os.PathLike):
     location = model_source(str(source))
     config = os.path.join(location, "tokenizer_config.json")
     if os.path.isfile(config):

@@ -299,3 +299,31 @@ def test_minilm_encodes_as_sentence_transformers_before_and_after_a_training_ste
     ours_q, ours_d = vectors(model, docs, queries)
     assert_same(ours_q, trained.encode_query([text for _, text in QUERIES]))
     assert_same(ours_d, trained.encode_document(documents(None)))
+
+
+def test_a_folder_lowercasing_its_texts_is_read_lowercased(base, tmp_path):
+    """A cased tokenizer under a Transformer with ``do_lower_case``: hardneg's cache lowercases as
+    sentence-transformers does, and the saved folder still does."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+    from transformers import BertTokenizerFast
+
+    cased = tmp_path / "cased"
+    BertTokenizerFast(str(base / "bert" / "vocab.txt"), do_lower_case=False).save_pretrained(cased)
+    for name in ("config.json", "model.safetensors"):
+        (cased / name).write_bytes((base / "bert" / name).read_bytes())
+    folder = tmp_path / "lowercasing"
+    SentenceTransformer(modules=[Transformer(str(cased)), Pooling(HIDDEN, "mean")],
+                        prompts={"query": "Query: "}, similarity_fn_name="dot", device="cpu").save(str(folder))
+    settings = json.loads((folder / "sentence_bert_config.json").read_text())  # as folders saved before 5.x say
+    (folder / "sentence_bert_config.json").write_text(json.dumps({**settings, "do_lower_case": True}))
+    assert load_tokenizer(folder)("Cats DOGS")["input_ids"] == load_tokenizer(cased)("cats dogs")["input_ids"]
+    _, model, docs, queries = hardneg_model(base, folder, "lowercasing")
+    ours_q, ours_d = vectors(model, docs, queries)
+    pretrained = SentenceTransformer(str(folder), device="cpu")
+    assert_same(ours_q, pretrained.encode_query([text.upper() for _, text in QUERIES]))
+    model.save(tmp_path / "saved", load_tokenizer(folder))
+    saved = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
+    assert_same(ours_d, saved.encode_document([(title.upper(), text.upper()) if title else text.upper()
+                                               for _, title, text in DOCS]))

@@ -92,12 +92,14 @@ class Condenser(nn.Module):
     """A Condenser over ``encoder``, a Hugging Face BERT-like model (``embeddings`` then ``encoder.layer``).
 
     ``params`` gives the layer split, the head and the contrastive option (its MLM probability and spans are the
-    step's); ``pooling``, ``normalize`` and the maximum lengths are those of the bi-encoder :meth:`save` writes.
+    step's); ``pooling``, ``normalize``, the maximum lengths and the ``prompts`` (``{"query": ..., "doc": ...}``,
+    those the tokenized cache put before its texts) are those of the bi-encoder :meth:`save` writes.
     New weights (head, MLM head, pooler) are drawn from torch's global generator: seed it first, or use
     :meth:`create`."""
 
     def __init__(self, encoder: nn.Module, params: CondenserSection, *, pooling: str = "cls",
-                 normalize: bool = False, query_max_length: int | None = None, doc_max_length: int | None = None):
+                 normalize: bool = False, query_max_length: int | None = None, doc_max_length: int | None = None,
+                 prompts: dict | None = None):
         super().__init__()
         # transformers: imported only where a model or tokenizer is used
         from transformers.models.bert.modeling_bert import BertOnlyMLMHead
@@ -120,6 +122,7 @@ class Condenser(nn.Module):
         self.early_layers = early
         self.pooling, self.normalize = pooling, normalize
         self.query_max_length, self.doc_max_length = query_max_length, doc_max_length
+        self.prompts = prompts  # those of the tokenized cache, kept for the saved bi-encoder
         std = getattr(config, "initializer_range", 0.02)
         # The head: new layers of the backbone's own kind and config, so they read its attention mask as is.
         self.head = nn.ModuleList([type(layers[0])(config) for _ in range(params.head_layers)])
@@ -215,7 +218,8 @@ class Condenser(nn.Module):
         the MLM head are dropped."""
         pooler = getattr(self.encoder, "pooler", None)
         model = BiEncoder(self.encoder, None, pooling=self.pooling, projection_dim=None, normalize=self.normalize,
-                          query_max_length=self.query_max_length, doc_max_length=self.doc_max_length)
+                          query_max_length=self.query_max_length, doc_max_length=self.doc_max_length,
+                          prompts=self.prompts)
         if pooler is not None:  # BiEncoder drops it; the folder keeps it (module docstring), and so does self
             self.encoder.pooler = pooler
         model.save(out_dir, tokenizer)
@@ -241,7 +245,8 @@ class Condenser(nn.Module):
             raise ValueError(f"the tokenizer has {len(tokenizer)} tokens, the model's embeddings {rows}")
         torch.manual_seed(seed + 1)
         model = cls(encoder, params, pooling=spec.pooling, normalize=spec.normalize,
-                    query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length)
+                    query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
+                    prompts={"query": spec.query_prompt, "doc": spec.doc_prompt})
         source = init_model if init_model is not None else (None if spec.name == BUILTIN else spec.name)
         weights = _mlm_weights(source) if source is not None else None
         if weights is not None and model._load_mlm(weights):

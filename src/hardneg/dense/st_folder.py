@@ -34,6 +34,13 @@ document prompt is named ``passage`` or ``corpus``, hardneg's document vectors a
 * ``query_prompt`` / ``doc_prompt`` null: the folder's prompt of that side; none (``""``) for a folder without
   ``modules.json`` and the built-in model.
 
+Documents: hardneg reads a document with a title as the pair (title, text), without token type ids
+(:mod:`hardneg.dense.tokenized`). sentence-transformers gives a pair token type ids unless told otherwise, so for
+a folder hardneg did not save, hardneg's document vectors are ``encode_document([(title, text)],
+processing_kwargs={"text": {"return_token_type_ids": False}})``, or, with a WordPiece tokenizer and a document
+that is not cut, ``encode_document(["title [SEP] text"])``; a document without a title is its text alone. A folder
+hardneg saves reads pairs without token type ids (:mod:`hardneg.dense.st_layout`): plain ``(title, text)``.
+
 This module reads JSON files only (no torch): the workflow's plan reads the prompts of a run's tokenized cache
 with it. A hub name is read from the Hugging Face cache or downloaded, where a job loads the model, never while
 the workflow plans (:func:`cache_prompts`).

@@ -4,9 +4,9 @@ sentence-transformers' ``encode_query`` / ``encode_document`` of the folder, bef
 (:mod:`hardneg.dense.st_layout`), after a few optimiser steps.
 
 The folders are tiny BERTs with a WordPiece vocabulary written here, assembled and saved by sentence-transformers
-itself. A pretrained folder reads a document with a title as the one string ``"title [SEP] text"`` (a (title,
-text) pair would get token type ids there, which hardneg does not pass); a folder hardneg saved reads the pair
-too."""
+itself. A pretrained folder reads a document with a title as the one string ``"title [SEP] text"``, or as the
+pair (title, text) without token type ids (sentence-transformers passes them by default, hardneg does not); a
+folder hardneg saved reads the plain pair too."""
 
 import json
 
@@ -36,6 +36,7 @@ DOCS = [("d1", "Cats", "Cats sleep most of the day and hunt birds at night."),
 QUERIES = [("q1", "why do cats sleep"), ("q2", "dogs"), ("q3", "what do wolves hunt at night")]
 E5 = {"query": "query: ", "document": "passage: "}
 TOLERANCE = 1e-5
+NO_TOKEN_TYPES = {"text": {"return_token_type_ids": False}}  # (title, text) pairs as hardneg reads them
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +163,7 @@ def test_a_sentence_transformers_folder_encodes_as_sentence_transformers_before_
     ours_q, ours_d = vectors(model, docs, queries)
     assert_same(ours_q, pretrained.encode_query([text for _, text in QUERIES]))
     assert_same(ours_d, pretrained.encode_document(documents(separator)))
+    assert_same(ours_d, pretrained.encode_document(documents(None), processing_kwargs=NO_TOKEN_TYPES))
     assert np.abs(pretrained.encode([text for _, text in QUERIES]) - ours_q).max() > 10 * TOLERANCE  # no prompt
 
     train_a_few_steps(model, docs, queries)

@@ -136,6 +136,7 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     check_policies(config)
     check_downloads(config)
     _inherit_models(config, explicit)
+    _check_model_folders(config)
     _check_targets(config)
     parse_measures(config["evaluation"]["measures"])  # an unknown measure stops the run now, not after training
     check_index_factories(config)
@@ -211,6 +212,24 @@ def _inherit_models(config: dict, explicit: dict) -> None:
 
     for name in runs:
         inherit(name)
+
+
+def _check_model_folders(config: dict) -> None:
+    """Every bi-encoder's model folder on this machine (a local or packaged sentence-transformers folder) read as
+    training will read it, so that a folder hardneg cannot use (a module it does not hold, a pooling it has not,
+    prompts with ColBERT markers) is reported now, naming ``runs.<run>.params.model``, and not by the job that
+    loads it. Hub names are read by the jobs (the plan downloads nothing); cross-encoders read their own folders."""
+    from hardneg.dense import st_folder  # JSON only: no torch
+
+    for name, run in config["runs"].items():
+        model = run.get("params", {}).get("model")
+        if not isinstance(model, dict) or run.get("method") == "crossencoder":
+            continue
+        where = f"runs.{name}.params.model"
+        st_folder.resolve_model(model, where=where, download=False)
+        folder = st_folder.model_folder(model["name"], where=f"{where}.name", download=False)
+        if folder is not None:
+            folder.layers(where=f"{where}.name")
 
 
 def _check_results_folder(config: dict) -> None:

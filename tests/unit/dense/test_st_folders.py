@@ -281,6 +281,24 @@ def test_a_folder_hardneg_cannot_read_is_one_clear_error(base):
     with pytest.raises(ConfigError, match="params.model.markers"):
         spec_of(st_folder(base, "markers", "cls"), markers=True)
 
+    # the configuration check reads a local folder as training will, naming the run's key
+    from hardneg.pipeline.config import validate_config
+
+    def check(folder, **model):
+        config = {"seed": 1, "dataset": "tiny",
+                  "datasets": {"tiny": {"adapter": "synthetic", "num_docs": 50, "num_queries": {"train": 5, "test": 5}}},
+                  "runs": {"bm25": {"method": "bm25"},
+                           "z": {"method": "zeroshot", "params": {"model": {"name": str(folder), **model}}}}}
+        return validate_config(config)
+
+    with pytest.raises(ConfigError) as error:
+        check(router)
+    assert error.value.key == "runs.z.params.model.name" and "9_Router" in error.value.message
+    with pytest.raises(ConfigError) as error:
+        check(two_modes)
+    assert error.value.key == "runs.z.params.model.pooling"
+    assert check(two_modes, pooling="mean")["runs"]["z"]["params"]["model"]["pooling"] == "mean"
+
 
 def test_minilm_encodes_as_sentence_transformers_before_and_after_a_training_step(base, tmp_path):
     """The packaged all-MiniLM-L6-v2 with every setting left to its folder (mean pooling, Normalize)."""

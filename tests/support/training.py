@@ -1,5 +1,5 @@
 """Training on the tiny dense data (``tests/support/dense.py``): hard negatives for STAR, small runs' params, a
-trainer of a few steps, and TensorBoard curves read back."""
+trainer of a few steps, one batch fitted by a method's step, and TensorBoard curves read back."""
 
 import math
 from pathlib import Path
@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+import torch
 
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.methods import ContrastiveMethod
@@ -86,3 +87,17 @@ def assert_same_curves(got: dict, want: dict) -> None:
     for tag, points in want.items():
         assert [step for step, _ in got[tag]] == [step for step, _ in points], tag
         assert [value for _, value in got[tag]] == pytest.approx([value for _, value in points], rel=1e-6), tag
+
+
+def fit_batch(step, model, batch, steps: int, lr: float = 1e-2) -> list[tuple[float, dict]]:
+    """Train ``model`` with AdamW on one batch of a method's training ``step`` for ``steps`` steps, on the CPU:
+    the loss and the step's statistics of each step."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    history = []
+    for _ in range(steps):
+        value, stats = step.loss(model, batch, "cpu")
+        optimizer.zero_grad()
+        value.backward()
+        optimizer.step()
+        history.append((float(value.detach()), stats))
+    return history

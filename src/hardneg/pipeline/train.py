@@ -149,8 +149,9 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     ``params.train.device``. With ``params.train.processes`` (or ``gpus``) above 1, that many worker processes
     are launched as ``torchrun --standalone`` would, each calling ``train_run`` with the same arguments; only
     rank 0 writes the model, the logs and checkpoints. A checkpoint in ``checkpoint_dir`` left by an interrupted
-    attempt with the same configuration is resumed. A method that does not train (a model evaluated as it is)
-    saves its ``init`` model, else the model of ``params.model``, and an empty log.
+    attempt with the same configuration is resumed. A method that does not train (a model evaluated as it is), or
+    a run with ``train.epochs: 0`` (a pretrained cross-encoder used with its own head), saves its ``init`` model,
+    else the model of ``params.model``, and an empty log.
 
     Before training, the starting process prints on the console what will not train well: epochs of fewer than 20
     optimiser steps when training makes fewer than 100 in all. At its last step, a bi-encoder's training measures
@@ -204,7 +205,7 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     :param state_dir: for an episode run (``hardneg.pipeline.episodes``), the folder its trainer state at its last
         step is written to, which the next episode continues; its log rows are then its own steps only.
     :type state_dir: str | os.PathLike | None
-    :returns: the per-step log rows written to ``log_path`` (an empty list for a method that does not train).
+    :returns: the per-step log rows written to ``log_path`` (an empty list for a run that does not train).
     :raises ConfigError: ``params.train.dev_every`` is set but the dev split's tokenized queries or qrels file is
         missing (the error names ``params.train.dev_split``).
     :raises DataError: a qrels file that is missing or does not match its schema, or an episode's previous
@@ -215,7 +216,7 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     methods.load_modules(list(method_modules))
     params = resolved["params"]
     spec = ModelSpec.from_params(params["model"])
-    if not methods.get(resolved["method"]).trains:  # a model evaluated as it is: no training data or processes
+    if not _trains(resolved):  # a model evaluated as it is: no training data or processes
         _save_untrained(resolved, spec, model_dir=model_dir, log_path=log_path, tokenizer_source=tokenizer_source,
                         init_model=(inputs or {}).get("init"))
         if timings_path is not None:
@@ -237,6 +238,14 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
                       tokenizer_source=tokenizer_source, inputs=dict(inputs or {}),
                       callbacks=callbacks, data=data, timings_path=timings_path, tensorboard_dir=tensorboard_dir,
                       state_dir=state_dir)
+
+
+def _trains(resolved: dict) -> bool:
+    """Whether run ``resolved`` takes optimiser steps: its method trains, and ``train.epochs`` is not 0 (a run
+    trained in episodes counts its steps by episode, not by epoch)."""
+    method = methods.get(resolved["method"])
+    epochs = resolved["params"].get("train", {}).get("epochs")
+    return method.trains and (epochs != 0 or method.episodes is not None)
 
 
 def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distributed.Replicas, *, cache_dir,

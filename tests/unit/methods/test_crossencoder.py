@@ -20,6 +20,7 @@ from hardneg.methods.crossencoder.step import CrossEncoderStep
 from hardneg.pipeline.config import validate_config
 from tests.support.dense import tiny_reranker
 from tests.support.rankings import check_reranked, shuffled_ranking
+from tests.support.training import fit_batch
 
 SEED = 3
 
@@ -242,15 +243,9 @@ def test_training_steps_decrease_the_loss(tiny, loss):
     assert batch.doc_rows.shape == (8, 3) and batch.relevant[:, 0].all()
     torch.manual_seed(0)
     model = CrossEncoder.create(tiny["spec"], tokenizer=tiny["tok"], seed=SEED).eval()  # no dropout: a steady descent
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    losses = []
-    for _ in range(20):
-        value, stats = step.loss(model, batch, "cpu")
-        optimizer.zero_grad()
-        value.backward()
-        optimizer.step()
-        losses.append(float(value.detach()))
-        assert set(stats) == {"batch_accuracy", "pair_accuracy"}
+    history = fit_batch(step, model, batch, 20)
+    losses = [loss for loss, _ in history]
+    assert all(set(stats) == {"batch_accuracy", "pair_accuracy"} for _, stats in history)
     assert max(losses[-3:]) < 0.75 * losses[0], losses
     with pytest.raises(ValueError, match="unknown cross-encoder loss"):
         CrossEncoderStep(train, queries, corpus, negatives=RandomNegatives(train), per_query=1, loss="ce")

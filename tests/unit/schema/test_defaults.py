@@ -76,7 +76,7 @@ def test_train_run_rejects_an_unknown_key_before_any_work(tmp_path):
 
 def test_validate_params_names_the_key_at_fault(schema):
     with pytest.raises(ConfigError) as error:
-        validate_params({"train": {"epochs": 0}}, schema=schema)
+        validate_params({"train": {"epochs": -1}}, schema=schema)
     assert error.value.key == "params.train.epochs"
     assert "adore" in validate_params(method="adore", schema=schema)
 

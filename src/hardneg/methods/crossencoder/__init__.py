@@ -33,10 +33,17 @@ related words (a dense run's, via ``inputs.init``) matches synonyms too (see the
 
 Pairs are joined from the tokenized cache's rows (each text cut at its own maximum length) rather than tokenized
 again as pairs: see :mod:`hardneg.methods.crossencoder.model`.
+
+A pretrained cross-encoder with its own head (``params.model.name`` a sentence-transformers ``CrossEncoder`` folder
+or a Hugging Face sequence-classification folder with one label, which the folder's ``config.json`` says) keeps
+its head and activation: no head is drawn, no marks are added, and its pairs are formed from the raw texts as
+sentence-transformers forms them (:mod:`hardneg.methods.crossencoder.pretrained`). With ``train.epochs: 0`` it
+re-ranks and scores pools as it is.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from hardneg.errors import ConfigError
@@ -81,7 +88,8 @@ SCHEMA = {
                                            "found in the document and every document token found in the query, "
                                            "as MarkedBERT's exact-match marks (Boualili et al., SIGIR 2020). A model "
                                            "trained from scratch then matches words from its first steps, instead "
-                                           "of learning to through attention alone"},
+                                           "of learning to through attention alone (not with a pretrained "
+                                           "cross-encoder's own head, which reads its input as it was trained to)"},
             "soft_match": {"type": "integer", "minimum": 0, "default": 0,
                            "description": "bins of soft-match marks (0: none): every content token is also marked "
                                           "by the cosine between its input embedding and the nearest content "
@@ -89,7 +97,8 @@ SCHEMA = {
                                           "learnt vector (zero at first), as DRMM's matching histograms (Guo et "
                                           "al., CIKM 2016). Useful when the encoder's token vectors already place "
                                           "related words together: a dense run's encoder (inputs.init) or a "
-                                          "pretrained model; a built-in model from scratch has random ones"},
+                                          "pretrained encoder; a built-in model from scratch has random ones (not "
+                                          "with a pretrained cross-encoder's own head)"},
         },
     },
     "rerank": RERANK_SCHEMA,
@@ -97,9 +106,62 @@ SCHEMA = {
 }
 
 
+def _model_folder(model_name: str) -> tuple[dict | None, bool]:
+    """``params.model.name``'s ``config.json`` when it is a local folder with one (None otherwise: the built-in
+    model, a packaged one, a hub name), and whether it may be a hub name (not checked here: checking is offline)."""
+    from hardneg.dense.pretrained import PACKAGED
+    from hardneg.dense.tokenizer import BUILTIN
+    from hardneg.methods.crossencoder.folder import local_config
+
+    if model_name == BUILTIN or model_name in PACKAGED:  # encoders without a head
+        return None, False
+    return local_config(model_name), not os.path.exists(model_name)
+
+
+def _check_pretrained(name: str, params: dict, model_name: str, config: dict) -> None:
+    """A pretrained cross-encoder folder: one label, an activation read as a probability, no match marks."""
+    from hardneg.methods.crossencoder.folder import folder_activation, label_count
+
+    if label_count(config) != 1:
+        raise ConfigError(f"runs.{name}.params.model.name",
+                          f"{model_name} is a sequence-classification model with {label_count(config)} labels; a "
+                          f"cross-encoder scoring relevance has one (its logit)")
+    try:
+        folder_activation(model_name, config)
+    except ValueError as error:
+        raise ConfigError(f"runs.{name}.params.model.name", str(error)) from None
+    section = params.get("crossencoder", {})
+    _no_marks(name, model_name, {key: section.get(key) for key in ("exact_match", "soft_match")})
+
+
+def _no_marks(name: str, model_name: str, marks: dict) -> None:
+    """A ConfigError naming the first match mark set (``marks``: exact_match, soft_match) of run ``name``, whose
+    model is a pretrained cross-encoder with its own head."""
+    for key, value in marks.items():
+        if value:
+            raise ConfigError(f"runs.{name}.params.crossencoder.{key}",
+                              f"{model_name} is a pretrained cross-encoder with its own head, which reads its input "
+                              f"as it was trained to; match marks are for a cross-encoder trained here: leave "
+                              f"{key} out")
+
+
 def check(name: str, run: dict) -> None:
-    """What the schema cannot say: a cross-encoder learns from negatives, and its loss is its own section's."""
+    """What the schema cannot say: a cross-encoder learns from negatives, and its loss is its own section's; a
+    pretrained cross-encoder folder has one label and takes no match marks; a run that does not train
+    (``train.epochs: 0``) starts from a model with a head (a pretrained cross-encoder, or ``inputs.init``)."""
+    from hardneg.methods.crossencoder.folder import has_head
+
     params = run.get("params", {})
+    model_name = str(params.get("model", {}).get("name", "builtin"))
+    config, hub_name = _model_folder(model_name)
+    with_head = config is not None and has_head(config)
+    if with_head:
+        _check_pretrained(name, params, model_name, config)
+    if params.get("train", {}).get("epochs") == 0 and not (with_head or hub_name or run.get("inputs", {}).get("init")):
+        raise ConfigError(f"runs.{name}.params.train.epochs",
+                          f"epochs 0 uses the model as it is, and {model_name} is no cross-encoder with its head: "
+                          f"this run's head would be drawn at random. Name a pretrained cross-encoder folder (a "
+                          f"sequence-classification model with one label) as params.model.name, or train it")
     if params.get("negatives", {}).get("per_query", 1) + params.get("crossencoder", {}).get("in_batch", 1) < 1:
         raise ConfigError(f"runs.{name}.params.negatives.per_query",
                           "a cross-encoder learns to tell each positive from its negatives: set negatives.per_query "
@@ -111,12 +173,18 @@ def check(name: str, run: dict) -> None:
 
 def new_model(spec, tokenizer, resolved: dict, init):
     # torch: imported only where a model or tensor is used
+    from hardneg.methods.crossencoder.folder import is_pretrained
     from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder
 
     section = resolved["params"]["crossencoder"]
     marks = {"exact_match": section["exact_match"], "soft_match": section["soft_match"]}
     if init is None:
+        pretrained = _pretrained_source(spec)
+        if pretrained is not None:
+            return _pretrained(pretrained, spec, resolved, marks)
         return CrossEncoder.create(spec, tokenizer=tokenizer, seed=resolved["seed"], **marks)
+    if is_pretrained(init):
+        return _pretrained(init, spec, resolved, marks)
     if not is_crossencoder(init):  # a dense run's model: its (query) encoder starts this one, with a new head
         return CrossEncoder.from_encoder(init, spec, seed=resolved["seed"], **marks)
     model = CrossEncoder.load(init)
@@ -133,14 +201,46 @@ def new_model(spec, tokenizer, resolved: dict, init):
     return model
 
 
+def _pretrained_source(spec) -> str | None:
+    """The folder or hub name of ``params.model`` when it is a cross-encoder with its own head (what its
+    ``config.json`` says), else None (the built-in model, or an encoder that gets a new head)."""
+    from hardneg.dense.pretrained import model_source
+    from hardneg.dense.tokenizer import BUILTIN
+    from hardneg.methods.crossencoder.folder import source_has_head
+
+    if spec.name == BUILTIN:
+        return None
+    source = model_source(spec.name)
+    return source if source_has_head(source) else None
+
+
+def _pretrained(source, spec, resolved: dict, marks: dict):
+    """The pretrained cross-encoder of ``source`` with its head, for run ``resolved``: no match marks, and
+    trained further only where joining the tokenized cache's rows gives its tokenizer's pairs."""
+    from hardneg.methods.crossencoder.pretrained import PretrainedCrossEncoder, cache_pairs_match
+
+    name = resolved.get("name", "<run>")
+    _no_marks(name, source, marks)
+    try:
+        model = PretrainedCrossEncoder.load(source, query_max_length=spec.query_max_length,
+                                            doc_max_length=spec.doc_max_length)
+    except ValueError as error:
+        raise ConfigError(f"runs.{name}.params.model.name", str(error)) from None
+    if resolved["params"]["train"]["epochs"] and not cache_pairs_match(model.tokenizer):
+        raise ConfigError(f"runs.{name}.params.train.epochs",
+                          f"{source}'s tokenizer puts more than one token between a pair's two texts, and training "
+                          f"joins the tokenized cache's rows with one: set epochs to 0 to use it as it is")
+    return model
+
+
 def rerank(model_dir, queries, corpus, candidates, *, depth: int, batch_size: int, device: str):
     """The trained cross-encoder's re-ranking of each query's top-``depth`` candidates, best first; ``score`` is
     the logit."""
-    from hardneg.methods.crossencoder.model import CrossEncoder  # torch: imported when re-ranking
+    from hardneg.methods.crossencoder.pretrained import load_model  # torch: imported when re-ranking
     from hardneg.methods.crossencoder.scoring import rerank as cross_rerank
 
-    return cross_rerank(CrossEncoder.load(model_dir), queries, corpus, candidates, depth=depth,
-                        batch_size=batch_size, device=device)
+    return cross_rerank(load_model(model_dir), queries, corpus, candidates, depth=depth, batch_size=batch_size,
+                        device=device)
 
 
 def score_pairs(model_dir, queries, corpus, pairs, *, batch_size: int = 64, device: str = "cpu"):

@@ -42,8 +42,8 @@ from torch import nn
 from hardneg.dense.model import build_backbone, save_encoder
 from hardneg.dense.tokenized import Chunked, length_chunks
 from hardneg.io.atomic import atomic_dir
+from hardneg.methods.crossencoder.folder import META
 
-META = "crossencoder.json"
 HEAD = "head.safetensors"
 MATCH = "match.weight"  # the marks' vectors, beside the head's weights in HEAD
 NO_MARK, EXACT_MARK = 0, 1  # rows of the marks' vectors; soft-match bin b (1..bins) is row EXACT_MARK + b
@@ -194,6 +194,11 @@ class CrossEncoder(nn.Module):
     def max_length(self) -> int:
         """Tokens of a pair at most: the encoder's positions."""
         return int(self.encoder.config.max_position_embeddings)
+
+    @staticmethod
+    def probabilities(logits: torch.Tensor) -> torch.Tensor:
+        """The probabilities of relevance of logits: their sigmoid."""
+        return torch.sigmoid(logits)
 
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:

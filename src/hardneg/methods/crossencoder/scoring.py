@@ -6,6 +6,12 @@ as RocketQA does, or as a teacher's scores), and the stage that scores a pairs f
 Pairs are scored longest first, ``batch_size`` at a time, each batch one block padded to its longest pair (pairs of
 similar lengths share a batch, so little is padding), in inference mode with dropout off; the results come back
 in the order the pairs were given.
+
+A cross-encoder trained from scratch (:class:`~hardneg.methods.crossencoder.model.CrossEncoder`) joins its pairs
+from the tokenized cache's rows; a pretrained one with its own head
+(:class:`~hardneg.methods.crossencoder.pretrained.PretrainedCrossEncoder`) forms them from the raw texts, as
+sentence-transformers does, which the text sets given then carry (their ``raw``:
+:class:`hardneg.dense.raw_texts.TokenizedWithRaw`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import torch
 from hardneg.errors import DataError
 from hardneg.io import artifacts, logs
 from hardneg.methods.crossencoder.model import CrossEncoder, pair_inputs, pair_lengths
+from hardneg.methods.crossencoder.pretrained import PretrainedCrossEncoder, load_model
 
 log = logging.getLogger(__name__)
 
@@ -55,24 +62,21 @@ class TokenRows:
         return cls(token_ids, lengths, list(ids), tokenizer.pad_token_id)
 
 
-def _as_model(model) -> CrossEncoder:
-    return model if isinstance(model, CrossEncoder) else CrossEncoder.load(model)
+def _as_model(model) -> CrossEncoder | PretrainedCrossEncoder:
+    return model if isinstance(model, (CrossEncoder, PretrainedCrossEncoder)) else load_model(model)
 
 
-def pair_logits(model: CrossEncoder, query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, *,
-                batch_size: int = 64, device: str | torch.device = "cpu") -> np.ndarray:
-    """The model's relevance logits (float32 [P], in the order given) of the pairs (``query_rows[i]``,
-    ``doc_rows[i]``) of two tokenized text sets. Pairs go through the model longest first, ``batch_size`` at a
-    time, in inference mode with dropout off; the model's mode comes back afterwards."""
+def _batched_logits(model, lengths: np.ndarray, block_of, *, batch_size: int, device) -> np.ndarray:
+    """Logits (float32 [P]) of ``len(lengths)`` pairs, ``block_of(positions)`` giving the model's inputs of those
+    pairs: longest first (``lengths``), ``batch_size`` at a time, in inference mode with dropout off; the model's
+    mode comes back afterwards."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    query_rows, doc_rows = np.asarray(query_rows, dtype=np.int64), np.asarray(doc_rows, dtype=np.int64)
-    out = np.zeros(len(query_rows), dtype=np.float32)
+    out = np.zeros(len(lengths), dtype=np.float32)
     if not len(out):
         return out
     device = torch.device(device)
-    lengths = pair_lengths(query_texts, doc_texts, query_rows, doc_rows, model.max_length)
-    order = np.argsort(-lengths, kind="stable")  # similar lengths batched together: little padding
+    order = np.argsort(-np.asarray(lengths), kind="stable")  # similar lengths batched together: little padding
     was_training = model.training
     model.to(device).eval()
     meter = logs.Meter(log, "scored %d / %d pairs (%.1f per second)", len(order), label="pairs",
@@ -81,15 +85,52 @@ def pair_logits(model: CrossEncoder, query_texts, doc_texts, query_rows: np.ndar
         with torch.inference_mode():
             for lo in range(0, len(order), batch_size):
                 chosen = order[lo:lo + batch_size]
-                block = pair_inputs(query_texts, doc_texts, query_rows[chosen], doc_rows[chosen],
-                                    max_length=model.max_length)
-                logits = model({k: v.to(device) for k, v in block.items()})
+                logits = model({k: v.to(device) for k, v in block_of(chosen).items()})
                 out[chosen] = logits.float().cpu().numpy()
                 meter.update(lo + len(chosen))
     finally:
         model.train(was_training)
     logs.progress(log, "scored %d pairs at %.1f per second", len(order), meter.rate(len(order)))
     return out
+
+
+def text_pair_logits(model: PretrainedCrossEncoder, queries: list[str], documents: list[tuple[str, str]], *,
+                     batch_size: int = 64, device: str | torch.device = "cpu") -> np.ndarray:
+    """A pretrained cross-encoder's logits (float32 [P], in the order given) of the pairs (``queries[i]``,
+    ``documents[i]``) of raw texts, each document its (title, text), formed as its folder says
+    (:meth:`PretrainedCrossEncoder.encode_pairs`); longest first (in characters), ``batch_size`` at a time."""
+    joined = model.document_texts([d[0] for d in documents], [d[1] for d in documents])
+    lengths = np.fromiter((len(q) + len(d) for q, d in zip(queries, joined)), dtype=np.int64, count=len(joined))
+    return _batched_logits(model, lengths, lambda chosen: model.encode_pairs([queries[i] for i in chosen],
+                                                                             [joined[i] for i in chosen]),
+                           batch_size=batch_size, device=device)
+
+
+def _raw_texts(texts, rows: np.ndarray, what: str) -> list:
+    """The raw texts of ``rows`` of a tokenized set that carries them (its ``raw``)."""
+    raw = getattr(texts, "raw", None)
+    if raw is None:
+        raise ValueError(f"a pretrained cross-encoder forms its pairs from the raw texts, and these tokenized "
+                         f"{what} come without them (give a hardneg.dense.raw_texts.TokenizedWithRaw)")
+    ids = [texts.row_ids[row] for row in rows]
+    found = raw.lookup(ids)
+    return [found[value] for value in ids]
+
+
+def pair_logits(model: CrossEncoder | PretrainedCrossEncoder, query_texts, doc_texts, query_rows: np.ndarray,
+                doc_rows: np.ndarray, *, batch_size: int = 64, device: str | torch.device = "cpu") -> np.ndarray:
+    """The model's relevance logits (float32 [P], in the order given) of the pairs (``query_rows[i]``,
+    ``doc_rows[i]``) of two tokenized text sets. Pairs go through the model longest first, ``batch_size`` at a
+    time, in inference mode with dropout off; the model's mode comes back afterwards. A pretrained cross-encoder
+    reads the pairs' raw texts (:func:`text_pair_logits`), which the text sets then carry."""
+    query_rows, doc_rows = np.asarray(query_rows, dtype=np.int64), np.asarray(doc_rows, dtype=np.int64)
+    if isinstance(model, PretrainedCrossEncoder):
+        return text_pair_logits(model, _raw_texts(query_texts, query_rows, "queries"),
+                                _raw_texts(doc_texts, doc_rows, "documents"), batch_size=batch_size, device=device)
+    lengths = pair_lengths(query_texts, doc_texts, query_rows, doc_rows, model.max_length)
+    return _batched_logits(model, lengths, lambda chosen: pair_inputs(query_texts, doc_texts, query_rows[chosen],
+                                                                      doc_rows[chosen], max_length=model.max_length),
+                           batch_size=batch_size, device=device)
 
 
 def _rows_of(ids: list, texts, what: str, where) -> np.ndarray:
@@ -104,9 +145,13 @@ def _rows_of(ids: list, texts, what: str, where) -> np.ndarray:
 
 def score_pairs(model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int = 64,
                 device: str | torch.device = "cpu", where: str | os.PathLike = "pairs") -> np.ndarray:
-    """Probabilities of relevance of (query, document) pairs: ``sigmoid(logit)`` of the cross-encoder.
+    """Probabilities of relevance of (query, document) pairs: ``sigmoid(logit)`` of the cross-encoder (for a
+    pretrained one, ``CrossEncoder.predict``'s score when its activation is the sigmoid:
+    :mod:`hardneg.methods.crossencoder.pretrained`).
 
-    :param model_dir: a saved cross-encoder's folder (:meth:`CrossEncoder.save`), or a :class:`CrossEncoder`.
+    :param model_dir: a saved cross-encoder's folder (:meth:`CrossEncoder.save`,
+        :meth:`PretrainedCrossEncoder.save`, or any folder :func:`~hardneg.methods.crossencoder.pretrained.load_model`
+        reads), or a loaded model.
     :param queries: the tokenized queries (:class:`hardneg.dense.tokenized.TokenizedTexts` of a split, or
         :class:`TokenRows`).
     :param corpus: the tokenized documents, likewise.
@@ -123,7 +168,7 @@ def score_pairs(model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int 
     query_rows = _rows_of(pairs.column("qid").to_pylist(), queries, "query", where)
     doc_rows = _rows_of(pairs.column("docid").to_pylist(), corpus, "document", where)
     logits = pair_logits(model, queries, corpus, query_rows, doc_rows, batch_size=batch_size, device=device)
-    return torch.sigmoid(torch.from_numpy(logits)).numpy().astype(np.float32)
+    return model.probabilities(torch.from_numpy(logits)).numpy().astype(np.float32)
 
 
 def query_codes(qids: list[str]) -> np.ndarray:
@@ -147,8 +192,8 @@ def rank_within_queries(codes: np.ndarray, scores: np.ndarray,
     return order, ranks
 
 
-def rerank(model: CrossEncoder, query_texts, doc_texts, ranking: pa.Table, *, depth: int, batch_size: int = 64,
-           device: str | torch.device = "cpu", where: str | os.PathLike = "ranking") -> pa.Table:
+def rerank(model: CrossEncoder | PretrainedCrossEncoder, query_texts, doc_texts, ranking: pa.Table, *, depth: int,
+           batch_size: int = 64, device: str | torch.device = "cpu", where: str | os.PathLike = "ranking") -> pa.Table:
     """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RUN table) by the cross-encoder: a
     RUN table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
     highest first, ties in their original rank order, ranked from 1. ``score`` is the logit (monotone in the
@@ -196,7 +241,8 @@ def score_pairs_stage(model_dir, queries_path, corpus_path, pairs_path, out_path
 
     Texts are read from the dataset's Parquet files and tokenized with the model's own tokenizer and maximum lengths
     (``crossencoder.json``), as the tokenized cache tokenizes them, ``PAIR_BLOCK`` pairs at a time (only the
-    queries and documents the pairs name).
+    queries and documents the pairs name); a pretrained cross-encoder forms its pairs from the texts as its folder
+    says (:func:`text_pair_logits`).
 
     :param model_dir: a saved cross-encoder's folder.
     :param queries_path: the split's QUERIES Parquet file (``qid``, ``text``).
@@ -212,7 +258,7 @@ def score_pairs_stage(model_dir, queries_path, corpus_path, pairs_path, out_path
     """
     from hardneg.dense.tokenizer import load_tokenizer  # transformers: imported where a tokenizer is used
 
-    model = CrossEncoder.load(model_dir)
+    model = load_model(model_dir)
     tokenizer = load_tokenizer(model_dir)
     pairs = artifacts.read_table(pairs_kind, pairs_path).select(["qid", "docid"])
     qids, docids = pairs.column("qid").to_pylist(), pairs.column("docid").to_pylist()
@@ -221,8 +267,9 @@ def score_pairs_stage(model_dir, queries_path, corpus_path, pairs_path, out_path
                                   else None)
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
     query_text = dict(zip(queries.column("qid").to_pylist(), queries.column("text").to_pylist()))
-    doc_text = {d: (t, x) for d, t, x in zip(corpus.column("docid").to_pylist(), corpus.column("title").to_pylist(),
-                                            corpus.column("text").to_pylist())}
+    doc_text = {d: (t or "", x or "") for d, t, x in zip(corpus.column("docid").to_pylist(),
+                                                         corpus.column("title").to_pylist(),
+                                                         corpus.column("text").to_pylist())}
     for ids, known, what, path in ((qids, query_text, "query", queries_path),
                                    (docids, doc_text, "document", corpus_path)):
         missing = [value for value in dict.fromkeys(ids) if value not in known]
@@ -232,6 +279,12 @@ def score_pairs_stage(model_dir, queries_path, corpus_path, pairs_path, out_path
     probabilities = np.zeros(len(qids), dtype=np.float32)
     for lo in range(0, len(qids), PAIR_BLOCK):
         block = slice(lo, lo + PAIR_BLOCK)
+        if isinstance(model, PretrainedCrossEncoder):
+            logits = text_pair_logits(model, [query_text[q] for q in qids[block]], [doc_text[d] for d in docids[block]],
+                                      batch_size=batch_size, device=device)
+            probabilities[block] = model.probabilities(torch.from_numpy(logits)).numpy()
+            log.info("scored %d of %d pairs", min(lo + PAIR_BLOCK, len(qids)), len(qids))
+            continue
         block_q, block_d = list(dict.fromkeys(qids[block])), list(dict.fromkeys(docids[block]))
         q_set = TokenRows.encode(tokenizer, block_q, [query_text[q] for q in block_q], None, model.query_max_length)
         d_set = TokenRows.encode(tokenizer, block_d, [doc_text[d][0] for d in block_d],
@@ -249,4 +302,4 @@ def score_pairs_stage(model_dir, queries_path, corpus_path, pairs_path, out_path
 
 
 __all__ = ["PAIR_BLOCK", "TokenRows", "pair_logits", "query_codes", "rank_within_queries", "rerank", "score_pairs",
-           "score_pairs_stage"]
+           "score_pairs_stage", "text_pair_logits"]

@@ -1,5 +1,7 @@
 """Rule rerank: a re-ranking model + another run's ranking of one split → the re-ranked run (Parquet, TREC)."""
 
+import os
+
 import torch
 
 from hardneg.io.logs import log_to
@@ -7,8 +9,10 @@ from hardneg.pipeline.rerank import rerank_split
 
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
-rerank = snakemake.params.rerank
-rerank_split(snakemake.params.method, snakemake.input.model, snakemake.input.cache, snakemake.wildcards.split, snakemake.input.candidates,
+rerank, given, split = snakemake.params.rerank, snakemake.input, snakemake.wildcards.split
+# a pair scorer's raw texts (a pretrained cross-encoder forms its pairs from them): the split's queries, the corpus
+texts = (os.path.join(given.queries, f"{split}.parquet"), given.corpus) if "corpus" in given.keys() else None
+rerank_split(snakemake.params.method, given.model, given.cache, split, given.candidates,
              run_path=snakemake.output.run, trec_path=snakemake.output.trec, depth=rerank["depth"],
              batch_size=rerank["batch_size"], tag=snakemake.wildcards.run, device=snakemake.params.device,
-             method_modules=snakemake.params.method_modules)
+             method_modules=snakemake.params.method_modules, texts=texts)

@@ -2,7 +2,9 @@
 index, BM25's training-split ranking and the tokenized cache, found up to date): it trains on BM25 negatives and
 re-ranks BM25's top 20 of the test split (a ranking of its own, evaluated like BM25's); then it denoises a STAR
 run's negatives (RocketQA): it scores the warm-up's pool, a policy drops what it deems relevant, and `hardneg
-verify` scores the pool again and re-mines the same list."""
+verify` scores the pool again and re-mines the same list. A pretrained cross-encoder (a tiny sentence-transformers
+CrossEncoder folder built here) scores such a pool as it is, with `train.epochs: 0`, as `CrossEncoder.predict`
+scores the pairs, and the export carries its scores."""
 
 import json
 
@@ -110,3 +112,88 @@ def test_verify_scores_the_pool_again_and_re_mines_the_list(denoised, capsys):
     assert report["changed"] == [] and report["reproduced"] is True
     assert report["overlap"]["mean"] == 1.0 and report["overlap"]["below_one"] == 0
     assert any("recomputed with the model of crossencoder" in note for note in report["notes"])
+
+
+# A pretrained cross-encoder used as it is (train.epochs: 0): a tiny sentence-transformers CrossEncoder folder built
+# here, over a vocabulary of single characters (every word of the synthetic dataset is read), whose head is shifted
+# so that about half of the pairs score above 1/2; its probabilities denoise a STAR run's pool (ce_threshold 0.5).
+PRETRAINED_POOL = "train_top30_bm25-bm25_ce-reranker"
+
+
+@pytest.fixture(scope="module")
+def pretrained(builds, tmp_path_factory):
+    """A copy of the tiny chain with the pretrained cross-encoder ``reranker`` scoring the pool of ``star_pt``,
+    built up to that run's mining card and resolved config (no dense model trains); the folder and the jobs that
+    ran."""
+    import torch
+
+    from hardneg.io import artifacts
+    from hardneg.methods.crossencoder.pretrained import PretrainedCrossEncoder
+    from hardneg.methods.crossencoder.scoring import text_pair_logits
+    from tests.support.crossencoders import PIECES, tiny_cross_encoder
+
+    workdir = tmp_path_factory.mktemp("pretrained")
+    copy_build(builds.star_chain(), workdir)
+    folders = tiny_cross_encoder(workdir / "models" / "tiny", PIECES, max_length=128)
+    data = workdir / "results" / "datasets" / "tiny"
+    corpus = artifacts.read_table(artifacts.CORPUS, data / "corpus.parquet").slice(0, 40)
+    queries = artifacts.read_table(artifacts.QUERIES, data / "queries" / "train.parquet").slice(0, 40)
+    model = PretrainedCrossEncoder.load(folders["hf"])
+    logits = text_pair_logits(model, queries["text"].to_pylist(),
+                              list(zip(corpus["title"].to_pylist(), corpus["text"].to_pylist())))
+    with torch.no_grad():  # the median pair at 1/2: the threshold drops some candidates and keeps others
+        model.model.classifier.bias -= float(np.median(logits))
+    model.save(workdir / "models" / "reranker")  # a CrossEncoder folder, as sentence-transformers saves one
+    (workdir / "models" / "reranker" / "crossencoder.json").unlink()  # ... without hardneg's own file
+    star = STAR_CONFIG["runs"]["star"]
+    config = {**STAR_CONFIG, "runs": {
+        **STAR_CONFIG["runs"],
+        "reranker": {"method": "crossencoder", "inputs": {"candidates": "bm25"},
+                     "params": {"model": {"name": str(workdir / "models" / "reranker")}, "train": {"epochs": 0}}},
+        "star_pt": {**star, "inputs": {**star["inputs"], "cross_encoder": "reranker"},
+                    "params": {**star["params"], "mining": {"depth": 30, "ce_threshold": 0.5, "keep": 10}}}}}
+    write_config(workdir, config)
+    result, jobs = snakemake_jobs(workdir, "results/star_pt/hardnegs_card.json", "results/star_pt/config.yaml",
+                                  timeout=900)
+    assert result.returncode == 0, output_of(result)[-4000:]
+    return workdir, jobs
+
+
+def test_a_pretrained_cross_encoder_scores_a_pool_as_it_is(pretrained, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    workdir, jobs = pretrained
+    results = workdir / "results"
+    ran = {(job["rule"], job["wildcards"].get("run")) for job in jobs}
+    assert {("train_dense", "reranker"), ("score_pool", "warmup"), ("select_hard_negatives", "star_pt")} <= ran
+    assert not {rule for rule, _ in ran} & {"dense_search", "encode_corpus_shard", "rerank"}
+    assert ("train_dense", "star_pt") not in ran
+    # the run's model is the folder's, untrained, and sentence-transformers loads it as a CrossEncoder
+    assert json.loads((results / "reranker" / "model" / "crossencoder.json").read_text())["head"] == "pretrained"
+    assert pq.read_table(results / "reranker" / "train_log.parquet").num_rows == 0
+    source = CrossEncoder(str(workdir / "models" / "reranker"))
+    saved = CrossEncoder(str(results / "reranker" / "model"))
+    # the pool's probabilities are predict's of the query and the document as "title [SEP] text"
+    pool = pq.read_table(results / "warmup" / "pools" / f"{PRETRAINED_POOL}.parquet").to_pandas()
+    corpus = pq.read_table(results / "datasets" / "tiny" / "corpus.parquet").to_pandas().set_index("docid")
+    queries = pq.read_table(results / "datasets" / "tiny" / "queries" / "train.parquet").to_pandas().set_index("qid")
+    sample = pool.iloc[::7]
+    pairs = [(queries.text[q], f"{corpus.title[d]} [SEP] {corpus.text[d]}" if corpus.title[d] else corpus.text[d])
+             for q, d in zip(sample.qid, sample.docid)]
+    assert np.abs(source.predict(pairs) - sample.ce_score.to_numpy()).max() < 1e-5
+    assert np.abs(saved.predict(pairs) - sample.ce_score.to_numpy()).max() < 1e-5
+    # the threshold drops what it deems relevant
+    negatives = pq.read_table(results / "star_pt" / "hardnegs.parquet").to_pandas().merge(pool, on=["qid", "docid"])
+    selection = json.loads((results / "star_pt" / "hardnegs_selection.json").read_text())
+    assert len(negatives) and (negatives.ce_score < 0.5).all()
+    assert 0 < selection["removed"]["ce_threshold"] < len(pool)
+    # the exported teacher scores are those probabilities, of the exported texts
+    out = tmp_path / "st"
+    assert main(["export", "hardnegs", "star_pt", "--results", str(results), "--format", "sentence-transformers",
+                 "--output", str(out), "--scores", "cross-encoder"]) == 0
+    from datasets import load_from_disk
+
+    rows = load_from_disk(str(out)).to_list()
+    scores = np.array([row["scores"] for row in rows])
+    assert np.abs(source.predict([(r["query"], r["positive"]) for r in rows]) - scores[:, 0]).max() < 1e-5
+    assert np.abs(source.predict([(r["query"], r["negative"]) for r in rows]) - scores[:, 1]).max() < 1e-5

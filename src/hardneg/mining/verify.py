@@ -159,10 +159,13 @@ def _cross_encoder(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, score_pa
         if note not in notes:
             notes.append(note)
         return inputs.table(artifacts.RUN, "ce_candidates"), inputs.table(artifacts.POSITIVE_SCORES, "ce_positives")
-    from hardneg.dense.tokenized import TokenizedTexts
+    from hardneg.dense.raw_texts import TokenizedWithRaw
 
     cache, split = inputs.path_of("ce_cache"), card["split"]
-    queries, corpus = TokenizedTexts(cache, f"queries_{split}"), TokenizedTexts(cache, "corpus")
+    # with their raw texts, which a pretrained cross-encoder forms its pairs from
+    queries = TokenizedWithRaw(cache, f"queries_{split}", Path(inputs.path_of("queries")) / f"{split}.parquet",
+                               artifacts.QUERIES)
+    corpus = TokenizedWithRaw(cache, "corpus", inputs.path_of("corpus"), artifacts.CORPUS)
     note = f"the cross-encoder scores were recomputed with the model of {card['pool']['cross_encoder']}"
     if note not in notes:
         notes.append(note)

@@ -215,10 +215,12 @@ class MiningPlan:
 
     def pool_scoring_inputs(self, miner: str, name: str) -> dict:
         """What a cross-encoder's scoring of a pool reads: its model and tokenized cache, the miner's ranking of
-        the split and the split's qrels (the pairs it scores: the pool's candidates and the judged positives)."""
+        the split and the split's qrels (the pairs it scores: the pool's candidates and the judged positives), and
+        the dataset's queries and corpus (:meth:`pair_texts`)."""
         pool, layout = self.pools[(miner, name)], self.layout
         return {"model": layout.model(pool.cross_encoder), "cache": self.cache_dir(pool.cross_encoder),
-                "run": layout.ranking(miner, pool.split), "qrels": layout.qrels_dir(pool.dataset)}
+                "run": layout.ranking(miner, pool.split), "qrels": layout.qrels_dir(pool.dataset),
+                **self.pair_texts(pool.cross_encoder)}
 
     @property
     def mining_splits(self) -> dict[str, set[str]]:

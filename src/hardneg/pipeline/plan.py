@@ -270,8 +270,20 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         return self.role_run(run, "candidates")
 
     def rerank_inputs(self, run: str, split: str) -> dict:
-        return {"model": self.layout.model(run), "cache": self.cache_dir(run),
-                "candidates": self.layout.ranking(self.candidates_run(run), split)}
+        """What re-ranking a split reads: the model, its tokenized cache and the candidates' ranking; for a run
+        that scores pairs (a cross-encoder, which may form them from the raw texts: a pretrained one), also the
+        dataset's queries (folder) and corpus."""
+        inputs = {"model": self.layout.model(run), "cache": self.cache_dir(run),
+                  "candidates": self.layout.ranking(self.candidates_run(run), split)}
+        return inputs | self.pair_texts(run)
+
+    def pair_texts(self, run: str) -> dict:
+        """The dataset's queries (folder) and corpus, for a run whose method scores pairs (a cross-encoder, which
+        may form them from the raw texts); none for another."""
+        if methods.get(self.runs[run]["method"]).score_pairs is None:
+            return {}
+        dataset = self.dataset(run)
+        return {"queries": self.layout.queries_dir(dataset), "corpus": self.layout.corpus(dataset)}
 
     # ---------------------------------------------------------------------------------------- encoding
     def embedding_shards(self, run: str) -> dict:

@@ -6,22 +6,36 @@ from __future__ import annotations
 import logging
 
 from hardneg import methods
+from hardneg.dense.raw_texts import TokenizedWithRaw
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.trainer import resolve_device
+from hardneg.io import artifacts
 from hardneg.io.rankings import read_run, write_run
 from hardneg.mining.pool_scores import score_pool_stage
 
 log = logging.getLogger(__name__)
 
 
+def text_sets(cache_dir, split: str, texts: tuple | None = None) -> tuple[TokenizedTexts, TokenizedTexts]:
+    """The tokenized queries of ``split`` and the tokenized corpus of the cache; with ``texts`` (the split's
+    QUERIES file and the CORPUS file) each also carries its raw texts
+    (:class:`hardneg.dense.raw_texts.TokenizedWithRaw`), which a pretrained cross-encoder forms its pairs from."""
+    if texts is None:
+        return TokenizedTexts(cache_dir, f"queries_{split}"), TokenizedTexts(cache_dir, "corpus")
+    queries_path, corpus_path = texts
+    return (TokenizedWithRaw(cache_dir, f"queries_{split}", queries_path, artifacts.QUERIES),
+            TokenizedWithRaw(cache_dir, "corpus", corpus_path, artifacts.CORPUS))
+
+
 def rerank_split(method: str, model_dir, cache_dir, split: str, candidates_path, *, run_path, trec_path, depth: int,
-                 batch_size: int = 64, tag: str = "rerank", device: str = "auto", method_modules=()):
+                 batch_size: int = 64, tag: str = "rerank", device: str = "auto", method_modules=(),
+                 texts: tuple | None = None):
     """Re-rank the top-``depth`` of each query of the ranking at ``candidates_path`` with the model at
     ``model_dir``, as re-ranking method ``method`` declares (``Method.rerank``), and write the run (Parquet +
-    TREC). ``method_modules``: the module declaring ``method`` when it is not one of :mod:`hardneg.methods`."""
+    TREC). ``method_modules``: the module declaring ``method`` when it is not one of :mod:`hardneg.methods`;
+    ``texts``: the split's QUERIES file and the CORPUS file, for a model that reads raw texts (:func:`text_sets`)."""
     methods.load_modules(list(method_modules))
-    queries = TokenizedTexts(cache_dir, f"queries_{split}")
-    corpus = TokenizedTexts(cache_dir, "corpus")
+    queries, corpus = text_sets(cache_dir, split, texts)
     candidates = read_run(candidates_path)
     run = methods.get(method).rerank(model_dir, queries, corpus, candidates, depth=depth, batch_size=batch_size,
                                      device=resolve_device(device))
@@ -32,16 +46,16 @@ def rerank_split(method: str, model_dir, cache_dir, split: str, candidates_path,
 
 
 def score_pool_split(method: str, model_dir, cache_dir, split: str, run_path, qrels_path, *, candidates_path,
-                     positives_path, depth: int, batch_size: int = 64, device: str = "auto", method_modules=()):
+                     positives_path, depth: int, batch_size: int = 64, device: str = "auto", method_modules=(),
+                     texts: tuple | None = None):
     """Score the candidate pool of depth ``depth`` of the miner's ranking at ``run_path`` and the split's judged
     positives with the model at ``model_dir``, as method ``method`` scores pairs (``Method.score_pairs``), and
-    write both tables (:func:`hardneg.mining.pool_scores.score_pool_stage`)."""
+    write both tables (:func:`hardneg.mining.pool_scores.score_pool_stage`). ``texts``: as :func:`rerank_split`'s."""
     methods.load_modules(list(method_modules))
     scorer = methods.get(method).score_pairs
     if scorer is None:
         raise ValueError(f"method {method!r} does not score pairs")
-    queries = TokenizedTexts(cache_dir, f"queries_{split}")
-    corpus = TokenizedTexts(cache_dir, "corpus")
+    queries, corpus = text_sets(cache_dir, split, texts)
     candidates, positives = score_pool_stage(scorer, model_dir, queries, corpus, run_path, qrels_path,
                                              candidates_path, positives_path, depth=depth, batch_size=batch_size,
                                              device=resolve_device(device))

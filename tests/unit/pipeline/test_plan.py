@@ -84,6 +84,11 @@ def test_tct_runs_read_their_teacher_and_the_teacher_re_ranks(plan):
     assert plan.rerank_inputs("colbert_teacher", "test") == {
         "model": "results/colbert_teacher/model", "cache": cache, "candidates": "results/bm25/runs/test.parquet"}
     assert "query_npy" not in plan.evaluate_inputs("colbert_teacher")  # a ranking only, as BM25's
+    # a pair scorer also reads the raw texts (a pretrained cross-encoder forms its pairs from them)
+    assert plan.rerank_inputs("crossencoder", "test") == {
+        "model": "results/crossencoder/model", "cache": plan.cache_dir("crossencoder"),
+        "candidates": "results/bm25/runs/test.parquet", "queries": "results/datasets/synthetic/queries",
+        "corpus": "results/datasets/synthetic/corpus.parquet"}
     # the student inherits the teacher's model section: ColBERT's input format, mean pooling, raw inner product
     model = plan.params("tct_hnp")["model"]
     assert model["markers"] and model["pooling"] == "mean" and not model["normalize"]

@@ -4,7 +4,7 @@ re-ranks BM25's top 20 of the test split (a ranking of its own, evaluated like B
 run's negatives (RocketQA): it scores the warm-up's pool, a policy drops what it deems relevant, and `hardneg
 verify` scores the pool again and re-mines the same list. A pretrained cross-encoder (a tiny sentence-transformers
 CrossEncoder folder built here) scores such a pool as it is, with `train.epochs: 0`, as `CrossEncoder.predict`
-scores the pairs, and the export carries its scores."""
+scores the pairs; the export carries its scores and `hardneg verify` scores the pool again."""
 
 import json
 
@@ -159,7 +159,7 @@ def pretrained(builds, tmp_path_factory):
     return workdir, jobs
 
 
-def test_a_pretrained_cross_encoder_scores_a_pool_as_it_is(pretrained, tmp_path):
+def test_a_pretrained_cross_encoder_scores_a_pool_as_it_is(pretrained, tmp_path, capsys):
     from sentence_transformers import CrossEncoder
 
     workdir, jobs = pretrained
@@ -197,3 +197,9 @@ def test_a_pretrained_cross_encoder_scores_a_pool_as_it_is(pretrained, tmp_path)
     scores = np.array([row["scores"] for row in rows])
     assert np.abs(source.predict([(r["query"], r["positive"]) for r in rows]) - scores[:, 0]).max() < 1e-5
     assert np.abs(source.predict([(r["query"], r["negative"]) for r in rows]) - scores[:, 1]).max() < 1e-5
+    # hardneg verify scores the pool again from the raw texts its card records, and mines the same list
+    capsys.readouterr()
+    assert main(["verify", "star_pt", "--results", str(results), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reproduced"] is True and report["overlap"]["mean"] == 1.0
+    assert any("recomputed with the model of reranker" in note for note in report["notes"])

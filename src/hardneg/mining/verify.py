@@ -162,9 +162,8 @@ def _cross_encoder(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, score_pa
     from hardneg.dense.raw_texts import TokenizedWithRaw
 
     cache, split = inputs.path_of("ce_cache"), card["split"]
-    # with their raw texts, which a pretrained cross-encoder forms its pairs from
-    queries = TokenizedWithRaw(cache, f"queries_{split}", Path(inputs.path_of("queries")) / f"{split}.parquet",
-                               artifacts.QUERIES)
+    # with their raw texts (the card's queries file is the split's), which a pretrained cross-encoder reads
+    queries = TokenizedWithRaw(cache, f"queries_{split}", inputs.path_of("queries"), artifacts.QUERIES)
     corpus = TokenizedWithRaw(cache, "corpus", inputs.path_of("corpus"), artifacts.CORPUS)
     note = f"the cross-encoder scores were recomputed with the model of {card['pool']['cross_encoder']}"
     if note not in notes:

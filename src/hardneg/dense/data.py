@@ -156,6 +156,48 @@ class RankedNegatives:
         return out
 
 
+class TeacherScores:
+    """A teacher's scores of (query, document) pairs, looked up by training row and document row: what the
+    distillation losses (:data:`hardneg.dense.losses.DISTILLATION`) learn from.
+
+    Built from tables with ``qid``, ``docid`` and ``score`` columns (the scores of a pool's candidates and of
+    the queries' judged positives, say); a pair listed twice keeps its first score, pairs of other queries or of
+    documents outside the tokenized corpus are ignored. :meth:`lookup` gives NaN for a pair the tables do not
+    score.
+    """
+
+    def __init__(self, train: TrainQueries, tables: list[pa.Table], doc_ids: list[str]):
+        self.train = train
+        # keyed by the query's row in the tokenized queries, so the rows of one query (per judgement) share them
+        q_index = dict(zip(train.qids, train.query_rows.tolist()))
+        qids, docs = pa.array(list(q_index), pa.string()), pa.array(doc_ids, pa.string())
+        query_rows = np.append(np.array(list(q_index.values()), np.int64), -1)  # code -1 (no such query) -> -1
+        keys, values = [], []
+        for table in tables:  # Arrow hash look-ups: a pool of millions of rows never becomes Python strings
+            q = query_rows[pc.index_in(table["qid"], value_set=qids).fill_null(-1).to_numpy().astype(np.int64)]
+            d = pc.index_in(table["docid"], value_set=docs).fill_null(-1).to_numpy().astype(np.int64)
+            known = (q >= 0) & (d >= 0)
+            keys.append(q[known] * train.num_docs + d[known])
+            values.append(table["score"].to_numpy(zero_copy_only=False).astype(np.float32)[known])
+        keys = np.concatenate(keys or [np.zeros(0, np.int64)])
+        values = np.concatenate(values or [np.zeros(0, np.float32)])
+        self.keys, first = np.unique(keys, return_index=True)  # sorted; the first score of a repeated pair
+        self.values = values[first]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def lookup(self, queries: np.ndarray, doc_rows: np.ndarray) -> np.ndarray:
+        """float32 scores, elementwise (with broadcasting) of training rows ``queries`` and document rows
+        ``doc_rows``; NaN where the teacher has no score of the pair."""
+        query_rows = self.train.query_rows[np.asarray(queries, np.int64)]
+        keys = query_rows * self.train.num_docs + np.asarray(doc_rows, np.int64)
+        if not len(self.keys):
+            return np.full(keys.shape, np.nan, np.float32)
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[pos] == keys, self.values[pos], np.float32(np.nan)).astype(np.float32)
+
+
 class BatchSampler(Protocol):
     """Which training queries form each step's batch, one epoch at a time. Pluggable (e.g. adaptive scheduling).
 

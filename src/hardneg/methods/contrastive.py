@@ -1,23 +1,122 @@
 """The step shared by the contrastive methods (warm-up, random and in-batch baselines, STAR): every query of the
-batch against every document of the batch, with the method's negatives and default loss."""
+batch against every document of the batch, with the method's negatives and default loss; and, for the methods
+that mine static hard negatives, distillation from the teacher scores of their pool (:data:`DISTILL_SCHEMA`)."""
 
 from __future__ import annotations
 
-from hardneg.dense.data import RankedNegatives
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from hardneg.dense.data import RankedNegatives, TeacherScores
+from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.methods.registry import StepContext
+from hardneg.schema.values import dataclass_from
+
+# The training inputs holding the teacher's scores (Plan.train_inputs): the cross-encoder's probabilities of the
+# run's pool candidates (a RUN table) and of the training queries' judged positives (a POSITIVE_SCORES table).
+TEACHER_INPUTS = {"teacher_scores": artifacts.RUN, "teacher_positive_scores": artifacts.POSITIVE_SCORES}
+
+DISTILL_SCHEMA = {
+    "type": "object", "additionalProperties": False, "default": {},
+    "description": "distillation from a teacher's scores of each query's positive and its own hard negatives: the "
+                   "cross-encoder of inputs.cross_encoder, which scores the run's pool (its ce_score column) and the "
+                   "judged positives; its probabilities p are read as logits log(p / (1 - p)). loss = (1 - weight) "
+                   "x the contrastive loss + weight x the distillation loss; the student's scores in it are the "
+                   "contrastive loss's (raw score / train.temperature). The batch's other documents (in-batch "
+                   "negatives) stay out of the distillation term: the teacher scored each query's own candidates "
+                   "only (docs: methods, distillation)",
+    "properties": {
+        "loss": {"enum": ["margin_mse", "kl", None], "default": None,
+                 "description": "null: no distillation; margin_mse: mean squared error between the student's and "
+                                "the teacher's margins, positive minus each negative (Hofstätter et al. 2020); kl: "
+                                "KL divergence from the teacher's softmax to the student's over the positive and "
+                                "its negatives (listwise)"},
+        "weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
+                   "description": "the distillation term's share of the loss (1: distillation alone)"},
+        "teacher_temperature": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                                "description": "kl: the teacher's logits are divided by it before the softmax"},
+        "student_temperature": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                                "description": "kl: the student's scores are divided by it before the softmax"},
+    },
+}
+
+
+@dataclass(frozen=True)
+class DistillParams:
+    """``params.distill``: its keys and defaults are :data:`DISTILL_SCHEMA`."""
+
+    loss: str | None
+    weight: float
+    teacher_temperature: float
+    student_temperature: float
+
+
+def check_distillation(name: str, run: dict) -> None:
+    """A run that distills names the teacher that scores its pool (``inputs.cross_encoder``), and has negatives
+    to compare its positive with (``negatives.per_query`` >= 1).
+
+    :raises ConfigError: naming ``runs.<name>.params.distill.loss``."""
+    params = run.get("params", {})
+    if params.get("distill", {}).get("loss") is None:
+        return
+    key = f"runs.{name}.params.distill.loss"
+    if "cross_encoder" not in run.get("inputs", {}):
+        raise ConfigError(key, f"distillation learns from a teacher's scores, and run {name} has no scored source: "
+                               f"name the cross-encoder run that scores its pool in runs.{name}.inputs.cross_encoder, "
+                               f"or set distill.loss to null")
+    if params.get("negatives", {}).get("per_query", 1) < 1:
+        raise ConfigError(key, f"distillation compares each positive with its own negatives: set "
+                               f"runs.{name}.params.negatives.per_query to 1 at least")
+
+
+def teacher_logits(probabilities):
+    """A cross-encoder's probabilities of relevance as its logits, log(p / (1 − p)), float32: a sigmoid's
+    inverse, which margins and softmaxes compare as the teacher does (probabilities squeeze the margins near 0
+    and 1). p is clipped into float32's open unit interval first, so a probability rounded to 0 or 1 gives a
+    finite logit (at most about ±16.6 at 1)."""
+    p = np.clip(np.asarray(probabilities, dtype=np.float64), np.finfo(np.float32).tiny, 1.0 - 2.0 ** -24)
+    return (np.log(p) - np.log1p(-p)).astype(np.float32)
+
+
+def read_teacher_scores(ctx: StepContext):
+    """The teacher's scores of the run's training pairs (:class:`hardneg.dense.data.TeacherScores`) from the
+    tables of :data:`TEACHER_INPUTS` (probabilities, read as logits by :func:`teacher_logits`)."""
+    tables = []
+    for name, kind in TEACHER_INPUTS.items():
+        table = artifacts.read_table(kind, ctx.input(name)).select(["qid", "docid", "score"])
+        tables.append(table.set_column(2, "score", pa.array(teacher_logits(table["score"].to_numpy()))))
+    return TeacherScores(ctx.train, tables, ctx.doc_texts.row_ids)
+
+
+def distillation(ctx: StepContext):
+    """The run's :class:`hardneg.dense.methods.Distillation` (``params.distill``), or None when its loss is null
+    or the method has no such section."""
+    from hardneg.dense.methods import Distillation  # torch: imported only where a model or tensor is used
+
+    if "distill" not in ctx.params:
+        return None
+    section = dataclass_from(DistillParams, ctx.params["distill"], "params.distill")
+    if section.loss is None:
+        return None
+    return Distillation(loss=section.loss, weight=section.weight, teacher=read_teacher_scores(ctx),
+                        teacher_temperature=section.teacher_temperature,
+                        student_temperature=section.student_temperature)
 
 
 def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch: bool = True):
     """A :class:`hardneg.dense.methods.ContrastiveMethod` drawing ``negatives`` (None: in-batch only); with
-    ``in_batch`` false each query is scored against its own positive and negatives only."""
+    ``in_batch`` false each query is scored against its own positive and negatives only. A run with a
+    ``distill`` section whose loss is set adds the distillation term (:func:`distillation`)."""
     from hardneg.dense.methods import ContrastiveMethod  # torch: imported only where a model or tensor is used
 
     train = ctx.params["train"]
     return ContrastiveMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
                              per_query=ctx.params["negatives"]["per_query"], loss=train["loss"] or default_loss,
                              temperature=train["temperature"], in_batch=in_batch,
-                             grad_cache_chunk=train["grad_cache_chunk"])
+                             grad_cache_chunk=train["grad_cache_chunk"], distillation=distillation(ctx))
 
 
 def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):

@@ -108,7 +108,7 @@ def test_fusion_declarations():
 
 def test_reading_parameters_names_an_unknown_or_missing_key():
     with pytest.raises(ConfigError, match=r"'params.mining.dept': unknown key"):
-        methods.get("star").read_params({"mining": {"dept": 3}})
+        methods.get("star").read_params({"mining": {"dept": 3}, "distill": {}})
     with pytest.raises(ConfigError, match=r"'params.adore.top_k': required key is missing"):
         methods.get("adore").read_params({"adore": {"cut": 3, "weighted": True, "index": None}})
 

@@ -1,13 +1,16 @@
 """STAR (Zhan et al., SIGIR 2021, section 6.1): continue a model on static hard negatives mined with a dense
 run's model (top-``mining.depth`` of each training query, positives removed), scored with the RankNet loss of
-every query against every document of the batch (its own hard negatives and the other rows' documents)."""
+every query against every document of the batch (its own hard negatives and the other rows' documents). With
+``params.distill`` it also learns from the scores a cross-encoder (``inputs.cross_encoder``) gave its pool
+(:data:`hardneg.methods.contrastive.DISTILL_SCHEMA`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from hardneg.io import artifacts
-from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step, ranked_negatives
+from hardneg.methods.contrastive import (DISTILL_SCHEMA, TRAINING_SECTIONS, DistillParams, check_distillation,
+                                         contrastive_step, ranked_negatives)
 from hardneg.methods.registry import DENSE, MINING_ROLES, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
@@ -15,6 +18,7 @@ from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 @dataclass(frozen=True)
 class StarParams:
     mining: MiningParams
+    distill: DistillParams
 
 
 def mined_negatives(ctx: StepContext):
@@ -33,5 +37,6 @@ METHOD = Method(
            "bm25": Role("reference_ranking", required=False,
                         description="a BM25 run, for the overlap column of the hard-negative audit"),
            **MINING_ROLES},
-    schema={"mining": MINING_SCHEMA}, params=StarParams, training_sections=TRAINING_SECTIONS,
-    build_step=build_step, grad_cache=True)
+    schema={"mining": MINING_SCHEMA, "distill": DISTILL_SCHEMA}, params=StarParams,
+    training_sections=(*TRAINING_SECTIONS, "distill"), build_step=build_step, check=check_distillation,
+    grad_cache=True)

@@ -28,39 +28,13 @@ from __future__ import annotations
 import time
 
 import torch
-import torch.nn.functional as F
 
 from hardneg.dense.data import NegativeSource, TrainQueries
 from hardneg.dense.distributed import SINGLE, Replicas
+from hardneg.dense.losses import listwise_kl as kd_loss  # the KL of every in-batch document
 from hardneg.dense.methods import Batch, ContrastiveMethod
 from hardneg.dense.tokenized import TokenizedTexts, chunk_overhead
 from hardneg.methods.colbert.maxsim import ColBERT, maxsim
-
-
-def kd_loss(student_scores: torch.Tensor, teacher_scores: torch.Tensor, *, teacher_temperature: float = 0.25,
-            student_temperature: float = 1.0, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Mean over rows (queries) of KL(P_teacher || P_student), the two distributions being the softmax over
-    columns (documents) of ``teacher_scores / teacher_temperature`` and ``student_scores / student_temperature``.
-
-    ``mask`` [B, N] (bool, optional): columns left out of a row, both distributions renormalised over the rest;
-    every row must keep at least one. Computed in float32 whatever the inputs and the autocast: the teacher's
-    temperature multiplies its scores by 4, which bf16 would round by whole units.
-    """
-    if student_scores.shape != teacher_scores.shape or student_scores.dim() != 2:
-        raise ValueError(f"student scores {tuple(student_scores.shape)} and teacher scores "
-                         f"{tuple(teacher_scores.shape)} must be the same [queries, documents] matrix")
-    with torch.autocast(student_scores.device.type, enabled=False):
-        student = student_scores.float() / student_temperature
-        teacher = teacher_scores.float() / teacher_temperature
-        if mask is None:
-            log_q, log_p = F.log_softmax(student, dim=1), F.log_softmax(teacher, dim=1)
-        else:
-            if bool(mask.all(dim=1).any()):
-                raise ValueError("kd_loss: the mask leaves a row without any document")
-            # masked columns get log-probability 0 on both sides: their terms are exp(0) * (0 - 0) = 0, no NaN
-            log_q = F.log_softmax(student.masked_fill(mask, float("-inf")), dim=1).masked_fill(mask, 0.0)
-            log_p = F.log_softmax(teacher.masked_fill(mask, float("-inf")), dim=1).masked_fill(mask, 0.0)
-        return F.kl_div(log_q, log_p, log_target=True, reduction="batchmean")  # sum over columns, mean over rows
 
 
 def freeze(teacher: torch.nn.Module) -> torch.nn.Module:

@@ -4,7 +4,8 @@ re-ranks BM25's top 20 of the test split (a ranking of its own, evaluated like B
 run's negatives (RocketQA): it scores the warm-up's pool, a policy drops what it deems relevant, and `hardneg
 verify` scores the pool again and re-mines the same list. A pretrained cross-encoder (a tiny sentence-transformers
 CrossEncoder folder built here) scores such a pool as it is, with `train.epochs: 0`, as `CrossEncoder.predict`
-scores the pairs; the export carries its scores and `hardneg verify` scores the pool again."""
+scores the pairs; the export carries its scores and `hardneg verify` scores the pool again; and a STAR run distils
+from the pool's scores."""
 
 import json
 
@@ -203,3 +204,16 @@ def test_a_pretrained_cross_encoder_scores_a_pool_as_it_is(pretrained, tmp_path,
     report = json.loads(capsys.readouterr().out)
     assert report["reproduced"] is True and report["overlap"]["mean"] == 1.0
     assert any("recomputed with the model of reranker" in note for note in report["notes"])
+def test_a_star_run_distils_from_the_scores_of_its_pool(denoised, tmp_path):
+    """A STAR run on star_ce's pool learning from the cross-encoder's scores alone (distill.weight 1): the pool and
+    its scores are read as they are, only the run's selection and training run, and its loss is the distillation's."""
+    results, _ = denoised
+    workdir = copy_build(results.parent, tmp_path / "distilled")
+    star_kd = {**CROSS_ENCODER_CONFIG["runs"]["star_ce"],
+               "params": {**STAR_CONFIG["runs"]["star"]["params"], "distill": {"loss": "margin_mse", "weight": 1.0}}}
+    write_config(workdir, {**CROSS_ENCODER_CONFIG, "runs": {**CROSS_ENCODER_CONFIG["runs"], "star_kd": star_kd}})
+    result, jobs = snakemake_jobs(workdir, "results/star_kd/train_log.parquet", timeout=900)
+    assert result.returncode == 0, output_of(result)[-4000:]
+    assert sorted(job["rule"] for job in jobs) == ["select_hard_negatives", "train_dense"]
+    log = pq.read_table(workdir / "results" / "star_kd" / "train_log.parquet").to_pandas()
+    assert (log.distill_loss > 0).all() and np.allclose(log.loss, log.distill_loss)

@@ -30,9 +30,9 @@ def test_runs_by_kind_and_role(plan):
     count = plan.params("ance")["ance"]["episodes"]
     episodes = [f"ance/episodes/{e}" for e in range(count)]  # each episode of ANCE is a run of its own
     fn_runs = [f"hidden_warmup_fn_{policy}" for policy in ("top8", "skip5", "margin05", "perc95")]  # generated
-    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "hidden_warmup", "star", "star_percpos", "ance",
-                                 *episodes, "tct", "tct_hn", "tct_tct_hn", "tct_hnp", "warmup_inbatch",
-                                 "warmup_randneg", "warmup_bm25neg", "static_hn", "randneg_warmup", *ABS_RUNS[:5],
+    assert plan.encoded_runs == ["warmup", "randneg", "inbatch", "hidden_warmup", "star", "star_percpos",
+                                 "star_margin_mse", "star_kl", "ance", *episodes, "tct", "tct_hn", "tct_tct_hn",
+                                 "tct_hnp", "warmup_inbatch", "warmup_randneg", "warmup_bm25neg", "static_hn", "randneg_warmup", *ABS_RUNS[:5],
                                  "condenser", *ABS_RUNS[5:], *fn_runs]
     assert plan.rerank_runs == ["colbert_teacher", "colbert_teacher_hn", "crossencoder"]
     first_tct = plan.dense_runs.index("tct")  # the ColBERT teacher runs sit among the dense runs in config order
@@ -40,7 +40,7 @@ def test_runs_by_kind_and_role(plan):
                                                                "colbert_teacher_hn", "tct_hnp", "crossencoder"] \
         + plan.dense_runs[first_tct + 4:]
     # a run mines when it names a miner, not because its method could (ANCE's episodes mine, not ANCE)
-    assert plan.mining_runs == ["star", "star_percpos", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn",
+    assert plan.mining_runs == ["star", "star_percpos", "star_margin_mse", "star_kl", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn",
                                 "tct_hnp", "static_hn", *fn_runs]
     assert plan.doc_run("adore_star") == "star" and plan.doc_run("star") == "star"
     assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
@@ -96,7 +96,7 @@ def test_tct_runs_read_their_teacher_and_the_teacher_re_ranks(plan):
 
 def test_training_depends_only_on_training_sections(plan):
     star, adore = plan.training_slice("star"), plan.training_slice("adore_star")
-    assert set(star["params"]) == {"model", "train", "negatives"}
+    assert set(star["params"]) == {"model", "train", "negatives", "distill"}  # distill: STAR's own section
     assert set(adore["params"]) == {"model", "train", "negatives", "adore", "index"}
     assert star["inputs"] == {"init": "warmup", "negatives": "warmup", "bm25": "bm25"} and star["seed"] == 42
 

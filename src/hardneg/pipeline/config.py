@@ -218,13 +218,14 @@ def _check_model_folders(config: dict) -> None:
     """Every bi-encoder's model folder on this machine (a local or packaged sentence-transformers folder) read as
     training will read it, so that a folder hardneg cannot use (a module it does not hold, a pooling it has not,
     prompts with ColBERT markers) is reported now, naming ``runs.<run>.params.model``, and not by the job that
-    loads it. Hub names are read by the jobs (the plan downloads nothing); cross-encoders read their own folders."""
+    loads it. Hub names are read by the jobs (the plan downloads nothing); re-rankers read their own folders."""
     from hardneg.dense import st_folder  # JSON only: no torch
 
     for name, run in config["runs"].items():
         model = run.get("params", {}).get("model")
-        if not isinstance(model, dict) or run.get("method") == "crossencoder":
-            continue
+        method = methods.get(run["method"]) if run.get("method") in methods.names() else None
+        if not isinstance(model, dict) or method is None or method.rerank is not None:
+            continue  # a re-ranker (a cross-encoder, the ColBERT teacher) reads its own kind of folder
         where = f"runs.{name}.params.model"
         st_folder.resolve_model(model, where=where, download=False)
         folder = st_folder.model_folder(model["name"], where=f"{where}.name", download=False)

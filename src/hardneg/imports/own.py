@@ -1,6 +1,7 @@
 """Reading hardneg's own exports of hard negatives (``hardneg export hardnegs --format hf-dataset`` or ``jsonl``):
-one row per query, ``qid``, ``query``, ``positives`` (``{docid, title, text}``) and ``negatives`` (``{docid,
-title, text, rank, score}``, in rank order), so that the ids, ranks and scores come back as they were written."""
+one row per query, ``qid``, ``query``, ``positives`` (``{docid, title, text, relevance}``) and ``negatives``
+(``{docid, title, text, rank, score}``, in rank order), so that the ids, grades, ranks and scores come back as they
+were written (an export written before positives carried their ``relevance`` reads without grades)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def _documents(where: str, row: dict, column: str) -> tuple[Document, ...]:
         item = Item(values.ident(where, entry, "docid"), values.text(where, entry, "text", optional=True),
                     values.text(where, entry, "title", optional=True) or "")
         rank = values.rank(where, f"{at}.rank", entry["rank"]) if entry.get("rank") is not None else None
-        documents.append(Document(item, score=values.entry_score(where, at, entry), rank=rank))
+        grade = values.entry_grade(where, at, entry) if column == "positives" else None
+        documents.append(Document(item, score=values.entry_score(where, at, entry), grade=grade, rank=rank))
     return tuple(documents)
 
 

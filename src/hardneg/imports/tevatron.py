@@ -3,7 +3,8 @@ the first row as Tevatron's ``TrainDataset`` tells them:
 
 * v1 (inline texts; what ``hardneg export hardnegs --format tevatron`` writes): ``query_id`` (optional),
   ``query``, ``positive_passages`` and ``negative_passages``, lists of ``{docid, title, text}`` with an optional
-  teacher ``score`` (Tevatron's distillation reads it);
+  teacher ``score`` (Tevatron's distillation reads it) and, for a positive, an optional ``relevance`` grade
+  (hardneg's export writes it; Tevatron passes over it);
 * v2 (ids only, the texts in a corpus of their own): ``query_id``, ``query_text`` (optional),
   ``positive_document_ids`` and ``negative_document_ids``.
 
@@ -37,13 +38,14 @@ def shape(where: str, row: dict) -> str:
 
 
 def _passages(where: str, row: dict, column: str) -> tuple[Document, ...]:
-    documents = []
+    documents, positive = [], column == "positive_passages"
     for at, passage in values.entries(where, row, column, "a passage {docid, title, text}"):
         docid = values.ident(where, passage, "docid", optional=True)
         body = values.text(where, passage, "text", optional=docid is not None)
         title = values.text(where, passage, "title", optional=True)
         documents.append(Document(Item(docid, body, title if title is not None else ""),
-                                  score=values.entry_score(where, at, passage)))
+                                  score=values.entry_score(where, at, passage),
+                                  grade=values.entry_grade(where, at, passage) if positive else None))
     return tuple(documents)
 
 

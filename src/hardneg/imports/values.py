@@ -100,3 +100,14 @@ def entries(where: str, row: dict, column: str, what: str):
 def entry_score(where: str, at: str, entry: dict) -> float | None:
     """An entry's teacher ``score``; None where it has none."""
     return score(where, f"{at}.score", entry["score"]) if entry.get("score") is not None else None
+
+
+def entry_grade(where: str, at: str, entry: dict) -> int | None:
+    """A positive entry's ``relevance`` grade (what hardneg's exports write beside a positive): a whole number of
+    at least 1; None where it has none."""
+    if entry.get("relevance") is None:
+        return None
+    value = grade(where, f"{at}.relevance", entry["relevance"])
+    if value < 1:
+        raise bad(where, f"{at}.relevance", f"a positive's grade is at least 1, got {entry['relevance']!r:.60}")
+    return value

@@ -13,8 +13,8 @@ from hardneg.export.hardnegs import export_hardnegs
 from hardneg.imports.lists import import_hardnegs
 from hardneg.imports.matching import UnmatchedError
 from hardneg.io import artifacts
-from tests.support.exports import (CORPUS, DOCS, EXPECTED, QUERY_TEXT, RANK, SCORE, scored_results, table,
-                                   write_results)
+from tests.support.exports import (CORPUS, DOCS, EXPECTED, GRADED_QRELS, QUERY_TEXT, RANK, SCORE, scored_results,
+                                   table, write_results)
 
 datasets = pytest.importorskip("datasets")
 
@@ -94,6 +94,37 @@ def test_exports_with_teacher_scores_come_back_with_them(tmp_path, fmt, st_forma
     assert card["list"]["path"] == str(tmp_path / "imported" / "hardnegs.parquet") and card["list"]["rows"] == \
         len(hardnegs)
     assert set(card["inputs"]) == {"corpus", "queries", "qrels", "positives"}
+
+
+@pytest.mark.parametrize("fmt, st_format", [("jsonl", None), ("hf-dataset", None), ("tevatron", None),
+                                             ("sentence-transformers", "labeled-list")])
+def test_exported_grades_come_back_from_the_file(tmp_path, fmt, st_format):
+    # q1 judged 2/1/1/1/1, q5's positive 3; the dataset imported into grades every positive 1, so a grade that comes
+    # back came from the file
+    root = write_results(tmp_path / "results", qrels=GRADED_QRELS)
+    source = tmp_path / ("export.jsonl" if fmt in ("tevatron", "jsonl") else "export")
+    export_hardnegs("star", fmt, source, results=root,
+                    **({"st_format": st_format, "negatives": "all", "title_separator": "[SEP]"} if st_format else {}))
+    ungraded = GRADED_QRELS.set_column(2, "relevance", pa.array([min(r, 1) for r in
+                                                                 GRADED_QRELS["relevance"].to_pylist()], pa.int32()))
+    artifacts.write_table(ungraded, artifacts.QRELS, root / "datasets" / "toy" / "qrels" / "train.parquet")
+    _, positives, written = imported(root, source, fmt, tmp_path)
+    graded = {(q, d): r for q, d, r in zip(*(GRADED_QRELS[c].to_pylist() for c in ("qid", "docid", "relevance")))}
+    assert {(r["qid"], r["docid"]): r["relevance"] for r in positives} == \
+        {key: grade for key, grade in graded.items() if grade >= 1 and key[0] in ("q1", "q2", "q5")}
+    assert sorted(r["relevance"] for r in positives if r["qid"] == "q1") == [1, 1, 1, 1, 2]
+    assert written["positives_not_judged"] == 0
+
+
+def test_a_positive_graded_below_1_is_refused(results, tmp_path):
+    export_hardnegs("star", "jsonl", tmp_path / "export.jsonl", results=results)
+    rows = [json.loads(line) for line in (tmp_path / "export.jsonl").read_text().splitlines()]
+    rows[1]["positives"][0]["relevance"] = 0
+    bad = write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(HardnegError, match=r"bad.jsonl, line 2: positives\[1\].relevance: a positive's grade is at "
+                                           r"least 1, got 0"):
+        import_hardnegs(bad, "jsonl", tmp_path / "out", dataset="toy", results=results)
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------------- hand-written files

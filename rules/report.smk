@@ -1,9 +1,10 @@
 # What `snakemake --report results/report.html` shows beyond the other stages' report() outputs: the hard-negative
-# viewer of each mining run, and the Markdown reports (summary, tables, PQ matrix) as pages. Snakemake's report shows images, HTML and PDF in place and
-# offers other files (Markdown, Parquet) only for download, so Markdown tables come as HTML pages (hardneg.report.pages).
-# Captions live in workflow/report/. The report holds the report() outputs of the jobs behind the requested target
-# (by default the config's `targets`); a mining run's viewer is one of its reports (PLAN.reports), built with its
-# metrics.
+# viewer of each run with a list of its own (mined or imported), and the Markdown reports (summary, tables, PQ
+# matrix) as pages. Snakemake's report shows images, HTML and PDF in place and offers other files (Markdown,
+# Parquet) only for download, so Markdown tables come as HTML pages (hardneg.report.pages). Captions live in
+# workflow/report/. The report holds the report() outputs of the jobs behind the requested target (by default the
+# config's `targets`); the viewer of a run's list, mined or imported, is one of its reports (PLAN.reports), built
+# with its metrics.
 
 
 rule hardneg_viewer:
@@ -19,9 +20,10 @@ rule hardneg_viewer:
             )
         ),
     wildcard_constraints:
-        run=MINING,
+        run=LISTED,
     params:
-        miner=lambda w: PLAN.miner(w.run),
+        miner=lambda w: PLAN.viewer_miner(w.run),  # None for an imported list
+        imported=lambda w: PLAN.imported_list(w.run),  # its folder, for the caption; None for a mined list
         split=lambda w: PLAN.train_split(w.run),
         depth=lambda w: run_params(w.run)["mining"]["depth"],
         seed=lambda w: PLAN.seed(w.run),

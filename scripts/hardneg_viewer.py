@@ -1,5 +1,6 @@
-"""Rule hardneg_viewer: a mining run's hard negatives, their audit, the miner's ranking, positive scores, the corpus,
-the training queries and qrels (+ a BM25 ranking) → one searchable HTML page of the flagged and sampled queries."""
+"""Rule hardneg_viewer: a run's hard negatives, their audit, the miner's ranking, positive scores, the corpus, the
+training queries and qrels (+ a BM25 ranking, the pool) → one searchable HTML page of the flagged and sampled
+queries. An imported list: its own positives' scores and its card, and no ranking or pool."""
 
 import os
 
@@ -10,11 +11,12 @@ log_to(snakemake.log[0])
 split = snakemake.params.split
 reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
 reference = [reference] if isinstance(reference, str) else list(reference)
+# an imported list (PLAN.viewer_inputs) has a card and no miner's ranking or pool
 viewer_stage(snakemake.wildcards.run, hardnegs_path=snakemake.input.hardnegs,
              positives_path=snakemake.input.positives, audit_path=snakemake.input.audit,
-             audit_summary_path=snakemake.input.audit_summary, mining_run_path=snakemake.input.run,
+             audit_summary_path=snakemake.input.audit_summary, mining_run_path=snakemake.input.get("run"),
              corpus_path=snakemake.input.corpus, queries_path=os.path.join(snakemake.input.queries, f"{split}.parquet"),
              qrels_path=os.path.join(snakemake.input.qrels, f"{split}.parquet"), output_path=snakemake.output.viewer,
-             bm25_run_path=reference[0] if reference else None,
-             pool_path=snakemake.input.pool, miner=snakemake.params.miner, split=split,
+             bm25_run_path=reference[0] if reference else None, pool_path=snakemake.input.get("pool"),
+             card_path=snakemake.input.get("card"), miner=snakemake.params.miner, split=split,
              depth=snakemake.params.depth, seed=snakemake.params.seed, settings=snakemake.params.viewer)

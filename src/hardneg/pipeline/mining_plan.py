@@ -283,12 +283,21 @@ class MiningPlan:
                 "pool": self.pool_path(run)}
 
     def viewer_inputs(self, run: str) -> dict:
-        """What the hard-negative viewer of a mining run reads: the audit's inputs (the mined list, the miner's
-        ranking, qrels, positive scores, the BM25 reference, the corpus), the audit (table and summary) and the
-        queries."""
-        return {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
-                "audit_summary": self.layout.audit(run, "json"),
-                "queries": self.layout.queries_dir(self.dataset(run))}
+        """What the hard-negative viewer of a run with a list of its own reads: the audit's inputs (the list, the
+        miner's ranking, qrels, positive scores, the BM25 reference, the corpus), the audit (table and summary) and
+        the queries; for an imported list also its card (``card``: where the list came from), in place of the
+        miner's ranking."""
+        inputs = {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
+                  "audit_summary": self.layout.audit(run, "json"),
+                  "queries": self.layout.queries_dir(self.dataset(run))}
+        if run in self.imported_runs:
+            inputs["card"] = self.layout.hardnegs_card(run)
+        return inputs
+
+    def viewer_miner(self, run: str) -> str | None:
+        """The run whose ranking a run's list was mined from; None for an imported list (the viewer says where it
+        came from instead)."""
+        return None if run in self.imported_runs else self.miner(run)
 
     def card_inputs(self, run: str) -> dict:
         """What the mining card of a mining run records (:mod:`hardneg.mining.card`): the miner's model and

@@ -329,13 +329,12 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
                                     if s not in (self.eval_split, hidden)]
 
     def reports(self, run: str) -> list[str]:
-        """Reports a run makes beside its metrics (a mining run: the hard-negative audit, viewer and mining card),
-        so that any target reaching the run builds them and ``snakemake --report`` finds them."""
+        """Reports a run makes beside its metrics (a mining run: the hard-negative audit, viewer and mining card; a
+        run trained on an imported list: its audit, viewer and the copy of the import's card), so that any target
+        reaching the run builds them and ``snakemake --report`` finds them."""
         if run in self.episodic_runs:  # each episode's hard negatives, audited
             return [self.layout.audit(episode, "md") for episode in self.episode_runs(run)]
-        if run in self.imported_runs:  # an imported list: its audit and its card (the copy of the import's)
-            return [self.layout.audit(run, "md"), self.layout.hardnegs_card(run)]
-        if run not in self.mining_runs:
+        if run not in self.listed_runs:
             return []
         return [self.layout.audit(run, "md"), self.layout.viewer(run), self.layout.hardnegs_card(run)]
 

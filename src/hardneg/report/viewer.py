@@ -11,8 +11,14 @@ numbers of the audit (:mod:`hardneg.mining.audit`), whose whole report heads the
 drawn. Margins and flags follow the audit: margin = negative score - best positive score under the mining model; a
 margin >= 0 marks a suspected false negative. The words of the query are highlighted in the documents' texts.
 
-Every text from the data (ids, queries, titles, document texts) is HTML-escaped: a document holding ``<script>`` is
-shown as text. The page loads nothing from elsewhere (see :mod:`hardneg.report.pages`); a little inline script filters the
+A list brought in by ``hardneg import`` (a run trained on ``{imported: <folder>}``) has no miner and no ranking:
+its page says where the list came from instead (the card's source file, its format and shape, its SHA-256, the
+mapping counts), flags a query for suspected false negatives only, and shows the scores the file carried (teacher
+scores; none where it carried none, and then no margins), each negative's rank in the file, and the positives the
+file names beside the qrels' with the file's grades.
+
+Every text from the data (ids, queries, titles, document texts, the imported file's path and format) is
+HTML-escaped: a document holding ``<script>`` is shown as text. The page loads nothing from elsewhere (see :mod:`hardneg.report.pages`); a little inline script filters the
 queries by words, by the suspected-false-negative flag and by any flag. Same inputs and seed → the same bytes.
 """
 
@@ -28,10 +34,12 @@ from dataclasses import dataclass, fields
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hardneg.errors import HardnegError
 from hardneg.evaluation.sampling import sample_ids
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 from hardneg.mining.audit import EMPTY_MARK, audit_markdown, text_snippet
+from hardneg.mining.card import read_card
 from hardneg.report.pages import markdown_html, page
 from hardneg.schema.values import section_values
 
@@ -60,23 +68,26 @@ def sample_queries(qids: list[str], count: int, seed: int) -> list[str]:
     return sample_ids(qids, count, seed)
 
 
-def flagged_queries(audit: pa.Table, positive_rank: int, depth: int, limit: int) -> tuple[list[tuple[str, str]], int]:
+def flagged_queries(audit: pa.Table, positive_rank: int, depth: int, limit: int,
+                    ranked: bool = True) -> tuple[list[tuple[str, str]], int]:
     """The flagged queries of an AUDIT table, the worst first, at most ``limit``: (qid, why) of each, and how many
     are flagged in all. A query is flagged when a negative scores at or above its best positive (suspected false
     negatives; more first), or its best positive ranks below ``positive_rank`` in the mining ranking (beyond
-    ``depth``: not retrieved at all; lower first)."""
+    ``depth``: not retrieved at all; lower first). ``ranked``: False for an imported list, which has no mining
+    ranking (its queries are flagged for suspected false negatives only)."""
     flagged = []
     for row in audit.to_pylist():
         suspected, rank = row["suspected_false_negatives"] or 0, row["best_positive_rank"]
         why = []
         if suspected:
             why.append(f"{suspected} suspected false negative{'s' if suspected != 1 else ''}")
-        if rank is None:
+        if ranked and rank is None:
             why.append(f"no positive in the top {depth} of the mining ranking")
-        elif rank > positive_rank:
+        elif ranked and rank > positive_rank:
             why.append(f"best positive at rank {rank}, below {positive_rank}")
         if why:
-            flagged.append((-suspected, -(depth + 1 if rank is None else rank), row["qid"], "; ".join(why)))
+            lowest = 0 if not ranked else -(depth + 1 if rank is None else rank)
+            flagged.append((-suspected, lowest, row["qid"], "; ".join(why)))
     flagged.sort()
     return [(qid, why) for _, _, qid, why in flagged[:limit]], len(flagged)
 
@@ -115,31 +126,35 @@ def _rows_by_qid(table: pa.Table) -> dict[str, list[dict]]:
 
 
 def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardnegs: pa.Table, positives: pa.Table,
-                   audit: pa.Table, corpus: pa.Table, mining_run: pa.Table, bm25_run: pa.Table | None, depth: int,
+                   audit: pa.Table, corpus: pa.Table, mining_run: pa.Table | None, bm25_run: pa.Table | None, depth: int,
                    negatives: int, snippet_chars: int, pool: pa.Table | None = None) -> list[dict]:
     """What the viewer shows of each query of ``qids``, in that order (tables may hold other queries too).
 
-    ``queries`` (QUERIES), ``qrels`` (QRELS), ``hardnegs`` (HARDNEGS), ``positives`` (POSITIVE_SCORES), ``audit``
-    (AUDIT), ``corpus`` (CORPUS rows of the documents shown), ``mining_run`` (RUN: the mining model's ranking,
-    for the rank of each positive), ``bm25_run`` (RUN, or None: the reference ranking, top ``depth``) and ``pool``
-    (CANDIDATES, or None: the pool the negatives were selected from, for the positives they duplicate).
+    ``queries`` (QUERIES), ``qrels`` (QRELS), ``hardnegs`` (HARDNEGS), ``positives`` (POSITIVE_SCORES: the
+    miner's scores of the positives, or an imported list's positives with the file's grades and teacher scores),
+    ``audit`` (AUDIT), ``corpus`` (CORPUS rows of the documents shown), ``mining_run`` (RUN: the mining model's
+    ranking, for the rank of each positive; None for an imported list), ``bm25_run`` (RUN, or None: the reference
+    ranking, top ``depth``) and ``pool`` (CANDIDATES, or None: the pool the negatives were selected from, for the
+    positives they duplicate).
 
     Returns one dict per query: qid, text, the audit row's numbers (best_positive_rank, best_positive_score,
     num_negatives, bm25_overlap, min_margin, max_margin, suspected_false_negatives; None when null), positives
-    [{docid, relevance, rank, score, snippet}] (relevance descending, then docid; rank and score None when
-    unknown) and negatives, the ``negatives`` best-ranked [{rank, docid, score, margin, in_bm25, suspected,
-    empty, duplicate, snippet}]: margin = score - best positive score (None without one), suspected = margin >= 0,
-    in_bm25 None without ``bm25_run``, duplicate the positive the negative duplicates and how ("p1 (exact)"; None:
-    none, or no ``pool``). Scores are the mining model's (inner products).
+    [{docid, relevance, judged, rank, score, snippet}] (the documents the qrels judge relevant and those
+    ``positives`` names; relevance descending, then docid; relevance: the grade in ``positives`` where it has the
+    document, else the qrels'; judged: whether the qrels judge it relevant; rank and score None when unknown) and
+    negatives, the ``negatives`` best-ranked [{rank, docid, score, margin, in_bm25, suspected, empty, duplicate,
+    snippet}]: margin = score - best positive score (None without either), suspected = margin >= 0, in_bm25 None
+    without ``bm25_run``, duplicate the positive the negative duplicates and how ("p1 (exact)"; None: none, or no
+    ``pool``). Scores are the mining model's (inner products), or the imported file's (None where it has none).
     """
     texts = dict(zip(queries["qid"].to_pylist(), queries["text"].to_pylist()))
     docs = {d: (t, x) for d, t, x in zip(corpus["docid"].to_pylist(), corpus["title"].to_pylist(),
                                           corpus["text"].to_pylist())}
     audit_rows = {row["qid"]: row for row in audit.to_pylist()}
     relevant = _rows_by_qid(qrels.filter(pc.greater_equal(qrels["relevance"], 1)))
-    scores = {(r["qid"], r["docid"]): r["score"] for r in positives.to_pylist()}
+    listed = {qid: {r["docid"]: r for r in rows} for qid, rows in _rows_by_qid(positives).items()}
     run_ranks: dict[tuple[str, str], int] = {}
-    for row in mining_run.to_pylist():
+    for row in (mining_run.to_pylist() if mining_run is not None else []):
         key = (row["qid"], row["docid"])
         run_ranks[key] = min(row["rank"], run_ranks.get(key, row["rank"]))
     negs = _rows_by_qid(hardnegs)
@@ -163,14 +178,20 @@ def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardn
     out = []
     for qid in qids:
         row = audit_rows.get(qid, {})
-        pos = sorted(relevant.get(qid, []), key=lambda r: (-r["relevance"], r["docid"]))
-        positives_shown = [{"docid": r["docid"], "relevance": r["relevance"], "rank": run_ranks.get((qid, r["docid"])),
-                            "score": scores.get((qid, r["docid"])), "snippet": snippet(r["docid"])} for r in pos]
+        judged = {r["docid"]: r["relevance"] for r in relevant.get(qid, [])}
+        named = listed.get(qid, {})
+        positives_shown = []
+        for docid in set(named) | set(judged):
+            entry = named.get(docid, {})
+            positives_shown.append({
+                "docid": docid, "relevance": entry.get("relevance") or judged.get(docid), "judged": docid in judged,
+                "rank": run_ranks.get((qid, docid)), "score": entry.get("score"), "snippet": snippet(docid)})
+        positives_shown.sort(key=lambda p: (-p["relevance"], p["docid"]))
         best = max((p["score"] for p in positives_shown if p["score"] is not None), default=None)
         shown = sorted(negs.get(qid, []), key=lambda r: r["rank"])[:negatives]
         negatives_shown = []
         for neg in shown:
-            margin = None if best is None else neg["score"] - best
+            margin = None if best is None or neg["score"] is None else neg["score"] - best
             negatives_shown.append({
                 "rank": neg["rank"], "docid": neg["docid"], "score": neg["score"], "margin": margin,
                 "in_bm25": None if in_bm25 is None else (qid, neg["docid"]) in in_bm25,
@@ -254,10 +275,11 @@ def _header_row(names: list[tuple[str, str]]) -> str:
                             for name, cls in names) + "</tr>"
 
 
-def _facts(query: dict, depth: int, with_bm25: bool) -> str:
+def _facts(query: dict, depth: int, with_bm25: bool, ranked: bool) -> str:
     parts = []
     rank = query["best_positive_rank"]
-    parts.append(f"best positive at rank {rank}" if rank is not None else f"no positive in the top {depth}")
+    if ranked:
+        parts.append(f"best positive at rank {rank}" if rank is not None else f"no positive in the top {depth}")
     if query["num_negatives"] is not None:
         parts.append(f"{query['num_negatives']} negatives")
     if with_bm25 and query["bm25_overlap"] is not None:
@@ -271,7 +293,8 @@ def _facts(query: dict, depth: int, with_bm25: bool) -> str:
     return f'<p class="facts muted">{text}</p>'
 
 
-def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
+def _query_section(query: dict, depth: int, with_bm25: bool, ranked: bool = True) -> str:
+    """One query's section; ``ranked``: False for an imported list (no mining ranking: no ranks of positives)."""
     why = query.get("flagged")
     terms = query_terms(query["text"])
     lines = [f'<section class="query" id="q-{_e(query["qid"])}" '
@@ -279,21 +302,23 @@ def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
              f'<h2><code>{_e(query["qid"])}</code> {_e(query["text"])}</h2>']
     if why:
         lines.append(f'<p class="why">⚑ flagged: {_e(why)}</p>')
-    lines.append(_facts(query, depth, with_bm25))
+    lines.append(_facts(query, depth, with_bm25, ranked))
     lines.append(f"<h3>Relevant documents ({len(query['positives'])})</h3>")
     if query["positives"]:
-        lines.append("<table>" + _header_row([("docid", ""), ("relevance", "num"), ("rank", "num"),
-                                              ("score", "num"), ("title / text", "")]))
+        lines.append("<table>" + _header_row([("docid", ""), ("relevance", "num")] + [("rank", "num")] * ranked
+                                             + [("score", "num"), ("title / text", "")]))
         for p in query["positives"]:
-            lines.append("<tr>" + _cells([(p["docid"], ""), (p["relevance"], "num"),
-                                          ("–" if p["rank"] is None else p["rank"], "num"),
-                                          (_score(p["score"]), "num")])
+            # a positive the imported file names that the qrels do not judge relevant: its grade is the file's
+            grade = p["relevance"] if p.get("judged", True) else f"{p['relevance']} · not in the qrels"
+            cells = [(p["docid"], ""), (grade, "num")]
+            cells += [("–" if p["rank"] is None else p["rank"], "num")] if ranked else []
+            lines.append("<tr>" + _cells(cells + [(_score(p["score"]), "num")])
                          + f'<td class="snippet">{highlighted(p["snippet"], terms)}</td></tr>')
         lines.append("</table>")
     else:
         lines.append('<p class="muted">none judged relevant</p>')
     total = query["num_negatives"] if query["num_negatives"] is not None else len(query["negatives"])
-    lines.append(f"<h3>Top {len(query['negatives'])} of {total} mined negatives</h3>")
+    lines.append(f"<h3>Top {len(query['negatives'])} of {total} {'mined' if ranked else 'imported'} negatives</h3>")
     if query["negatives"]:
         header = [("rank", "num"), ("docid", ""), ("score", "num"), ("margin", "num")]
         header += [("BM25", "")] if with_bm25 else []
@@ -310,7 +335,7 @@ def _query_section(query: dict, depth: int, with_bm25: bool) -> str:
                          + f'<td class="snippet">{highlighted(n["snippet"], terms)}</td></tr>')
         lines.append("</table>")
     else:
-        lines.append('<p class="muted">no mined negatives</p>')
+        lines.append(f'<p class="muted">no {"mined" if ranked else "imported"} negatives</p>')
     lines.append("</section>")
     return "\n".join(lines)
 
@@ -348,34 +373,72 @@ def histogram_svg(histogram: dict) -> str:
             f'viewBox="0 0 {width} {height}" role="img" aria-label="histogram of the margins">{"".join(parts)}</svg>')
 
 
-def render_viewer(queries: list[dict], *, run: str, miner: str, split: str, depth: int, seed: int,
+def _origin(card: dict, run: str) -> str:
+    """Where an imported list came from, from its card (:mod:`hardneg.imports.card`): the source file, its format
+    and shape, its SHA-256 and the mapping counts. Every value is escaped."""
+    section, counts = card["import"], card["import"].get("mapping") or {}
+    source = section["source"]
+
+    def count(key: str) -> str:
+        return _e(counts.get(key, "?"))
+
+    folder = f", a folder of {len(source['files'])} files" if source.get("files") else ""
+    return (f'<p class="origin">Imported with <code>hardneg import</code> from <code>{_e(source["path"])}</code> '
+            f'({_e(section["format"])}, {_e(section["shape"])}{folder}; SHA-256 '
+            f'<code>{_e(str(source.get("sha256", ""))[:16])}</code>…) as a list of the <code>{_e(card["split"])}'
+            f'</code> queries of dataset <code>{_e(card["dataset"])}</code>: {count("negatives")} negatives of '
+            f'{count("queries")} queries, {count("negatives_scored")} with the file\'s teacher score; '
+            f'{count("positives")} positives, {count("positives_scored")} scored, {count("positives_not_judged")} '
+            f'not judged relevant in the qrels; {count("negatives_judged_relevant")} negatives the qrels judge '
+            f"relevant left out. <code>hardneg verify {_e(run)}</code> checks that the file still has this digest."
+            "</p>")
+
+
+def render_viewer(queries: list[dict], *, run: str, miner: str | None, split: str, depth: int, seed: int,
                   num_training_queries: int, with_bm25: bool, audit_markdown: str | None = None,
-                  histogram: dict | None = None, num_flagged: int = 0, positive_rank: int | None = None) -> str:
+                  histogram: dict | None = None, num_flagged: int = 0, positive_rank: int | None = None,
+                  imported: dict | None = None) -> str:
     """The viewer page of run ``run`` (mined by run ``miner`` from its ranking of split ``split``, top ``depth``):
     ``queries`` as :func:`viewer_queries` gives them, the flagged ones first (each with its ``flagged`` reason;
     ``num_flagged`` are flagged in all, ``positive_rank`` the rank below which a best positive is flagged), then a
     sample (seed ``seed``) of the other training queries, of ``num_training_queries`` in all; the audit's Markdown
-    report, when given, in a fold above them, and its margin ``histogram`` drawn."""
+    report, when given, in a fold above them, and its margin ``histogram`` drawn. ``imported``: the card of an
+    imported list (``miner`` is None then): the page says where the list came from in place of the miner, and has
+    no ranks of positives."""
+    ranked = imported is None
     shown_flagged = sum(1 for query in queries if query.get("flagged"))
     sampled = len(queries) - shown_flagged
     flagged_text = ""
     if positive_rank is not None:
+        rank_reason = f", or the best positive below rank {positive_rank} of the mining ranking" if ranked else ""
         flagged_text = (f"First the {shown_flagged} flagged queries"
                         + (f" (the worst of {num_flagged})" if num_flagged > shown_flagged else "")
-                        + f": a suspected false negative among its negatives, or the best positive below rank "
-                        f"{positive_rank} of the mining ranking; the worst first. Then ")
-    intro = (f"Mined by run <code>{_e(miner)}</code> from its ranking of the <code>{_e(split)}</code> queries "
-             f"(top {depth}, relevant documents removed), {num_training_queries} training queries. {flagged_text}"
+                        + f": a suspected false negative among its negatives{rank_reason}; the worst first. Then ")
+    if ranked:
+        origin = (f"Mined by run <code>{_e(miner)}</code> from its ranking of the <code>{_e(split)}</code> queries "
+                  f"(top {depth}, relevant documents removed), ")
+        scores = ("Scores are the mining model's; <b>rank</b> is the rank in its ranking (– beyond what it "
+                  "retrieved)")
+        shown = "relevant documents and best-ranked mined negatives"
+    else:
+        origin = ""
+        scores = ("Scores are the teacher scores the imported file carried (– where it carried none, and then no "
+                  "margin); <b>rank</b> is the negative's place among the query's negatives in the file (the rank "
+                  "the file records, where it records one); <b>relevance</b> is the file's grade, else the qrels'")
+        shown = "relevant documents (the qrels' and those the file names) and its first negatives in the file"
+    intro = (f"{origin}{num_training_queries} training queries. {flagged_text}"
              f"{sampled} {'of the other ' if flagged_text else 'of the '}training queries (a sample drawn with seed "
-             f"{seed}), each with its relevant documents and best-ranked mined negatives; the query's words are "
-             "<mark>marked</mark> in their texts. Scores are the mining model's; <b>rank</b> is the rank in its "
-             "ranking (– beyond what it retrieved); <b>margin</b> = negative score − best positive score; a margin ≥ 0 "
-             "flags a <span class=\"flag\">⚠ suspected false negative</span> (it scores at or above every positive)"
+             f"{seed}), each with its {shown}; the query's words are <mark>marked</mark> in their texts. {scores}; "
+             "<b>margin</b> = negative score − best positive score; a margin ≥ 0 flags a <span class=\"flag\">⚠ "
+             "suspected false negative</span> (it scores at or above every positive)"
              + (f"; <b>BM25</b> ✓: also in BM25's top {depth}." if with_bm25 else "."))
-    body = [f"<h1>Hard negatives of run <code>{_e(run)}</code></h1>", f'<p class="muted">{intro}</p>']
+    body = [f"<h1>Hard negatives of run <code>{_e(run)}</code></h1>"]
+    body += [_origin(imported, run)] if not ranked else []
+    body.append(f'<p class="muted">{intro}</p>')
     drawn = histogram_svg(histogram or {})
     if drawn:
-        body.append(f'<h2>Margins of the mined negatives</h2>\n<div class="scroll">{drawn}</div>')
+        body.append(f"<h2>Margins of the {'mined' if ranked else 'imported'} negatives</h2>\n"
+                    f'<div class="scroll">{drawn}</div>')
     if audit_markdown is not None:
         body.append('<details class="audit"><summary>Audit of the whole list</summary>\n'
                     f"{markdown_html(audit_markdown)}</details>")
@@ -383,41 +446,53 @@ def render_viewer(queries: list[dict], *, run: str, miner: str, split: str, dept
                 'of a document" aria-label="filter queries"><label><input type="checkbox" id="flagged"> only '
                 'flagged queries</label><label><input type="checkbox" id="suspects"> only queries with suspected '
                 'false negatives</label><span id="count" class="muted"></span></header>')
-    body += [_query_section(q, depth, with_bm25) for q in queries]
+    body += [_query_section(q, depth, with_bm25, ranked) for q in queries]
     return page(f"Hard negatives of run {run}", "\n".join(body), style=STYLE, script=SCRIPT)
 
 
 def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_summary_path, mining_run_path,
                  corpus_path, queries_path, qrels_path, output_path: str | os.PathLike, bm25_run_path=None,
-                 pool_path=None, miner: str, split: str, depth: int, seed: int, settings: dict) -> int:
-    """Stage function: the mined list of run ``run`` and what the pipeline has about it → the viewer page at
-    ``output_path`` (written atomically).
+                 pool_path=None, card_path=None, miner: str | None, split: str, depth: int, seed: int,
+                 settings: dict) -> int:
+    """Stage function: the hard-negative list of run ``run`` (mined, or imported) and what the pipeline has about
+    it → the viewer page at ``output_path`` (written atomically).
 
-    Reads the hard negatives (HARDNEGS), positive scores (POSITIVE_SCORES), the audit (AUDIT Parquet and its JSON
-    summary), the miner's ranking of the training split (RUN), the corpus, the training queries and qrels of split
-    ``split`` and, when given, the BM25 reference ranking (RUN) and the candidate pool (CANDIDATES: which
-    negatives duplicate a positive) — of each, only the rows of the queries shown and the documents shown. ``settings``: the config's ``viewer`` section; ``seed`` draws the sample.
+    Reads the hard negatives (HARDNEGS), positive scores (POSITIVE_SCORES: the miner's, or the imported list's
+    with the file's grades and teacher scores), the audit (AUDIT Parquet and its JSON summary), the miner's ranking
+    of the training split (RUN; ``mining_run_path`` None for an imported list), the corpus, the training queries
+    and qrels of split ``split`` and, when given, the BM25 reference ranking (RUN), the candidate pool
+    (CANDIDATES: which negatives duplicate a positive) and an imported list's card (``card_path``: the run's
+    ``hardnegs_card.json``, whose ``import`` section says where the list came from; ``miner`` None then) — of the
+    tables, only the rows of the queries shown and the documents shown. ``settings``: the config's ``viewer``
+    section; ``seed`` draws the sample.
 
     :returns: the number of queries shown: the flagged ones, then the sample.
+    :raises HardnegError: ``card_path`` is not the card of an imported list (naming the file).
     """
     config = ViewerSettings.from_config(settings)
+    imported = read_card(card_path) if card_path is not None else None
+    if imported is not None and "import" not in imported:
+        raise HardnegError(f"{card_path}: not the card of an imported list (it has no import section)")
     audit = artifacts.read_table(artifacts.AUDIT, audit_path)
-    flagged, num_flagged = flagged_queries(audit, config.positive_rank, depth, config.flagged)
+    flagged, num_flagged = flagged_queries(audit, config.positive_rank, depth, config.flagged,
+                                           ranked=imported is None)
     why = dict(flagged)
     others = [qid for qid in audit["qid"].to_pylist() if qid not in why]
     qids = [qid for qid, _ in flagged] + sample_queries(others, config.queries, seed)
     hardnegs = artifacts.read_matching_rows(artifacts.HARDNEGS, hardnegs_path, "qid", qids)
     qrels = artifacts.read_matching_rows(artifacts.QRELS, qrels_path, "qid", qids)
+    positives = artifacts.read_matching_rows(artifacts.POSITIVE_SCORES, positives_path, "qid", qids)
     shown = set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["docid"].to_pylist())
+    shown.update(positives["docid"].to_pylist())  # an imported file's positives the qrels may not judge
     for rows in _rows_by_qid(hardnegs).values():  # the documents shown: positives and the best-ranked negatives
         shown.update(row["docid"] for row in sorted(rows, key=lambda r: r["rank"])[:config.negatives])
     bm25 = artifacts.read_matching_rows(artifacts.RUN, bm25_run_path, "qid", qids) if bm25_run_path else None
     queries = viewer_queries(
         qids, queries=artifacts.read_matching_rows(artifacts.QUERIES, queries_path, "qid", qids), qrels=qrels,
-        hardnegs=hardnegs,
-        positives=artifacts.read_matching_rows(artifacts.POSITIVE_SCORES, positives_path, "qid", qids), audit=audit,
+        hardnegs=hardnegs, positives=positives, audit=audit,
         corpus=artifacts.read_matching_rows(artifacts.CORPUS, corpus_path, "docid", sorted(shown)),
-        mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids), bm25_run=bm25,
+        mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids)
+        if mining_run_path is not None else None, bm25_run=bm25,
         depth=depth, negatives=config.negatives, snippet_chars=config.snippet_chars,
         pool=artifacts.read_matching_rows(artifacts.CANDIDATES, pool_path, "qid", qids) if pool_path else None)
     for query in queries:
@@ -428,7 +503,7 @@ def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_s
                                           num_training_queries=audit.num_rows, with_bm25=bm25 is not None,
                                           audit_markdown=audit_markdown(summary, bars=False),
                                           histogram=summary["margin"]["histogram"], num_flagged=num_flagged,
-                                          positive_rank=config.positive_rank))
+                                          positive_rank=config.positive_rank, imported=imported))
     log.info("hard-negative viewer of run %s: %d flagged (of %d) and %d sampled of %d training queries, %d negatives "
              "each at most (%s)", run, len(flagged), num_flagged, len(queries) - len(flagged), audit.num_rows,
              config.negatives, output_path)

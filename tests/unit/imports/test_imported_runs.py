@@ -1,7 +1,7 @@
 """A run trained on an imported list (``inputs.negatives: {imported: <folder>}``): the config checks it, the plan
-trains it on its copy of the list (rule import_hard_negatives) and audits that copy, the copy is refused when it is
-not the list of the run's dataset and split or changed since it was imported, and the audit, ``hardneg audit`` and
-``hardneg verify <run>`` read it as they read a mined list."""
+trains it on its copy of the list (rule import_hard_negatives), audits that copy and shows it in the viewer, the
+copy is refused when it is not the list of the run's dataset and split or changed since it was imported, and the
+audit, ``hardneg audit`` and ``hardneg verify <run>`` read it as they read a mined list."""
 
 import copy
 import json
@@ -43,10 +43,14 @@ def test_a_run_trains_on_its_copy_of_the_imported_list(raw):
     assert plan.import_inputs("star_imported") == {"hardnegs": f"{FOLDER}/hardnegs.parquet",
                                                    "positives": f"{FOLDER}/positives.parquet",
                                                    "card": f"{FOLDER}/hardnegs_card.json"}
-    assert plan.reports("star_imported") == [layout.audit("star_imported", "md"),
+    assert plan.reports("star_imported") == [layout.audit("star_imported", "md"), layout.viewer("star_imported"),
                                              layout.hardnegs_card("star_imported")]
     audit = plan.audit_inputs("star_imported")
     assert audit["positives"] == layout.imported_positives("star_imported") and "run" not in audit
+    viewer = plan.viewer_inputs("star_imported")  # where the list came from (its card), in place of a ranking
+    assert viewer["card"] == layout.hardnegs_card("star_imported") and "run" not in viewer and "pool" not in viewer
+    assert plan.viewer_miner("star_imported") is None and plan.viewer_miner("star") == "warmup"
+    assert "card" not in plan.viewer_inputs("star")
     assert plan.upstream("star_imported") == ["warmup"]  # the list is no run
     assert resolve_run(plan.config, "star_imported")["inputs"]["negatives"] == {"imported": FOLDER}
     assert plan.training_slice("star_imported")["inputs"]["negatives"] == {"imported": FOLDER}

@@ -1,6 +1,6 @@
 """The hard-negative viewer: what it shows of each query (ranks, scores, margins, BM25, flags), the flagged queries
-before the seeded sample, the query's words marked, the margin histogram drawn, escaped texts, same bytes twice;
-and Markdown reports rendered as pages."""
+before the seeded sample, the query's words marked, the margin histogram drawn, escaped texts, same bytes twice; an
+imported list's page (its source, grades and teacher scores, no ranks); and Markdown reports rendered as pages."""
 
 import copy
 import json
@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from hardneg.errors import ConfigError
+from hardneg.errors import ConfigError, HardnegError
 from hardneg.io import artifacts
 from hardneg.mining.audit import audit_hard_negatives, write_audit
 from hardneg.pipeline.config import validate_config
@@ -102,13 +102,19 @@ def _write_inputs(root, audit):
     return paths
 
 
+SETTINGS = {"queries": 2, "negatives": 1, "snippet_chars": 40, "positive_rank": 10, "flagged": 500}
+
+
+def _stage_paths(paths):
+    """The stage's input paths (a mined list's, with its BM25 reference) from :func:`_write_inputs`."""
+    return dict(hardnegs_path=paths["hardnegs"], positives_path=paths["positives"], audit_path=paths["audit"],
+                audit_summary_path=paths["audit_json"], mining_run_path=paths["run"], corpus_path=paths["corpus"],
+                queries_path=paths["queries"], qrels_path=paths["qrels"], bm25_run_path=paths["bm25"])
+
+
 def _stage(paths, output, **settings):
-    return viewer_stage("star", hardnegs_path=paths["hardnegs"], positives_path=paths["positives"],
-                        audit_path=paths["audit"], audit_summary_path=paths["audit_json"], mining_run_path=paths["run"],
-                        corpus_path=paths["corpus"], queries_path=paths["queries"], qrels_path=paths["qrels"],
-                        output_path=output, bm25_run_path=paths["bm25"], miner="warmup", split="train", depth=DEPTH,
-                        seed=7, settings={"queries": 2, "negatives": 1, "snippet_chars": 40, "positive_rank": 10,
-                                          "flagged": 500, **settings})
+    return viewer_stage("star", **_stage_paths(paths), output_path=output, miner="warmup", split="train", depth=DEPTH,
+                        seed=7, settings={**SETTINGS, **settings})
 
 
 def test_the_flagged_queries_come_first_then_the_sample(audit, tmp_path):
@@ -181,3 +187,62 @@ def test_a_negative_that_duplicates_a_positive_is_flagged_with_the_positive():
                            pool=pool)
     duplicates = {n["docid"]: n["duplicate"] for n in shown[0]["negatives"]}
     assert duplicates["n2"] == "p1 (near)" and duplicates["n1"] is None
+
+
+# An imported list of the same world: the file's teacher scores (none for q2's negatives, so no margins there), its
+# grades (q1's p2 graded 3 where the qrels say 2) and a positive the qrels do not judge (q1's p4).
+IMPORTED_NEGATIVES = table(artifacts.HARDNEGS, [("q1", "n1", 1, 0.9), ("q1", "n2", 2, 0.1), ("q1", "n3", 3, None),
+                                                ("q2", "m1", 1, None), ("q2", "m3", 2, None), ("q2", "m2", 3, None)])
+IMPORTED_POSITIVES = table(artifacts.POSITIVE_SCORES, [("q1", "p1", 1, 0.8), ("q1", "p2", 3, 0.5),
+                                                       ("q1", "p4", 2, None), ("q2", "p3", 1, None)])
+
+
+def test_an_imported_list_shows_its_source_grades_and_teacher_scores(tmp_path):
+    from hardneg.imports.card import build_import_card
+
+    summary, audit = audit_hard_negatives(IMPORTED_NEGATIVES, None, QRELS, IMPORTED_POSITIVES, BM25, depth=DEPTH,
+                                          empty_docids=["m2"])
+    paths = _write_inputs(tmp_path, audit)
+    for name, kind, data in (("hardnegs", artifacts.HARDNEGS, IMPORTED_NEGATIVES),
+                             ("positives", artifacts.POSITIVE_SCORES, IMPORTED_POSITIVES)):
+        artifacts.write_table(data, kind, paths[name])
+    paths["audit_json"].write_text(json.dumps(summary))
+    source = tmp_path / "<b>mined<b> & elsewhere.jsonl"  # a hostile file name, shown as text
+    source.write_text('{"query_id": "q1"}\n')
+    card = build_import_card(source=source, fmt="tevatron", shape="v1", separator="[SEP]",
+                             counts={"rows": 2, "queries": 2, "negatives": 6, "negatives_scored": 2, "positives": 4,
+                                     "positives_scored": 2, "positives_not_judged": 1,
+                                     "negatives_judged_relevant": 0},
+                             dataset="toy", split="train", inputs={"positives": paths["positives"]},
+                             hardnegs=paths["hardnegs"], run="star<i>")
+    (tmp_path / "card.json").write_text(json.dumps(card))
+    shown = viewer_stage("star<i>", **{**_stage_paths(paths), "mining_run_path": None},
+                         card_path=tmp_path / "card.json", output_path=tmp_path / "v.html", miner=None,
+                         split="train", depth=DEPTH, seed=7, settings=dict(SETTINGS, negatives=3))
+    page = (tmp_path / "v.html").read_text()
+    # flagged for a suspected false negative only: q2's positive has no rank, and that flags nothing here
+    assert shown == 3 and re.findall(r'id="q-(\w+)" data-suspected="(\d+)" data-flagged="(\d)"', page) == \
+        [("q1", "1", "1"), ("q2", "0", "0"), ("q3", "0", "0")]
+    assert "best positive below rank" not in page and "Mined by run" not in page and "no positive in the top" not in page
+    assert ("Imported with <code>hardneg import</code> from <code>" + str(tmp_path) + "/&lt;b&gt;mined&lt;b&gt; &amp; "
+            f"elsewhere.jsonl</code> (tevatron, v1; SHA-256 <code>{card['import']['source']['sha256'][:16]}</code>…)"
+            in page)
+    assert "6 negatives of 2 queries, 2 with the file's teacher score" in page
+    assert "<code>hardneg verify star&lt;i&gt;</code>" in page and page.count("<script") == 1
+    assert "<b>mined" not in page and "<i>" not in page
+    assert page.count("Top 3 of 3 imported negatives</h3>") == 2 and "<h2>Margins of the imported negatives</h2>" in page
+    # positives: no rank column; the file's grades, its positive the qrels do not judge marked; teacher scores
+    q1 = page[page.index('id="q-q1"'):page.index('id="q-q2"')]
+    assert '<tr><th>docid</th><th class="num">relevance</th><th class="num">score</th>' in q1
+    assert re.findall(r"<tr><td>(p\d)</td><td class=\"num\">([^<]*)</td><td class=\"num\">([^<]*)</td>", q1) == \
+        [("p2", "3", "0.5000"), ("p4", "2 · not in the qrels", "–"), ("p1", "1", "0.8000")]
+    # negatives: the file's rank and score (– without one, and then no margin)
+    assert re.findall(r'<td class="num">(\d)</td><td>(n\d)</td><td class="num">([^<]*)</td><td class="num">([^<]*)'
+                      r"</td>", q1) == [("1", "n1", "0.9000", "+0.1000"), ("2", "n2", "0.1000", "−0.7000"),
+                                        ("3", "n3", "–", "–")]
+    mining_card = tmp_path / "mining_card.json"  # a card without an import section: not an imported list's
+    mining_card.write_text(json.dumps({k: v for k, v in card.items() if k not in ("import", "kind")}))
+    with pytest.raises(HardnegError, match="mining_card.json: not the card of an imported list"):
+        viewer_stage("star", **_stage_paths(paths), card_path=mining_card, output_path=tmp_path / "x.html",
+                     miner=None, split="train", depth=DEPTH, seed=7, settings=SETTINGS)
+    assert not (tmp_path / "x.html").exists()

@@ -8,4 +8,4 @@ log_to(snakemake.log[0])
 take_imported_list(hardnegs=snakemake.input.hardnegs, positives=snakemake.input.positives, card=snakemake.input.card,
                    run=snakemake.wildcards.run, dataset=snakemake.params.dataset, split=snakemake.params.split,
                    out_hardnegs=snakemake.output.hardnegs, out_positives=snakemake.output.positives,
-                   out_card=snakemake.output.card)
+                   out_card=snakemake.output.card, results=snakemake.params.results)

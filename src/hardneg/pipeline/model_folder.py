@@ -16,7 +16,10 @@ from hardneg.schema.files import config_hash
 
 
 def _name(value):
-    """A run or dataset as a name: the training slice names it, a whole resolved config nests its config."""
+    """A run or dataset as a name: the training slice names it, a whole resolved config nests its config; an
+    imported list (``{imported: <folder>}``, no run) is named by its folder."""
+    if isinstance(value, dict) and "imported" in value:
+        return f"{value['imported']} (imported list)"
     return value.get("name") if isinstance(value, dict) else value
 
 

@@ -17,6 +17,7 @@ from hardneg.imports.runs import take_imported_list
 from hardneg.io.layout import Layout
 from hardneg.mining.audit import audit_stage
 from hardneg.pipeline.config import validate_config
+from hardneg.pipeline.model_folder import card_facts
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline.resolution import resolve_run
 from tests.support import REPO
@@ -54,6 +55,9 @@ def test_a_run_trains_on_its_copy_of_the_imported_list(raw):
     assert plan.upstream("star_imported") == ["warmup"]  # the list is no run
     assert resolve_run(plan.config, "star_imported")["inputs"]["negatives"] == {"imported": FOLDER}
     assert plan.training_slice("star_imported")["inputs"]["negatives"] == {"imported": FOLDER}
+    facts = card_facts(plan.training_slice("star_imported"))  # the model card names the list by its folder
+    assert facts.inputs == {"init": "warmup", "negatives": f"{FOLDER} (imported list)"}
+    assert facts.starts_from == "warmup"
 
 
 @pytest.mark.parametrize("negatives, key, message", [
@@ -126,6 +130,26 @@ def test_the_runs_copy_carries_the_card_and_verifies(run_copy, capsys):
                           outputs["out_positives"], root / "a.md", root / "a.parquet")
     assert summary["best_positive_rank"] is None and summary["num_negatives"] == 9
     assert summary["margin"]["count"] == 9 and "## Imported list" in (root / "a.md").read_text()
+
+
+def test_the_runs_card_records_its_files_under_the_runs_results_folder(run_copy, tmp_path, monkeypatch, capsys):
+    # imported against the results folder spelled absolute (run_copy), copied by Snakemake from the project folder:
+    # the run's card records every file under the run's folder as Snakemake spells it, and verify finds them all
+    root, _, files, _ = run_copy
+    monkeypatch.chdir(root.parent)
+    outputs = {"out_hardnegs": "results/star_imported/hardnegs.parquet",
+               "out_positives": "results/star_imported/hardnegs_positives.parquet",
+               "out_card": "results/star_imported/hardnegs_card.json"}
+    card = take_imported_list(**files, run="star_imported", dataset="toy", split="train", **outputs,
+                              results="results")
+    assert card["results"] == "results" and card["inputs"]["corpus"]["path"] == "results/datasets/toy/corpus.parquet"
+    assert card["inputs"]["positives"]["path"] == outputs["out_positives"]
+    (root / "star_imported" / "config.yaml").write_text(yaml.safe_dump({
+        "name": "star_imported", "method": "star", "dataset": {"name": "toy"}, "params": {"train": {"split": "train"}},
+        "inputs": {"negatives": {"imported": "imported"}}}))
+    monkeypatch.chdir(tmp_path / "..")  # anywhere else
+    assert main(["verify", "star_imported", "--results", str(root)]) == 0
+    assert "none changed" in capsys.readouterr().out
 
 
 def test_a_list_of_another_split_or_changed_since_is_refused(run_copy):

@@ -11,6 +11,8 @@ LISTED = names_regex(PLAN.listed_runs)  # a list of their own, mined or imported
 MINERS = names_regex(PLAN.mining_splits)
 POOLS = names_regex(sorted({name for _, name in PLAN.pools}))
 SCORED_POOLS = names_regex(sorted({name for _, name in PLAN.scored_pools}))
+TEACHER_POOLS = names_regex(sorted({name for _, name, _ in PLAN.teacher_pools}))
+TEACHERS = names_regex(sorted({teacher for _, _, teacher in PLAN.teacher_pools}))
 
 
 rule near_duplicates:
@@ -119,6 +121,42 @@ rule score_pool:
         "../environment.yml"
     script:
         "../scripts/score_pool.py"
+
+
+# A pool a teacher run scores (a distilling run names it as its `teacher` input: the ColBERT teacher, say): the
+# teacher's scores of the pool's candidates and of the split's judged positives, as it re-ranks them; the runs that
+# distil from it read them.
+rule teacher_pool_scores:
+    input:
+        unpack(lambda w: PLAN.teacher_scoring_inputs(w.run, w.pool, w.teacher)),
+    output:
+        candidates=update(LAYOUT.teacher_scores("{run}", "{pool}", "{teacher}", "candidates")),
+        positives=update(LAYOUT.teacher_scores("{run}", "{pool}", "{teacher}", "positives")),
+    wildcard_constraints:
+        run=MINERS,
+        pool=TEACHER_POOLS,
+        teacher=TEACHERS,
+    params:
+        split=lambda w: PLAN.teacher_pools[(w.run, w.pool, w.teacher)].split,
+        depth=lambda w: PLAN.teacher_pools[(w.run, w.pool, w.teacher)].depth,
+        method=lambda w: PLAN.runs[w.teacher]["method"],
+        method_modules=lambda w: PLAN.method_modules(w.teacher),
+        batch_size=lambda w: run_params(w.teacher)["rerank"]["batch_size"],
+        device=lambda w: run_params(w.teacher)["train"]["device"],
+    message:
+        "score candidate pool {wildcards.pool} of run {wildcards.run} with teacher {wildcards.teacher} (log: {log})"
+    log:
+        LAYOUT.log("{run}", "teacher_pool_scores_{pool}_{teacher}"),
+    benchmark:
+        LAYOUT.benchmark("{run}", "teacher_pool_scores_{pool}_{teacher}")
+    threads: 2
+    resources:
+        **rule_resources("teacher_pool_scores", mem_mb=6000, runtime=120),
+        gpu=lambda w: PLAN.inference_gpus(w.teacher),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/teacher_pool_scores.py"
 
 
 rule select_hard_negatives:

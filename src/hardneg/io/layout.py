@@ -295,6 +295,12 @@ class Layout:
         return f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.ce_{self._name('pairs', pairs)}.parquet"
 
     @_inside_root
+    def teacher_scores(self, miner: str, name: str, teacher: str, pairs: str) -> str:
+        """A teacher run's scores (as it ranks) of a pool's ``candidates`` or of its queries' ``positives``."""
+        return (f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.teacher-{self._name('run', teacher)}_"
+                f"{self._name('pairs', pairs)}.parquet")
+
+    @_inside_root
     def audit(self, run: str, suffix: str) -> str:
         """The hard-negative audit: ``md`` (report), ``parquet`` (per query) or ``json`` (summary)."""
         return f"{self.run_dir(run)}/hardnegs_audit.{self._name('audit', suffix)}"

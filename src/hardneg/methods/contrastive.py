@@ -12,18 +12,33 @@ import pyarrow as pa
 from hardneg.dense.data import RankedNegatives, TeacherScores
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
-from hardneg.methods.registry import StepContext
+from hardneg.methods.registry import Role, StepContext
 from hardneg.schema.values import dataclass_from
 
-# The training inputs holding the teacher's scores (Plan.train_inputs): the cross-encoder's probabilities of the
-# run's pool candidates (a RUN table) and of the training queries' judged positives (a POSITIVE_SCORES table).
-TEACHER_INPUTS = {"teacher_scores": artifacts.RUN, "teacher_positive_scores": artifacts.POSITIVE_SCORES}
+# The training inputs holding the teacher's scores of a run's pairs (Plan.train_inputs), two tables each: of the
+# candidates or negatives (a RUN table, or the HARDNEGS table of an imported list: the same columns) and of the
+# training queries' judged positives (a POSITIVE_SCORES table). Either the teacher's own scores, read as they are (a
+# teacher run's scores of the pool: inputs.teacher; the scores an imported list carries), or a cross-encoder's
+# probabilities of the pool (inputs.cross_encoder), read as its logits. A run with both distils from the first.
+TEACHER_SCORES = {"teacher_scores": artifacts.RUN, "teacher_positive_scores": artifacts.POSITIVE_SCORES}
+TEACHER_PROBABILITIES = {"teacher_probabilities": artifacts.RUN,
+                         "teacher_positive_probabilities": artifacts.POSITIVE_SCORES}
+
+# The role of a method that distils (beside its miner role and MINING_ROLES' cross_encoder): a teacher run scoring
+# its pool.
+DISTILL_ROLES = {"teacher": Role("pool_teacher", required=False,
+                                 description="a re-ranking run (the ColBERT teacher, a cross-encoder) whose scores of "
+                                             "this run's pool and of the judged positives it distils from "
+                                             "(params.distill)")}
 
 DISTILL_SCHEMA = {
     "type": "object", "additionalProperties": False, "default": {},
-    "description": "distillation from a teacher's scores of each query's positive and its own hard negatives: the "
-                   "cross-encoder of inputs.cross_encoder, which scores the run's pool (its ce_score column) and the "
-                   "judged positives; its probabilities p are read as logits log(p / (1 - p)). loss = (1 - weight) "
+    "description": "distillation from a teacher's scores of each query's positive and its own hard negatives, from "
+                   "the first the run has of: the run of inputs.teacher (a re-ranking run, the ColBERT teacher say), "
+                   "whose scores of the run's pool and of the judged positives are read as they are; the "
+                   "cross-encoder of inputs.cross_encoder, whose probabilities p of them (the pool's ce_score "
+                   "column) are read as logits log(p / (1 - p)); the scores the imported list of inputs.negatives "
+                   "carries ({imported: <folder>}), read as they are. loss = (1 - weight) "
                    "x the contrastive loss + weight x the distillation loss; the student's scores in it are the "
                    "contrastive loss's (raw score / train.temperature). The batch's other documents (in-batch "
                    "negatives) stay out of the distillation term: the teacher scored each query's own candidates "
@@ -54,19 +69,40 @@ class DistillParams:
     student_temperature: float
 
 
-def check_distillation(name: str, run: dict) -> None:
-    """A run that distills names the teacher that scores its pool (``inputs.cross_encoder``), and has negatives
-    to compare its positive with (``negatives.per_query`` >= 1).
+def distills(params: dict) -> bool:
+    """Whether a run with these ``params`` distils from a teacher's scores (``distill.loss`` set)."""
+    return params.get("distill", {}).get("loss") is not None
 
-    :raises ConfigError: naming ``runs.<name>.params.distill.loss``."""
-    params = run.get("params", {})
-    if params.get("distill", {}).get("loss") is None:
+
+def _imported_list(run: dict) -> str | None:
+    """The folder of the imported list a run trains on (its miner role given as ``{imported: <folder>}``)."""
+    return next((value["imported"] for value in run.get("inputs", {}).values() if isinstance(value, dict)), None)
+
+
+def check_distillation(name: str, run: dict) -> None:
+    """A run that distils has a scored source of its pairs: a teacher run (``inputs.teacher``) or a cross-encoder
+    (``inputs.cross_encoder``) scoring its pool, or an imported list (whose scores the plan checks where its card
+    is already there: :func:`hardneg.pipeline.mining_plan.check_imported_scores`); and it has negatives to
+    compare its positive with (``negatives.per_query`` >= 1). A teacher run scores a pool for distillation only:
+    it is refused on a run that does not distil, and on an imported list, which has no pool.
+
+    :raises ConfigError: naming ``runs.<name>.params.distill.loss`` or ``runs.<name>.inputs.teacher``."""
+    params, inputs = run.get("params", {}), run.get("inputs", {})
+    imported = _imported_list(run)
+    if "teacher" in inputs and (imported is not None or not distills(params)):
+        why = (f"the imported list {imported} has no pool for a teacher to score: the scores it carries are the "
+               f"teacher's" if imported is not None else
+               f"run {name} does not distil (set runs.{name}.params.distill.loss)")
+        raise ConfigError(f"runs.{name}.inputs.teacher", f"a teacher scores the run's pool for distillation only, "
+                                                         f"and {why}; or leave inputs.teacher out")
+    if not distills(params):
         return
     key = f"runs.{name}.params.distill.loss"
-    if "cross_encoder" not in run.get("inputs", {}):
+    if imported is None and not {"teacher", "cross_encoder"} & set(inputs):
         raise ConfigError(key, f"distillation learns from a teacher's scores, and run {name} has no scored source: "
-                               f"name the cross-encoder run that scores its pool in runs.{name}.inputs.cross_encoder, "
-                               f"or set distill.loss to null")
+                               f"name a re-ranking run that scores its pool in runs.{name}.inputs.teacher (the "
+                               f"ColBERT teacher) or a cross-encoder in runs.{name}.inputs.cross_encoder, train it "
+                               f"on an imported list that carries scores, or set distill.loss to null")
     if params.get("negatives", {}).get("per_query", 1) < 1:
         raise ConfigError(key, f"distillation compares each positive with its own negatives: set "
                                f"runs.{name}.params.negatives.per_query to 1 at least")
@@ -82,12 +118,25 @@ def teacher_logits(probabilities):
 
 
 def read_teacher_scores(ctx: StepContext):
-    """The teacher's scores of the run's training pairs (:class:`hardneg.dense.data.TeacherScores`) from the
-    tables of :data:`TEACHER_INPUTS` (probabilities, read as logits by :func:`teacher_logits`)."""
+    """The teacher's scores of the run's training pairs (:class:`hardneg.dense.data.TeacherScores`): the tables of
+    :data:`TEACHER_SCORES` as they are where the run has them, else those of :data:`TEACHER_PROBABILITIES`, read as
+    logits by :func:`teacher_logits`. A null score is no score (an imported list's pair the file left unscored).
+
+    :raises ConfigError: naming ``runs.<run>.params.distill.loss``, when the tables score no negative or no
+        positive (an imported list that carries no scores): the distillation term would be empty."""
+    as_they_are = all(name in ctx.inputs for name in TEACHER_SCORES)
     tables = []
-    for name, kind in TEACHER_INPUTS.items():
+    for name, kind in (TEACHER_SCORES if as_they_are else TEACHER_PROBABILITIES).items():
         table = artifacts.read_table(kind, ctx.input(name)).select(["qid", "docid", "score"])
-        tables.append(table.set_column(2, "score", pa.array(teacher_logits(table["score"].to_numpy()))))
+        if table.num_rows == table["score"].null_count:
+            what = "positive" if kind is artifacts.POSITIVE_SCORES else "negative"
+            raise ConfigError(f"runs.{ctx.resolved['name']}.params.distill.loss",
+                              f"the teacher's scores {ctx.input(name)} score no {what}: there is nothing to distil "
+                              f"from (an imported list that carries no scores?); train on a list with scores, name a "
+                              f"teacher, or set distill.loss to null")
+        if not as_they_are:
+            table = table.set_column(2, "score", pa.array(teacher_logits(table["score"].to_numpy())))
+        tables.append(table)
     return TeacherScores(ctx.train, tables, ctx.doc_texts.row_ids)
 
 

@@ -44,10 +44,13 @@ PROVIDES = {
     "runs": "a list of runs whose rankings are combined",
     "scorer": "a cross-encoder run whose model scores the candidate pool this run's negatives are selected from "
               "(results/<run>/model)",
+    "pool_teacher": "a re-ranking run whose model scores the candidate pool this run's negatives are selected from, "
+                    "and the judged positives, as it ranks (results/<run>/model): the teacher's scores a run "
+                    "distils from",
 }
 # Roles whose run must be dense (its embeddings are used), and roles whose run must have a trained model.
 DENSE_PROVIDES = frozenset({"miner", "doc_index"})
-MODEL_PROVIDES = frozenset({"model", "teacher", "scorer"})
+MODEL_PROVIDES = frozenset({"model", "teacher", "scorer", "pool_teacher"})
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from hardneg.mining.policies import POLICY_SCHEMA
 from hardneg.pipeline import false_negatives, replicates
 from hardneg.pipeline.compare_plan import check_compare_config
 from hardneg.pipeline.index_factories import check_index_factories
-from hardneg.pipeline.mining_plan import check_policies, check_pool_reach
+from hardneg.pipeline.mining_plan import check_imported_scores, check_policies, check_pool_reach
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run, dataset_config, input_runs
 from hardneg.pipeline.resources import check_resource_rules
@@ -140,7 +140,9 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
     _check_targets(config)
     parse_measures(config["evaluation"]["measures"])  # an unknown measure stops the run now, not after training
     check_index_factories(config)
-    check_pool_reach(Plan(config))
+    plan = Plan(config)
+    check_pool_reach(plan)
+    check_imported_scores(plan)
     check_summary_config(config)
     check_compare_config(config)
     return config
@@ -362,6 +364,12 @@ def _check_references(config: dict) -> None:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"a {run['method']} run mines its episodes' "
                                                                      "negatives with its own checkpoints: name a "
                                                                      "miner run, not an imported list")
+                scorers = [r for r in run.get("inputs", {}) if roles[r].provides == "scorer"]
+                if scorers:  # its pool's scores: an imported list has no pool
+                    raise ConfigError(f"runs.{name}.inputs.{scorers[0]}",
+                                      f"a cross-encoder scores the pool a run's negatives are selected from, and run "
+                                      f"{name} trains on an imported list, which has none: leave "
+                                      f"inputs.{scorers[0]} out")
                 continue
             for other in ([others] if isinstance(others, str) else others):
                 if other not in runs:
@@ -383,6 +391,11 @@ def _check_references(config: dict) -> None:
                     raise ConfigError(f"runs.{name}.inputs.{role}",
                                       f"run {other!r} is a {runs[other]['method']} run, which scores no pairs; this "
                                       f"input needs a run of {', '.join(scorers) or 'a cross-encoder method'}")
+                if provides == "pool_teacher" and methods.get(runs[other]["method"]).rerank is None:
+                    raise ConfigError(f"runs.{name}.inputs.{role}",
+                                      f"run {other!r} is a {runs[other]['method']} run, which re-ranks nothing; a "
+                                      f"teacher scores the pool as it re-ranks: name a run of "
+                                      f"{', '.join(methods.names(methods.RERANK))}")
                 if runs[other].get("dataset", config["dataset"]) != dataset:
                     raise ConfigError(f"runs.{name}.inputs.{role}", f"run {other!r} uses another dataset")
     for name in runs:

@@ -12,10 +12,13 @@ the policy keys of ``params.mining``.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 from hardneg.errors import ConfigError
 from hardneg import imports as imported_files
+from hardneg.methods.contrastive import distills
+from hardneg.mining.card import read_card
 from hardneg.mining.negatives import MINING_SCHEMA, POLICY_KEYS
 from hardneg.mining.policies import Policy, PolicyValueError
 from hardneg.schema.names import quoted
@@ -135,6 +138,28 @@ def check_pool_reach(plan) -> None:
                                                        f"runs.{run}.inputs.cross_encoder, or leave {key} out")
 
 
+def check_imported_scores(plan) -> None:
+    """Refuse a run that distils from the imported list it trains on when the list carries no teacher scores of
+    its negatives or of its positives, as its card's mapping counts say (``negatives_scored``,
+    ``positives_scored``), where the card is already there (``hardneg import`` ran); where it is not yet, training
+    refuses it (:func:`hardneg.methods.contrastive.read_teacher_scores`). ``plan``: the
+    :class:`hardneg.pipeline.plan.Plan` of a validated config.
+
+    :raises ConfigError: naming ``runs.<run>.params.distill.loss``."""
+    for run in plan.imported_runs:
+        card_path = plan.import_inputs(run)["card"]
+        if not distills(plan.params(run)) or not os.path.isfile(card_path):
+            continue
+        mapping = read_card(card_path).get("import", {}).get("mapping", {})
+        for what in ("negatives", "positives"):
+            if mapping.get(f"{what}_scored", 0) == 0:
+                raise ConfigError(f"runs.{run}.params.distill.loss",
+                                  f"run {run} distils from the scores of the imported list {plan.imported_list(run)}, "
+                                  f"and the file carried none of its {what} (its card {card_path}: 0 of "
+                                  f"{mapping.get(what, 0)} scored): import a file with the teacher's scores, name a "
+                                  f"teacher, or set distill.loss to null")
+
+
 class MiningPlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns mining runs: their pools, the positive
     scores, near-duplicates and the selection."""
@@ -214,13 +239,53 @@ class MiningPlan:
         return {key: pool for key, pool in self.pools.items() if pool.cross_encoder}
 
     def pool_scoring_inputs(self, miner: str, name: str) -> dict:
-        """What a cross-encoder's scoring of a pool reads: its model and tokenized cache, the miner's ranking of
-        the split and the split's qrels (the pairs it scores: the pool's candidates and the judged positives), and
-        the dataset's queries and corpus (:meth:`pair_texts`)."""
-        pool, layout = self.pools[(miner, name)], self.layout
-        return {"model": layout.model(pool.cross_encoder), "cache": self.cache_dir(pool.cross_encoder),
-                "run": layout.ranking(miner, pool.split), "qrels": layout.qrels_dir(pool.dataset),
-                **self.pair_texts(pool.cross_encoder)}
+        """What a cross-encoder's scoring of a pool reads: :meth:`scoring_inputs` of its cross-encoder."""
+        return self.scoring_inputs(self.pools[(miner, name)], self.pools[(miner, name)].cross_encoder)
+
+    def scoring_inputs(self, pool: Pool, scorer: str) -> dict:
+        """What a run's scoring of a pool reads: its model and tokenized cache, the miner's ranking of the split and
+        the split's qrels (the pairs it scores: the pool's candidates and the judged positives), and the dataset's
+        queries and corpus where the run scores pairs from them (:meth:`pair_texts`)."""
+        layout = self.layout
+        return {"model": layout.model(scorer), "cache": self.cache_dir(scorer),
+                "run": layout.ranking(pool.miner, pool.split), "qrels": layout.qrels_dir(pool.dataset),
+                **self.pair_texts(scorer)}
+
+    # ------------------------------------------------------------------------------------------ teachers
+    def teacher(self, run: str) -> str | None:
+        """The teacher run whose scores of its pool a mining run distils from (its ``pool_teacher`` role)."""
+        return self.role_run(run, "pool_teacher")
+
+    @property
+    def teacher_pools(self) -> dict[tuple[str, str, str], Pool]:
+        """(miner, pool name, teacher) → pool, for every pool a teacher run scores."""
+        return {(pool.miner, pool.name, teacher): pool for pool, teacher in
+                ((self.pool(run), self.teacher(run)) for run in self.mining_runs) if teacher is not None}
+
+    def teacher_scoring_inputs(self, miner: str, name: str, teacher: str) -> dict:
+        """What a teacher's scoring of a pool reads: :meth:`scoring_inputs` of the teacher."""
+        return self.scoring_inputs(self.teacher_pools[(miner, name, teacher)], teacher)
+
+    def distillation_inputs(self, run: str) -> dict:
+        """The teacher's scores a run that distils reads, from the first source it has
+        (:data:`hardneg.methods.contrastive.TEACHER_SCORES`, as they are, or ``TEACHER_PROBABILITIES``): its
+        teacher run's scores of its pool; its cross-encoder's probabilities of the pool; the scores of the imported
+        list it trains on (the run's copies of the list and of its positives). Nothing for a run that does not
+        distil (``params.distill.loss`` unset)."""
+        if not distills(self.params(run)):
+            return {}
+        layout = self.layout
+        if run in self.imported_runs:
+            return {"teacher_scores": layout.hard_negatives(run),
+                    "teacher_positive_scores": layout.imported_positives(run)}
+        pool, teacher = self.pool(run), self.teacher(run)
+        if teacher is not None:
+            return {"teacher_scores": layout.teacher_scores(pool.miner, pool.name, teacher, "candidates"),
+                    "teacher_positive_scores": layout.teacher_scores(pool.miner, pool.name, teacher, "positives")}
+        if pool.cross_encoder is not None:
+            return {"teacher_probabilities": layout.pool_scores(pool.miner, pool.name, "candidates"),
+                    "teacher_positive_probabilities": layout.pool_scores(pool.miner, pool.name, "positives")}
+        return {}
 
     @property
     def mining_splits(self) -> dict[str, set[str]]:

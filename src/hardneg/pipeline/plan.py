@@ -19,8 +19,10 @@ candidates         nothing for training; re-ranking reads the input run's rankin
 runs               ``<role>``: the rankings of the training split of every listed run; a fusion run reads every
                    listed run's ranking of each split it ranks (and of ``tune.split`` when it tunes its weight)
 reference_ranking  nothing for training; reports (the hard-negative audit) read its training-split ranking
-scorer             ``teacher_scores`` and ``teacher_positive_scores``: the input run's scores of this run's pool
-                   and of the judged positives (the teacher's, for a run that distills, ``params.distill``)
+scorer             nothing for training; the pool's cross-encoder columns read the input run's probabilities
+pool_teacher       nothing else; a run that distils (``params.distill``) reads its teacher's scores of its pool and
+                   of the judged positives: :meth:`MiningPlan.distillation_inputs` (from this role's run, else the
+                   ``scorer``'s, else the imported list's own scores)
 =================  ==========================================================================================
 """
 
@@ -237,15 +239,11 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
                 inputs[role] = layout.model(other)
             elif spec.provides == "miner":
                 inputs["hard_negatives"] = layout.hard_negatives(run)
-            elif spec.provides == "scorer":  # its scores of the pool: the teacher's, where the run distills
-                pool = self.pool(run)
-                inputs["teacher_scores"] = layout.pool_scores(pool.miner, pool.name, "candidates")
-                inputs["teacher_positive_scores"] = layout.pool_scores(pool.miner, pool.name, "positives")
             elif spec.provides == "doc_index":
                 inputs["doc_embeddings"] = layout.corpus_embeddings(self.doc_run(other))
                 inputs["train_index"] = layout.index(self.doc_run(other),
                                                      factory_slug(self.training_index_factory(run)))
-        return inputs
+        return {**inputs, **self.distillation_inputs(run)}
 
     def training_slice(self, run: str) -> dict:
         """What training depends on in the config: changing any other key (search, index, encoding) retrains

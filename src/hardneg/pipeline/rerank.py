@@ -1,5 +1,6 @@
 """Stage functions of a re-ranking model's rules: its ranking of one split from another run's top-k (rule
-``rerank``), and its probabilities of a candidate pool's pairs (rule ``score_pool``)."""
+``rerank``), its probabilities of a candidate pool's pairs (rule ``score_pool``) and, as a teacher, its scores of
+them (rule ``teacher_pool_scores``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.trainer import resolve_device
 from hardneg.io import artifacts
 from hardneg.io.rankings import read_run, write_run
-from hardneg.mining.pool_scores import score_pool_stage
+from hardneg.mining.pool_scores import rerank_scorer, score_pool_stage
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +48,22 @@ def rerank_split(method: str, model_dir, cache_dir, split: str, candidates_path,
 
 def score_pool_split(method: str, model_dir, cache_dir, split: str, run_path, qrels_path, *, candidates_path,
                      positives_path, depth: int, batch_size: int = 64, device: str = "auto", method_modules=(),
-                     texts: tuple | None = None):
+                     texts: tuple | None = None, teacher: bool = False):
     """Score the candidate pool of depth ``depth`` of the miner's ranking at ``run_path`` and the split's judged
-    positives with the model at ``model_dir``, as method ``method`` scores pairs (``Method.score_pairs``), and
-    write both tables (:func:`hardneg.mining.pool_scores.score_pool_stage`). ``texts``: as :func:`rerank_split`'s."""
+    positives with the model at ``model_dir`` and write both tables (:func:`hardneg.mining.pool_scores.
+    score_pool_stage`): as method ``method`` scores pairs (``Method.score_pairs``: probabilities), or, with
+    ``teacher``, as it re-ranks (``Method.rerank``: the scores it ranks by, a teacher's for distillation).
+    ``texts``: as :func:`rerank_split`'s."""
     methods.load_modules(list(method_modules))
-    scorer = methods.get(method).score_pairs
+    declared = methods.get(method)
+    hook = declared.rerank if teacher else declared.score_pairs
+    scorer = rerank_scorer(hook) if teacher and hook else hook
     if scorer is None:
-        raise ValueError(f"method {method!r} does not score pairs")
+        raise ValueError(f"method {method!r} {'re-ranks' if teacher else 'scores pairs'} nothing")
     queries, corpus = text_sets(cache_dir, split, texts)
     candidates, positives = score_pool_stage(scorer, model_dir, queries, corpus, run_path, qrels_path,
                                              candidates_path, positives_path, depth=depth, batch_size=batch_size,
                                              device=resolve_device(device))
-    log.info("scored %d candidates and %d positives of %s with %s", candidates.num_rows, positives.num_rows,
-             run_path, model_dir)
+    log.info("scored %d candidates and %d positives of %s with %s%s", candidates.num_rows, positives.num_rows,
+             run_path, model_dir, " as a teacher" if teacher else "")
     return candidates, positives

@@ -28,7 +28,7 @@ RESOURCE_RULES: tuple[str, ...] = tuple(sorted((
     "leakage_figure", "leakage_table",
     "markdown_page", "mining_card", "near_duplicates", "positive_scores", "pq_matrix", "prepare_dataset",
     "rerank", "run_config", "run_graph", "score_pool", "select_hard_negatives", "summary",
-    "tokenize", "train_dense", "train_episode", "train_tokenizer", "training_time_table", "tune_fusion",
+    "teacher_pool_scores", "tokenize", "train_dense", "train_episode", "train_tokenizer", "training_time_table", "tune_fusion",
     *(f"figure_{name}" for name in FIGURES))))
 
 

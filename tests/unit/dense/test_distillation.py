@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import torch
 from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
@@ -18,7 +19,9 @@ from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts
-from hardneg.methods.contrastive import teacher_logits
+from hardneg.errors import ConfigError
+from hardneg.methods.contrastive import read_teacher_scores, teacher_logits
+from hardneg.methods.registry import StepContext
 from hardneg.pipeline.config import validate_params
 from tests.support.dense import TINY_MODEL, build_tiny
 
@@ -152,6 +155,42 @@ def test_teacher_scores_are_looked_up_by_row_and_nan_where_none(tiny):
     judgements = TrainQueries(tiny["qrels"], tiny["queries"].row_ids, doc_ids, per_judgement=True)
     rows = [i for i, qid in enumerate(judgements.qids) if qid == train.qids[0]]
     assert (TeacherScores(judgements, [table], doc_ids).lookup(np.array(rows), np.full(len(rows), 5)) == 1.5).all()
+
+
+def test_teacher_scores_are_read_as_they_are_and_probabilities_as_logits(tiny, tmp_path):
+    train, doc_ids = tiny["train"], tiny["docs"].row_ids
+    q0, q1 = train.qids[0], train.qids[1]
+    positive = tiny["qrels"].filter(pc.equal(tiny["qrels"]["qid"], q0))["docid"][0].as_py()
+    # an imported list's two tables: its negatives (a HARDNEGS table, one left unscored) and positives
+    negatives = pa.table({"qid": [q0, q0, q1], "docid": [doc_ids[5], doc_ids[7], doc_ids[5]],
+                          "rank": pa.array([1, 2, 1], pa.int32()), "score": pa.array([12.5, None, -3.0], pa.float32())})
+    positives = pa.table({"qid": [q0], "docid": [positive], "relevance": pa.array([1], pa.int32()),
+                          "score": pa.array([0.75], pa.float32())})
+    artifacts.write_table(negatives, artifacts.HARDNEGS, tmp_path / "hardnegs.parquet")
+    artifacts.write_table(positives, artifacts.POSITIVE_SCORES, tmp_path / "positives.parquet")
+
+    def context(**inputs):
+        return StepContext(resolved={"name": "kd", "method": "star", "params": {}}, train=train,
+                           query_texts=tiny["queries"], doc_texts=tiny["docs"],
+                           inputs={name: str(tmp_path / file) for name, file in inputs.items()})
+
+    doc_row = {d: i for i, d in enumerate(doc_ids)}
+    rows, docs = np.array([0, 0, 0, 1]), np.array([doc_row[positive], 5, 7, 5])
+    as_they_are = read_teacher_scores(context(teacher_scores="hardnegs.parquet",
+                                              teacher_positive_scores="positives.parquet"))
+    np.testing.assert_array_equal(as_they_are.lookup(rows, docs), np.array([0.75, 12.5, np.nan, -3.0], np.float32))
+    # a cross-encoder's probabilities of a pool (a RUN table) and of the positives: read as their logits
+    pool = pa.table({"qid": [q0], "docid": [doc_ids[5]], "rank": pa.array([1], pa.int32()),
+                     "score": pa.array([0.2], pa.float32())})
+    artifacts.write_table(pool, artifacts.RUN, tmp_path / "ce_candidates.parquet")
+    logits = read_teacher_scores(context(teacher_probabilities="ce_candidates.parquet",
+                                         teacher_positive_probabilities="positives.parquet"))
+    np.testing.assert_allclose(logits.lookup(rows[:2], docs[:2]), [np.log(3.0), np.log(0.25)], rtol=1e-5)
+    unscored = negatives.set_column(3, "score", pa.array([None] * 3, pa.float32()))
+    artifacts.write_table(unscored, artifacts.HARDNEGS, tmp_path / "unscored.parquet")
+    with pytest.raises(ConfigError) as info:
+        read_teacher_scores(context(teacher_scores="unscored.parquet", teacher_positive_scores="positives.parquet"))
+    assert info.value.key == "runs.kd.params.distill.loss" and "score no negative" in info.value.message
 
 
 @pytest.mark.parametrize("name", ["margin_mse", "kl"])

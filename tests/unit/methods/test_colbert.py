@@ -1,14 +1,18 @@
-"""The ColBERT teacher: MaxSim, the marked input format, persistence, chunked batches and re-ranking."""
+"""The ColBERT teacher: MaxSim, the marked input format, persistence, chunked batches, re-ranking, and its scores
+of a candidate pool as a teacher (the method's rerank hook made a pair scorer)."""
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import torch
 
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import DataError
 from hardneg.io import artifacts
+from hardneg.methods.colbert import METHOD
 from hardneg.methods.colbert.maxsim import ColBERT, is_colbert, maxsim, maxsim_pairs, rerank
+from hardneg.mining.pool_scores import rerank_scorer, score_pool
 from tests.support.dense import tiny_reranker
 from tests.support.rankings import check_reranked, shuffled_ranking
 
@@ -162,6 +166,31 @@ def test_rerank_scores_top_depth(tiny):
 
     with pytest.raises(DataError, match="nope"):
         rerank(model, queries, corpus, shuffled_ranking(corpus, [qids[0], "nope"]), depth=4)
+
+
+def test_a_saved_teacher_scores_a_pool_and_its_positives_by_maxsim(tiny, tmp_path):
+    model, queries, corpus = tiny["model"], tiny["queries"], tiny["corpus"]
+    model.save(tmp_path / "teacher", tokenizer=tiny["tok"])
+    qids = [queries.row_ids[i] for i in (4, 0)]
+    ranking = shuffled_ranking(corpus, qids, missing="not-in-cache")
+    positive = ranking.filter(pc.equal(ranking["rank"], 2)).to_pylist()[1]  # the second query's rank 2
+    qrels = pa.table({"qid": [positive["qid"]], "docid": [positive["docid"]], "relevance": [1]},
+                     schema=artifacts.QRELS.schema)
+    candidates, positives = score_pool(rerank_scorer(METHOD.rerank), tmp_path / "teacher", queries, corpus, ranking,
+                                       qrels, depth=5, batch_size=2, device="cpu")
+    assert candidates.num_rows == 2 * 5 - 1 and positive["docid"] not in candidates["docid"].to_pylist()
+    with torch.no_grad():
+        for table in (candidates, positives):
+            q_rows = [queries.row_ids.index(q) for q in table["qid"].to_pylist()]
+            d_rows = [corpus.row_ids.index(d) if d in corpus.row_ids else 0 for d in table["docid"].to_pylist()]
+            q, _ = model.encode_batch(queries.batch(np.asarray(q_rows)), "query")
+            d, d_mask = model.encode_batch(corpus.batch(np.asarray(d_rows)), "doc")
+            expected = maxsim_pairs(q, d, d_mask).numpy()
+            missing = np.asarray([d == "not-in-cache" for d in table["docid"].to_pylist()])
+            got = table["score"].to_numpy(zero_copy_only=False)
+            np.testing.assert_allclose(got[~missing], expected[~missing], atol=1e-4)
+            assert np.isnan(got[missing]).all()  # a document the cache left out has no teacher score
+    assert np.isnan(candidates["score"].to_numpy(zero_copy_only=False)).sum() == 1
 
 
 class _Favouring(ColBERT):

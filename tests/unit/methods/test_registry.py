@@ -42,7 +42,7 @@ def test_schema_is_built_from_the_declarations():
     assert set(BUILTIN) <= set(run["properties"]["method"]["enum"])
     by_method = {v["if"]["properties"]["method"]["const"]: v["then"] for v in run["allOf"]}
     star = by_method["star"]
-    assert set(star["properties"]["inputs"]["properties"]) == {"init", "negatives", "bm25", "cross_encoder"}
+    assert set(star["properties"]["inputs"]["properties"]) == {"init", "negatives", "bm25", "cross_encoder", "teacher"}
     assert star["properties"]["inputs"]["required"] == ["init", "negatives"]
     assert "mining" in star["properties"]["params"]["properties"]
     assert "mining" not in by_method["warmup"]["properties"]["params"]["properties"]

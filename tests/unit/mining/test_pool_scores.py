@@ -1,13 +1,14 @@
 """A scorer's probabilities of a pool's candidates and of the judged positives of its queries
-(hardneg.mining.pool_scores), and the pool built with them."""
+(hardneg.mining.pool_scores), and the pool built with them; a re-ranking method's scores of them as a scorer."""
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from hardneg.io import artifacts
 from hardneg.mining.pool import build_pool, candidate_rows
-from hardneg.mining.pool_scores import score_pool, score_pool_stage
+from hardneg.mining.pool_scores import rerank_scorer, score_pool, score_pool_stage
 from tests.support.mining import QRELS, RUN, pairs
 
 
@@ -71,3 +72,35 @@ def test_a_scorer_giving_another_count_is_an_error():
 
     with pytest.raises(ValueError, match=r"scores for \d+ pairs"):
         score_pool(short, "model", None, None, RUN, QRELS, depth=5)
+
+
+def test_a_reranking_methods_scores_score_the_pairs_in_their_order_nan_where_it_drops_one():
+    calls = []
+
+    def rerank(model_dir, queries, corpus, candidates, *, depth, batch_size, device):
+        """Ranks every given candidate of a query by probability() (times 10), best first; drops document a7."""
+        calls.append((model_dir, candidates, depth, batch_size, device))
+        kept = [(q, d) for q, d in pairs(candidates) if d != "a7"]
+        scored = sorted(kept, key=lambda pair: (pair[0], -probability(*pair)))
+        return pa.table({"qid": [q for q, _ in scored], "docid": [d for _, d in scored],
+                         "rank": pa.array(range(1, len(scored) + 1), pa.int32()),
+                         "score": pa.array([10 * probability(*pair) for pair in scored], pa.float32())},
+                        schema=artifacts.RUN.schema)
+
+    given = pa.table({"qid": ["q2", "q1", "q1", "q2", "q1", "q1"], "docid": ["b3", "a7", "a1", "b1", "a3", "a1"],
+                      "rank": [9, 9, 9, 9, 9, 9]})  # q1's a1 twice; other columns are not read
+    got = rerank_scorer(rerank)("teacher", "Q", "C", given, batch_size=3, device="cpu")
+    expected = [10 * probability(q, d) for q, d in pairs(given)]
+    expected[1] = np.nan  # a7 dropped
+    np.testing.assert_allclose(got, np.array(expected, np.float32), rtol=1e-6)
+    assert got.dtype == np.float32 and len(calls) == 1
+    model_dir, candidates, depth, batch_size, device = calls[0]
+    # each (query, document) once, ranked 1, 2, ... in each query's order, to the deepest query's count
+    assert (model_dir, depth, batch_size, device) == ("teacher", 3, 3, "cpu")
+    ranked = sorted(zip(*(candidates[c].to_pylist() for c in ("qid", "docid", "rank"))))
+    assert ranked == [("q1", "a1", 2), ("q1", "a3", 3), ("q1", "a7", 1), ("q2", "b1", 2), ("q2", "b3", 1)]
+    # through score_pool: the pool's candidates and positives get the re-ranker's scores
+    candidates, positives = score_pool(rerank_scorer(rerank), "teacher", None, None, RUN, QRELS, depth=8)
+    assert candidates["score"].to_pylist() == pytest.approx(
+        [np.nan if d == "a7" else 10 * probability(q, d) for q, d in pairs(candidates)], nan_ok=True)
+    assert positives["score"].to_pylist() == pytest.approx([10 * probability(q, d) for q, d in pairs(positives)])

@@ -1,7 +1,8 @@
 """STAR (Zhan et al., SIGIR 2021, section 6.1): continue a model on static hard negatives mined with a dense
 run's model (top-``mining.depth`` of each training query, positives removed), scored with the RankNet loss of
 every query against every document of the batch (its own hard negatives and the other rows' documents). With
-``params.distill`` it also learns from the scores a cross-encoder (``inputs.cross_encoder``) gave its pool
+``params.distill`` it also learns from a teacher's scores of its pool (a teacher run, ``inputs.teacher``, or a
+cross-encoder, ``inputs.cross_encoder``) or those of the imported list it trains on
 (:data:`hardneg.methods.contrastive.DISTILL_SCHEMA`)."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hardneg.io import artifacts
-from hardneg.methods.contrastive import (DISTILL_SCHEMA, TRAINING_SECTIONS, DistillParams, check_distillation,
-                                         contrastive_step, ranked_negatives)
+from hardneg.methods.contrastive import (DISTILL_ROLES, DISTILL_SCHEMA, TRAINING_SECTIONS, DistillParams,
+                                         check_distillation, contrastive_step, ranked_negatives)
 from hardneg.methods.registry import DENSE, MINING_ROLES, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
@@ -36,7 +37,7 @@ METHOD = Method(
            "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
            "bm25": Role("reference_ranking", required=False,
                         description="a BM25 run, for the overlap column of the hard-negative audit"),
-           **MINING_ROLES},
+           **MINING_ROLES, **DISTILL_ROLES},
     schema={"mining": MINING_SCHEMA, "distill": DISTILL_SCHEMA}, params=StarParams,
     training_sections=(*TRAINING_SECTIONS, "distill"), build_step=build_step, check=check_distillation,
     grad_cache=True)

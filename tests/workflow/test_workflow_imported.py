@@ -1,11 +1,13 @@
 """Training on an imported list through the workflow, continuing a copy of the session's tiny STAR chain: STAR's
 hard negatives exported for Tevatron with the miner's scores, brought back with `hardneg import`, and a STAR run
 whose negatives input names the imported folder; Snakemake copies the list into the run's folder, trains on it,
-audits it, draws its viewer and evaluates the run, and makes nothing of the chain again. `hardneg verify` of the
-run checks the digests (exit 0) until the source file changes (exit 1, naming it)."""
+audits it, draws its viewer and evaluates the run, and makes nothing of the chain again; a second run on the same
+list distils from the scores it carries. `hardneg verify` of the run checks the digests (exit 0) until the source
+file changes (exit 1, naming it)."""
 
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,7 +20,9 @@ pytestmark = pytest.mark.slow
 
 SOURCE, FOLDER = "exports/star_tevatron.jsonl", "imports/star"
 RUN = {**STAR_CONFIG["runs"]["star"], "inputs": {"init": "warmup", "negatives": {"imported": FOLDER}, "bm25": "bm25"}}
-CONFIG = {**STAR_CONFIG, "runs": {**STAR_CONFIG["runs"], "star_imported": RUN}}
+# the same list, the miner's scores it carries as the teacher's (kl: a listwise divergence over each row's own)
+DISTILLED = {**RUN, "params": {**RUN["params"], "distill": {"loss": "kl", "weight": 0.5}}}
+CONFIG = {**STAR_CONFIG, "runs": {**STAR_CONFIG["runs"], "star_imported": RUN, "star_imported_kd": DISTILLED}}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +36,8 @@ def built(builds, tmp_path_factory):
     assert main(["import", str(workdir / SOURCE), "--format", "tevatron", "--dataset", "tiny",
                  "--output", str(workdir / FOLDER), "--results", results]) == 0
     write_config(workdir, CONFIG)
-    result, jobs = snakemake_jobs(workdir, "results/star_imported/metrics.json", timeout=900)
+    result, jobs = snakemake_jobs(workdir, "results/star_imported/metrics.json",
+                                  "results/star_imported_kd/train_log.parquet", timeout=900)
     assert result.returncode == 0, output_of(result)[-4000:]
     return workdir, jobs
 
@@ -44,7 +49,7 @@ def test_a_run_trains_on_an_imported_list_and_verify_checks_its_source(built, ca
     assert {("import_hard_negatives", "star_imported"), ("train_dense", "star_imported"),
             ("audit_hard_negatives", "star_imported"), ("hardneg_viewer", "star_imported"),
             ("evaluate", "star_imported")} <= ran
-    assert {name for _, name in ran} <= {"star_imported", None}  # nothing of the chain is made again
+    assert {name for _, name in ran} <= {"star_imported", "star_imported_kd", None}  # nothing of the chain again
     # the run trained on the imported list (its copy, byte for byte), with the file's teacher scores
     assert (run / "hardnegs.parquet").read_bytes() == (workdir / FOLDER / "hardnegs.parquet").read_bytes()
     imported = pq.read_table(run / "hardnegs.parquet")
@@ -67,3 +72,16 @@ def test_a_run_trains_on_an_imported_list_and_verify_checks_its_source(built, ca
     out = capsys.readouterr().out
     assert f"source {workdir / SOURCE} changed since the list was imported" in out
     assert out.rstrip().endswith("reproduced: no")
+
+
+def test_a_run_distils_from_the_scores_its_imported_list_carries(built):
+    workdir, jobs = built
+    training = next(job for job in jobs
+                    if job["rule"] == "train_dense" and job["wildcards"]["run"] == "star_imported_kd")
+    # the teacher's scores are the run's copies of the list and of its positives, the scores as the file gave them
+    assert "results/star_imported_kd/hardnegs_positives.parquet" in training["input"]
+    assert not any("pools" in path for path in training["input"])  # no pool, no cross-encoder
+    log = pq.read_table(workdir / "results" / "star_imported_kd" / "train_log.parquet").to_pandas()
+    assert len(log) > 0 and np.isfinite(log.distill_loss).all() and (log.distill_loss > 0).all()
+    plain = pq.read_table(workdir / "results" / "star_imported" / "train_log.parquet").to_pandas()
+    assert "distill_loss" not in plain or plain.distill_loss.isna().all()

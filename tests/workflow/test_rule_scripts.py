@@ -108,13 +108,17 @@ def test_every_script_reads_only_what_its_job_is_given(default_jobs, tmp_path, m
         planned |= {rule for rule, _ in jobs}
     assert {"prepare_dataset_hiding", "false_negatives_select", "leakage_table", "leakage_figure",
             "false_negatives_effectiveness"} <= planned
-    denoised = tmp_path / "denoised"  # a pool a cross-encoder scores
-    write_config(denoised, CROSS_ENCODER_CONFIG)
+    denoised = tmp_path / "denoised"  # a pool a cross-encoder scores, and a run distilling from a teacher's scores
+    star = CROSS_ENCODER_CONFIG["runs"]["star"]
+    write_config(denoised, {**CROSS_ENCODER_CONFIG, "runs": {**CROSS_ENCODER_CONFIG["runs"], "star_taught": {
+        **star, "inputs": {**star["inputs"], "teacher": "crossencoder"},
+        "params": {**star["params"], "distill": {"loss": "margin_mse"}}}}})
     monkeypatch.chdir(denoised)
-    result, found = dry_run(denoised, "results/star_ce/metrics.json")
+    result, found = dry_run(denoised, "results/star_ce/metrics.json", "results/star_taught/metrics.json")
     assert result.returncode == 0, output_of(result)[-3000:]
     workflow, jobs = load_workflow(REPO / "Snakefile"), planned_jobs(found)
-    assert "score_pool" in {rule for rule, _ in jobs} and undeclared(workflow, jobs) == []
+    assert {"score_pool", "teacher_pool_scores"} <= {rule for rule, _ in jobs}
+    assert undeclared(workflow, jobs) == []
     planned |= {rule for rule, _ in jobs}
     imported = tmp_path / "imported"  # a run trained on an imported list (hardneg import's folder: no rule makes it)
     for name in ("hardnegs.parquet", "positives.parquet", "hardnegs_card.json"):

@@ -9,8 +9,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 import torch
-from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
-from sentence_transformers.util import pairwise_dot_score
 
 from hardneg.dense.data import RandomNegatives, TeacherScores, TrainQueries
 from hardneg.dense.losses import DISTILLATION, kl_divergence, margin_mse
@@ -58,6 +56,9 @@ def _embeddings(seed: int, rows: int = 4, negatives: int = 3, dim: int = 8):
 
 
 def test_margin_mse_equals_sentence_transformers_margin_mse_loss():
+    from sentence_transformers.sentence_transformer.losses import MarginMSELoss
+    from sentence_transformers.util import pairwise_dot_score
+
     query, *documents = _embeddings(0)
     student = torch.stack([pairwise_dot_score(query, d) for d in documents], dim=1)
     teacher = torch.randn(4, 4, generator=torch.Generator().manual_seed(1)) * 3
@@ -69,6 +70,9 @@ def test_margin_mse_equals_sentence_transformers_margin_mse_loss():
 
 @pytest.mark.parametrize("teacher_temperature, student_temperature", [(1.0, 1.0), (0.5, 2.0), (3.0, 0.7)])
 def test_kl_equals_sentence_transformers_distill_kl_div_loss(teacher_temperature, student_temperature):
+    from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss
+    from sentence_transformers.util import pairwise_dot_score
+
     query, *documents = _embeddings(2)
     student = torch.stack([pairwise_dot_score(query, d) for d in documents], dim=1)
     teacher = torch.randn(4, 4, generator=torch.Generator().manual_seed(3)) * 2

@@ -9,7 +9,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from sentence_transformers import CrossEncoder
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
 from hardneg import methods
@@ -59,6 +58,8 @@ def all_pairs() -> pa.Table:
 
 def predicted(folder, pairs: pa.Table, **options) -> np.ndarray:
     """sentence-transformers' scores of the pairs, each document the string hardneg forms (title [SEP] text)."""
+    from sentence_transformers import CrossEncoder  # 3 s to import: only where it is the reference
+
     query = dict(QUERIES)
     joined = {d: f"{t} [SEP] {x}" if t else x for d, t, x in DOCS}
     return CrossEncoder(str(folder)).predict([(query[q], joined[d]) for q, d in
@@ -80,6 +81,8 @@ def test_pair_scores_equal_sentence_transformers_predict(tiny, kind):
 
 
 def test_the_folder_says_its_length_activation_and_prompt(tiny, tmp_path):
+    from sentence_transformers import CrossEncoder  # 3 s to import: only where it is the reference
+
     model = PretrainedCrossEncoder.load(tiny["st"])
     assert model.max_length == PAIR_LENGTH and model.activation.endswith("Sigmoid") and model.prompt == ""
     long_pair = model.encode_pairs(["what is the cat " * 10], ["the red house " * 20])
@@ -193,6 +196,8 @@ def _config(tmp_path, model: dict, **params) -> dict:
 
 
 def test_the_config_refuses_what_a_pretrained_head_cannot_take(tiny, tmp_path):
+    from sentence_transformers import CrossEncoder  # 3 s to import: only where it is the reference
+
     st = str(tiny["st"])
     validate_config(_config(tmp_path, {"name": st}, train={"epochs": 0}))  # scores as it is
     torch.manual_seed(0)

@@ -116,6 +116,18 @@ def assert_same(ours, theirs):
     assert np.abs(np.asarray(theirs) - ours).max() <= TOLERANCE
 
 
+def assert_saved_encodes_as_hardneg(model, folder, docs, queries, tmp_path):
+    """``model`` saved (with ``folder``'s tokenizer) and loaded by sentence-transformers: its ``encode_query`` /
+    ``encode_document`` give hardneg's vectors."""
+    from sentence_transformers import SentenceTransformer
+
+    model.save(tmp_path / "saved", load_tokenizer(folder))
+    trained = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
+    ours_q, ours_d = vectors(model, docs, queries)
+    assert_same(ours_q, trained.encode_query([text for _, text in QUERIES]))
+    assert_same(ours_d, trained.encode_document(documents(None)))
+
+
 def train_a_few_steps(model, docs, queries, steps: int = 2):
     """A few AdamW steps of an in-batch contrastive loss (query i's positive: document i)."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -187,19 +199,13 @@ def test_a_sentence_transformers_folder_encodes_as_sentence_transformers_before_
 def test_separate_encoders_and_a_head_over_a_folders_layers_encode_as_sentence_transformers(base, tmp_path):
     """``shared: false`` and ``projection_dim`` on a folder with a Dense module: each encoder has its copy of the
     folder's layers, the head comes after them; saved, a Router gives each side its own."""
-    from sentence_transformers import SentenceTransformer
-
     folder = st_folder(base, "separate", "mean", include_prompt=False, dense=[(8, True, torch.nn.Tanh())],
                        normalize=True)
     _, model, docs, queries = hardneg_model(base, folder, "separate", shared=False, projection_dim=4)
     assert model.doc_layers is not None and model.query_head.linear.in_features == 8 and model.dim == 4
     train_a_few_steps(model, docs, queries)
     assert not torch.equal(model.query_layers[0].linear.weight, model.doc_layers[0].linear.weight)
-    model.save(tmp_path / "saved", load_tokenizer(folder))
-    trained = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
-    ours_q, ours_d = vectors(model, docs, queries)
-    assert_same(ours_q, trained.encode_query([text for _, text in QUERIES]))
-    assert_same(ours_d, trained.encode_document(documents(None)))
+    assert_saved_encodes_as_hardneg(model, folder, docs, queries, tmp_path)
 
 
 def test_the_config_overrides_the_folder_and_auto_follows_the_similarity(base, tmp_path):
@@ -314,11 +320,7 @@ def test_minilm_encodes_as_sentence_transformers_before_and_after_a_training_ste
     assert_same(ours_q, pretrained.encode_query([text for _, text in QUERIES]))
     assert_same(ours_d, pretrained.encode_document(documents(pair_separator(load_tokenizer(folder)))))
     train_a_few_steps(model, docs, queries, steps=1)
-    model.save(tmp_path / "saved", load_tokenizer(folder))
-    trained = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
-    ours_q, ours_d = vectors(model, docs, queries)
-    assert_same(ours_q, trained.encode_query([text for _, text in QUERIES]))
-    assert_same(ours_d, trained.encode_document(documents(None)))
+    assert_saved_encodes_as_hardneg(model, folder, docs, queries, tmp_path)
 
 
 def test_a_folder_lowercasing_its_texts_is_read_lowercased(base, tmp_path):

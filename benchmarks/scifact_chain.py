@@ -137,7 +137,8 @@ def main() -> None:
     targets = [f"results/{run}/metrics.json" for run, _ in rows]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO / "Snakefile"),
-                    "--directory", str(workdir), "--cores", args.cores, *targets, *extra], check=True)
+                    "--directory", str(workdir), "--cores", args.cores, "--rerun-incomplete", *targets, *extra],
+                   check=True)  # --rerun-incomplete: a killed build resumes where it stopped
     text = table(workdir, rows)
     (workdir / "table.md").write_text(text)
     print(text)

@@ -95,8 +95,9 @@ def main() -> None:
         targets += ["results/condenser/metrics.json", "results/figures/epoch_curves.png"]
     extra = ["--rerun-triggers", *args.rerun_triggers] if args.rerun_triggers else []
     files = ["--configfile", *map(str, config_files)] if len(config_files) > 1 else []
-    subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, *targets, *extra,
-                    *files], cwd=REPO, check=True)
+    # --rerun-incomplete: a build killed part-way (hours of jobs) resumes where it stopped when run again
+    subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", args.cores, "--rerun-incomplete",
+                    *targets, *extra, *files], cwd=REPO, check=True)
     if args.abs:
         text = abs_table(REPO / "results", tables["abs"])
     else:

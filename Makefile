@@ -43,13 +43,17 @@ report: setup
 # tests/integration (the JVM, several processes, killed training processes), tests/workflow (runs of the Snakefile),
 # tests/reliability (kills, faults and bad inputs through it); code they share in tests/support.
 TEST_WORKERS ?= 2
+# pytest rewrites the asserts of each test module and keeps the result beside it (__pycache__/*-pytest-*.pyc),
+# but not where PYTHONDONTWRITEBYTECODE is set: then every run and every worker rewrites all modules again (five
+# seconds of the unit tier's collection). The tests run with it unset.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 test: setup browser $(SLURM_STAMP)
-	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
+	$(PYTEST) tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
 # The unit tier alone: no workflow run, no Snakemake, no JVM.
 test-fast: setup
-	$(BIN)/python -m pytest tests/unit -n $(TEST_WORKERS)
+	$(PYTEST) tests/unit -n $(TEST_WORKERS)
 
 # The documentation site (mkdocs.yml, docs/) into site/, offline; --strict turns every warning (a broken link, a page
 # outside the nav, a docstring mkdocstrings cannot read) into a failure. The configuration reference is generated

@@ -12,10 +12,16 @@ from hardneg.schema.files import config_hash
 from tests.support import REPO
 
 
-@pytest.fixture
-def default_config():
+@pytest.fixture(scope="module")
+def parsed_default_config():
+    """config/config.yaml parsed once for the module (libyaml's parser): most tests here change one key of it."""
     with open(REPO / "config" / "config.yaml") as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=yaml.CSafeLoader)
+
+
+@pytest.fixture
+def default_config(parsed_default_config):
+    return copy.deepcopy(parsed_default_config)
 
 
 def test_default_config_is_valid_and_defaults_are_filled(default_config):

@@ -1,7 +1,8 @@
 # hardneg: dense retrievers trained with hard negatives, one rule file per stage.
 from snakemake.utils import min_version
 
-from hardneg.pipeline.config import check_dataset_files, read_config_files, validate_config
+from hardneg.pipeline.config import read_config_files, validate_config
+from hardneg.pipeline.config_checks import check_dataset_files
 from hardneg.pipeline.resources import check_rules_declared
 
 min_version("9.0")

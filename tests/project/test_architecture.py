@@ -76,7 +76,8 @@ def workflow_imports() -> list[str]:
 
 def test_building_the_dag_loads_no_heavy_library(tmp_path):
     imports = workflow_imports()
-    assert "from hardneg.pipeline.config import check_dataset_files, read_config_files, validate_config" in imports
+    assert "from hardneg.pipeline.config import read_config_files, validate_config" in imports
+    assert "from hardneg.pipeline.config_checks import check_dataset_files" in imports
     assert len(imports) >= 8  # every rule file's imports, not only the Snakefile's
     assert loaded_after("\n".join(imports)) == []
     # A config read and checked as the Snakefile does: with exact indexes only, Faiss is not needed to check them

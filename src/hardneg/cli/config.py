@@ -5,7 +5,7 @@ from __future__ import annotations
 from hardneg import methods
 from hardneg.cli.common import load_configs, say
 from hardneg.pipeline import starter
-from hardneg.pipeline.config import check_dataset_files
+from hardneg.pipeline.config_checks import check_dataset_files
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.schema.files import config_hash
 

@@ -14,8 +14,8 @@ from hardneg.io import artifacts
 from hardneg.mining.audit import audit_hard_negatives, write_audit
 from hardneg.pipeline.config import validate_config
 from hardneg.report.pages import markdown_page
-from hardneg.report.viewer import (ViewerSettings, flagged_queries, highlighted, histogram_svg, query_terms,
-                                   render_viewer, sample_queries, viewer_queries, viewer_stage)
+from hardneg.report.viewer import ViewerSettings, flagged_queries, sample_queries, viewer_queries, viewer_stage
+from hardneg.report.viewer_page import highlighted, histogram_svg, query_terms, render_viewer
 from tests.support import REPO
 from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
 

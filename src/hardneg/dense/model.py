@@ -5,7 +5,7 @@
   root of the count), each as sentence-transformers' ``Pooling`` computes it; with ``include_prompt`` false the
   prompt's tokens (its [CLS] included) are left out of the pooling, as that module leaves them out;
 * the layers a sentence-transformers folder has after its pooling (``Dense`` with its activation, ``LayerNorm``:
-  :mod:`hardneg.dense.st_folder`), with their pretrained weights;
+  read by :mod:`hardneg.dense.st_folder`, built by :mod:`hardneg.dense.st_modules`), with their pretrained weights;
 * an optional head: a linear projection to ``projection_dim`` followed by LayerNorm;
 * optional L2 normalisation (``normalize``), so the inner product is the cosine (as sentence-transformers
   models such as all-MiniLM-L6-v2 were trained);
@@ -26,7 +26,6 @@ the vectors hardneg gives.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -38,9 +37,9 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from hardneg.dense import st_folder, st_layout
+from hardneg.dense.st_modules import build_layers, load_layer_weights
 from hardneg.dense.markers import SKIP, Markers, add_markers
 from hardneg.dense.pretrained import model_source
-from hardneg.errors import ConfigError
 from hardneg.io.atomic import atomic_dir
 from hardneg.schema.values import section_values
 
@@ -137,71 +136,6 @@ class Head(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(self.linear(x))
-
-
-def _activation(path: str) -> nn.Module:
-    """A ``torch.nn`` module of no arguments named by its class path (a sentence-transformers ``Dense``
-    module's ``activation_function``, e.g. ``torch.nn.modules.activation.Tanh``)."""
-    module, _, name = path.rpartition(".")
-    kind = getattr(importlib.import_module(module), name, None) if path.startswith("torch.nn.") else None
-    if not (isinstance(kind, type) and issubclass(kind, nn.Module)):
-        raise ValueError(f"{path!r} is not a torch.nn module class")
-    return kind()
-
-
-class DenseLayer(nn.Module):
-    """sentence-transformers' ``Dense`` module: a linear layer, then its activation (its weights are named as
-    that module names them, ``linear.weight`` and ``linear.bias``)."""
-
-    def __init__(self, in_features: int, out_features: int, bias: bool, activation: str):
-        super().__init__()
-        self.linear = nn.Linear(in_features, out_features, bias=bias)
-        self.activation = _activation(activation)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.activation(self.linear(x))
-
-
-class NormLayer(nn.Module):
-    """sentence-transformers' ``LayerNorm`` module (its weights named ``norm.weight`` and ``norm.bias``)."""
-
-    def __init__(self, dimension: int):
-        super().__init__()
-        self.norm = nn.LayerNorm(dimension)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.norm(x)
-
-
-def build_layers(layers: list[dict]) -> nn.Sequential | None:
-    """The modules after the pooling of a sentence-transformers folder (each a dict of
-    :meth:`hardneg.dense.st_folder.Layer.to_json`), weights drawn at random; None when there are none."""
-    if not layers:
-        return None
-    return nn.Sequential(*(DenseLayer(layer["in_features"], layer["out_features"], layer["bias"], layer["activation"])
-                           if layer["kind"] == "dense" else NormLayer(layer["out_features"]) for layer in layers))
-
-
-def load_layer_weights(folder: st_folder.SentenceTransformerFolder, layers: list[st_folder.Layer],
-                       modules: list[nn.Sequential | None]) -> None:
-    """Give each of ``modules`` (a :func:`build_layers` of ``layers``) the weights ``folder`` holds for them
-    (each layer's ``model.safetensors``, else ``pytorch_model.bin``)."""
-    from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
-
-    for index, layer in enumerate(layers):
-        weights = None
-        for name in ("model.safetensors", "pytorch_model.bin"):
-            path = st_folder.folder_file(folder, f"{layer.path}/{name}")
-            if path is not None:
-                weights = load_file(path) if name.endswith(".safetensors") else \
-                    torch.load(path, map_location="cpu", weights_only=True)
-                break
-        if weights is None:
-            raise ConfigError("params.model.name", f"{folder.location}: module {layer.path!r} has no weights "
-                                                   "(model.safetensors or pytorch_model.bin)")
-        for sequence in modules:
-            if sequence is not None:
-                sequence[index].load_state_dict(weights)
 
 
 def prompt_length(tokenizer, prompt: str) -> int:

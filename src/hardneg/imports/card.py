@@ -22,7 +22,7 @@ from pathlib import Path
 from hardneg.imports import LIST, POSITIVES
 from hardneg.mining.card import (CARD_VERSION, check_inputs, check_list, current_digest, digest_entry, list_record,
                                  package_versions)
-from hardneg.mining.verify import input_paths
+from hardneg.mining.verify import checked_lines, input_paths, verdict_lines
 
 KIND = "import"  # the card's ``kind``: an imported list (a mining card has none)
 
@@ -102,12 +102,5 @@ def format_import_report(report: Mapping, card: Mapping) -> str:
     lines = [f"{owner}hard negatives {listed['path']} ({listed['rows']} rows, {listed.get('queries', '?')} queries), "
              f"imported from {report['source']} ({imported['format']}, {imported['shape']}) for split "
              f"{card['split']} of {card['dataset']}"]
-    if report["changed"]:
-        lines.append(f"files: {report['inputs_checked']} checked, {len(report['changed'])} changed:")
-        lines += [f"  {line}" for line in report["changed"]]
-    else:
-        lines.append(f"files: {report['inputs_checked']} checked (the source, the dataset's and the list's), none "
-                     "changed")
-    lines += [f"note: {note}" for note in report["notes"]]
-    lines.append(f"reproduced: {'yes' if report['reproduced'] else 'no'}")
-    return "\n".join(lines)
+    lines += checked_lines(report, "files", "the source, the dataset's and the list's")
+    return "\n".join(lines + verdict_lines(report))

@@ -314,11 +314,7 @@ def format_report(report: Mapping, card: Mapping) -> str:
     lines = [f"run {report['run']}: hard negatives {listed['path']} ({listed['rows']} rows, "
              f"{listed.get('queries', '?')} queries), mined by {card['miner']} from split {card['split']} of "
              f"{card['dataset']}"]
-    if report["changed"]:
-        lines.append(f"inputs: {report['inputs_checked']} checked, {len(report['changed'])} changed:")
-        lines += [f"  {line}" for line in report["changed"]]
-    else:
-        lines.append(f"inputs: {report['inputs_checked']} checked, none changed")
+    lines += checked_lines(report, "inputs")
     if report["remined"]:
         kind = "exact" if report["index"]["exact"] else "approximate"
         lines.append(f"re-mined with index {report['index']['factory']} ({kind}) of run "
@@ -329,6 +325,18 @@ def format_report(report: Mapping, card: Mapping) -> str:
         if report["exact_drift"] is not None:
             lines.append(f"  drift of the {report['index']['factory']} negatives from an exact search's: "
                          f"{_measure(report['exact_drift'])}")
-    lines += [f"note: {note}" for note in report["notes"]]
-    lines.append(f"reproduced: {'yes' if report['reproduced'] else 'no'}")
-    return "\n".join(lines)
+    return "\n".join(lines + verdict_lines(report))
+
+
+def checked_lines(report: Mapping, what: str, checked: str = "") -> list[str]:
+    """The lines of a verify report on its recorded files (``what``: "inputs", "files"; ``checked``: which they
+    are, said when none changed): how many were checked, and each that changed."""
+    if report["changed"]:
+        return [f"{what}: {report['inputs_checked']} checked, {len(report['changed'])} changed:",
+                *(f"  {line}" for line in report["changed"])]
+    return [f"{what}: {report['inputs_checked']} checked{f' ({checked})' if checked else ''}, none changed"]
+
+
+def verdict_lines(report: Mapping) -> list[str]:
+    """The closing lines of a verify report: its notes, then whether the list was reproduced."""
+    return [f"note: {note}" for note in report["notes"]] + [f"reproduced: {'yes' if report['reproduced'] else 'no'}"]

@@ -1,18 +1,22 @@
 """TCT-ColBERT through the workflow on a tiny config: the ColBERT teacher trains and re-ranks BM25 (a ranking
 of its own, evaluated like BM25's), the student starts from the teacher's encoder and distils from it, its
 hard-negative variant mines with it and the HN+ teacher continues the first; the teacher's files stay as they
-were while students train from them."""
+were while students train from them; a STAR run distils from the teacher's scores of its pool."""
 
 import hashlib
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from transformers import AutoModel
 
+from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.io import artifacts
+from hardneg.methods.colbert.maxsim import ColBERT, rerank
 from tests.support.builds import copy_build
 from tests.support.configs import DENSE_CONFIG, TINY_DENSE
-from tests.support.workflow import snakemake, write_config
+from tests.support.workflow import output_of, snakemake, snakemake_jobs, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -89,3 +93,36 @@ def test_students_distil_and_the_teacher_is_left_as_it_was(built):
         assert timings.step.tolist() == log.step.tolist() and (timings.teacher > 0).all()
         assert json.loads((results / run / "metrics.json").read_text())["num_queries"] == 30
     assert (results / "tct_hnp" / "hardnegs.parquet").exists() and (results / "teacher_hn" / "hardnegs.parquet").exists()
+
+
+def test_a_star_run_distils_from_the_colbert_teacher_s_scores_of_its_pool(built, tmp_path):
+    """``inputs.teacher``: the ColBERT teacher scores the STAR run's pool of tct's ranking (rule
+    teacher_pool_scores, once) as it re-ranks, and the run learns from those scores alone (distill.weight 1)."""
+    workdir = copy_build(built[0], tmp_path / "distilled")
+    star = {"method": "star", "inputs": {"init": "tct", "negatives": "tct", "teacher": "teacher"},
+            "params": {**STUDENT, "distill": {"loss": "margin_mse", "weight": 1.0}}}
+    write_config(workdir, {**CONFIG, "runs": {**CONFIG["runs"], "star_colbert": star}})
+    result, jobs = snakemake_jobs(workdir, "results/star_colbert/train_log.parquet", timeout=900)
+    assert result.returncode == 0, output_of(result)[-4000:]
+    rules = [job["rule"] for job in jobs]
+    assert rules.count("teacher_pool_scores") == 1 and rules.count("train_dense") == 1, rules
+    scoring = next(job for job in jobs if job["rule"] == "teacher_pool_scores")
+    assert scoring["wildcards"]["run"] == "tct" and scoring["wildcards"]["teacher"] == "teacher"
+    path = scoring["output"][0].split(" ")[0]  # the candidates' scores; the logger marks update() outputs
+    stored = artifacts.read_table(artifacts.RUN, workdir / path).to_pandas()
+    # the scores are the teacher's MaxSim, as it re-ranks: the pairs of three queries re-ranked here give them
+    inputs = [path.split(" ")[0] for path in scoring["input"]]
+    cache = next(workdir / path for path in inputs if "/tokenized/" in path)
+    ranking = next(workdir / path for path in inputs if path.endswith("runs/train.parquet"))
+    qids = sorted(set(stored.qid))[:3]
+    mine = stored[stored.qid.isin(qids)]
+    table = artifacts.read_table(artifacts.RUN, ranking)
+    table = table.filter(np.isin(table["qid"].to_numpy(zero_copy_only=False), qids))
+    again = rerank(ColBERT.load(workdir / "results" / "teacher" / "model"),
+                   TokenizedTexts(cache, "queries_train"), TokenizedTexts(cache, "corpus"), table,
+                   depth=int(mine["rank"].max())).to_pandas()
+    joined = mine.merge(again, on=["qid", "docid"], suffixes=("", "_again"))
+    assert len(joined) == len(mine) > 0
+    assert np.abs(joined.score - joined.score_again).max() < 1e-4
+    log = pq.read_table(workdir / "results" / "star_colbert" / "train_log.parquet").to_pandas()
+    assert (log.distill_loss > 0).all() and np.allclose(log.loss, log.distill_loss)

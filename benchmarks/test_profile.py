@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -158,8 +159,9 @@ def main() -> None:
     else:
         folder = args.out or Path(tempfile.mkdtemp(prefix="hardneg-test-profile-"))
         started = time.monotonic()
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}  # as make test
         result = subprocess.run([sys.executable, "-m", "pytest", *(args.pytest_args or MAKE_TEST),
-                                 "-p", "tests.support.profile", "--profile-dir", str(folder)], cwd=REPO)
+                                 "-p", "tests.support.profile", "--profile-dir", str(folder)], cwd=REPO, env=env)
         wall = round(time.monotonic() - started, 1)
         (folder / "session.json").write_text(json.dumps({"wall_s": wall, "exit": result.returncode}))
         print(f"records in {folder}; pytest exited with {result.returncode}", file=sys.stderr)

@@ -143,19 +143,38 @@ def measure_memorisation(model, corpus: TokenizedTexts, train: Sample, heldout: 
     return Memorisation(values, queries, len(rows), heldout_split if "heldout" in samples else None)
 
 
-def memorisation_warning(name: str, result: Memorisation, gap: float = GAP) -> str | None:
+def memorisation_advice(*, pretrained: bool, epochs: int, queries: int, learning_rate: float) -> list[str]:
+    """What a run that memorised its training queries can change, given what it does already: a run of the
+    built-in model can start from a pre-trained encoder, one of several epochs train fewer, one that starts from a
+    pre-trained encoder fine-tune it more gently; every run can train on more than its ``queries``."""
+    advice = [] if pretrained else ["start from a pre-trained encoder (params.model.name: minilm, a local folder or "
+                                    "a hub name)"]
+    if epochs > 1:
+        advice.append(f"train for fewer epochs (params.train.epochs is {epochs})")
+    if pretrained:
+        advice.append(f"fine-tune the pre-trained encoder more gently (params.train.learning_rate is "
+                      f"{learning_rate:g})")
+    advice.append(f"train on more queries than its {queries:,}")
+    return advice
+
+
+def memorisation_warning(name: str, result: Memorisation, gap: float = GAP, *,
+                         advice: list[str] | None = None) -> str | None:
     """The console warning for run ``name`` when its training queries score ``gap`` or more RR@10 above its
-    held-out ones (None otherwise, and without held-out queries)."""
+    held-out ones (None otherwise, and without held-out queries), ending with ``advice`` (what the run can change:
+    :func:`memorisation_advice`), when given."""
     if result.gap is None or result.gap < gap:
         return None
     train, heldout = result.values["train"], result.values["heldout"]
-    return (f"run {name}: after training, {result.queries['train']:,} of its training queries score RR@10 "
+    text = (f"run {name}: after training, {result.queries['train']:,} of its training queries score RR@10 "
             f"{train['RR@10']:.3f} (a relevant document first for {train['Success@1']:.0%}) and "
             f"{result.queries['heldout']:,} held-out '{result.heldout_split}' queries {heldout['RR@10']:.3f} "
             f"({heldout['Success@1']:.0%}), both searched among the same {result.pool:,} documents: it has learnt "
-            f"its training queries by heart rather than how to rank ({result.gap:.2f} apart).\nFor a model that "
-            f"generalises: start from a pre-trained encoder (params.model.name: minilm, a local folder or a hub "
-            f"name), train on more queries, or for fewer steps (params.train.epochs).")
+            f"its training queries by heart rather than how to rank ({result.gap:.2f} apart).")
+    if advice:
+        text += f"\nFor a model that generalises: {', '.join(advice[:-1])}{' or ' if len(advice) > 1 else ''}" \
+                f"{advice[-1]}."
+    return text
 
 
 class MemorisationCheck:

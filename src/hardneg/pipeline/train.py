@@ -25,8 +25,8 @@ from hardneg.dense import distributed
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.dev_eval import DevEvaluation, dev_inputs
-from hardneg.dense.memorisation import MemorisationCheck, memorisation_warning
-from hardneg.dense.model import BiEncoder, ModelSpec, describe
+from hardneg.dense.memorisation import MemorisationCheck, memorisation_advice, memorisation_warning
+from hardneg.dense.model import BUILTIN, BiEncoder, ModelSpec, describe
 from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
@@ -281,7 +281,9 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     if window is not None:  # an episode's log: its own steps (the state it continued holds the earlier ones)
         rows = [row for row in rows if row["step"] > window.start]
     if replicas.is_main:
-        message = memorisation_warning(resolved["name"], memorisation.result) if memorisation and \
+        advice = memorisation_advice(pretrained=spec.name != BUILTIN, epochs=config.epochs,
+                                     queries=train.num_queries, learning_rate=config.learning_rate)
+        message = memorisation_warning(resolved["name"], memorisation.result, advice=advice) if memorisation and \
             memorisation.result else None
         if message:
             console(message)

@@ -12,7 +12,8 @@ import torch
 
 from hardneg.dense.distributed import SINGLE
 from hardneg.dense.memorisation import (COLUMNS, GAP, MemorisationCheck, Sample, document_pool,
-                                        measure_memorisation, memorisation_warning, sample_queries)
+                                        measure_memorisation, memorisation_advice, memorisation_warning,
+                                        sample_queries)
 
 DIM, DOCS, TRAIN, HELD_OUT = 16, 400, 150, 50
 
@@ -130,3 +131,23 @@ def test_the_event_measures_at_the_last_step_only():
     assert all(math.isnan(rows[0][column]) for column in COLUMNS) and set(COLUMNS) <= set(rows[1])
     assert rows[2]["memorisation_train_rr10"] == 1.0 and rows[2]["memorisation_heldout_rr10"] < 0.2
     assert check.result.gap > GAP and model.training  # back in train mode
+
+
+@pytest.mark.parametrize("pretrained, epochs, advice", [
+    (False, 3, "For a model that generalises: start from a pre-trained encoder (params.model.name: minilm, a local "
+               "folder or a hub name), train for fewer epochs (params.train.epochs is 3) or train on more queries "
+               "than its 100."),
+    (True, 1, "For a model that generalises: fine-tune the pre-trained encoder more gently "
+              "(params.train.learning_rate is 2e-05) or train on more queries than its 100."),
+])
+def test_the_advice_fits_what_the_run_does(pretrained, epochs, advice):
+    """A run that starts from a pre-trained encoder is not told to start from one, nor a one-epoch run to train
+    fewer epochs."""
+    model, corpus, (train, train_qrels), (heldout, heldout_qrels) = _setup(True)
+    result = measure_memorisation(model, corpus, sample_queries(train, train_qrels, corpus.row_ids, 100, 0),
+                                  sample_queries(heldout, heldout_qrels, corpus.row_ids, 100, 0),
+                                  heldout_split="dev", pool=300, seed=0)
+    given = memorisation_advice(pretrained=pretrained, epochs=epochs, queries=100, learning_rate=2e-5)
+    message = memorisation_warning("star", result, advice=given)
+    assert message.splitlines()[-1] == advice
+    assert ("pre-trained encoder (params.model.name" in message) is not pretrained

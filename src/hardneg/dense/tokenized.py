@@ -163,6 +163,32 @@ def truncation_warning(facts: dict, what: str, noun: str, setting: str, *, model
             f"{high}: {advice}")
 
 
+def query_truncation_warning(facts: dict[str, dict], where: str = "", *, model_limit: int | None = None,
+                             threshold: float = TRUNCATION_WARN_SHARE) -> str | None:
+    """The console warning for the query splits of one dataset (``facts``: split → its truncation facts, as
+    :func:`truncation_warning` takes them), or None when at most ``threshold`` of each split is cut: the queries cut
+    in all, each split's share, and one ``query_max_length`` for the collection, the one that keeps the most
+    demanding split's share whole (``where``: e.g. " of dataset X")."""
+    shown = {split: f for split, f in facts.items() if f["rows"]}
+    if not any(f["cut"] / f["rows"] > threshold for f in shown.values()):
+        return None
+    rows, num_cut = sum(f["rows"] for f in shown.values()), sum(f["cut"] for f in shown.values())
+    max_length = next(iter(shown.values()))["max_length"]
+    quantiles = list(next(iter(shown.values()))["fit"])
+    low_q, high_q = quantiles[0], quantiles[-1]
+    low, high = max(f["fit"][low_q] for f in shown.values()), max(f["fit"][high_q] for f in shown.values())
+    low_pct, high_pct = f"{100 * float(low_q):g}%", f"{100 * float(high_q):g}%"
+    splits = ", ".join(f"'{split}': {f['cut']:,} of {f['rows']:,}" for split, f in shown.items() if f["cut"])
+    suggestion = min(high, model_limit) if model_limit else high
+    advice = (f"set params.model.query_max_length: {suggestion} to keep {high_pct} of every split's queries whole."
+              if suggestion == high else
+              f"the model reads at most {model_limit} tokens: params.model.query_max_length: {model_limit} keeps the "
+              "most.")
+    return (f"{num_cut:,} of {rows:,} queries{where} ({100 * num_cut / rows:.1f}%) are longer than query_max_length "
+            f"{max_length} tokens and are cut ({splits}).\n{low_pct} of each split's queries fit in {low} tokens, "
+            f"{high_pct} in {high}: {advice}")
+
+
 def _model_limit(tokenizer) -> int | None:
     limit = getattr(tokenizer, "model_max_length", None)
     return int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else None
@@ -181,7 +207,8 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
     ``exclude_empty`` leaves the empty documents out of the corpus set. Returns the ``cache.json`` facts: the
     empty documents (``count``, first ``docids``, whether ``excluded``) and per text set its ``truncation``
     (``rows``, ``cut``, ``max_length``, and ``fit``: the lengths keeping 95% and 99% whole). A set with more
-    than :data:`TRUNCATION_WARN_SHARE` cut is reported on the console; ``dataset`` names it there."""
+    than :data:`TRUNCATION_WARN_SHARE` cut is reported on the console, the query splits together with one
+    ``query_max_length`` for all of them (:func:`query_truncation_warning`); ``dataset`` names it there."""
     tokenizer = load_tokenizer(tokenizer_source)
     if query_prompt is None or doc_prompt is None:
         own = folder_prompts(str(tokenizer_source))
@@ -226,13 +253,10 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
         (tmp / "cache.json").write_text(json.dumps(facts, indent=2) + "\n")
     where = f" of dataset {dataset}" if dataset else ""
     limit = _model_limit(tokenizer)
-    for name, set_facts in truncation.items():
-        if name == "corpus":
-            message = truncation_warning(set_facts, f"documents{where}", "documents", "doc_max_length",
-                                         model_limit=limit)
-        else:
-            message = truncation_warning(set_facts, f"'{name[len('queries_'):]}' queries{where}", "queries",
-                                         "query_max_length", model_limit=limit)
+    queries_facts = {name[len("queries_"):]: f for name, f in truncation.items() if name != "corpus"}
+    for message in (truncation_warning(truncation["corpus"], f"documents{where}", "documents", "doc_max_length",
+                                       model_limit=limit),
+                    query_truncation_warning(queries_facts, where, model_limit=limit)):
         if message:
             console(message)
     return facts

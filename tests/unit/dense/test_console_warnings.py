@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hardneg.dense.data import TrainQueries
-from hardneg.dense.tokenized import TokenizedTexts, build_cache, length_quantiles, truncation_warning
+from hardneg.dense.tokenized import (TokenizedTexts, build_cache, length_quantiles, query_truncation_warning,
+                                     truncation_warning)
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.trainer import TrainConfig
 from hardneg.io import artifacts
@@ -104,6 +105,23 @@ def test_truncation_warning_text():
     assert truncation_warning({**facts, "cut": 1}, "q", "queries", "query_max_length") is None  # 0.7% <= 1%
 
 
+def test_the_query_splits_of_a_dataset_get_one_length():
+    """The query warning counts every split and proposes the one length that keeps 99% of each whole: that of
+    the split with the longest queries (here dev, although train has more of them cut)."""
+    facts = {"train": {"rows": 150, "max_length": 32, "cut": 17, "fit": {"0.95": 41, "0.99": 57}},
+             "dev": {"rows": 50, "max_length": 32, "cut": 3, "fit": {"0.95": 30, "0.99": 90}},
+             "test": {"rows": 40, "max_length": 32, "cut": 0, "fit": {"0.95": 20, "0.99": 25}}}
+    assert query_truncation_warning(facts, " of dataset mini") == (
+        "20 of 240 queries of dataset mini (8.3%) are longer than query_max_length 32 tokens and are cut ('train': "
+        "17 of 150, 'dev': 3 of 50).\n95% of each split's queries fit in 41 tokens, 99% in 90: set "
+        "params.model.query_max_length: 90 to keep 99% of every split's queries whole.")
+    assert "the model reads at most 64 tokens: params.model.query_max_length: 64 keeps the most." in \
+        query_truncation_warning(facts, model_limit=64)
+    quiet = {split: {**f, "cut": 1 if f["cut"] else 0} for split, f in facts.items()}  # 1 of 150 and 1 of 50: 2%
+    assert query_truncation_warning(quiet) is not None
+    assert query_truncation_warning({"train": {**facts["train"], "cut": 1}}) is None  # 0.7% <= 1%
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return build_tiny(tmp_path_factory.mktemp("console"))
@@ -131,13 +149,16 @@ def test_tokenization_reports_cut_queries_and_documents(tiny, tmp_path, caplog):
                                "0.99": int(np.sort(whole)[int(np.ceil(0.99 * 120)) - 1])}
     assert json.loads((tmp_path / "cache" / "cache.json").read_text())["truncation"] == facts["truncation"]
     messages = [r.getMessage() for r in caplog.records if r.name == "hardneg.console"]
-    share = 100 * expected["cut"] / 120
-    assert (f"{expected['cut']} of 120 'train' queries of dataset tiny ({share:.1f}%) are longer than "
-            f"query_max_length 6 tokens and are cut.\n95% of the queries fit in {expected['fit']['0.95']} tokens, "
-            f"99% in {expected['fit']['0.99']}: set params.model.query_max_length: {expected['fit']['0.99']} to keep "
-            f"99% of them whole.") in messages
+    test = facts["truncation"]["queries_test"]
+    rows, cut = 120 + test["rows"], expected["cut"] + test["cut"]
+    fit = {q: max(expected["fit"][q], test["fit"][q]) for q in ("0.95", "0.99")}
+    # one message for the dataset's queries, one length for all of its splits
+    assert (f"{cut} of {rows} queries of dataset tiny ({100 * cut / rows:.1f}%) are longer than query_max_length 6 "
+            f"tokens and are cut ('train': {expected['cut']} of 120, 'test': {test['cut']} of {test['rows']}).\n95% "
+            f"of each split's queries fit in {fit['0.95']} tokens, 99% in {fit['0.99']}: set "
+            f"params.model.query_max_length: {fit['0.99']} to keep 99% of every split's queries whole.") in messages
+    assert test["cut"] > 0 and sum("queries of dataset tiny" in m for m in messages) == 1
     assert any(m.startswith("") and "documents of dataset tiny" in m and "doc_max_length 24" in m for m in messages)
-    assert any("'test' queries of dataset tiny" in m for m in messages)
     caplog.clear()
     with caplog.at_level("WARNING", logger="hardneg.console"):
         build_cache(tiny["tokenizer"], data / "corpus.parquet", queries, tmp_path / "roomy", doc_max_length=512,

@@ -17,16 +17,14 @@ Every key needs a description: :func:`missing_descriptions` lists the keys witho
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterator
-
-import yaml
 
 from hardneg import methods
 from hardneg.errors import ConfigError
 from hardneg.methods.registry import (DENSE, DENSE_PROVIDES, FUSION, KINDS, LEXICAL, MODEL_PROVIDES, RERANK, TRAINED,
                                       Method)
+from hardneg.pipeline import reference_markdown as md
 from hardneg.pipeline.config import with_methods
 from hardneg.schema.validation import read_schema
 
@@ -107,20 +105,6 @@ def _has_keys(node: dict, defs: dict) -> bool:
 
 
 # -------------------------------------------------------------------------------------------- types as text
-def _code(value: str) -> str:
-    """``value`` as a Markdown code span."""
-    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if value.startswith("`") or value.endswith("`") else ""
-    return f"{fence}{pad}{value}{pad}{fence}"
-
-
-def _literal(value) -> str:
-    """``value`` as a YAML flow literal, as a config file writes it (``test``, ``[RR@10, R@100]``, ``null``)."""
-    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, sort_keys=False, width=1 << 30)
-    return text.removesuffix("\n").removesuffix("\n...").strip()
-
-
 def _number_bounds(node: dict) -> str:
     low = ("[", node["minimum"]) if "minimum" in node else ("(", node["exclusiveMinimum"]) \
         if "exclusiveMinimum" in node else None
@@ -165,9 +149,9 @@ def _kind(node: dict, defs: dict, path: str = "") -> str:
         return "name"
     node = _resolve(node, defs)
     if "const" in node:
-        return _code(_literal(node["const"]))
+        return md.code(md.literal(node["const"]))
     if "enum" in node:
-        return "one of " + ", ".join(_code(_literal(value)) for value in node["enum"])
+        return "one of " + ", ".join(md.code(md.literal(value)) for value in node["enum"])
     if "anyOf" in node:
         return " or ".join(_kind(alternative, defs) for alternative in node["anyOf"])
     parts = []
@@ -177,7 +161,7 @@ def _kind(node: dict, defs: dict, path: str = "") -> str:
         elif type_ == "string":
             details = [_count(node.get("minLength"), node.get("maxLength"), "character")]
             if "pattern" in node:
-                details.append(f"matching {_code(node['pattern'])}")
+                details.append(f"matching {md.code(node['pattern'])}")
             details = [detail for detail in details if detail]
             parts.append("string" + (f" ({', '.join(details)})" if details else ""))
         elif type_ == "array":
@@ -214,13 +198,13 @@ def _key(path: str, node: dict, defs: dict, *, required: bool = False, variant: 
     description = node.get("description", "") if isinstance(node, dict) else ""
     if isinstance(node, dict) and "default" not in node and isinstance(node.get("$ref"), str):
         node = {**defs.get(node["$ref"].removeprefix(_DEFS), {}), **node}  # the definition's default, if any
-    default = _literal(node["default"]) if isinstance(node, dict) and "default" in node else None
+    default = md.literal(node["default"]) if isinstance(node, dict) and "default" in node else None
     return Key(path, " ".join(str(description).split()), _kind(node, defs, path), default, required, variant)
 
 
 def _condition(test: dict) -> str:
     """The ``if:`` of a variant as text: ``adapter: synthetic``, or ``url`` for a key that must be present."""
-    conditions = [f"{name}: {_literal(rule['const']) if not isinstance(rule['const'], str) else rule['const']}"
+    conditions = [f"{name}: {md.literal(rule['const']) if not isinstance(rule['const'], str) else rule['const']}"
                   for name, rule in test.get("properties", {}).items() if isinstance(rule, dict) and "const" in rule]
     return ", ".join(conditions + list(test.get("required", [])))
 
@@ -230,11 +214,11 @@ def _variants(node: dict) -> Iterator[tuple[str, dict]]:
     own ``if``/``then``/``else``."""
     for part in node.get("allOf", []):
         if "if" in part and "then" in part:
-            yield f"with {_code(_condition(part['if']))}", part["then"]
+            yield f"with {md.code(_condition(part['if']))}", part["then"]
     if "if" in node and "then" in node:
-        yield f"with {_code(_condition(node['if']))}", node["then"]
+        yield f"with {md.code(_condition(node['if']))}", node["then"]
         if "else" in node:
-            yield f"without {_code(_condition(node['if']))}", node["else"]
+            yield f"without {md.code(_condition(node['if']))}", node["else"]
 
 
 def _nested(node: dict, path: str, defs: dict, variant: str = "", intros: dict | None = None,
@@ -260,7 +244,7 @@ def _nested(node: dict, path: str, defs: dict, variant: str = "", intros: dict |
         placeholder = _PLACEHOLDERS.get(path.partition(".")[0], _DEFAULT_PLACEHOLDER)
         yield from _nested(entries, f"{path}.{placeholder}", defs, variant, intros)
     for label, then in _variants(node):
-        full = f"{_code(path)} {label}" if not variant else f"{variant}, {_code(path)} {label}"
+        full = f"{md.code(path)} {label}" if not variant else f"{variant}, {md.code(path)} {label}"
         if intros is not None:
             intros[full] = then.get("description", "")
         yield from _nested(then, path, defs, full, intros, known | set(properties))
@@ -325,38 +309,38 @@ def sections(schema: dict | None = None) -> list[Section]:
             continue
         intros: dict = {}
         keys = [_key(name, node, defs, required=name in required), *_nested(node, name, defs, intros=intros)]
-        out.append(Section(_code(name), _anchor(name), 2, "", tuple(key for key in keys if not key.variant)))
+        out.append(Section(md.code(name), md.anchor(name), 2, "", tuple(key for key in keys if not key.variant)))
         for variant, intro in intros.items():
-            out.append(Section(variant, _anchor(variant), 3, _text(intro),
+            out.append(Section(variant, md.anchor(variant), 3, md.prose(intro),
                                tuple(key for key in keys if key.variant == variant)))
     run = _resolve(top["runs"]["additionalProperties"], defs)
-    out.append(Section(_code("runs"), "runs", 2, "", (_key("runs", top["runs"], defs, required="runs" in required),)))
-    out.append(Section("Keys of every run", "run-keys", 3, _text(run.get("description", "")), tuple(
+    out.append(Section(md.code("runs"), "runs", 2, "", (_key("runs", top["runs"], defs, required="runs" in required),)))
+    out.append(Section("Keys of every run", "run-keys", 3, md.prose(run.get("description", "")), tuple(
         _key(f"{_RUN}.{name}", node, defs, required=name in run.get("required", []))
         for name, node in run["properties"].items())))
     for kind in KINDS:
         params = defs[f"{kind}_params"]
         keys = tuple(_nested(params, f"{_RUN}.params", defs, f"{_KIND_TITLES[kind]}"))
-        methods_of_kind = ", ".join(_link(name, f"method-{name}") for name, m in registry.items() if m.kind == kind)
-        intro = _text(params.get("description", "")) + (f"\n\nMethods of this kind: {methods_of_kind}."
+        methods_of_kind = ", ".join(md.link(name, f"method-{name}") for name, m in registry.items() if m.kind == kind)
+        intro = md.prose(params.get("description", "")) + (f"\n\nMethods of this kind: {methods_of_kind}."
                                                          if methods_of_kind else "")
         out.append(Section(f"Parameters of every {_KIND_TITLES[kind].removesuffix('s')}", f"{kind}-params", 3,
                            intro, keys))
     overview = "\n".join(["| Method | Kind | What it does |", "| --- | --- | --- |", *(
-        f"| {_link(name, f'method-{name}')} | {_link(method.kind, f'{method.kind}-params')} | "
-        f"{_cell(method.summary)} |" for name, method in registry.items())])
+        f"| {md.link(name, f'method-{name}')} | {md.link(method.kind, f'{method.kind}-params')} | "
+        f"{md.cell(method.summary)} |" for name, method in registry.items())])
     out.append(Section("Methods", "methods", 2, "A run's `method` names one of these. Each takes the input roles "
                        "and the parameters of its section, beside the parameters its kind shares.\n\n" + overview, ()))
     for name, method in registry.items():
-        intro = (f"A {_link(method.kind, f'{method.kind}-params')} method, declared in "
-                 f"{_code(method.module or 'an unknown module')}: {_text(method.summary)}.")
+        intro = (f"A {md.link(method.kind, f'{method.kind}-params')} method, declared in "
+                 f"{md.code(method.module or 'an unknown module')}: {md.prose(method.summary)}.")
         if not method.roles:
             intro += " It takes no input runs."
         for group in method.exclusive_roles:
-            intro += f" A run names at most one of {' and '.join(_code(f'inputs.{role}') for role in group)}."
+            intro += f" A run names at most one of {' and '.join(md.code(f'inputs.{role}') for role in group)}."
         if not method.schema:
             intro += " It has no parameters of its own."
-        out.append(Section(_code(name), f"method-{name}", 3, intro, tuple(_method_keys(method, run, defs))))
+        out.append(Section(md.code(name), f"method-{name}", 3, intro, tuple(_method_keys(method, run, defs))))
     return out
 
 
@@ -380,62 +364,13 @@ def missing_descriptions(schema: dict | None = None) -> list[str]:
     return [key.where for key in keys(schema) if not key.description]
 
 
-# ------------------------------------------------------------------------------------------------ Markdown
-def _anchor(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def _link(text: str, anchor: str) -> str:
-    return f"[{_code(text)}](#{anchor})"
-
-
-_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
-# A word holding a placeholder, such as results/<run>/metrics.json (without a sentence's final full stop).
-_PLACEHOLDER_WORD = re.compile(r"[^\s()\[\],;:`]*<\w(?:[\w ]*\w)?>(?:[^\s()\[\],;:`]*[^\s()\[\],;:`.])?")
-
-
-def _text(text: str) -> str:
-    """A description as Markdown: its code spans kept, and a word holding a placeholder (``results/<run>/``) made
-    one; elsewhere ``<`` written as an entity (it starts no HTML tag), and ``*`` and a word-initial or word-final
-    ``_`` escaped (they are not emphasis)."""
-    text = " ".join(str(text).split())
-    out, position = [], 0
-    for match in _CODE_SPAN.finditer(text):
-        out.append(_plain(text[position:match.start()]))
-        out.append(match.group(0))
-        position = match.end()
-    out.append(_plain(text[position:]))
-    return "".join(out)
-
-
-def _plain(text: str) -> str:
-    """Text outside code spans: its placeholder words as code, the rest escaped."""
-    out, position = [], 0
-    for match in _PLACEHOLDER_WORD.finditer(text):
-        out.append(_escape(text[position:match.start()]))
-        out.append(_code(match.group(0)))
-        position = match.end()
-    out.append(_escape(text[position:]))
-    return "".join(out)
-
-
-def _escape(text: str) -> str:
-    text = text.replace("<", "&lt;").replace("*", r"\*")
-    return re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", text)
-
-
-def _cell(text: str) -> str:
-    """A description inside a table cell: :func:`_text`, with ``|`` escaped."""
-    return _text(text).replace("|", r"\|")
-
-
 def _entry(key: Key) -> str:
-    facts = [_text(key.kind)]
+    facts = [md.prose(key.kind)]
     if key.required:
         facts.append("**required**")
     if key.default is not None:
-        facts.append(f"default {_code(key.default)}")
-    return f"{_code(key.path)}\n:   {' · '.join(facts)}\n\n    {_text(key.description)}\n"
+        facts.append(f"default {md.code(key.default)}")
+    return f"{md.code(key.path)}\n:   {' · '.join(facts)}\n\n    {md.prose(key.description)}\n"
 
 
 _PREAMBLE = """\
@@ -471,8 +406,8 @@ def config_reference(schema: dict | None = None) -> str:
                                            f"(the configuration reference describes every key): "
                                            f"{'; '.join(key.where for key in missing)}")
     name = schema["$defs"]["name"]
-    rule = (f"{_text(name.get('description', ''))}: at most {name['maxLength']} characters, matching "
-            f"{_code(name['pattern'])}.")
+    rule = (f"{md.prose(name.get('description', ''))}: at most {name['maxLength']} characters, matching "
+            f"{md.code(name['pattern'])}.")
     lines = [_PREAMBLE.replace("{name}", rule)]
     for section in parts:
         lines.append(f"{'#' * section.level} {section.title} {{ #{section.anchor} }}\n")

@@ -155,12 +155,18 @@ def truncation_warning(facts: dict, what: str, noun: str, setting: str, *, model
         return None
     (low_q, low), (high_q, high) = list(facts["fit"].items())[0], list(facts["fit"].items())[-1]
     low_pct, high_pct = f"{100 * float(low_q):g}%", f"{100 * float(high_q):g}%"
-    suggestion = min(high, model_limit) if model_limit else high
-    advice = (f"set params.model.{setting}: {suggestion} to keep {high_pct} of them whole." if suggestion == high else
-              f"the model reads at most {model_limit} tokens: params.model.{setting}: {model_limit} keeps the most.")
+    advice = _length_advice(setting, high, f"{high_pct} of them", model_limit)
     return (f"{num_cut:,} of {rows:,} {what} ({100 * num_cut / rows:.1f}%) are longer than {setting} "
             f"{facts['max_length']} tokens and are cut.\n{low_pct} of the {noun} fit in {low} tokens, {high_pct} in "
             f"{high}: {advice}")
+
+
+def _length_advice(setting: str, length: int, kept: str, model_limit: int | None) -> str:
+    """The closing advice of a truncation warning: set ``setting`` to ``length`` to keep ``kept`` whole, or, when
+    the model reads fewer tokens than that, to the model's limit."""
+    if model_limit and model_limit < length:
+        return f"the model reads at most {model_limit} tokens: params.model.{setting}: {model_limit} keeps the most."
+    return f"set params.model.{setting}: {length} to keep {kept} whole."
 
 
 def query_truncation_warning(facts: dict[str, dict], where: str = "", *, model_limit: int | None = None,
@@ -179,11 +185,7 @@ def query_truncation_warning(facts: dict[str, dict], where: str = "", *, model_l
     low, high = max(f["fit"][low_q] for f in shown.values()), max(f["fit"][high_q] for f in shown.values())
     low_pct, high_pct = f"{100 * float(low_q):g}%", f"{100 * float(high_q):g}%"
     splits = ", ".join(f"'{split}': {f['cut']:,} of {f['rows']:,}" for split, f in shown.items() if f["cut"])
-    suggestion = min(high, model_limit) if model_limit else high
-    advice = (f"set params.model.query_max_length: {suggestion} to keep {high_pct} of every split's queries whole."
-              if suggestion == high else
-              f"the model reads at most {model_limit} tokens: params.model.query_max_length: {model_limit} keeps the "
-              "most.")
+    advice = _length_advice("query_max_length", high, f"{high_pct} of every split's queries", model_limit)
     return (f"{num_cut:,} of {rows:,} queries{where} ({100 * num_cut / rows:.1f}%) are longer than query_max_length "
             f"{max_length} tokens and are cut ({splits}).\n{low_pct} of each split's queries fit in {low} tokens, "
             f"{high_pct} in {high}: {advice}")

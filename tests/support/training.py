@@ -74,11 +74,12 @@ def read_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
 
 
 def expected_scalars(log) -> dict[str, list[tuple[int, float]]]:
-    """The same, from train_log.parquet: every column but step, rows where it is a number (a column with none, such
-    as the held-out memorisation check of a run without held-out queries, is no curve)."""
+    """The same, from train_log.parquet: every column but step and ``kept`` (the model kept, written after
+    training), rows where it is a number (a column with none, such as the held-out memorisation check of a run
+    without held-out queries, is no curve)."""
     rows = log.to_pylist()
     curves = {column: [(row["step"], row[column]) for row in rows if not math.isnan(row[column])]
-              for column in log.column_names if column != "step"}
+              for column in log.column_names if column not in ("step", "kept")}
     return {column: points for column, points in curves.items() if points}
 
 

@@ -10,6 +10,11 @@ exact inner-product top 100 (Faiss Flat), scores RR@10 and RR@100 with ir-measur
 are on every row and the Parquet log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
 goes on exactly as without the event.
 
+By default the dev queries are not searched in the whole corpus but re-rank a fixed list of candidates each
+(``train.dev_search: candidates``, :mod:`hardneg.dense.dev_candidates`): only those documents are encoded at an
+evaluation. ``dev_search: corpus`` keeps the exact search over the corpus; ``both`` logs the corpus's values too, as
+``dev_corpus_rr10`` and ``dev_corpus_rr100``.
+
 A run that keeps another run's documents fixed (ADORE: only its query encoder trains, against that run's
 corpus embeddings) is evaluated as it is searched: its current queries against those fixed embeddings
 (``doc_vectors``), never a corpus re-encoded with the model in training. With the default shared encoder,
@@ -26,6 +31,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
+from hardneg.dense.dev_candidates import Candidates, DocumentVectors, rerank, top_k
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.tokenized import TokenizedTexts
@@ -36,21 +42,9 @@ log = logging.getLogger(__name__)
 
 COLUMN = "dev_rr10"
 COLUMNS = {"RR@10": COLUMN, "RR@100": "dev_rr100"}  # measure → column of the training log
-DEPTH = 100  # RR@100 needs the top 100
-
-
-def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = DEPTH):
-    """Each query's exact inner-product top ``k`` documents (a Faiss ``Flat`` index), best first: (scores
-    float32 [Q, k], rows int64 [Q, k]); where there are fewer than ``k`` documents the rest is padded with -inf
-    and row -1, so that the shares of several processes stack."""
-    from hardneg.index import build_index, search  # Faiss: imported only where an index is built or searched
-
-    scores = np.full((len(query_vectors), k), -np.inf, dtype=np.float32)
-    rows = np.full((len(query_vectors), k), -1, dtype=np.int64)
-    if len(doc_vectors) and len(query_vectors):
-        found_scores, found_rows = search(build_index(doc_vectors, "Flat"), query_vectors, k)
-        scores[:, :found_scores.shape[1]], rows[:, :found_rows.shape[1]] = found_scores, found_rows
-    return scores, rows
+CORPUS_COLUMNS = {"RR@10": "dev_corpus_rr10", "RR@100": "dev_corpus_rr100"}  # dev_search: both, the full search's
+SEARCHES = ("candidates", "corpus", "both")
+DEPTH = 100  # RR@100 needs the top 100 (top_k's default)
 
 
 def dev_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, *, device="cpu",
@@ -94,6 +88,25 @@ def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.T
     return dev_measures(model, queries, corpus, qrels, **options)["RR@10"]
 
 
+def candidate_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table,
+                       candidates: Candidates, *, vectors: DocumentVectors | None = None, step: int = 0,
+                       device="cpu", batch_size: int = 128, precision: str = "fp32") -> dict[str, float]:
+    """Mean RR@10 and RR@100 of ``model`` on the queries of ``candidates``, each re-ranking its own candidate
+    documents (:mod:`hardneg.dense.dev_candidates`); ``vectors`` keeps the step's document vectors for other events.
+    Leaves the model in eval mode."""
+    from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
+    from hardneg.index import run_table
+
+    encoding = {"batch_size": batch_size, "device": device, "precision": precision}
+    vectors = vectors or DocumentVectors(corpus)
+    q = encode_rows(model, queries, candidates.query_rows, "query", **encoding)
+    d = vectors.get(step, model, candidates.documents(), **encoding)
+    scores, rows = rerank(q, d, candidates.doc_rows, DEPTH)
+    qids = [queries.row_ids[row] for row in candidates.query_rows]
+    means, _ = evaluate(run_table(scores, rows, qids, corpus.row_ids), qrels, list(COLUMNS), warn=False)
+    return {measure: means[measure] for measure in COLUMNS}
+
+
 def dev_inputs(cache_dir, qrels_path, split: str) -> tuple[str, str]:
     """The dev split's tokenized queries (name in the cache) and qrels file, which lies beside the training
     qrels. ``ConfigError`` naming ``params.train.dev_split`` and the missing file when either is absent."""
@@ -110,19 +123,27 @@ class DevEvaluation:
     """Trainer event: ``dev_rr10`` and ``dev_rr100`` every ``every`` optimiser steps, or with ``every="epoch"`` at
     the last step of every epoch, and at the last step; NaN on other steps.
 
-    With several processes they share the corpus encoding (see :func:`dev_rr10`); every rank logs the value.
-    ``doc_vectors``: the fixed corpus embeddings of a run that searches another run's documents (see the module
-    docstring); one row per row of ``corpus``."""
+    ``candidates`` (:class:`hardneg.dense.dev_candidates.Candidates` of every dev query): re-rank them rather than
+    search the corpus, and with ``search="both"`` also search the corpus (``dev_corpus_*`` columns); None: search
+    the corpus. With several processes they share the corpus encoding (see :func:`dev_measures`); the candidates'
+    few documents are encoded by every process. Every rank logs the value. ``doc_vectors``: the fixed corpus
+    embeddings of a run that searches another run's documents (see the module docstring); one row per row of
+    ``corpus``. ``vectors``: the step's document vectors, shared with the memorisation check."""
 
     def __init__(self, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, every: int | str, *,
-                 batch_size: int = 128, doc_vectors: np.ndarray | None = None):
+                 batch_size: int = 128, doc_vectors: np.ndarray | None = None, candidates: Candidates | None = None,
+                 search: str = "candidates", vectors: DocumentVectors | None = None):
         if every != "epoch" and (not isinstance(every, int) or every < 1):
             raise ValueError(f"dev evaluation needs every >= 1 or 'epoch', got {every!r}")
         if doc_vectors is not None and len(doc_vectors) != len(corpus):
             raise ValueError(f"the fixed document embeddings have {len(doc_vectors)} rows, the tokenized corpus "
                              f"{len(corpus)}: they are not embeddings of this corpus")
+        if search not in SEARCHES:
+            raise ValueError(f"dev search must be one of {', '.join(SEARCHES)}, got {search!r}")
         self.queries, self.corpus, self.qrels, self.every, self.batch_size = queries, corpus, qrels, every, batch_size
-        self.doc_vectors = doc_vectors
+        self.doc_vectors, self.candidates = doc_vectors, candidates if search != "corpus" else None
+        self.search = "corpus" if self.candidates is None else search
+        self.vectors = vectors or DocumentVectors(corpus)
 
     @classmethod
     def from_split(cls, cache_dir, qrels_path, split: str, every: int | str, *, doc_embeddings=None,
@@ -134,13 +155,29 @@ class DevEvaluation:
         return cls(TokenizedTexts(cache_dir, name), TokenizedTexts(cache_dir, "corpus"),
                    artifacts.read_table(artifacts.QRELS, qrels), every, doc_vectors=vectors, **options)
 
+    def due(self, trainer, step: int) -> bool:
+        """Whether ``step`` is evaluated."""
+        return step == trainer.total_steps or (trainer.epoch_ends if self.every == "epoch" else step % self.every == 0)
+
     def on_step_end(self, trainer, step: int, row: dict) -> None:
-        values = dict.fromkeys(COLUMNS, math.nan)
-        if step == trainer.total_steps or (trainer.epoch_ends if self.every == "epoch" else step % self.every == 0):
-            values = dev_measures(trainer.model, self.queries, self.corpus, self.qrels, device=trainer.device,
-                                  batch_size=self.batch_size, precision=trainer.precision, replicas=trainer.replicas,
-                                  doc_vectors=self.doc_vectors)
-            trainer.model.train()
-            log.info("step %d: dev RR@10 %.4f, RR@100 %.4f", step, values["RR@10"], values["RR@100"])
-        for measure, column in COLUMNS.items():
-            row[column] = values[measure]
+        columns = list(COLUMNS.values()) + (list(CORPUS_COLUMNS.values()) if self.search == "both" else [])
+        row.update(dict.fromkeys(columns, math.nan))  # every row has every column: one schema for the log
+        if not self.due(trainer, step):
+            return
+        options = {"device": trainer.device, "batch_size": self.batch_size, "precision": trainer.precision}
+        if self.candidates is not None:
+            values = candidate_measures(trainer.model, self.queries, self.corpus, self.qrels, self.candidates,
+                                        vectors=self.vectors, step=step, **options)
+        else:
+            values = dev_measures(trainer.model, self.queries, self.corpus, self.qrels, replicas=trainer.replicas,
+                                  doc_vectors=self.doc_vectors, **options)
+        if self.search == "both":
+            full = dev_measures(trainer.model, self.queries, self.corpus, self.qrels, replicas=trainer.replicas,
+                                doc_vectors=self.doc_vectors, **options)
+            row.update({CORPUS_COLUMNS[measure]: full[measure] for measure in CORPUS_COLUMNS})
+            log.info("step %d: dev RR@10 over the whole corpus %.4f, RR@100 %.4f", step, full["RR@10"],
+                     full["RR@100"])
+        trainer.model.train()
+        log.info("step %d: dev RR@10 %.4f, RR@100 %.4f%s", step, values["RR@10"], values["RR@100"],
+                 " (re-ranking the candidates)" if self.candidates is not None else "")
+        row.update({COLUMNS[measure]: values[measure] for measure in COLUMNS})

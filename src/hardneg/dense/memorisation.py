@@ -14,7 +14,10 @@ higher than the full-corpus values. The numbers go into the last row of the trai
 
 The check costs one encoding of the pool and of the two samples (at most :data:`POOL` documents and
 2 × :data:`SAMPLE` queries, whatever the corpus's size); it draws no number from the training's generators, and
-the model is back in train mode afterwards.
+the model is back in train mode afterwards. A run that evaluates dev by re-ranking candidates
+(:mod:`hardneg.dense.dev_candidates`) searches the candidates of both samples instead of a random pool: the
+documents BM25 and the starting model found for them, every relevant one added; the dev evaluation of the same
+step has encoded most of them already, and they are not encoded again.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hardneg.dense.dev_eval import top_k
+from hardneg.dense.dev_candidates import DocumentVectors, top_k
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.io import artifacts
@@ -90,14 +93,20 @@ def sample_queries(queries: TokenizedTexts, qrels: pa.Table, corpus_ids: list[st
     return Sample(queries, rows, qrels.filter(pc.is_in(qrels["qid"], value_set=qids)))
 
 
-def document_pool(samples: list[Sample], corpus_ids: list[str], size: int, seed: int) -> np.ndarray:
-    """The corpus rows searched: every relevant document of the samples, then other rows drawn with ``seed`` up to
-    ``size`` rows (every row when the corpus has no more), sorted."""
+def relevant_rows(samples: list[Sample], corpus_ids: list[str]) -> set[int]:
+    """The corpus rows of every relevant document of the samples."""
     index = {docid: row for row, docid in enumerate(corpus_ids)}
     needed = set()
     for sample in samples:
         relevant = sample.qrels.filter(pc.greater_equal(sample.qrels["relevance"], 1))["docid"].to_pylist()
         needed.update(index[docid] for docid in relevant if docid in index)
+    return needed
+
+
+def document_pool(samples: list[Sample], corpus_ids: list[str], size: int, seed: int) -> np.ndarray:
+    """The corpus rows searched: every relevant document of the samples, then other rows drawn with ``seed`` up to
+    ``size`` rows (every row when the corpus has no more), sorted."""
+    needed = relevant_rows(samples, corpus_ids)
     if len(corpus_ids) <= max(size, len(needed)):
         return np.arange(len(corpus_ids), dtype=np.int64)
     others = np.setdiff1d(np.arange(len(corpus_ids), dtype=np.int64), np.fromiter(needed, np.int64, len(needed)))
@@ -107,7 +116,9 @@ def document_pool(samples: list[Sample], corpus_ids: list[str], size: int, seed:
 
 def measure_memorisation(model, corpus: TokenizedTexts, train: Sample, heldout: Sample | None, *, heldout_split=None,
                          pool: int = POOL, seed: int = 0, device="cpu", precision: str = "fp32",
-                         batch_size: int = 128, doc_vectors: np.ndarray | None = None) -> Memorisation:
+                         batch_size: int = 128, doc_vectors: np.ndarray | None = None,
+                         candidates: np.ndarray | None = None, vectors: DocumentVectors | None = None,
+                         step: int = 0) -> Memorisation:
     """RR@10 and Success@1 of ``model`` on the training sample and the held-out sample, both searched (exact inner
     product) in one pool of the corpus (:func:`document_pool`). Leaves the model in eval mode.
 
@@ -120,14 +131,23 @@ def measure_memorisation(model, corpus: TokenizedTexts, train: Sample, heldout: 
     :param seed: the seed of the pool's draw.
     :param doc_vectors: fixed embeddings of the corpus rows, searched instead of encoding the corpus (a run that
         searches another run's documents: ADORE).
+    :param candidates: the corpus rows of the candidate documents of both samples' queries, searched with every
+        relevant document instead of :func:`document_pool`'s pool.
+    :param vectors: the document vectors of ``step``'s model encoded so far (the dev evaluation's), reused.
     :returns: the :class:`Memorisation`.
     """
     from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
     from hardneg.index import run_table  # Faiss: imported only where an index is built or searched
 
     samples = {"train": train} | ({"heldout": heldout} if heldout is not None and len(heldout.rows) else {})
-    rows = document_pool(list(samples.values()), corpus.row_ids, pool, seed)
-    if doc_vectors is None:
+    if candidates is not None:
+        needed = relevant_rows(list(samples.values()), corpus.row_ids)
+        rows = np.union1d(np.asarray(candidates, dtype=np.int64), np.fromiter(needed, np.int64, len(needed)))
+    else:
+        rows = document_pool(list(samples.values()), corpus.row_ids, pool, seed)
+    if doc_vectors is None and vectors is not None:
+        docs = vectors.get(step, model, rows, batch_size=batch_size, device=device, precision=precision)
+    elif doc_vectors is None:
         docs = encode_rows(model, corpus, rows, "doc", batch_size=batch_size, device=device, precision=precision)
     else:
         docs = np.asarray(doc_vectors[rows], dtype=np.float32)
@@ -143,10 +163,12 @@ def measure_memorisation(model, corpus: TokenizedTexts, train: Sample, heldout: 
     return Memorisation(values, queries, len(rows), heldout_split if "heldout" in samples else None)
 
 
-def memorisation_advice(*, pretrained: bool, epochs: int, queries: int, learning_rate: float) -> list[str]:
+def memorisation_advice(*, pretrained: bool, epochs: int, queries: int, learning_rate: float,
+                        selects: bool = False) -> list[str]:
     """What a run that memorised its training queries can change, given what it does already: a run of the
     built-in model can start from a pre-trained encoder, one of several epochs train fewer, one that starts from a
-    pre-trained encoder fine-tune it more gently; every run can train on more than its ``queries``."""
+    pre-trained encoder fine-tune it more gently, one that keeps its last step keep its best dev checkpoint instead
+    (``selects``: it does already); every run can train on more than its ``queries``."""
     advice = [] if pretrained else ["start from a pre-trained encoder (params.model.name: minilm, a local folder or "
                                     "a hub name)"]
     if epochs > 1:
@@ -154,15 +176,20 @@ def memorisation_advice(*, pretrained: bool, epochs: int, queries: int, learning
     if pretrained:
         advice.append(f"fine-tune the pre-trained encoder more gently (params.train.learning_rate is "
                       f"{learning_rate:g})")
+    if not selects:
+        advice.append("keep the checkpoint with the best dev measure (params.train.dev_every, with train.keep: "
+                      "best)")
     advice.append(f"train on more queries than its {queries:,}")
     return advice
 
 
 def memorisation_warning(name: str, result: Memorisation, gap: float = GAP, *,
-                         advice: list[str] | None = None) -> str | None:
+                         advice: list[str] | None = None, kept: dict | None = None) -> str | None:
     """The console warning for run ``name`` when its training queries score ``gap`` or more RR@10 above its
     held-out ones (None otherwise, and without held-out queries), ending with ``advice`` (what the run can change:
-    :func:`memorisation_advice`), when given."""
+    :func:`memorisation_advice`), when given. ``kept``: the training's record of the model it saved
+    (:meth:`hardneg.dense.model_selection.ModelSelection.record`); one of an earlier step than the last, which the
+    check measures, is said."""
     if result.gap is None or result.gap < gap:
         return None
     train, heldout = result.values["train"], result.values["heldout"]
@@ -171,6 +198,9 @@ def memorisation_warning(name: str, result: Memorisation, gap: float = GAP, *,
             f"{result.queries['heldout']:,} held-out '{result.heldout_split}' queries {heldout['RR@10']:.3f} "
             f"({heldout['Success@1']:.0%}), both searched among the same {result.pool:,} documents: it has learnt "
             f"its training queries by heart rather than how to rank ({result.gap:.2f} apart).")
+    if kept and kept["step"] != kept["steps"]:
+        text += (f" The model saved is step {kept['step']}'s, the best dev {kept['measure']}, not the last step's "
+                 f"measured here.")
     if advice:
         text += f"\nFor a model that generalises: {', '.join(advice[:-1])}{' or ' if len(advice) > 1 else ''}" \
                 f"{advice[-1]}."
@@ -183,9 +213,11 @@ class MemorisationCheck:
     into ``result``. Every process measures the same samples (a few thousand texts); only the main one logs."""
 
     def __init__(self, corpus: TokenizedTexts, train: Sample, heldout: Sample | None, *, heldout_split=None,
-                 seed: int = 0, pool: int = POOL, doc_vectors: np.ndarray | None = None, batch_size: int = 128):
+                 seed: int = 0, pool: int = POOL, doc_vectors: np.ndarray | None = None, batch_size: int = 128,
+                 candidates: np.ndarray | None = None, vectors: DocumentVectors | None = None):
         self.corpus, self.train, self.heldout, self.heldout_split = corpus, train, heldout, heldout_split
         self.seed, self.pool, self.doc_vectors, self.batch_size = seed, pool, doc_vectors, batch_size
+        self.candidates, self.vectors = candidates, vectors  # the samples' candidates; the step's vectors
         self.result: Memorisation | None = None
 
     @classmethod
@@ -213,7 +245,8 @@ class MemorisationCheck:
             self.result = measure_memorisation(
                 trainer.model, self.corpus, self.train, self.heldout, heldout_split=self.heldout_split,
                 pool=self.pool, seed=self.seed, device=trainer.device, precision=trainer.precision,
-                batch_size=self.batch_size, doc_vectors=self.doc_vectors)
+                batch_size=self.batch_size, doc_vectors=self.doc_vectors, candidates=self.candidates,
+                vectors=self.vectors, step=step)
             trainer.model.train()
             if trainer.replicas.is_main:
                 self._log(self.result)

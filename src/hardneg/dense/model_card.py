@@ -58,6 +58,8 @@ class CardFacts:
         run's ``config_hash`` (``metrics.json``, ``hardneg check-config``) hashes the whole resolved run.
     :param results: the results folder the run writes to (its config's ``results``): where the card finds the
         run's model and metrics.
+    :param kept: which step's model this is (``train.keep``): ``keep``, ``step``, ``steps``, and after a dev
+        evaluation ``measure``, ``value`` (the kept step's), ``last_value`` and ``best_step``.
     """
 
     run: str
@@ -76,6 +78,7 @@ class CardFacts:
     documents_of: str | None = None
     inputs: dict = field(default_factory=dict)
     results: str = RESULTS
+    kept: dict | None = None
 
     def __post_init__(self):
         if os.path.isabs(self.base_model):
@@ -140,10 +143,24 @@ def _facts_table(facts: CardFacts) -> list[str]:
         t = facts.training
         rows.append(("training", f"{t.get('epochs')} epoch(s), batches of {t.get('batch_size')}, learning rate "
                                  f"{t.get('learning_rate')}, seed {facts.seed}"))
+    if facts.kept:
+        rows.append(("checkpoint kept", _kept(facts.kept)))
     rows.append(("training hash", f"`{facts.training_hash}` (SHA-256 of the configuration training read: method, "
                                   "seed, dataset, inputs and training parameters; the run's config hash, in "
                                   "metrics.json, covers the whole run)"))
     return ["| | |", "|---|---|", *(f"| {key} | {_cell(value)} |" for key, value in rows)]
+
+
+def _kept(kept: dict) -> str:
+    """Which step's model a card describes, in words."""
+    step, steps = kept["step"], kept["steps"]
+    if "measure" not in kept:
+        return f"the last step's ({steps})"
+    measure, value, last = kept["measure"], kept["value"], kept["last_value"]
+    if kept["keep"] == "best":
+        return (f"step {step} of {steps}, the best dev {measure} ({value:.4f}; the last evaluated step's "
+                f"{last:.4f})")
+    return f"the last step's ({steps}; dev {measure} {last:.4f}; the best evaluated step was {kept['best_step']})"
 
 
 # ------------------------------------------------------------------------------------------- the model

@@ -98,6 +98,10 @@ class TrainConfig:
     processes: int | None
     dev_every: int | str  # optimiser steps between dev evaluations (0 = none), or "epoch": each epoch's last step
     dev_split: str
+    dev_search: str  # candidates | corpus | both (hardneg.dense.dev_candidates)
+    dev_depth: int  # documents each candidate source gives a dev query
+    keep: str  # auto | best | last: the model saved (hardneg.dense.model_selection)
+    select_by: str  # the dev measure keep: best compares (RR@10 | RR@100)
     rows: str  # query | judgement: one training row per query, or per (query, positive) judgement
     seed: int
 

@@ -157,6 +157,11 @@ def check_references(config: dict) -> None:
             raise ConfigError(f"runs.{name}.params.train.dev_every",
                               "dev evaluation during training searches a dense run's index; a re-ranking run is "
                               "evaluated by its metrics.json (set 0)")
+        train = run["params"].get("train", {})
+        if train.get("keep") == "best" and not train.get("dev_every"):
+            raise ConfigError(f"runs.{name}.params.train.keep",
+                              "keep: best keeps the checkpoint with the best dev measure, but the run evaluates no "
+                              "dev split (set params.train.dev_every, or keep: last)")
         for group in methods.get(run["method"]).exclusive_roles:
             given = [role for role in group if role in run.get("inputs", {})]
             if len(given) > 1:

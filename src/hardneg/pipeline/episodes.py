@@ -18,7 +18,9 @@ with the train split's queries, and its hard negatives are mined and audited by 
 run's. With ``lag`` 1 (ANCE's asynchronous Inferencer) episode ``e`` trains on negatives of checkpoint
 ``e − 2``, so training episode ``e`` and encoding checkpoint ``e − 1`` are independent jobs that run at the same
 time; with ``lag`` 0 each episode waits for the negatives of the checkpoint just before it. The episodic run's
-model is its last episode's, and its training log the episodes' logs end to end.
+model is its last episode's, and its training log the episodes' logs end to end. With ``train.keep: best`` the
+last episode's model is the best evaluated step of all the episodes (the comparison is part of the trainer state
+each episode hands on), and the assembled log marks that step (:mod:`hardneg.io.train_log`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import pyarrow.parquet as pq
 from hardneg import methods
 from hardneg.io.atomic import atomic_dir, atomic_path
 from hardneg.io.layout import episode_run, parse_episode_run
+from hardneg.io.train_log import mark_kept, read_kept
 from hardneg.methods.registry import Episodes, source_episode
 
 
@@ -69,14 +72,15 @@ def assemble(model, train_logs, timings, *, model_dir, log_path, timings_path) -
     step timings (the episodes' ``train_logs`` and ``timings`` end to end, with an ``episode`` column)."""
     with atomic_dir(model_dir) as tmp:
         shutil.copytree(model, tmp, dirs_exist_ok=True)
-    _concatenate(train_logs, log_path)
+    _concatenate(train_logs, log_path, kept=read_kept(train_logs[-1]) if train_logs else None)
     _concatenate(timings, timings_path)
 
 
-def _concatenate(paths, target) -> None:
+def _concatenate(paths, target, kept: dict | None = None) -> None:
     tables = []
     for index, path in enumerate(paths):
         table = pq.read_table(path)
         tables.append(table.add_column(0, "episode", pa.array([index] * table.num_rows, pa.int32())))
+    table = pa.concat_tables(tables, promote_options="default").replace_schema_metadata(None)
     with atomic_path(target) as tmp:
-        pq.write_table(pa.concat_tables(tables, promote_options="default"), tmp)
+        pq.write_table(mark_kept(table, kept) if kept is not None else table, tmp)

@@ -67,13 +67,14 @@ def results_folder(model_dir: str | os.PathLike, run: str) -> str:
     return RESULTS
 
 
-def card_facts(resolved: dict, train=None, results: str = RESULTS) -> CardFacts:
+def card_facts(resolved: dict, train=None, results: str = RESULTS, kept: dict | None = None) -> CardFacts:
     """What the model card of run ``resolved`` says.
 
     :param resolved: the run's training slice, as the training rule passes it (``name``, ``method``, ``seed``,
         ``dataset``, ``inputs``, ``params``): what its hash covers.
     :param train: the training rows (:class:`hardneg.dense.data.TrainQueries`); None for a model saved untrained.
     :param results: the results folder the run writes to.
+    :param kept: the training's record of the model kept (:meth:`hardneg.dense.model_selection.ModelSelection.record`).
     :returns: the card's facts.
     """
     method, params = methods.get(resolved["method"]), resolved["params"]
@@ -92,11 +93,11 @@ def card_facts(resolved: dict, train=None, results: str = RESULTS) -> CardFacts:
                                              for key in ("epochs", "batch_size", "learning_rate")},
         starts_from=continued[1] if continued else None,
         documents_of=continued[1] if continued and continued[2] == "doc_index" else None,
-        inputs=_input_names(resolved), results=results)
+        inputs=_input_names(resolved), results=results, kept=kept)
 
 
 def save_run_model(model, tokenizer, model_dir: str | os.PathLike, resolved: dict, *,
-                   init_model: str | os.PathLike | None = None, train=None) -> None:
+                   init_model: str | os.PathLike | None = None, train=None, kept: dict | None = None) -> None:
     """Save a run's model to ``model_dir`` (atomically, as the model's ``save`` does) with its model card
     ``README.md``; a model trained against fixed documents gets their document side first
     (:func:`documents_as_indexed`).
@@ -107,7 +108,9 @@ def save_run_model(model, tokenizer, model_dir: str | os.PathLike, resolved: dic
     :param resolved: the run's training slice.
     :param init_model: the folder of the model the run started from, if any.
     :param train: the training rows; None for a model saved untrained.
+    :param kept: which step's model it is (the training's record of ``train.keep``), for the card.
     """
     documents_as_indexed(model, resolved, init_model)
     model.save(model_dir, tokenizer)
-    write_model_card(model_dir, card_facts(resolved, train, results_folder(model_dir, resolved.get("name", ""))))
+    write_model_card(model_dir, card_facts(resolved, train, results_folder(model_dir, resolved.get("name", "")),
+                                           kept))

@@ -243,7 +243,32 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
                 inputs["doc_embeddings"] = layout.corpus_embeddings(self.doc_run(other))
                 inputs["train_index"] = layout.index(self.doc_run(other),
                                                      factory_slug(self.training_index_factory(run)))
-        return {**inputs, **self.distillation_inputs(run)}
+        return {**inputs, **self.distillation_inputs(run), **self.dev_candidate_inputs(run)}
+
+    def dev_candidate_inputs(self, run: str) -> dict:
+        """The rankings a run's dev candidates are built from (``train.dev_every`` with ``train.dev_search``
+        ``candidates`` or ``both``; :mod:`hardneg.dense.dev_candidates`): ``dev_lexical``, the dev split's ranking
+        of the dataset's first lexical run, and ``dev_init``, that of the run training starts from (an episode's:
+        its episodic run's) when it is a dense run of the same dataset; for a bi-encoder's memorisation check the
+        training split's too (``train_lexical``, ``train_init``). None for a run searching another run's fixed
+        documents: it evaluates dev over them without encoding a document."""
+        train = self.params(run).get("train", {})
+        if (not train.get("dev_every") or train.get("dev_search", "candidates") == "corpus"
+                or self.doc_run(run) != run or self.method(run).kind != methods.DENSE):
+            return {}
+        dataset, layout, inputs = self.dataset(run), self.layout, {}
+        episode = self.episode_of(run)
+        start = self.init_run(episode[0] if episode else run)
+        sources = {"lexical": next((r for r in self.lexical_runs if self.dataset(r) == dataset), None),
+                   "init": start if start in self.dense_runs and self.dataset(start) == dataset else None}
+        splits = {"dev": train.get("dev_split", "dev")}
+        if self.method(run).new_model is None:  # a bi-encoder: its memorisation check samples the training split
+            splits["train"] = self.train_split(run)
+        for source, other in sources.items():
+            if other is not None:
+                for key, split in splits.items():
+                    inputs[f"{key}_{source}"] = layout.ranking(other, split)
+        return inputs
 
     def training_slice(self, run: str) -> dict:
         """What training depends on in the config: changing any other key (search, index, encoding) retrains

@@ -17,24 +17,25 @@ from __future__ import annotations
 import logging
 import os
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import numpy as np
 
 from hardneg import methods
 from hardneg.dense import distributed
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
+from hardneg.dense.dev_candidates import DocumentVectors, build_candidates, corpus_vectors
 from hardneg.dense.dev_eval import DevEvaluation, dev_inputs
 from hardneg.dense.memorisation import MemorisationCheck, memorisation_advice, memorisation_warning
 from hardneg.dense.model import BUILTIN, BiEncoder, ModelSpec, describe
+from hardneg.dense.model_selection import ModelSelection, resolve_keep
 from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.trainer import CHECKPOINT_FORMAT, TrainConfig, Trainer, Window, resolve_device
 from hardneg.errors import DataError
 from hardneg.io import artifacts
-from hardneg.io.atomic import atomic_path
 from hardneg.io.logs import console
+from hardneg.io.train_log import write_train_log
 from hardneg.pipeline import episodes
 from hardneg.pipeline.model_folder import save_run_model
 from hardneg.pipeline.train_steps import optimiser_steps, too_few_steps
@@ -261,15 +262,32 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
                            device=replicas.device or resolve_device(config.device))
     method = methods.get(resolved["method"]).build_step(context)
     sampler = build_sampler(context, config)
-    events = list(callbacks)
+    events, dev = list(callbacks), None
+    vectors = DocumentVectors(doc_texts)  # the step's document vectors, shared by the dev and memorisation checks
     if config.dev_every:
         # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
-        events.append(DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
-                                               doc_embeddings=inputs.get("doc_embeddings")))
+        dev = DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
+                                       doc_embeddings=inputs.get("doc_embeddings"), search=config.dev_search,
+                                       vectors=vectors)
+        if config.dev_search != "corpus" and "doc_embeddings" not in inputs:
+            source = _model_source(spec, inputs, model, doc_texts, config)
+            dev.candidates = _candidates(dev.queries, np.arange(len(dev.queries)), doc_texts, inputs, "dev",
+                                         config, source)
+            dev.search = config.dev_search if dev.candidates is not None else "corpus"
+        events.append(dev)
+    selection = ModelSelection(config.select_by)
+    events.append(selection)
     memorisation = None
     if methods.get(resolved["method"]).new_model is None:  # a bi-encoder (not a ColBERT teacher or a Condenser)
         memorisation = MemorisationCheck.from_splits(cache_dir, qrels_path, config.split, config.dev_split,
-                                                     seed=config.seed, doc_embeddings=inputs.get("doc_embeddings"))
+                                                     seed=config.seed, doc_embeddings=inputs.get("doc_embeddings"),
+                                                     vectors=vectors)
+        if dev is not None and dev.candidates is not None:  # the same sources for the training sample
+            sample = _candidates(memorisation.train.queries, memorisation.train.rows, doc_texts, inputs, "train",
+                                 config, source)
+            heldout = memorisation.heldout.rows if memorisation.heldout is not None else np.zeros(0, np.int64)
+            memorisation.candidates = np.union1d(dev.candidates.restricted(heldout).documents(),
+                                                 sample.documents() if sample is not None else [])
         events.append(memorisation)
     if config.tensorboard and tensorboard_dir is not None:
         # last, so that it sees the columns every other event adds to the step's row
@@ -280,20 +298,58 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
     rows = trainer.fit()
     if window is not None:  # an episode's log: its own steps (the state it continued holds the earlier ones)
         rows = [row for row in rows if row["step"] > window.start]
+    keep = resolve_keep(config.keep, config.dev_every)
+    last_step = window.stop if window is not None else trainer.total_steps
+    if window is not None and window.stop < window.total_steps:
+        keep = "last"  # an episode before the last: the next one continues its model
+    kept = selection.record(keep, last_step)
+    if keep == "best" and selection.restore(model):
+        log.info("kept the model of step %d of %d: the best dev %s (%.4f; the last evaluated step's %.4f)",
+                 kept["step"], last_step, selection.measure, kept["value"], kept["last_value"])
     if replicas.is_main:
         advice = memorisation_advice(pretrained=spec.name != BUILTIN, epochs=config.epochs,
-                                     queries=train.num_queries, learning_rate=config.learning_rate)
-        message = memorisation_warning(resolved["name"], memorisation.result, advice=advice) if memorisation and \
-            memorisation.result else None
+                                     queries=train.num_queries, learning_rate=config.learning_rate,
+                                     selects=resolve_keep(config.keep, config.dev_every) == "best")
+        message = memorisation_warning(resolved["name"], memorisation.result, advice=advice, kept=kept) \
+            if memorisation and memorisation.result else None
         if message:
             console(message)
-        save_run_model(model.to("cpu"), tokenizer, model_dir, resolved, init_model=inputs.get("init"), train=train)
-        write_train_log(rows, log_path)
+        save_run_model(model.to("cpu"), tokenizer, model_dir, resolved, init_model=inputs.get("init"), train=train,
+                       kept=kept)
+        write_train_log(rows, log_path, kept=kept)
         if timings_path is not None:
             write_train_log(trainer.timings, timings_path)
         trainer.discard_checkpoint()
     replicas.barrier()  # the model is saved before any rank returns
     return rows
+
+
+def _model_source(spec: ModelSpec, inputs: dict, model, corpus: TokenizedTexts, config: TrainConfig) -> dict:
+    """The starting model as a source of dev candidates when no ranking of it is an input: a pre-trained encoder,
+    with the corpus encoded once with it (``model`` and ``model_vectors`` of
+    :func:`hardneg.dense.dev_candidates.build_candidates`); nothing for a model continued from a run (its rankings
+    are inputs) or initialised at random."""
+    if "dev_init" in inputs or ("init" not in inputs and spec.name == BUILTIN):
+        return {}
+    vectors = corpus_vectors(model, corpus, device=resolve_device(config.device), precision=config.precision)
+    return {"model": model, "model_vectors": vectors}
+
+
+def _candidates(queries: TokenizedTexts, rows, corpus: TokenizedTexts, inputs: dict, split_key: str,
+                config: TrainConfig, source: dict):
+    """The dev candidates (:mod:`hardneg.dense.dev_candidates`) of ``rows`` of ``queries`` from the rankings of
+    ``split_key`` among ``inputs`` (``dev_lexical``, ``dev_init``, ``train_lexical``, ``train_init``) and the
+    starting model's ``source`` (:func:`_model_source`)."""
+    rankings = {f"{os.fspath(inputs[key])}": inputs[key] for key in (f"{split_key}_lexical", f"{split_key}_init")
+                if key in inputs}
+    candidates = build_candidates(queries, rows, corpus, rankings=rankings, depth=config.dev_depth,
+                                  device=resolve_device(config.device), precision=config.precision, **source)
+    if candidates is None:
+        log.info("no source of dev candidates (no BM25 run of the dataset, a model initialised at random): the "
+                 "%s queries are searched in the whole corpus", split_key)
+    else:
+        log.info("dev candidates of the %s queries: %s", split_key, candidates.describe())
+    return candidates
 
 
 def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model):
@@ -335,9 +391,3 @@ def _save_untrained(resolved: dict, spec: ModelSpec, *, model_dir, log_path, tok
     model, tokenizer = _initial_model(resolved, spec, tokenizer_source, init_model)
     save_run_model(model, tokenizer, model_dir, resolved, init_model=init_model)
     write_train_log([], log_path)
-
-
-def write_train_log(rows: list[dict], path: str | os.PathLike) -> None:
-    table = pa.Table.from_pylist(rows) if rows else pa.table({"step": pa.array([], pa.int64())})
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)

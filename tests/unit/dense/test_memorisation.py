@@ -133,21 +133,30 @@ def test_the_event_measures_at_the_last_step_only():
     assert check.result.gap > GAP and model.training  # back in train mode
 
 
-@pytest.mark.parametrize("pretrained, epochs, advice", [
-    (False, 3, "For a model that generalises: start from a pre-trained encoder (params.model.name: minilm, a local "
-               "folder or a hub name), train for fewer epochs (params.train.epochs is 3) or train on more queries "
-               "than its 100."),
-    (True, 1, "For a model that generalises: fine-tune the pre-trained encoder more gently "
-              "(params.train.learning_rate is 2e-05) or train on more queries than its 100."),
+@pytest.mark.parametrize("pretrained, epochs, selects, advice", [
+    (False, 3, False, "For a model that generalises: start from a pre-trained encoder (params.model.name: minilm, a "
+                      "local folder or a hub name), train for fewer epochs (params.train.epochs is 3), keep the "
+                      "checkpoint with the best dev measure (params.train.dev_every, with train.keep: best) or train "
+                      "on more queries than its 100."),
+    (True, 1, False, "For a model that generalises: fine-tune the pre-trained encoder more gently "
+                     "(params.train.learning_rate is 2e-05), keep the checkpoint with the best dev measure "
+                     "(params.train.dev_every, with train.keep: best) or train on more queries than its 100."),
+    (True, 1, True, "For a model that generalises: fine-tune the pre-trained encoder more gently "
+                    "(params.train.learning_rate is 2e-05) or train on more queries than its 100."),
 ])
-def test_the_advice_fits_what_the_run_does(pretrained, epochs, advice):
+def test_the_advice_fits_what_the_run_does(pretrained, epochs, selects, advice):
     """A run that starts from a pre-trained encoder is not told to start from one, nor a one-epoch run to train
-    fewer epochs."""
+    fewer epochs, nor a run keeping its best dev checkpoint to keep it; a run whose saved model is an earlier
+    step's says so."""
     model, corpus, (train, train_qrels), (heldout, heldout_qrels) = _setup(True)
     result = measure_memorisation(model, corpus, sample_queries(train, train_qrels, corpus.row_ids, 100, 0),
                                   sample_queries(heldout, heldout_qrels, corpus.row_ids, 100, 0),
                                   heldout_split="dev", pool=300, seed=0)
-    given = memorisation_advice(pretrained=pretrained, epochs=epochs, queries=100, learning_rate=2e-5)
-    message = memorisation_warning("star", result, advice=given)
+    given = memorisation_advice(pretrained=pretrained, epochs=epochs, queries=100, learning_rate=2e-5,
+                                selects=selects)
+    kept = {"keep": "best", "step": 40, "steps": 60, "measure": "RR@10"} if selects else None
+    message = memorisation_warning("star", result, advice=given, kept=kept)
     assert message.splitlines()[-1] == advice
+    assert message.splitlines()[0].endswith("The model saved is step 40's, the best dev RR@10, not the last step's "
+                                            "measured here.") is selects
     assert ("pre-trained encoder (params.model.name" in message) is not pretrained

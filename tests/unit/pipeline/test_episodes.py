@@ -3,6 +3,7 @@
 them: tests/workflow/test_episodes_dag.py)."""
 
 
+import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
@@ -10,13 +11,16 @@ import yaml
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.model_selection import ModelSelection
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.trainer import CHECKPOINT_FORMAT, Window
 from hardneg.errors import OutputPathError
 from hardneg.io import artifacts
 from hardneg.io.layout import Layout, parse_episode_run
+from hardneg.io.train_log import read_kept, write_train_log
 from hardneg.methods.registry import Episodes
 from hardneg.pipeline.config import validate_config, validate_params
+from hardneg.pipeline.episodes import assemble
 from hardneg.pipeline.plan import Plan
 from tests.support import REPO
 from tests.support.dense import build_tiny
@@ -160,3 +164,56 @@ def test_every_episode_trains_the_ance_loss(tiny, monkeypatch):
         query_texts=queries, doc_texts=corpus, inputs={}))
     assert isinstance(step, ContrastiveMethod)
     assert step.negatives is sampled and step.per_query == 1 and step.loss_name == "ce" and not step.in_batch
+
+
+class _ScriptedDev:
+    """Trainer event: a dev RR@10 of its table on each step (NaN elsewhere), before the model selection reads it."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def on_step_end(self, trainer, step, row):
+        row["dev_rr10"] = self.values.get(step, float("nan"))
+
+
+def test_the_best_step_of_an_earlier_episode_is_kept_at_the_last(tiny, tmp_path):
+    """The model selection's state goes from one episode to the next with the trainer state: evaluated steps 2, 4,
+    8 and 12, the best (step 4) in the first episode; the second episode, continuing, still holds step 4's weights
+    and restores them, equal to the first episode's model at step 4."""
+    values = {2: 0.2, 4: 0.6, 8: 0.5, 12: 0.6}  # step 12 equals step 4: the earlier step is kept
+    weights = {}
+
+    def remember(trainer, step):
+        weights[step] = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+
+    first = _trainer(tiny, tmp_path, Window(12, 0, 5, None, tmp_path / "state_0", "f"), "first")
+    first.callbacks = [_ScriptedDev(values), ModelSelection(), remember]
+    first.fit()
+    state = load_checkpoint(tmp_path / "state_0", fingerprint="f", format=CHECKPOINT_FORMAT)
+    second = _trainer(tiny, tmp_path, Window(12, 5, 12, state, tmp_path / "state_1", "f"), "second")
+    selection = ModelSelection()
+    second.callbacks = [_ScriptedDev(values), selection]
+    second.fit()
+    assert (selection.best_step, selection.best_value, selection.last) == (4, 0.6, (12, 0.6))
+    assert selection.restore(second.model)
+    for key, value in weights[4].items():
+        assert torch.equal(value, second.model.state_dict()[key]), key
+
+
+def test_the_assembled_log_marks_the_step_the_last_episode_kept(tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "weights").write_text("w")
+    kept = {"keep": "best", "step": 2, "steps": 4, "measure": "RR@10", "value": 0.5, "last_value": 0.4,
+            "best_step": 2}
+    write_train_log([{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.5}], tmp_path / "log0.parquet",
+                    kept={"keep": "last", "step": 2, "steps": 2})
+    write_train_log([{"step": 3, "loss": 0.4}, {"step": 4, "loss": 0.3}], tmp_path / "log1.parquet", kept=kept)
+    for name in ("t0", "t1"):
+        write_train_log([{"step": 1, "seconds": 0.1}], tmp_path / f"{name}.parquet")
+    assemble(tmp_path / "model", [tmp_path / "log0.parquet", tmp_path / "log1.parquet"],
+             [tmp_path / "t0.parquet", tmp_path / "t1.parquet"], model_dir=tmp_path / "out",
+             log_path=tmp_path / "log.parquet", timings_path=tmp_path / "timings.parquet")
+    log = pq.read_table(tmp_path / "log.parquet").to_pylist()
+    assert [(row["episode"], row["step"], row["kept"]) for row in log] == [(0, 1, False), (0, 2, True),
+                                                                           (1, 3, False), (1, 4, False)]
+    assert read_kept(tmp_path / "log.parquet") == kept

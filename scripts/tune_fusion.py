@@ -13,4 +13,4 @@ rankings = [rankings] if isinstance(rankings, str) else list(rankings)
 tune_fusion(snakemake.params.method, snakemake.params.fusion, snakemake.params.seed, rankings,
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.output.json,
             snakemake.output.parquet, trained_on=snakemake.params.trained_on,
-            method_modules=snakemake.params.method_modules)
+            method_modules=snakemake.params.method_modules, run=snakemake.wildcards.run)

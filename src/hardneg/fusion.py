@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 # in [-1, 1] and the papers' unnormalised inner products spread over a few units to tens, so the useful α spans
 # orders of magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO uses about 0.1); α = 0 is the dense run alone.
 DEFAULT_ALPHA_GRID = [0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+# A weight tuned on fewer judged queries than this is warned about (tune.min_queries' default): on a few dozen
+# queries the grid's values differ by chance more than by α.
+MIN_TUNING_QUERIES = 50
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class TuneParams:
     split: str | None  # null in a config: resolved when the config is checked (default_tune_split)
     queries: int
     measure: str
+    min_queries: int
 
 
 # The keys of a fusion method with a weight α (hardneg.methods.Method: a 'tune' section needs 'alpha' and
@@ -75,6 +79,11 @@ WEIGHT_SCHEMA = {
                         "description": "judged queries sampled with the run's seed (all when there are fewer)"},
             "measure": {"type": "string", "default": "RR@10",
                         "description": "the ir-measures measure maximised (RR = MRR)"},
+            "min_queries": {"type": "integer", "minimum": 1, "default": MIN_TUNING_QUERIES,
+                            "description": "a weight tuned on fewer judged queries than this is warned about, by "
+                                           "check-config and by the tuning job: on a few dozen queries the grid's "
+                                           "values differ by chance more than by α (reciprocal rank fusion, "
+                                           "method rrf, tunes nothing)"},
         },
     },
 }

@@ -6,6 +6,7 @@ from hardneg import methods
 from hardneg.cli.common import load_configs, say
 from hardneg.pipeline import starter
 from hardneg.pipeline.config_checks import check_dataset_files
+from hardneg.pipeline.fuse import few_tuning_queries_warning
 from hardneg.pipeline.resolution import resolve_run
 from hardneg.schema.files import config_hash
 
@@ -18,7 +19,37 @@ def _check_config(args) -> int:
         resolved = resolve_run(config, name)
         say(f"  run {name}: method {resolved['method']}, dataset {resolved['dataset']['name']}, "
             f"config_hash {config_hash(resolved)[:12]}")
+    for warning in tuning_warnings(config):
+        say(f"warning: {warning}")
+    _say_estimate(config)
     return 0
+
+
+def _say_estimate(config: dict) -> None:
+    """The config's heavy jobs and a rough time on this machine (:mod:`hardneg.pipeline.estimate`), for its
+    targets' runs."""
+    from hardneg.pipeline.estimate import describe, estimate
+    from hardneg.pipeline.plan import Plan
+
+    say("estimate (the heavy jobs of each run, on this machine):")
+    for line in describe(estimate(config, Plan(config))):
+        say(line)
+
+
+def tuning_warnings(config: dict) -> list[str]:
+    """The warnings of runs whose weight would be tuned on fewer judged queries than their ``tune.min_queries``
+    (counted from the dataset's files; a count that needs the prepared dataset is not checked)."""
+    warnings = []
+    for name, run in config["runs"].items():
+        split = methods.get(run["method"]).tuning_split(run["params"])
+        if split is None:
+            continue
+        queries = starter.judged_queries(config["datasets"][run.get("dataset", config["dataset"])], split)
+        warning = None if queries is None else few_tuning_queries_warning(name, queries, split,
+                                                                         run["params"]["tune"]["min_queries"])
+        if warning:
+            warnings.append(warning)
+    return warnings
 
 
 def _init(args) -> int:
@@ -34,8 +65,12 @@ def _init(args) -> int:
         say(f"  split dev: {dataset['dev_from_train']['share']:.0%} of the judged training queries, held out from "
             f"training (datasets.{args.name}.dev_from_train)")
     say(f"  results: {config['results']}/ (hardneg commands: --results {config['results']})")
+    fused = starter.fusion_note(config)
+    if fused:
+        notes.append(fused)
     for note in notes:
         say(f"  note: {note}")
+    _say_estimate(load_configs([args.output]))
     say(f"next: snakemake --cores all --configfile {args.output}")
     return 0
 

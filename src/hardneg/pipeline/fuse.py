@@ -78,8 +78,24 @@ def fuse_split(method: str, params: dict, ranking_paths: list, run_path, trec_pa
     return fused
 
 
+def few_tuning_queries_warning(run: str, queries: int, split: str, min_queries: int, grid=None) -> str | None:
+    """The warning for a weight tuned on ``queries`` judged queries of ``split``, fewer than ``min_queries``
+    (``tune.min_queries``); None when there are enough. ``grid``: the tuning's FUSION_TUNING table, whose spread of
+    values the warning shows."""
+    if queries >= min_queries:
+        return None
+    spread = ""
+    if grid is not None and grid.num_rows:
+        values = grid["value"].to_pylist()
+        spread = f" (across the grid of α the tuned measure goes from {min(values):.3f} to {max(values):.3f})"
+    return (f"run {run}: alpha is tuned on {queries} judged quer{'y' if queries == 1 else 'ies'} of split "
+            f"{split!r}, fewer than params.tune.min_queries ({min_queries}){spread}: on so few queries the chosen "
+            f"value may be chance. Reciprocal rank fusion (method rrf) tunes no weight; more held-out queries "
+            f"(a larger dev_from_train share) make the choice firmer.")
+
+
 def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels_path, json_path, parquet_path, *,
-                trained_on=(), method_modules=()) -> dict:
+                trained_on=(), method_modules=(), run: str = "the fusion run") -> dict:
     """Stage function: tune a fusion run's weight α on queries of ``params["tune"]["split"]`` and write the result.
 
     ``tune.queries`` judged queries of the split are sampled with ``seed`` (all when there are fewer); only their
@@ -104,6 +120,8 @@ def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels
     :type trained_on: list[str] | tuple[str, ...]
     :param method_modules: the modules declaring ``method`` when it is not built in.
     :type method_modules: list[str] | tuple[str, ...]
+    :param run: the run's name, in the console warning of a weight tuned on fewer than ``tune.min_queries``
+        queries (:func:`few_tuning_queries_warning`).
     :returns: the record written to ``json_path``.
     :raises ConfigError: an unknown ``method``, a method module that cannot be loaded, or a ``tune.measure``
         ir-measures cannot parse.
@@ -130,6 +148,9 @@ def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels
     record = {"split": tune["split"], "queries": len(sample), "seed": seed, "measure": tune["measure"],
               "grid": [{"alpha": row["alpha"], "value": row["value"]} for row in grid.to_pylist()],
               "alpha": chosen_alpha(grid)}
+    warning = few_tuning_queries_warning(run, len(sample), tune["split"], tune["min_queries"], grid)
+    if warning:
+        console(warning)
     text = json.dumps(record, indent=2, allow_nan=False) + "\n"  # JSON has no NaN: refused before anything is written
     artifacts.write_table(grid, artifacts.FUSION_TUNING, parquet_path)
     write_text(json_path, text)

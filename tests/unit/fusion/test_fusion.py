@@ -3,6 +3,7 @@ scores, and the tuning of α on sampled queries (the hybrid against Pyserini's o
 tests/integration/test_pyserini_hybrid.py)."""
 
 import json
+import logging
 
 import numpy as np
 import pyarrow as pa
@@ -96,7 +97,7 @@ def test_sampled_queries_are_judged_seeded_and_all_when_fewer():
 
 
 HYBRID = {"alpha": None, "alpha_grid": [0.0, 0.1, 1.0], "depth": 1000, "k": 1000, "normalization": False,
-          "weight_on_dense": False, "tune": {"split": "train", "queries": 2, "measure": "RR@10"}}
+          "weight_on_dense": False, "tune": {"split": "train", "queries": 2, "measure": "RR@10", "min_queries": 1}}
 
 
 def test_tuning_and_fusion_stages(tmp_path):
@@ -123,6 +124,26 @@ def test_tuning_and_fusion_stages(tmp_path):
     assert by_query(fused)["q0"][0] == ("d3", pytest.approx(0.1 * 20 + 0.1))
     assert (tmp_path / "fused.trec").read_text().splitlines()[0] == "q0 Q0 d3 1 2.100000 h"
     assert artifacts.read_table(artifacts.RUN, tmp_path / "fused.parquet").equals(fused)
+
+
+def test_a_weight_tuned_on_too_few_queries_is_warned_about(tmp_path, caplog):
+    paths = _tuning_inputs(tmp_path)
+    params = {**HYBRID, "tune": {**HYBRID["tune"], "queries": 1000, "min_queries": 50}}
+    with caplog.at_level(logging.WARNING):
+        tune_fusion("hybrid", params, 7, paths, tmp_path / "qrels.parquet", tmp_path / "tuning.json",
+                    tmp_path / "tuning.parquet", run="minilm_hybrid")
+    grid = [row["value"] for row in json.loads((tmp_path / "tuning.json").read_text())["grid"]]
+    assert caplog.messages == [
+        f"run minilm_hybrid: alpha is tuned on 4 judged queries of split 'train', fewer than params.tune.min_queries "
+        f"(50) (across the grid of α the tuned measure goes from {min(grid):.3f} to {max(grid):.3f}): on so few "
+        f"queries the chosen value may be chance. Reciprocal rank fusion (method rrf) tunes no weight; more held-out "
+        f"queries (a larger dev_from_train share) make the choice firmer."]
+    caplog.clear()
+    params["tune"]["min_queries"] = 4
+    with caplog.at_level(logging.WARNING):
+        tune_fusion("hybrid", params, 7, paths, tmp_path / "qrels.parquet", tmp_path / "tuning.json",
+                    tmp_path / "tuning.parquet", run="minilm_hybrid")
+    assert caplog.messages == []
 
 
 # ------------------------------------------------------------------------------------ numbers that are not finite

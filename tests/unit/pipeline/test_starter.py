@@ -60,7 +60,7 @@ def test_no_run_writes_where_a_run_of_the_default_config_or_of_another_dataset_w
     assert shared == {"bm25"} if model == "minilm" else shared == set(config["runs"])
 
 
-@pytest.mark.parametrize("judged, share, held", [(150, 0.2, 30), (400, 0.12, 48), (809, 0.1, 81), (19, None, 0)])
+@pytest.mark.parametrize("judged, share, held", [(150, 0.2, 30), (400, 0.13, 52), (809, 0.1, 81), (19, None, 0)])
 def test_a_dev_split_is_held_out_of_the_training_queries(tmp_path, judged, share, held):
     dataset = starter.beir_dataset(_beir(tmp_path / "beir", judged))
     assert dataset.get("dev_from_train") == ({"share": share} if share else None)
@@ -216,3 +216,43 @@ def test_a_sentence_transformers_folder_gets_its_own_pooling_and_prompts(tmp_pat
     assert (cache["query_prompt"], cache["doc_prompt"]) == ("query: ", "passage: ")
     assert plan.cache_key("e5_warmup") == plan.cache_key("e5_zeroshot")
     assert re.search(r"-d200-q64-p[0-9a-f]{10}$", plan.cache_key("e5_warmup"))  # the prompts' part of the key
+
+
+def test_the_starter_fuses_bm25_with_its_last_dense_run(tmp_path):
+    """A dev split of 60 judged queries: the hybrid, whose weight is tuned on them, heads the fused runs; RRF
+    follows. Both fuse BM25 with the chain's last dense run."""
+    config = starter.starter_config(starter.beir_dataset(_beir(tmp_path / "beir", 400, dev=60)), model="minilm")
+    fused = [name for name, run in config["runs"].items() if run["method"] in ("hybrid", "rrf")]
+    assert fused == ["minilm_hybrid", "minilm_rrf"] and fused == config["targets"][-2:]
+    assert config["runs"]["minilm_hybrid"] == {"method": "hybrid",
+                                               "inputs": {"runs": ["bm25", "minilm_adore_star"]},
+                                               "params": {"tune": {"split": "dev"}}}
+    assert config["runs"]["minilm_rrf"] == {"method": "rrf", "inputs": {"runs": ["bm25", "minilm_adore_star"]}}
+    assert starter.headline_fused_run(config) == "minilm_hybrid" and starter.fusion_note(config) is None
+    validate_config(copy.deepcopy(config))
+
+
+def test_a_small_dev_split_makes_rrf_the_headline(tmp_path, monkeypatch, capsys):
+    _beir(tmp_path / "beir", 400, dev=10)
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--beir", "beir", "--model", "minilm", "--output", "my.yaml"]) == 0
+    note = ("split dev has 10 judged queries, fewer than 50: minilm_hybrid's weight tuned on them may be chance, so "
+            "reciprocal rank fusion (minilm_rrf) is the headline fused run")
+    out = capsys.readouterr().out
+    assert f"  note: {note}\n" in out
+    estimate = out[out.index("estimate (the heavy jobs of each run, on this machine):"):].splitlines()
+    assert estimate[2] == "  minilm_zeroshot: encode 420 documents: ~1 min"
+    assert estimate[3].startswith("  minilm_warmup: train ") and estimate[-2].startswith("  in all: ~")
+    assert estimate[-1].startswith("next: snakemake")
+    text = (tmp_path / "my.yaml").read_text()
+    assert "# Fused runs over BM25 and minilm_adore_star: reciprocal rank fusion (minilm_rrf, no weight to tune), " \
+           "and the hybrid\n# of their scores (minilm_hybrid) with its weight tuned on split dev. The headline fused " \
+           "run, listed first of them:\n# minilm_rrf (split dev has 10 judged queries, fewer than 50: " in text
+    config = load_config_files(tmp_path / "my.yaml")
+    assert [n for n, r in config["runs"].items() if r["method"] in ("rrf", "hybrid")] == ["minilm_rrf", "minilm_hybrid"]
+    assert main(["check-config", "my.yaml"]) == 0
+    assert ("warning: run minilm_hybrid: alpha is tuned on 10 judged queries of split 'dev', fewer than "
+            "params.tune.min_queries (50): on so few queries the chosen value may be chance. Reciprocal rank fusion "
+            "(method rrf) tunes no weight; more held-out queries (a larger dev_from_train share) make the choice "
+            "firmer.") in (out := capsys.readouterr().out)
+    assert "\nestimate (the heavy jobs of each run, on this machine):\n  bm25: light jobs only: ~1 min\n" in out

@@ -79,7 +79,7 @@ def test_init_writes_a_valid_standalone_config(beir_folder, tmp_path, capsys):
     # two training queries: too few to hold some out as a dev split (hardneg.pipeline.starter.HOLD_OUT_FROM)
     assert config["datasets"]["mydata"] == {"adapter": "beir", "path": str(folder), "splits": ["test", "train"]}
     assert config["evaluation"]["split"] == "test"
-    runs = ["bm25", "warmup", "star", "adore_star"]
+    runs = ["bm25", "warmup", "star", "adore_star", "rrf"]  # no dev split to tune a hybrid's weight on
     assert list(config["runs"]) == runs == config["targets"] and config["results"] == "results/mydata"
     validate_config(config)
     assert main(["init", "--beir", str(tmp_path / "nowhere"), "--output", str(out)]) == 2

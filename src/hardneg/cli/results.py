@@ -81,7 +81,10 @@ def _table(args) -> int:
     if missing:
         raise HardnegError(f"run {missing[0]} has no metrics: {args.results}/{missing[0]}/metrics.json is missing; "
                            f"build {'it' if len(missing) == 1 else 'them'} with {_build_command(args, missing)}")
-    say(runs_table(args.results, rows, replicates(config)), end="")
+    if args.baseline is not None and args.baseline not in config["runs"]:
+        raise HardnegError(f"{args.config} has no run {quoted(args.baseline)} to compare with (--baseline)")
+    say(runs_table(args.results, rows, replicates(config), baseline=args.baseline,
+                   p_value=config["summary"]["p_value"]), end="")
     return 0
 
 
@@ -114,5 +117,9 @@ def register(sub) -> None:
                        help="the runs to show (default: every run of the config's tables that has metrics)")
     table.add_argument("--config", default=TABLE_CONFIG,
                        help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)")
+    table.add_argument("--baseline", metavar="RUN", default=None,
+                       help="compare every row with this run query by query on MRR@10: the difference, the paired "
+                            "t-test's p and the smallest difference the test queries could detect (p below the "
+                            "config's summary.p_value, 80%% power), in a last column")
     add_results(table, from_config=True)
     table.set_defaults(func=_table)

@@ -12,7 +12,12 @@ Two runs evaluated on the same queries give one difference per query (run minus 
 * the effect size Cohen's d_z for paired samples: the mean of the differences divided by their standard
   deviation (``ddof=1``);
 * Holm's step-down correction (Holm, 1979) or Bonferroni's, over the p-values of a family of tests
-  (:func:`correct`; scipy has neither).
+  (:func:`correct`; scipy has neither);
+* the smallest difference the queries could detect (:func:`detectable_difference`): the mean difference a
+  two-sided paired t-test at level α finds with 80% probability, given the spread of the per-query differences,
+  ``(t(1 − α/2, n − 1) + t(0.8, n − 1)) · sd / √n`` (Student's t quantiles, :func:`scipy.stats.t.ppf`; the usual
+  approximation of the t-test's power). A few dozen test queries whose differences spread over ±0.3 cannot show a
+  step of +0.01: the detectable difference says so before anyone reads a p-value.
 
 Identical runs (every difference 0) give t and its p NaN, a randomisation p of 1 and d_z NaN: never significant.
 """
@@ -63,6 +68,51 @@ def effect_size(differences: np.ndarray) -> float:
     if spread == 0.0:
         return float("nan") if mean == 0.0 else float(np.copysign(np.inf, mean))
     return mean / spread
+
+
+POWER = 0.8  # the probability of detecting a difference that detectable_difference reports
+
+
+def detectable_difference(differences, alpha: float = 0.05, power: float = POWER) -> float:
+    """The smallest mean difference a two-sided paired t-test at level ``alpha`` detects with probability
+    ``power`` over queries whose differences spread as ``differences`` do (see the module docstring).
+
+    :param differences: the per-query differences, run - baseline.
+    :param alpha: the test's level (the summary's ``p_value``).
+    :param power: the probability of detecting it.
+    :returns: the difference, in the measure's units; NaN for fewer than two queries, 0 when every difference
+        is the same.
+    """
+    from scipy.stats import t  # scipy: slow to import, needed only here
+
+    differences = np.asarray(differences, dtype=np.float64)
+    n = len(differences)
+    if n < 2:
+        return float("nan")
+    spread = float(np.std(differences, ddof=1))
+    return float((t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * spread / math.sqrt(n))
+
+
+def queries_needed(difference: float, spread: float, alpha: float = 0.05, power: float = POWER) -> int:
+    """The fewest queries whose detectable difference (:func:`detectable_difference`) is at most ``difference``
+    when their per-query differences have the standard deviation ``spread``.
+
+    >>> queries_needed(0.05, 0.25)
+    199
+    """
+    from scipy.stats import t  # scipy: slow to import, needed only here
+
+    if difference <= 0 or spread < 0:
+        raise ValueError("queries_needed needs a positive difference and a spread of at least 0")
+    def detectable(n: int) -> float:
+        return (t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * spread / math.sqrt(n)
+    low, high = 2, 2
+    while detectable(high) > difference:
+        low, high = high, high * 2
+    while low < high:  # the detectable difference falls as n grows: the first n at or below it
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if detectable(middle) > difference else (low, middle)
+    return low
 
 
 def _mean_difference(run: np.ndarray, baseline: np.ndarray, axis: int) -> np.ndarray:

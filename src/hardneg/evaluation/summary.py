@@ -14,6 +14,8 @@ the legend, and every test is kept (``summary_tests.parquet``, raw and corrected
 
 from __future__ import annotations
 
+import math
+
 import json
 import os
 import re
@@ -26,7 +28,7 @@ import pyarrow as pa
 
 from hardneg.errors import ConfigError, DataError
 from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure
-from hardneg.evaluation.significance import CORRECTIONS, correct, p_text
+from hardneg.evaluation.significance import CORRECTIONS, correct, detectable_difference, p_text
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 from hardneg.schema.values import check_evaluated_measure, check_run, section_values
@@ -171,11 +173,13 @@ def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], 
                                         f"run {run!r} was evaluated on other queries than run {baseline!r} "
                                         f"({sources.get(baseline, baseline)}); a paired test of the two needs the "
                                         f"same queries (summary.groups marker {group.marker})") from None
+                    differences = values[measure] - per_query[baseline][measure].reindex(values[measure].index)
                     rows.append({"run": run, "marker": group.marker, "baseline": baseline, "measure": measure,
                                  "num_queries": test.num_queries, "run_mean": test.run_mean,
                                  "baseline_mean": test.baseline_mean,
                                  "mean_difference": test.run_mean - test.baseline_mean, "t": test.t, "p": test.p,
-                                 "better": test.better(measure)})
+                                 "better": test.better(measure),
+                                 "detectable": detectable_difference(differences.to_numpy(np.float64), p_value)})
     for measure in measures:  # one family per measure: each (run, baseline) pair once
         pairs = list(dict.fromkeys((row["run"], row["baseline"]) for row in rows if row["measure"] == measure))
         raw = {(row["run"], row["baseline"]): row["p"] for row in rows if row["measure"] == measure}
@@ -274,20 +278,35 @@ def _legend(groups: tuple[Group, ...], runs: list[str], settings: SummarySetting
 
 def p_value_table(tests: pd.DataFrame, measures: list[str], settings: SummarySettings) -> list[str]:
     """The p-values behind the markers as Markdown lines: a row per (run, baseline run) tested, a column per
-    measure, each cell the corrected p (``–``: no test, every difference 0); an empty list without tests."""
+    measure, each cell the corrected p (``–``: no test, every difference 0) and, in brackets, the smallest
+    difference the queries could detect (:func:`hardneg.evaluation.significance.detectable_difference`) beside the
+    difference found; an empty list without tests."""
     if tests.empty:
         return []
-    corrected = {(r, b, m): p for r, b, m, p in zip(tests["run"], tests["baseline"], tests["measure"],
-                                                    tests["p_corrected"])}
+    cells = {(r, b, m): (p, d, x) for r, b, m, p, d, x in zip(tests["run"], tests["baseline"], tests["measure"],
+                                                             tests["p_corrected"], tests["mean_difference"],
+                                                             tests["detectable"])}
     pairs = list(dict.fromkeys(zip(tests["run"], tests["baseline"])))
+    queries = int(tests["num_queries"].max())
     lines = ["", f"p-values of the two-sided paired t-tests, {_CORRECTION_TEXT[settings.correction]} (– : no test, "
-                 f"every difference 0):", "",
+                 f"every difference 0); in brackets the difference found and the smallest difference these "
+                 f"{queries:,} queries could detect (p < {settings.p_value:g}, 80% power, from the spread of the "
+                 f"per-query differences): a difference below it is seldom significant, whatever the method "
+                 f"does:", "",
              "| run | baseline | " + " | ".join(measure_label(m) for m in measures) + " |",
              "|---|---|" + "---:|" * len(measures)]
     for run, baseline in pairs:
         lines.append(f"| {run} | {baseline} | "
-                     + " | ".join(p_text(corrected.get((run, baseline, m), float("nan"))) for m in measures) + " |")
+                     + " | ".join(_p_cell(*cells.get((run, baseline, m), (float("nan"),) * 3)) for m in measures)
+                     + " |")
     return lines
+
+
+def _p_cell(p: float, difference: float, detectable: float) -> str:
+    """A cell of the p-value table: ``0.040 (+0.012; ≥ 0.025)``."""
+    if math.isnan(detectable):
+        return p_text(p)
+    return f"{p_text(p)} ({difference:+.3f}; ≥ {detectable:.3f})"
 
 
 def summary_markdown(table: pd.DataFrame, measures: list[str], settings: SummarySettings,

@@ -101,14 +101,19 @@ def spread(values: list[float], digits: int) -> str:
 
 
 def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]],
-               replicates: dict[str, list[str]] | None = None) -> str:
+               replicates: dict[str, list[str]] | None = None, baseline: str | None = None,
+               p_value: float = 0.05) -> str:
     """The Markdown table of ``rows`` (run, label): the evaluation split's MRR@10, nDCG@10, R@100, and the
     pairwise errors per query in the top 200 and over the whole corpus (marked ≥ where the ranking stops short, so
     the count is a lower bound). A run with replicates (``replicates``: run → its runs, one per seed;
     :func:`hardneg.pipeline.replicates.replicates`) is one row of the mean ± standard deviation over the
-    replicates that have metrics, its label saying over how many seeds (``(3 seeds)``, ``(1 of 3 seeds)``)."""
-    lines = ["| run | " + " | ".join(label for _, label in MEASURES) + " | top-200 pairwise errors | total pairwise errors |",
-             "|---|" + "---|" * (len(MEASURES) + 2)]
+    replicates that have metrics, its label saying over how many seeds (``(3 seeds)``, ``(1 of 3 seeds)``).
+    ``baseline``: a run compared with every other row on MRR@10 query by query (:func:`baseline_cell`), in a last
+    column."""
+    compared = f" MRR@10 vs {baseline}: Δ (p; smallest detectable) |" if baseline else ""
+    lines = ["| run | " + " | ".join(label for _, label in MEASURES)
+             + " | top-200 pairwise errors | total pairwise errors |" + compared,
+             "|---|" + "---|" * (len(MEASURES) + 2 + bool(baseline))]
     replicates = replicates or {}
     for run, label in rows:
         members = replicates.get(run, [run])
@@ -118,11 +123,39 @@ def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]],
         bound = " (≥)" if any(e["total_is_lower_bound"] for e in errors) else ""
         seeds = "" if len(members) == 1 else f" ({len(members)} seeds)" if len(present) == len(members) \
             else f" ({len(present)} of {len(members)} seeds)"
+        cell = ""
+        if baseline:
+            cell = f" {baseline_cell(results, run, baseline, p_value) if len(members) == 1 else 'seeds: see above'} |"
         lines.append(f"| {label}{seeds} | "
                      + " | ".join(spread([r["measures"][m] for r in records], 3) for m, _ in MEASURES)
                      + f" | {spread([e['top200_pairwise_errors'] for e in errors], 1)}"
-                     + f" | {spread([e['total_pairwise_errors'] for e in errors], 1)}{bound} |")
+                     + f" | {spread([e['total_pairwise_errors'] for e in errors], 1)}{bound} |" + cell)
     return "\n".join(lines) + "\n"
+
+
+def baseline_cell(results: str | os.PathLike, run: str, baseline: str, p_value: float = 0.05,
+                  measure: str = "RR@10") -> str:
+    """``run`` against ``baseline`` on the evaluation split's ``measure``, query by query (their
+    ``per_query.parquet``): the mean difference, the two-sided paired t-test's p and the smallest difference these
+    queries could detect at ``p_value`` with 80% power
+    (:func:`hardneg.evaluation.significance.detectable_difference`), e.g. ``+0.012 (p 0.210; ≥ 0.031)``; ``–``
+    for the baseline itself."""
+    from hardneg.evaluation.significance import detectable_difference, p_text
+    from hardneg.evaluation.summary import paired_t_test, per_query_frame
+
+    if run == baseline:
+        return "–"
+    frames = {name: per_query_frame(Path(results) / name / "per_query.parquet", [measure])[measure]
+              for name in (run, baseline)}
+    try:
+        test = paired_t_test(frames[run], frames[baseline])
+    except ValueError:
+        raise DataError(Path(results) / run / "per_query.parquet", None,
+                        f"run {run!r} was evaluated on other queries than the baseline {baseline!r}: no paired "
+                        f"comparison") from None
+    differences = (frames[run] - frames[baseline].reindex(frames[run].index)).to_numpy()
+    return (f"{test.run_mean - test.baseline_mean:+.3f} (p {p_text(test.p)}; "
+            f"≥ {detectable_difference(differences, p_value):.3f})")
 
 
 def table_rows(rows: list[dict]) -> list[tuple[str, str]]:

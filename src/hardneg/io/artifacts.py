@@ -323,6 +323,9 @@ SUMMARY_TESTS = ArtifactKind(
         ("p_corrected", pa.float64()),  # p corrected (summary.correction) over the measure's tests of run pairs
         ("better", pa.bool_()),  # the run's mean is better (higher; for pairwise errors lower)
         ("significant", pa.bool_()),  # better, p_corrected < summary.p_value, the run's values not lower bounds
+        # the smallest mean difference these queries detect at summary.p_value with 80% power, from the spread of
+        # the per-query differences (hardneg.evaluation.significance.detectable_difference)
+        ("detectable", pa.float64()),
     ]),
     "every paired t-test behind the summary's markers: one row per run, baseline group, baseline run and measure",
 )

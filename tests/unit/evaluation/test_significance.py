@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from scipy.stats import permutation_test, ttest_rel
 
-from hardneg.evaluation.significance import correct, effect_size, paired_tests, randomisation_test
+from hardneg.evaluation.significance import (correct, detectable_difference, effect_size, paired_tests,
+                                           queries_needed, randomisation_test)
 
 BASE = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
 STEP = 0.01 * np.arange(1, 6)  # differences 0.01 .. 0.05
@@ -86,3 +87,37 @@ def test_holm_is_never_below_the_raw_p_and_never_above_bonferroni():
     assert (holm >= p).all() and (holm <= bonferroni + 1e-15).all()
     order = np.argsort(p)
     assert (np.diff(holm[order]) >= 0).all()  # the corrected p-values keep the order of the raw ones
+
+
+@pytest.mark.parametrize("n", [30, 200])
+def test_the_detectable_difference_is_found_four_times_in_five(n):
+    """The power of the two-sided paired t-test at the detectable difference, from the noncentral t distribution
+    (scipy.stats.nct): 80%, up to the approximation the formula makes (a few tenths of a percent at 30 queries)."""
+    from scipy.stats import nct, t
+
+    differences = np.random.default_rng(n).normal(0.0, 0.25, n)
+    delta = detectable_difference(differences, alpha=0.05)
+    nc = delta / (np.std(differences, ddof=1) / np.sqrt(n))
+    critical = t.ppf(0.975, n - 1)
+    power = 1 - nct.cdf(critical, n - 1, nc) + nct.cdf(-critical, n - 1, nc)
+    assert power == pytest.approx(0.8, abs=0.01)
+    assert detectable_difference(differences[: n // 4]) > delta  # fewer queries detect only larger differences
+
+
+def test_the_detectable_difference_of_too_few_or_constant_differences():
+    assert np.isnan(detectable_difference([0.1]))
+    assert detectable_difference([0.2, 0.2, 0.2]) == pytest.approx(0.0, abs=1e-12)
+
+
+def _with_spread(n, spread):
+    z = np.random.default_rng(n).normal(size=n)
+    return (z - z.mean()) / np.std(z, ddof=1) * spread
+
+
+@pytest.mark.parametrize("difference, spread", [(0.01, 0.3), (0.05, 0.25), (0.1, 0.4)])
+def test_queries_needed_is_the_first_count_that_detects_the_difference(difference, spread):
+    n = queries_needed(difference, spread)
+    assert detectable_difference(_with_spread(n, spread)) <= difference < \
+        detectable_difference(_with_spread(n - 1, spread))
+    with pytest.raises(ValueError, match="positive difference"):
+        queries_needed(0, spread)

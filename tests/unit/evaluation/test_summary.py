@@ -122,11 +122,15 @@ def test_known_answer_holm(known):
     assert (rr[rr.run == "noisy"].p_corrected == 1.0).all()
     assert table.loc["better", "RR@10 markers"] == ""
     assert "corrected with Holm's step-down method over the 4 tests of each measure" in markdown
-    assert "| better | base | 0.053 | 0.053 | 0.053 |" in markdown  # RR@10, R@100, top-200 pairwise errors
+    # RR@10: the difference found, +0.03, and the smallest these 5 queries detect at p < 0.05 with 80% power:
+    # (t(0.975, 4) + t(0.8, 4)) × sd/√5 = (2.7764 + 0.9410) × 0.03 / (3/√0.5) = 0.0263
+    assert "| better | base | 0.053 (+0.030; ≥ 0.026) | 0.053 (" in markdown
+    assert row.detectable == pytest.approx(3.7174097 * 0.03 * np.sqrt(0.5) / 3, rel=1e-6)
+    assert "the smallest difference these 5 queries could detect (p < 0.05, 80% power" in markdown
     table, tests, markdown = summarise(known, ["base", "better", "noisy"], settings([("†", "base", ["base"])]))
     row = tests[(tests.run == "better") & (tests.measure == "RR@10")].iloc[0]
     assert row.p_corrected == pytest.approx(2 * 0.013236, abs=2e-6) and row.significant
-    assert table.loc["better", "RR@10 markers"] == "†" and "| better | base | 0.026 |" in markdown
+    assert table.loc["better", "RR@10 markers"] == "†" and "| better | base | 0.026 (+0.030; ≥ 0.026) |" in markdown
     table, tests, _ = summarise(known, ["base", "better", "noisy"],
                                 settings([("†", "base", ["base"])], correction="bonferroni"))
     assert (tests.p_corrected == np.minimum(1, 2 * tests.p)).all()

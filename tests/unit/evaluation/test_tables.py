@@ -81,3 +81,40 @@ def test_hardneg_table_shows_a_run_with_seeds_over_them(tmp_path, capsys):
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
     assert main(["table", "--config", str(tmp_path / "my.yaml"), "--results", str(tmp_path / "results")]) == 0
     assert "| STAR (2 seeds) | 0.400 ± 0.141 |" in capsys.readouterr().out
+
+
+def write_per_query(results, run, values):
+    import pyarrow as pa
+
+    from hardneg.io import artifacts
+
+    table = pa.table({"qid": [f"q{i}" for i in range(len(values))], "measure": ["RR@10"] * len(values),
+                      "value": [float(v) for v in values]})
+    artifacts.write_table(table, artifacts.PER_QUERY_METRICS, results / run / "per_query.parquet")
+
+
+def test_a_baseline_column_gives_the_difference_its_p_and_the_smallest_detectable(tmp_path, capsys):
+    """Six queries: STAR is +0.1 above BM25 on four of them, equal on two; differences (0.1, 0.1, 0.1, 0.1, 0, 0):
+    mean 0.0667, sd 0.0516, t 3.162 (p 0.025), detectable (t(0.975, 5) + t(0.8, 5)) × sd/√6
+    = (2.5706 + 0.9195) × 0.02108 = 0.0736."""
+    from scipy.stats import ttest_rel
+
+    results = tmp_path / "results"
+    base, star = [0.5, 0.2, 0.0, 1.0, 0.3, 0.1], [0.6, 0.3, 0.1, 1.1, 0.3, 0.1]
+    for run, values in (("bm25", base), ("star", star)):
+        write_metrics(results, run, sum(values) / len(values))
+        write_per_query(results, run, values)
+    p = ttest_rel(star, base).pvalue
+    lines = runs_table(results, [("bm25", "BM25"), ("star", "STAR")], baseline="bm25").splitlines()
+    assert lines[0].endswith("| MRR@10 vs bm25: Δ (p; smallest detectable) |")
+    assert lines[2].endswith("| – |") and lines[3].endswith(f"| +0.067 (p {p:.3f}; ≥ 0.074) |")
+    assert f"{p:.3f}" == "0.025"
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["tables"]["results"] = [{"run": "bm25"}, {"run": "star"}]
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["table", "--config", str(tmp_path / "my.yaml"), "--results", str(results), "--baseline",
+                 "bm25"]) == 0
+    assert "| +0.067 (p 0.025; ≥ 0.074) |" in capsys.readouterr().out
+    assert main(["table", "--config", str(tmp_path / "my.yaml"), "--results", str(results), "--baseline",
+                 "nope"]) == 2
+    assert "has no run 'nope' to compare with (--baseline)" in capsys.readouterr().err

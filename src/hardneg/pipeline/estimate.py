@@ -71,16 +71,38 @@ def mean_document_words(dataset: dict, sample: int = SAMPLE_DOCS) -> float | Non
     return sum(counts) / len(counts) if counts else None
 
 
-_RATES: dict = {}  # (model section, length) → texts a second: measured once a process
+def cache_path() -> Path:
+    """Where measured encoding rates are kept between commands: ``$HARDNEG_CACHE``, else
+    ``$XDG_CACHE_HOME/hardneg``, else ``~/.cache/hardneg``; the file ``encoding_rates.json``."""
+    root = os.environ.get("HARDNEG_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "hardneg")
+    return Path(root) / "encoding_rates.json"
 
 
 def encoding_rate(model_section: dict, length: int, *, texts: int = RATE_TEXTS, batch: int = 16) -> float:
     """Texts a second the model of ``model_section`` (a validated ``params.model``) encodes on this machine at
-    ``length`` tokens (random token ids, forward only, no gradient); measured once a process."""
-    key = (json.dumps(model_section, sort_keys=True), length)
-    if key not in _RATES:
-        _RATES[key] = _measure_rate(model_section, length, texts, batch)
-    return _RATES[key]
+    ``length`` tokens (random token ids, forward only, no gradient). Measured once per model, length and number of
+    CPUs, and kept in :func:`cache_path` (a cache: deleting it only costs a new measurement), so that later
+    commands need not load the model."""
+    key = json.dumps({"model": model_section, "length": length, "cpus": os.cpu_count()}, sort_keys=True)
+    path = cache_path()
+    try:
+        rates = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(rates, dict):
+            rates = {}
+    except (OSError, ValueError):
+        rates = {}
+    if isinstance(rates.get(key), (int, float)) and rates[key] > 0:
+        return float(rates[key])
+    rates[key] = _measure_rate(model_section, length, texts, batch)
+    try:
+        from hardneg.io.atomic import write_text
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, json.dumps(rates, indent=1, sort_keys=True) + "\n")
+    except OSError:  # a cache that cannot be written: measured again next time
+        pass
+    return rates[key]
 
 
 def _measure_rate(model_section: dict, length: int, texts: int, batch: int) -> float:

@@ -58,3 +58,15 @@ def test_the_lines_end_with_the_total():
     assert lines == ["  a: train 3 optimiser steps: ~2 min", "  b: light jobs only: ~1 min",
                      "  in all: ~2 min on this machine (a rough estimate from its measured encoding rate; jobs that "
                      "can run at once, with --cores, take less)"]
+
+
+def test_a_rate_is_measured_once_and_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARDNEG_CACHE", str(tmp_path / "cache"))
+    measured = []
+    monkeypatch.setattr(estimate, "_measure_rate", lambda section, length, texts, batch: measured.append(length) or 50.0)
+    section = {"name": "builtin", "doc_max_length": 64}
+    assert estimate.encoding_rate(section, 64) == 50.0 and estimate.encoding_rate(section, 64) == 50.0
+    assert estimate.encoding_rate(section, 32) == 50.0 and measured == [64, 32]
+    assert (tmp_path / "cache" / "encoding_rates.json").is_file()
+    (tmp_path / "cache" / "encoding_rates.json").write_text("not json")  # a broken cache is measured again
+    assert estimate.encoding_rate(section, 64) == 50.0 and measured == [64, 32, 64]

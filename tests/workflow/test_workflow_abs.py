@@ -14,7 +14,9 @@ pytestmark = pytest.mark.slow
 
 MODEL = {**TINY_DENSE["model"], "builtin": {**TINY_DENSE["model"]["builtin"], "num_hidden_layers": 2}}
 ABS = {"model": MODEL, "encode": TINY_DENSE["encode"], "search": TINY_DENSE["search"],
-       "train": {**TINY_DENSE["train"], "epochs": 2, "dev_every": "epoch", "dev_split": "dev"}}
+       # the report's epoch curves: dev over the whole corpus and the last step's model, as config.yaml's ABS runs
+       "train": {**TINY_DENSE["train"], "epochs": 2, "dev_every": "epoch", "dev_split": "dev", "dev_search": "corpus",
+                 "keep": "last"}}
 CONFIG = {
     "seed": 4, "dataset": "tiny",
     "datasets": {"tiny": {**DENSE_CONFIG["datasets"]["tiny"], "num_queries": {"train": 100, "dev": 20, "test": 30}}},

@@ -249,7 +249,7 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         """The rankings a run's dev candidates are built from (``train.dev_every`` with ``train.dev_search``
         ``candidates`` or ``both``; :mod:`hardneg.dense.dev_candidates`): ``dev_lexical``, the dev split's ranking
         of the dataset's first lexical run, and ``dev_init``, that of the run training starts from (an episode's:
-        its episodic run's) when it is a dense run of the same dataset; for a bi-encoder's memorisation check the
+        its episodic run's) when it is a bi-encoder retriever of the same dataset (not a pre-trained backbone); for a bi-encoder's memorisation check the
         training split's too (``train_lexical``, ``train_init``). None for a run searching another run's fixed
         documents: it evaluates dev over them without encoding a document."""
         train = self.params(run).get("train", {})
@@ -259,8 +259,9 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         dataset, layout, inputs = self.dataset(run), self.layout, {}
         episode = self.episode_of(run)
         start = self.init_run(episode[0] if episode else run)
+        retriever = start in self.dense_runs and self.method(start).new_model is None  # not a Condenser backbone
         sources = {"lexical": next((r for r in self.lexical_runs if self.dataset(r) == dataset), None),
-                   "init": start if start in self.dense_runs and self.dataset(start) == dataset else None}
+                   "init": start if retriever and self.dataset(start) == dataset else None}
         splits = {"dev": train.get("dev_split", "dev")}
         if self.method(run).new_model is None:  # a bi-encoder: its memorisation check samples the training split
             splits["train"] = self.train_split(run)

@@ -325,11 +325,11 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
 
 
 def _model_source(spec: ModelSpec, inputs: dict, model, corpus: TokenizedTexts, config: TrainConfig) -> dict:
-    """The starting model as a source of dev candidates when no ranking of it is an input: a pre-trained encoder,
-    with the corpus encoded once with it (``model`` and ``model_vectors`` of
-    :func:`hardneg.dense.dev_candidates.build_candidates`); nothing for a model continued from a run (its rankings
-    are inputs) or initialised at random."""
-    if "dev_init" in inputs or ("init" not in inputs and spec.name == BUILTIN):
+    """The starting model as a source of dev candidates when no ranking of it is an input: a pre-trained encoder
+    named by ``params.model``, with the corpus encoded once with it (``model`` and ``model_vectors`` of
+    :func:`hardneg.dense.dev_candidates.build_candidates`); nothing for a model continued from a run (a retriever's
+    rankings are inputs; a pre-trained backbone such as a Condenser's ranks nothing yet) or initialised at random."""
+    if "init" in inputs or spec.name == BUILTIN:
         return {}
     vectors = corpus_vectors(model, corpus, device=resolve_device(config.device), precision=config.precision)
     return {"model": model, "model_vectors": vectors}

@@ -20,6 +20,8 @@ def plan():
         runs[name]["params"]["train"] = {**runs[name]["params"]["train"], "dev_every": 10}
     runs["star_corpus"] = copy.deepcopy(runs["star"])
     runs["star_corpus"]["params"]["train"]["dev_search"] = "corpus"
+    runs["condenser_abs_candidates"] = copy.deepcopy(runs["condenser_abs_random"])
+    runs["condenser_abs_candidates"]["params"]["train"]["dev_search"] = "candidates"
     return Plan(validate_config(config))
 
 
@@ -48,3 +50,9 @@ def test_runs_searching_the_corpus_or_fixed_documents_read_none(plan):
     assert plan.dev_candidate_inputs("star_corpus") == {}
     assert plan.dev_candidate_inputs("adore_star") == {}  # its dev search encodes no document
     assert plan.dev_candidate_inputs("randneg") == {}  # no dev evaluation
+
+
+def test_a_pre_trained_backbone_gives_no_candidates(plan):
+    """A Condenser ranks nothing before it is fine-tuned: a run continuing it takes BM25's candidates only."""
+    assert plan.dev_candidate_inputs("condenser_abs_candidates") == {
+        "dev_lexical": _rankings("bm25", "dev"), "train_lexical": _rankings("bm25", "train")}

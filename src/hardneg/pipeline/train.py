@@ -262,18 +262,18 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
                            device=replicas.device or resolve_device(config.device))
     method = methods.get(resolved["method"]).build_step(context)
     sampler = build_sampler(context, config)
-    events, dev = list(callbacks), None
+    events, dev, source = list(callbacks), None, {}
     vectors = DocumentVectors(doc_texts)  # the step's document vectors, shared by the dev and memorisation checks
     if config.dev_every:
+        candidates = None
         # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
-        dev = DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
-                                       doc_embeddings=inputs.get("doc_embeddings"), search=config.dev_search,
-                                       vectors=vectors)
         if config.dev_search != "corpus" and "doc_embeddings" not in inputs:
             source = _model_source(spec, inputs, model, doc_texts, config)
-            dev.candidates = _candidates(dev.queries, np.arange(len(dev.queries)), doc_texts, inputs, "dev",
-                                         config, source)
-            dev.search = config.dev_search if dev.candidates is not None else "corpus"
+            queries = TokenizedTexts(cache_dir, dev_inputs(cache_dir, qrels_path, config.dev_split)[0])
+            candidates = _candidates(queries, np.arange(len(queries)), doc_texts, inputs, "dev", config, source)
+        dev = DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
+                                       doc_embeddings=inputs.get("doc_embeddings"), search=config.dev_search,
+                                       candidates=candidates, vectors=vectors)
         events.append(dev)
     selection = ModelSelection(config.select_by)
     events.append(selection)

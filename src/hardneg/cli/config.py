@@ -8,6 +8,7 @@ from hardneg.pipeline import starter
 from hardneg.pipeline.config_checks import check_dataset_files
 from hardneg.pipeline.fuse import few_tuning_queries_warning
 from hardneg.pipeline.resolution import resolve_run
+from hardneg.pipeline.starter_fusion import fusion_note, judged_queries
 from hardneg.schema.files import config_hash
 
 
@@ -44,7 +45,7 @@ def tuning_warnings(config: dict) -> list[str]:
         split = methods.get(run["method"]).tuning_split(run["params"])
         if split is None:
             continue
-        queries = starter.judged_queries(config["datasets"][run.get("dataset", config["dataset"])], split)
+        queries = judged_queries(config["datasets"][run.get("dataset", config["dataset"])], split)
         warning = None if queries is None else few_tuning_queries_warning(name, queries, split,
                                                                          run["params"]["tune"]["min_queries"])
         if warning:
@@ -65,7 +66,7 @@ def _init(args) -> int:
         say(f"  split dev: {dataset['dev_from_train']['share']:.0%} of the judged training queries, held out from "
             f"training (datasets.{args.name}.dev_from_train)")
     say(f"  results: {config['results']}/ (hardneg commands: --results {config['results']})")
-    fused = starter.fusion_note(config)
+    fused = fusion_note(config)
     if fused:
         notes.append(fused)
     for note in notes:

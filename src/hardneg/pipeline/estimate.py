@@ -234,7 +234,7 @@ def _training_rows(plan, run: str) -> int | None:
 
 
 def _judged(plan, run: str, split: str) -> int | None:
-    from hardneg.pipeline.starter import judged_queries
+    from hardneg.pipeline.starter_fusion import judged_queries
 
     return judged_queries(plan.datasets[plan.dataset(run)], split)
 

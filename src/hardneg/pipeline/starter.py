@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import textwrap
 from pathlib import Path
 
 import pyarrow as pa
@@ -43,10 +42,10 @@ from hardneg.dense.data import TrainQueries
 from hardneg.dense.pretrained import MINILM, model_source
 from hardneg.dense.st_folder import read_folder
 from hardneg.errors import ConfigError
-from hardneg.fusion import MIN_TUNING_QUERIES
 from hardneg.io.atomic import write_text
 from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline.resolution import resolve_run
+from hardneg.pipeline.starter_fusion import fused_runs, fusion_header
 from hardneg.pipeline.train_steps import MIN_STEPS_PER_EPOCH, MIN_TOTAL_STEPS, optimiser_steps, too_few_steps
 from hardneg.results.output_paths import check_output
 from hardneg.schema.files import read_resolved
@@ -141,34 +140,6 @@ def held_out_option(splits: list[str], train_qrels) -> dict:
     # rounded up to whole percents, so that the share holds out HELD_OUT_QUERIES where the bounds allow
     share = min(high, max(low, math.ceil(100 * HELD_OUT_QUERIES / max(judged, 1)) / 100))
     return {"dev_from_train": {"share": share}}
-
-
-def _split_qrels(dataset: dict, split: str) -> pa.Table | None:
-    """The QRELS table of ``split`` as its file holds it (BEIR, MS MARCO and TREC datasets); None for another
-    adapter or a split without a file."""
-    if dataset["adapter"] == "beir":
-        path = Path(dataset["path"]) / "qrels" / f"{split}.tsv"
-        return read_beir_qrels(path)[0] if path.is_file() else None
-    files = dataset.get("qrels")
-    if isinstance(files, dict) and split in files and os.path.isfile(files[split]):
-        return read_trec_qrels(files[split])[0]
-    return None
-
-
-def judged_queries(dataset: dict, split: str) -> int | None:
-    """How many judged queries (a relevance of 1 or more) ``dataset``'s ``split`` has, from its files (a split held
-    out of the training split by ``dev_from_train``: those held out; a synthetic dataset: its ``num_queries``), or
-    None when that cannot be told without preparing the dataset."""
-    if dataset["adapter"] == "synthetic":
-        return dataset.get("num_queries", {}).get(split)
-    option = dataset.get("dev_from_train")
-    if option is not None and split == HELD_OUT:
-        qrels = _split_qrels(dataset, TRAIN)
-        return None if qrels is None else len(held_out_queries(qrels, option["share"], option.get("seed", 0)))
-    qrels = _split_qrels(dataset, split)
-    if qrels is None:
-        return None
-    return pc.count_distinct(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"]).as_py()
 
 
 def training_rows(dataset: dict) -> TrainQueries:
@@ -332,65 +303,13 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
                                   "params": {"train": copy.deepcopy(later_train),
                                              "adore": {"top_k": 200, "cut": 200}}}
     if TRAIN in splits:
-        _fused_runs(runs, dataset, p, f"{p}adore_star", evaluated)
+        fused_runs(runs, dataset, splits, p, f"{p}adore_star", evaluated)
     if _num_docs_up_to(dataset, ONE_SHARD_MAX_DOCS) is not None:
         for run in runs.values():
             if run["method"] not in ("bm25", "adore", "rrf", "hybrid"):  # ADORE encodes queries only
                 run.setdefault("params", {})["encode"] = {"shards": 1}
     config["targets"] = list(runs)
     return config
-
-
-def _fused_runs(runs: dict, dataset: dict, prefix: str, dense: str, evaluated: str) -> None:
-    """Add to ``runs`` the fusion of BM25 and the chain's last dense run ``dense``: reciprocal rank fusion
-    (``<prefix>rrf``, no weight to tune) and, when the dataset has a dev split that is not the ``evaluated`` one,
-    the hybrid of their scores (``<prefix>hybrid``) with α tuned on it. The headline fused run
-    (:func:`headline_fused_run`) comes first."""
-    rrf = {f"{prefix}rrf": {"method": "rrf", "inputs": {"runs": ["bm25", dense]}}}
-    hybrid = {}
-    if HELD_OUT in _splits(dataset) and evaluated != HELD_OUT:
-        hybrid = {f"{prefix}hybrid": {"method": "hybrid", "inputs": {"runs": ["bm25", dense]},
-                                      "params": {"tune": {"split": HELD_OUT}}}}
-    tuned = judged_queries(dataset, HELD_OUT) if hybrid else None
-    first, second = (hybrid, rrf) if hybrid and tuned is not None and tuned >= MIN_TUNING_QUERIES else (rrf, hybrid)
-    runs.update(first | second)
-
-
-def headline_fused_run(config: dict) -> str | None:
-    """The fused run a starter config puts first (its headline): the hybrid when α is tuned on at least
-    :data:`MIN_TUNING_QUERIES` dev queries, else reciprocal rank fusion; None without a fused run."""
-    return next((name for name, run in config["runs"].items() if run["method"] in ("rrf", "hybrid")), None)
-
-
-def fusion_note(config: dict) -> str | None:
-    """Why the headline fused run is the one it is, when the dev split is too small to tune α on: a sentence, or
-    None."""
-    hybrid = next((name for name, run in config["runs"].items() if run["method"] == "hybrid"), None)
-    if hybrid is None:
-        return None
-    dataset = config["datasets"][config["dataset"]]
-    queries = judged_queries(dataset, HELD_OUT)
-    if queries is None or queries >= MIN_TUNING_QUERIES:
-        return None
-    return (f"split {HELD_OUT} has {queries} judged quer{'y' if queries == 1 else 'ies'}, fewer than "
-            f"{MIN_TUNING_QUERIES}: {hybrid}'s weight tuned on them may be chance, so reciprocal rank fusion "
-            f"({headline_fused_run(config)}) is the headline fused run")
-
-
-def fusion_header(config: dict) -> str:
-    """The starter config's header lines on its fused runs (empty without one)."""
-    fused = {run["method"]: name for name, run in config["runs"].items() if run["method"] in ("rrf", "hybrid")}
-    if not fused:
-        return ""
-    inputs = config["runs"][fused["rrf"]]["inputs"]["runs"]
-    hybrid_text = (f", and the hybrid of their scores ({fused['hybrid']}) with its weight tuned on split "
-                   f"{HELD_OUT}" if "hybrid" in fused else "")
-    note = fusion_note(config)
-    why = f" ({note})" if note else (" (its weight is tuned on enough dev queries)" if "hybrid" in fused and
-                                     headline_fused_run(config) == fused["hybrid"] else "")
-    text = HEADER_FUSION.format(dense=inputs[1], rrf=fused["rrf"], hybrid_text=hybrid_text,
-                                headline=headline_fused_run(config), why=why)
-    return textwrap.fill(text, width=116, initial_indent="# ", subsequent_indent="# ") + "\n"
 
 
 def _enough_steps(train: dict, rows: int, dev_curves: bool) -> dict:
@@ -417,8 +336,6 @@ HEADER_TRAINING = """\
 # of fewer than {per_epoch} optimiser steps and fewer than {total} in all, which hardly leave the learning rate's
 # warm-up.
 """
-HEADER_FUSION = ("Fused runs over BM25 and {dense}: reciprocal rank fusion ({rrf}, no weight to tune){hybrid_text}. "
-                 "The headline fused run, listed first of them: {headline}{why}.")
 HEADER_HELD_OUT = """\
 # dev_from_train: {share:.0%} of the judged training queries are held out as split `dev` (never trained on), for dev
 # curves, the memorisation check after training and the tuning of a hybrid run's weight.

@@ -14,7 +14,7 @@ from hardneg.dense import pretrained
 from hardneg.dense.pretrained import model_source
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import ConfigError
-from hardneg.pipeline import starter
+from hardneg.pipeline import starter, starter_fusion
 from hardneg.pipeline.config import load_config_files, validate_config
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline.resolution import resolve_run
@@ -228,7 +228,7 @@ def test_the_starter_fuses_bm25_with_its_last_dense_run(tmp_path):
                                                "inputs": {"runs": ["bm25", "minilm_adore_star"]},
                                                "params": {"tune": {"split": "dev"}}}
     assert config["runs"]["minilm_rrf"] == {"method": "rrf", "inputs": {"runs": ["bm25", "minilm_adore_star"]}}
-    assert starter.headline_fused_run(config) == "minilm_hybrid" and starter.fusion_note(config) is None
+    assert starter_fusion.headline_fused_run(config) == "minilm_hybrid" and starter_fusion.fusion_note(config) is None
     validate_config(copy.deepcopy(config))
 
 

@@ -80,7 +80,10 @@ browser:
 		apt-get update && apt-get install -y --no-install-recommends chromium; \
 	else echo "chromium is missing: 'sudo apt-get install chromium' lets tests/workflow/test_report.py open the report"; fi
 
+# The static checks tests/project/test_lint.py holds: ruff (lint, format) over the package, Snakemake's linter.
 lint: setup
+	$(BIN)/ruff check src
+	$(BIN)/ruff format --check src
 	$(BIN)/snakemake --lint
 
 clean:

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -57,33 +57,57 @@ class TuneParams:
 # The keys of a fusion method with a weight α (hardneg.methods.Method: a 'tune' section needs 'alpha' and
 # 'alpha_grid'); the method's dataclass has the fields alpha, alpha_grid and tune (TuneParams).
 WEIGHT_SCHEMA = {
-    "alpha": {"type": ["number", "null"], "minimum": 0, "default": None,
-              "description": "the weight α; null: tuned over alpha_grid on queries of tune.split "
-                             "(results/<run>/fusion_tuning.json)"},
+    "alpha": {
+        "type": ["number", "null"],
+        "minimum": 0,
+        "default": None,
+        "description": "the weight α; null: tuned over alpha_grid on queries of tune.split "
+        "(results/<run>/fusion_tuning.json)",
+    },
     "alpha_grid": {
-        "type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 1, "uniqueItems": True,
+        "type": "array",
+        "items": {"type": "number", "minimum": 0},
+        "minItems": 1,
+        "uniqueItems": True,
         "default": DEFAULT_ALPHA_GRID,
         "description": "the values of α tried when alpha is null. Scores are mixed raw (unless normalised): BM25 "
-                       "scores are ~5-40, a normalised dense model's cosines lie in [-1, 1], the papers' "
-                       "unnormalised inner products spread over a few units, so useful values span orders of "
-                       "magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO: about 0.1); 0 is one run alone"},
+        "scores are ~5-40, a normalised dense model's cosines lie in [-1, 1], the papers' "
+        "unnormalised inner products spread over a few units, so useful values span orders of "
+        "magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO: about 0.1); 0 is one run alone",
+    },
     "tune": {
-        "type": "object", "additionalProperties": False, "default": {},
+        "type": "object",
+        "additionalProperties": False,
+        "default": {},
         "description": "the tuning of alpha (when alpha is null): never on an evaluated split",
         "properties": {
-            "split": {"anyOf": [{"$ref": "#/$defs/name"}, {"type": "null"}], "default": None,
-                      "description": "the split whose queries α is tuned on; never evaluation.split or one of "
-                                     "evaluation.extra_splits. null: the split the dataset holds out of its "
-                                     "training split (its dev_from_train), else train"},
-            "queries": {"type": "integer", "minimum": 1, "default": 1000,
-                        "description": "judged queries sampled with the run's seed (all when there are fewer)"},
-            "measure": {"type": "string", "default": "RR@10",
-                        "description": "the ir-measures measure maximised (RR = MRR)"},
-            "min_queries": {"type": "integer", "minimum": 1, "default": MIN_TUNING_QUERIES,
-                            "description": "a weight tuned on fewer judged queries than this is warned about, by "
-                                           "check-config and by the tuning job: on a few dozen queries the grid's "
-                                           "values differ by chance more than by α (reciprocal rank fusion, "
-                                           "method rrf, tunes nothing)"},
+            "split": {
+                "anyOf": [{"$ref": "#/$defs/name"}, {"type": "null"}],
+                "default": None,
+                "description": "the split whose queries α is tuned on; never evaluation.split or one of "
+                "evaluation.extra_splits. null: the split the dataset holds out of its "
+                "training split (its dev_from_train), else train",
+            },
+            "queries": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 1000,
+                "description": "judged queries sampled with the run's seed (all when there are fewer)",
+            },
+            "measure": {
+                "type": "string",
+                "default": "RR@10",
+                "description": "the ir-measures measure maximised (RR = MRR)",
+            },
+            "min_queries": {
+                "type": "integer",
+                "minimum": 1,
+                "default": MIN_TUNING_QUERIES,
+                "description": "a weight tuned on fewer judged queries than this is warned about, by "
+                "check-config and by the tuning job: on a few dozen queries the grid's "
+                "values differ by chance more than by α (reciprocal rank fusion, "
+                "method rrf, tunes nothing)",
+            },
         },
     },
 }
@@ -133,8 +157,9 @@ def _list_scores(pooled: pa.Table, top: pa.Table, column: str, normalization: bo
     return score
 
 
-def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: int, normalization: bool,
-           weight_on_dense: bool) -> pa.Table:
+def hybrid(
+    sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: int, normalization: bool, weight_on_dense: bool
+) -> pa.Table:
     """The dense–sparse hybrid of TCT-ColBERT (§4.3) of two RUN tables.
 
     Per query, the documents ranked 1 to ``depth`` by ``sparse`` and by ``dense`` are pooled; a document missing
@@ -159,8 +184,9 @@ def hybrid(sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: in
     if not math.isfinite(alpha):
         raise ValueError(f"the hybrid's weight alpha must be a finite number, got {alpha!r}")
     tops = {"sparse": _top(sparse, depth), "dense": _top(dense, depth)}
-    pooled = tops["sparse"].join(tops["dense"], keys=["qid", "docid"], join_type="full outer",
-                                 left_suffix="_sparse", right_suffix="_dense")
+    pooled = tops["sparse"].join(
+        tops["dense"], keys=["qid", "docid"], join_type="full outer", left_suffix="_sparse", right_suffix="_dense"
+    )
     scores = {name: _list_scores(pooled, top, f"score_{name}", normalization) for name, top in tops.items()}
     weighted, other = ("dense", "sparse") if weight_on_dense else ("sparse", "dense")
     return ranked(pooled["qid"], pooled["docid"], alpha * scores[weighted] + scores[other], k)
@@ -188,13 +214,24 @@ def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: i
         # Pyserini takes each query's first `depth` rows as its top: rows in rank order
         frame = run.sort_by([("qid", "ascending"), ("rank", "ascending")]).to_pandas()
         trec = TrecRun()
-        trec.run_data = pd.DataFrame({"topic": frame["qid"], "q0": "Q0", "docid": frame["docid"],
-                                      "rank": frame["rank"], "score": frame["score"].astype(np.float64),
-                                      "tag": "hardneg"})
+        trec.run_data = pd.DataFrame(
+            {
+                "topic": frame["qid"],
+                "q0": "Q0",
+                "docid": frame["docid"],
+                "rank": frame["rank"],
+                "score": frame["score"].astype(np.float64),
+                "tag": "hardneg",
+            }
+        )
         trec_runs.append(trec)
     fused = pyserini_rrf(trec_runs, rrf_k=rrf_k, depth=depth, k=None).run_data
-    return ranked(pa.array(fused["topic"], pa.string()), pa.array(fused["docid"], pa.string()),
-                  fused["score"].to_numpy(np.float64), k)
+    return ranked(
+        pa.array(fused["topic"], pa.string()),
+        pa.array(fused["docid"], pa.string()),
+        fused["score"].to_numpy(np.float64),
+        k,
+    )
 
 
 # -------------------------------------------------------------------------------------------------- tuning
@@ -230,8 +267,10 @@ def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[f
         values.append(means[measure])
         log.info("alpha %g: %s %.4f", alpha, measure, values[-1])
     best = int(np.argmax(values))  # the first maximum: the smallest α of equal values
-    return pa.table({"alpha": alphas, "value": values, "chosen": [i == best for i in range(len(alphas))]},
-                    schema=artifacts.FUSION_TUNING.schema)
+    return pa.table(
+        {"alpha": alphas, "value": values, "chosen": [i == best for i in range(len(alphas))]},
+        schema=artifacts.FUSION_TUNING.schema,
+    )
 
 
 def chosen_alpha(tuning: pa.Table) -> float:

@@ -28,14 +28,26 @@ def load_workflow(snakefile: str | os.PathLike, configfiles: list | None = None)
     loaded in the current directory: its rules, with no DAG built."""
     from snakemake.api import Workflow  # Snakemake: imported only where the workflow is loaded
     from snakemake.logging import LoggerManager, logger
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, DeploymentSettings, OutputSettings,
-                                          ResourceSettings, StorageSettings, WorkflowSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        DeploymentSettings,
+        OutputSettings,
+        ResourceSettings,
+        StorageSettings,
+        WorkflowSettings,
+    )
 
-    workflow = Workflow(config_settings=ConfigSettings(configfiles=[Path(f) for f in configfiles or []]),
-                        resource_settings=ResourceSettings(), workflow_settings=WorkflowSettings(),
-                        logger_manager=LoggerManager(logger, OutputSettings()), storage_settings=StorageSettings(),
-                        dag_settings=DAGSettings(rerun_triggers=[]), deployment_settings=DeploymentSettings(),
-                        storage_provider_settings={})
+    workflow = Workflow(
+        config_settings=ConfigSettings(configfiles=[Path(f) for f in configfiles or []]),
+        resource_settings=ResourceSettings(),
+        workflow_settings=WorkflowSettings(),
+        logger_manager=LoggerManager(logger, OutputSettings()),
+        storage_settings=StorageSettings(),
+        dag_settings=DAGSettings(rerun_triggers=[]),
+        deployment_settings=DeploymentSettings(),
+        storage_provider_settings={},
+    )
     workflow.include(Path(snakefile).resolve(), overwrite_default_target=True)
     workflow.global_resources = {}
     return workflow
@@ -58,26 +70,48 @@ def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, c
         raise HardnegError(f"stage {rule_name} needs --{' --'.join(missing)}")
     extra = sorted(set(wildcards) - set(rule.wildcard_names))
     if extra:
-        raise HardnegError(f"stage {rule_name} takes no --{' --'.join(extra)} (its wildcards: "
-                           f"{', '.join(sorted(rule.wildcard_names)) or 'none'})")
+        raise HardnegError(
+            f"stage {rule_name} takes no --{' --'.join(extra)} (its wildcards: "
+            f"{', '.join(sorted(rule.wildcard_names)) or 'none'})"
+        )
     job = Job(rule, DAG(workflow, rules=[rule]), wildcards)
     return workflow, rule, job
 
 
-def run_stage(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike = "Snakefile",
-              configfiles: list | None = None, console: bool = False, threads: int | None = None) -> None:
+def run_stage(
+    rule_name: str,
+    wildcards: dict,
+    *,
+    snakefile: str | os.PathLike = "Snakefile",
+    configfiles: list | None = None,
+    console: bool = False,
+    threads: int | None = None,
+) -> None:
     """Run one job of the workflow in this process (see the module docstring)."""
     from snakemake.iocontainers import Snakemake  # Snakemake: imported only where the workflow is loaded
 
     workflow, rule, job = load_job(rule_name, wildcards, snakefile=snakefile, configfiles=configfiles)
     absent = [f"{name}: {path}" for name, path in _named(job.input) if not os.path.exists(path)]
     if absent:
-        raise HardnegError(f"stage {rule_name} {_describe(wildcards)} lacks inputs (build them with snakemake "
-                           f"first): {'; '.join(absent)}")
+        raise HardnegError(
+            f"stage {rule_name} {_describe(wildcards)} lacks inputs (build them with snakemake "
+            f"first): {'; '.join(absent)}"
+        )
     for path in list(job.output) + list(job.log):
         os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-    smk = Snakemake(job.input, job.output, job.params, job.wildcards, threads or job.threads, job.resources,
-                    job.log, workflow.config, rule.name, None, scriptdir=str(rule.basedir))
+    smk = Snakemake(
+        job.input,
+        job.output,
+        job.params,
+        job.wildcards,
+        threads or job.threads,
+        job.resources,
+        job.log,
+        workflow.config,
+        rule.name,
+        None,
+        scriptdir=str(rule.basedir),
+    )
     if console:
         smk.log = [None]
     script = Path(str(rule.basedir)) / rule.script
@@ -94,13 +128,18 @@ def _describe(wildcards: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hardneg.stage", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m hardneg.stage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("stage", help="the rule to run, e.g. train_dense, encode_corpus_shard, dense_search")
-    parser.add_argument("--config", action="append", default=None,
-                        help="config file (default: the Snakefile's config/config.yaml)")
-    parser.add_argument("--snakefile", default=None,
-                        help="the workflow (default: the Snakefile in --directory, else in the current directory)")
+    parser.add_argument(
+        "--config", action="append", default=None, help="config file (default: the Snakefile's config/config.yaml)"
+    )
+    parser.add_argument(
+        "--snakefile",
+        default=None,
+        help="the workflow (default: the Snakefile in --directory, else in the current directory)",
+    )
     parser.add_argument("--directory", default=".", help="working directory holding results/ (default: .)")
     parser.add_argument("--threads", type=int, default=None, help="threads (default: the rule's)")
     parser.add_argument("--console", action="store_true", help="log to the terminal, not the rule's log file")
@@ -109,13 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wildcards = {name: getattr(args, name) for name in WILDCARDS if getattr(args, name) is not None}
     configs = [os.path.abspath(c) for c in args.config] if args.config else None
-    snakefile = args.snakefile or next((path for path in (os.path.join(args.directory, "Snakefile"), "Snakefile")
-                                        if os.path.exists(path)), "Snakefile")
+    snakefile = args.snakefile or next(
+        (path for path in (os.path.join(args.directory, "Snakefile"), "Snakefile") if os.path.exists(path)), "Snakefile"
+    )
     snakefile = os.path.abspath(snakefile)
     os.chdir(args.directory)
     try:
-        run_stage(args.stage, wildcards, snakefile=snakefile, configfiles=configs, console=args.console,
-                  threads=args.threads)
+        run_stage(
+            args.stage, wildcards, snakefile=snakefile, configfiles=configs, console=args.console, threads=args.threads
+        )
     except HardnegError as exc:
         print(f"hardneg.stage: error: {exc}", file=sys.stderr)
         return 2

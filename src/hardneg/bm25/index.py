@@ -44,7 +44,7 @@ def _write_collection(corpus_path: str, folder: Path, fields: str) -> tuple[int,
             if handle is None or count % _SHARD_DOCS == 0:
                 if handle:
                     handle.close()
-                handle = open(folder / f"docs{shard:04d}.jsonl", "w", encoding="utf-8")
+                handle = open(folder / f"docs{shard:04d}.jsonl", "w", encoding="utf-8")  # noqa: SIM115 (one per shard)
                 shard += 1
             handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
             count += 1
@@ -55,9 +55,16 @@ def _write_collection(corpus_path: str, folder: Path, fields: str) -> tuple[int,
     return count, blank
 
 
-def build_index(corpus_path: str | os.PathLike, index_dir: str | os.PathLike, *, fields: str = "flat",
-                threads: int = 1, stemmer: str = "porter", max_heap: str | None = None,
-                store_raw: bool = False) -> dict:
+def build_index(
+    corpus_path: str | os.PathLike,
+    index_dir: str | os.PathLike,
+    *,
+    fields: str = "flat",
+    threads: int = 1,
+    stemmer: str = "porter",
+    max_heap: str | None = None,
+    store_raw: bool = False,
+) -> dict:
     """Index a canonical corpus with Anserini's multi-threaded indexer (Lucene, through Pyserini).
 
     Documents whose indexed text is blank are left out: BM25 never ranks an empty document. The folder is
@@ -93,15 +100,34 @@ def build_index(corpus_path: str | os.PathLike, index_dir: str | os.PathLike, *,
         collection = tmp / "_collection"
         collection.mkdir()
         count, blank = _write_collection(str(corpus_path), collection, fields)
-        args = ["-collection", "JsonCollection", "-input", str(collection), "-index", str(tmp / "lucene"),
-                "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(max(1, threads)),
-                "-stemmer", stemmer, "-storePositions", "-storeDocvectors", "-optimize"]
+        args = [
+            "-collection",
+            "JsonCollection",
+            "-input",
+            str(collection),
+            "-index",
+            str(tmp / "lucene"),
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-threads",
+            str(max(1, threads)),
+            "-stemmer",
+            stemmer,
+            "-storePositions",
+            "-storeDocvectors",
+            "-optimize",
+        ]
         if store_raw:
             args.append("-storeRaw")
         if fields == "multifield":
             args += ["-fields", "title"]
-        log.info("indexing %d documents with %d threads (%s); %d with nothing to index left out", count, threads,
-                 fields, blank)
+        log.info(
+            "indexing %d documents with %d threads (%s); %d with nothing to index left out",
+            count,
+            threads,
+            fields,
+            blank,
+        )
         try:
             index_collection.main(args)
         except JavaException as exc:
@@ -123,7 +149,8 @@ def check_index(lucene: Path, expected: int, index_dir: str | os.PathLike) -> No
 
     try:
         directory = autoclass("org.apache.lucene.store.FSDirectory").open(
-            autoclass("java.io.File")(str(lucene)).toPath())
+            autoclass("java.io.File")(str(lucene)).toPath()
+        )
         reader = autoclass("org.apache.lucene.index.DirectoryReader").open(directory)
         try:
             held = reader.numDocs()
@@ -131,12 +158,18 @@ def check_index(lucene: Path, expected: int, index_dir: str | os.PathLike) -> No
             reader.close()
             directory.close()
     except JavaException as exc:
-        raise IncompleteOutputError(index_dir, f"the Lucene index written cannot be opened ({java_failure(exc)}); "
-                                               f"the indexer's log above says why (e.g. no space left on "
-                                               f"device)") from None
+        raise IncompleteOutputError(
+            index_dir,
+            f"the Lucene index written cannot be opened ({java_failure(exc)}); "
+            f"the indexer's log above says why (e.g. no space left on "
+            f"device)",
+        ) from None
     if held != expected:
-        raise IncompleteOutputError(index_dir, f"the Lucene index written holds {held} documents, not the "
-                                               f"corpus's {expected}; the indexer's log above says why")
+        raise IncompleteOutputError(
+            index_dir,
+            f"the Lucene index written holds {held} documents, not the "
+            f"corpus's {expected}; the indexer's log above says why",
+        )
 
 
 def java_failure(exc) -> str:

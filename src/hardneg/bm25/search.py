@@ -25,9 +25,18 @@ from hardneg.io.rankings import write_run
 log = logging.getLogger(__name__)
 
 
-def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1: float = 0.9, b: float = 0.4,
-           threads: int = 1, title_weight: float = 1.0, batch_size: int = 10_000,
-           max_heap: str | None = None) -> pa.Table:
+def search(
+    index_dir: str | os.PathLike,
+    queries: pa.Table,
+    *,
+    k: int = 1000,
+    k1: float = 0.9,
+    b: float = 0.4,
+    threads: int = 1,
+    title_weight: float = 1.0,
+    batch_size: int = 10_000,
+    max_heap: str | None = None,
+) -> pa.Table:
     """BM25 top-``k`` of every query, with Anserini's multi-threaded batch search.
 
     Starts the Java virtual machine on first use in the process. Queries are analysed with the stemmer the
@@ -67,7 +76,7 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
     out_q, out_d, out_r, out_s = [], [], [], []
     started = time.perf_counter()
     for lo in range(0, len(qids), batch_size):
-        batch_q, batch_t = qids[lo:lo + batch_size], texts[lo:lo + batch_size]
+        batch_q, batch_t = qids[lo : lo + batch_size], texts[lo : lo + batch_size]
         java_q, java_t = JArrayList(), JArrayList()
         for qid, text in zip(batch_q, batch_t):
             java_q.add(qid)
@@ -87,13 +96,26 @@ def search(index_dir: str | os.PathLike, queries: pa.Table, *, k: int = 1000, k1
                 out_s.append(hit.score)
         done = min(lo + batch_size, len(qids))
         rate = done / max(time.perf_counter() - started, 1e-9)
-        logs.progress(log, "BM25: %d / %d queries (%.0f queries/s)", done, len(qids), rate, last=done == len(qids),
-                      done=done, total=len(qids))
+        logs.progress(
+            log,
+            "BM25: %d / %d queries (%.0f queries/s)",
+            done,
+            len(qids),
+            rate,
+            last=done == len(qids),
+            done=done,
+            total=len(qids),
+        )
     searcher.close()
-    return pa.table({
-        "qid": pa.array(out_q, pa.string()), "docid": pa.array(out_d, pa.string()),
-        "rank": pa.array(np.asarray(out_r, dtype=np.int32)), "score": pa.array(np.asarray(out_s, dtype=np.float32)),
-    }, schema=artifacts.RUN.schema)
+    return pa.table(
+        {
+            "qid": pa.array(out_q, pa.string()),
+            "docid": pa.array(out_d, pa.string()),
+            "rank": pa.array(np.asarray(out_r, dtype=np.int32)),
+            "score": pa.array(np.asarray(out_s, dtype=np.float32)),
+        },
+        schema=artifacts.RUN.schema,
+    )
 
 
 def query_analyzer(autoclass, stemmer: str):
@@ -103,10 +125,20 @@ def query_analyzer(autoclass, stemmer: str):
     return analyzer.newNonStemmingInstance() if stemmer == "none" else analyzer.newStemmingInstance(stemmer)
 
 
-def retrieve_split(index_dir: str | os.PathLike, queries_path: str | os.PathLike, run_path: str | os.PathLike,
-                   trec_path: str | os.PathLike, *, top_k: int = 1000, k1: float = 0.9, b: float = 0.4,
-                   title_weight: float = 1.0, threads: int = 1, tag: str = "BM25",
-                   max_heap: str | None = None) -> pa.Table:
+def retrieve_split(
+    index_dir: str | os.PathLike,
+    queries_path: str | os.PathLike,
+    run_path: str | os.PathLike,
+    trec_path: str | os.PathLike,
+    *,
+    top_k: int = 1000,
+    k1: float = 0.9,
+    b: float = 0.4,
+    title_weight: float = 1.0,
+    threads: int = 1,
+    tag: str = "BM25",
+    max_heap: str | None = None,
+) -> pa.Table:
     """Stage function: BM25 top-``top_k`` of one split's queries, written as a run (Parquet and TREC).
 
     :param index_dir: a folder written by ``hardneg.bm25.index.build_index``.
@@ -126,7 +158,6 @@ def retrieve_split(index_dir: str | os.PathLike, queries_path: str | os.PathLike
         cannot hold; neither file is written then.
     """
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
-    run = search(index_dir, queries, k=top_k, k1=k1, b=b, threads=threads, title_weight=title_weight,
-                 max_heap=max_heap)
+    run = search(index_dir, queries, k=top_k, k1=k1, b=b, threads=threads, title_weight=title_weight, max_heap=max_heap)
     write_run(run, run_path, trec_path, tag)
     return run

@@ -5,6 +5,7 @@ One module per group of subcommands, each with a ``register(sub)`` that adds its
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import logging
 import os
@@ -31,8 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _os_error(exc: OSError) -> str:
     """An operating-system error as one line: the file, then what is wrong with it."""
-    reason = {errno.EISDIR: "is a folder, not a file", errno.ENOTDIR: "a part of the path is not a folder",
-              errno.ENOENT: "does not exist", errno.EACCES: "permission denied"}.get(exc.errno)
+    reason = {
+        errno.EISDIR: "is a folder, not a file",
+        errno.ENOTDIR: "a part of the path is not a folder",
+        errno.ENOENT: "does not exist",
+        errno.EACCES: "permission denied",
+    }.get(exc.errno)
     reason = reason or (exc.strerror or str(exc)).lower()
     return f"{exc.filename}: {reason}" if exc.filename is not None else reason
 
@@ -58,10 +63,9 @@ def _discard_output() -> None:
     closed pipe again."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     for stream in (sys.stdout, sys.stderr):
-        try:
+        # not a file of the process (an in-memory stream): nothing to point
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             os.dup2(devnull, stream.fileno())
-        except (AttributeError, OSError, ValueError):  # not a file of the process (an in-memory stream)
-            pass
     os.close(devnull)
 
 

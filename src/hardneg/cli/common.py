@@ -25,7 +25,7 @@ def say(text: str = "", end: str = "\n") -> None:
     sys.stdout.flush()
     data = shown.encode(sys.stdout.encoding or "utf-8", errors="backslashreplace")
     for start in range(0, len(data), _PIECE):
-        binary.write(data[start:start + _PIECE])
+        binary.write(data[start : start + _PIECE])
 
 
 def load_configs(paths: list[str], schema: str | None = None) -> dict:
@@ -42,6 +42,7 @@ def load_configs(paths: list[str], schema: str | None = None) -> dict:
 
 def at_least(minimum: int):
     """An argparse type: an integer of at least ``minimum``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -50,13 +51,16 @@ def at_least(minimum: int):
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
         return value
+
     return parse
 
 
 def add_force(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--force", action="store_true",
-                        help=f"replace an existing --output ({what}), or write inside the results folder; "
-                             "without it, neither is done")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace an existing --output ({what}), or write inside the results folder; without it, neither is done",
+    )
 
 
 def add_run(parser: argparse.ArgumentParser) -> None:
@@ -67,10 +71,15 @@ def add_results(parser: argparse.ArgumentParser, *, from_config: bool = False) -
     """``--results``: the results folder; with ``from_config``, None when not given (the command takes the
     ``results`` of the config it reads)."""
     if from_config:
-        parser.add_argument("--results", default=None,
-                            help="the results folder (default: the `results` of --config, results for the default "
-                                 "config)")
+        parser.add_argument(
+            "--results",
+            default=None,
+            help="the results folder (default: the `results` of --config, results for the default config)",
+        )
     else:
-        parser.add_argument("--results", default="results",
-                            help="the results folder (default: results; a config of its own folder names it in "
-                                 "its `results`, e.g. results/msmarco-passage)")
+        parser.add_argument(
+            "--results",
+            default="results",
+            help="the results folder (default: results; a config of its own folder names it in "
+            "its `results`, e.g. results/msmarco-passage)",
+        )

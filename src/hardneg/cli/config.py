@@ -18,8 +18,10 @@ def _check_config(args) -> int:
     say(f"{' + '.join(args.config)}: valid")
     for name in config["runs"]:
         resolved = resolve_run(config, name)
-        say(f"  run {name}: method {resolved['method']}, dataset {resolved['dataset']['name']}, "
-            f"config_hash {config_hash(resolved)[:12]}")
+        say(
+            f"  run {name}: method {resolved['method']}, dataset {resolved['dataset']['name']}, "
+            f"config_hash {config_hash(resolved)[:12]}"
+        )
     for warning in tuning_warnings(config):
         say(f"warning: {warning}")
     _say_estimate(config)
@@ -46,8 +48,11 @@ def tuning_warnings(config: dict) -> list[str]:
         if split is None:
             continue
         queries = judged_queries(config["datasets"][run.get("dataset", config["dataset"])], split)
-        warning = None if queries is None else few_tuning_queries_warning(name, queries, split,
-                                                                         run["params"]["tune"]["min_queries"])
+        warning = (
+            None
+            if queries is None
+            else few_tuning_queries_warning(name, queries, split, run["params"]["tune"]["min_queries"])
+        )
         if warning:
             warnings.append(warning)
     return warnings
@@ -63,8 +68,10 @@ def _init(args) -> int:
     starter.write_starter(config, args.output, force=args.force)
     say(f"wrote {args.output}: dataset {args.name} ({dataset['adapter']}), runs {', '.join(config['runs'])}")
     if "dev_from_train" in dataset:
-        say(f"  split dev: {dataset['dev_from_train']['share']:.0%} of the judged training queries, held out from "
-            f"training (datasets.{args.name}.dev_from_train)")
+        say(
+            f"  split dev: {dataset['dev_from_train']['share']:.0%} of the judged training queries, held out from "
+            f"training (datasets.{args.name}.dev_from_train)"
+        )
     say(f"  results: {config['results']}/ (hardneg commands: --results {config['results']})")
     fused = fusion_note(config)
     if fused:
@@ -100,36 +107,63 @@ def _config_reference(args) -> int:
 def register(sub) -> None:
     """Add ``check-config``, ``init``, ``methods`` and ``config-reference`` to the subcommands ``sub``."""
     check = sub.add_parser("check-config", help="validate a config file and list its runs")
-    check.add_argument("config", nargs="*", default=["config/config.yaml"],
-                       help="config files, merged in order as Snakemake's --configfile merges them "
-                            "(default: config/config.yaml)")
+    check.add_argument(
+        "config",
+        nargs="*",
+        default=["config/config.yaml"],
+        help="config files, merged in order as Snakemake's --configfile merges them (default: config/config.yaml)",
+    )
     check.add_argument("--schema", default=None, help="schema file (default: the schema inside the hardneg package)")
     check.set_defaults(func=_check_config)
     init = sub.add_parser("init", help="write a starting config for your own data (BEIR folder or MS MARCO TSVs)")
     source = init.add_mutually_exclusive_group(required=True)
-    source.add_argument("--beir", metavar="FOLDER", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
-    source.add_argument("--msmarco-passage", metavar="FOLDER",
-                        help="a folder with collection.tsv, queries.<split>.tsv and qrels.<split>.tsv")
-    init.add_argument("--model", default="builtin",
-                      help="builtin (default: a small BERT trained from scratch), minilm (the packaged "
-                           "all-MiniLM-L6-v2) or a Hugging Face model folder")
-    init.add_argument("--name", default="mydata",
-                      help="the dataset's name (default: mydata); the config's results go to results/NAME/, and a "
-                           "run already there with another dataset is refused")
+    source.add_argument(
+        "--beir", metavar="FOLDER", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv"
+    )
+    source.add_argument(
+        "--msmarco-passage",
+        metavar="FOLDER",
+        help="a folder with collection.tsv, queries.<split>.tsv and qrels.<split>.tsv",
+    )
+    init.add_argument(
+        "--model",
+        default="builtin",
+        help="builtin (default: a small BERT trained from scratch), minilm (the packaged "
+        "all-MiniLM-L6-v2) or a Hugging Face model folder",
+    )
+    init.add_argument(
+        "--name",
+        default="mydata",
+        help="the dataset's name (default: mydata); the config's results go to results/NAME/, and a "
+        "run already there with another dataset is refused",
+    )
     init.add_argument("--output", default="my.yaml", help="where to write the config (default: my.yaml)")
-    init.add_argument("--force", action="store_true",
-                      help="replace an existing --output file, or write inside the results folder (results); "
-                           "without it, neither is done")
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --output file, or write inside the results folder (results); "
+        "without it, neither is done",
+    )
     init.set_defaults(func=_init)
     listing = sub.add_parser("methods", help="list the registered methods, their input roles and own params")
-    listing.add_argument("--module", action="append", default=[],
-                         help="also load this method module (dotted name or .py path), as method_modules does")
+    listing.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        help="also load this method module (dotted name or .py path), as method_modules does",
+    )
     listing.set_defaults(func=_methods)
-    reference = sub.add_parser("config-reference", help="print the configuration reference (every key of the schema) "
-                                                        "as Markdown",
-                               description="Every key of a configuration file, with its type, allowed values, "
-                                           "default and description, from the schema and the registered methods: "
-                                           "the page reference/configuration.md of the documentation site.")
-    reference.add_argument("--module", action="append", default=[],
-                           help="also load this method module (dotted name or .py path), as method_modules does")
+    reference = sub.add_parser(
+        "config-reference",
+        help="print the configuration reference (every key of the schema) as Markdown",
+        description="Every key of a configuration file, with its type, allowed values, "
+        "default and description, from the schema and the registered methods: "
+        "the page reference/configuration.md of the documentation site.",
+    )
+    reference.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        help="also load this method module (dotted name or .py path), as method_modules does",
+    )
     reference.set_defaults(func=_config_reference)

@@ -75,34 +75,53 @@ def _table(args) -> int:
     if not rows:
         listed = [run for run, _ in table_rows(config["tables"]["results"])] or list(config["runs"])
         first = listed[0]
-        raise HardnegError(f"no run of the config's tables has metrics under {args.results}/; build one first, "
-                           f"e.g. {_build_command(args, [first])}")
+        raise HardnegError(
+            f"no run of the config's tables has metrics under {args.results}/; build one first, "
+            f"e.g. {_build_command(args, [first])}"
+        )
     missing = [run for run, _ in rows if not os.path.lexists(os.path.join(args.results, run, "metrics.json"))]
     if missing:
-        raise HardnegError(f"run {missing[0]} has no metrics: {args.results}/{missing[0]}/metrics.json is missing; "
-                           f"build {'it' if len(missing) == 1 else 'them'} with {_build_command(args, missing)}")
+        raise HardnegError(
+            f"run {missing[0]} has no metrics: {args.results}/{missing[0]}/metrics.json is missing; "
+            f"build {'it' if len(missing) == 1 else 'them'} with {_build_command(args, missing)}"
+        )
     if args.baseline is not None and args.baseline not in config["runs"]:
         raise HardnegError(f"{args.config} has no run {quoted(args.baseline)} to compare with (--baseline)")
-    say(runs_table(args.results, rows, replicates(config), baseline=args.baseline,
-                   p_value=config["summary"]["p_value"]), end="")
+    say(
+        runs_table(
+            args.results, rows, replicates(config), baseline=args.baseline, p_value=config["summary"]["p_value"]
+        ),
+        end="",
+    )
     return 0
 
 
 def register(sub) -> None:
     """Add ``evaluate``, ``audit`` and ``table`` to the subcommands ``sub``."""
-    ev = sub.add_parser("evaluate", help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
-                        description="Print the mean of each measure over the judged queries, as JSON (with "
-                                    "--per-query: each query's values, then the means, as trec_eval -q). Files are "
-                                    "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "
-                                    "text ('qid Q0 docid rank score tag' runs, 'qid 0 docid relevance' qrels).")
+    ev = sub.add_parser(
+        "evaluate",
+        help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
+        description="Print the mean of each measure over the judged queries, as JSON (with "
+        "--per-query: each query's values, then the means, as trec_eval -q). Files are "
+        "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "
+        "text ('qid Q0 docid rank score tag' runs, 'qid 0 docid relevance' qrels).",
+    )
     ev.add_argument("run", help="a run: results/<run>/runs/<split>.parquet or .trec, or any TREC run file")
-    ev.add_argument("qrels", help="qrels: results/datasets/<dataset>/qrels/<split>.parquet or .trec, or any "
-                                  "TREC qrels file")
-    ev.add_argument("--measures", nargs="+", default=["RR@10", "nDCG@10", "R@100", "R@1000"],
-                    help="ir-measures names (default: RR@10 nDCG@10 R@100 R@1000)")
-    ev.add_argument("--per-query", action="store_true",
-                    help="print each judged query's value of each measure, then the means (query 'all'), one "
-                         "'measure qid value' line each, as trec_eval -q does")
+    ev.add_argument(
+        "qrels", help="qrels: results/datasets/<dataset>/qrels/<split>.parquet or .trec, or any TREC qrels file"
+    )
+    ev.add_argument(
+        "--measures",
+        nargs="+",
+        default=["RR@10", "nDCG@10", "R@100", "R@1000"],
+        help="ir-measures names (default: RR@10 nDCG@10 R@100 R@1000)",
+    )
+    ev.add_argument(
+        "--per-query",
+        action="store_true",
+        help="print each judged query's value of each measure, then the means (query 'all'), one "
+        "'measure qid value' line each, as trec_eval -q does",
+    )
     ev.set_defaults(func=_evaluate)
     audit = sub.add_parser("audit", help="show one query's positives and mined hard negatives of a run")
     add_run(audit)
@@ -110,16 +129,30 @@ def register(sub) -> None:
     add_results(audit)
     audit.add_argument("--top", type=at_least(0), default=10, help="how many negatives to show (default: 10)")
     audit.set_defaults(func=_audit)
-    table = sub.add_parser("table", help="print README's results table from the runs' metrics.json files",
-                           description="One Markdown row per run: the evaluation split's MRR@10, nDCG@10, R@100 and "
-                                       "pairwise errors, as in README.md's results tables.")
-    table.add_argument("runs", nargs="*", metavar="RUN",
-                       help="the runs to show (default: every run of the config's tables that has metrics)")
-    table.add_argument("--config", default=TABLE_CONFIG,
-                       help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)")
-    table.add_argument("--baseline", metavar="RUN", default=None,
-                       help="compare every row with this run query by query on MRR@10: the difference, the paired "
-                            "t-test's p and the smallest difference the test queries could detect (p below the "
-                            "config's summary.p_value, 80%% power), in a last column")
+    table = sub.add_parser(
+        "table",
+        help="print README's results table from the runs' metrics.json files",
+        description="One Markdown row per run: the evaluation split's MRR@10, nDCG@10, R@100 and "
+        "pairwise errors, as in README.md's results tables.",
+    )
+    table.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="the runs to show (default: every run of the config's tables that has metrics)",
+    )
+    table.add_argument(
+        "--config",
+        default=TABLE_CONFIG,
+        help="the config whose `tables` section lists the runs and labels (default: config/config.yaml)",
+    )
+    table.add_argument(
+        "--baseline",
+        metavar="RUN",
+        default=None,
+        help="compare every row with this run query by query on MRR@10: the difference, the paired "
+        "t-test's p and the smallest difference the test queries could detect (p below the "
+        "config's summary.p_value, 80%% power), in a last column",
+    )
     add_results(table, from_config=True)
     table.set_defaults(func=_table)

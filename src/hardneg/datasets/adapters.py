@@ -10,8 +10,10 @@ from hardneg.datasets.hidden import check_hidden, hide_positives
 from hardneg.datasets.splits import check_held_out, check_query_and_qrels_files, held_out_split, hold_out
 from hardneg.schema.validation import validate_dataset
 
-ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in (
-    synthetic.ADAPTER, beir.ADAPTER, msmarco.PASSAGE, msmarco.DOCUMENT, trec.ADAPTER, irds.ADAPTER)}
+ADAPTERS: dict[str, Adapter] = {
+    adapter.name: adapter
+    for adapter in (synthetic.ADAPTER, beir.ADAPTER, msmarco.PASSAGE, msmarco.DOCUMENT, trec.ADAPTER, irds.ADAPTER)
+}
 
 
 def adapter_of(cfg: dict) -> Adapter:

@@ -20,8 +20,15 @@ from hardneg.io.readers import iter_jsonl, iter_tsv
 def read_jsonl_corpus(path: str | Path):
     """A BEIR-style corpus JSONL (``_id``, ``title``, ``text``) → (table, Source)."""
     path = str(path)
-    rows = ((line, text_field(path, line, obj, "_id", required=True), text_field(path, line, obj, "title", required=False),
-             text_field(path, line, obj, "text", required=True)) for line, obj in iter_jsonl(path))
+    rows = (
+        (
+            line,
+            text_field(path, line, obj, "_id", required=True),
+            text_field(path, line, obj, "title", required=False),
+            text_field(path, line, obj, "text", required=True),
+        )
+        for line, obj in iter_jsonl(path)
+    )
     return corpus_table(rows, path)
 
 
@@ -38,8 +45,16 @@ def load(folder: str | Path, splits: list[str]) -> Dataset:
     corpus, corpus_source = read_jsonl_corpus(folder / "corpus.jsonl")
     q_path = str(folder / "queries.jsonl")
     all_queries, all_source = queries_table(
-        ((line, text_field(q_path, line, obj, "_id", required=True), text_field(q_path, line, obj, "text", required=True))
-         for line, obj in iter_jsonl(q_path)), q_path)
+        (
+            (
+                line,
+                text_field(q_path, line, obj, "_id", required=True),
+                text_field(q_path, line, obj, "text", required=True),
+            )
+            for line, obj in iter_jsonl(q_path)
+        ),
+        q_path,
+    )
     queries, queries_source, qrels, qrels_source = {}, {}, {}, {}
     for split in splits:
         qrels[split], qrels_source[split] = read_beir_qrels(folder / "qrels" / f"{split}.tsv")
@@ -53,8 +68,13 @@ def load(folder: str | Path, splits: list[str]) -> Dataset:
 def _input_files(cfg: dict) -> list[str]:
     root = cfg["path"]
     return [os.path.join(root, "corpus.jsonl"), os.path.join(root, "queries.jsonl")] + [
-        os.path.join(root, "qrels", f"{s}.tsv") for s in cfg["splits"]]
+        os.path.join(root, "qrels", f"{s}.tsv") for s in cfg["splits"]
+    ]
 
 
-ADAPTER = Adapter("beir", splits=lambda cfg: list(cfg["splits"]),
-                  load=lambda cfg: load(cfg["path"], list(cfg["splits"])), input_files=_input_files)
+ADAPTER = Adapter(
+    "beir",
+    splits=lambda cfg: list(cfg["splits"]),
+    load=lambda cfg: load(cfg["path"], list(cfg["splits"])),
+    input_files=_input_files,
+)

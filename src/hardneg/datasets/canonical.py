@@ -151,9 +151,15 @@ def validate(dataset: Dataset) -> None:
         relevant = qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].unique()
         lacking = queries.filter(pc.invert(pc.is_in(queries["qid"], value_set=relevant)))["qid"]
         if len(lacking):
-            log.warning("%s: %d of %d '%s' queries have no relevant document (e.g. %s); they are left out of "
-                        "training and of every evaluation measure", r_source.path, len(lacking), queries.num_rows,
-                        split, ", ".join(lacking.slice(0, 5).to_pylist()))
+            log.warning(
+                "%s: %d of %d '%s' queries have no relevant document (e.g. %s); they are left out of "
+                "training and of every evaluation measure",
+                r_source.path,
+                len(lacking),
+                queries.num_rows,
+                split,
+                ", ".join(lacking.slice(0, 5).to_pylist()),
+            )
 
 
 def statistics(dataset: Dataset) -> dict:
@@ -244,9 +250,13 @@ def write_dataset(dataset: Dataset, root: str | os.PathLike) -> dict:
     stats = statistics(dataset)
     # Every file is written to a temporary beside its place first; only when all are written are they renamed
     # into place, so a write that fails part way leaves the previous dataset as it was.
-    with (atomic_dir(root / "queries") as queries_dir, atomic_dir(root / "qrels") as qrels_dir,
-          atomic_path(paths["corpus"]) as corpus_path, atomic_path(paths["stats"]) as stats_path,
-          contextlib.ExitStack() as hidden):
+    with (
+        atomic_dir(root / "queries") as queries_dir,
+        atomic_dir(root / "qrels") as qrels_dir,
+        atomic_path(paths["corpus"]) as corpus_path,
+        atomic_path(paths["stats"]) as stats_path,
+        contextlib.ExitStack() as hidden,
+    ):
         for split in dataset.splits:
             artifacts.write_table(dataset.queries[split], artifacts.QUERIES, queries_dir / f"{split}.parquet")
             artifacts.write_table(dataset.qrels[split], artifacts.QRELS, qrels_dir / f"{split}.parquet")
@@ -271,5 +281,7 @@ def read_split(root: str | os.PathLike, split: str) -> tuple[pa.Table, pa.Table]
     :raises OutputPathError: a split name that is not one plain file name.
     """
     paths = dataset_paths(root, [split])
-    return (artifacts.read_table(artifacts.QUERIES, paths[f"queries/{split}"]),
-            artifacts.read_table(artifacts.QRELS, paths[f"qrels/{split}"]))
+    return (
+        artifacts.read_table(artifacts.QUERIES, paths[f"queries/{split}"]),
+        artifacts.read_table(artifacts.QRELS, paths[f"qrels/{split}"]),
+    )

@@ -44,9 +44,11 @@ class ChecksumError(DownloadError):
 
     def __init__(self, source: str, expected: str, actual: str, size: int):
         self.source, self.expected, self.actual, self.size = source, expected, actual, size
-        super().__init__(f"{source}: checksum mismatch: expected MD5 {expected}, got {actual} ({size:,} bytes); "
-                         f"nothing was kept. Fetch it again, or check the `md5` of this entry of the config's "
-                         f"`downloads` if the file was republished")
+        super().__init__(
+            f"{source}: checksum mismatch: expected MD5 {expected}, got {actual} ({size:,} bytes); "
+            f"nothing was kept. Fetch it again, or check the `md5` of this entry of the config's "
+            f"`downloads` if the file was republished"
+        )
 
 
 def _copy(reader, handle, source: str, expected_size: int | None) -> tuple[str, int]:
@@ -76,8 +78,9 @@ def _check_md5(md5: str | None, where: str) -> str | None:
     return md5
 
 
-def download(url: str, target: str | os.PathLike, md5: str, *, headers: dict | None = None,
-             timeout: float = 60.0) -> str:
+def download(
+    url: str, target: str | os.PathLike, md5: str, *, headers: dict | None = None, timeout: float = 60.0
+) -> str:
     """Fetch ``url`` (http, https or file) to ``target`` and return its MD5 digest, which must equal ``md5``.
 
     The bytes go to a temporary file beside ``target`` and are renamed onto it only when the transfer is complete
@@ -110,8 +113,7 @@ def _member_name(name: str) -> str:
     return str(PurePosixPath(name[2:] if name.startswith("./") else name))
 
 
-def extract_member(archive: str | os.PathLike, member: str, target: str | os.PathLike,
-                   md5: str | None = None) -> str:
+def extract_member(archive: str | os.PathLike, member: str, target: str | os.PathLike, md5: str | None = None) -> str:
     """Stream one regular-file ``member`` of a (compressed) tar ``archive`` to ``target``; return its MD5 digest,
     which must equal ``md5`` when one is given. Only the member's bytes are written, at ``target``: no path from
     the archive is ever created. A missing member, or one that is not a regular file, is a :class:`DownloadError`
@@ -170,11 +172,15 @@ def check_downloads(config: dict, results: str = "results") -> None:
         if os.path.isabs(path) or ".." in parts or "\\" in path:
             raise ConfigError(key, "a downloaded file's path is relative to the working folder, without '..'")
         if parts and parts[0] == results:
-            raise ConfigError(key, f"a downloaded file cannot live under {results}/, which holds the workflow's "
-                                   f"outputs")
+            raise ConfigError(
+                key, f"a downloaded file cannot live under {results}/, which holds the workflow's outputs"
+            )
         if "archive" in entry:
             if entry["archive"] not in fetched:
-                raise ConfigError(f"{key}.archive", f"{entry['archive']!r} is not a `downloads` entry with a url; "
-                                                    f"the archive a member comes from is downloaded first")
+                raise ConfigError(
+                    f"{key}.archive",
+                    f"{entry['archive']!r} is not a `downloads` entry with a url; "
+                    f"the archive a member comes from is downloaded first",
+                )
             if entry["archive"] == path:
                 raise ConfigError(f"{key}.archive", "a file cannot be a member of itself")

@@ -83,8 +83,9 @@ def empty_stats(corpus: pa.Table, qrels: dict[str, pa.Table]) -> dict:
     judged = {}
     for split, table in qrels.items():
         relevant = table.filter(pc.greater_equal(table["relevance"], 1))
-        judged[split] = int(pc.sum(pc.is_in(relevant["docid"], value_set=ids.combine_chunks())).as_py() or 0) \
-            if len(ids) else 0
+        judged[split] = (
+            int(pc.sum(pc.is_in(relevant["docid"], value_set=ids.combine_chunks())).as_py() or 0) if len(ids) else 0
+        )
     return {"count": int(mask.sum()), "docids": ids.slice(0, EXAMPLES).to_pylist(), "relevant_judgements": judged}
 
 
@@ -103,21 +104,29 @@ def report(dataset: str, stats: dict, handling: str) -> str | None:
         return None
     if handling not in HANDLING:
         raise ValueError(f"empty_documents must be one of {', '.join(HANDLING)}, got {handling!r}")
-    lines = [f"dataset {dataset}: {count:,} of {stats['num_docs']:,} documents are empty (no title, no text): "
-             f"{_examples(empty['docids'], count)}."]
+    lines = [
+        f"dataset {dataset}: {count:,} of {stats['num_docs']:,} documents are empty (no title, no text): "
+        f"{_examples(empty['docids'], count)}."
+    ]
     if handling == "exclude":
-        lines.append("empty_documents: exclude leaves them out of dense runs (encoding, indexes, rankings, hard "
-                     "negatives, evaluation candidates); BM25 never indexes them.")
+        lines.append(
+            "empty_documents: exclude leaves them out of dense runs (encoding, indexes, rankings, hard "
+            "negatives, evaluation candidates); BM25 never indexes them."
+        )
     else:
-        lines.append(f"empty_documents: keep encodes them in dense runs, where they all share one embedding and can "
-                     f"rank high for many queries and be mined as hard negatives (BM25 never indexes them); "
-                     f"datasets.{dataset}.empty_documents: exclude leaves them out.")
+        lines.append(
+            f"empty_documents: keep encodes them in dense runs, where they all share one embedding and can "
+            f"rank high for many queries and be mined as hard negatives (BM25 never indexes them); "
+            f"datasets.{dataset}.empty_documents: exclude leaves them out."
+        )
     judged = {split: n for split, n in (empty.get("relevant_judgements") or {}).items() if n}
     if judged:
         total = sum(judged.values())
         where = ", ".join(f"{n} in {split}" for split, n in judged.items())
         retrievers = "no ranking" if handling == "exclude" else "BM25"
-        lines.append(f"{total} relevance judgement{'s' if total > 1 else ''} ({where}) name{'' if total > 1 else 's'} "
-                     f"an empty document as relevant: {retrievers} can ever retrieve "
-                     f"{'them' if total > 1 else 'it'}.")
+        lines.append(
+            f"{total} relevance judgement{'s' if total > 1 else ''} ({where}) name{'' if total > 1 else 's'} "
+            f"an empty document as relevant: {retrievers} can ever retrieve "
+            f"{'them' if total > 1 else 'it'}."
+        )
     return "\n".join(lines)

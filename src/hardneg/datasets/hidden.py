@@ -48,8 +48,10 @@ def check_hidden(cfg: dict, splits: list[str], where: str = "dataset") -> None:
     """
     split = hidden_split(cfg)
     if split is not None and split not in splits:
-        raise ConfigError(f"{where}.{OPTION}.split", f"the dataset has no split {split!r} to hide positives of (it "
-                                                     f"has {', '.join(splits)})")
+        raise ConfigError(
+            f"{where}.{OPTION}.split",
+            f"the dataset has no split {split!r} to hide positives of (it has {', '.join(splits)})",
+        )
 
 
 def hidden_count(positives: int, share: float) -> int:
@@ -112,22 +114,39 @@ def hide_positives(dataset: Dataset, cfg: dict) -> Dataset:
         return dataset
     option = cfg[OPTION]
     if split not in dataset.qrels:
-        raise ConfigError(f"dataset.{OPTION}.split", f"the dataset has no split {split!r} to hide positives of (it "
-                                                     f"has {', '.join(dataset.splits)})")
+        raise ConfigError(
+            f"dataset.{OPTION}.split",
+            f"the dataset has no split {split!r} to hide positives of (it has {', '.join(dataset.splits)})",
+        )
     qrels = dataset.qrels[split]
     mask = hidden_rows(qrels, option["share"], option["seed"])
     visible, hidden = qrels.filter(pa.array(~mask)), qrels.filter(pa.array(mask))
     hidden = hidden.select(artifacts.QRELS.schema.names).cast(artifacts.QRELS.schema)
     queries = len(pc.unique(hidden["qid"])) if hidden.num_rows else 0
     if queries == 0:
-        log.warning("dataset option hide_positives: no query of split %r has two judged positives or more; no "
-                    "positive is hidden", split)
+        log.warning(
+            "dataset option hide_positives: no query of split %r has two judged positives or more; no "
+            "positive is hidden",
+            split,
+        )
     source = dataset.qrels_source.get(split)
     qrels_source = dict(dataset.qrels_source)
     if source is not None:  # errors about the visible rows still name their lines
         qrels_source[split] = Source(source.path, None if source.lines is None else source.lines[~mask])
-    stats = {**dataset.extra_stats, "hidden_positives": {
-        "split": split, "queries": queries, "judgements": hidden.num_rows, "share": option["share"],
-        "seed": option["seed"]}}
-    return replace(dataset, qrels={**dataset.qrels, split: visible}, qrels_source=qrels_source,
-                   hidden={**dataset.hidden, split: hidden}, extra_stats=stats)
+    stats = {
+        **dataset.extra_stats,
+        "hidden_positives": {
+            "split": split,
+            "queries": queries,
+            "judgements": hidden.num_rows,
+            "share": option["share"],
+            "seed": option["seed"],
+        },
+    }
+    return replace(
+        dataset,
+        qrels={**dataset.qrels, split: visible},
+        qrels_source=qrels_source,
+        hidden={**dataset.hidden, split: hidden},
+        extra_stats=stats,
+    )

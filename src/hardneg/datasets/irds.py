@@ -16,8 +16,10 @@ def _import():
     try:
         import ir_datasets  # noqa: F401
     except ImportError:
-        raise HardnegError("the 'ir_datasets' adapter needs the ir_datasets package, which is not installed: "
-                           "pip install 'hardneg[irds]' (it also needs network access to download the data)") from None
+        raise HardnegError(
+            "the 'ir_datasets' adapter needs the ir_datasets package, which is not installed: "
+            "pip install 'hardneg[irds]' (it also needs network access to download the data)"
+        ) from None
     return ir_datasets
 
 
@@ -36,22 +38,29 @@ def load(splits: dict[str, str]) -> Dataset:
     if not first.has_docs():
         raise HardnegError(f"ir_datasets id {splits[first_split]!r} has no documents")
     try:
+
         def doc_rows():
             for i, doc in enumerate(first.docs_iter(), start=1):
                 text = getattr(doc, "text", None) or getattr(doc, "body", "") or ""
                 yield i, doc.doc_id, getattr(doc, "title", "") or "", text
+
         corpus, corpus_source = corpus_table(doc_rows(), f"ir_datasets:{splits[first_split]}")
         queries, queries_source, qrels, qrels_source = {}, {}, {}, {}
         for split, handle in handles.items():
             where = f"ir_datasets:{splits[split]}"
             queries[split], queries_source[split] = queries_table(
-                ((i, q.query_id, getattr(q, "text", "") or "") for i, q in enumerate(handle.queries_iter(), 1)), where)
+                ((i, q.query_id, getattr(q, "text", "") or "") for i, q in enumerate(handle.queries_iter(), 1)), where
+            )
             qrels[split], qrels_source[split] = qrels_table(
-                ((i, r.query_id, r.doc_id, str(r.relevance)) for i, r in enumerate(handle.qrels_iter(), 1)), where)
+                ((i, r.query_id, r.doc_id, str(r.relevance)) for i, r in enumerate(handle.qrels_iter(), 1)), where
+            )
     except OSError as exc:
-        raise HardnegError(f"ir_datasets could not fetch its files ({exc}); it needs network access on first use") from exc
-    return Dataset(corpus, queries, qrels, corpus_source, queries_source, qrels_source,
-                   extra_stats={"ir_datasets": dict(splits)})
+        raise HardnegError(
+            f"ir_datasets could not fetch its files ({exc}); it needs network access on first use"
+        ) from exc
+    return Dataset(
+        corpus, queries, qrels, corpus_source, queries_source, qrels_source, extra_stats={"ir_datasets": dict(splits)}
+    )
 
 
 __all__ = ["load", "Source"]

@@ -24,14 +24,17 @@ def _load(corpus, corpus_source, queries_files: dict, qrels_files: dict, judged_
         qrels[split], qrels_source[split] = read_trec_qrels(qrels_files[split])
         queries[split], queries_source[split] = read_tsv_queries(q_path)
         if judged_only:
-            queries[split], queries_source[split] = restrict_to_judged(queries[split], queries_source[split], qrels[split])
+            queries[split], queries_source[split] = restrict_to_judged(
+                queries[split], queries_source[split], qrels[split]
+            )
     return Dataset(corpus, queries, qrels, corpus_source, queries_source, qrels_source)
 
 
 def load_passage(collection: str, queries: dict, qrels: dict, judged_only: bool = True) -> Dataset:
     check_query_and_qrels_files({"queries": queries, "qrels": qrels}, "queries")  # before the big file
-    corpus, source = corpus_table(((line, f[0], "", f[1]) for line, f in iter_tsv(collection, 2, headerless=True)),
-                                  collection)
+    corpus, source = corpus_table(
+        ((line, f[0], "", f[1]) for line, f in iter_tsv(collection, 2, headerless=True)), collection
+    )
     return _load(corpus, source, queries, qrels, judged_only)
 
 
@@ -41,9 +44,17 @@ def load_document(docs: str, queries: dict, qrels: dict, judged_only: bool = Tru
     return _load(corpus, source, queries, qrels, judged_only)
 
 
-PASSAGE = Adapter("msmarco_passage", splits=lambda cfg: list(cfg["queries"]), query_files="queries",
-                  load=lambda cfg: load_passage(cfg["collection"], cfg["queries"], cfg["qrels"], cfg["judged_only"]),
-                  input_files=lambda cfg: [cfg["collection"], *cfg["queries"].values(), *cfg["qrels"].values()])
-DOCUMENT = Adapter("msmarco_document", splits=lambda cfg: list(cfg["queries"]), query_files="queries",
-                   load=lambda cfg: load_document(cfg["docs"], cfg["queries"], cfg["qrels"], cfg["judged_only"]),
-                   input_files=lambda cfg: [cfg["docs"], *cfg["queries"].values(), *cfg["qrels"].values()])
+PASSAGE = Adapter(
+    "msmarco_passage",
+    splits=lambda cfg: list(cfg["queries"]),
+    query_files="queries",
+    load=lambda cfg: load_passage(cfg["collection"], cfg["queries"], cfg["qrels"], cfg["judged_only"]),
+    input_files=lambda cfg: [cfg["collection"], *cfg["queries"].values(), *cfg["qrels"].values()],
+)
+DOCUMENT = Adapter(
+    "msmarco_document",
+    splits=lambda cfg: list(cfg["queries"]),
+    query_files="queries",
+    load=lambda cfg: load_document(cfg["docs"], cfg["queries"], cfg["qrels"], cfg["judged_only"]),
+    input_files=lambda cfg: [cfg["docs"], *cfg["queries"].values(), *cfg["qrels"].values()],
+)

@@ -29,6 +29,9 @@ def prepare_dataset(cfg: dict, out_dir: str | os.PathLike) -> dict:
     """
     dataset = load_dataset(cfg)
     stats = write_dataset(dataset, out_dir)
-    log.info("prepared %d documents; queries per split: %s", stats["num_docs"],
-             {s: v["num_queries"] for s, v in stats["splits"].items()})
+    log.info(
+        "prepared %d documents; queries per split: %s",
+        stats["num_docs"],
+        {s: v["num_queries"] for s, v in stats["splits"].items()},
+    )
     return stats

@@ -31,10 +31,19 @@ def check_qrels_rows(qrels: pa.Table, path) -> pa.Table:
     negative = pc.less(qrels["relevance"], 0)
     if pc.any(negative).as_py():
         row = pc.index(negative, True).as_py()
-        raise DataError(path, None, f"row {row + 1}: relevance {qrels['relevance'][row].as_py()} is negative; "
-                                    f"relevance must be a non-negative integer (0: not relevant)")
-    check_unique_pairs(qrels, path, lambda qid, docid, first: f"duplicate judgement for query {qid!r} and "
-                                                              f"document {docid!r} (first on row {first})")
+        raise DataError(
+            path,
+            None,
+            f"row {row + 1}: relevance {qrels['relevance'][row].as_py()} is negative; "
+            f"relevance must be a non-negative integer (0: not relevant)",
+        )
+    check_unique_pairs(
+        qrels,
+        path,
+        lambda qid, docid, first: (
+            f"duplicate judgement for query {qid!r} and document {docid!r} (first on row {first})"
+        ),
+    )
     return qrels
 
 

@@ -25,14 +25,18 @@ def check_query_and_qrels_files(cfg: dict, queries_key: str, where: str = "datas
     queries, qrels = cfg.get(queries_key) or {}, cfg.get("qrels") or {}
     for split in queries:
         if split not in qrels:
-            raise ConfigError(f"{where}.qrels.{split}",
-                              f"required key is missing: split {split!r} has {queries_key} "
-                              f"({where}.{queries_key}.{split}) but no qrels file; every split needs its qrels")
+            raise ConfigError(
+                f"{where}.qrels.{split}",
+                f"required key is missing: split {split!r} has {queries_key} "
+                f"({where}.{queries_key}.{split}) but no qrels file; every split needs its qrels",
+            )
     for split in qrels:
         if split not in queries:
-            raise ConfigError(f"{where}.{queries_key}.{split}",
-                              f"required key is missing: split {split!r} has a qrels file ({where}.qrels.{split}) "
-                              f"but no {queries_key} file")
+            raise ConfigError(
+                f"{where}.{queries_key}.{split}",
+                f"required key is missing: split {split!r} has a qrels file ({where}.qrels.{split}) "
+                f"but no {queries_key} file",
+            )
 
 
 # ------------------------------------------------------------------------------------------ held-out split
@@ -56,11 +60,15 @@ def check_held_out(cfg: dict, splits: list[str], where: str = "dataset") -> None
     if held_out_split(cfg) is None:
         return
     if TRAIN not in splits:
-        raise ConfigError(f"{where}.dev_from_train", f"holds out a share of split {TRAIN!r}, which the dataset does "
-                                                     f"not have (it has {', '.join(splits)})")
+        raise ConfigError(
+            f"{where}.dev_from_train",
+            f"holds out a share of split {TRAIN!r}, which the dataset does not have (it has {', '.join(splits)})",
+        )
     if HELD_OUT in splits:
-        raise ConfigError(f"{where}.dev_from_train", f"the dataset has a split {HELD_OUT!r} already; remove "
-                                                     f"dev_from_train, or the {HELD_OUT!r} split")
+        raise ConfigError(
+            f"{where}.dev_from_train",
+            f"the dataset has a split {HELD_OUT!r} already; remove dev_from_train, or the {HELD_OUT!r} split",
+        )
 
 
 def held_out_queries(qrels: pa.Table, share: float, seed: int) -> list[str]:
@@ -105,23 +113,39 @@ def hold_out(dataset: Dataset, cfg: dict) -> Dataset:
     held = held_out_queries(qrels, option["share"], option["seed"])
     qrels_source = dataset.qrels_source.get(TRAIN, Source(f"<qrels {TRAIN}>"))
     if not held:
-        raise DataError(qrels_source.path, None, f"split {TRAIN!r} has fewer than two judged queries: none can be "
-                                                 f"held out as split {HELD_OUT!r} (dev_from_train)")
+        raise DataError(
+            qrels_source.path,
+            None,
+            f"split {TRAIN!r} has fewer than two judged queries: none can be "
+            f"held out as split {HELD_OUT!r} (dev_from_train)",
+        )
     held_set = pa.array(held, pa.string())
     in_queries = pc.is_in(queries["qid"], value_set=held_set).to_numpy(zero_copy_only=False)
     in_qrels = pc.is_in(qrels["qid"], value_set=held_set).to_numpy(zero_copy_only=False)
     queries_source = dataset.queries_source.get(TRAIN, Source(f"<queries {TRAIN}>"))
     split = {
-        TRAIN: (queries.filter(pa.array(~in_queries)), qrels.filter(pa.array(~in_qrels)),
-                _rows(queries_source, ~in_queries), _rows(qrels_source, ~in_qrels)),
-        HELD_OUT: (queries.filter(pa.array(in_queries)), qrels.filter(pa.array(in_qrels)),
-                   _rows(queries_source, in_queries), _rows(qrels_source, in_qrels)),
+        TRAIN: (
+            queries.filter(pa.array(~in_queries)),
+            qrels.filter(pa.array(~in_qrels)),
+            _rows(queries_source, ~in_queries),
+            _rows(qrels_source, ~in_qrels),
+        ),
+        HELD_OUT: (
+            queries.filter(pa.array(in_queries)),
+            qrels.filter(pa.array(in_qrels)),
+            _rows(queries_source, in_queries),
+            _rows(qrels_source, in_qrels),
+        ),
     }
 
     def with_split(mapping: dict, part: int) -> dict:
         out = {name: split[name][part] if name == TRAIN else value for name, value in mapping.items()}
         return out | {HELD_OUT: split[HELD_OUT][part]}
 
-    return replace(dataset, queries=with_split(dataset.queries, 0), qrels=with_split(dataset.qrels, 1),
-                   queries_source=with_split(dataset.queries_source, 2) if dataset.queries_source else {},
-                   qrels_source=with_split(dataset.qrels_source, 3) if dataset.qrels_source else {})
+    return replace(
+        dataset,
+        queries=with_split(dataset.queries, 0),
+        qrels=with_split(dataset.qrels, 1),
+        queries_source=with_split(dataset.queries_source, 2) if dataset.queries_source else {},
+        qrels_source=with_split(dataset.qrels_source, 3) if dataset.qrels_source else {},
+    )

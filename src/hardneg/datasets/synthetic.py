@@ -40,8 +40,42 @@ from hardneg.schema.values import section_values
 
 log = logging.getLogger(__name__)
 
-_ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "t", "v", "w", "z",
-           "br", "cr", "dr", "fr", "gr", "kr", "pr", "tr", "st", "sk", "pl", "bl", "gl", "sl", "ch", "sh", "th"]
+_ONSETS = [
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "t",
+    "v",
+    "w",
+    "z",
+    "br",
+    "cr",
+    "dr",
+    "fr",
+    "gr",
+    "kr",
+    "pr",
+    "tr",
+    "st",
+    "sk",
+    "pl",
+    "bl",
+    "gl",
+    "sl",
+    "ch",
+    "sh",
+    "th",
+]
 _VOWELS = ["a", "e", "i", "o", "u", "ai", "ei", "ou", "ia", "io"]
 _CODAS = ["", "n", "r", "l", "m", "x", "k"]
 
@@ -75,23 +109,25 @@ class SyntheticSpec:
     chunk_size: int
 
     @classmethod
-    def from_config(cls, cfg: dict, *, where: str = "dataset") -> "SyntheticSpec":
+    def from_config(cls, cfg: dict, *, where: str = "dataset") -> SyntheticSpec:
         """From a ``synthetic`` dataset entry (``adapter: synthetic`` and its keys); missing keys get the schema's
         defaults but ``seed``, which the workflow fills from the global seed. Errors name ``<where>.<key>``."""
         cfg = validate_dataset(cfg, where=where)
         # keys of every adapter, not the generator's
         shared = ("adapter", "empty_documents", "dev_from_train", "hide_positives")
-        values = section_values({k: v for k, v in cfg.items() if k not in shared},
-                                [f.name for f in fields(cls)], where)
-        spec = cls(**{**values, "doc_length": tuple(values["doc_length"]),
-                      "title_length": tuple(values["title_length"])})
+        values = section_values({k: v for k, v in cfg.items() if k not in shared}, [f.name for f in fields(cls)], where)
+        spec = cls(
+            **{**values, "doc_length": tuple(values["doc_length"]), "title_length": tuple(values["title_length"])}
+        )
         width = spec.topic_words + spec.subtopics_per_cluster * spec.subtopic_words
         if width > spec.concept_vocab:
-            raise ConfigError(f"{where}.concept_vocab",
-                              f"{spec.concept_vocab} concept words cannot give a cluster its {width} distinct topic and "
-                              f"subtopic words (topic_words {spec.topic_words} + subtopics_per_cluster "
-                              f"{spec.subtopics_per_cluster} × subtopic_words {spec.subtopic_words}); raise it to at "
-                              f"least {width} or lower those")
+            raise ConfigError(
+                f"{where}.concept_vocab",
+                f"{spec.concept_vocab} concept words cannot give a cluster its {width} distinct topic and "
+                f"subtopic words (topic_words {spec.topic_words} + subtopics_per_cluster "
+                f"{spec.subtopics_per_cluster} × subtopic_words {spec.subtopic_words}); raise it to at "
+                f"least {width} or lower those",
+            )
         return spec
 
     @property
@@ -115,8 +151,8 @@ class _Layout:
         width = spec.topic_words + spec.subtopics_per_cluster * spec.subtopic_words  # <= concept_vocab (from_config)
         # A cluster's topic and subtopic words are distinct from each other, shared with other clusters.
         table = np.argsort(rng.random((c, spec.concept_vocab)), axis=1)[:, :width] + self.concept0
-        self.topic_table = table[:, :spec.topic_words]
-        self.subtopic_table = table[:, spec.topic_words:].reshape(c, spec.subtopics_per_cluster, spec.subtopic_words)
+        self.topic_table = table[:, : spec.topic_words]
+        self.subtopic_table = table[:, spec.topic_words :].reshape(c, spec.subtopics_per_cluster, spec.subtopic_words)
 
     def synonym(self, ids: np.ndarray) -> np.ndarray:
         """Synonyms of concept words; other words are returned unchanged."""
@@ -138,11 +174,11 @@ def make_vocabulary(size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` distinct pseudo-words of equal syllable count, in random order."""
     syllables = np.array([o + v + c for o in _ONSETS for v in _VOWELS for c in _CODAS])
     n_syl, length = len(syllables), 2
-    while n_syl ** length < 4 * size:  # keep the code space sparse so few draws collide
+    while n_syl**length < 4 * size:  # keep the code space sparse so few draws collide
         length += 1
     words = np.empty(0, dtype=syllables.dtype)
     while len(words) < size:
-        codes = rng.integers(0, n_syl ** length, size=2 * size, dtype=np.int64)
+        codes = rng.integers(0, n_syl**length, size=2 * size, dtype=np.int64)
         joined = syllables[codes % n_syl]
         for _ in range(length - 1):
             codes //= n_syl
@@ -163,13 +199,15 @@ class SyntheticGenerator:
         self.spec = spec
         root = np.random.default_rng(spec.seed)
         self.vocab_rng, self.doc_rng, self.query_rng, id_rng, layout_rng = (
-            np.random.default_rng(s) for s in root.spawn(5))
+            np.random.default_rng(s) for s in root.spawn(5)
+        )
         self.layout = _Layout(spec, layout_rng)
         self.vocab = make_vocabulary(self.layout.size, self.vocab_rng)
         # Document ids are a permutation so that id order reveals nothing about clusters.
         # An Arrow array ("D" and the number), not Python strings: 8.8M ids take 100 MB, not 600
-        self.docids = pc.binary_join_element_wise("D", pa.array(id_rng.permutation(spec.num_docs)).cast(pa.string()),
-                                                  "")
+        self.docids = pc.binary_join_element_wise(
+            "D", pa.array(id_rng.permutation(spec.num_docs)).cast(pa.string()), ""
+        )
         self.bg_cdf = _zipf_cdf(spec.background_vocab, 1.0, 2.7)
         self.topic_cdf = _zipf_cdf(spec.topic_words, 0.8, 1.0)
         self.specific_sets = np.empty((spec.num_docs, spec.specific_per_doc), dtype=np.int32)  # word ids
@@ -203,7 +241,7 @@ class SyntheticGenerator:
         spec, rng = self.spec, self.doc_rng
         for lo in range(0, spec.num_docs, spec.chunk_size):
             docs = np.arange(lo, min(lo + spec.chunk_size, spec.num_docs))
-            pool_order = np.argsort(rng.random((len(docs), spec.specific_pool)), axis=1)[:, :spec.specific_per_doc]
+            pool_order = np.argsort(rng.random((len(docs), spec.specific_pool)), axis=1)[:, : spec.specific_per_doc]
             self.specific_sets[docs] = self.layout.specific(self.cluster_of(docs)[:, None], pool_order)
             text_len = rng.integers(spec.doc_length[0], spec.doc_length[1] + 1, len(docs))
             title_len = rng.integers(spec.title_length[0], spec.title_length[1] + 1, len(docs))
@@ -217,7 +255,9 @@ class SyntheticGenerator:
         spec = self.spec
         start = (doc // spec.docs_per_cluster) * spec.docs_per_cluster
         members = np.arange(start, min(start + spec.docs_per_cluster, spec.num_docs))
-        return members[(members % spec.docs_per_cluster) % spec.subtopics_per_cluster == self.subtopic_of(np.array([doc]))[0]]
+        return members[
+            (members % spec.docs_per_cluster) % spec.subtopics_per_cluster == self.subtopic_of(np.array([doc]))[0]
+        ]
 
     def _query_words(self, doc: int, multi: bool, rng) -> np.ndarray:
         spec, lay = self.spec, self.layout
@@ -246,7 +286,7 @@ class SyntheticGenerator:
         for split, count in spec.num_queries.items():
             qids, texts, r_qid, r_doc, r_rel = [], [], [], [], []
             multi_counts[split] = 0
-            for i in range(count):
+            for _ in range(count):
                 doc = int(targets[cursor])
                 qid = f"Q{cursor}"
                 cursor += 1
@@ -262,8 +302,10 @@ class SyntheticGenerator:
                     r_qid.extend([qid] * len(siblings))
                     r_doc.extend(self.docids.take(np.asarray(siblings, dtype=np.int64)).to_pylist())
                     r_rel.extend([1] * len(siblings))
-            out[split] = (table_from_rows(artifacts.QUERIES, {"qid": qids, "text": texts}),
-                          table_from_rows(artifacts.QRELS, {"qid": r_qid, "docid": r_doc, "relevance": r_rel}))
+            out[split] = (
+                table_from_rows(artifacts.QUERIES, {"qid": qids, "text": texts}),
+                table_from_rows(artifacts.QRELS, {"qid": r_qid, "docid": r_doc, "relevance": r_rel}),
+            )
         return out, multi_counts
 
 
@@ -279,8 +321,11 @@ def generate(spec: SyntheticSpec) -> Dataset:
         "num_clusters": spec.num_clusters,
         "docs_per_cluster": spec.docs_per_cluster,
         "subtopics_per_cluster": spec.subtopics_per_cluster,
-        "vocabulary": {"document_words": layout.base, "concepts": spec.concept_vocab,
-                       "synonyms": layout.size - layout.base},
+        "vocabulary": {
+            "document_words": layout.base,
+            "concepts": spec.concept_vocab,
+            "synonyms": layout.size - layout.base,
+        },
         "multi_relevant_queries": multi_counts,
     }
     return Dataset(
@@ -299,6 +344,11 @@ def _check(cfg: dict, where: str) -> None:
     SyntheticSpec.from_config(cfg, where=where)
 
 
-ADAPTER = Adapter("synthetic", splits=lambda cfg: list(cfg["num_queries"]),
-                  load=lambda cfg: generate(SyntheticSpec.from_config(cfg)), seeded=True, check=_check,
-                  num_docs=lambda cfg: cfg.get("num_docs"))
+ADAPTER = Adapter(
+    "synthetic",
+    splits=lambda cfg: list(cfg["num_queries"]),
+    load=lambda cfg: generate(SyntheticSpec.from_config(cfg)),
+    seeded=True,
+    check=_check,
+    num_docs=lambda cfg: cfg.get("num_docs"),
+)

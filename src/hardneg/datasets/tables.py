@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow.compute as pc
@@ -40,8 +40,10 @@ def queries_table(rows: Iterable[tuple[int, str, str]], path: str):
         lines.append(line)
         qids.append(qid)
         texts.append(text)
-    return (table_from_rows(artifacts.QUERIES, {"qid": qids, "text": texts}),
-            Source(path, np.asarray(lines, dtype=np.int64)))
+    return (
+        table_from_rows(artifacts.QUERIES, {"qid": qids, "text": texts}),
+        Source(path, np.asarray(lines, dtype=np.int64)),
+    )
 
 
 def qrels_table(rows: Iterable[tuple[int, str, str, str]], path: str):
@@ -57,8 +59,9 @@ def qrels_table(rows: Iterable[tuple[int, str, str, str]], path: str):
         grade = parse_relevance(path, line, relevance)
         key = (qid, docid)
         if key in seen:
-            raise DataError(path, line, f"duplicate judgement for query {qid!r} and document {docid!r} "
-                                        f"(first on line {seen[key]})")
+            raise DataError(
+                path, line, f"duplicate judgement for query {qid!r} and document {docid!r} (first on line {seen[key]})"
+            )
         seen[key] = line
         lines.append(line)
         qids.append(qid)
@@ -66,8 +69,10 @@ def qrels_table(rows: Iterable[tuple[int, str, str, str]], path: str):
         rels.append(grade)
     if not lines:
         raise DataError(path, None, "the qrels file holds no judgements")
-    return (table_from_rows(artifacts.QRELS, {"qid": qids, "docid": docids, "relevance": rels}),
-            Source(path, np.asarray(lines, dtype=np.int64)))
+    return (
+        table_from_rows(artifacts.QRELS, {"qid": qids, "docid": docids, "relevance": rels}),
+        Source(path, np.asarray(lines, dtype=np.int64)),
+    )
 
 
 def text_field(path: str, line: int, obj: dict, key: str, *, required: bool) -> str:

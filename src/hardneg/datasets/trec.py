@@ -38,7 +38,7 @@ def _parse_sgml(path: str, lines: list[tuple[int, str]]) -> list[tuple[int, dict
         pos = 0
         for match in tag.finditer(line):
             if current is not None and field:
-                current[field] += " " + line[pos:match.start()]
+                current[field] += " " + line[pos : match.start()]
             closing, name = match.group(1), match.group(2).lower()
             if name == "top":
                 if closing:
@@ -49,7 +49,7 @@ def _parse_sgml(path: str, lines: list[tuple[int, str]]) -> list[tuple[int, dict
                 else:
                     if current is not None:
                         raise DataError(path, number, "<top> inside another topic (missing </top>)")
-                    current, field, start = {k: "" for k in _SGML_TAGS.values()}, None, number
+                    current, field, start = dict.fromkeys(_SGML_TAGS.values(), ""), None, number
             elif current is None:
                 raise DataError(path, number, f"<{name}> outside a <top> block")
             else:
@@ -70,10 +70,10 @@ def _parse_sgml(path: str, lines: list[tuple[int, str]]) -> list[tuple[int, dict
 
 def _parse_xml(path: str, text: str, line_starts: list[int]) -> list[tuple[int, dict]]:
     result = []
-    starts = [m for m in _XML_TOPIC.finditer(text)]
+    starts = list(_XML_TOPIC.finditer(text))
     for i, match in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-        body = text[match.end():end]
+        body = text[match.end() : end]
         topic = {"num": match.group(1).strip(), "title": "", "description": "", "narrative": ""}
         for field in _XML_FIELD.finditer(body):
             name = field.group(1).lower()
@@ -113,18 +113,24 @@ def read_corpus(path: str):
     """Corpus as JSONL (``_id``/``id``/``docid`` + ``title`` + ``text``/``contents``) or TSV (2 or 3 columns)."""
     name = Path(path).name.lower()
     if ".jsonl" in name or ".json" in name:
+
         def rows():
             for line, obj in iter_jsonl(path):
                 id_key = next((k for k in ("_id", "id", "docid", "doc_id") if k in obj), "_id")
                 text_key = "text" if "text" in obj else "contents"
-                yield (line, text_field(path, line, obj, id_key, required=True),
-                       text_field(path, line, obj, "title", required=False),
-                       text_field(path, line, obj, text_key, required=True))
+                yield (
+                    line,
+                    text_field(path, line, obj, id_key, required=True),
+                    text_field(path, line, obj, "title", required=False),
+                    text_field(path, line, obj, text_key, required=True),
+                )
+
         return corpus_table(rows(), path)
 
     def tsv_rows():
         for line, f in iter_tsv(path, (2, 3)):
             yield (line, f[0], "", f[1]) if len(f) == 2 else (line, f[0], f[1], f[2])
+
     return corpus_table(tsv_rows(), path)
 
 
@@ -136,12 +142,16 @@ def load(corpus: str, topics: dict, qrels: dict, topic_field: str = "title", jud
         qrels_tables[split], qrels_source[split] = read_trec_qrels(qrels[split])
         queries[split], queries_source[split] = read_topics(topics_path, topic_field)
         if judged_only:
-            queries[split], queries_source[split] = restrict_to_judged(queries[split], queries_source[split],
-                                                                       qrels_tables[split])
+            queries[split], queries_source[split] = restrict_to_judged(
+                queries[split], queries_source[split], qrels_tables[split]
+            )
     return Dataset(table, queries, qrels_tables, source, queries_source, qrels_source)
 
 
-ADAPTER = Adapter("trec", splits=lambda cfg: list(cfg["topics"]), query_files="topics",
-                  load=lambda cfg: load(cfg["corpus"], cfg["topics"], cfg["qrels"], cfg["topic_field"],
-                                        cfg["judged_only"]),
-                  input_files=lambda cfg: [cfg["corpus"], *cfg["topics"].values(), *cfg["qrels"].values()])
+ADAPTER = Adapter(
+    "trec",
+    splits=lambda cfg: list(cfg["topics"]),
+    query_files="topics",
+    load=lambda cfg: load(cfg["corpus"], cfg["topics"], cfg["qrels"], cfg["topic_field"], cfg["judged_only"]),
+    input_files=lambda cfg: [cfg["corpus"], *cfg["topics"].values(), *cfg["qrels"].values()],
+)

@@ -76,8 +76,10 @@ class _Encoder:
             if all(isinstance(k, str) and not k.startswith("$") for k in value):
                 return {k: self.encode(v, f"{where}.{k}") for k, v in value.items()}
             return {"$items": [[self.encode(k, where), self.encode(v, f"{where}[{k!r}]")] for k, v in value.items()]}
-        raise TypeError(f"{where}: a checkpoint cannot hold a {type(value).__name__} (JSON values, NumPy numbers "
-                        f"and arrays, and torch tensors only)")
+        raise TypeError(
+            f"{where}: a checkpoint cannot hold a {type(value).__name__} (JSON values, NumPy numbers "
+            f"and arrays, and torch tensors only)"
+        )
 
 
 def _decode(value, tensors: dict):
@@ -117,8 +119,13 @@ def save_checkpoint(folder: str | os.PathLike, state: dict, *, fingerprint: str,
     tensors_path = folder / f"tensors-{step}.safetensors"
     with atomic_path(tensors_path) as tmp:
         save_file(encoder.tensors, str(tmp))
-    header = {"format": format, "fingerprint": fingerprint, "step": step, "tensors": tensors_path.name,
-              "tensors_sha256": _sha256(tensors_path)}
+    header = {
+        "format": format,
+        "fingerprint": fingerprint,
+        "step": step,
+        "tensors": tensors_path.name,
+        "tensors_sha256": _sha256(tensors_path),
+    }
     with atomic_path(folder / STATE) as tmp:
         tmp.write_text(json.dumps({**header, "state": tree}), encoding="utf-8")
     for path in folder.glob("tensors-*.safetensors"):

@@ -44,16 +44,21 @@ class TrainQueries:
         qids = rel["qid"].to_pylist()
         missing = sorted({q for q in qids if q not in q_index})
         if missing:
-            raise ValueError(f"{len(missing)} judged training queries are not in the tokenized queries (e.g. {missing[0]})")
+            raise ValueError(
+                f"{len(missing)} judged training queries are not in the tokenized queries (e.g. {missing[0]})"
+            )
         q_rows = np.fromiter((q_index[q] for q in qids), dtype=np.int64, count=len(qids))
         d_rows = np.fromiter((d_index.get(d, -1) for d in rel["docid"].to_pylist()), dtype=np.int64, count=len(qids))
         grades = rel["relevance"].to_numpy()
         self.skipped_judgements = int((d_rows < 0).sum())
         if self.skipped_judgements:
             absent = rel["docid"].filter(pa.array(d_rows < 0)).unique().slice(0, 5).to_pylist()
-            log.warning("%d relevance judgements name documents missing from the tokenized corpus (e.g. %s: empty "
-                        "documents, left out under empty_documents: exclude); training ignores them",
-                        self.skipped_judgements, ", ".join(absent))
+            log.warning(
+                "%d relevance judgements name documents missing from the tokenized corpus (e.g. %s: empty "
+                "documents, left out under empty_documents: exclude); training ignores them",
+                self.skipped_judgements,
+                ", ".join(absent),
+            )
             q_rows, d_rows, grades = q_rows[d_rows >= 0], d_rows[d_rows >= 0], grades[d_rows >= 0]
         order = np.lexsort((-grades, q_rows))
         q_rows, d_rows, grades = q_rows[order], d_rows[order], grades[order]
@@ -70,12 +75,15 @@ class TrainQueries:
             fixed = np.concatenate(self.positives) if self.positives else np.zeros(0, np.int64)
             self.query_rows = self.query_rows[owner]
             self.relevant = [self.relevant[i] for i in owner]
-            self.positives = [fixed[k:k + 1] for k in range(len(fixed))]
+            self.positives = [fixed[k : k + 1] for k in range(len(fixed))]
             self.qids = [self.qids[i] for i in owner]
         self.num_docs = len(doc_ids)
         # (row, doc row) pairs encoded as one int64 for vectorised relevance look-ups
-        self._relevant_keys = np.sort(np.concatenate(
-            [i * self.num_docs + rows for i, rows in enumerate(self.relevant)]) if self.relevant else np.zeros(0, np.int64))
+        self._relevant_keys = np.sort(
+            np.concatenate([i * self.num_docs + rows for i, rows in enumerate(self.relevant)])
+            if self.relevant
+            else np.zeros(0, np.int64)
+        )
 
     def __len__(self) -> int:
         return len(self.query_rows)
@@ -132,7 +140,9 @@ class RankedNegatives:
             ranking = ranking.filter(pc.less_equal(ranking["rank"], depth))
         ranking = ranking.filter(pc.is_in(ranking["qid"], value_set=pa.array(names, pa.string())))
         q = np.fromiter((q_pos[x] for x in ranking["qid"].to_pylist()), dtype=np.int64, count=ranking.num_rows)
-        d = np.fromiter((d_index.get(x, -1) for x in ranking["docid"].to_pylist()), dtype=np.int64, count=ranking.num_rows)
+        d = np.fromiter(
+            (d_index.get(x, -1) for x in ranking["docid"].to_pylist()), dtype=np.int64, count=ranking.num_rows
+        )
         keep = d >= 0
         q, d = q[keep], d[keep]
         is_rel = train.is_relevant(first_row[q], d)
@@ -143,8 +153,9 @@ class RankedNegatives:
         self.docs = d
         empty = int((np.diff(self.starts) == 0).sum())
         if empty:
-            log.warning("%d of %d training queries have no candidate negatives; they get random negatives",
-                        empty, len(names))
+            log.warning(
+                "%d of %d training queries have no candidate negatives; they get random negatives", empty, len(names)
+            )
 
     def sample(self, queries, per_query, rng):
         out = self.fallback.sample(queries, per_query, rng)
@@ -210,11 +221,9 @@ class BatchSampler(Protocol):
     ``load_state_dict(state)``; checkpoints keep it, and with it the current epoch's batches.
     """
 
-    def num_batches(self, epoch: int) -> int:
-        ...
+    def num_batches(self, epoch: int) -> int: ...
 
-    def batches(self, epoch: int, model=None) -> list[np.ndarray]:
-        ...
+    def batches(self, epoch: int, model=None) -> list[np.ndarray]: ...
 
 
 class ShuffledBatches:
@@ -230,5 +239,5 @@ class ShuffledBatches:
 
     def batches(self, epoch: int, model=None) -> list[np.ndarray]:
         order = np.random.default_rng([self.seed, epoch]).permutation(self.num_queries)
-        cuts = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        cuts = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         return [c for c in cuts if len(c) > 1]

@@ -50,7 +50,7 @@ class Candidates:
         """The distinct corpus rows among all queries' candidates, sorted."""
         return np.unique(self.doc_rows[self.doc_rows >= 0])
 
-    def restricted(self, query_rows: np.ndarray) -> "Candidates":
+    def restricted(self, query_rows: np.ndarray) -> Candidates:
         """The candidates of ``query_rows`` only (each must be one of :attr:`query_rows`)."""
         where = {int(row): i for i, row in enumerate(self.query_rows)}
         picked = [where[int(row)] for row in query_rows]
@@ -58,12 +58,15 @@ class Candidates:
 
     def describe(self) -> str:
         found = self.doc_rows >= 0
-        return (f"{len(self.query_rows):,} queries, {found.sum(axis=1).mean() if len(found) else 0:.1f} candidates a "
-                f"query on average, {len(self.documents()):,} distinct documents, from {' and '.join(self.sources)}")
+        return (
+            f"{len(self.query_rows):,} queries, {found.sum(axis=1).mean() if len(found) else 0:.1f} candidates a "
+            f"query on average, {len(self.documents()):,} distinct documents, from {' and '.join(self.sources)}"
+        )
 
 
-def ranking_candidates(path, queries: TokenizedTexts, query_rows: np.ndarray, corpus_ids: list[str],
-                       depth: int) -> list[list[int]]:
+def ranking_candidates(
+    path, queries: TokenizedTexts, query_rows: np.ndarray, corpus_ids: list[str], depth: int
+) -> list[list[int]]:
     """Each query's top ``depth`` documents of the ranking file ``path`` (a RUN Parquet file), as corpus rows in
     rank order; a document the tokenized corpus does not hold (an empty one left out) is skipped."""
     qids = [queries.row_ids[row] for row in query_rows]
@@ -87,12 +90,13 @@ def top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int = 100):
     rows = np.full((len(query_vectors), k), -1, dtype=np.int64)
     if len(doc_vectors) and len(query_vectors):
         found_scores, found_rows = search(build_index(doc_vectors, "Flat"), query_vectors, k)
-        scores[:, :found_scores.shape[1]], rows[:, :found_rows.shape[1]] = found_scores, found_rows
+        scores[:, : found_scores.shape[1]], rows[:, : found_rows.shape[1]] = found_scores, found_rows
     return scores, rows
 
 
-def model_candidates(model, queries: TokenizedTexts, query_rows: np.ndarray, doc_vectors: np.ndarray, depth: int,
-                     **encoding) -> list[list[int]]:
+def model_candidates(
+    model, queries: TokenizedTexts, query_rows: np.ndarray, doc_vectors: np.ndarray, depth: int, **encoding
+) -> list[list[int]]:
     """Each query's exact top ``depth`` corpus rows under ``model``, whose vectors of the corpus's rows are
     ``doc_vectors`` (:func:`corpus_vectors`)."""
     q = encode_rows(model, queries, query_rows, "query", **encoding)
@@ -116,13 +120,21 @@ def merge(*lists: list[list[int]]) -> np.ndarray:
     width = max((len(m) for m in merged), default=0)
     out = np.full((len(merged), width), -1, dtype=np.int64)
     for i, rows in enumerate(merged):
-        out[i, :len(rows)] = rows
+        out[i, : len(rows)] = rows
     return out
 
 
-def build_candidates(queries: TokenizedTexts, query_rows: np.ndarray, corpus: TokenizedTexts, *, rankings=(),
-                     model=None, model_vectors: np.ndarray | None = None, depth: int = DEPTH,
-                     **encoding) -> Candidates | None:
+def build_candidates(
+    queries: TokenizedTexts,
+    query_rows: np.ndarray,
+    corpus: TokenizedTexts,
+    *,
+    rankings=(),
+    model=None,
+    model_vectors: np.ndarray | None = None,
+    depth: int = DEPTH,
+    **encoding,
+) -> Candidates | None:
     """The candidates of ``query_rows``: the top ``depth`` of every ranking file of ``rankings`` (name → path),
     then, when ``model`` is given, its own exact top ``depth`` over the corpus (encoded with it, unless its vectors
     are ``model_vectors``). None when there is no source at all."""
@@ -167,8 +179,11 @@ def rerank(query_vectors: np.ndarray, doc_vectors: np.ndarray, doc_rows: np.ndar
     (in :func:`numpy.unique` order of its non-negative rows). Equal scores keep the candidates' order."""
     rows = np.unique(doc_rows[doc_rows >= 0])
     where = np.searchsorted(rows, np.maximum(doc_rows, 0))
-    scores = np.einsum("qd,qnd->qn", query_vectors, doc_vectors[where]) if len(rows) else \
-        np.zeros(doc_rows.shape, dtype=np.float32)
+    scores = (
+        np.einsum("qd,qnd->qn", query_vectors, doc_vectors[where])
+        if len(rows)
+        else np.zeros(doc_rows.shape, dtype=np.float32)
+    )
     scores = np.where(doc_rows >= 0, scores, -np.inf).astype(np.float32)
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
     out_scores = np.full((len(doc_rows), k), -np.inf, dtype=np.float32)

@@ -7,7 +7,8 @@ corpus with the current model (eval mode, no gradient; back to train mode afterw
 exact inner-product top 100 (Faiss Flat), scores RR@10 and RR@100 with ir-measures
 (:func:`hardneg.evaluation.metrics.evaluate`) and writes them into the step's log row as ``dev_rr10`` and ``dev_rr100``
 (the Adaptive Batch Scheduling report's curves are dev MRR@100 per epoch). Other steps get NaN, so the columns
-are on every row and the Parquet log has one schema. Encoding in eval mode uses no dropout and draws no random numbers, so training itself
+are on every row and the Parquet log has one schema. Encoding in eval mode uses no dropout and draws no random
+numbers, so training itself
 goes on exactly as without the event.
 
 By default the dev queries are not searched in the whole corpus but re-rank a fixed list of candidates each
@@ -47,9 +48,18 @@ SEARCHES = ("candidates", "corpus", "both")
 DEPTH = 100  # RR@100 needs the top 100 (top_k's default)
 
 
-def dev_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, *, device="cpu",
-                 batch_size: int = 128, precision: str = "fp32", replicas: Replicas = SINGLE,
-                 doc_vectors: np.ndarray | None = None) -> dict[str, float]:
+def dev_measures(
+    model,
+    queries: TokenizedTexts,
+    corpus: TokenizedTexts,
+    qrels: pa.Table,
+    *,
+    device="cpu",
+    batch_size: int = 128,
+    precision: str = "fp32",
+    replicas: Replicas = SINGLE,
+    doc_vectors: np.ndarray | None = None,
+) -> dict[str, float]:
     """Mean RR@10 and RR@100 (keys of :data:`COLUMNS`) of ``model`` on ``queries`` against ``qrels``, exact
     search over all of ``corpus``. Leaves
     the model in eval mode (callers put it back in train mode). ``doc_vectors``: fixed embeddings of the corpus
@@ -62,8 +72,9 @@ def dev_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: 
     from hardneg.index import run_table  # Faiss: imported only where an index is built or searched
 
     share = np.arange(len(corpus))[replicas.local(len(corpus))]
-    q = encode_rows(model, queries, np.arange(len(queries)), "query", batch_size=batch_size, device=device,
-                    precision=precision)
+    q = encode_rows(
+        model, queries, np.arange(len(queries)), "query", batch_size=batch_size, device=device, precision=precision
+    )
     if doc_vectors is None:
         d = encode_rows(model, corpus, share, "doc", batch_size=batch_size, device=device, precision=precision)
     else:
@@ -88,9 +99,19 @@ def dev_rr10(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.T
     return dev_measures(model, queries, corpus, qrels, **options)["RR@10"]
 
 
-def candidate_measures(model, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table,
-                       candidates: Candidates, *, vectors: DocumentVectors | None = None, step: int = 0,
-                       device="cpu", batch_size: int = 128, precision: str = "fp32") -> dict[str, float]:
+def candidate_measures(
+    model,
+    queries: TokenizedTexts,
+    corpus: TokenizedTexts,
+    qrels: pa.Table,
+    candidates: Candidates,
+    *,
+    vectors: DocumentVectors | None = None,
+    step: int = 0,
+    device="cpu",
+    batch_size: int = 128,
+    precision: str = "fp32",
+) -> dict[str, float]:
     """Mean RR@10 and RR@100 of ``model`` on the queries of ``candidates``, each re-ranking its own candidate
     documents (:mod:`hardneg.dense.dev_candidates`); ``vectors`` keeps the step's document vectors for other events.
     Leaves the model in eval mode."""
@@ -114,8 +135,10 @@ def dev_inputs(cache_dir, qrels_path, split: str) -> tuple[str, str]:
     qrels = os.path.join(os.path.dirname(os.fspath(qrels_path)), f"{split}.parquet")
     for path in (os.path.join(os.fspath(cache_dir), f"{name}.ids.npy"), qrels):
         if not os.path.exists(path):
-            raise ConfigError("params.train.dev_split", f"dev evaluation (train.dev_every > 0) needs split "
-                                                        f"{split!r}, but {path} does not exist")
+            raise ConfigError(
+                "params.train.dev_split",
+                f"dev evaluation (train.dev_every > 0) needs split {split!r}, but {path} does not exist",
+            )
     return name, qrels
 
 
@@ -130,14 +153,26 @@ class DevEvaluation:
     embeddings of a run that searches another run's documents (see the module docstring); one row per row of
     ``corpus``. ``vectors``: the step's document vectors, shared with the memorisation check."""
 
-    def __init__(self, queries: TokenizedTexts, corpus: TokenizedTexts, qrels: pa.Table, every: int | str, *,
-                 batch_size: int = 128, doc_vectors: np.ndarray | None = None, candidates: Candidates | None = None,
-                 search: str = "candidates", vectors: DocumentVectors | None = None):
+    def __init__(
+        self,
+        queries: TokenizedTexts,
+        corpus: TokenizedTexts,
+        qrels: pa.Table,
+        every: int | str,
+        *,
+        batch_size: int = 128,
+        doc_vectors: np.ndarray | None = None,
+        candidates: Candidates | None = None,
+        search: str = "candidates",
+        vectors: DocumentVectors | None = None,
+    ):
         if every != "epoch" and (not isinstance(every, int) or every < 1):
             raise ValueError(f"dev evaluation needs every >= 1 or 'epoch', got {every!r}")
         if doc_vectors is not None and len(doc_vectors) != len(corpus):
-            raise ValueError(f"the fixed document embeddings have {len(doc_vectors)} rows, the tokenized corpus "
-                             f"{len(corpus)}: they are not embeddings of this corpus")
+            raise ValueError(
+                f"the fixed document embeddings have {len(doc_vectors)} rows, the tokenized corpus "
+                f"{len(corpus)}: they are not embeddings of this corpus"
+            )
         if search not in SEARCHES:
             raise ValueError(f"dev search must be one of {', '.join(SEARCHES)}, got {search!r}")
         self.queries, self.corpus, self.qrels, self.every, self.batch_size = queries, corpus, qrels, every, batch_size
@@ -146,14 +181,21 @@ class DevEvaluation:
         self.vectors = vectors or DocumentVectors(corpus)
 
     @classmethod
-    def from_split(cls, cache_dir, qrels_path, split: str, every: int | str, *, doc_embeddings=None,
-                   **options) -> "DevEvaluation":
+    def from_split(
+        cls, cache_dir, qrels_path, split: str, every: int | str, *, doc_embeddings=None, **options
+    ) -> DevEvaluation:
         """The dev split ``split`` of the tokenized cache, its qrels beside the training qrels ``qrels_path``;
         ``doc_embeddings``: the ``.npy`` of fixed corpus embeddings to search (None: encode the corpus)."""
         name, qrels = dev_inputs(cache_dir, qrels_path, split)
         vectors = None if doc_embeddings is None else np.load(doc_embeddings, mmap_mode="r")
-        return cls(TokenizedTexts(cache_dir, name), TokenizedTexts(cache_dir, "corpus"),
-                   artifacts.read_table(artifacts.QRELS, qrels), every, doc_vectors=vectors, **options)
+        return cls(
+            TokenizedTexts(cache_dir, name),
+            TokenizedTexts(cache_dir, "corpus"),
+            artifacts.read_table(artifacts.QRELS, qrels),
+            every,
+            doc_vectors=vectors,
+            **options,
+        )
 
     def due(self, trainer, step: int) -> bool:
         """Whether ``step`` is evaluated."""
@@ -166,18 +208,44 @@ class DevEvaluation:
             return
         options = {"device": trainer.device, "batch_size": self.batch_size, "precision": trainer.precision}
         if self.candidates is not None:
-            values = candidate_measures(trainer.model, self.queries, self.corpus, self.qrels, self.candidates,
-                                        vectors=self.vectors, step=step, **options)
+            values = candidate_measures(
+                trainer.model,
+                self.queries,
+                self.corpus,
+                self.qrels,
+                self.candidates,
+                vectors=self.vectors,
+                step=step,
+                **options,
+            )
         else:
-            values = dev_measures(trainer.model, self.queries, self.corpus, self.qrels, replicas=trainer.replicas,
-                                  doc_vectors=self.doc_vectors, **options)
+            values = dev_measures(
+                trainer.model,
+                self.queries,
+                self.corpus,
+                self.qrels,
+                replicas=trainer.replicas,
+                doc_vectors=self.doc_vectors,
+                **options,
+            )
         if self.search == "both":
-            full = dev_measures(trainer.model, self.queries, self.corpus, self.qrels, replicas=trainer.replicas,
-                                doc_vectors=self.doc_vectors, **options)
+            full = dev_measures(
+                trainer.model,
+                self.queries,
+                self.corpus,
+                self.qrels,
+                replicas=trainer.replicas,
+                doc_vectors=self.doc_vectors,
+                **options,
+            )
             row.update({CORPUS_COLUMNS[measure]: full[measure] for measure in CORPUS_COLUMNS})
-            log.info("step %d: dev RR@10 over the whole corpus %.4f, RR@100 %.4f", step, full["RR@10"],
-                     full["RR@100"])
+            log.info("step %d: dev RR@10 over the whole corpus %.4f, RR@100 %.4f", step, full["RR@10"], full["RR@100"])
         trainer.model.train()
-        log.info("step %d: dev RR@10 %.4f, RR@100 %.4f%s", step, values["RR@10"], values["RR@100"],
-                 " (re-ranking the candidates)" if self.candidates is not None else "")
+        log.info(
+            "step %d: dev RR@10 %.4f, RR@100 %.4f%s",
+            step,
+            values["RR@10"],
+            values["RR@100"],
+            " (re-ranking the candidates)" if self.candidates is not None else "",
+        )
         row.update({COLUMNS[measure]: values[measure] for measure in COLUMNS})

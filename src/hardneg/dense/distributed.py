@@ -20,6 +20,7 @@ environment) is not launched again but joins as its rank (:func:`in_launched_wor
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -28,9 +29,10 @@ import signal
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -71,7 +73,7 @@ class Replicas:
     def local(self, n: int) -> slice:
         """This rank's contiguous share of ``n`` rows (all of them in one process)."""
         sizes = self.sizes(n)
-        start = sum(sizes[:self.rank])
+        start = sum(sizes[: self.rank])
         return slice(start, start + sizes[self.rank])
 
     def gather(self, local: torch.Tensor, n: int) -> torch.Tensor:
@@ -104,8 +106,11 @@ class Replicas:
         """The largest of every rank's ``value`` (an integer); ``value`` itself in one process."""
         if not self.distributed:
             return value
-        tensor = torch.tensor([value], dtype=torch.int64,
-                              device=self.device if self.device is not None and self.device.type == "cuda" else "cpu")
+        tensor = torch.tensor(
+            [value],
+            dtype=torch.int64,
+            device=self.device if self.device is not None and self.device.type == "cuda" else "cpu",
+        )
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         return int(tensor.item())
 
@@ -120,8 +125,9 @@ class Replicas:
             return model
         device_ids = [self.device.index] if self.device is not None and self.device.type == "cuda" else None
         # buffers (BERT's position ids) are constants: no need to broadcast them before every forward
-        return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=find_unused_parameters,
-                                       broadcast_buffers=False)
+        return DistributedDataParallel(
+            model, device_ids=device_ids, find_unused_parameters=find_unused_parameters, broadcast_buffers=False
+        )
 
 
 SINGLE = Replicas()
@@ -198,10 +204,8 @@ def _logging_setup() -> dict:
 
 def _die_with_parent() -> None:
     """Linux: end this worker when the launching agent dies (even by SIGKILL), as it can no longer be joined."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 @record  # a failing worker's traceback reaches the launcher's ChildFailedError
@@ -214,8 +218,7 @@ def worker_main(job_dir: str) -> None:
         job = pickle.load(handle)
     rank = int(os.environ.get("RANK", "0"))
     level = job["logging"]["level"] if rank == 0 else max(job["logging"]["level"], logging.WARNING)  # one voice
-    logging.basicConfig(level=level, stream=sys.stderr, force=True,
-                        format=f"[rank {rank}] {job['logging']['format']}")
+    logging.basicConfig(level=level, stream=sys.stderr, force=True, format=f"[rank {rank}] {job['logging']['format']}")
     logging.captureWarnings(True)
     result = job["entrypoint"](**job["kwargs"])
     if rank == 0:
@@ -236,11 +239,17 @@ def launch(entrypoint: Callable, kwargs: dict, processes: int, *, threads: int |
     process's ``sys.path`` (``PYTHONPATH``) to unpickle them with. They get ``OMP_NUM_THREADS`` = ``threads``
     (default: the CPUs available here shared among them), which torch and Faiss follow.
     """
-    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=processes, run_id=uuid.uuid4().hex,
-                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0)
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=processes,
+        run_id=uuid.uuid4().hex,
+        rdzv_backend="c10d",
+        rdzv_endpoint="localhost:0",
+        max_restarts=0,
+    )
     threads = threads or default_threads(processes)
-    environment = {"OMP_NUM_THREADS": str(threads),
-                   "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    environment = {"OMP_NUM_THREADS": str(threads), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     saved = {key: os.environ.get(key) for key in environment}
     log.info("launching %d training processes (%d threads each)", processes, threads)
     with tempfile.TemporaryDirectory(prefix="hardneg-launch-") as job_dir:

@@ -35,8 +35,17 @@ def shard_range(num_rows: int, shard: int, num_shards: int) -> tuple[int, int]:
 FLUSH_ROWS = 32768  # vectors kept on the device before one copy back to the host
 
 
-def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, batch_size: int = 128,
-                device: str | torch.device = "cpu", fp16: bool = False, precision: str = "fp32") -> np.ndarray:
+def encode_rows(
+    model,
+    texts: TokenizedTexts,
+    rows: np.ndarray,
+    side: str,
+    *,
+    batch_size: int = 128,
+    device: str | torch.device = "cpu",
+    fp16: bool = False,
+    precision: str = "fp32",
+) -> np.ndarray:
     """Encode rows of a tokenized text set into vectors with a bi-encoder.
 
     Rows are encoded longest first in batches trimmed to their longest member, which removes most padding. On a
@@ -82,7 +91,7 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
 
     with torch.inference_mode(), autocast, attention_kernels(device):
         for lo in range(0, len(order), batch_size):
-            positions = order[lo:lo + batch_size]
+            positions = order[lo : lo + batch_size]
             batch = texts.batch(rows[positions])
             if cuda:
                 batch = {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
@@ -97,9 +106,8 @@ def encode_rows(model, texts: TokenizedTexts, rows: np.ndarray, side: str, *, ba
 
 
 def save_embeddings(vectors: np.ndarray, ids: list[str], npy_path, ids_path) -> None:
-    with atomic_path(npy_path) as tmp:
-        with open(tmp, "wb") as handle:
-            np.save(handle, vectors)
+    with atomic_path(npy_path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, vectors)
     artifacts.write_table(pa.table({"id": pa.array(ids, pa.string())}), artifacts.ROW_IDS, ids_path)
 
 
@@ -123,8 +131,19 @@ def load_embeddings(npy_path, ids_path, mmap: bool = True) -> tuple[np.ndarray, 
     return vectors, ids
 
 
-def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_path, ids_path, *,
-                        batch_size: int = 128, fp16: bool = False, precision: str = "fp32", device: str = "auto") -> int:
+def encode_corpus_shard(
+    model_dir,
+    cache_dir,
+    shard: int,
+    num_shards: int,
+    npy_path,
+    ids_path,
+    *,
+    batch_size: int = 128,
+    fp16: bool = False,
+    precision: str = "fp32",
+    device: str = "auto",
+) -> int:
     """Stage function: encode one shard of the tokenized corpus with a saved bi-encoder.
 
     The corpus's rows are split into ``num_shards`` near-equal contiguous ranges; shard ``shard`` covers rows
@@ -155,8 +174,16 @@ def encode_corpus_shard(model_dir, cache_dir, shard: int, num_shards: int, npy_p
     texts = TokenizedTexts(cache_dir, "corpus")
     lo, hi = shard_range(len(texts), shard, num_shards)
     model = BiEncoder.load(model_dir)
-    vectors = encode_rows(model, texts, np.arange(lo, hi), "doc", batch_size=batch_size,
-                          device=resolve_device(device), fp16=fp16, precision=precision)
+    vectors = encode_rows(
+        model,
+        texts,
+        np.arange(lo, hi),
+        "doc",
+        batch_size=batch_size,
+        device=resolve_device(device),
+        fp16=fp16,
+        precision=precision,
+    )
     save_embeddings(vectors, texts.row_ids[lo:hi], npy_path, ids_path)
     logs.progress(log, "shard %d of %d: documents %d to %d encoded", shard + 1, num_shards, lo + 1, hi, last=True)
     return hi - lo

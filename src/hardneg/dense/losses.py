@@ -39,8 +39,14 @@ def ranknet_all_pairs(scores: torch.Tensor, positive: torch.Tensor, relevant: to
 LOSSES = {"ce": softmax_cross_entropy, "ranknet": ranknet_all_pairs}
 
 
-def listwise_kl(student_scores: torch.Tensor, teacher_scores: torch.Tensor, *, teacher_temperature: float = 0.25,
-                student_temperature: float = 1.0, mask: torch.Tensor | None = None) -> torch.Tensor:
+def listwise_kl(
+    student_scores: torch.Tensor,
+    teacher_scores: torch.Tensor,
+    *,
+    teacher_temperature: float = 0.25,
+    student_temperature: float = 1.0,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Mean over rows (queries) of KL(P_teacher || P_student), the two distributions being the softmax over
     columns (documents) of ``teacher_scores / teacher_temperature`` and ``student_scores / student_temperature``.
 
@@ -49,8 +55,10 @@ def listwise_kl(student_scores: torch.Tensor, teacher_scores: torch.Tensor, *, t
     below 1 multiplies the scores, which bf16 would round by whole units.
     """
     if student_scores.shape != teacher_scores.shape or student_scores.dim() != 2:
-        raise ValueError(f"student scores {tuple(student_scores.shape)} and teacher scores "
-                         f"{tuple(teacher_scores.shape)} must be the same [queries, documents] matrix")
+        raise ValueError(
+            f"student scores {tuple(student_scores.shape)} and teacher scores "
+            f"{tuple(teacher_scores.shape)} must be the same [queries, documents] matrix"
+        )
     with torch.autocast(student_scores.device.type, enabled=False):
         student = student_scores.float() / student_temperature
         teacher = teacher_scores.float() / teacher_temperature
@@ -67,12 +75,20 @@ def listwise_kl(student_scores: torch.Tensor, teacher_scores: torch.Tensor, *, t
 
 def _check_own(student: torch.Tensor, teacher: torch.Tensor, scored: torch.Tensor) -> None:
     if student.dim() != 2 or student.shape[1] < 2 or student.shape != teacher.shape or scored.shape != student.shape:
-        raise ValueError(f"student {tuple(student.shape)}, teacher {tuple(teacher.shape)} and scored "
-                         f"{tuple(scored.shape)} must be the same [rows, 1 + negatives] matrix, negatives >= 1")
+        raise ValueError(
+            f"student {tuple(student.shape)}, teacher {tuple(teacher.shape)} and scored "
+            f"{tuple(scored.shape)} must be the same [rows, 1 + negatives] matrix, negatives >= 1"
+        )
 
 
-def margin_mse(student: torch.Tensor, teacher: torch.Tensor, scored: torch.Tensor, *,
-               teacher_temperature: float = 1.0, student_temperature: float = 1.0) -> torch.Tensor:
+def margin_mse(
+    student: torch.Tensor,
+    teacher: torch.Tensor,
+    scored: torch.Tensor,
+    *,
+    teacher_temperature: float = 1.0,
+    student_temperature: float = 1.0,
+) -> torch.Tensor:
     """Margin-MSE (Hofstätter et al. 2020): the mean, over the (row, negative) pairs whose positive and negative
     both have a teacher score, of ((s_pos − s_neg) − (t_pos − t_neg))², in squared score units. Zero (with a
     gradient of zeros) when no pair is scored. The temperatures are :func:`kl_divergence`'s and are not used
@@ -85,8 +101,14 @@ def margin_mse(student: torch.Tensor, teacher: torch.Tensor, scored: torch.Tenso
         return (gap.square() * pairs).sum() / pairs.sum().clamp(min=1)
 
 
-def kl_divergence(student: torch.Tensor, teacher: torch.Tensor, scored: torch.Tensor, *,
-                  teacher_temperature: float = 1.0, student_temperature: float = 1.0) -> torch.Tensor:
+def kl_divergence(
+    student: torch.Tensor,
+    teacher: torch.Tensor,
+    scored: torch.Tensor,
+    *,
+    teacher_temperature: float = 1.0,
+    student_temperature: float = 1.0,
+) -> torch.Tensor:
     """Listwise distillation: :func:`listwise_kl` over each row's positive and its scored negatives (the rows
     whose positive and at least one negative have a teacher score; the other columns left out of both
     softmaxes), the mean over those rows. Zero (with a gradient of zeros) when no row qualifies."""
@@ -94,9 +116,13 @@ def kl_divergence(student: torch.Tensor, teacher: torch.Tensor, scored: torch.Te
     rows = scored[:, 0] & scored[:, 1:].any(dim=1)
     if not bool(rows.any()):
         return student.float().sum() * 0.0
-    return listwise_kl(student[rows], teacher[rows].masked_fill(~scored[rows], 0.0),
-                       teacher_temperature=teacher_temperature, student_temperature=student_temperature,
-                       mask=~scored[rows])
+    return listwise_kl(
+        student[rows],
+        teacher[rows].masked_fill(~scored[rows], 0.0),
+        teacher_temperature=teacher_temperature,
+        student_temperature=student_temperature,
+        mask=~scored[rows],
+    )
 
 
 DISTILLATION = {"margin_mse": margin_mse, "kl": kl_divergence}

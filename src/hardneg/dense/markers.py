@@ -40,11 +40,12 @@ class Markers:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict | None) -> "Markers | None":
+    def from_json(cls, data: dict | None) -> Markers | None:
         return None if data is None else cls(**data)
 
-    def apply(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str,
-              max_positions: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def apply(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str, max_positions: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """A padded token batch (``[CLS] text [SEP]`` rows) in the marked format of ``side`` (``query`` or
         ``doc``). Queries become exactly ``query_length`` tokens (cut, or padded with attended ``[MASK]``s;
         without ``augment`` only cut);
@@ -52,8 +53,9 @@ class Markers:
         if side not in ("query", "doc"):
             raise ValueError(f"side must be 'query' or 'doc', got {side!r}")
         rows = input_ids.shape[0]
-        marker = torch.full((rows, 1), self.query if side == "query" else self.doc, dtype=input_ids.dtype,
-                            device=input_ids.device)
+        marker = torch.full(
+            (rows, 1), self.query if side == "query" else self.doc, dtype=input_ids.dtype, device=input_ids.device
+        )
         ids = torch.cat([input_ids[:, :1], marker, input_ids[:, 1:]], dim=1)
         mask = torch.cat([attention_mask[:, :1], torch.ones_like(attention_mask[:, :1]), attention_mask[:, 1:]], dim=1)
         lengths = mask.sum(1)
@@ -72,8 +74,9 @@ class Markers:
         return ids, mask
 
 
-def add_markers(tokenizer, encoder: torch.nn.Module | None, query_length: int, seed: int = 0,
-                augment: bool = True) -> Markers:
+def add_markers(
+    tokenizer, encoder: torch.nn.Module | None, query_length: int, seed: int = 0, augment: bool = True
+) -> Markers:
     """The markers of ``tokenizer``: ``[unused0]``/``[unused1]`` when its vocabulary has them, else two new
     special tokens ``[Q]``/``[D]`` added to ``tokenizer`` (save it with the model) and two new rows of
     ``encoder``'s input embeddings (seeded, so the same seed gives the same weights)."""
@@ -89,7 +92,16 @@ def add_markers(tokenizer, encoder: torch.nn.Module | None, query_length: int, s
             encoder.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     for name in ("mask_token_id", "pad_token_id", "sep_token_id"):
         if getattr(tokenizer, name) is None:
-            raise ValueError(f"the tokenizer has no {name.removesuffix('_id').replace('_', ' ')}; ColBERT's input "
-                             f"format needs [MASK], [PAD] and [SEP]")
-    return Markers(query=int(query), doc=int(doc), mask=int(tokenizer.mask_token_id), pad=int(tokenizer.pad_token_id),
-                   sep=int(tokenizer.sep_token_id), query_length=int(query_length), augment=bool(augment))
+            raise ValueError(
+                f"the tokenizer has no {name.removesuffix('_id').replace('_', ' ')}; ColBERT's input "
+                f"format needs [MASK], [PAD] and [SEP]"
+            )
+    return Markers(
+        query=int(query),
+        doc=int(doc),
+        mask=int(tokenizer.mask_token_id),
+        pad=int(tokenizer.pad_token_id),
+        sep=int(tokenizer.sep_token_id),
+        query_length=int(query_length),
+        augment=bool(augment),
+    )

@@ -76,8 +76,11 @@ class Memorisation:
 
     def columns(self) -> dict:
         """The values as the training log's columns (:data:`COLUMNS`; NaN for a split not measured)."""
-        return {f"memorisation_{split}_{suffix}": self.values.get(split, {}).get(measure, math.nan)
-                for split in SPLITS for measure, suffix in MEASURES.items()}
+        return {
+            f"memorisation_{split}_{suffix}": self.values.get(split, {}).get(measure, math.nan)
+            for split in SPLITS
+            for measure, suffix in MEASURES.items()
+        }
 
 
 def sample_queries(queries: TokenizedTexts, qrels: pa.Table, corpus_ids: list[str], count: int, seed: int) -> Sample:
@@ -114,11 +117,23 @@ def document_pool(samples: list[Sample], corpus_ids: list[str], size: int, seed:
     return np.sort(np.concatenate([np.fromiter(needed, np.int64, len(needed)), drawn]))
 
 
-def measure_memorisation(model, corpus: TokenizedTexts, train: Sample, heldout: Sample | None, *, heldout_split=None,
-                         pool: int = POOL, seed: int = 0, device="cpu", precision: str = "fp32",
-                         batch_size: int = 128, doc_vectors: np.ndarray | None = None,
-                         candidates: np.ndarray | None = None, vectors: DocumentVectors | None = None,
-                         step: int = 0) -> Memorisation:
+def measure_memorisation(
+    model,
+    corpus: TokenizedTexts,
+    train: Sample,
+    heldout: Sample | None,
+    *,
+    heldout_split=None,
+    pool: int = POOL,
+    seed: int = 0,
+    device="cpu",
+    precision: str = "fp32",
+    batch_size: int = 128,
+    doc_vectors: np.ndarray | None = None,
+    candidates: np.ndarray | None = None,
+    vectors: DocumentVectors | None = None,
+    step: int = 0,
+) -> Memorisation:
     """RR@10 and Success@1 of ``model`` on the training sample and the held-out sample, both searched (exact inner
     product) in one pool of the corpus (:func:`document_pool`). Leaves the model in eval mode.
 
@@ -153,8 +168,9 @@ def measure_memorisation(model, corpus: TokenizedTexts, train: Sample, heldout: 
         docs = np.asarray(doc_vectors[rows], dtype=np.float32)
     values, queries = {}, {}
     for split, sample in samples.items():
-        vectors = encode_rows(model, sample.queries, sample.rows, "query", batch_size=batch_size, device=device,
-                              precision=precision)
+        vectors = encode_rows(
+            model, sample.queries, sample.rows, "query", batch_size=batch_size, device=device, precision=precision
+        )
         scores, found = top_k(vectors, docs, 10)
         found = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
         ranking = run_table(scores, found, [sample.queries.row_ids[r] for r in sample.rows], corpus.row_ids)
@@ -163,28 +179,33 @@ def measure_memorisation(model, corpus: TokenizedTexts, train: Sample, heldout: 
     return Memorisation(values, queries, len(rows), heldout_split if "heldout" in samples else None)
 
 
-def memorisation_advice(*, pretrained: bool, epochs: int, queries: int, learning_rate: float,
-                        selects: bool = False) -> list[str]:
+def memorisation_advice(
+    *, pretrained: bool, epochs: int, queries: int, learning_rate: float, selects: bool = False
+) -> list[str]:
     """What a run that memorised its training queries can change, given what it does already: a run of the
     built-in model can start from a pre-trained encoder, one of several epochs train fewer, one that starts from a
     pre-trained encoder fine-tune it more gently, one that keeps its last step keep its best dev checkpoint instead
     (``selects``: it does already); every run can train on more than its ``queries``."""
-    advice = [] if pretrained else ["start from a pre-trained encoder (params.model.name: minilm, a local folder or "
-                                    "a hub name)"]
+    advice = (
+        []
+        if pretrained
+        else ["start from a pre-trained encoder (params.model.name: minilm, a local folder or a hub name)"]
+    )
     if epochs > 1:
         advice.append(f"train for fewer epochs (params.train.epochs is {epochs})")
     if pretrained:
-        advice.append(f"fine-tune the pre-trained encoder more gently (params.train.learning_rate is "
-                      f"{learning_rate:g})")
+        advice.append(
+            f"fine-tune the pre-trained encoder more gently (params.train.learning_rate is {learning_rate:g})"
+        )
     if not selects:
-        advice.append("keep the checkpoint with the best dev measure (params.train.dev_every, with train.keep: "
-                      "best)")
+        advice.append("keep the checkpoint with the best dev measure (params.train.dev_every, with train.keep: best)")
     advice.append(f"train on more queries than its {queries:,}")
     return advice
 
 
-def memorisation_warning(name: str, result: Memorisation, gap: float = GAP, *,
-                         advice: list[str] | None = None, kept: dict | None = None) -> str | None:
+def memorisation_warning(
+    name: str, result: Memorisation, gap: float = GAP, *, advice: list[str] | None = None, kept: dict | None = None
+) -> str | None:
     """The console warning for run ``name`` when its training queries score ``gap`` or more RR@10 above its
     held-out ones (None otherwise, and without held-out queries), ending with ``advice`` (what the run can change:
     :func:`memorisation_advice`), when given. ``kept``: the training's record of the model it saved
@@ -193,17 +214,22 @@ def memorisation_warning(name: str, result: Memorisation, gap: float = GAP, *,
     if result.gap is None or result.gap < gap:
         return None
     train, heldout = result.values["train"], result.values["heldout"]
-    text = (f"run {name}: after training, {result.queries['train']:,} of its training queries score RR@10 "
-            f"{train['RR@10']:.3f} (a relevant document first for {train['Success@1']:.0%}) and "
-            f"{result.queries['heldout']:,} held-out '{result.heldout_split}' queries {heldout['RR@10']:.3f} "
-            f"({heldout['Success@1']:.0%}), both searched among the same {result.pool:,} documents: it has learnt "
-            f"its training queries by heart rather than how to rank ({result.gap:.2f} apart).")
+    text = (
+        f"run {name}: after training, {result.queries['train']:,} of its training queries score RR@10 "
+        f"{train['RR@10']:.3f} (a relevant document first for {train['Success@1']:.0%}) and "
+        f"{result.queries['heldout']:,} held-out '{result.heldout_split}' queries {heldout['RR@10']:.3f} "
+        f"({heldout['Success@1']:.0%}), both searched among the same {result.pool:,} documents: it has learnt "
+        f"its training queries by heart rather than how to rank ({result.gap:.2f} apart)."
+    )
     if kept and kept["step"] != kept["steps"]:
-        text += (f" The model saved is step {kept['step']}'s, the best dev {kept['measure']}, not the last step's "
-                 f"measured here.")
+        text += (
+            f" The model saved is step {kept['step']}'s, the best dev {kept['measure']}, not the last step's "
+            f"measured here."
+        )
     if advice:
-        text += f"\nFor a model that generalises: {', '.join(advice[:-1])}{' or ' if len(advice) > 1 else ''}" \
-                f"{advice[-1]}."
+        text += (
+            f"\nFor a model that generalises: {', '.join(advice[:-1])}{' or ' if len(advice) > 1 else ''}{advice[-1]}."
+        )
     return text
 
 
@@ -212,41 +238,94 @@ class MemorisationCheck:
     of the held-out split; its values go into that step's log row (:data:`COLUMNS`; NaN on the other rows) and
     into ``result``. Every process measures the same samples (a few thousand texts); only the main one logs."""
 
-    def __init__(self, corpus: TokenizedTexts, train: Sample, heldout: Sample | None, *, heldout_split=None,
-                 seed: int = 0, pool: int = POOL, doc_vectors: np.ndarray | None = None, batch_size: int = 128,
-                 candidates: np.ndarray | None = None, vectors: DocumentVectors | None = None):
+    def __init__(
+        self,
+        corpus: TokenizedTexts,
+        train: Sample,
+        heldout: Sample | None,
+        *,
+        heldout_split=None,
+        seed: int = 0,
+        pool: int = POOL,
+        doc_vectors: np.ndarray | None = None,
+        batch_size: int = 128,
+        candidates: np.ndarray | None = None,
+        vectors: DocumentVectors | None = None,
+    ):
         self.corpus, self.train, self.heldout, self.heldout_split = corpus, train, heldout, heldout_split
         self.seed, self.pool, self.doc_vectors, self.batch_size = seed, pool, doc_vectors, batch_size
         self.candidates, self.vectors = candidates, vectors  # the samples' candidates; the step's vectors
         self.result: Memorisation | None = None
 
     @classmethod
-    def from_splits(cls, cache_dir, qrels_path, train_split: str, heldout_split: str | None, *, seed: int,
-                    sample: int = SAMPLE, doc_embeddings=None, **options) -> "MemorisationCheck":
+    def from_splits(
+        cls,
+        cache_dir,
+        qrels_path,
+        train_split: str,
+        heldout_split: str | None,
+        *,
+        seed: int,
+        sample: int = SAMPLE,
+        doc_embeddings=None,
+        **options,
+    ) -> MemorisationCheck:
         """The samples of the tokenized cache's ``train_split`` (judgements: ``qrels_path``) and of
         ``heldout_split`` (its qrels beside them), each of ``sample`` queries drawn with ``seed``; no held-out
         sample when that split's tokenized queries or qrels are missing, or it is the training split.
         ``doc_embeddings``: the ``.npy`` of fixed corpus embeddings to search (None: encode the pool)."""
         corpus = TokenizedTexts(cache_dir, "corpus")
-        train = sample_queries(TokenizedTexts(cache_dir, f"queries_{train_split}"),
-                               artifacts.read_table(artifacts.QRELS, qrels_path), corpus.row_ids, sample, seed)
+        train = sample_queries(
+            TokenizedTexts(cache_dir, f"queries_{train_split}"),
+            artifacts.read_table(artifacts.QRELS, qrels_path),
+            corpus.row_ids,
+            sample,
+            seed,
+        )
         heldout = None
         qrels = os.path.join(os.path.dirname(os.fspath(qrels_path)), f"{heldout_split}.parquet")
-        if (heldout_split and heldout_split != train_split and os.path.exists(qrels)
-                and os.path.exists(os.path.join(os.fspath(cache_dir), f"queries_{heldout_split}.ids.npy"))):
-            heldout = sample_queries(TokenizedTexts(cache_dir, f"queries_{heldout_split}"),
-                                     artifacts.read_table(artifacts.QRELS, qrels), corpus.row_ids, sample, seed)
+        if (
+            heldout_split
+            and heldout_split != train_split
+            and os.path.exists(qrels)
+            and os.path.exists(os.path.join(os.fspath(cache_dir), f"queries_{heldout_split}.ids.npy"))
+        ):
+            heldout = sample_queries(
+                TokenizedTexts(cache_dir, f"queries_{heldout_split}"),
+                artifacts.read_table(artifacts.QRELS, qrels),
+                corpus.row_ids,
+                sample,
+                seed,
+            )
         vectors = None if doc_embeddings is None else np.load(doc_embeddings, mmap_mode="r")
-        return cls(corpus, train, heldout, heldout_split=heldout_split if heldout is not None else None, seed=seed,
-                   doc_vectors=vectors, **options)
+        return cls(
+            corpus,
+            train,
+            heldout,
+            heldout_split=heldout_split if heldout is not None else None,
+            seed=seed,
+            doc_vectors=vectors,
+            **options,
+        )
 
     def on_step_end(self, trainer, step: int, row: dict) -> None:
         if step == trainer.total_steps:
             self.result = measure_memorisation(
-                trainer.model, self.corpus, self.train, self.heldout, heldout_split=self.heldout_split,
-                pool=self.pool, seed=self.seed, device=trainer.device, precision=trainer.precision,
-                batch_size=self.batch_size, doc_vectors=self.doc_vectors, candidates=self.candidates,
-                vectors=self.vectors, step=step)
+                trainer.model,
+                self.corpus,
+                self.train,
+                self.heldout,
+                heldout_split=self.heldout_split,
+                pool=self.pool,
+                seed=self.seed,
+                device=trainer.device,
+                precision=trainer.precision,
+                batch_size=self.batch_size,
+                doc_vectors=self.doc_vectors,
+                candidates=self.candidates,
+                vectors=self.vectors,
+                step=step,
+            )
             trainer.model.train()
             if trainer.replicas.is_main:
                 self._log(self.result)
@@ -257,9 +336,17 @@ class MemorisationCheck:
     @staticmethod
     def _log(result: Memorisation) -> None:
         for split, values in result.values.items():
-            log.info("memorisation check: %d %s queries, RR@10 %.4f, a relevant document first for %.1f%% (among "
-                     "%d documents)", result.queries[split], "training" if split == "train" else
-                     f"held-out '{result.heldout_split}'", values["RR@10"], 100 * values["Success@1"], result.pool)
+            log.info(
+                "memorisation check: %d %s queries, RR@10 %.4f, a relevant document first for %.1f%% (among "
+                "%d documents)",
+                result.queries[split],
+                "training" if split == "train" else f"held-out '{result.heldout_split}'",
+                values["RR@10"],
+                100 * values["Success@1"],
+                result.pool,
+            )
         if result.gap is None:
-            log.info("memorisation check: no held-out queries to compare the training queries with (a dev split, "
-                     "or the dataset's dev_from_train)")
+            log.info(
+                "memorisation check: no held-out queries to compare the training queries with (a dev split, "
+                "or the dataset's dev_from_train)"
+            )

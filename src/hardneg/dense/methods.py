@@ -87,9 +87,20 @@ class ContrastiveMethod:
     out of its loss as relevant ones are (ColBERT's triples; STAR's hard negatives without their reuse as other
     rows' negatives, ``static_hn``)."""
 
-    def __init__(self, train: TrainQueries, query_texts: TokenizedTexts, doc_texts: TokenizedTexts, *,
-                 negatives: NegativeSource | None, per_query: int, loss: str, temperature: float = 1.0,
-                 in_batch: bool = True, grad_cache_chunk: int = 0, distillation: Distillation | None = None):
+    def __init__(
+        self,
+        train: TrainQueries,
+        query_texts: TokenizedTexts,
+        doc_texts: TokenizedTexts,
+        *,
+        negatives: NegativeSource | None,
+        per_query: int,
+        loss: str,
+        temperature: float = 1.0,
+        in_batch: bool = True,
+        grad_cache_chunk: int = 0,
+        distillation: Distillation | None = None,
+    ):
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}")
         if grad_cache_chunk < 0:
@@ -101,8 +112,9 @@ class ContrastiveMethod:
         self.temperature = temperature  # scores are divided by it (e.g. 0.05 for normalised vectors)
         self.in_batch = in_batch
         if distillation is not None and self.per_query < 1:
-            raise ValueError("distillation compares each row's positive with its own negatives: it needs "
-                             "per_query >= 1")
+            raise ValueError(
+                "distillation compares each row's positive with its own negatives: it needs per_query >= 1"
+            )
         self.distillation = distillation
 
     def make_batch(self, queries: np.ndarray, rng: np.random.Generator) -> Batch:
@@ -111,8 +123,13 @@ class ContrastiveMethod:
         if self.negatives is not None and self.per_query > 0:
             parts.append(self.negatives.sample(queries, self.per_query, rng).reshape(-1))
         doc_rows = np.concatenate(parts)
-        batch = Batch(queries=queries, query_rows=self.train.query_rows[queries], doc_rows=doc_rows,
-                      positive=np.arange(len(queries)), relevant=self.train.relevance_mask(queries, doc_rows))
+        batch = Batch(
+            queries=queries,
+            query_rows=self.train.query_rows[queries],
+            doc_rows=doc_rows,
+            positive=np.arange(len(queries)),
+            relevant=self.train.relevance_mask(queries, doc_rows),
+        )
         if self.distillation is not None:
             own = doc_rows[self.own_columns(len(queries))]
             batch.teacher = self.distillation.teacher.lookup(np.asarray(queries)[:, None], own)
@@ -123,8 +140,10 @@ class ContrastiveMethod:
         query_rows = batch.query_rows[replicas.local(len(batch.query_rows))]
         doc_rows = batch.doc_rows[replicas.local(len(batch.doc_rows))]
         options = {"overhead": chunk_overhead(device), "grad_cache_rows": self.grad_cache_rows}
-        return model(queries=self.query_texts.chunked(query_rows, **options).to(device, non_blocking=True),
-                     docs=self.doc_texts.chunked(doc_rows, **options).to(device, non_blocking=True))
+        return model(
+            queries=self.query_texts.chunked(query_rows, **options).to(device, non_blocking=True),
+            docs=self.doc_texts.chunked(doc_rows, **options).to(device, non_blocking=True),
+        )
 
     def scores(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> torch.Tensor:
         """Raw scores [B, len(doc_rows)] of every query of the global batch against every document of it (at
@@ -155,9 +174,13 @@ class ContrastiveMethod:
         teacher = torch.from_numpy(batch.teacher).to(device)
         scored = ~torch.isnan(teacher)
         distill = self.distillation
-        return DISTILLATION[distill.loss](scores.gather(1, columns), teacher, scored,
-                                          teacher_temperature=distill.teacher_temperature,
-                                          student_temperature=distill.student_temperature)
+        return DISTILLATION[distill.loss](
+            scores.gather(1, columns),
+            teacher,
+            scored,
+            teacher_temperature=distill.teacher_temperature,
+            student_temperature=distill.student_temperature,
+        )
 
     def contrastive_loss(self, scores: torch.Tensor, batch: Batch, device) -> tuple[torch.Tensor, dict]:
         """The method's loss of ``scores`` (divided by the temperature already) and the batch accuracy."""

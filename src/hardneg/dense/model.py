@@ -37,9 +37,9 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from hardneg.dense import st_folder, st_layout
-from hardneg.dense.st_modules import build_layers, load_layer_weights
 from hardneg.dense.markers import SKIP, Markers, add_markers
 from hardneg.dense.pretrained import model_source
+from hardneg.dense.st_modules import build_layers, load_layer_weights
 from hardneg.io.atomic import atomic_dir
 from hardneg.schema.values import section_values
 
@@ -75,7 +75,7 @@ class ModelSpec:
     doc_prompt: str
 
     @classmethod
-    def from_params(cls, section: dict, *, where: str = "params.model") -> "ModelSpec":
+    def from_params(cls, section: dict, *, where: str = "params.model") -> ModelSpec:
         """From a validated ``params.model`` section, the keys it leaves to the model's folder settled
         (:func:`hardneg.dense.st_folder.resolve_model`, which reads the folder); ``ConfigError`` naming
         ``<where>.<key>`` for an unknown or a missing key (:func:`hardneg.pipeline.config.validate_params` fills a
@@ -93,8 +93,12 @@ def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_leng
 
     torch.manual_seed(seed)
     if spec.name == BUILTIN:
-        config = BertConfig(vocab_size=vocab_size, pad_token_id=pad_token_id,
-                            max_position_embeddings=max(512, max_length), **spec.builtin)
+        config = BertConfig(
+            vocab_size=vocab_size,
+            pad_token_id=pad_token_id,
+            max_position_embeddings=max(512, max_length),
+            **spec.builtin,
+        )
         return BertModel(config, add_pooling_layer=False)
     return AutoModel.from_pretrained(model_source(spec.name))
 
@@ -155,16 +159,28 @@ class BiEncoder(nn.Module):
     which tokenizes texts itself.
 
     ``layers``: a sentence-transformers folder's modules after its pooling (dicts of
-    :meth:`hardneg.dense.st_folder.Layer.to_json`; their weights drawn at random here). ``prompts``: ``{"query": ..., "doc": ...}``, the texts the
+    :meth:`hardneg.dense.st_folder.Layer.to_json`; their weights drawn at random here). ``prompts``: ``{"query":
+    ..., "doc": ...}``, the texts the
     tokenized cache put before every query and document (the model reads them as tokens; they are kept to be
     saved); ``prompt_lengths`` their tokens that ``include_prompt`` false leaves out of the pooling
     (:func:`prompt_length`)."""
 
-    def __init__(self, query_encoder: nn.Module, doc_encoder: nn.Module | None, *, pooling: str = "cls",
-                 projection_dim: int | None = None, normalize: bool = False, markers: Markers | None = None,
-                 query_max_length: int | None = None, doc_max_length: int | None = None,
-                 layers: list[dict] | None = None, include_prompt: bool = True, prompts: dict | None = None,
-                 prompt_lengths: dict | None = None):
+    def __init__(
+        self,
+        query_encoder: nn.Module,
+        doc_encoder: nn.Module | None,
+        *,
+        pooling: str = "cls",
+        projection_dim: int | None = None,
+        normalize: bool = False,
+        markers: Markers | None = None,
+        query_max_length: int | None = None,
+        doc_max_length: int | None = None,
+        layers: list[dict] | None = None,
+        include_prompt: bool = True,
+        prompts: dict | None = None,
+        prompt_lengths: dict | None = None,
+    ):
         super().__init__()
         if pooling not in st_folder.POOLING_MODES:
             raise ValueError(f"unknown pooling {pooling!r}")
@@ -189,7 +205,7 @@ class BiEncoder(nn.Module):
         self.doc_layers = build_layers(self.layers) if doc_encoder is not None else None
         pooled = self.layers[-1]["out_features"] if self.layers else query_encoder.config.hidden_size
         self.query_head = Head(pooled, projection_dim) if projection_dim else None
-        self.doc_head = (Head(pooled, projection_dim) if projection_dim and doc_encoder is not None else None)
+        self.doc_head = Head(pooled, projection_dim) if projection_dim and doc_encoder is not None else None
 
     @property
     def shared(self) -> bool:
@@ -197,8 +213,9 @@ class BiEncoder(nn.Module):
 
     @property
     def dim(self) -> int:
-        return self.projection_dim or (self.layers[-1]["out_features"] if self.layers else
-                                       self.query_encoder.config.hidden_size)
+        return self.projection_dim or (
+            self.layers[-1]["out_features"] if self.layers else self.query_encoder.config.hidden_size
+        )
 
     def _pool(self, hidden: torch.Tensor, mask: torch.Tensor, side: str = "query") -> torch.Tensor:
         """One vector per row of ``hidden`` [batch, tokens, dim] (its real tokens ``mask``), as
@@ -219,8 +236,9 @@ class BiEncoder(nn.Module):
         if self.pooling == "max":
             return hidden.masked_fill(weights == 0, float("-inf")).max(1).values
         if self.pooling == "weightedmean":  # position weights 1, 2, 3... from the first token
-            weights = weights * torch.arange(1, hidden.shape[1] + 1, device=hidden.device,
-                                             dtype=hidden.dtype).view(1, -1, 1)
+            weights = weights * torch.arange(1, hidden.shape[1] + 1, device=hidden.device, dtype=hidden.dtype).view(
+                1, -1, 1
+            )
             return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
         # lasttoken: the last real token (the first position when none is left)
         found, from_end = mask.flip(1).max(1)
@@ -232,8 +250,9 @@ class BiEncoder(nn.Module):
         encoder = self.query_encoder if side == "query" or self.shared else self.doc_encoder
         head = self.query_head if side == "query" or self.doc_head is None else self.doc_head
         if self.markers is not None:
-            input_ids, attention_mask = self.markers.apply(input_ids, attention_mask, side,
-                                                           encoder.config.max_position_embeddings)
+            input_ids, attention_mask = self.markers.apply(
+                input_ids, attention_mask, side, encoder.config.max_position_embeddings
+            )
         layers = self.query_layers if side == "query" or self.doc_layers is None else self.doc_layers
         hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         pooled = self._pool(hidden, attention_mask, "query" if side == "query" else "doc")
@@ -253,8 +272,17 @@ class BiEncoder(nn.Module):
             # only; the backward pass re-runs one chunk at a time, with the random state of its first run (the
             # same dropout masks), and sends the loss's gradient of the chunk's vectors through it. The gradient
             # is the step's without caching; the memory is one chunk's activations, not the batch's.
-            vectors = [checkpoint(self.encode, part["input_ids"], part["attention_mask"], side,
-                                  use_reentrant=False, preserve_rng_state=True) for part in batch.parts]
+            vectors = [
+                checkpoint(
+                    self.encode,
+                    part["input_ids"],
+                    part["attention_mask"],
+                    side,
+                    use_reentrant=False,
+                    preserve_rng_state=True,
+                )
+                for part in batch.parts
+            ]
         else:
             vectors = [self.encode(part["input_ids"], part["attention_mask"], side) for part in batch.parts]
         return torch.cat(vectors)[batch.inverse]
@@ -300,10 +328,16 @@ class BiEncoder(nn.Module):
                 heads.update({f"{name}.{k}": v.detach().cpu().contiguous() for k, v in head.state_dict().items()})
             if heads:
                 save_file(heads, str(tmp / "head.safetensors"))
-            meta = {"pooling": self.pooling, "projection_dim": self.projection_dim, "shared": self.shared,
-                    "normalize": self.normalize, "dim": self.dim,
-                    "markers": None if self.markers is None else self.markers.to_json(),
-                    "query_max_length": self.query_max_length, "doc_max_length": self.doc_max_length}
+            meta = {
+                "pooling": self.pooling,
+                "projection_dim": self.projection_dim,
+                "shared": self.shared,
+                "normalize": self.normalize,
+                "dim": self.dim,
+                "markers": None if self.markers is None else self.markers.to_json(),
+                "query_max_length": self.query_max_length,
+                "doc_max_length": self.doc_max_length,
+            }
             # a sentence-transformers folder's settings, written only where a model has them
             if self.layers:
                 meta["layers"] = self.layers
@@ -316,7 +350,7 @@ class BiEncoder(nn.Module):
                 st_layout.write_layout(tmp, self, tokenizer)
 
     @classmethod
-    def load(cls, model_dir: str | os.PathLike) -> "BiEncoder":
+    def load(cls, model_dir: str | os.PathLike) -> BiEncoder:
         from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
         from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
@@ -324,11 +358,20 @@ class BiEncoder(nn.Module):
         meta = json.loads((model_dir / "hardneg.json").read_text())
         query_encoder = AutoModel.from_pretrained(model_dir)
         doc_encoder = None if meta["shared"] else AutoModel.from_pretrained(model_dir / "doc_encoder")
-        model = cls(query_encoder, doc_encoder, pooling=meta["pooling"], projection_dim=meta["projection_dim"],
-                    normalize=meta.get("normalize", False), markers=Markers.from_json(meta.get("markers")),
-                    query_max_length=meta.get("query_max_length"), doc_max_length=meta.get("doc_max_length"),
-                    layers=meta.get("layers"), include_prompt=meta.get("include_prompt", True),
-                    prompts=meta.get("prompts"), prompt_lengths=meta.get("prompt_lengths"))
+        model = cls(
+            query_encoder,
+            doc_encoder,
+            pooling=meta["pooling"],
+            projection_dim=meta["projection_dim"],
+            normalize=meta.get("normalize", False),
+            markers=Markers.from_json(meta.get("markers")),
+            query_max_length=meta.get("query_max_length"),
+            doc_max_length=meta.get("doc_max_length"),
+            layers=meta.get("layers"),
+            include_prompt=meta.get("include_prompt", True),
+            prompts=meta.get("prompts"),
+            prompt_lengths=meta.get("prompt_lengths"),
+        )
         if (model_dir / "head.safetensors").exists():
             weights = load_file(str(model_dir / "head.safetensors"))
             for name, part in model._weighted_parts():
@@ -337,13 +380,18 @@ class BiEncoder(nn.Module):
 
     def _weighted_parts(self) -> list[tuple[str, nn.Module]]:
         """The parts after the pooling that have weights, by the name their weights have in ``head.safetensors``."""
-        parts = (("query_head", self.query_head), ("doc_head", self.doc_head), ("query_layers", self.query_layers),
-                 ("doc_layers", self.doc_layers))
+        parts = (
+            ("query_head", self.query_head),
+            ("doc_head", self.doc_head),
+            ("query_layers", self.query_layers),
+            ("doc_layers", self.doc_layers),
+        )
         return [(name, part) for name, part in parts if part is not None]
 
     @classmethod
-    def create(cls, spec: ModelSpec, *, vocab_size: int, pad_token_id: int, max_length: int, seed: int,
-               tokenizer=None) -> "BiEncoder":
+    def create(
+        cls, spec: ModelSpec, *, vocab_size: int, pad_token_id: int, max_length: int, seed: int, tokenizer=None
+    ) -> BiEncoder:
         """A fresh bi-encoder from a spec (seeded, so the same spec and seed give the same weights). With
         ``spec.markers``, ``tokenizer`` is needed and may gain the marker tokens (:func:`add_markers`): save it
         with the model."""
@@ -353,8 +401,9 @@ class BiEncoder(nn.Module):
         doc_encoder = None if spec.shared else build_backbone(spec, vocab_size, pad_token_id, max_length, seed + 1)
         markers = None
         if spec.markers:
-            markers = add_markers(tokenizer, query_encoder, spec.query_max_length + 1, seed,
-                                  augment=spec.query_augmentation)
+            markers = add_markers(
+                tokenizer, query_encoder, spec.query_max_length + 1, seed, augment=spec.query_augmentation
+            )
             if doc_encoder is not None:
                 add_markers(tokenizer, doc_encoder, spec.query_max_length + 1, seed + 1)
         folder = st_folder.model_folder(spec.name)
@@ -368,30 +417,53 @@ class BiEncoder(nn.Module):
             lengths = {side: prompt_length(tokenizer, prompt) for side, prompt in prompts.items()}
         _warn_beyond_folder_length(spec, folder)
         torch.manual_seed(seed + 2)
-        model = cls(query_encoder, doc_encoder, pooling=spec.pooling, projection_dim=spec.projection_dim,
-                    normalize=spec.normalize, markers=markers, query_max_length=spec.query_max_length,
-                    doc_max_length=spec.doc_max_length, layers=[layer.to_json() for layer in layers],
-                    include_prompt=include_prompt, prompts=prompts, prompt_lengths=lengths)
+        model = cls(
+            query_encoder,
+            doc_encoder,
+            pooling=spec.pooling,
+            projection_dim=spec.projection_dim,
+            normalize=spec.normalize,
+            markers=markers,
+            query_max_length=spec.query_max_length,
+            doc_max_length=spec.doc_max_length,
+            layers=[layer.to_json() for layer in layers],
+            include_prompt=include_prompt,
+            prompts=prompts,
+            prompt_lengths=lengths,
+        )
         if layers:
             load_layer_weights(folder, layers, [model.query_layers, model.doc_layers])
         return model
 
     @classmethod
-    def from_encoder(cls, model_dir: str | os.PathLike, spec: ModelSpec, *, seed: int) -> "BiEncoder":
+    def from_encoder(cls, model_dir: str | os.PathLike, spec: ModelSpec, *, seed: int) -> BiEncoder:
         """A bi-encoder of ``spec`` (pooling, head, normalisation) over the Hugging Face encoder saved at
         ``model_dir`` (shared by queries and documents), with the markers its folder records (``colbert.json``
         or ``hardneg.json``) when ``spec.markers``: how a TCT student starts from its ColBERT teacher's weights."""
         from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
         model_dir = Path(model_dir)
-        meta = next((json.loads((model_dir / name).read_text()) for name in ("colbert.json", "hardneg.json")
-                     if (model_dir / name).exists()), {})
+        meta = next(
+            (
+                json.loads((model_dir / name).read_text())
+                for name in ("colbert.json", "hardneg.json")
+                if (model_dir / name).exists()
+            ),
+            {},
+        )
         encoder = AutoModel.from_pretrained(model_dir)
         torch.manual_seed(seed + 2)
-        return cls(encoder, None, pooling=spec.pooling, projection_dim=spec.projection_dim, normalize=spec.normalize,
-                   markers=Markers.from_json(meta.get("markers")) if spec.markers else None,
-                   query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
-                   prompts={"query": spec.query_prompt, "doc": spec.doc_prompt})
+        return cls(
+            encoder,
+            None,
+            pooling=spec.pooling,
+            projection_dim=spec.projection_dim,
+            normalize=spec.normalize,
+            markers=Markers.from_json(meta.get("markers")) if spec.markers else None,
+            query_max_length=spec.query_max_length,
+            doc_max_length=spec.doc_max_length,
+            prompts={"query": spec.query_prompt, "doc": spec.doc_prompt},
+        )
 
 
 def _warn_beyond_folder_length(spec: ModelSpec, folder: st_folder.SentenceTransformerFolder | None) -> None:
@@ -400,16 +472,27 @@ def _warn_beyond_folder_length(spec: ModelSpec, folder: st_folder.SentenceTransf
     limit = folder.max_seq_length if folder is not None else None
     for key in ("query_max_length", "doc_max_length"):
         if limit is not None and getattr(spec, key) > limit:
-            log.warning("params.model.%s (%d) is more than the %d tokens %s reads (its max_seq_length)", key,
-                        getattr(spec, key), limit, spec.name)
+            log.warning(
+                "params.model.%s (%d) is more than the %d tokens %s reads (its max_seq_length)",
+                key,
+                getattr(spec, key),
+                limit,
+                spec.name,
+            )
 
 
 def describe(model: nn.Module) -> dict:
     if not isinstance(model, BiEncoder):
         return {"model": type(model).__name__, "parameters": sum(p.numel() for p in model.parameters())}
-    facts = {"parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim, "shared": model.shared,
-             "pooling": model.pooling, "projection_dim": model.projection_dim, "normalize": model.normalize,
-             "markers": model.markers is not None}
+    facts = {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "dim": model.dim,
+        "shared": model.shared,
+        "pooling": model.pooling,
+        "projection_dim": model.projection_dim,
+        "normalize": model.normalize,
+        "markers": model.markers is not None,
+    }
     if model.layers:
         facts["layers"] = [layer["kind"] for layer in model.layers]
     if any(model.prompts.values()):

@@ -85,7 +85,7 @@ class CardFacts:
             object.__setattr__(self, "base_model", f"{LOCAL}{'/'.join(Path(self.base_model).parts[-2:])}")
 
     @classmethod
-    def from_json(cls, data: dict) -> "CardFacts":
+    def from_json(cls, data: dict) -> CardFacts:
         names = {f.name for f in fields(cls)}
         if "config_hash" in data and "training_hash" not in data:  # a card written before the hash was so named
             data = {**data, "training_hash": data["config_hash"]}
@@ -98,9 +98,11 @@ def _base_model(facts: CardFacts) -> str:
     if name == BUILTIN:
         b = facts.builtin or {}
         layers = b.get("num_hidden_layers")
-        return (f"hardneg's built-in BERT ({layers} layer{'s' if layers != 1 else ''}, hidden size "
-                f"{b.get('hidden_size')}, {b.get('num_attention_heads')} attention heads), initialised at random "
-                f"(no pretraining), with a WordPiece vocabulary of {b.get('vocab_size')} tokens built from the corpus")
+        return (
+            f"hardneg's built-in BERT ({layers} layer{'s' if layers != 1 else ''}, hidden size "
+            f"{b.get('hidden_size')}, {b.get('num_attention_heads')} attention heads), initialised at random "
+            f"(no pretraining), with a WordPiece vocabulary of {b.get('vocab_size')} tokens built from the corpus"
+        )
     if name in HUB_IDS:
         return f"`{HUB_IDS[name]}` (hardneg's packaged copy, `{name}`)"
     if name.startswith(LOCAL):
@@ -127,8 +129,11 @@ def _runs(value) -> str:
 
 
 def _facts_table(facts: CardFacts) -> list[str]:
-    rows = [("run", f"`{facts.run}`"), ("method", f"`{facts.method}`: {facts.summary}"),
-            ("base model", _base_model(facts))]
+    rows = [
+        ("run", f"`{facts.run}`"),
+        ("method", f"`{facts.method}`: {facts.summary}"),
+        ("base model", _base_model(facts)),
+    ]
     if facts.starts_from:
         rows.append(("starts from", f"the model of run `{facts.starts_from}`"))
     if facts.inputs:
@@ -137,17 +142,32 @@ def _facts_table(facts: CardFacts) -> list[str]:
     if facts.training_queries is None:
         rows.append(("training data", f"none: this run evaluates the model as it is on {dataset}"))
     else:
-        rows.append(("training data", f"{dataset}, split `{facts.split}`: {facts.training_queries} queries with a "
-                                      f"relevant document ({facts.training_rows} training rows per epoch)"))
+        rows.append(
+            (
+                "training data",
+                f"{dataset}, split `{facts.split}`: {facts.training_queries} queries with a "
+                f"relevant document ({facts.training_rows} training rows per epoch)",
+            )
+        )
     if facts.training:
         t = facts.training
-        rows.append(("training", f"{t.get('epochs')} epoch(s), batches of {t.get('batch_size')}, learning rate "
-                                 f"{t.get('learning_rate')}, seed {facts.seed}"))
+        rows.append(
+            (
+                "training",
+                f"{t.get('epochs')} epoch(s), batches of {t.get('batch_size')}, learning rate "
+                f"{t.get('learning_rate')}, seed {facts.seed}",
+            )
+        )
     if facts.kept:
         rows.append(("checkpoint kept", _kept(facts.kept)))
-    rows.append(("training hash", f"`{facts.training_hash}` (SHA-256 of the configuration training read: method, "
-                                  "seed, dataset, inputs and training parameters; the run's config hash, in "
-                                  "metrics.json, covers the whole run)"))
+    rows.append(
+        (
+            "training hash",
+            f"`{facts.training_hash}` (SHA-256 of the configuration training read: method, "
+            "seed, dataset, inputs and training parameters; the run's config hash, in "
+            "metrics.json, covers the whole run)",
+        )
+    )
     return ["| | |", "|---|---|", *(f"| {key} | {_cell(value)} |" for key, value in rows)]
 
 
@@ -158,8 +178,7 @@ def _kept(kept: dict) -> str:
         return f"the last step's ({steps})"
     measure, value, last = kept["measure"], kept["value"], kept["last_value"]
     if kept["keep"] == "best":
-        return (f"step {step} of {steps}, the best dev {measure} ({value:.4f}; the last evaluated step's "
-                f"{last:.4f})")
+        return f"step {step} of {steps}, the best dev {measure} ({value:.4f}; the last evaluated step's {last:.4f})"
     return f"the last step's ({steps}; dev {measure} {last:.4f}; the best evaluated step was {kept['best_step']})"
 
 
@@ -174,45 +193,64 @@ def _describe_bi_encoder(meta: dict, facts: CardFacts, separator: str) -> list[s
     if meta.get("shared", True):
         lines = ["- **Encoders**: one, this folder's, reads queries and documents."]
     else:
-        lines = [f"- **Encoders**: queries are read by this folder's encoder, documents by the one in "
-                 f"`{DOC_ENCODER}/`."]
+        lines = [
+            f"- **Encoders**: queries are read by this folder's encoder, documents by the one in `{DOC_ENCODER}/`."
+        ]
     if facts.documents_of:
-        lines[-1] += (f" Only the query encoder was trained: the document encoder is run `{facts.documents_of}`'s, "
-                      "which encoded the documents of the index this run searches, so `encode_document` gives the "
-                      "vectors of that index.")
-    head = f", projected to {meta['projection_dim']} dimensions (linear, then LayerNorm)" \
-        if meta.get("projection_dim") else ""
+        lines[-1] += (
+            f" Only the query encoder was trained: the document encoder is run `{facts.documents_of}`'s, "
+            "which encoded the documents of the index this run searches, so `encode_document` gives the "
+            "vectors of that index."
+        )
+    head = (
+        f", projected to {meta['projection_dim']} dimensions (linear, then LayerNorm)"
+        if meta.get("projection_dim")
+        else ""
+    )
     norm = ", L2-normalised" if meta.get("normalize") else ""
     pooled = pooling.get(meta.get("pooling"), f"`{meta.get('pooling')}` pooling (as sentence-transformers' Pooling)")
     if meta.get("prompts") and meta.get("include_prompt") is False:
         pooled += " over the text's tokens after the prompt's"
-    lines.append(f"- **Vectors**: {meta.get('dim')} dimensions, {pooled}{_layers(meta.get('layers'))}"
-                 f"{head}{norm}; relevance is the inner product of a query's and a document's vectors.")
-    lengths = [f"{side} at {meta[key]} tokens" for side, key in (("queries", "query_max_length"),
-                                                                  ("documents", "doc_max_length")) if meta.get(key)]
+    lines.append(
+        f"- **Vectors**: {meta.get('dim')} dimensions, {pooled}{_layers(meta.get('layers'))}"
+        f"{head}{norm}; relevance is the inner product of a query's and a document's vectors."
+    )
+    lengths = [
+        f"{side} at {meta[key]} tokens"
+        for side, key in (("queries", "query_max_length"), ("documents", "doc_max_length"))
+        if meta.get(key)
+    ]
     if lengths:
         lines.append(f"- **Lengths**: texts are cut as in training, {' and '.join(lengths)}.")
     if meta.get("markers"):
-        lines.append("- **Markers**: ColBERT markers follow [CLS] (and queries are padded with [MASK]s); "
-                     "sentence-transformers' `encode_query` / `encode_document` add them (the folder's prompts).")
+        lines.append(
+            "- **Markers**: ColBERT markers follow [CLS] (and queries are padded with [MASK]s); "
+            "sentence-transformers' `encode_query` / `encode_document` add them (the folder's prompts)."
+        )
     prompts = meta.get("prompts") or {}
     if any(prompts.values()):
         shown = {side: json.dumps(prompts.get(key, "")) for side, key in (("queries", "query"), ("documents", "doc"))}
-        lines.append(f"- **Prompts**: queries are read after the prompt {shown['queries']}, documents after "
-                     f"{shown['documents']} (before the title), as the model was trained; they are the folder's "
-                     "`query` and `document` prompts.")
+        lines.append(
+            f"- **Prompts**: queries are read after the prompt {shown['queries']}, documents after "
+            f"{shown['documents']} (before the title), as the model was trained; they are the folder's "
+            "`query` and `document` prompts."
+        )
     joined = f'"title {separator} text"' if separator else '"title text"'
-    lines.append(f"- **Documents**: a document is the pair (title, text), which the tokenizer joins ({joined}, no "
-                 f"token type ids): give `encode_document` `(title, text)` tuples, or the one string {joined}, "
-                 "which tokenizes the same; a document without a title is its text alone (not `(\"\", text)`).")
+    lines.append(
+        f"- **Documents**: a document is the pair (title, text), which the tokenizer joins ({joined}, no "
+        f"token type ids): give `encode_document` `(title, text)` tuples, or the one string {joined}, "
+        'which tokenizes the same; a document without a title is its text alone (not `("", text)`).'
+    )
     lines.append(_which_call(meta))
     return lines
 
 
 def _which_call(meta: dict) -> str:
     """The card's line saying which sentence-transformers call gives which side's vectors."""
-    line = ("- **Which call gives which vectors**: sentence-transformers' `encode_query` gives the query vectors, "
-            "`encode_document` the document vectors; plain `encode` ")
+    line = (
+        "- **Which call gives which vectors**: sentence-transformers' `encode_query` gives the query vectors, "
+        "`encode_document` the document vectors; plain `encode` "
+    )
     prompted = any((meta.get("prompts") or {}).values())
     if prompted or meta.get("markers"):
         return line + f"gives neither, as it reads a text without the {'prompts' if prompted else 'marker'}."
@@ -225,64 +263,109 @@ def _layers(layers: list | None) -> str:
     """The layers a sentence-transformers folder had after its pooling, in words (empty without)."""
     if not layers:
         return ""
-    words = [f"a linear layer to {layer['out_features']} dimensions"
-             + ("" if layer.get("bias", True) else " without bias")
-             + ("" if str(layer.get("activation")).endswith(".Identity") else
-                f" then {str(layer.get('activation')).rsplit('.', 1)[-1]}") if layer["kind"] == "dense"
-             else "LayerNorm" for layer in layers]
+    words = [
+        f"a linear layer to {layer['out_features']} dimensions"
+        + ("" if layer.get("bias", True) else " without bias")
+        + (
+            ""
+            if str(layer.get("activation")).endswith(".Identity")
+            else f" then {str(layer.get('activation')).rsplit('.', 1)[-1]}"
+        )
+        if layer["kind"] == "dense"
+        else "LayerNorm"
+        for layer in layers
+    ]
     return f", through {', '.join(words)} (the base model's sentence-transformers modules after its pooling)"
 
 
 def _st_snippet(path: str) -> list[str]:
-    return ["```python", "from sentence_transformers import SentenceTransformer", "",
-            f"model = SentenceTransformer({json.dumps(path)})",
-            'queries = model.encode_query(["what is a hard negative"])',
-            'documents = model.encode_document([("Hard negatives", "documents ranked high that are not relevant"),',
-            '                                   "a document without a title is its text"])',
-            "print(model.similarity(queries, documents))  # inner products, as hardneg ranks", "```"]
+    return [
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "",
+        f"model = SentenceTransformer({json.dumps(path)})",
+        'queries = model.encode_query(["what is a hard negative"])',
+        'documents = model.encode_document([("Hard negatives", "documents ranked high that are not relevant"),',
+        '                                   "a document without a title is its text"])',
+        "print(model.similarity(queries, documents))  # inner products, as hardneg ranks",
+        "```",
+    ]
 
 
 def _transformers_snippet(path: str, meta: dict) -> list[str]:
     doc_path = path if meta.get("shared", True) else f"{path}/{DOC_ENCODER}"
     if meta.get("pooling") == "mean":
-        pool = ["    mask = batch[\"attention_mask\"].unsqueeze(-1).to(hidden.dtype)",
-                "    vectors = (hidden * mask).sum(1) / mask.sum(1)  # the mean over the text's tokens"]
+        pool = [
+            '    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)',
+            "    vectors = (hidden * mask).sum(1) / mask.sum(1)  # the mean over the text's tokens",
+        ]
     else:
         pool = ["    vectors = hidden[:, 0]  # the [CLS] token"]
-    norm = ["    return torch.nn.functional.normalize(vectors, dim=-1)"] if meta.get("normalize") else \
-        ["    return vectors"]
+    norm = (
+        ["    return torch.nn.functional.normalize(vectors, dim=-1)"]
+        if meta.get("normalize")
+        else ["    return vectors"]
+    )
     query_length, doc_length = meta.get("query_max_length") or 512, meta.get("doc_max_length") or 512
-    return ["```python", "import torch", "from transformers import AutoModel, AutoTokenizer", "",
-            f"tokenizer = AutoTokenizer.from_pretrained({json.dumps(path)})",
-            f"query_encoder = AutoModel.from_pretrained({json.dumps(path)})",
-            f"document_encoder = AutoModel.from_pretrained({json.dumps(doc_path)})", "", "",
-            "def encode(encoder, texts, max_length):",
-            "    batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length,",
-            "                      return_token_type_ids=False, return_tensors=\"pt\")",
-            "    with torch.no_grad():",
-            "        hidden = encoder(**batch).last_hidden_state", *pool, *norm, "", "",
-            f'queries = encode(query_encoder, ["what is a hard negative"], {query_length})',
-            'documents = encode(document_encoder, [("Hard negatives", "documents ranked high that are not relevant")],',
-            f"                   {doc_length})",
-            "print(queries @ documents.T)", "```"]
+    return [
+        "```python",
+        "import torch",
+        "from transformers import AutoModel, AutoTokenizer",
+        "",
+        f"tokenizer = AutoTokenizer.from_pretrained({json.dumps(path)})",
+        f"query_encoder = AutoModel.from_pretrained({json.dumps(path)})",
+        f"document_encoder = AutoModel.from_pretrained({json.dumps(doc_path)})",
+        "",
+        "",
+        "def encode(encoder, texts, max_length):",
+        "    batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length,",
+        '                      return_token_type_ids=False, return_tensors="pt")',
+        "    with torch.no_grad():",
+        "        hidden = encoder(**batch).last_hidden_state",
+        *pool,
+        *norm,
+        "",
+        "",
+        f'queries = encode(query_encoder, ["what is a hard negative"], {query_length})',
+        'documents = encode(document_encoder, [("Hard negatives", "documents ranked high that are not relevant")],',
+        f"                   {doc_length})",
+        "print(queries @ documents.T)",
+        "```",
+    ]
 
 
 def _how_to_load(folder: Path, path: str, meta: dict | None, separator: str) -> list[str]:
     if meta is None:
-        return ["## How to load", "",
-                "This folder is not a bi-encoder (a re-ranking model: `hardneg.json` is missing); "
-                f"`AutoModel.from_pretrained({json.dumps(path)})` loads its encoder, and the method's own model class, named "
-                "by the folder's JSON file, loads the rest."]
+        return [
+            "## How to load",
+            "",
+            "This folder is not a bi-encoder (a re-ranking model: `hardneg.json` is missing); "
+            f"`AutoModel.from_pretrained({json.dumps(path)})` loads its encoder, and the method's own model "
+            f"class, named "
+            "by the folder's JSON file, loads the rest.",
+        ]
     lines = ["## How to load", "", f"### sentence-transformers ({REQUIREMENT})", "", *_st_snippet(path), ""]
-    unread = ("ColBERT markers" if meta.get("markers") else "projection head (`head.safetensors`)"
-              if meta.get("projection_dim") else "layers after the pooling" if meta.get("layers") else
-              "prompts" if any((meta.get("prompts") or {}).values()) else
-              f"`{meta.get('pooling')}` pooling" if meta.get("pooling") not in ("cls", "mean") else None)
+    unread = (
+        "ColBERT markers"
+        if meta.get("markers")
+        else "projection head (`head.safetensors`)"
+        if meta.get("projection_dim")
+        else "layers after the pooling"
+        if meta.get("layers")
+        else "prompts"
+        if any((meta.get("prompts") or {}).values())
+        else f"`{meta.get('pooling')}` pooling"
+        if meta.get("pooling") not in ("cls", "mean")
+        else None
+    )
     if unread:
-        lines += ["### transformers", "",
-                  f"`AutoModel.from_pretrained({json.dumps(path)})` loads the query encoder; the {unread} "
-                  "are not read by it: load the folder with sentence-transformers or with "
-                  "`hardneg.dense.model.BiEncoder.load` to get the run's vectors."]
+        lines += [
+            "### transformers",
+            "",
+            f"`AutoModel.from_pretrained({json.dumps(path)})` loads the query encoder; the {unread} "
+            "are not read by it: load the folder with sentence-transformers or with "
+            "`hardneg.dense.model.BiEncoder.load` to get the run's vectors.",
+        ]
     else:
         lines += ["### transformers", "", *_transformers_snippet(path, meta)]
     return lines
@@ -292,20 +375,31 @@ def _how_to_load(folder: Path, path: str, meta: dict | None, separator: str) -> 
 def _metrics_section(facts: CardFacts, metrics: dict | None) -> list[str]:
     source = Layout(facts.results).metrics(facts.run)
     if not metrics:
-        return ["## Metrics", "",
-                f"Not known when this model was saved: the run's evaluation writes them to `{source}`."]
-    lines = ["## Metrics", "",
-             f"On split `{metrics.get('split')}` of dataset `{metrics.get('dataset')}` "
-             f"({metrics.get('num_queries')} judged queries), from `{source}`:", "",
-             "| measure | value |", "|---|---|"]
-    lines += [f"| {name} | {value:.4f} |" if isinstance(value, (int, float)) else f"| {name} | {value} |"
-              for name, value in (metrics.get("measures") or {}).items()]
+        return [
+            "## Metrics",
+            "",
+            f"Not known when this model was saved: the run's evaluation writes them to `{source}`.",
+        ]
+    lines = [
+        "## Metrics",
+        "",
+        f"On split `{metrics.get('split')}` of dataset `{metrics.get('dataset')}` "
+        f"({metrics.get('num_queries')} judged queries), from `{source}`:",
+        "",
+        "| measure | value |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| {name} | {value:.4f} |" if isinstance(value, (int, float)) else f"| {name} | {value} |"
+        for name, value in (metrics.get("measures") or {}).items()
+    ]
     return lines
 
 
 # ------------------------------------------------------------------------------------------------- the card
-def render_model_card(folder: str | os.PathLike, facts: CardFacts, *, path: str | None = None,
-                      metrics: dict | None = None) -> str:
+def render_model_card(
+    folder: str | os.PathLike, facts: CardFacts, *, path: str | None = None, metrics: dict | None = None
+) -> str:
     """The text of the model card of the model saved in ``folder``.
 
     :param folder: the saved model folder (its ``hardneg.json`` and tokenizer are read).
@@ -323,24 +417,35 @@ def render_model_card(folder: str | os.PathLike, facts: CardFacts, *, path: str 
         from hardneg.dense.tokenizer import load_tokenizer  # transformers: imported only where a tokenizer is used
 
         separator = pair_separator(load_tokenizer(folder))
-    front = {"library_name": "sentence-transformers" if meta is not None else "transformers",
-             "pipeline_tag": "sentence-similarity" if meta is not None else "feature-extraction",
-             "tags": ["hardneg", "dense-retrieval", facts.method]}
+    front = {
+        "library_name": "sentence-transformers" if meta is not None else "transformers",
+        "pipeline_tag": "sentence-similarity" if meta is not None else "feature-extraction",
+        "tags": ["hardneg", "dense-retrieval", facts.method],
+    }
     hub = _hub_id(facts.base_model)
     if hub:
         front["base_model"] = hub
     front["hardneg"] = asdict(facts)
     kind = "dense retriever (bi-encoder)" if meta is not None else "model"
-    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip("\n"), "---", "",
-             f"# {facts.run}: a {kind} trained by hardneg", "", *_facts_table(facts), ""]
+    lines = [
+        "---",
+        yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip("\n"),
+        "---",
+        "",
+        f"# {facts.run}: a {kind} trained by hardneg",
+        "",
+        *_facts_table(facts),
+        "",
+    ]
     if meta is not None:
         lines += ["## The model", "", *_describe_bi_encoder(meta, facts, separator), ""]
     lines += [*_how_to_load(folder, path, meta, separator), "", *_metrics_section(facts, metrics)]
     return "\n".join(lines) + "\n"
 
 
-def write_model_card(folder: str | os.PathLike, facts: CardFacts, *, path: str | None = None,
-                     metrics: dict | None = None) -> Path:
+def write_model_card(
+    folder: str | os.PathLike, facts: CardFacts, *, path: str | None = None, metrics: dict | None = None
+) -> Path:
     """Write ``folder/README.md`` (:func:`render_model_card`), atomically.
 
     :param folder: the saved model folder.

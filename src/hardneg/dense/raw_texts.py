@@ -45,8 +45,12 @@ class RawTexts:
         missing = [value for value in wanted if value not in found]
         if missing:
             noun = "query" if self.kind is artifacts.QUERIES else "document"
-            raise DataError(self.path, None, f"{noun} {missing[0]!r} is not in this file"
-                            + (f" ({len(missing)} such {noun}s)" if len(missing) > 1 else ""))
+            raise DataError(
+                self.path,
+                None,
+                f"{noun} {missing[0]!r} is not in this file"
+                + (f" ({len(missing)} such {noun}s)" if len(missing) > 1 else ""),
+            )
         return found
 
 
@@ -54,8 +58,9 @@ class TokenizedWithRaw(TokenizedTexts):
     """A tokenized text set of the cache (``name`` in ``cache_dir``) and, as ``raw``, the :class:`RawTexts` of the
     dataset file it was tokenized from (``kind``: QUERIES for a ``queries_<split>`` set, CORPUS for ``corpus``)."""
 
-    def __init__(self, cache_dir: str | os.PathLike, name: str, source: str | os.PathLike,
-                 kind: artifacts.ArtifactKind):
+    def __init__(
+        self, cache_dir: str | os.PathLike, name: str, source: str | os.PathLike, kind: artifacts.ArtifactKind
+    ):
         super().__init__(cache_dir, name)
         self.raw = RawTexts(source, kind)
 

@@ -15,8 +15,16 @@ from hardneg.io.rankings import RunWriter
 log = logging.getLogger(__name__)
 
 
-def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=None, seed: int = 0,
-                      threads: int | None = None, key: str = "index.factory") -> None:
+def build_index_stage(
+    embeddings_path,
+    factory: str,
+    index_path,
+    *,
+    train_size=None,
+    seed: int = 0,
+    threads: int | None = None,
+    key: str = "index.factory",
+) -> None:
     """Stage function: build the ``factory`` index over a corpus embedding matrix and save it atomically.
 
     The matrix is read block by block: only the index holds the vectors.
@@ -45,9 +53,24 @@ def build_index_stage(embeddings_path, factory: str, index_path, *, train_size=N
     save_index(index, index_path)
 
 
-def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path, *, run_path, trec_path,
-                       query_npy, query_ids, top_k: int, search_params=None, batch_size: int = 256,
-                       tag: str = "dense", device: str = "auto", precision: str = "fp32") -> int:
+def dense_search_split(
+    model_dir,
+    cache_dir,
+    split: str,
+    index_path,
+    docids_path,
+    *,
+    run_path,
+    trec_path,
+    query_npy,
+    query_ids,
+    top_k: int,
+    search_params=None,
+    batch_size: int = 256,
+    tag: str = "dense",
+    device: str = "auto",
+    precision: str = "fp32",
+) -> int:
     """Stage function: encode one split's queries, search the index, write the run and the query embeddings.
 
     Queries are searched one batch at a time and each batch's ranking is written as it comes
@@ -87,13 +110,21 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     """
     from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
     from hardneg.dense.trainer import resolve_device
+
     # Faiss: imported only where an index is built or searched
     from hardneg.index import load_index, set_search_params
 
     texts = TokenizedTexts(cache_dir, f"queries_{split}")
     model = BiEncoder.load(model_dir)
-    vectors = encode_rows(model, texts, np.arange(len(texts)), "query", batch_size=batch_size,
-                          device=resolve_device(device), precision=precision)
+    vectors = encode_rows(
+        model,
+        texts,
+        np.arange(len(texts)),
+        "query",
+        batch_size=batch_size,
+        device=resolve_device(device),
+        precision=precision,
+    )
     save_embeddings(vectors, texts.row_ids, query_npy, query_ids)
     index = load_index(index_path)
     set_search_params(index, search_params)
@@ -103,8 +134,9 @@ def dense_search_split(model_dir, cache_dir, split: str, index_path, docids_path
     return rows
 
 
-def write_search_run(index, vectors: np.ndarray, qids, docids, top_k: int, run_path, *, trec_path=None,
-                     tag: str = "dense") -> int:
+def write_search_run(
+    index, vectors: np.ndarray, qids, docids, top_k: int, run_path, *, trec_path=None, tag: str = "dense"
+) -> int:
     """Search ``index`` (a faiss index, or :class:`hardneg.index.streamed.StreamedFlat`) with the query
     ``vectors`` and write each batch's ranking as it comes (RUN Parquet at ``run_path``, TREC at ``trec_path``
     unless None), so the whole run is never in memory; ``qids`` name the vectors' rows, ``docids`` the index's.

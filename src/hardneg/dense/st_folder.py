@@ -66,9 +66,14 @@ ST_CONFIG = "config_sentence_transformers.json"
 TRANSFORMER_CONFIG = "sentence_bert_config.json"
 POOLING_MODES = ("cls", "mean", "max", "lasttoken", "weightedmean", "mean_sqrt_len_tokens")
 # the Pooling config's keys before sentence-transformers 5.x named one mode (pooling_mode)
-_OLD_POOLING_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max",
-                     "pooling_mode_mean_tokens": "mean", "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
-                     "pooling_mode_weightedmean_tokens": "weightedmean", "pooling_mode_lasttoken": "lasttoken"}
+_OLD_POOLING_KEYS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
 DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")  # encode_document's candidates, in its order
 TANH = "torch.nn.modules.activation.Tanh"  # a Dense module's activation when its config names none
 EMBEDDING = "sentence_embedding"  # the feature the modules after the pooling read and write
@@ -90,8 +95,13 @@ class Layer:
     activation: str | None = None
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "in_features": self.in_features, "out_features": self.out_features,
-                "bias": self.bias, "activation": self.activation}
+        return {
+            "kind": self.kind,
+            "in_features": self.in_features,
+            "out_features": self.out_features,
+            "bias": self.bias,
+            "activation": self.activation,
+        }
 
 
 @dataclass(frozen=True)
@@ -123,8 +133,11 @@ class SentenceTransformerFolder:
         Normalize."""
         kinds = [kind for _, kind in self.modules]
         if not kinds or kinds[0] != "Transformer" or self.modules[0][0] not in ("", "."):
-            raise ConfigError(where, f"{self.location}: the first module of {MODULES} is not a Transformer at the "
-                                     "folder's root, the only encoder hardneg reads")
+            raise ConfigError(
+                where,
+                f"{self.location}: the first module of {MODULES} is not a Transformer at the "
+                "folder's root, the only encoder hardneg reads",
+            )
         layers, stage = [], 0  # stage: 0 before the Pooling, 1 after it, 2 after Normalize
         for path, kind in self.modules[1:]:
             if kind == "Pooling" and stage == 0:
@@ -134,9 +147,12 @@ class SentenceTransformerFolder:
             elif kind == "Normalize" and stage == 1:
                 stage = 2
             else:
-                raise ConfigError(where, f"{self.location}: module {path or '.'!r} of {MODULES} ({kind}) is not one "
-                                         "a hardneg bi-encoder holds there: it reads a Transformer, a Pooling, "
-                                         "Dense and LayerNorm modules, then Normalize, in that order")
+                raise ConfigError(
+                    where,
+                    f"{self.location}: module {path or '.'!r} of {MODULES} ({kind}) is not one "
+                    "a hardneg bi-encoder holds there: it reads a Transformer, a Pooling, "
+                    "Dense and LayerNorm modules, then Normalize, in that order",
+                )
         if stage == 0:
             raise ConfigError(where, f"{self.location}: {MODULES} has no Pooling module")
         return layers
@@ -147,14 +163,20 @@ class SentenceTransformerFolder:
             return Layer("layer_norm", path, config["dimension"], config["dimension"])
         names = {config.get("module_input_name", EMBEDDING), config.get("module_output_name") or EMBEDDING}
         if names != {EMBEDDING}:
-            raise ConfigError(where, f"{self.location}: Dense module {path!r} reads or writes {sorted(names)}, "
-                                     f"not the sentence embedding")
+            raise ConfigError(
+                where,
+                f"{self.location}: Dense module {path!r} reads or writes {sorted(names)}, not the sentence embedding",
+            )
         activation = config.get("activation_function") or TANH
         if not activation.startswith("torch.nn."):
-            raise ConfigError(where, f"{self.location}: Dense module {path!r} names the activation {activation!r}; "
-                                     "hardneg builds torch.nn classes only")
-        return Layer("dense", path, config["in_features"], config["out_features"], bool(config.get("bias", True)),
-                     activation)
+            raise ConfigError(
+                where,
+                f"{self.location}: Dense module {path!r} names the activation {activation!r}; "
+                "hardneg builds torch.nn classes only",
+            )
+        return Layer(
+            "dense", path, config["in_features"], config["out_features"], bool(config.get("bias", True)), activation
+        )
 
 
 def _local(name: str, where: str = "params.model.name") -> str | None:
@@ -225,8 +247,9 @@ def _max_seq_length(location: str, transformer: dict, where: str, hub: bool) -> 
     return length
 
 
-def read_folder(location: str, *, where: str = "params.model.name",
-                hub: bool = False) -> SentenceTransformerFolder | None:
+def read_folder(
+    location: str, *, where: str = "params.model.name", hub: bool = False
+) -> SentenceTransformerFolder | None:
     """The sentence-transformers folder at ``location`` (a hub name with ``hub``), or None when it has no
     ``modules.json`` (a plain Hugging Face folder). ConfigError naming ``where`` for a file that is not JSON."""
     modules = _read_json(location, MODULES, where, hub=hub)
@@ -234,8 +257,9 @@ def read_folder(location: str, *, where: str = "params.model.name",
         return None
     if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
         raise ConfigError(where, f"{location}: {MODULES} is not a list of modules with their type")
-    listed = tuple((str(m.get("path", "")), _class_name(m["type"]))
-                   for m in sorted(modules, key=lambda m: m.get("idx", 0)))
+    listed = tuple(
+        (str(m.get("path", "")), _class_name(m["type"])) for m in sorted(modules, key=lambda m: m.get("idx", 0))
+    )
     transformer = {}
     if listed[0][1] == "Transformer":
         transformer = _read_json(location, os.path.join(listed[0][0], TRANSFORMER_CONFIG), where, hub=hub) or {}
@@ -250,10 +274,17 @@ def read_folder(location: str, *, where: str = "params.model.name",
     if not isinstance(prompts, dict) or not all(isinstance(v, (str, type(None))) for v in prompts.values()):
         raise ConfigError(where, f"{location}: the prompts of {ST_CONFIG} are not a mapping of names to texts")
     return SentenceTransformerFolder(
-        location=location, modules=listed, transformer=transformer, pooling=pooling, include_prompt=include_prompt,
-        normalize=any(kind == "Normalize" for _, kind in listed), prompts=dict(prompts),
+        location=location,
+        modules=listed,
+        transformer=transformer,
+        pooling=pooling,
+        include_prompt=include_prompt,
+        normalize=any(kind == "Normalize" for _, kind in listed),
+        prompts=dict(prompts),
         similarity=config.get("similarity_fn_name"),
-        max_seq_length=_max_seq_length(location, transformer, where, hub), hub=hub)
+        max_seq_length=_max_seq_length(location, transformer, where, hub),
+        hub=hub,
+    )
 
 
 def folder_file(folder: SentenceTransformerFolder, relative: str) -> str | None:
@@ -269,8 +300,9 @@ def _local_folder(location: str, where: str) -> SentenceTransformerFolder | None
     return read_folder(location, where=where)
 
 
-def model_folder(name: str, *, where: str = "params.model.name",
-                 download: bool = True) -> SentenceTransformerFolder | None:
+def model_folder(
+    name: str, *, where: str = "params.model.name", download: bool = True
+) -> SentenceTransformerFolder | None:
     """The sentence-transformers folder ``params.model.name`` names, or None: the built-in model, a folder
     without ``modules.json``, or (without ``download``) a hub name."""
     if name == BUILTIN:
@@ -290,8 +322,11 @@ def resolve_model(section: dict, *, where: str = "params.model", download: bool 
     if out.get("pooling") == "auto":
         mode = DEFAULT_POOLING if folder is None or folder.pooling is None else folder.pooling
         if mode not in POOLING_MODES:
-            raise ConfigError(f"{where}.pooling", f"the pooling of {folder.location} ({mode}) is not one hardneg "
-                                                  f"has ({', '.join(POOLING_MODES)}): set one")
+            raise ConfigError(
+                f"{where}.pooling",
+                f"the pooling of {folder.location} ({mode}) is not one hardneg "
+                f"has ({', '.join(POOLING_MODES)}): set one",
+            )
         out["pooling"] = mode
     if out.get("normalize") == "auto":
         out["normalize"] = DEFAULT_NORMALIZE if folder is None else (folder.normalize or folder.similarity == "cosine")
@@ -299,8 +334,11 @@ def resolve_model(section: dict, *, where: str = "params.model", download: bool 
         if out.get(key) is None and key in out:
             out[key] = folder.prompt(side) if folder is not None else ""
     if out.get("markers") and (out.get("query_prompt") or out.get("doc_prompt")):
-        raise ConfigError(f"{where}.markers", "ColBERT markers take the place of prompts: set query_prompt and "
-                                              "doc_prompt to \"\" (the model's folder has prompts), or markers: false")
+        raise ConfigError(
+            f"{where}.markers",
+            "ColBERT markers take the place of prompts: set query_prompt and "
+            'doc_prompt to "" (the model\'s folder has prompts), or markers: false',
+        )
     return out
 
 

@@ -79,7 +79,7 @@ def pair_separator(tokenizer) -> str:
     sequence = encoding.sequence_ids
     first_end = max(i for i, s in enumerate(sequence) if s == 0)
     second_start = min(i for i, s in enumerate(sequence) if s == 1)
-    return " ".join(encoding.tokens[first_end + 1:second_start])
+    return " ".join(encoding.tokens[first_end + 1 : second_start])
 
 
 def prompt_tokenizer(tokenizer, markers: Markers | None):
@@ -99,8 +99,7 @@ def prompt_tokenizer(tokenizer, markers: Markers | None):
     if not missing:
         return tokenizer
     tokenizer = copy.deepcopy(tokenizer)
-    tokenizer.add_tokens([AddedToken(token, special=True, normalized=False) for token in missing],
-                         special_tokens=True)
+    tokenizer.add_tokens([AddedToken(token, special=True, normalized=False) for token in missing], special_tokens=True)
     if tokenizer.convert_tokens_to_ids(tokens) != ids:
         raise ValueError(f"the marker tokens {tokens} changed ids when made special tokens")
     return tokenizer
@@ -138,13 +137,20 @@ def transformer_config(model: BiEncoder, encoder: nn.Module, tasks: list[str], t
     from hardneg.dense.tokenizer import lowercasing_step  # pyarrow: the tokenizer module reads corpora
 
     length = lengths(model, encoder)
-    config = {"max_seq_length": length[tasks[0]], "do_lower_case": lowercasing_step(tokenizer),
-              **{f"{task}_length": length[task] for task in tasks},
-              "processing_kwargs": {"text": {"return_token_type_ids": False}}}
+    config = {
+        "max_seq_length": length[tasks[0]],
+        "do_lower_case": lowercasing_step(tokenizer),
+        **{f"{task}_length": length[task] for task in tasks},
+        "processing_kwargs": {"text": {"return_token_type_ids": False}},
+    }
     markers = model.markers
     if markers is not None and markers.augment and "query" in tasks:
-        config["query_expansion"] = {"strategy": "fixed", "attend": True, "length": markers.query_length,
-                                     "token": tokenizer.convert_ids_to_tokens(markers.mask)}
+        config["query_expansion"] = {
+            "strategy": "fixed",
+            "attend": True,
+            "length": markers.query_length,
+            "token": tokenizer.convert_ids_to_tokens(markers.mask),
+        }
     return {key: value for key, value in config.items() if value is not None}
 
 
@@ -171,19 +177,34 @@ def _write_pooling(folder: Path, model: BiEncoder) -> None:
         include_prompt = model.pooling != "mean"
     else:
         include_prompt = model.include_prompt
-    _write_json(folder / "config.json", {
-        "embedding_dimension": model.query_encoder.config.hidden_size, "pooling_mode": model.pooling,
-        "include_prompt": include_prompt})
+    _write_json(
+        folder / "config.json",
+        {
+            "embedding_dimension": model.query_encoder.config.hidden_size,
+            "pooling_mode": model.pooling,
+            "include_prompt": include_prompt,
+        },
+    )
 
 
 def _write_dense(folder: Path, path: str, linear: nn.Linear, activation: str) -> tuple[str, str]:
     """A ``Dense`` module of ``linear`` and ``activation`` (a torch class path) in ``folder/path``."""
     from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
 
-    _write_json(folder / path / "config.json", {"in_features": linear.in_features, "out_features": linear.out_features,
-                                                "bias": linear.bias is not None, "activation_function": activation})
-    save_file({f"linear.{key}": value.detach().cpu().contiguous() for key, value in linear.state_dict().items()},
-              str(folder / path / "model.safetensors"), metadata={"format": "pt"})
+    _write_json(
+        folder / path / "config.json",
+        {
+            "in_features": linear.in_features,
+            "out_features": linear.out_features,
+            "bias": linear.bias is not None,
+            "activation_function": activation,
+        },
+    )
+    save_file(
+        {f"linear.{key}": value.detach().cpu().contiguous() for key, value in linear.state_dict().items()},
+        str(folder / path / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     return path, DENSE
 
 
@@ -192,21 +213,28 @@ def _write_layer_norm(folder: Path, path: str, norm: nn.LayerNorm) -> tuple[str,
     from safetensors.torch import save_file  # safetensors (torch): imported only where weights are read or written
 
     _write_json(folder / path / "config.json", {"dimension": norm.normalized_shape[0]})
-    save_file({f"norm.{key}": value.detach().cpu().contiguous() for key, value in norm.state_dict().items()},
-              str(folder / path / "model.safetensors"), metadata={"format": "pt"})
+    save_file(
+        {f"norm.{key}": value.detach().cpu().contiguous() for key, value in norm.state_dict().items()},
+        str(folder / path / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     return path, LAYER_NORM
 
 
-def _write_after_pooling(folder: Path, prefix: str, model: BiEncoder, layers: nn.Module | None,
-                         head: Head | None) -> list[tuple[str, str]]:
+def _write_after_pooling(
+    folder: Path, prefix: str, model: BiEncoder, layers: nn.Module | None, head: Head | None
+) -> list[tuple[str, str]]:
     """The modules after the pooling (module 1): the model's ``layers`` (a folder's ``Dense`` and ``LayerNorm``,
     :attr:`BiEncoder.layers`), then ``head`` as a ``Dense`` (identity activation) and a ``LayerNorm``, in the
     folders ``<prefix><index>_Dense`` / ``<prefix><index>_LayerNorm`` from index 2; their (folder, type)."""
     modules = []
     for config, layer in zip(model.layers, layers if layers is not None else []):
         path = f"{prefix}{2 + len(modules)}_{'Dense' if config['kind'] == 'dense' else 'LayerNorm'}"
-        modules.append(_write_dense(folder, path, layer.linear, config["activation"]) if config["kind"] == "dense"
-                       else _write_layer_norm(folder, path, layer.norm))
+        modules.append(
+            _write_dense(folder, path, layer.linear, config["activation"])
+            if config["kind"] == "dense"
+            else _write_layer_norm(folder, path, layer.norm)
+        )
     if head is not None:
         modules.append(_write_dense(folder, f"{prefix}{2 + len(modules)}_Dense", head.linear, IDENTITY))
         modules.append(_write_layer_norm(folder, f"{prefix}{2 + len(modules)}_LayerNorm", head.norm))
@@ -221,16 +249,23 @@ def _write_router(folder: Path, model: BiEncoder, tokenizer) -> None:
     types, routes = {}, {}
     doc_head = model.query_head if model.doc_head is None else model.doc_head  # as BiEncoder.encode
     doc_layers = model.query_layers if model.doc_layers is None else model.doc_layers
-    for task, encoder, path, layers, head in (("query", model.query_encoder, ".", model.query_layers, model.query_head),
-                                              ("document", model.doc_encoder, DOC_ENCODER, doc_layers, doc_head)):
+    for task, encoder, path, layers, head in (
+        ("query", model.query_encoder, ".", model.query_layers, model.query_head),
+        ("document", model.doc_encoder, DOC_ENCODER, doc_layers, doc_head),
+    ):
         _write_json(folder / path / "sentence_bert_config.json", transformer_config(model, encoder, [task], tokenizer))
         modules = [(path, TRANSFORMER), (pooling, POOLING)]
         modules += _write_after_pooling(folder, f"{task}_", model, layers, head)
         types.update(modules)
         routes[task] = [path for path, _ in modules]
-    _write_json(folder / "router_config.json", {
-        "types": types, "structure": routes,
-        "parameters": {"default_route": "document", "allow_empty_key": True, "route_mappings": {}}})
+    _write_json(
+        folder / "router_config.json",
+        {
+            "types": types,
+            "structure": routes,
+            "parameters": {"default_route": "document", "allow_empty_key": True, "route_mappings": {}},
+        },
+    )
 
 
 def write_layout(folder: str | Path, model: BiEncoder, tokenizer) -> None:
@@ -239,15 +274,26 @@ def write_layout(folder: str | Path, model: BiEncoder, tokenizer) -> None:
     ``config_sentence_transformers.json``, each encoder's ``sentence_bert_config.json``, the pooling, head and
     normalisation modules, and ``router_config.json`` when the encoders are separate (see the module docstring)."""
     folder = Path(folder)
-    _write_json(folder / "config_sentence_transformers.json", {
-        "model_type": "SentenceTransformer", "prompts": prompts(model, tokenizer), "default_prompt_name": None,
-        "similarity_fn_name": "dot",  # hardneg's relevance is the inner product
-        "requirements": {"sentence_transformers": {
-            "specifier": REQUIREMENT,
-            "reason": "the layout sets per-task lengths and query expansion, also in a Router's encoders"}}})
+    _write_json(
+        folder / "config_sentence_transformers.json",
+        {
+            "model_type": "SentenceTransformer",
+            "prompts": prompts(model, tokenizer),
+            "default_prompt_name": None,
+            "similarity_fn_name": "dot",  # hardneg's relevance is the inner product
+            "requirements": {
+                "sentence_transformers": {
+                    "specifier": REQUIREMENT,
+                    "reason": "the layout sets per-task lengths and query expansion, also in a Router's encoders",
+                }
+            },
+        },
+    )
     if model.shared:
-        _write_json(folder / "sentence_bert_config.json",
-                    transformer_config(model, model.query_encoder, ["document", "query"], tokenizer))
+        _write_json(
+            folder / "sentence_bert_config.json",
+            transformer_config(model, model.query_encoder, ["document", "query"], tokenizer),
+        )
         _write_pooling(folder / "1_Pooling", model)
         modules = [("", TRANSFORMER), ("1_Pooling", POOLING)]
         modules += _write_after_pooling(folder, "", model, model.query_layers, model.query_head)
@@ -256,8 +302,12 @@ def write_layout(folder: str | Path, model: BiEncoder, tokenizer) -> None:
         modules = [("", ROUTER)]
     if model.normalize:
         path = f"{len(modules)}_Normalize"
-        _write_json(folder / path / "config.json",
-                    {"module_input_name": "sentence_embedding", "module_output_name": "sentence_embedding"})
+        _write_json(
+            folder / path / "config.json",
+            {"module_input_name": "sentence_embedding", "module_output_name": "sentence_embedding"},
+        )
         modules.append((path, NORMALIZE))
-    _write_json(folder / "modules.json", [{"idx": i, "name": str(i), "path": path, "type": kind}
-                                          for i, (path, kind) in enumerate(modules)])
+    _write_json(
+        folder / "modules.json",
+        [{"idx": i, "name": str(i), "path": path, "type": kind} for i, (path, kind) in enumerate(modules)],
+    )

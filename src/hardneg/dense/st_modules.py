@@ -53,12 +53,19 @@ def build_layers(layers: list[dict]) -> nn.Sequential | None:
     :meth:`hardneg.dense.st_folder.Layer.to_json`), weights drawn at random; None when there are none."""
     if not layers:
         return None
-    return nn.Sequential(*(DenseLayer(layer["in_features"], layer["out_features"], layer["bias"], layer["activation"])
-                           if layer["kind"] == "dense" else NormLayer(layer["out_features"]) for layer in layers))
+    return nn.Sequential(
+        *(
+            DenseLayer(layer["in_features"], layer["out_features"], layer["bias"], layer["activation"])
+            if layer["kind"] == "dense"
+            else NormLayer(layer["out_features"])
+            for layer in layers
+        )
+    )
 
 
-def load_layer_weights(folder: st_folder.SentenceTransformerFolder, layers: list[st_folder.Layer],
-                       modules: list[nn.Sequential | None]) -> None:
+def load_layer_weights(
+    folder: st_folder.SentenceTransformerFolder, layers: list[st_folder.Layer], modules: list[nn.Sequential | None]
+) -> None:
     """Give each of ``modules`` (a :func:`build_layers` of ``layers``) the weights ``folder`` holds for them
     (each layer's ``model.safetensors``, else ``pytorch_model.bin``)."""
     from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
@@ -68,12 +75,17 @@ def load_layer_weights(folder: st_folder.SentenceTransformerFolder, layers: list
         for name in ("model.safetensors", "pytorch_model.bin"):
             path = st_folder.folder_file(folder, f"{layer.path}/{name}")
             if path is not None:
-                weights = load_file(path) if name.endswith(".safetensors") else \
-                    torch.load(path, map_location="cpu", weights_only=True)
+                weights = (
+                    load_file(path)
+                    if name.endswith(".safetensors")
+                    else torch.load(path, map_location="cpu", weights_only=True)
+                )
                 break
         if weights is None:
-            raise ConfigError("params.model.name", f"{folder.location}: module {layer.path!r} has no weights "
-                                                   "(model.safetensors or pytorch_model.bin)")
+            raise ConfigError(
+                "params.model.name",
+                f"{folder.location}: module {layer.path!r} has no weights (model.safetensors or pytorch_model.bin)",
+            )
         for sequence in modules:
             if sequence is not None:
                 sequence[index].load_state_dict(weights)

@@ -33,8 +33,11 @@ EVENT_FILE_PREFIX = "events.out.tfevents."
 def scalars(row: dict) -> dict[str, float]:
     """The numeric columns of a step's log row as TensorBoard scalars: every finite number but ``step`` (the
     x-axis), booleans left out."""
-    return {key: float(value) for key, value in row.items()
-            if key != "step" and isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)}
+    return {
+        key: float(value)
+        for key, value in row.items()
+        if key != "step" and isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+    }
 
 
 def _event_files(log_dir: Path) -> list[Path]:
@@ -44,7 +47,7 @@ def _event_files(log_dir: Path) -> list[Path]:
 def _created_at(path: Path) -> int:
     """The creation second TensorBoard writes into an event file's name (events.out.tfevents.<seconds>.<host>...)."""
     try:
-        return int(path.name[len(EVENT_FILE_PREFIX):].split(".", 1)[0])
+        return int(path.name[len(EVENT_FILE_PREFIX) :].split(".", 1)[0])
     except ValueError:
         return 0
 
@@ -78,8 +81,11 @@ class TensorBoardLog:
         until = min(newest + 1, time.time() + 2)  # a file dated in the future (clock change) is not waited for
         while time.time() < until:
             time.sleep(0.05)
-        log.info("TensorBoard log resumed at step %d (%s); later steps of the interrupted attempt are dropped",
-                 first_step, self.log_dir)
+        log.info(
+            "TensorBoard log resumed at step %d (%s); later steps of the interrupted attempt are dropped",
+            first_step,
+            self.log_dir,
+        )
         return SummaryWriter(str(self.log_dir), purge_step=first_step)
 
     def on_step_end(self, trainer, step: int, row: dict) -> None:
@@ -91,8 +97,11 @@ class TensorBoardLog:
             self.writer.add_scalar(name, value, step)
         if step >= trainer.total_steps:
             self.close()
-        elif (step % self.log_every == 0 or stop.requested()
-              or (self.checkpoint_every and step % self.checkpoint_every == 0)):
+        elif (
+            step % self.log_every == 0
+            or stop.requested()
+            or (self.checkpoint_every and step % self.checkpoint_every == 0)
+        ):
             self.writer.flush()
 
     def close(self) -> None:

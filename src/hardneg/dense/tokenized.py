@@ -121,8 +121,8 @@ def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length:
     for id_chunk, first, second in batches:
         chunk_ids, chunk_len, chunk_cut = encode_chunk(tokenizer, first, second, max_length, prompt)
         matrix.write(chunk_ids)
-        lengths[cursor:cursor + len(chunk_ids)] = chunk_len
-        cut[cursor:cursor + len(chunk_ids)] = chunk_cut
+        lengths[cursor : cursor + len(chunk_ids)] = chunk_len
+        cut[cursor : cursor + len(chunk_ids)] = chunk_cut
         if chunk_cut.any():
             inputs = _inputs(first, second, prompt)
             sample += [inputs[i] for i in np.flatnonzero(chunk_cut)]
@@ -140,12 +140,23 @@ def _write_set(tokenizer, path: Path, name: str, batches, rows: int, max_length:
     whole = _full_lengths(tokenizer, sample) if sample else np.zeros(0, np.int64)
     num_cut = int(cut.sum())
     fit = length_quantiles(lengths[~cut], whole, num_cut)
-    return {"rows": rows, "max_length": max_length, "cut": num_cut,
-            "fit": {f"{q:g}": length for q, length in zip(LENGTH_QUANTILES, fit)}}
+    return {
+        "rows": rows,
+        "max_length": max_length,
+        "cut": num_cut,
+        "fit": {f"{q:g}": length for q, length in zip(LENGTH_QUANTILES, fit)},
+    }
 
 
-def truncation_warning(facts: dict, what: str, noun: str, setting: str, *, model_limit: int | None = None,
-                       threshold: float = TRUNCATION_WARN_SHARE) -> str | None:
+def truncation_warning(
+    facts: dict,
+    what: str,
+    noun: str,
+    setting: str,
+    *,
+    model_limit: int | None = None,
+    threshold: float = TRUNCATION_WARN_SHARE,
+) -> str | None:
     """The console warning for one text set's truncation ``facts`` (an entry of ``truncation`` in the cache's
     ``cache.json``), or None when at most ``threshold`` of the set is cut. ``what`` names the set (e.g.
     "'train' queries of dataset X"), ``noun`` its texts ("queries"), ``setting`` the maximum-length key
@@ -156,9 +167,11 @@ def truncation_warning(facts: dict, what: str, noun: str, setting: str, *, model
     (low_q, low), (high_q, high) = list(facts["fit"].items())[0], list(facts["fit"].items())[-1]
     low_pct, high_pct = f"{100 * float(low_q):g}%", f"{100 * float(high_q):g}%"
     advice = _length_advice(setting, high, f"{high_pct} of them", model_limit)
-    return (f"{num_cut:,} of {rows:,} {what} ({100 * num_cut / rows:.1f}%) are longer than {setting} "
-            f"{facts['max_length']} tokens and are cut.\n{low_pct} of the {noun} fit in {low} tokens, {high_pct} in "
-            f"{high}: {advice}")
+    return (
+        f"{num_cut:,} of {rows:,} {what} ({100 * num_cut / rows:.1f}%) are longer than {setting} "
+        f"{facts['max_length']} tokens and are cut.\n{low_pct} of the {noun} fit in {low} tokens, {high_pct} in "
+        f"{high}: {advice}"
+    )
 
 
 def _length_advice(setting: str, length: int, kept: str, model_limit: int | None) -> str:
@@ -169,8 +182,9 @@ def _length_advice(setting: str, length: int, kept: str, model_limit: int | None
     return f"set params.model.{setting}: {length} to keep {kept} whole."
 
 
-def query_truncation_warning(facts: dict[str, dict], where: str = "", *, model_limit: int | None = None,
-                             threshold: float = TRUNCATION_WARN_SHARE) -> str | None:
+def query_truncation_warning(
+    facts: dict[str, dict], where: str = "", *, model_limit: int | None = None, threshold: float = TRUNCATION_WARN_SHARE
+) -> str | None:
     """The console warning for the query splits of one dataset (``facts``: split → its truncation facts, as
     :func:`truncation_warning` takes them), or None when at most ``threshold`` of each split is cut: the queries cut
     in all, each split's share, and one ``query_max_length`` for the collection, the one that keeps the most
@@ -186,9 +200,11 @@ def query_truncation_warning(facts: dict[str, dict], where: str = "", *, model_l
     low_pct, high_pct = f"{100 * float(low_q):g}%", f"{100 * float(high_q):g}%"
     splits = ", ".join(f"'{split}': {f['cut']:,} of {f['rows']:,}" for split, f in shown.items() if f["cut"])
     advice = _length_advice("query_max_length", high, f"{high_pct} of every split's queries", model_limit)
-    return (f"{num_cut:,} of {rows:,} queries{where} ({100 * num_cut / rows:.1f}%) are longer than query_max_length "
-            f"{max_length} tokens and are cut ({splits}).\n{low_pct} of each split's queries fit in {low} tokens, "
-            f"{high_pct} in {high}: {advice}")
+    return (
+        f"{num_cut:,} of {rows:,} queries{where} ({100 * num_cut / rows:.1f}%) are longer than query_max_length "
+        f"{max_length} tokens and are cut ({splits}).\n{low_pct} of each split's queries fit in {low} tokens, "
+        f"{high_pct} in {high}: {advice}"
+    )
 
 
 def _model_limit(tokenizer) -> int | None:
@@ -196,10 +212,19 @@ def _model_limit(tokenizer) -> int | None:
     return int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else None
 
 
-def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathLike,
-                queries: dict[str, str | os.PathLike], out_dir: str | os.PathLike, *, doc_max_length: int,
-                query_max_length: int, exclude_empty: bool = False, dataset: str | None = None,
-                query_prompt: str | None = "", doc_prompt: str | None = "") -> dict:
+def build_cache(
+    tokenizer_source: str | os.PathLike,
+    corpus_path: str | os.PathLike,
+    queries: dict[str, str | os.PathLike],
+    out_dir: str | os.PathLike,
+    *,
+    doc_max_length: int,
+    query_max_length: int,
+    exclude_empty: bool = False,
+    dataset: str | None = None,
+    query_prompt: str | None = "",
+    doc_prompt: str | None = "",
+) -> dict:
     """Tokenize the corpus and each split's queries into ``out_dir`` (written whole, then renamed into place).
 
     ``query_prompt`` / ``doc_prompt``: put before each query / document (see the module docstring); None: the
@@ -230,11 +255,11 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
         rows = corpus.metadata.num_rows - (len(empty) if exclude_empty else 0)
         if rows == 0:
             raise DataError(corpus_path, None, "every document is empty (no title, no text): nothing to encode")
-        truncation["corpus"] = _write_set(tokenizer, tmp, "corpus", corpus_batches(), rows, doc_max_length,
-                                          doc_prompt)
+        truncation["corpus"] = _write_set(tokenizer, tmp, "corpus", corpus_batches(), rows, doc_max_length, doc_prompt)
         if exclude_empty and empty:
-            log.info("left %d empty documents out of the tokenized corpus (e.g. %s)", len(empty),
-                     ", ".join(empty[:EXAMPLES]))
+            log.info(
+                "left %d empty documents out of the tokenized corpus (e.g. %s)", len(empty), ", ".join(empty[:EXAMPLES])
+            )
         for split, path in queries.items():
             table = artifacts.read_table(artifacts.QUERIES, path)
 
@@ -243,22 +268,28 @@ def build_cache(tokenizer_source: str | os.PathLike, corpus_path: str | os.PathL
                     part = table.slice(lo, _CHUNK)
                     yield part["qid"].to_pylist(), part["text"].to_pylist(), None
 
-            truncation[f"queries_{split}"] = _write_set(tokenizer, tmp, f"queries_{split}", query_batches(),
-                                                        table.num_rows, query_max_length, query_prompt)
-        facts = {"tokenizer": str(tokenizer_source), "doc_max_length": doc_max_length,
-                 "query_max_length": query_max_length, "pad_token_id": tokenizer.pad_token_id,
-                 "vocab_size": len(tokenizer),
-                 "empty_documents": {"count": len(empty), "docids": empty[:EXAMPLES], "excluded": bool(exclude_empty)},
-                 "truncation": truncation}
+            truncation[f"queries_{split}"] = _write_set(
+                tokenizer, tmp, f"queries_{split}", query_batches(), table.num_rows, query_max_length, query_prompt
+            )
+        facts = {
+            "tokenizer": str(tokenizer_source),
+            "doc_max_length": doc_max_length,
+            "query_max_length": query_max_length,
+            "pad_token_id": tokenizer.pad_token_id,
+            "vocab_size": len(tokenizer),
+            "empty_documents": {"count": len(empty), "docids": empty[:EXAMPLES], "excluded": bool(exclude_empty)},
+            "truncation": truncation,
+        }
         if query_prompt or doc_prompt:  # a cache without prompts records none, as before there were any
             facts["prompts"] = {"query": query_prompt, "doc": doc_prompt}
         (tmp / "cache.json").write_text(json.dumps(facts, indent=2) + "\n")
     where = f" of dataset {dataset}" if dataset else ""
     limit = _model_limit(tokenizer)
-    queries_facts = {name[len("queries_"):]: f for name, f in truncation.items() if name != "corpus"}
-    for message in (truncation_warning(truncation["corpus"], f"documents{where}", "documents", "doc_max_length",
-                                       model_limit=limit),
-                    query_truncation_warning(queries_facts, where, model_limit=limit)):
+    queries_facts = {name[len("queries_") :]: f for name, f in truncation.items() if name != "corpus"}
+    for message in (
+        truncation_warning(truncation["corpus"], f"documents{where}", "documents", "doc_max_length", model_limit=limit),
+        query_truncation_warning(queries_facts, where, model_limit=limit),
+    ):
         if message:
             console(message)
     return facts
@@ -275,8 +306,9 @@ def chunk_overhead(device) -> int:
     return GPU_CHUNK_OVERHEAD_TOKENS if str(device).startswith("cuda") else CHUNK_OVERHEAD_TOKENS
 
 
-def length_chunks(lengths: np.ndarray, *, granularity: int = CHUNK_GRANULARITY,
-                  overhead: int = CHUNK_OVERHEAD_TOKENS) -> list[np.ndarray]:
+def length_chunks(
+    lengths: np.ndarray, *, granularity: int = CHUNK_GRANULARITY, overhead: int = CHUNK_OVERHEAD_TOKENS
+) -> list[np.ndarray]:
     """Split texts of ``lengths`` into length-homogeneous chunks: the positions of each chunk (longest texts
     first). The texts are sorted by length, longest first (ties in position order), and cut into runs whose
     sizes are multiples of ``granularity``, chosen to minimise the padded tokens of all chunks plus
@@ -309,7 +341,7 @@ def cap_rows(chunks: list[np.ndarray], max_rows: int | None) -> list[np.ndarray]
         return chunks
     if max_rows < 1:
         raise ValueError(f"max_rows must be positive, got {max_rows}")
-    return [chunk[lo:lo + max_rows] for chunk in chunks for lo in range(0, len(chunk), max_rows)]
+    return [chunk[lo : lo + max_rows] for chunk in chunks for lo in range(0, len(chunk), max_rows)]
 
 
 class Chunked:
@@ -323,9 +355,12 @@ class Chunked:
     def __init__(self, parts: list[dict], inverse, *, recompute: bool = False):
         self.parts, self.inverse, self.recompute = parts, inverse, recompute
 
-    def to(self, device, non_blocking: bool = False) -> "Chunked":
-        return Chunked([{k: v.to(device, non_blocking=non_blocking) for k, v in part.items()} for part in self.parts],
-                       self.inverse.to(device, non_blocking=non_blocking), recompute=self.recompute)
+    def to(self, device, non_blocking: bool = False) -> Chunked:
+        return Chunked(
+            [{k: v.to(device, non_blocking=non_blocking) for k, v in part.items()} for part in self.parts],
+            self.inverse.to(device, non_blocking=non_blocking),
+            recompute=self.recompute,
+        )
 
     def __len__(self) -> int:
         return len(self.inverse)
@@ -354,8 +389,14 @@ class TokenizedTexts:
         mask = (torch.arange(width)[None, :] < torch.from_numpy(self.lengths[rows].astype(np.int64))[:, None]).long()
         return {"input_ids": ids, "attention_mask": mask}
 
-    def chunked(self, rows: np.ndarray, *, granularity: int = CHUNK_GRANULARITY,
-                overhead: int = CHUNK_OVERHEAD_TOKENS, grad_cache_rows: int | None = None) -> "Chunked":
+    def chunked(
+        self,
+        rows: np.ndarray,
+        *,
+        granularity: int = CHUNK_GRANULARITY,
+        overhead: int = CHUNK_OVERHEAD_TOKENS,
+        grad_cache_rows: int | None = None,
+    ) -> Chunked:
         """The texts of ``rows`` as length-homogeneous chunks (:func:`length_chunks`): far less padding than one
         block padded to the longest text when lengths vary. Encoding the chunks and reordering the outputs with
         ``inverse`` gives the vectors of one padded block, up to floating-point rounding (attention masks
@@ -367,17 +408,26 @@ class TokenizedTexts:
         import torch  # torch: imported only where a model or tensor is used
 
         rows = np.asarray(rows)
-        chunks = cap_rows(length_chunks(self.lengths[rows], granularity=granularity, overhead=overhead),
-                          grad_cache_rows)
+        chunks = cap_rows(
+            length_chunks(self.lengths[rows], granularity=granularity, overhead=overhead), grad_cache_rows
+        )
         order = np.concatenate(chunks)
         inverse = np.empty_like(order)
         inverse[order] = np.arange(len(order))
-        return Chunked([self.batch(rows[positions]) for positions in chunks], torch.from_numpy(inverse),
-                       recompute=grad_cache_rows is not None)
+        return Chunked(
+            [self.batch(rows[positions]) for positions in chunks],
+            torch.from_numpy(inverse),
+            recompute=grad_cache_rows is not None,
+        )
 
 
-def cache_key(tokenizer_source: str, doc_max_length: int, query_max_length: int, query_prompt: str | None = "",
-              doc_prompt: str | None = "") -> str:
+def cache_key(
+    tokenizer_source: str,
+    doc_max_length: int,
+    query_max_length: int,
+    query_prompt: str | None = "",
+    doc_prompt: str | None = "",
+) -> str:
     """A folder name for one (tokenizer, lengths, prompts) combination. The prompts (:func:`build_cache`'s; None:
     the model folder's own, read by the job) add ``-p<digest>``; a cache without prompts has none."""
     digest = hashlib.sha256(str(tokenizer_source).encode()).hexdigest()[:10]

@@ -45,8 +45,15 @@ def _alphabet(texts, normalizer) -> list[str]:
     return sorted(c for c in normalised if not c.isspace())
 
 
-def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, *, query_paths=(),
-                    vocab_size: int = 32000, lowercase: bool = True, min_frequency: int = 1) -> int:
+def train_wordpiece(
+    corpus_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    query_paths=(),
+    vocab_size: int = 32000,
+    lowercase: bool = True,
+    min_frequency: int = 1,
+) -> int:
     """Train a BERT-style WordPiece tokenizer on the corpus (titles and texts) and on ``query_paths`` (the
     training queries: their words are part of what the model learns) and save it as a Hugging Face tokenizer
     folder, atomically. Returns the vocabulary size reached.
@@ -73,8 +80,9 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
     learner = pipeline(models.WordPiece(unk_token="[UNK]"))
     alphabet = _alphabet(_texts(corpus_path, query_paths), learner.normalizer)
     seeded = SPECIAL_TOKENS + alphabet + ["##" + c for c in alphabet]
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=seeded, show_progress=False)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=seeded, show_progress=False
+    )
     learner.train_from_iterator(_texts(corpus_path, query_paths), trainer=trainer)
     learnt = learner.get_vocab()
     ordered = SPECIAL_TOKENS + sorted(token for token in learnt if token not in SPECIAL_TOKENS)
@@ -84,14 +92,27 @@ def train_wordpiece(corpus_path: str | os.PathLike, out_dir: str | os.PathLike, 
     tokenizer.add_special_tokens(SPECIAL_TOKENS)
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
-                                   model_max_length=512, do_lower_case=lowercase)
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=512,
+        do_lower_case=lowercase,
+    )
     with atomic_dir(out_dir) as tmp:
         fast.save_pretrained(tmp)
-    log.info("trained a WordPiece vocabulary of %d tokens (alphabet of %d characters)", tokenizer.get_vocab_size(),
-             len(alphabet))
+    log.info(
+        "trained a WordPiece vocabulary of %d tokens (alphabet of %d characters)",
+        tokenizer.get_vocab_size(),
+        len(alphabet),
+    )
     return tokenizer.get_vocab_size()
 
 

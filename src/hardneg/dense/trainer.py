@@ -106,7 +106,7 @@ class TrainConfig:
     seed: int
 
     @classmethod
-    def from_params(cls, section: dict, seed: int, *, where: str = "params.train") -> "TrainConfig":
+    def from_params(cls, section: dict, seed: int, *, where: str = "params.train") -> TrainConfig:
         """From a validated ``params.train`` section; ``ConfigError`` naming ``<where>.<key>`` for an unknown
         or a missing key (:func:`hardneg.pipeline.config.validate_params` fills a hand-written section's defaults)."""
         names = [f.name for f in fields(cls) if f.name != "seed"]
@@ -179,7 +179,8 @@ class WallClock:
 
 @dataclass(frozen=True)
 class Window:
-    """A part of a longer training (an episode, :mod:`hardneg.pipeline.episodes`): the learning-rate schedule and the data
+    """A part of a longer training (an episode, :mod:`hardneg.pipeline.episodes`): the learning-rate schedule and
+    the data
     order are those of ``total_steps`` optimiser steps (as many epochs as they take, the last one cut short), and
     this job trains from step ``start`` to step ``stop``. ``start_state``: the trainer state at step ``start``
     (what the previous part wrote; None when ``start`` is 0); at step ``stop`` the state is written to
@@ -194,8 +195,10 @@ class Window:
 
     def __post_init__(self):
         if not 0 <= self.start < self.stop <= self.total_steps:
-            raise ValueError(f"a training window needs 0 <= start < stop <= total_steps, got {self.start}, "
-                             f"{self.stop}, {self.total_steps}")
+            raise ValueError(
+                f"a training window needs 0 <= start < stop <= total_steps, got {self.start}, "
+                f"{self.stop}, {self.total_steps}"
+            )
         if (self.start_state is None) != (self.start == 0):
             raise ValueError("a training window starting after step 0 continues a trainer state, and only it does")
 
@@ -212,9 +215,20 @@ class Trainer:
     only a part of a longer training (:class:`Window`).
     """
 
-    def __init__(self, model: torch.nn.Module, method, sampler, config: TrainConfig, *,
-                 checkpoint_dir: str | os.PathLike, fingerprint: str, device: str = "auto", callbacks=(),
-                 replicas: Replicas = SINGLE, window: "Window | None" = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        method,
+        sampler,
+        config: TrainConfig,
+        *,
+        checkpoint_dir: str | os.PathLike,
+        fingerprint: str,
+        device: str = "auto",
+        callbacks=(),
+        replicas: Replicas = SINGLE,
+        window: Window | None = None,
+    ):
         self.model, self.method, self.sampler, self.config = model, method, sampler, config
         self.window = window
         self.checkpoint_dir = Path(checkpoint_dir)
@@ -230,8 +244,9 @@ class Trainer:
     # ------------------------------------------------------------------------------------------- events
     def _event_targets(self) -> list:
         """The method first, then the callbacks in order (plain functions as ``on_step_end`` events)."""
-        return [self.method] + [c if hasattr(c, "on_step_end") or hasattr(c, "on_epoch_start") else _StepFunction(c)
-                                for c in self.callbacks]
+        return [self.method] + [
+            c if hasattr(c, "on_step_end") or hasattr(c, "on_epoch_start") else _StepFunction(c) for c in self.callbacks
+        ]
 
     def _fire(self, event: str, *args) -> None:
         for target in self._event_targets():
@@ -248,8 +263,10 @@ class Trainer:
         batches = [np.asarray(b) for b in self.replicas.broadcast(batches)]
         expected = self.sampler.num_batches(epoch)
         if len(batches) != expected:
-            raise RuntimeError(f"the sampler gave {len(batches)} batches for epoch {epoch}; its num_batches "
-                               f"said {expected} (the learning-rate schedule was planned with that)")
+            raise RuntimeError(
+                f"the sampler gave {len(batches)} batches for epoch {epoch}; its num_batches "
+                f"said {expected} (the learning-rate schedule was planned with that)"
+            )
         return batches[:count]
 
     def _epochs(self) -> list[int]:
@@ -271,8 +288,9 @@ class Trainer:
         return precision.autocast(self.device, self.precision)
 
     def _save(self, state: dict) -> None:
-        checkpoint.save_checkpoint(self.checkpoint_dir, state, fingerprint=self.fingerprint,
-                                   format=CHECKPOINT_FORMAT, step=state["step"])
+        checkpoint.save_checkpoint(
+            self.checkpoint_dir, state, fingerprint=self.fingerprint, format=CHECKPOINT_FORMAT, step=state["step"]
+        )
         log.info("checkpoint at step %d (%s)", state["step"], self.checkpoint_dir)
 
     def _load(self) -> dict | None:
@@ -328,8 +346,10 @@ class Trainer:
         if state is None and window is not None and window.start_state is not None:
             state = window.start_state
             if state["step"] != window.start:
-                raise RuntimeError(f"the trainer state to continue is at step {state['step']}, not at step "
-                                   f"{window.start} where this part of the training starts")
+                raise RuntimeError(
+                    f"the trainer state to continue is at step {state['step']}, not at step "
+                    f"{window.start} where this part of the training starts"
+                )
             log.info("continuing the trainer state of step %d", window.start)
         if state is not None:
             model.load_state_dict(state["model"])
@@ -381,7 +401,9 @@ class Trainer:
                     scaled = loss * replicas.world if replicas.distributed else loss
                     scaler.scale(scaled / config.grad_accumulation).backward()
                     backward_ended = time.perf_counter()
-                parts = dict(getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started})
+                parts = dict(
+                    getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started}
+                )
                 parts["backward"] = backward_ended - backward_started
                 for part, seconds in parts.items():
                     clock.add(part, seconds)
@@ -400,8 +422,13 @@ class Trainer:
                 events_started = time.perf_counter()
                 clock.add("optimizer", events_started - update_started)
                 step = self.step = step + 1
-                row = {"step": step, "epoch": epoch, "loss": float(np.mean(pending)),
-                       "lr": float(scheduler.get_last_lr()[0]), "grad_norm": float(grad_norm)}
+                row = {
+                    "step": step,
+                    "epoch": epoch,
+                    "loss": float(np.mean(pending)),
+                    "lr": float(scheduler.get_last_lr()[0]),
+                    "grad_norm": float(grad_norm),
+                }
                 for key in pending_stats[0]:
                     row[key] = float(np.mean([s[key] for s in pending_stats]))
                 pending, pending_stats = [], []
@@ -411,53 +438,92 @@ class Trainer:
                 now = time.perf_counter()
                 clock.add("events", now - events_started)
                 clock.add("step", now - last_step_end)
-                self.timings.append({"step": step, **step_parts, "optimizer": events_started - update_started,
-                                     "events": now - events_started, "seconds": now - last_step_end})
+                self.timings.append(
+                    {
+                        "step": step,
+                        **step_parts,
+                        "optimizer": events_started - update_started,
+                        "events": now - events_started,
+                        "seconds": now - last_step_end,
+                    }
+                )
                 step_parts = {}
                 clock.steps, last_step_end = clock.steps + 1, now
                 if step % config.log_every == 0 or step == total_steps:
                     per_step = (clock.totals["step"] - last_logged[1]) / max(step - last_logged[0], 1)
-                    logs.progress(log, "step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s "
-                                  "left)", step, total_steps, epoch, row["loss"], row["lr"], row["grad_norm"],
-                                  per_step, _duration(per_step * (last_step - step)), last=step == last_step,
-                                  done=step, total=total_steps)
+                    logs.progress(
+                        log,
+                        "step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s left)",
+                        step,
+                        total_steps,
+                        epoch,
+                        row["loss"],
+                        row["lr"],
+                        row["grad_norm"],
+                        per_step,
+                        _duration(per_step * (last_step - step)),
+                        last=step == last_step,
+                        done=step,
+                        total=total_steps,
+                    )
                     last_logged = (step, clock.totals["step"])
                 else:
                     logs.tick(step, total_steps, f"loss {row['loss']:.4f}")
                 if step == last_step:
                     break
                 stopping = replicas.max(stop.requested() or 0)  # every rank stops after the same step
-                if step < total_steps and (stopping or (config.checkpoint_every and step % config.checkpoint_every == 0)):
+                if step < total_steps and (
+                    stopping or (config.checkpoint_every and step % config.checkpoint_every == 0)
+                ):
                     if replicas.is_main:
                         self._save(self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows))
                     replicas.barrier()
                 if stopping and step < total_steps:
-                    log.warning("stopped after step %d of %d; the checkpoint is saved and a re-run resumes from it",
-                                step, total_steps)
+                    log.warning(
+                        "stopped after step %d of %d; the checkpoint is saved and a re-run resumes from it",
+                        step,
+                        total_steps,
+                    )
                     raise stop.StopRequested(stopping)
         if window is not None:
             if replicas.is_main:  # the state the next part continues, written to a temporary folder and renamed
                 from hardneg.io.atomic import atomic_dir
 
                 with atomic_dir(window.stop_state) as folder:
-                    checkpoint.save_checkpoint(folder, self._checkpoint(model, optimizer, scheduler, scaler, micro,
-                                                                        step, rows),
-                                               fingerprint=window.fingerprint, format=CHECKPOINT_FORMAT, step=step)
+                    checkpoint.save_checkpoint(
+                        folder,
+                        self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows),
+                        fingerprint=window.fingerprint,
+                        format=CHECKPOINT_FORMAT,
+                        step=step,
+                    )
             replicas.barrier()
         if clock.steps:
-            log.info("wall-clock seconds per step, mean of the %d steps of this process: %s", clock.steps,
-                     clock.describe())
+            log.info(
+                "wall-clock seconds per step, mean of the %d steps of this process: %s", clock.steps, clock.describe()
+            )
         model.eval()
         return rows
 
     def _checkpoint(self, model, optimizer, scheduler, scaler, micro: int, step: int, rows: list[dict]) -> dict:
-        return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "python_rng": random.getstate(), "numpy_rng": np.random.get_state(),
-                "micro": micro, "step": step, "log": rows, "epoch": self.epoch, "batches": self.batches,
-                "sampler": _state_of(self.sampler), "method": _state_of(self.method),
-                "callbacks": [_state_of(c) for c in self.callbacks]}
+        return {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "scaler": scaler.state_dict(),
+            "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            "python_rng": random.getstate(),
+            "numpy_rng": np.random.get_state(),
+            "micro": micro,
+            "step": step,
+            "log": rows,
+            "epoch": self.epoch,
+            "batches": self.batches,
+            "sampler": _state_of(self.sampler),
+            "method": _state_of(self.method),
+            "callbacks": [_state_of(c) for c in self.callbacks],
+        }
 
     def discard_checkpoint(self) -> None:
         if self.replicas.is_main:

@@ -97,8 +97,15 @@ def outcomes(values: np.ndarray, reference: np.ndarray, measure: str) -> tuple[i
     return wins, ties, len(differences) - wins - ties
 
 
-def compare_runs(values: Mapping[str, pd.Series], measure: str, *, correction: str = "holm",
-                 resamples: int = RESAMPLES, seed: int = SEED, sources: Mapping[str, str] | None = None) -> Comparison:
+def compare_runs(
+    values: Mapping[str, pd.Series],
+    measure: str,
+    *,
+    correction: str = "holm",
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    sources: Mapping[str, str] | None = None,
+) -> Comparison:
     """Compare runs query by query on ``measure``: each run after the first against the first.
 
     :param values: run → its per-query values of ``measure`` (index: query id), the reference run first; at least
@@ -114,6 +121,7 @@ def compare_runs(values: Mapping[str, pd.Series], measure: str, *, correction: s
     :raises ValueError: an unknown correction.
     """
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
     runs = list(values)
@@ -125,11 +133,14 @@ def compare_runs(values: Mapping[str, pd.Series], measure: str, *, correction: s
     for run in runs[1:]:
         if set(values[run].index) != set(queries):
             only = sorted(set(values[run].index) ^ set(queries))
-            raise HardnegError(f"runs {reference} ({sources.get(reference, reference)}) and {run} "
-                               f"({sources.get(run, run)}) were evaluated on other queries (e.g. {only[0]!r} is in "
-                               f"one only): a paired comparison needs the same queries")
-    frame = pd.DataFrame({run: values[run].reindex(queries).to_numpy(np.float64) for run in runs},
-                         index=pd.Index(queries, name="qid"))
+            raise HardnegError(
+                f"runs {reference} ({sources.get(reference, reference)}) and {run} "
+                f"({sources.get(run, run)}) were evaluated on other queries (e.g. {only[0]!r} is in "
+                f"one only): a paired comparison needs the same queries"
+            )
+    frame = pd.DataFrame(
+        {run: values[run].reindex(queries).to_numpy(np.float64) for run in runs}, index=pd.Index(queries, name="qid")
+    )
     base = frame[reference].to_numpy()
     tests = {run: paired_tests(frame[run].to_numpy(), base, resamples=resamples, seed=seed) for run in runs[1:]}
     p_t = correct([tests[run].p_t for run in runs[1:]], correction)
@@ -138,9 +149,22 @@ def compare_runs(values: Mapping[str, pd.Series], measure: str, *, correction: s
     for i, run in enumerate(runs[1:]):
         test = tests[run]
         mean, reference_mean = float(frame[run].mean()), float(frame[reference].mean())
-        rows.append(RunComparison(run, reference, mean, reference_mean, mean - reference_mean,
-                                  *outcomes(frame[run].to_numpy(), base, measure), test.t, test.p_t,
-                                  test.p_randomisation, float(p_t[i]), float(p_rand[i]), test.effect_size))
+        rows.append(
+            RunComparison(
+                run,
+                reference,
+                mean,
+                reference_mean,
+                mean - reference_mean,
+                *outcomes(frame[run].to_numpy(), base, measure),
+                test.t,
+                test.p_t,
+                test.p_randomisation,
+                float(p_t[i]),
+                float(p_rand[i]),
+                test.effect_size,
+            )
+        )
     return Comparison(measure, frame, tuple(rows), correction, resamples, seed)
 
 
@@ -160,31 +184,56 @@ def table_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     empty), as the terminal and the page show it: the mean, Δ, wins/ties/losses, t, the two p-values raw and
     corrected (p rand.: the randomisation test), d_z."""
     name = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "uncorrected"}[comparison.correction]
-    header = ["run", f"mean {comparison.measure}", f"Δ vs {comparison.reference}", "wins/ties/losses", "t",
-              "p t-test", "p rand.", f"p t-test {name}", f"p rand. {name}", "d_z"]
+    header = [
+        "run",
+        f"mean {comparison.measure}",
+        f"Δ vs {comparison.reference}",
+        "wins/ties/losses",
+        "t",
+        "p t-test",
+        "p rand.",
+        f"p t-test {name}",
+        f"p rand. {name}",
+        "d_z",
+    ]
     first = comparison.values[comparison.reference]
     rows = [[comparison.reference, number_text(float(first.mean()), comparison.measure)] + [""] * (len(header) - 2)]
     for row in comparison.rows:
-        rows.append([row.run, number_text(row.mean, comparison.measure),
-                     number_text(row.delta, comparison.measure, signed=True),
-                     f"{row.wins}/{row.ties}/{row.losses}", "–" if math.isnan(row.t) else f"{row.t:.3f}",
-                     p_text(row.p_t), p_text(row.p_randomisation), p_text(row.p_t_corrected), p_text(row.p_randomisation_corrected),
-                     "–" if math.isnan(row.effect_size) else f"{row.effect_size:+.3f}"])
+        rows.append(
+            [
+                row.run,
+                number_text(row.mean, comparison.measure),
+                number_text(row.delta, comparison.measure, signed=True),
+                f"{row.wins}/{row.ties}/{row.losses}",
+                "–" if math.isnan(row.t) else f"{row.t:.3f}",
+                p_text(row.p_t),
+                p_text(row.p_randomisation),
+                p_text(row.p_t_corrected),
+                p_text(row.p_randomisation_corrected),
+                "–" if math.isnan(row.effect_size) else f"{row.effect_size:+.3f}",
+            ]
+        )
     return header, rows
 
 
 def method_note(comparison: Comparison) -> str:
     """One paragraph saying what the table's tests are, as the terminal and the page print it under the table."""
     better = "fewer is better" if lower_is_better(comparison.measure) else "higher is better"
-    correction = {"holm": "Holm's step-down correction", "bonferroni": "Bonferroni's correction",
-                  "none": "no correction"}[comparison.correction]
+    correction = {
+        "holm": "Holm's step-down correction",
+        "bonferroni": "Bonferroni's correction",
+        "none": "no correction",
+    }[comparison.correction]
     tests = len(comparison.rows)
-    return (f"{comparison.num_queries} queries, paired by query id; Δ = run - {comparison.reference} ({better}); "
-            f"wins/ties/losses count the queries where the run is better than, equal to (within "
-            f"{TIE_TOLERANCE:g}) or worse than {comparison.reference}. Two-sided tests of the per-query differences: "
-            f"the paired t-test (scipy.stats.ttest_rel) and the randomisation test (p rand.; "
-            f"scipy.stats.permutation_test, sign flips of the differences, {comparison.resamples} resamples with seed {comparison.seed}, exact "
-            f"when 2^queries is fewer). Corrected p-values: {correction} over the {tests} "
-            f"comparison{'s' if tests != 1 else ''} against {comparison.reference}, each kind of test apart. "
-            f"d_z = mean difference / standard deviation of the differences (Cohen's d for paired samples). "
-            f"– : no test (every difference 0).")
+    return (
+        f"{comparison.num_queries} queries, paired by query id; Δ = run - {comparison.reference} ({better}); "
+        f"wins/ties/losses count the queries where the run is better than, equal to (within "
+        f"{TIE_TOLERANCE:g}) or worse than {comparison.reference}. Two-sided tests of the per-query differences: "
+        f"the paired t-test (scipy.stats.ttest_rel) and the randomisation test (p rand.; "
+        f"scipy.stats.permutation_test, sign flips of the differences, {comparison.resamples} resamples with "
+        f"seed {comparison.seed}, exact "
+        f"when 2^queries is fewer). Corrected p-values: {correction} over the {tests} "
+        f"comparison{'s' if tests != 1 else ''} against {comparison.reference}, each kind of test apart. "
+        f"d_z = mean difference / standard deviation of the differences (Cohen's d for paired samples). "
+        f"– : no test (every difference 0)."
+    )

@@ -23,7 +23,6 @@ from hardneg.io.npyfile import NpyRows
 from hardneg.io.rankings import read_run
 from hardneg.schema.names import QUOTE_LIMIT, quoted
 
-
 _MAX_CUTOFF = 2**31 - 1  # trec_eval keeps a cutoff in a C int
 
 
@@ -38,14 +37,19 @@ def parse_measures(names: list[str]) -> list:
         try:
             measure = ir_measures.parse_measure(name)
         except (ValueError, NameError, SyntaxError, TypeError) as exc:
-            raise ConfigError("evaluation.measures", f"{quoted(name)} is not an ir-measures measure ({str(exc)[:QUOTE_LIMIT]})") from None
+            raise ConfigError(
+                "evaluation.measures", f"{quoted(name)} is not an ir-measures measure ({str(exc)[:QUOTE_LIMIT]})"
+            ) from None
         cutoff = measure.params.get("cutoff")
-        if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int)
-                                   or not 1 <= cutoff <= _MAX_CUTOFF):
-            raise ConfigError("evaluation.measures",
-                              f"{quoted(name)} has cutoff {quoted(cutoff)}: a cutoff (the number of top-ranked documents the "
-                              f"measure reads) must be a positive integer, at most {_MAX_CUTOFF}, e.g. "
-                              f"{measure.NAME}@10")
+        if cutoff is not None and (
+            isinstance(cutoff, bool) or not isinstance(cutoff, int) or not 1 <= cutoff <= _MAX_CUTOFF
+        ):
+            raise ConfigError(
+                "evaluation.measures",
+                f"{quoted(name)} has cutoff {quoted(cutoff)}: a cutoff (the number of top-ranked documents the "
+                f"measure reads) must be a positive integer, at most {_MAX_CUTOFF}, e.g. "
+                f"{measure.NAME}@10",
+            )
         measures.append(measure)
     return measures
 
@@ -65,22 +69,34 @@ def warn_coverage(run: pa.Table, judged: list[str], label: str = "the run") -> i
     document): fewer than half of them, or none, or when no query is judged at all. A query the run does not
     answer scores 0, so such a run's means mostly measure the mismatch (a run of another split or dataset, qrels
     of another split). Returns how many judged queries the run answers. ``label`` names the run in the message."""
-    answered = int(pc.count_distinct(run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))
-                                     ["qid"]).as_py()) if judged else 0
+    answered = (
+        int(pc.count_distinct(run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))["qid"]).as_py())
+        if judged
+        else 0
+    )
     if not judged:
         console("the qrels judge no document relevant (relevance >= 1): every mean of %s is 0", label)
     elif answered == 0:
-        console("%s answers none of the %d judged queries of the qrels: every mean is 0; are the run and the "
-                "qrels of the same dataset and split?", label, len(judged))
+        console(
+            "%s answers none of the %d judged queries of the qrels: every mean is 0; are the run and the "
+            "qrels of the same dataset and split?",
+            label,
+            len(judged),
+        )
     elif 2 * answered < len(judged):
-        console("%s answers only %d of the %d judged queries of the qrels (under half): a query it does not answer "
-                "scores 0 in every mean; are the run and the qrels of the same dataset and split?", label, answered,
-                len(judged))
+        console(
+            "%s answers only %d of the %d judged queries of the qrels (under half): a query it does not answer "
+            "scores 0 in every mean; are the run and the qrels of the same dataset and split?",
+            label,
+            answered,
+            len(judged),
+        )
     return answered
 
 
-def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str], *, label: str = "the run",
-             warn: bool = True) -> tuple[dict, pa.Table]:
+def evaluate(
+    run: pa.Table, qrels: pa.Table, measure_names: list[str], *, label: str = "the run", warn: bool = True
+) -> tuple[dict, pa.Table]:
     """Evaluate a ranking against qrels with ir-measures (pytrec_eval / trec_eval semantics).
 
     The judged queries are those of ``qrels`` with a relevant document (relevance >= 1); every one counts, and a
@@ -111,18 +127,32 @@ def evaluate(run: pa.Table, qrels: pa.Table, measure_names: list[str], *, label:
             if key in values:  # queries without a relevant document are not counted
                 values[key] = float(metric.value)
     by_name = dict(zip(map(str, measures), measure_names))
-    per_query = pa.table({
-        "qid": [q for (_, q) in values],
-        "measure": [by_name[m] for (m, _) in values],
-        "value": list(values.values()),
-    }, schema=artifacts.PER_QUERY_METRICS.schema)
-    means = {name: float(np.mean([values[(str(m), q)] for q in judged])) if judged else 0.0
-             for m, name in zip(measures, measure_names)}
+    per_query = pa.table(
+        {
+            "qid": [q for (_, q) in values],
+            "measure": [by_name[m] for (m, _) in values],
+            "value": list(values.values()),
+        },
+        schema=artifacts.PER_QUERY_METRICS.schema,
+    )
+    means = {
+        name: float(np.mean([values[(str(m), q)] for q in judged])) if judged else 0.0
+        for m, name in zip(measures, measure_names)
+    }
     return means, per_query
 
 
-def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split: str, num_queries: int,
-                  measures: dict, provenance: dict, extra: dict | None = None) -> dict:
+def write_metrics(
+    path: str | os.PathLike,
+    *,
+    run_name: str,
+    dataset: str,
+    split: str,
+    num_queries: int,
+    measures: dict,
+    provenance: dict,
+    extra: dict | None = None,
+) -> dict:
     """Write a run's ``metrics.json`` atomically.
 
     :param path: the file to write, e.g. ``results/<run>/metrics.json``.
@@ -139,8 +169,15 @@ def write_metrics(path: str | os.PathLike, *, run_name: str, dataset: str, split
         ``extra``, ``provenance``.
     :raises ValueError: a value JSON cannot hold (NaN or infinite); nothing is written then.
     """
-    record = {"run": run_name, "dataset": dataset, "split": split, "num_queries": num_queries,
-              "measures": measures, **(extra or {}), "provenance": provenance}
+    record = {
+        "run": run_name,
+        "dataset": dataset,
+        "split": split,
+        "num_queries": num_queries,
+        "measures": measures,
+        **(extra or {}),
+        "provenance": provenance,
+    }
     write_text(path, json.dumps(record, indent=2, sort_keys=False, allow_nan=False) + "\n")
     return record
 
@@ -151,21 +188,32 @@ def _pairwise_rows(by_query, depth: int) -> pa.Table:
     from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure  # pandas: slow to import, needed only here
 
     qids = [str(q) for q in by_query.index]
-    return pa.table({"qid": qids * 2,
-                     "measure": [top_measure(depth)] * len(qids) + [TOTAL_MEASURE] * len(qids),
-                     "value": np.concatenate([by_query["top_errors"].to_numpy(np.float64),
-                                              by_query["total_errors"].to_numpy(np.float64)])},
-                    schema=artifacts.PER_QUERY_METRICS.schema)
+    return pa.table(
+        {
+            "qid": qids * 2,
+            "measure": [top_measure(depth)] * len(qids) + [TOTAL_MEASURE] * len(qids),
+            "value": np.concatenate(
+                [by_query["top_errors"].to_numpy(np.float64), by_query["total_errors"].to_numpy(np.float64)]
+            ),
+        },
+        schema=artifacts.PER_QUERY_METRICS.schema,
+    )
 
 
 def _row_ids(path) -> list[str]:
     return artifacts.read_table(artifacts.ROW_IDS, path)["id"].to_pylist()
 
 
-def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.PathLike, resolved: dict,
-                 metrics_path: str | os.PathLike, per_query_path: str | os.PathLike,
-                 measures: list[str] | None = None, embeddings: dict | None = None,
-                 pairwise_depth: int = 200) -> dict:
+def evaluate_run(
+    rankings: dict[str, str | os.PathLike],
+    qrels_dir: str | os.PathLike,
+    resolved: dict,
+    metrics_path: str | os.PathLike,
+    per_query_path: str | os.PathLike,
+    measures: list[str] | None = None,
+    embeddings: dict | None = None,
+    pairwise_depth: int = 200,
+) -> dict:
     """Stage function: evaluate a run's ranking of each split against that split's qrels and write the results.
 
     The evaluation split is ``resolved["evaluation"]["split"]``. Pairwise errors are those of the evaluation split
@@ -213,18 +261,31 @@ def evaluate_run(rankings: dict[str, str | os.PathLike], qrels_dir: str | os.Pat
             headline, per_query = means, table
             full_ranks = None
             if embeddings:
-                full_ranks = full_corpus_ranks(np.load(embeddings["query_npy"]), _row_ids(embeddings["query_ids"]),
-                                               NpyRows(embeddings["doc_npy"]),  # read in blocks, never mapped whole
-                                               artifacts.read_table(artifacts.ROW_IDS, embeddings["doc_ids"])["id"],
-                                               relevant_ranks(run, qrels))
+                full_ranks = full_corpus_ranks(
+                    np.load(embeddings["query_npy"]),
+                    _row_ids(embeddings["query_ids"]),
+                    NpyRows(embeddings["doc_npy"]),  # read in blocks, never mapped whole
+                    artifacts.read_table(artifacts.ROW_IDS, embeddings["doc_ids"])["id"],
+                    relevant_ranks(run, qrels),
+                )
             by_query = per_query_pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
             # a mean over no judged query is NaN, which JSON cannot hold: null
-            errors = {key: None if isinstance(value, float) and not math.isfinite(value) else value
-                      for key, value in summarise(by_query, pairwise_depth).items()}
+            errors = {
+                key: None if isinstance(value, float) and not math.isfinite(value) else value
+                for key, value in summarise(by_query, pairwise_depth).items()
+            }
             per_query = pa.concat_tables([per_query, _pairwise_rows(by_query, pairwise_depth)])
     artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
-    num_queries = len(set(per_query.filter(pc.is_in(per_query["measure"], value_set=pa.array(measures)))["qid"]
-                          .to_pylist()))
-    return write_metrics(metrics_path, run_name=resolved["name"], dataset=resolved["dataset"]["name"],
-                         split=split, num_queries=num_queries, measures=headline, provenance=provenance(resolved),
-                         extra={"pairwise_errors": errors, "splits": by_split})
+    num_queries = len(
+        set(per_query.filter(pc.is_in(per_query["measure"], value_set=pa.array(measures)))["qid"].to_pylist())
+    )
+    return write_metrics(
+        metrics_path,
+        run_name=resolved["name"],
+        dataset=resolved["dataset"]["name"],
+        split=split,
+        num_queries=num_queries,
+        measures=headline,
+        provenance=provenance(resolved),
+        extra={"pairwise_errors": errors, "splits": by_split},
+    )

@@ -37,8 +37,15 @@ def relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
 DOC_BLOCK = 16_384  # documents scored at a time: 16 MiB of scores for 256 queries, whatever the corpus's size
 
 
-def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids, pairs: pd.DataFrame,
-                      batch: int = 256, doc_block: int = DOC_BLOCK) -> np.ndarray:
+def full_corpus_ranks(
+    query_emb: np.ndarray,
+    qids: list[str],
+    doc_emb: np.ndarray,
+    docids,
+    pairs: pd.DataFrame,
+    batch: int = 256,
+    doc_block: int = DOC_BLOCK,
+) -> np.ndarray:
     """The exact rank in the whole corpus of each (query, document) pair, by inner product.
 
     A pair's rank is 1 + the number of documents scoring strictly above it. Queries are scored ``batch`` at a time
@@ -71,10 +78,10 @@ def full_corpus_ranks(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarra
 
     def block_scores(queries: np.ndarray):
         for start in range(0, num_docs, doc_block):
-            yield start, queries @ np.asarray(doc_emb[start:start + doc_block], dtype=np.float32).T
+            yield start, queries @ np.asarray(doc_emb[start : start + doc_block], dtype=np.float32).T
 
     for lo in range(0, len(unique_q), batch):
-        chunk = unique_q[lo:lo + batch]
+        chunk = unique_q[lo : lo + batch]
         position = {q: i for i, q in enumerate(chunk)}
         members = order[np.isin(q_rows[order], chunk)]  # the pairs of these queries
         rows = np.array([position[q] for q in q_rows[members]], dtype=np.int64)
@@ -100,8 +107,14 @@ def top_measure(depth: int) -> str:
 TOTAL_MEASURE = "PairwiseErrors"  # total pairwise errors of a query, in per_query.parquet
 
 
-def pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ranks: np.ndarray | None = None,
-                    num_docs: int | None = None) -> dict:
+def pairwise_errors(
+    run: pa.Table,
+    qrels: pa.Table,
+    *,
+    depth: int = 200,
+    full_ranks: np.ndarray | None = None,
+    num_docs: int | None = None,
+) -> dict:
     """Mean over the judged queries of their top-``depth`` and total pairwise errors.
 
     A relevant document's pairwise errors are the non-relevant documents ranked above it; a query's are the sum
@@ -123,13 +136,16 @@ def pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ra
 
 def summarise(per_query: pd.DataFrame, depth: int) -> dict:
     """The means over queries of :func:`per_query_pairwise_errors` (the figures of ``metrics.json``)."""
-    return {f"top{depth}_pairwise_errors": float(per_query["top_errors"].mean()),
-            "total_pairwise_errors": float(per_query["total_errors"].mean()),
-            "total_is_lower_bound": bool(per_query.attrs["total_is_lower_bound"])}
+    return {
+        f"top{depth}_pairwise_errors": float(per_query["top_errors"].mean()),
+        "total_pairwise_errors": float(per_query["total_errors"].mean()),
+        "total_is_lower_bound": bool(per_query.attrs["total_is_lower_bound"]),
+    }
 
 
-def per_query_pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 200,
-                              full_ranks: np.ndarray | None = None) -> pd.DataFrame:
+def per_query_pairwise_errors(
+    run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ranks: np.ndarray | None = None
+) -> pd.DataFrame:
     """Top-``depth`` and total pairwise errors of each query with a relevant document.
 
     For each relevant document at rank r with a relevant documents above it, its total errors are r − 1 − a (the
@@ -148,10 +164,13 @@ def per_query_pairwise_errors(run: pa.Table, qrels: pa.Table, *, depth: int = 20
         document (its totals are then lower bounds).
     """
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     pairs = relevant_ranks(run, qrels)
     if pairs.empty:  # no relevant judgement: no pair to count
-        per_query = pd.DataFrame({"top_errors": pd.Series(dtype="float64"),
-                                  "total_errors": pd.Series(dtype="float64")}, index=pd.Index([], name="qid"))
+        per_query = pd.DataFrame(
+            {"top_errors": pd.Series(dtype="float64"), "total_errors": pd.Series(dtype="float64")},
+            index=pd.Index([], name="qid"),
+        )
         per_query.attrs["total_is_lower_bound"] = False
         return per_query
     run_depth = run.group_by("qid").aggregate([("rank", "max")]).to_pandas().set_index("qid")["rank_max"]

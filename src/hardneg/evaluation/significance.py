@@ -104,8 +104,10 @@ def queries_needed(difference: float, spread: float, alpha: float = 0.05, power:
 
     if difference <= 0 or spread < 0:
         raise ValueError("queries_needed needs a positive difference and a spread of at least 0")
+
     def detectable(n: int) -> float:
         return (t.ppf(1 - alpha / 2, n - 1) + t.ppf(power, n - 1)) * spread / math.sqrt(n)
+
     low, high = 2, 2
     while detectable(high) > difference:
         low, high = high, high * 2
@@ -119,8 +121,7 @@ def _mean_difference(run: np.ndarray, baseline: np.ndarray, axis: int) -> np.nda
     return np.mean(run - baseline, axis=axis)
 
 
-def randomisation_test(run: np.ndarray, baseline: np.ndarray, *, resamples: int = RESAMPLES,
-                       seed: int = SEED) -> float:
+def randomisation_test(run: np.ndarray, baseline: np.ndarray, *, resamples: int = RESAMPLES, seed: int = SEED) -> float:
     """Two-sided p of the paired randomisation test of the mean difference, by
     :func:`scipy.stats.permutation_test` (``permutation_type="samples"``: the two values of a query are swapped).
 
@@ -135,9 +136,16 @@ def randomisation_test(run: np.ndarray, baseline: np.ndarray, *, resamples: int 
     run, baseline = np.asarray(run, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     if len(run) == 0:
         return float("nan")
-    result = permutation_test((run, baseline), _mean_difference, permutation_type="samples", vectorized=True,
-                              n_resamples=resamples, batch=_BATCH, alternative="two-sided",
-                              rng=np.random.default_rng(seed))
+    result = permutation_test(
+        (run, baseline),
+        _mean_difference,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=resamples,
+        batch=_BATCH,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )
     return float(result.pvalue)
 
 
@@ -160,12 +168,14 @@ def paired_tests(run, baseline, *, resamples: int = RESAMPLES, seed: int = SEED)
     with warnings.catch_warnings():  # identical or near-identical values: scipy warns; NaN or the value stands
         warnings.simplefilter("ignore", RuntimeWarning)
         t = ttest_rel(run, baseline) if len(run) >= 2 else None
-    return PairedTests(num_queries=len(run),
-                       mean_difference=float(np.mean(differences)) if len(run) else float("nan"),
-                       t=float(t.statistic) if t is not None else float("nan"),
-                       p_t=float(t.pvalue) if t is not None else float("nan"),
-                       p_randomisation=randomisation_test(run, baseline, resamples=resamples, seed=seed),
-                       effect_size=effect_size(differences))
+    return PairedTests(
+        num_queries=len(run),
+        mean_difference=float(np.mean(differences)) if len(run) else float("nan"),
+        t=float(t.statistic) if t is not None else float("nan"),
+        p_t=float(t.pvalue) if t is not None else float("nan"),
+        p_randomisation=randomisation_test(run, baseline, resamples=resamples, seed=seed),
+        effect_size=effect_size(differences),
+    )
 
 
 def p_text(p: float | None) -> str:

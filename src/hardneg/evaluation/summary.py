@@ -14,9 +14,8 @@ the legend, and every test is kept (``summary_tests.parquet``, raw and corrected
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 import os
 import re
 import warnings
@@ -61,16 +60,27 @@ class SummarySettings:
     correction: str = "holm"
 
     @classmethod
-    def from_config(cls, section: dict) -> "SummarySettings":
+    def from_config(cls, section: dict) -> SummarySettings:
         values = section_values(section, ("runs", "measures", "p_value", "correction", "groups"), "summary")
-        groups = tuple(Group(**{**section_values(group, ("marker", "label", "runs"), f"summary.groups.{i}"),
-                                "runs": tuple(group["runs"])})
-                       for i, group in enumerate(values["groups"]))
+        groups = tuple(
+            Group(
+                **{
+                    **section_values(group, ("marker", "label", "runs"), f"summary.groups.{i}"),
+                    "runs": tuple(group["runs"]),
+                }
+            )
+            for i, group in enumerate(values["groups"])
+        )
         if values["correction"] not in CORRECTIONS:
-            raise ConfigError("summary.correction", f"unknown correction {values['correction']!r}; one of "
-                                                    f"{', '.join(CORRECTIONS)}")
-        return cls(measures=tuple(values["measures"]), p_value=float(values["p_value"]), groups=groups,
-                   correction=values["correction"])
+            raise ConfigError(
+                "summary.correction", f"unknown correction {values['correction']!r}; one of {', '.join(CORRECTIONS)}"
+            )
+        return cls(
+            measures=tuple(values["measures"]),
+            p_value=float(values["p_value"]),
+            groups=groups,
+            correction=values["correction"],
+        )
 
 
 def check_summary_config(config: dict) -> None:
@@ -87,8 +97,10 @@ def check_summary_config(config: dict) -> None:
     markers: dict = {}
     for i, group in enumerate(section["groups"]):
         if group["marker"] in markers:
-            raise ConfigError(f"summary.groups.{i}.marker", f"marker {group['marker']!r} is already the marker of "
-                                                            f"summary.groups.{markers[group['marker']]}")
+            raise ConfigError(
+                f"summary.groups.{i}.marker",
+                f"marker {group['marker']!r} is already the marker of summary.groups.{markers[group['marker']]}",
+            )
         markers[group["marker"]] = i
         # a group's runs outside the summary (trimmed from a copy of the config too) are left out, not refused:
         # hardneg.pipeline.report_plan.ReportPlan.summary_settings
@@ -110,7 +122,7 @@ def measure_label(measure: str) -> str:
         return f"top-{measure.split('@', 1)[1]} pairwise errors"
     for name, label in (("RR", "MRR"), ("nDCG", "NDCG"), ("AP", "MAP")):
         if measure.startswith(f"{name}@") or measure == name:
-            return label + measure[len(name):]
+            return label + measure[len(name) :]
     return measure
 
 
@@ -142,13 +154,20 @@ def paired_t_test(run: pd.Series, baseline: pd.Series) -> PairedTest:
     with warnings.catch_warnings():  # near-identical values: scipy warns of precision loss, the result stands
         warnings.simplefilter("ignore", RuntimeWarning)
         result = ttest_rel(run.to_numpy(np.float64), baseline.to_numpy(np.float64))
-    return PairedTest(len(run), float(run.mean()), float(baseline.mean()), float(result.statistic),
-                      float(result.pvalue))
+    return PairedTest(
+        len(run), float(run.mean()), float(baseline.mean()), float(result.statistic), float(result.pvalue)
+    )
 
 
-def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], groups: tuple[Group, ...],
-                       p_value: float, lower_bounds: dict[str, set] | None = None,
-                       sources: dict[str, str] | None = None, correction: str = "holm") -> pd.DataFrame:
+def significance_tests(
+    per_query: dict[str, pd.DataFrame],
+    measures: list[str],
+    groups: tuple[Group, ...],
+    p_value: float,
+    lower_bounds: dict[str, set] | None = None,
+    sources: dict[str, str] | None = None,
+    correction: str = "holm",
+) -> pd.DataFrame:
     """Every test behind the markers: each run of ``per_query`` (run → frame indexed by query id, a column per
     measure) against each run of each group that is in ``per_query``, itself aside, for each measure.
 
@@ -160,6 +179,7 @@ def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], 
     :data:`hardneg.io.artifacts.SUMMARY_TESTS`.
     """
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     rows = []
     lower_bounds, sources = lower_bounds or {}, sources or {}
     for run, values in per_query.items():
@@ -169,25 +189,39 @@ def significance_tests(per_query: dict[str, pd.DataFrame], measures: list[str], 
                     try:
                         test = paired_t_test(values[measure], per_query[baseline][measure])
                     except ValueError:
-                        raise DataError(sources.get(run, run), None,
-                                        f"run {run!r} was evaluated on other queries than run {baseline!r} "
-                                        f"({sources.get(baseline, baseline)}); a paired test of the two needs the "
-                                        f"same queries (summary.groups marker {group.marker})") from None
+                        raise DataError(
+                            sources.get(run, run),
+                            None,
+                            f"run {run!r} was evaluated on other queries than run {baseline!r} "
+                            f"({sources.get(baseline, baseline)}); a paired test of the two needs the "
+                            f"same queries (summary.groups marker {group.marker})",
+                        ) from None
                     differences = values[measure] - per_query[baseline][measure].reindex(values[measure].index)
-                    rows.append({"run": run, "marker": group.marker, "baseline": baseline, "measure": measure,
-                                 "num_queries": test.num_queries, "run_mean": test.run_mean,
-                                 "baseline_mean": test.baseline_mean,
-                                 "mean_difference": test.run_mean - test.baseline_mean, "t": test.t, "p": test.p,
-                                 "better": test.better(measure),
-                                 "detectable": detectable_difference(differences.to_numpy(np.float64), p_value)})
+                    rows.append(
+                        {
+                            "run": run,
+                            "marker": group.marker,
+                            "baseline": baseline,
+                            "measure": measure,
+                            "num_queries": test.num_queries,
+                            "run_mean": test.run_mean,
+                            "baseline_mean": test.baseline_mean,
+                            "mean_difference": test.run_mean - test.baseline_mean,
+                            "t": test.t,
+                            "p": test.p,
+                            "better": test.better(measure),
+                            "detectable": detectable_difference(differences.to_numpy(np.float64), p_value),
+                        }
+                    )
     for measure in measures:  # one family per measure: each (run, baseline) pair once
         pairs = list(dict.fromkeys((row["run"], row["baseline"]) for row in rows if row["measure"] == measure))
         raw = {(row["run"], row["baseline"]): row["p"] for row in rows if row["measure"] == measure}
         corrected = dict(zip(pairs, correct([raw[pair] for pair in pairs], correction)))
         for row in (row for row in rows if row["measure"] == measure):
             row["p_corrected"] = float(corrected[(row["run"], row["baseline"])])
-            row["significant"] = bool(row["better"] and row["p_corrected"] < p_value
-                                      and measure not in lower_bounds.get(row["run"], ()))
+            row["significant"] = bool(
+                row["better"] and row["p_corrected"] < p_value and measure not in lower_bounds.get(row["run"], ())
+            )
     return pd.DataFrame(rows, columns=artifacts.SUMMARY_TESTS.schema.names)
 
 
@@ -212,11 +246,16 @@ def as_paths(value) -> list[str]:
 
 def pairwise_depth(metrics: dict, path: str | os.PathLike) -> int:
     """The K of a metrics.json's top-K pairwise errors (its key ``top<K>_pairwise_errors``)."""
-    depths = [int(match.group(1)) for key in metrics.get("pairwise_errors", {})
-              if (match := _TOP_ERRORS_KEY.fullmatch(key))]
+    depths = [
+        int(match.group(1)) for key in metrics.get("pairwise_errors", {}) if (match := _TOP_ERRORS_KEY.fullmatch(key))
+    ]
     if len(depths) != 1:
-        raise DataError(path, None, "metrics.json has no top-K pairwise errors (pairwise_errors.top<K>_pairwise_"
-                                    "errors): evaluate the run again")
+        raise DataError(
+            path,
+            None,
+            "metrics.json has no top-K pairwise errors (pairwise_errors.top<K>_pairwise_"
+            "errors): evaluate the run again",
+        )
     return depths[0]
 
 
@@ -246,33 +285,48 @@ def _value(measure: str, value: float, lower_bound: bool) -> str:
     return f"≥ {text}" if lower_bound else text
 
 
-_CORRECTION_TEXT = {"holm": "corrected with Holm's step-down method",
-                    "bonferroni": "corrected with Bonferroni's method", "none": "uncorrected"}
+_CORRECTION_TEXT = {
+    "holm": "corrected with Holm's step-down method",
+    "bonferroni": "corrected with Bonferroni's method",
+    "none": "uncorrected",
+}
 
 
-def _legend(groups: tuple[Group, ...], runs: list[str], settings: SummarySettings, split: str,
-            queries: list[int], families: int) -> list[str]:
+def _legend(
+    groups: tuple[Group, ...], runs: list[str], settings: SummarySettings, split: str, queries: list[int], families: int
+) -> list[str]:
     count = f"the {queries[0]} queries" if len(set(queries)) == 1 else "the queries"
-    lines = [f"Evaluation split `{split}`, {count} with a relevant document. Pairwise errors are per query (fewer is "
-             f"better); ≥ marks a lower bound (the run's ranking stops before some relevant documents, counted as "
-             f"ranked just after it)."]
+    lines = [
+        f"Evaluation split `{split}`, {count} with a relevant document. Pairwise errors are per query (fewer is "
+        f"better); ≥ marks a lower bound (the run's ranking stops before some relevant documents, counted as "
+        f"ranked just after it)."
+    ]
     if not groups:
         return lines + ["", "No baseline groups (summary.groups): no significance markers."]
-    family = (f" over the {families} tests of each measure, one per run and baseline run"
-              if settings.correction != "none" else "")
-    lines += ["", f"Markers: a value carries a group's marker when a two-sided paired t-test "
-                  f"(scipy.stats.ttest_rel over {count} of split `{split}`, paired by query) gives a p-value below "
-                  f"{settings.p_value:g}, {_CORRECTION_TEXT[settings.correction]}{family}, and a better mean "
-                  f"against every run of the group in the summary, the run itself aside (never for a lower bound). "
-                  f"Every test, raw and corrected p: summary_tests.parquet.", ""]
+    family = (
+        f" over the {families} tests of each measure, one per run and baseline run"
+        if settings.correction != "none"
+        else ""
+    )
+    lines += [
+        "",
+        f"Markers: a value carries a group's marker when a two-sided paired t-test "
+        f"(scipy.stats.ttest_rel over {count} of split `{split}`, paired by query) gives a p-value below "
+        f"{settings.p_value:g}, {_CORRECTION_TEXT[settings.correction]}{family}, and a better mean "
+        f"against every run of the group in the summary, the run itself aside (never for a lower bound). "
+        f"Every test, raw and corrected p: summary_tests.parquet.",
+        "",
+    ]
     for group in groups:
         present = [run for run in group.runs if run in runs]
         absent = [run for run in group.runs if run not in runs]
         members = ", ".join(present) + (f"; {', '.join(absent)} not in the summary" if present and absent else "")
         members = members or ", ".join(group.runs)
         name = f"{group.label} ({members})" if group.label else members
-        lines.append(f"- {group.marker} {name}" + ("" if present else ": no run of this group is in the summary; "
-                                                                       "it marks nothing"))
+        lines.append(
+            f"- {group.marker} {name}"
+            + ("" if present else ": no run of this group is in the summary; it marks nothing")
+        )
     return lines
 
 
@@ -283,22 +337,36 @@ def p_value_table(tests: pd.DataFrame, measures: list[str], settings: SummarySet
     difference found; an empty list without tests."""
     if tests.empty:
         return []
-    cells = {(r, b, m): (p, d, x) for r, b, m, p, d, x in zip(tests["run"], tests["baseline"], tests["measure"],
-                                                             tests["p_corrected"], tests["mean_difference"],
-                                                             tests["detectable"])}
+    cells = {
+        (r, b, m): (p, d, x)
+        for r, b, m, p, d, x in zip(
+            tests["run"],
+            tests["baseline"],
+            tests["measure"],
+            tests["p_corrected"],
+            tests["mean_difference"],
+            tests["detectable"],
+        )
+    }
     pairs = list(dict.fromkeys(zip(tests["run"], tests["baseline"])))
     queries = int(tests["num_queries"].max())
-    lines = ["", f"p-values of the two-sided paired t-tests, {_CORRECTION_TEXT[settings.correction]} (– : no test, "
-                 f"every difference 0); in brackets the difference found and the smallest difference these "
-                 f"{queries:,} queries could detect (p < {settings.p_value:g}, 80% power, from the spread of the "
-                 f"per-query differences): a difference below it is seldom significant, whatever the method "
-                 f"does:", "",
-             "| run | baseline | " + " | ".join(measure_label(m) for m in measures) + " |",
-             "|---|---|" + "---:|" * len(measures)]
+    lines = [
+        "",
+        f"p-values of the two-sided paired t-tests, {_CORRECTION_TEXT[settings.correction]} (– : no test, "
+        f"every difference 0); in brackets the difference found and the smallest difference these "
+        f"{queries:,} queries could detect (p < {settings.p_value:g}, 80% power, from the spread of the "
+        f"per-query differences): a difference below it is seldom significant, whatever the method "
+        f"does:",
+        "",
+        "| run | baseline | " + " | ".join(measure_label(m) for m in measures) + " |",
+        "|---|---|" + "---:|" * len(measures),
+    ]
     for run, baseline in pairs:
-        lines.append(f"| {run} | {baseline} | "
-                     + " | ".join(_p_cell(*cells.get((run, baseline, m), (float("nan"),) * 3)) for m in measures)
-                     + " |")
+        lines.append(
+            f"| {run} | {baseline} | "
+            + " | ".join(_p_cell(*cells.get((run, baseline, m), (float("nan"),) * 3)) for m in measures)
+            + " |"
+        )
     return lines
 
 
@@ -309,42 +377,59 @@ def _p_cell(p: float, difference: float, detectable: float) -> str:
     return f"{p_text(p)} ({difference:+.3f}; ≥ {detectable:.3f})"
 
 
-def summary_markdown(table: pd.DataFrame, measures: list[str], settings: SummarySettings,
-                     tests: pd.DataFrame | None = None) -> str:
+def summary_markdown(
+    table: pd.DataFrame, measures: list[str], settings: SummarySettings, tests: pd.DataFrame | None = None
+) -> str:
     """The summary as Markdown: a row per run of ``table`` (the rows of summary.parquet), each value followed by
     its markers, then the legend and, given ``tests`` (the rows of summary_tests.parquet), the corrected p-value
     of each test."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     tests = tests if tests is not None else pd.DataFrame(columns=artifacts.SUMMARY_TESTS.schema.names)
     split = table["split"].iloc[0] if len(table) else ""
-    lines = [f"# Summary: split `{split}`", "",
-             "| run | method | " + " | ".join(measure_label(m) for m in measures) + " |",
-             "|---|---|" + "---:|" * len(measures)]
+    lines = [
+        f"# Summary: split `{split}`",
+        "",
+        "| run | method | " + " | ".join(measure_label(m) for m in measures) + " |",
+        "|---|---|" + "---:|" * len(measures),
+    ]
     for row in table.to_dict("records"):
-        cells = [_value(m, row[m], m == TOTAL_MEASURE and row["total_is_lower_bound"]) + row[f"{m} markers"]
-                 for m in measures]
+        cells = [
+            _value(m, row[m], m == TOTAL_MEASURE and row["total_is_lower_bound"]) + row[f"{m} markers"]
+            for m in measures
+        ]
         lines.append(f"| {row['run']} | {row['method']} | " + " | ".join(cells) + " |")
     families = len(set(zip(tests["run"], tests["baseline"])))
-    lines += [""] + _legend(settings.groups, list(table["run"]), settings, split,
-                            [int(q) for q in table["num_queries"]], families)
+    lines += [""] + _legend(
+        settings.groups, list(table["run"]), settings, split, [int(q) for q in table["num_queries"]], families
+    )
     lines += p_value_table(tests, measures, settings)
     return "\n".join(lines) + "\n"
 
 
-def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_query_paths,
-                  settings: dict, markdown_path: str | os.PathLike, table_path: str | os.PathLike,
-                  tests_path: str | os.PathLike) -> pd.DataFrame:
+def write_summary(
+    runs: list[str],
+    methods: dict[str, str],
+    metrics_paths,
+    per_query_paths,
+    settings: dict,
+    markdown_path: str | os.PathLike,
+    table_path: str | os.PathLike,
+    tests_path: str | os.PathLike,
+) -> pd.DataFrame:
     """Stage function: the summary of ``runs`` (in order; ``methods``: run → method name) from each run's
     metrics.json and per_query.parquet (paths aligned with ``runs``) under ``settings`` (the config's ``summary``
     section). Writes the Markdown table (with the corrected p-values under its legend), summary.parquet (means and
     markers) and summary_tests.parquet (every t-test: means, t, two-sided p raw and corrected); returns the
     summary's rows."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     settings_ = SummarySettings.from_config(settings)
     metrics_paths, per_query_paths = as_paths(metrics_paths), as_paths(per_query_paths)
     if not runs:
-        raise ConfigError("summary.runs", "no run to summarise: name runs in summary.runs or targets, or evaluate "
-                                          "one first")
+        raise ConfigError(
+            "summary.runs", "no run to summarise: name runs in summary.runs or targets, or evaluate one first"
+        )
     records = {run: read_metrics(path) for run, path in zip(runs, metrics_paths, strict=True)}
     depths = {pairwise_depth(records[run], path) for run, path in zip(runs, metrics_paths)}
     if len(depths) != 1:
@@ -352,10 +437,18 @@ def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_q
     depth = depths.pop()
     measures = list(settings_.measures) + [top_measure(depth), TOTAL_MEASURE]
     per_query = {run: per_query_frame(path, measures) for run, path in zip(runs, per_query_paths, strict=True)}
-    lower_bounds = {run: {TOTAL_MEASURE} if records[run]["pairwise_errors"]["total_is_lower_bound"] else set()
-                    for run in runs}
-    tests = significance_tests(per_query, measures, settings_.groups, settings_.p_value, lower_bounds,
-                               sources=dict(zip(runs, per_query_paths)), correction=settings_.correction)
+    lower_bounds = {
+        run: {TOTAL_MEASURE} if records[run]["pairwise_errors"]["total_is_lower_bound"] else set() for run in runs
+    }
+    tests = significance_tests(
+        per_query,
+        measures,
+        settings_.groups,
+        settings_.p_value,
+        lower_bounds,
+        sources=dict(zip(runs, per_query_paths)),
+        correction=settings_.correction,
+    )
     found = markers(tests, runs, measures, settings_.groups)
     rows = []
     for run, path in zip(runs, metrics_paths):
@@ -364,9 +457,11 @@ def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_q
         if missing:
             raise DataError(path, None, f"metrics.json has no {', '.join(missing)}: evaluate the run again")
         errors = record["pairwise_errors"]
-        means = {**{m: float(record["measures"][m]) for m in settings_.measures},
-                 top_measure(depth): float(errors[f"top{depth}_pairwise_errors"]),
-                 TOTAL_MEASURE: float(errors["total_pairwise_errors"])}
+        means = {
+            **{m: float(record["measures"][m]) for m in settings_.measures},
+            top_measure(depth): float(errors[f"top{depth}_pairwise_errors"]),
+            TOTAL_MEASURE: float(errors["total_pairwise_errors"]),
+        }
         row = {"run": run, "method": methods[run], "split": record["split"], "num_queries": record["num_queries"]}
         for measure in measures:
             row[measure], row[f"{measure} markers"] = means[measure], found[(run, measure)]
@@ -377,8 +472,11 @@ def write_summary(runs: list[str], methods: dict[str, str], metrics_paths, per_q
     table = pd.DataFrame(rows)
     kind = artifacts.summary_kind(measures)
     artifacts.write_table(pa.Table.from_pandas(table, preserve_index=False), kind, table_path)
-    tests_table = (pa.Table.from_pandas(tests, preserve_index=False) if len(tests)
-                   else artifacts.SUMMARY_TESTS.schema.empty_table())
+    tests_table = (
+        pa.Table.from_pandas(tests, preserve_index=False)
+        if len(tests)
+        else artifacts.SUMMARY_TESTS.schema.empty_table()
+    )
     artifacts.write_table(tests_table, artifacts.SUMMARY_TESTS, tests_path)
     write_text(markdown_path, summary_markdown(table, measures, settings_, tests))
     return table

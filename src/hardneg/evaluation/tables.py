@@ -46,7 +46,7 @@ def _field(path: Path, record: dict, keys: tuple[str, ...], kind: str):
     value = record
     for depth, key in enumerate(keys):
         if key not in value:
-            raise _broken(path, None, f"{'.'.join(keys[:depth + 1])} is missing")
+            raise _broken(path, None, f"{'.'.join(keys[: depth + 1])} is missing")
         value = value[key]
     name = ".".join(keys)
     if kind == "number":
@@ -100,9 +100,13 @@ def spread(values: list[float], digits: int) -> str:
     return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]],
-               replicates: dict[str, list[str]] | None = None, baseline: str | None = None,
-               p_value: float = 0.05) -> str:
+def runs_table(
+    results: str | os.PathLike,
+    rows: list[tuple[str, str]],
+    replicates: dict[str, list[str]] | None = None,
+    baseline: str | None = None,
+    p_value: float = 0.05,
+) -> str:
     """The Markdown table of ``rows`` (run, label): the evaluation split's MRR@10, nDCG@10, R@100, and the
     pairwise errors per query in the top 200 and over the whole corpus (marked ≥ where the ranking stops short, so
     the count is a lower bound). A run with replicates (``replicates``: run → its runs, one per seed;
@@ -111,9 +115,13 @@ def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]],
     ``baseline``: a run compared with every other row on MRR@10 query by query (:func:`baseline_cell`), in a last
     column."""
     compared = f" MRR@10 vs {baseline}: Δ (p; smallest detectable) |" if baseline else ""
-    lines = ["| run | " + " | ".join(label for _, label in MEASURES)
-             + " | top-200 pairwise errors | total pairwise errors |" + compared,
-             "|---|" + "---|" * (len(MEASURES) + 2 + bool(baseline))]
+    lines = [
+        "| run | "
+        + " | ".join(label for _, label in MEASURES)
+        + " | top-200 pairwise errors | total pairwise errors |"
+        + compared,
+        "|---|" + "---|" * (len(MEASURES) + 2 + bool(baseline)),
+    ]
     replicates = replicates or {}
     for run, label in rows:
         members = replicates.get(run, [run])
@@ -121,20 +129,29 @@ def runs_table(results: str | os.PathLike, rows: list[tuple[str, str]],
         records = [_metrics(results, member, [m for m, _ in MEASURES]) for member in present]
         errors = [record["pairwise_errors"] for record in records]
         bound = " (≥)" if any(e["total_is_lower_bound"] for e in errors) else ""
-        seeds = "" if len(members) == 1 else f" ({len(members)} seeds)" if len(present) == len(members) \
+        seeds = (
+            ""
+            if len(members) == 1
+            else f" ({len(members)} seeds)"
+            if len(present) == len(members)
             else f" ({len(present)} of {len(members)} seeds)"
+        )
         cell = ""
         if baseline:
             cell = f" {baseline_cell(results, run, baseline, p_value) if len(members) == 1 else 'seeds: see above'} |"
-        lines.append(f"| {label}{seeds} | "
-                     + " | ".join(spread([r["measures"][m] for r in records], 3) for m, _ in MEASURES)
-                     + f" | {spread([e['top200_pairwise_errors'] for e in errors], 1)}"
-                     + f" | {spread([e['total_pairwise_errors'] for e in errors], 1)}{bound} |" + cell)
+        lines.append(
+            f"| {label}{seeds} | "
+            + " | ".join(spread([r["measures"][m] for r in records], 3) for m, _ in MEASURES)
+            + f" | {spread([e['top200_pairwise_errors'] for e in errors], 1)}"
+            + f" | {spread([e['total_pairwise_errors'] for e in errors], 1)}{bound} |"
+            + cell
+        )
     return "\n".join(lines) + "\n"
 
 
-def baseline_cell(results: str | os.PathLike, run: str, baseline: str, p_value: float = 0.05,
-                  measure: str = "RR@10") -> str:
+def baseline_cell(
+    results: str | os.PathLike, run: str, baseline: str, p_value: float = 0.05, measure: str = "RR@10"
+) -> str:
     """``run`` against ``baseline`` on the evaluation split's ``measure``, query by query (their
     ``per_query.parquet``): the mean difference, the two-sided paired t-test's p and the smallest difference these
     queries could detect at ``p_value`` with 80% power
@@ -145,21 +162,28 @@ def baseline_cell(results: str | os.PathLike, run: str, baseline: str, p_value: 
 
     if run == baseline:
         return "–"
-    frames = {name: per_query_frame(Path(results) / name / "per_query.parquet", [measure])[measure]
-              for name in (run, baseline)}
+    frames = {
+        name: per_query_frame(Path(results) / name / "per_query.parquet", [measure])[measure]
+        for name in (run, baseline)
+    }
     try:
         test = paired_t_test(frames[run], frames[baseline])
     except ValueError:
-        raise DataError(Path(results) / run / "per_query.parquet", None,
-                        f"run {run!r} was evaluated on other queries than the baseline {baseline!r}: no paired "
-                        f"comparison") from None
+        raise DataError(
+            Path(results) / run / "per_query.parquet",
+            None,
+            f"run {run!r} was evaluated on other queries than the baseline {baseline!r}: no paired comparison",
+        ) from None
     differences = (frames[run] - frames[baseline].reindex(frames[run].index)).to_numpy()
-    return (f"{test.run_mean - test.baseline_mean:+.3f} (p {p_text(test.p)}; "
-            f"≥ {detectable_difference(differences, p_value):.3f})")
+    return (
+        f"{test.run_mean - test.baseline_mean:+.3f} (p {p_text(test.p)}; "
+        f"≥ {detectable_difference(differences, p_value):.3f})"
+    )
 
 
 def table_rows(rows: list[dict]) -> list[tuple[str, str]]:
-    """(run, label) of each row of a table of the config (``tables.results``, ``tables.distillation``, ``tables.abs.rows``);
+    """(run, label) of each row of a table of the config (``tables.results``, ``tables.distillation``,
+    ``tables.abs.rows``);
     a row without a label is labelled with its run."""
     return [(row["run"], row["label"] or row["run"]) for row in rows]
 
@@ -167,14 +191,19 @@ def table_rows(rows: list[dict]) -> list[tuple[str, str]]:
 def abs_table(results: str | os.PathLike, section: dict) -> str:
     """The runs of the ABS report's tables (``section``: the config's ``tables.abs``): each batch schedule of
     ``rows`` under each pre-training of ``pretraining`` (the prefix of its runs' names)."""
-    lines = ["| batches | pre-training | " + " | ".join(label for _, label in ABS_MEASURES) + " |",
-             "|---|---|" + "---|" * len(ABS_MEASURES)]
+    lines = [
+        "| batches | pre-training | " + " | ".join(label for _, label in ABS_MEASURES) + " |",
+        "|---|---|" + "---|" * len(ABS_MEASURES),
+    ]
     for block in section["pretraining"]:
         prefix, pretraining = block["prefix"], block["label"]
         for run, label in table_rows(section["rows"]):
             measures = _metrics(results, f"{prefix}{run}", [m for m, _ in ABS_MEASURES], pairwise=False)["measures"]
-            lines.append(f"| {label} (`{prefix}{run}`) | {pretraining} | "
-                         + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES) + " |")
+            lines.append(
+                f"| {label} (`{prefix}{run}`) | {pretraining} | "
+                + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES)
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -41,14 +41,19 @@ def run_card(files: RunFiles) -> dict | None:
     """
     path = Path(files.layout.hardnegs_card(files.run))
     if not path.exists():
-        log.warning("run %s has no mining card (%s): the export's card records the export only; build it with "
-                    "snakemake %s", files.run, path, path)
+        log.warning(
+            "run %s has no mining card (%s): the export's card records the export only; build it with snakemake %s",
+            files.run,
+            path,
+            path,
+        )
         return None
     card = read_card(path)
     changed = check_list(card, files.hard_negatives())
     if changed is not None:
-        raise HardnegError(f"{path} does not describe the run's list: {changed}; build the card again with "
-                           f"snakemake {path}")
+        raise HardnegError(
+            f"{path} does not describe the run's list: {changed}; build the card again with snakemake {path}"
+        )
     return card
 
 
@@ -80,8 +85,9 @@ def export_card(card: dict | None, run: str, written: str | os.PathLike, record:
     return {**base, "export": export}
 
 
-def write_export_card(card: dict | None, run: str, output: str | os.PathLike, record: dict,
-                      written: str | os.PathLike | None = None) -> Path:
+def write_export_card(
+    card: dict | None, run: str, output: str | os.PathLike, record: dict, written: str | os.PathLike | None = None
+) -> Path:
     """Write the card of an export (:func:`export_card`) where :func:`card_path` puts it, atomically.
 
     :param output: the export's path (its final one: a file export's card is written beside it).
@@ -115,8 +121,9 @@ def read_export(path: str | os.PathLike) -> dict:
     try:
         card = json.loads(where.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise HardnegError(f"{path}: the export has no card ({where} is missing), so its files cannot be "
-                           "checked") from None
+        raise HardnegError(
+            f"{path}: the export has no card ({where} is missing), so its files cannot be checked"
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise HardnegError(f"{where}: not an export's card, the file is not JSON ({error})") from None
     export = card.get("export") if isinstance(card, dict) else None
@@ -128,16 +135,21 @@ def read_export(path: str | os.PathLike) -> dict:
             if name not in now:
                 raise HardnegError(f"{path / name}: missing from the export (its card {where} lists it)")
             if name not in recorded:
-                raise HardnegError(f"{path / name}: not in the export's card {where}: the folder was changed after "
-                                   "it was exported")
+                raise HardnegError(
+                    f"{path / name}: not in the export's card {where}: the folder was changed after it was exported"
+                )
             if now[name] != recorded[name]:
-                raise HardnegError(f"{path / name}: its digest does not match the export's card {where} (sha256 "
-                                   f"{recorded[name][:12]}… recorded, {now[name][:12]}… now): the file was changed "
-                                   "after it was exported")
+                raise HardnegError(
+                    f"{path / name}: its digest does not match the export's card {where} (sha256 "
+                    f"{recorded[name][:12]}… recorded, {now[name][:12]}… now): the file was changed "
+                    "after it was exported"
+                )
     else:
         now = file_sha256(path)
         if now != export["sha256"]:
-            raise HardnegError(f"{path}: its digest does not match the export's card {where} (sha256 "
-                               f"{export['sha256'][:12]}… recorded, {now[:12]}… now): the file was changed after it "
-                               "was exported")
+            raise HardnegError(
+                f"{path}: its digest does not match the export's card {where} (sha256 "
+                f"{export['sha256'][:12]}… recorded, {now[:12]}… now): the file was changed after it "
+                "was exported"
+            )
     return card

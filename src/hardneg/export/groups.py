@@ -14,10 +14,10 @@ exports write their output one block of queries at a time (:meth:`Groups.blocks`
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -102,9 +102,13 @@ def _read_documents(path: Path, docids: pa.Array) -> pa.Table:
         batch = pa.Table.from_batches([batch]).cast(artifacts.CORPUS.schema)
         parts.append(batch.filter(pc.is_in(batch["docid"], value_set=docids)))
     table = pa.concat_tables(parts) if parts else artifacts.CORPUS.schema.empty_table()
-    return pa.table({"docid": table["docid"].combine_chunks(),
-                     "title": pc.fill_null(table["title"], "").combine_chunks(),
-                     "text": pc.fill_null(table["text"], "").combine_chunks()})
+    return pa.table(
+        {
+            "docid": table["docid"].combine_chunks(),
+            "title": pc.fill_null(table["title"], "").combine_chunks(),
+            "text": pc.fill_null(table["text"], "").combine_chunks(),
+        }
+    )
 
 
 def load_groups(files: RunFiles, negatives: int | None = None) -> Groups:
@@ -122,9 +126,13 @@ def load_groups(files: RunFiles, negatives: int | None = None) -> Groups:
     neg_query = _codes(hardnegs["qid"], qids)
     if (neg_query < 0).any():
         stray = hardnegs["qid"].filter(pa.array(neg_query < 0))
-        raise DataError(hardnegs_path, None, f"{len(stray)} hard negatives name queries that are not among the "
-                        f"{split!r} queries of dataset {files.dataset!r} ({queries_path}), e.g. {stray[0].as_py()!r}: "
-                        "the list does not belong to the run's training split")
+        raise DataError(
+            hardnegs_path,
+            None,
+            f"{len(stray)} hard negatives name queries that are not among the "
+            f"{split!r} queries of dataset {files.dataset!r} ({queries_path}), e.g. {stray[0].as_py()!r}: "
+            "the list does not belong to the run's training split",
+        )
     order = np.lexsort((hardnegs["rank"].to_numpy(), neg_query))
     hardnegs, neg_query = hardnegs.take(pa.array(order)), neg_query[order]
     if negatives is not None:
@@ -142,14 +150,21 @@ def load_groups(files: RunFiles, negatives: int | None = None) -> Groups:
     has_positives = np.bincount(pos_query[pos_query >= 0], minlength=len(qids)) > 0
     exported = has_negatives & has_positives
     if (has_negatives & ~has_positives).any():
-        log.warning("%d queries with hard negatives have no relevant document in %s: left out",
-                    int((has_negatives & ~has_positives).sum()), qrels_path)
+        log.warning(
+            "%d queries with hard negatives have no relevant document in %s: left out",
+            int((has_negatives & ~has_positives).sum()),
+            qrels_path,
+        )
     if (has_positives & ~has_negatives).any():
-        log.info("%d training queries with a relevant document have no hard negatives: left out",
-                 int((has_positives & ~has_negatives).sum()))
+        log.info(
+            "%d training queries with a relevant document have no hard negatives: left out",
+            int((has_positives & ~has_negatives).sum()),
+        )
     if not exported.any():
-        raise HardnegError(f"run {files.run}: no query of split {split!r} has both a relevant document ({qrels_path}) "
-                           f"and a hard negative ({hardnegs_path}): nothing to export")
+        raise HardnegError(
+            f"run {files.run}: no query of split {split!r} has both a relevant document ({qrels_path}) "
+            f"and a hard negative ({hardnegs_path}): nothing to export"
+        )
     new_row = np.cumsum(exported) - 1  # an exported query's row among the exported ones
     keep_neg = exported[neg_query]
     keep_pos = (pos_query >= 0) & exported[np.maximum(pos_query, 0)]
@@ -163,14 +178,29 @@ def load_groups(files: RunFiles, negatives: int | None = None) -> Groups:
     for rows, table, what in ((pos_doc, relevant, qrels_path), (neg_doc, hardnegs, hardnegs_path)):
         if (rows < 0).any():
             absent = table["docid"].filter(pa.array(rows < 0))
-            raise DataError(corpus_path, None, f"{len(absent)} documents named by {what} are not in the corpus, "
-                            f"e.g. {absent[0].as_py()!r}")
+            raise DataError(
+                corpus_path,
+                None,
+                f"{len(absent)} documents named by {what} are not in the corpus, e.g. {absent[0].as_py()!r}",
+            )
     selected = pa.array(np.flatnonzero(exported))
-    groups = Groups(qids=qids.take(selected), queries=pc.fill_null(queries["text"], "").combine_chunks().take(selected),
-                    documents=documents, pos_query=pos_query, pos_doc=pos_doc,
-                    pos_relevance=relevant["relevance"].to_numpy().astype(np.int32, copy=False),
-                    neg_query=neg_query, neg_doc=neg_doc,
-                    neg_rank=hardnegs["rank"].to_numpy(), neg_score=hardnegs["score"].to_numpy())
-    log.info("%d training groups: %d positives, %d hard negatives, %d documents", len(groups), len(pos_doc),
-             len(neg_doc), documents.num_rows)
+    groups = Groups(
+        qids=qids.take(selected),
+        queries=pc.fill_null(queries["text"], "").combine_chunks().take(selected),
+        documents=documents,
+        pos_query=pos_query,
+        pos_doc=pos_doc,
+        pos_relevance=relevant["relevance"].to_numpy().astype(np.int32, copy=False),
+        neg_query=neg_query,
+        neg_doc=neg_doc,
+        neg_rank=hardnegs["rank"].to_numpy(),
+        neg_score=hardnegs["score"].to_numpy(),
+    )
+    log.info(
+        "%d training groups: %d positives, %d hard negatives, %d documents",
+        len(groups),
+        len(pos_doc),
+        len(neg_doc),
+        documents.num_rows,
+    )
     return groups

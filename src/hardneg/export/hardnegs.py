@@ -74,9 +74,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from functools import partial
-
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -101,18 +100,31 @@ ST_NEGATIVES = 3  # the sentence-transformers export's negatives per query by de
 _DOCUMENT = [("docid", pa.string()), ("title", pa.string()), ("text", pa.string())]
 _GRADED = [("relevance", pa.int32())]  # a positive's grade in the qrels
 _RANKED = [("rank", pa.int32()), ("score", pa.float32())]
-HF_SCHEMA = pa.schema([("qid", pa.string()), ("query", pa.string()),
-                       ("positives", pa.list_(pa.struct(_DOCUMENT + _GRADED))),
-                       ("negatives", pa.list_(pa.struct(_DOCUMENT + _RANKED)))])
+HF_SCHEMA = pa.schema(
+    [
+        ("qid", pa.string()),
+        ("query", pa.string()),
+        ("positives", pa.list_(pa.struct(_DOCUMENT + _GRADED))),
+        ("negatives", pa.list_(pa.struct(_DOCUMENT + _RANKED))),
+    ]
+)
 
 
 # ---------------------------------------------------------------------------------- one row per query
-def group_table(groups: Groups, lo: int, hi: int, *, ranked: bool = True, json_scores: bool = False,
-                teacher: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Table:
+def group_table(
+    groups: Groups,
+    lo: int,
+    hi: int,
+    *,
+    ranked: bool = True,
+    json_scores: bool = False,
+    teacher: tuple[np.ndarray, np.ndarray] | None = None,
+) -> pa.Table:
     """Queries ``lo`` to ``hi`` as a table of one row per query: ``qid``, ``query``, ``positives`` and
     ``negatives`` (lists of {docid, title, text}; positives with their ``relevance``, the qrels' grade;
     negatives with ``rank`` and ``score`` when ``ranked``; every document with its ``score`` from ``teacher``, the
-    scores of every positive and negative of ``groups``, when given). ``json_scores``: scores as float64 holding the shortest decimal of each float32 (what JSON should
+    scores of every positive and negative of ``groups``, when given). ``json_scores``: scores as float64 holding
+    the shortest decimal of each float32 (what JSON should
     print)."""
     docs = groups.doc_columns
 
@@ -125,17 +137,24 @@ def group_table(groups: Groups, lo: int, hi: int, *, ranked: bool = True, json_s
         values = pa.StructArray.from_arrays(fields, names=[name for name, _ in _DOCUMENT] + list(extra))
         return pa.ListArray.from_arrays(pa.array(offsets - offsets[0], pa.int32()), values)
 
-    pos, neg = groups.pos_offsets[lo:hi + 1], groups.neg_offsets[lo:hi + 1]
-    pos_extra, neg_extra = {"relevance": pa.array(groups.pos_relevance[pos[0]:pos[-1]], pa.int32())}, {}
+    pos, neg = groups.pos_offsets[lo : hi + 1], groups.neg_offsets[lo : hi + 1]
+    pos_extra, neg_extra = {"relevance": pa.array(groups.pos_relevance[pos[0] : pos[-1]], pa.int32())}, {}
     if ranked:
-        neg_extra = {"rank": pa.array(groups.neg_rank[neg[0]:neg[-1]], pa.int32()),
-                     "score": scored(groups.neg_score[neg[0]:neg[-1]])}
+        neg_extra = {
+            "rank": pa.array(groups.neg_rank[neg[0] : neg[-1]], pa.int32()),
+            "score": scored(groups.neg_score[neg[0] : neg[-1]]),
+        }
     if teacher is not None:
-        pos_extra["score"] = scored(teacher[0][pos[0]:pos[-1]])
-        neg_extra["score"] = scored(teacher[1][neg[0]:neg[-1]])
-    return pa.table({"qid": groups.qids[lo:hi], "query": groups.queries[lo:hi],
-                     "positives": documents(groups.pos_doc[pos[0]:pos[-1]], pos, pos_extra),
-                     "negatives": documents(groups.neg_doc[neg[0]:neg[-1]], neg, neg_extra)})
+        pos_extra["score"] = scored(teacher[0][pos[0] : pos[-1]])
+        neg_extra["score"] = scored(teacher[1][neg[0] : neg[-1]])
+    return pa.table(
+        {
+            "qid": groups.qids[lo:hi],
+            "query": groups.queries[lo:hi],
+            "positives": documents(groups.pos_doc[pos[0] : pos[-1]], pos, pos_extra),
+            "negatives": documents(groups.neg_doc[neg[0] : neg[-1]], neg, neg_extra),
+        }
+    )
 
 
 def _jsonl_blocks(groups: Groups):
@@ -158,16 +177,28 @@ def st_schema(st_format: str, size: int | None = None, scores: bool = False) -> 
     with the teacher scores, as ``mine_hard_negatives(..., output_scores=True)`` adds them)."""
     text, score, scores_list = pa.string(), pa.float64(), pa.list_(pa.float64())
     if st_format == "triplet":
-        return pa.schema([("query", text), ("positive", text), ("negative", text),
-                          *([("scores", scores_list)] if scores else [])])
+        return pa.schema(
+            [("query", text), ("positive", text), ("negative", text), *([("scores", scores_list)] if scores else [])]
+        )
     if st_format == "n-tuple":
-        return pa.schema([("query", text), ("positive", text), *((f"negative_{i}", text) for i in range(1, size + 1)),
-                          *([("scores", scores_list)] if scores else [])])
+        return pa.schema(
+            [
+                ("query", text),
+                ("positive", text),
+                *((f"negative_{i}", text) for i in range(1, size + 1)),
+                *([("scores", scores_list)] if scores else []),
+            ]
+        )
     if st_format == "labeled-pair":
         return pa.schema([("query", text), ("positive", text), ("score", score) if scores else ("label", pa.int64())])
     if st_format == "labeled-list":
-        return pa.schema([("query", text), ("positive", pa.list_(text)),
-                          ("scores", scores_list) if scores else ("labels", pa.list_(pa.int64()))])
+        return pa.schema(
+            [
+                ("query", text),
+                ("positive", pa.list_(text)),
+                ("scores", scores_list) if scores else ("labels", pa.list_(pa.int64())),
+            ]
+        )
     raise HardnegError(f"--st-format must be one of {', '.join(ST_FORMATS)}, got {st_format!r}")
 
 
@@ -177,8 +208,15 @@ def _within(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return group, np.arange(len(group)) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, size: int | None = None,
-             scores: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Table:
+def st_table(
+    groups: Groups,
+    lo: int,
+    hi: int,
+    texts: pa.Array,
+    st_format: str,
+    size: int | None = None,
+    scores: tuple[np.ndarray, np.ndarray] | None = None,
+) -> pa.Table:
     """Queries ``lo`` to ``hi`` in sentence-transformers' ``st_format`` (see the module docstring); ``texts``
     holds each document's one string (a row per row of ``groups.documents``). ``scores``: the teacher scores of
     every positive and negative of ``groups`` (:func:`hardneg.export.scores.group_scores`), written as
@@ -197,7 +235,7 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
         offsets = pa.array(np.arange(0, len(flat) + 1, width, dtype=np.int32) if width else [0], pa.int32())
         return pa.ListArray.from_arrays(offsets, pa.array(flat, pa.float64()))
 
-    pos_start, neg_start = groups.pos_offsets[lo:hi + 1], groups.neg_offsets[lo:hi + 1]
+    pos_start, neg_start = groups.pos_offsets[lo : hi + 1], groups.neg_offsets[lo : hi + 1]
     positives, negatives = np.diff(pos_start), np.diff(neg_start)
     pos_start, neg_start = pos_start[:-1], neg_start[:-1]
 
@@ -220,8 +258,11 @@ def st_table(groups: Groups, lo: int, hi: int, texts: pa.Array, st_format: str, 
         columns = [query(q), text(groups.pos_doc[pos_start[q] + k])]
         columns += [text(groups.neg_doc[neg_start[q] + i]) for i in range(size)]
         if scores is not None:
-            columns.append(score_lists([values(pos_start[q] + k, pos_score)]
-                                       + [values(neg_start[q] + i, neg_score) for i in range(size)]))
+            columns.append(
+                score_lists(
+                    [values(pos_start[q] + k, pos_score)] + [values(neg_start[q] + i, neg_score) for i in range(size)]
+                )
+            )
     elif st_format == "labeled-pair":  # each query's positives (label 1), then its negatives (label 0)
         q, k = _within(positives + negatives)
         relevant = k < positives[q]
@@ -303,16 +344,26 @@ def document_texts(groups: Groups, files: RunFiles, title_separator: str | None)
         titled = any(title.strip() for title in titles)
         separator = tokenizer_separator(files.tokenizer_source(), files.run) if titled else ""
         if titled:
-            log.info("titles and texts joined with %r, as the tokenizer %s pairs them", separator,
-                     files.tokenizer_source())
+            log.info(
+                "titles and texts joined with %r, as the tokenizer %s pairs them", separator, files.tokenizer_source()
+            )
     return pa.array(joined_texts(titles, texts, separator), pa.string())
 
 
 # -------------------------------------------------------------------------------------------- the command
-def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
-                    negatives: int | str | None = None, st_format: str | None = None,
-                    title_separator: str | None = None, force: bool = False, scores: str | None = None,
-                    announce: Callable[[dict], None] | None = None) -> dict:
+def export_hardnegs(
+    run: str,
+    fmt: str,
+    output: str | os.PathLike,
+    *,
+    results: str | os.PathLike = "results",
+    negatives: int | str | None = None,
+    st_format: str | None = None,
+    title_separator: str | None = None,
+    force: bool = False,
+    scores: str | None = None,
+    announce: Callable[[dict], None] | None = None,
+) -> dict:
     """Write a run's hard negatives as training data for another toolkit (``hardneg export hardnegs``).
 
     The training groups are the training queries with at least one relevant document and one hard negative, in
@@ -351,7 +402,8 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         dataset rows), ``negatives`` (per query, a number or ``"all"``) and, for sentence-transformers,
         ``st_format``, ``columns`` and ``estimated_bytes``.
     :raises HardnegError: an unknown ``fmt`` or ``st_format``, a sentence-transformers option with another
-        format, ``negatives`` below 1 (or a text other than ``"all"``), an ``output`` that may not be written (exists without ``force``, lies in
+        format, ``negatives`` below 1 (or a text other than ``"all"``), an ``output`` that may not be written
+        (exists without ``force``, lies in
         ``results``, ...), a run without hard negatives, a training split without any group, or a mining card
         (``<results>/<run>/hardnegs_card.json``) that describes another list than the run's.
     :raises DataError: hard negatives naming queries or documents the dataset does not have.
@@ -361,8 +413,10 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
     if fmt != "sentence-transformers" and (st_format is not None or title_separator is not None):
         raise HardnegError("--st-format and --title-separator apply to --format sentence-transformers only")
     if scores is not None and fmt not in ("sentence-transformers", "tevatron"):
-        raise HardnegError(f"--scores applies to --format sentence-transformers and tevatron; {fmt}'s negatives carry "
-                           f"the miner's rank and score already")
+        raise HardnegError(
+            f"--scores applies to --format sentence-transformers and tevatron; {fmt}'s negatives carry "
+            f"the miner's rank and score already"
+        )
     st_format = st_format or "triplet"
     st_schema(st_format, 1)  # an unknown --st-format fails before anything is read
     if negatives is None:
@@ -371,8 +425,9 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         raise HardnegError(f"--negatives must be a number of at least 1 or {ALL!r}, got {negatives!r}")
     keep = None if negatives == ALL else negatives
     what = f"{fmt} export"
-    output = check_output(output, folder=fmt in _FOLDER_FORMATS, what=what, results=results, force=force,
-                          previous=is_saved_dataset)
+    output = check_output(
+        output, folder=fmt in _FOLDER_FORMATS, what=what, results=results, force=force, previous=is_saved_dataset
+    )
     files = RunFiles.open(run, results)
     groups = load_groups(files, keep)
     mining = run_card(files)  # before anything is written: a card that describes another list is an error
@@ -382,8 +437,15 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         summary["scores"] = scores
 
     def card(written, rows: int, **extra) -> None:  # the export's card: inside a folder export, beside a file
-        record = {"format": fmt, "name": output.name, "queries": len(groups), "negatives": negatives, "rows": rows,
-                  **({"scores": scores} if scores is not None else {}), **extra}
+        record = {
+            "format": fmt,
+            "name": output.name,
+            "queries": len(groups),
+            "negatives": negatives,
+            "rows": rows,
+            **({"scores": scores} if scores is not None else {}),
+            **extra,
+        }
         write_export_card(mining, run, output, record, written=written)
 
     if fmt in ("jsonl", "tevatron"):
@@ -391,8 +453,9 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
         summary["rows"] = write_jsonl(output, blocks)
         card(output, summary["rows"])
     elif fmt == "hf-dataset":
-        summary["rows"] = write_hf_dataset(output, HF_SCHEMA, (group_table(groups, lo, hi)
-                                                               for lo, hi in groups.blocks()), finish=card)
+        summary["rows"] = write_hf_dataset(
+            output, HF_SCHEMA, (group_table(groups, lo, hi) for lo, hi in groups.blocks()), finish=card
+        )
     else:
         size = None
         if st_format == "n-tuple":
@@ -400,18 +463,34 @@ def export_hardnegs(run: str, fmt: str, output: str | os.PathLike, *, results: s
             size = keep or int(counts.max())
             short = int((counts < size).sum())
             if short:
-                log.warning("%d of %d queries have fewer than %d negatives: no n-tuple row (as mine_hard_negatives "
-                            "leaves out rows without num_negatives negatives)", short, len(groups), size)
+                log.warning(
+                    "%d of %d queries have fewer than %d negatives: no n-tuple row (as mine_hard_negatives "
+                    "leaves out rows without num_negatives negatives)",
+                    short,
+                    len(groups),
+                    size,
+                )
         texts = document_texts(groups, files, title_separator)
         rows, size_bytes = st_size(groups, texts, st_format, size)
         log.info("writing about %d rows, %d bytes of text (%s negatives per query)", rows, size_bytes, negatives)
         if announce is not None:
-            announce({"rows": rows, "bytes": size_bytes, "negatives": negatives, "queries": len(groups),
-                      "st_format": st_format})
+            announce(
+                {
+                    "rows": rows,
+                    "bytes": size_bytes,
+                    "negatives": negatives,
+                    "queries": len(groups),
+                    "st_format": st_format,
+                }
+            )
         schema = st_schema(st_format, size, scores=teacher is not None)
         table = partial(st_table, groups, texts=texts, st_format=st_format, size=size, scores=teacher)
-        summary["rows"] = write_hf_dataset(output, schema, (table(lo, hi) for lo, hi in groups.blocks()),
-                                           finish=partial(card, st_format=st_format, columns=schema.names))
+        summary["rows"] = write_hf_dataset(
+            output,
+            schema,
+            (table(lo, hi) for lo, hi in groups.blocks()),
+            finish=partial(card, st_format=st_format, columns=schema.names),
+        )
         summary.update(st_format=st_format, columns=schema.names, estimated_bytes=size_bytes)
     log.info("wrote %s: %d rows of %d training queries (%s)", output, summary["rows"], len(groups), fmt)
     return summary

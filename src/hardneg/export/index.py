@@ -67,8 +67,13 @@ def auto_query_encoder(model_dir: str | os.PathLike) -> dict | None:
     They match for queries of at most the model's query length: Pyserini cuts queries at the tokenizer's limit
     (512 for BERT), hardneg at ``params.model.query_max_length``."""
     meta = json.loads((Path(model_dir) / "hardneg.json").read_text())
-    if meta.get("markers") is not None or meta.get("projection_dim") or meta.get("layers") or meta.get("prompts") \
-            or meta["pooling"] not in ("cls", "mean"):
+    if (
+        meta.get("markers") is not None
+        or meta.get("projection_dim")
+        or meta.get("layers")
+        or meta.get("prompts")
+        or meta["pooling"] not in ("cls", "mean")
+    ):
         return None
     return {"pooling": meta["pooling"], "l2_norm": bool(meta.get("normalize", False))}
 
@@ -107,15 +112,17 @@ def pyserini_recipe(output: str | os.PathLike, info: dict) -> str | None:
     folder = str(output)
     encoder = f"{folder}/{info['encoder']}"
     length = info["query_max_length"]
-    return (_JVM_SETUP
-            + "from pyserini.encode import AutoQueryEncoder\n"
-            + "from pyserini.search.faiss import FaissSearcher\n\n"
-            + f"encoder = AutoQueryEncoder({json.dumps(encoder)}, pooling={json.dumps(auto['pooling'])}, "
-            + f"l2_norm={bool(auto['l2_norm'])})\n"
-            + f"searcher = FaissSearcher({json.dumps(folder)}, encoder)\n"
-            + f'hits = searcher.search({{"query": "what is a hard negative", "max_length": {length}}}, k=10)  '
-            + f"# cut at {length} tokens, as the run\n"
-            + "print([(hit.docid, round(float(hit.score), 4)) for hit in hits])\n")
+    return (
+        _JVM_SETUP
+        + "from pyserini.encode import AutoQueryEncoder\n"
+        + "from pyserini.search.faiss import FaissSearcher\n\n"
+        + f"encoder = AutoQueryEncoder({json.dumps(encoder)}, pooling={json.dumps(auto['pooling'])}, "
+        + f"l2_norm={bool(auto['l2_norm'])})\n"
+        + f"searcher = FaissSearcher({json.dumps(folder)}, encoder)\n"
+        + f'hits = searcher.search({{"query": "what is a hard negative", "max_length": {length}}}, k=10)  '
+        + f"# cut at {length} tokens, as the run\n"
+        + "print([(hit.docid, round(float(hit.score), 4)) for hit in hits])\n"
+    )
 
 
 def _write_docids(ids_path: Path, target: Path) -> int:
@@ -125,8 +132,11 @@ def _write_docids(ids_path: Path, target: Path) -> int:
     bad = pc.match_substring_regex(ids, r"[\r\n]|\s$")
     if pc.any(bad).as_py():
         example = ids.filter(bad)[0].as_py()
-        raise DataError(ids_path, None, f"document id {example!r} holds a line break or ends in whitespace: "
-                        "Pyserini's docid file cannot hold it")
+        raise DataError(
+            ids_path,
+            None,
+            f"document id {example!r} holds a line break or ends in whitespace: Pyserini's docid file cannot hold it",
+        )
     with open(target, "w", encoding="utf-8") as handle:
         for start in range(0, len(ids), _ID_LINES):
             handle.writelines(f"{docid}\n" for docid in ids.slice(start, _ID_LINES).to_pylist())
@@ -139,8 +149,14 @@ def _metrics(files: RunFiles) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathLike = "results",
-                 slug: str | None = None, force: bool = False) -> dict:
+def export_index(
+    run: str,
+    output: str | os.PathLike,
+    *,
+    results: str | os.PathLike = "results",
+    slug: str | None = None,
+    force: bool = False,
+) -> dict:
     """Write a run's Faiss index and its query encoder as a folder Pyserini's ``FaissSearcher`` opens
     (``hardneg export index``), atomically.
 
@@ -168,29 +184,41 @@ def export_index(run: str, output: str | os.PathLike, *, results: str | os.PathL
     from hardneg.index import load_index, save_index, set_search_params  # Faiss: imported only where it is used
 
     named = str(output)  # as the caller wrote it: the encoder's model card names the folder so
-    output = check_output(output, folder=True, what="Pyserini index export", results=results, force=force,
-                          previous=is_index_export)
+    output = check_output(
+        output, folder=True, what="Pyserini index export", results=results, force=force, previous=is_index_export
+    )
     files = RunFiles.open(run, results)
     slug = slug or files.index_slug()
     index_path, ids_path, model_dir = files.index(slug), files.corpus_ids(), files.model_dir()
     search_params = files.params["index"].get("search_params")
     index = load_index(index_path)
     set_search_params(index, search_params)
-    info = {"run": run, "index": slug, "documents": int(index.ntotal), "dim": int(index.d),
-            "search_params": search_params, "query_max_length": files.query_max_length, "encoder": ENCODER,
-            "pyserini_auto_query_encoder": auto_query_encoder(model_dir),
-            "sources": {"index": str(index_path), "docids": str(ids_path), "model": str(model_dir)}}
+    info = {
+        "run": run,
+        "index": slug,
+        "documents": int(index.ntotal),
+        "dim": int(index.d),
+        "search_params": search_params,
+        "query_max_length": files.query_max_length,
+        "encoder": ENCODER,
+        "pyserini_auto_query_encoder": auto_query_encoder(model_dir),
+        "sources": {"index": str(index_path), "docids": str(ids_path), "model": str(model_dir)},
+    }
     with atomic_dir(output) as tmp:
         save_index(index, tmp / "index")
         count = _write_docids(ids_path, tmp / "docid")
         if count != index.ntotal:
-            raise DataError(ids_path, None, f"names {count} documents but index {index_path} holds {index.ntotal} "
-                            "vectors: the index was not built from these embeddings")
+            raise DataError(
+                ids_path,
+                None,
+                f"names {count} documents but index {index_path} holds {index.ntotal} "
+                "vectors: the index was not built from these embeddings",
+            )
         shutil.copytree(model_dir, tmp / ENCODER)
         refresh_model_card(tmp / ENCODER, path=f"{named}/{ENCODER}", metrics=_metrics(files))
         (tmp / ENCODER / QUERY_SETTINGS).write_text(
-            json.dumps({"max_length": files.query_max_length}, indent=2) + "\n", encoding="utf-8")
+            json.dumps({"max_length": files.query_max_length}, indent=2) + "\n", encoding="utf-8"
+        )
         (tmp / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    log.info("exported index %s of run %s (%d documents) with its query encoder to %s", slug, run, index.ntotal,
-             output)
+    log.info("exported index %s of run %s (%d documents) with its query encoder to %s", slug, run, index.ntotal, output)
     return info

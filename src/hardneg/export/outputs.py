@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 import pyarrow as pa
 
@@ -35,8 +35,12 @@ def write_jsonl(path: str | os.PathLike, blocks: Iterable[list[dict]]) -> int:
     return lines
 
 
-def write_hf_dataset(path: str | os.PathLike, schema: pa.Schema, blocks: Iterable[pa.Table],
-                     finish: Callable[[Path, int], None] | None = None) -> int:
+def write_hf_dataset(
+    path: str | os.PathLike,
+    schema: pa.Schema,
+    blocks: Iterable[pa.Table],
+    finish: Callable[[Path, int], None] | None = None,
+) -> int:
     """Write the rows of ``blocks`` (tables of ``schema``) as a Hugging Face dataset folder that
     ``datasets.load_from_disk`` opens (``Dataset.save_to_disk``), atomically; return the number of rows.
 

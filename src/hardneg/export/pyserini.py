@@ -40,7 +40,7 @@ from hardneg.export.index import QUERY_SETTINGS
 start_jvm()  # before any Pyserini import: pyserini.encode reaches the JVM when imported
 
 import torch
-from pyserini.encode import QueryEncoder  # noqa: E402  (needs the JVM started above)
+from pyserini.encode import QueryEncoder
 from pyserini.search.faiss import FaissSearcher
 
 from hardneg.dense.model import BiEncoder
@@ -56,8 +56,10 @@ def _recorded_query_length(encoder_dir: Path) -> int:
         return int(json.loads(settings.read_text())["max_length"])
     recorded = json.loads((encoder_dir / "hardneg.json").read_text()).get("query_max_length")
     if recorded is None:
-        raise HardnegError(f"{encoder_dir} records no query length ({settings} is missing): give max_length, the "
-                           "run's params.model.query_max_length")
+        raise HardnegError(
+            f"{encoder_dir} records no query length ({settings} is missing): give max_length, the "
+            "run's params.model.query_max_length"
+        )
     return int(recorded)
 
 
@@ -76,13 +78,20 @@ class HardnegQueryEncoder(QueryEncoder):
     :raises HardnegError: ``encoder_dir`` has no ``hardneg.json``, or no query length is given or recorded.
     """
 
-    def __init__(self, encoder_dir: str | os.PathLike, *, max_length: int | None = None, device: str = "cpu",
-                 batch_size: int = 64):
+    def __init__(
+        self,
+        encoder_dir: str | os.PathLike,
+        *,
+        max_length: int | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+    ):
         super().__init__()
         encoder_dir = Path(encoder_dir)
         if not (encoder_dir / "hardneg.json").is_file():
-            raise HardnegError(f"{encoder_dir} is not a hardneg model folder: {encoder_dir / 'hardneg.json'} is "
-                               "missing")
+            raise HardnegError(
+                f"{encoder_dir} is not a hardneg model folder: {encoder_dir / 'hardneg.json'} is missing"
+            )
         if max_length is None:
             max_length = _recorded_query_length(encoder_dir)
         self.max_length = max_length
@@ -101,13 +110,13 @@ class HardnegQueryEncoder(QueryEncoder):
         out = np.empty((len(queries), self.model.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(queries), self.batch_size):
-                part = list(queries[start:start + self.batch_size])
+                part = list(queries[start : start + self.batch_size])
                 ids, lengths, _ = encode_chunk(self.tokenizer, part, None, self.max_length)
                 width = int(lengths.max())
                 input_ids = torch.from_numpy(ids[:, :width].astype(np.int64)).to(self.device)
                 mask = (torch.arange(width)[None, :] < torch.from_numpy(lengths.astype(np.int64))[:, None]).long()
                 vectors = self.model.encode(input_ids, mask.to(self.device), "query")
-                out[start:start + len(part)] = vectors.float().cpu().numpy()
+                out[start : start + len(part)] = vectors.float().cpu().numpy()
         return out
 
     def encode(self, query: str, **kwargs) -> np.ndarray:

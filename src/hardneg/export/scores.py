@@ -42,8 +42,10 @@ def card_input(card: dict, name: str, results: str | os.PathLike) -> Path:
         path = recorded
     now = current_digest(entry, path)
     if now is None or now["sha256"] != entry["sha256"]:
-        raise HardnegError(f"{path} ({name}) is {'missing' if now is None else 'not the file'} the run's mining "
-                           f"card records: its scores would not be those the list was made with")
+        raise HardnegError(
+            f"{path} ({name}) is {'missing' if now is None else 'not the file'} the run's mining "
+            f"card records: its scores would not be those the list was made with"
+        )
     return path
 
 
@@ -54,16 +56,21 @@ def _lookup(table: pa.Table, column: str, qids: pa.Array, docids: pa.Array, path
     at = pc.index_in(wanted, value_set=keys.combine_chunks())
     if at.null_count:
         first = int(np.flatnonzero(at.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(path, None, f"{at.null_count} {what} have no score here, e.g. query {qids[first].as_py()!r}, "
-                        f"document {docids[first].as_py()!r}")
+        raise DataError(
+            path,
+            None,
+            f"{at.null_count} {what} have no score here, e.g. query {qids[first].as_py()!r}, "
+            f"document {docids[first].as_py()!r}",
+        )
     values = table[column].combine_chunks().take(at)
     if values.null_count:
         raise DataError(path, None, f"{values.null_count} {what} have a null {column}")
     return values.to_numpy(zero_copy_only=False).astype(np.float32)
 
 
-def group_scores(groups: Groups, card: dict | None, results: str | os.PathLike, source: str,
-                 hardnegs: pa.Table | None = None) -> tuple[np.ndarray, np.ndarray]:
+def group_scores(
+    groups: Groups, card: dict | None, results: str | os.PathLike, source: str, hardnegs: pa.Table | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``source`` scores (float32) of the groups' positives and negatives, in the order of ``groups.pos_doc``
     and ``groups.neg_doc``.
 
@@ -77,27 +84,37 @@ def group_scores(groups: Groups, card: dict | None, results: str | os.PathLike, 
     if source not in SOURCES:
         raise HardnegError(f"--scores must be one of {', '.join(SOURCES)}, got {source!r}")
     if card is None:
-        raise HardnegError("--scores reads the files of the run's mining card, and the run has none: build "
-                           "results/<run>/hardnegs_card.json first")
+        raise HardnegError(
+            "--scores reads the files of the run's mining card, and the run has none: build "
+            "results/<run>/hardnegs_card.json first"
+        )
     docids = groups.doc_columns["docid"]
     pos_qids, pos_docids = groups.qids.take(pa.array(groups.pos_query)), docids.take(pa.array(groups.pos_doc))
     if source == "miner":
         path = card_input(card, "positives", results)
         positives = artifacts.read_table(artifacts.POSITIVE_SCORES, path)
-        return (_lookup(positives, "score", pos_qids, pos_docids, path, "positives"),
-                np.asarray(groups.neg_score, np.float32))
+        return (
+            _lookup(positives, "score", pos_qids, pos_docids, path, "positives"),
+            np.asarray(groups.neg_score, np.float32),
+        )
     if "pool" not in card:  # an imported list's card (hardneg.imports.card): its scores came with the file
-        raise HardnegError(f"run {card['run']} trains on an imported list, whose teacher scores are those its file "
-                           f"carried: export them with --scores miner")
+        raise HardnegError(
+            f"run {card['run']} trains on an imported list, whose teacher scores are those its file "
+            f"carried: export them with --scores miner"
+        )
     if not card["pool"].get("cross_encoder"):
-        raise HardnegError(f"run {card['run']}: no cross-encoder scored its pool ({card['pool']['name']}): name one "
-                           f"as the run's cross_encoder input, or export --scores miner")
+        raise HardnegError(
+            f"run {card['run']}: no cross-encoder scored its pool ({card['pool']['name']}): name one "
+            f"as the run's cross_encoder input, or export --scores miner"
+        )
     pool_path, positives_path = card_input(card, "pool", results), card_input(card, "ce_positives", results)
     pool = artifacts.read_table(artifacts.CANDIDATES, pool_path)
     positives = artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path)
     neg_qids, neg_docids = groups.qids.take(pa.array(groups.neg_query)), docids.take(pa.array(groups.neg_doc))
-    return (_lookup(positives, "score", pos_qids, pos_docids, positives_path, "positives"),
-            _lookup(pool, "ce_score", neg_qids, neg_docids, pool_path, "hard negatives"))
+    return (
+        _lookup(positives, "score", pos_qids, pos_docids, positives_path, "positives"),
+        _lookup(pool, "ce_score", neg_qids, neg_docids, pool_path, "hard negatives"),
+    )
 
 
 __all__ = ["SOURCES", "card_input", "group_scores"]

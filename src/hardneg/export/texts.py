@@ -24,8 +24,10 @@ def tokenizer_separator(source: str | os.PathLike, run: str) -> str:
     try:
         tokenizer = load_tokenizer(source)
     except (OSError, ValueError) as exc:
-        raise HardnegError(f"run {run}: cannot load its tokenizer {str(source)!r} to join document titles and texts "
-                           f"as its model reads them ({exc}); give the separator with --title-separator") from None
+        raise HardnegError(
+            f"run {run}: cannot load its tokenizer {str(source)!r} to join document titles and texts "
+            f"as its model reads them ({exc}); give the separator with --title-separator"
+        ) from None
     return pair_separator(tokenizer)
 
 
@@ -34,5 +36,7 @@ def joined_texts(titles: list, texts: list, separator: str) -> list[str]:
     (``None``, empty or whitespace), as :mod:`hardneg.dense.tokenized` leaves such titles out. A missing text is
     an empty one; a blank separator joins title and text with one space."""
     middle = f" {separator.strip()} " if separator.strip() else " "
-    return [f"{title}{middle}{text or ''}" if title and title.strip() else (text or "")
-            for title, text in zip(titles, texts)]
+    return [
+        f"{title}{middle}{text or ''}" if title and title.strip() else (text or "")
+        for title, text in zip(titles, texts)
+    ]

@@ -26,6 +26,16 @@ from hardneg.figures import curves, epoch_curves, gradient_norms, hybrid_alpha, 
 from hardneg.figures.declaration import Figure
 
 # name → declaration (the figure targets are listed in this order)
-FIGURES: dict[str, Figure] = {figure.name: figure for figure in (
-    pairwise_errors.FIGURE, curves.TRAINING_CURVES, curves.ADORE_VS_ADORE_L, tsne.FIGURE, pq_matrix.FIGURE,
-    hybrid_alpha.FIGURE, gradient_norms.FIGURE, epoch_curves.FIGURE)}
+FIGURES: dict[str, Figure] = {
+    figure.name: figure
+    for figure in (
+        pairwise_errors.FIGURE,
+        curves.TRAINING_CURVES,
+        curves.ADORE_VS_ADORE_L,
+        tsne.FIGURE,
+        pq_matrix.FIGURE,
+        hybrid_alpha.FIGURE,
+        gradient_norms.FIGURE,
+        epoch_curves.FIGURE,
+    )
+}

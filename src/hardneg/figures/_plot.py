@@ -16,8 +16,7 @@ log = logging.getLogger(__name__)
 
 DPI = 120
 # matplotlib's "tab10" colours, named here so a run keeps its colour whatever the backend's defaults
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
 def new_figure(width: float, height: float, panels: int = 1):

@@ -21,7 +21,7 @@ from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, 
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +39,28 @@ def curve_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
     Returns a table of kind :data:`hardneg.io.artifacts.FIGURE_CURVES`: per run, one row per step whose ``dev_rr10``
     is not NaN (in step order), with the run's legend text (``labels[run]``, default the run's name)."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     from hardneg.dense.dev_eval import COLUMN  # here: the Snakefile reads this module, and dev_eval imports torch
 
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():
-        rows = log_steps(path, COLUMN, f"no dev evaluation in this training log (no {COLUMN} values): train the run "
-                                       f"with params.train.dev_every > 0")
-        frames.append(pd.DataFrame({"run": run, "label": labels.get(run, run),
-                                    "step": rows["step"].to_numpy(np.int64),
-                                    "dev_rr10": rows[COLUMN].to_numpy(np.float64)}))
+        rows = log_steps(
+            path,
+            COLUMN,
+            f"no dev evaluation in this training log (no {COLUMN} values): train the run "
+            f"with params.train.dev_every > 0",
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run,
+                    "label": labels.get(run, run),
+                    "step": rows["step"].to_numpy(np.int64),
+                    "dev_rr10": rows[COLUMN].to_numpy(np.float64),
+                }
+            )
+        )
     return pa.Table.from_pandas(pd.concat(frames, ignore_index=True), schema=KIND.schema, preserve_index=False)
 
 
@@ -59,9 +71,15 @@ def draw_curves(table: pa.Table, path: str | os.PathLike, title: str) -> None:
     figure, (ax,) = new_figure(6.4, 4.2)
     for number, run in enumerate(dict.fromkeys(data["run"])):
         rows = data[data["run"] == run]
-        ax.plot(rows["step"], rows["dev_rr10"], marker=MARKERS[number % len(MARKERS)], markersize=4,
-                linewidth=1.6, color=PALETTE[number % len(PALETTE)],
-                label=f"{rows['label'].iloc[0]} (best {rows['dev_rr10'].max():.3f})")
+        ax.plot(
+            rows["step"],
+            rows["dev_rr10"],
+            marker=MARKERS[number % len(MARKERS)],
+            markersize=4,
+            linewidth=1.6,
+            color=PALETTE[number % len(PALETTE)],
+            label=f"{rows['label'].iloc[0]} (best {rows['dev_rr10'].max():.3f})",
+        )
     ax.set_xlabel("optimiser step")
     ax.set_ylabel("dev MRR@10")
     ax.set_xlim(left=0)
@@ -71,8 +89,13 @@ def draw_curves(table: pa.Table, path: str | os.PathLike, title: str) -> None:
     save_png(figure, path)
 
 
-def write_curves(name: str, train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str, str] | None,
-                 data_path: str | os.PathLike, png_path: str | os.PathLike) -> pa.Table:
+def write_curves(
+    name: str,
+    train_logs: Mapping[str, str | os.PathLike],
+    labels: Mapping[str, str] | None,
+    data_path: str | os.PathLike,
+    png_path: str | os.PathLike,
+) -> pa.Table:
     """Figure ``name`` (``training_curves`` or ``adore_vs_adore_l``, which sets the title): compute the data
     (:func:`curve_table`), write it to ``data_path`` (Parquet) and draw it to ``png_path``. Returns the data."""
     table = write_data(curve_table(train_logs, labels), KIND, data_path)
@@ -81,8 +104,9 @@ def write_curves(name: str, train_logs: Mapping[str, str | os.PathLike], labels:
 
 
 def _dev_curve_inputs(plan, spec: dict, key: str) -> dict:
-    return evaluated_train_logs(plan, spec, key, bool, "draws dev MRR@10 during training: set it above 0 (e.g. a "
-                                                       "tenth of the steps)")
+    return evaluated_train_logs(
+        plan, spec, key, bool, "draws dev MRR@10 during training: set it above 0 (e.g. a tenth of the steps)"
+    )
 
 
 def _figure(name: str) -> Figure:

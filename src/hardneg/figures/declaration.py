@@ -80,8 +80,9 @@ def evaluated_train_logs(plan, spec: dict, key: str, evaluated: Callable[[Any], 
     dense = set(plan.dense_runs)
     for position, run in enumerate(runs):
         if not plan.method(run).trains or run not in dense:
-            raise ConfigError(f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev "
-                                                        f"evaluation")
+            raise ConfigError(
+                f"{key}.runs.{position}", f"run {run!r} trains no dense model, so it has no dev evaluation"
+            )
         if not evaluated(plan.params(run)["train"]["dev_every"]):
             raise ConfigError(f"runs.{run}.params.train.dev_every", f"{key} {why}")
     check_labels(spec, runs, key)

@@ -24,7 +24,7 @@ from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, 
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 KIND = artifacts.FIGURE_EPOCHS
 COLUMN = "dev_rr100"
@@ -36,6 +36,7 @@ def epoch_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
     run's legend text (``labels[run]``, default its name). A log without steps, or whose epochs' last steps were
     not evaluated on dev, is a :class:`DataError` naming it."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():
@@ -43,18 +44,33 @@ def epoch_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str
             raise DataError(path, None, "training log does not exist")
         steps = pq.read_table(path).to_pandas()
         if not len(steps) or COLUMN not in steps.columns:
-            raise DataError(path, None, f"no per-epoch dev evaluation in this training log (no {COLUMN} column): "
-                                        f"train the run with params.train.dev_every: epoch")
+            raise DataError(
+                path,
+                None,
+                f"no per-epoch dev evaluation in this training log (no {COLUMN} column): "
+                f"train the run with params.train.dev_every: epoch",
+            )
         steps = steps.sort_values("step")
         epochs = steps.groupby("epoch", sort=True)
         last = epochs.tail(1).set_index("epoch")[COLUMN]
         if last.isna().any():
-            raise DataError(path, None, f"epoch {int(last.index[last.isna()][0])} ends without a dev evaluation: train "
-                                        f"the run with params.train.dev_every: epoch")
-        frames.append(pd.DataFrame({"run": run, "label": labels.get(run, run),
-                                    "epoch": last.index.to_numpy(np.int64) + 1,
-                                    "loss": epochs["loss"].mean().to_numpy(np.float64),
-                                    "dev_rr100": last.to_numpy(np.float64)}))
+            raise DataError(
+                path,
+                None,
+                f"epoch {int(last.index[last.isna()][0])} ends without a dev evaluation: train "
+                f"the run with params.train.dev_every: epoch",
+            )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run,
+                    "label": labels.get(run, run),
+                    "epoch": last.index.to_numpy(np.int64) + 1,
+                    "loss": epochs["loss"].mean().to_numpy(np.float64),
+                    "dev_rr100": last.to_numpy(np.float64),
+                }
+            )
+        )
     return pa.Table.from_pandas(pd.concat(frames, ignore_index=True), schema=KIND.schema, preserve_index=False)
 
 
@@ -65,11 +81,19 @@ def draw_epochs(table: pa.Table, path: str | os.PathLike) -> None:
     figure, (loss_axis, mrr_axis) = new_figure(10.0, 4.4, panels=2)
     for number, run in enumerate(dict.fromkeys(data["run"])):
         rows = data[data["run"] == run]
-        style = {"color": PALETTE[number % len(PALETTE)], "marker": "o", "markersize": 4,
-                 "linestyle": "-" if number < len(PALETTE) else "--"}
+        style = {
+            "color": PALETTE[number % len(PALETTE)],
+            "marker": "o",
+            "markersize": 4,
+            "linestyle": "-" if number < len(PALETTE) else "--",
+        }
         loss_axis.plot(rows["epoch"], rows["loss"], **style)
-        mrr_axis.plot(rows["epoch"], rows["dev_rr100"], label=f"{rows['label'].iloc[0]} "
-                                                              f"(best {rows['dev_rr100'].max():.3f})", **style)
+        mrr_axis.plot(
+            rows["epoch"],
+            rows["dev_rr100"],
+            label=f"{rows['label'].iloc[0]} (best {rows['dev_rr100'].max():.3f})",
+            **style,
+        )
     for axis, name in ((loss_axis, "mean training loss"), (mrr_axis, "dev MRR@100")):
         axis.set_xlabel("epoch")
         axis.set_ylabel(name)
@@ -81,8 +105,12 @@ def draw_epochs(table: pa.Table, path: str | os.PathLike) -> None:
     save_png(figure, path)
 
 
-def write_epoch_curves(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str, str] | None,
-                       data_path: str | os.PathLike, png_path: str | os.PathLike) -> pa.Table:
+def write_epoch_curves(
+    train_logs: Mapping[str, str | os.PathLike],
+    labels: Mapping[str, str] | None,
+    data_path: str | os.PathLike,
+    png_path: str | os.PathLike,
+) -> pa.Table:
     """Compute the data (:func:`epoch_table`), write it to ``data_path`` (Parquet) and draw it to ``png_path``."""
     table = write_data(epoch_table(train_logs, labels), KIND, data_path)
     draw_epochs(table, png_path)
@@ -90,10 +118,21 @@ def write_epoch_curves(train_logs: Mapping[str, str | os.PathLike], labels: Mapp
 
 
 def _inputs(plan, spec: dict, key: str) -> dict:
-    return evaluated_train_logs(plan, spec, key, lambda every: every == "epoch", "draws dev MRR@100 at the end of "
-                                                                                "every epoch: set it to 'epoch'")
+    return evaluated_train_logs(
+        plan,
+        spec,
+        key,
+        lambda every: every == "epoch",
+        "draws dev MRR@100 at the end of every epoch: set it to 'epoch'",
+    )
 
 
-FIGURE = Figure("epoch_curves", caption="epoch_curves.rst", inputs=_inputs, params=runs_and_labels,
-                build=lambda inputs, params, data_path, png_path: write_epoch_curves(
-                    run_logs(inputs, params), params["labels"], data_path, png_path))
+FIGURE = Figure(
+    "epoch_curves",
+    caption="epoch_curves.rst",
+    inputs=_inputs,
+    params=runs_and_labels,
+    build=lambda inputs, params, data_path, png_path: write_epoch_curves(
+        run_logs(inputs, params), params["labels"], data_path, png_path
+    ),
+)

@@ -25,7 +25,7 @@ from hardneg.figures.declaration import Figure, check_labels, figure_runs, run_l
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 KIND = artifacts.FIGURE_GRAD_NORMS
 TITLE = "Pre-clip gradient norm per optimiser step"
@@ -36,13 +36,23 @@ def norm_table(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str,
     as a table of kind :data:`hardneg.io.artifacts.FIGURE_GRAD_NORMS` with each run's legend text (``labels[run]``,
     default its name). A log without the column, or without steps, is a :class:`DataError` naming it."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     labels = labels or {}
     frames = []
     for run, path in train_logs.items():
-        steps = log_steps(path, "grad_norm", "no gradient norms in this training log (no 'grad_norm' values): the "
-                                             "run trained no step")
-        frames.append(pd.DataFrame({"run": run, "label": labels.get(run, run), "step": steps["step"].to_numpy(np.int64),
-                                    "grad_norm": steps["grad_norm"].to_numpy(np.float64)}))
+        steps = log_steps(
+            path, "grad_norm", "no gradient norms in this training log (no 'grad_norm' values): the run trained no step"
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run,
+                    "label": labels.get(run, run),
+                    "step": steps["step"].to_numpy(np.int64),
+                    "grad_norm": steps["grad_norm"].to_numpy(np.float64),
+                }
+            )
+        )
     return pa.Table.from_pandas(pd.concat(frames, ignore_index=True), schema=KIND.schema, preserve_index=False)
 
 
@@ -63,8 +73,13 @@ def draw_norms(table: pa.Table, path: str | os.PathLike, reference: str) -> None
         rows = data[data["run"] == run]
         mean = rows["grad_norm"].mean()
         note = "" if run == reference else f"; {reference} / this: {ratios[run]:.3g}×"
-        ax.plot(rows["step"], rows["grad_norm"], linewidth=1.2, color=PALETTE[number % len(PALETTE)],
-                label=f"{rows['label'].iloc[0]} (mean {mean:.3g}{note})")
+        ax.plot(
+            rows["step"],
+            rows["grad_norm"],
+            linewidth=1.2,
+            color=PALETTE[number % len(PALETTE)],
+            label=f"{rows['label'].iloc[0]} (mean {mean:.3g}{note})",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("optimiser step")
     ax.set_ylabel("gradient norm (before clipping)")
@@ -75,8 +90,13 @@ def draw_norms(table: pa.Table, path: str | os.PathLike, reference: str) -> None
     save_png(figure, path)
 
 
-def write_gradient_norms(train_logs: Mapping[str, str | os.PathLike], labels: Mapping[str, str] | None,
-                         reference: str, data_path: str | os.PathLike, png_path: str | os.PathLike) -> pa.Table:
+def write_gradient_norms(
+    train_logs: Mapping[str, str | os.PathLike],
+    labels: Mapping[str, str] | None,
+    reference: str,
+    data_path: str | os.PathLike,
+    png_path: str | os.PathLike,
+) -> pa.Table:
     """Compute the data (:func:`norm_table`), write it to ``data_path`` (Parquet) and draw it to ``png_path``."""
     table = write_data(norm_table(train_logs, labels), KIND, data_path)
     draw_norms(table, png_path, reference)
@@ -100,7 +120,12 @@ def _inputs(plan, spec: dict, key: str) -> dict:
     return {"train_logs": [plan.layout.train_log(run) for run in runs]}
 
 
-FIGURE = Figure("gradient_norms", caption="gradient_norms.rst", inputs=_inputs,
-                params=lambda spec, plan: {**runs_and_labels(spec, plan), "reference": reference_run(spec)},
-                build=lambda inputs, params, data_path, png_path: write_gradient_norms(
-                    run_logs(inputs, params), params["labels"], params["reference"], data_path, png_path))
+FIGURE = Figure(
+    "gradient_norms",
+    caption="gradient_norms.rst",
+    inputs=_inputs,
+    params=lambda spec, plan: {**runs_and_labels(spec, plan), "reference": reference_run(spec)},
+    build=lambda inputs, params, data_path, png_path: write_gradient_norms(
+        run_logs(inputs, params), params["labels"], params["reference"], data_path, png_path
+    ),
+)

@@ -36,8 +36,13 @@ def alpha_table(tuning_path: str | os.PathLike, summary_path: str | os.PathLike)
     tuning = pq.read_table(tuning_path)
     missing = [c for c in TUNING_COLUMNS if c not in tuning.column_names]
     if missing or tuning.num_rows == 0:
-        raise DataError(tuning_path, None, f"not a fusion tuning table: missing column(s) {', '.join(missing)}"
-                        if missing else "no alpha was tuned (empty table)")
+        raise DataError(
+            tuning_path,
+            None,
+            f"not a fusion tuning table: missing column(s) {', '.join(missing)}"
+            if missing
+            else "no alpha was tuned (empty table)",
+        )
     with open(summary_path, encoding="utf-8") as handle:
         summary = json.load(handle)
     absent = [k for k in SUMMARY_KEYS if k not in summary]
@@ -46,11 +51,20 @@ def alpha_table(tuning_path: str | os.PathLike, summary_path: str | os.PathLike)
     tuning = tuning.select(list(TUNING_COLUMNS)).cast(pa.schema(TUNING_COLUMNS)).sort_by("alpha")
     chosen = tuning.filter(tuning["chosen"])["alpha"].to_pylist()
     if chosen != [float(summary["alpha"])]:
-        raise DataError(summary_path, None, f"alpha {summary['alpha']} is not the one row marked chosen in "
-                                            f"{tuning_path} ({chosen or 'none'})")
+        raise DataError(
+            summary_path,
+            None,
+            f"alpha {summary['alpha']} is not the one row marked chosen in {tuning_path} ({chosen or 'none'})",
+        )
     rows = tuning.num_rows
-    return pa.table({**{c: tuning[c] for c in TUNING_COLUMNS}, "measure": [str(summary["measure"])] * rows,
-                     "split": [str(summary["split"])] * rows}, schema=KIND.schema)
+    return pa.table(
+        {
+            **{c: tuning[c] for c in TUNING_COLUMNS},
+            "measure": [str(summary["measure"])] * rows,
+            "split": [str(summary["split"])] * rows,
+        },
+        schema=KIND.schema,
+    )
 
 
 def draw_hybrid_alpha(table: pa.Table, path: str | os.PathLike, run: str) -> None:
@@ -60,8 +74,15 @@ def draw_hybrid_alpha(table: pa.Table, path: str | os.PathLike, run: str) -> Non
     chosen = table.filter(pc.field("chosen"))
     alpha, value = chosen["alpha"][0].as_py(), chosen["value"][0].as_py()
     figure, (ax,) = new_figure(6.0, 4.0)
-    ax.plot(table["alpha"].to_numpy(), table["value"].to_numpy(), marker="o", markersize=4, color=PALETTE[0],
-            linewidth=1.6, label=f"{measure} on {split}")
+    ax.plot(
+        table["alpha"].to_numpy(),
+        table["value"].to_numpy(),
+        marker="o",
+        markersize=4,
+        color=PALETTE[0],
+        linewidth=1.6,
+        label=f"{measure} on {split}",
+    )
     ax.axvline(alpha, color=PALETTE[3], linestyle="--", linewidth=1.0)
     ax.scatter([alpha], [value], s=80, color=PALETTE[3], zorder=3, label=f"chosen α = {alpha:g} ({value:.4f})")
     ax.set_xlabel("α (fusion weight)")
@@ -72,8 +93,13 @@ def draw_hybrid_alpha(table: pa.Table, path: str | os.PathLike, run: str) -> Non
     save_png(figure, path)
 
 
-def write_hybrid_alpha(run: str, tuning_path: str | os.PathLike, summary_path: str | os.PathLike,
-                       data_path: str | os.PathLike, png_path: str | os.PathLike) -> pa.Table:
+def write_hybrid_alpha(
+    run: str,
+    tuning_path: str | os.PathLike,
+    summary_path: str | os.PathLike,
+    data_path: str | os.PathLike,
+    png_path: str | os.PathLike,
+) -> pa.Table:
     """Compute the figure's data (:func:`alpha_table`), write it to ``data_path`` (Parquet) and draw it to
     ``png_path``. Returns the data."""
     table = write_data(alpha_table(tuning_path, summary_path), KIND, data_path)
@@ -87,12 +113,19 @@ def _inputs(plan, spec: dict, key: str) -> dict:
         raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
     plan.check_run(run, f"{key}.run")
     if run not in plan.tuned_runs:
-        raise ConfigError(f"{key}.run", f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is "
-                                        f"tuned (params.alpha: null)")
+        raise ConfigError(
+            f"{key}.run",
+            f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is tuned (params.alpha: null)",
+        )
     return {"tuning": plan.layout.fusion_tuning(run, "parquet"), "summary": plan.layout.fusion_tuning(run, "json")}
 
 
-FIGURE = Figure("hybrid_alpha", caption="hybrid_alpha.rst", inputs=_inputs,
-                params=lambda spec, plan: {"run": spec["run"]},
-                build=lambda inputs, params, data_path, png_path: write_hybrid_alpha(
-                    params["run"], inputs["tuning"], inputs["summary"], data_path, png_path))
+FIGURE = Figure(
+    "hybrid_alpha",
+    caption="hybrid_alpha.rst",
+    inputs=_inputs,
+    params=lambda spec, plan: {"run": spec["run"]},
+    build=lambda inputs, params, data_path, png_path: write_hybrid_alpha(
+        params["run"], inputs["tuning"], inputs["summary"], data_path, png_path
+    ),
+)

@@ -35,16 +35,35 @@ def draw_leakage(table: pa.Table, path: str | os.PathLike) -> None:
     for i, row in enumerate(rows):
         leakage = 100 * _value(row["leakage"]) if not math.isnan(_value(row["leakage"])) else 0.0  # none hidden
         label = f"{row['policy']} (reference)" if row["reference"] else row["policy"]
-        ax.scatter([row["hardness_kept"]], [leakage], s=60, color=PALETTE[i % len(PALETTE)],
-                   marker="s" if row["reference"] else "o", zorder=3, label=f"{label}: {row['settings']}")
+        ax.scatter(
+            [row["hardness_kept"]],
+            [leakage],
+            s=60,
+            color=PALETTE[i % len(PALETTE)],
+            marker="s" if row["reference"] else "o",
+            zorder=3,
+            label=f"{label}: {row['settings']}",
+        )
         dx, dy, align = _LABEL_OFFSETS[i % len(_LABEL_OFFSETS)]  # staggered: policies often lie close together
-        ax.annotate(row["policy"], (row["hardness_kept"], leakage), textcoords="offset points", xytext=(dx, dy),
-                    ha=align, fontsize="small")
+        ax.annotate(
+            row["policy"],
+            (row["hardness_kept"], leakage),
+            textcoords="offset points",
+            xytext=(dx, dy),
+            ha=align,
+            fontsize="small",
+        )
     ax.axvline(GOAL_HARDNESS, color="grey", linestyle=":", linewidth=1)
     if reference is not None and not math.isnan(_value(reference["leakage"])):
         ax.axhline(100 * GOAL_CUT * reference["leakage"], color="grey", linestyle=":", linewidth=1)
-        ax.text(GOAL_HARDNESS, 100 * GOAL_CUT * reference["leakage"], " goal: below, right", fontsize="x-small",
-                color="grey", va="bottom")
+        ax.text(
+            GOAL_HARDNESS,
+            100 * GOAL_CUT * reference["leakage"],
+            " goal: below, right",
+            fontsize="x-small",
+            color="grey",
+            va="bottom",
+        )
     ax.set_xlabel("hardness kept (reference mean rank / policy mean rank)")
     ax.set_ylabel("leakage (% of hidden positives selected as negatives)")
     kept = [row["hardness_kept"] for row in rows] or [1.0]

@@ -21,7 +21,7 @@ from hardneg.figures.declaration import Figure, figure_runs, paths
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,7 @@ def distribution_table(per_query: Mapping[str, str | os.PathLike], measures: Seq
     increasing value (ties by qid), with ``share`` = the fraction of that run's queries whose value is at most
     the row's value. A measure missing from a file is a :class:`DataError` naming the file."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     frames = []
     for run, path in per_query.items():
         table = artifacts.read_table(artifacts.PER_QUERY_METRICS, path).to_pandas()
@@ -47,8 +48,11 @@ def distribution_table(per_query: Mapping[str, str | os.PathLike], measures: Seq
             rows = rows.sort_values(["value", "qid"], kind="stable")
             values = rows["value"].to_numpy(np.float64)
             share = np.searchsorted(values, values, side="right") / len(values)
-            frames.append(pd.DataFrame({"run": run, "measure": measure, "qid": rows["qid"].to_numpy(),
-                                        "value": values, "share": share}))
+            frames.append(
+                pd.DataFrame(
+                    {"run": run, "measure": measure, "qid": rows["qid"].to_numpy(), "value": values, "share": share}
+                )
+            )
     return pa.Table.from_pandas(pd.concat(frames, ignore_index=True), schema=KIND.schema, preserve_index=False)
 
 
@@ -72,9 +76,14 @@ def draw_pairwise_errors(table: pa.Table, path: str | os.PathLike) -> None:
         for number, run in enumerate(runs):
             rows = data[(data["run"] == run) & (data["measure"] == measure)]
             values, share = rows["value"].to_numpy(), rows["share"].to_numpy()
-            ax.step(np.r_[values[0], values], np.r_[0.0, share], where="post", linewidth=1.6,
-                    color=PALETTE[number % len(PALETTE)],
-                    label=f"{run} (mean {values.mean():.1f})")
+            ax.step(
+                np.r_[values[0], values],
+                np.r_[0.0, share],
+                where="post",
+                linewidth=1.6,
+                color=PALETTE[number % len(PALETTE)],
+                label=f"{run} (mean {values.mean():.1f})",
+            )
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(left=0)
         ax.set_ylim(0, 1.01)
@@ -86,8 +95,12 @@ def draw_pairwise_errors(table: pa.Table, path: str | os.PathLike) -> None:
     save_png(figure, path)
 
 
-def write_pairwise_errors(per_query: Mapping[str, str | os.PathLike], measures: Sequence[str],
-                          data_path: str | os.PathLike, png_path: str | os.PathLike) -> pa.Table:
+def write_pairwise_errors(
+    per_query: Mapping[str, str | os.PathLike],
+    measures: Sequence[str],
+    data_path: str | os.PathLike,
+    png_path: str | os.PathLike,
+) -> pa.Table:
     """Compute the figure's data (:func:`distribution_table`), write it to ``data_path`` (Parquet) and draw it
     to ``png_path``. Returns the data."""
     table = write_data(distribution_table(per_query, measures), KIND, data_path)
@@ -101,9 +114,15 @@ def _inputs(plan, spec: dict, key: str) -> dict:
 
 
 def _build(inputs, params, data_path, png_path) -> pa.Table:
-    return write_pairwise_errors(dict(zip(params["runs"], paths(inputs["per_query"]))), params["measures"],
-                                 data_path, png_path)
+    return write_pairwise_errors(
+        dict(zip(params["runs"], paths(inputs["per_query"]))), params["measures"], data_path, png_path
+    )
 
 
-FIGURE = Figure("pairwise_errors", caption="pairwise_errors.rst", inputs=_inputs,
-                params=lambda spec, plan: {"runs": spec["runs"], "measures": spec["measures"]}, build=_build)
+FIGURE = Figure(
+    "pairwise_errors",
+    caption="pairwise_errors.rst",
+    inputs=_inputs,
+    params=lambda spec, plan: {"runs": spec["runs"], "measures": spec["measures"]},
+    build=_build,
+)

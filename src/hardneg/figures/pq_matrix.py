@@ -30,11 +30,21 @@ def matrix_table(matrix_path: str | os.PathLike, measure: str) -> pa.Table:
     matrix = pq.read_table(matrix_path)
     for column in ("train_index", "eval_index", measure):
         if column not in matrix.column_names:
-            raise DataError(matrix_path, None, f"not a PQ matrix with measure {measure!r}: no column {column!r} (it "
-                                               f"has {', '.join(matrix.column_names)})")
-    return pa.table({"train_index": matrix["train_index"], "eval_index": matrix["eval_index"],
-                     "measure": [measure] * matrix.num_rows, "value": matrix[measure].cast(pa.float64())},
-                    schema=KIND.schema)
+            raise DataError(
+                matrix_path,
+                None,
+                f"not a PQ matrix with measure {measure!r}: no column {column!r} (it "
+                f"has {', '.join(matrix.column_names)})",
+            )
+    return pa.table(
+        {
+            "train_index": matrix["train_index"],
+            "eval_index": matrix["eval_index"],
+            "measure": [measure] * matrix.num_rows,
+            "value": matrix[measure].cast(pa.float64()),
+        },
+        schema=KIND.schema,
+    )
 
 
 def draw_pq_matrix(table: pa.Table, path: str | os.PathLike) -> None:
@@ -52,9 +62,15 @@ def draw_pq_matrix(table: pa.Table, path: str | os.PathLike) -> None:
     best = np.nanmax(values, axis=0)  # per evaluation index, the training index that serves it best is in bold
     for i in range(len(rows)):
         for j in range(len(columns)):
-            ax.text(j, i, f"{values[i, j]:.4f}", ha="center", va="center",
-                    color="black" if values[i, j] > middle else "white",
-                    fontweight="bold" if values[i, j] == best[j] else "normal")
+            ax.text(
+                j,
+                i,
+                f"{values[i, j]:.4f}",
+                ha="center",
+                va="center",
+                color="black" if values[i, j] > middle else "white",
+                fontweight="bold" if values[i, j] == best[j] else "normal",
+            )
     ax.set_xticks(range(len(columns)), columns)
     ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel("index evaluated with")
@@ -64,8 +80,9 @@ def draw_pq_matrix(table: pa.Table, path: str | os.PathLike) -> None:
     save_png(figure, path)
 
 
-def write_pq_matrix_figure(matrix_path: str | os.PathLike, measure: str, data_path: str | os.PathLike,
-                           png_path: str | os.PathLike) -> pa.Table:
+def write_pq_matrix_figure(
+    matrix_path: str | os.PathLike, measure: str, data_path: str | os.PathLike, png_path: str | os.PathLike
+) -> pa.Table:
     """Compute the figure's data (:func:`matrix_table`), write it to ``data_path`` (Parquet) and draw it to
     ``png_path``. Returns the data."""
     table = write_data(matrix_table(matrix_path, measure), KIND, data_path)
@@ -80,7 +97,12 @@ def _inputs(plan, spec: dict, key: str) -> dict:
     return {"matrix": plan.layout.experiment("pq_matrix", "matrix.parquet")}
 
 
-FIGURE = Figure("pq_matrix", caption="pq_matrix_heatmap.rst", inputs=_inputs,
-                params=lambda spec, plan: {"measure": spec["measure"]},
-                build=lambda inputs, params, data_path, png_path: write_pq_matrix_figure(
-                    inputs["matrix"], params["measure"], data_path, png_path))
+FIGURE = Figure(
+    "pq_matrix",
+    caption="pq_matrix_heatmap.rst",
+    inputs=_inputs,
+    params=lambda spec, plan: {"measure": spec["measure"]},
+    build=lambda inputs, params, data_path, png_path: write_pq_matrix_figure(
+        inputs["matrix"], params["measure"], data_path, png_path
+    ),
+)

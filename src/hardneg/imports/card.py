@@ -20,8 +20,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hardneg.imports import LIST, POSITIVES
-from hardneg.mining.card import (CARD_VERSION, check_inputs, check_list, current_digest, digest_entry, list_record,
-                                 package_versions)
+from hardneg.mining.card import (
+    CARD_VERSION,
+    check_inputs,
+    check_list,
+    current_digest,
+    digest_entry,
+    list_record,
+    package_versions,
+)
 from hardneg.mining.verify import checked_lines, input_paths, verdict_lines
 
 KIND = "import"  # the card's ``kind``: an imported list (a mining card has none)
@@ -32,10 +39,21 @@ def is_import_card(card: Mapping) -> bool:
     return card.get("kind") == KIND
 
 
-def build_import_card(*, source: str | os.PathLike, fmt: str, shape: str, separator: str, counts: Mapping,
-                      dataset: str, split: str, inputs: Mapping[str, str | os.PathLike], hardnegs: str | os.PathLike,
-                      recorded: Mapping[str, str] | None = None, results: str = "results",
-                      run: str | None = None) -> dict:
+def build_import_card(
+    *,
+    source: str | os.PathLike,
+    fmt: str,
+    shape: str,
+    separator: str,
+    counts: Mapping,
+    dataset: str,
+    split: str,
+    inputs: Mapping[str, str | os.PathLike],
+    hardnegs: str | os.PathLike,
+    recorded: Mapping[str, str] | None = None,
+    results: str = "results",
+    run: str | None = None,
+) -> dict:
     """The card of an imported list (see the module docstring).
 
     :param source: the imported file or folder, as given.
@@ -52,12 +70,24 @@ def build_import_card(*, source: str | os.PathLike, fmt: str, shape: str, separa
     """
     recorded = recorded or {}
     entries = {name: {**digest_entry(path), "path": str(recorded.get(name, path))} for name, path in inputs.items()}
-    return {"card_version": CARD_VERSION, "kind": KIND, "run": run, "dataset": dataset, "split": split,
-            "results": str(results), "inputs": dict(sorted(entries.items())),
-            "import": {"source": digest_entry(source), "format": fmt, "shape": shape, "title_separator": separator,
-                       "mapping": dict(counts)},
-            "list": {**list_record(hardnegs), "path": str(recorded.get("list", hardnegs))},
-            "versions": package_versions()}
+    return {
+        "card_version": CARD_VERSION,
+        "kind": KIND,
+        "run": run,
+        "dataset": dataset,
+        "split": split,
+        "results": str(results),
+        "inputs": dict(sorted(entries.items())),
+        "import": {
+            "source": digest_entry(source),
+            "format": fmt,
+            "shape": shape,
+            "title_separator": separator,
+            "mapping": dict(counts),
+        },
+        "list": {**list_record(hardnegs), "path": str(recorded.get("list", hardnegs))},
+        "versions": package_versions(),
+    }
 
 
 def _change(name: str, path, recorded: str, current: str | None) -> str:
@@ -66,8 +96,9 @@ def _change(name: str, path, recorded: str, current: str | None) -> str:
     return f"{name} {path} changed since the list was imported (sha256 {recorded[:12]}… → {current[:12]}…)"
 
 
-def verify_import(card: Mapping, *, results: str | os.PathLike = "results",
-                  folder: str | os.PathLike | None = None) -> dict:
+def verify_import(
+    card: Mapping, *, results: str | os.PathLike = "results", folder: str | os.PathLike | None = None
+) -> dict:
     """Check an imported list against its card: the source, the dataset's files and the list's own files each
     still hash to the digest the card records. Nothing is mined.
 
@@ -83,24 +114,35 @@ def verify_import(card: Mapping, *, results: str | os.PathLike = "results",
         paths.update(list=Path(folder) / LIST, positives=Path(folder) / POSITIVES)
     source = card["import"]["source"]
     now = current_digest(source)
-    changed = [] if now is not None and now["sha256"] == source["sha256"] else \
-        [_change("source", source["path"], source["sha256"], None if now is None else now["sha256"])]
+    changed = (
+        []
+        if now is not None and now["sha256"] == source["sha256"]
+        else [_change("source", source["path"], source["sha256"], None if now is None else now["sha256"])]
+    )
     changed += [_change(c.name, c.path, c.recorded, c.current) for c in check_inputs(card, paths)]
     listed = check_list(card, paths["list"])
     if listed is not None:
         changed.append(_change("hard-negative list", listed.path, listed.recorded, listed.current))
-    return {"run": card.get("run"), "list": {**card["list"], "path": str(paths["list"])}, "source": source["path"],
-            "inputs_checked": len(card["inputs"]) + 1, "changed": changed, "remined": False,
-            "notes": ["an imported list: its files are checked against their digests, nothing is mined again"],
-            "reproduced": not changed}
+    return {
+        "run": card.get("run"),
+        "list": {**card["list"], "path": str(paths["list"])},
+        "source": source["path"],
+        "inputs_checked": len(card["inputs"]) + 1,
+        "changed": changed,
+        "remined": False,
+        "notes": ["an imported list: its files are checked against their digests, nothing is mined again"],
+        "reproduced": not changed,
+    }
 
 
 def format_import_report(report: Mapping, card: Mapping) -> str:
     """The report of :func:`verify_import` as a few lines of text for a person."""
     listed, imported = report["list"], card["import"]
     owner = f"run {report['run']}: " if report.get("run") else ""
-    lines = [f"{owner}hard negatives {listed['path']} ({listed['rows']} rows, {listed.get('queries', '?')} queries), "
-             f"imported from {report['source']} ({imported['format']}, {imported['shape']}) for split "
-             f"{card['split']} of {card['dataset']}"]
+    lines = [
+        f"{owner}hard negatives {listed['path']} ({listed['rows']} rows, {listed.get('queries', '?')} queries), "
+        f"imported from {report['source']} ({imported['format']}, {imported['shape']}) for split "
+        f"{card['split']} of {card['dataset']}"
+    ]
     lines += checked_lines(report, "files", "the source, the dataset's and the list's")
     return "\n".join(lines + verdict_lines(report))

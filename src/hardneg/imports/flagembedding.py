@@ -5,7 +5,7 @@ Queries and documents are texts (:mod:`hardneg.imports.matching`)."""
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from hardneg.errors import HardnegError
 from hardneg.imports import values
@@ -21,8 +21,10 @@ def shape(where: str, row: dict) -> str:
     """
     missing = [name for name in ("query", "pos", "neg") if name not in row]
     if missing:
-        raise HardnegError(f"{where}: columns {', '.join(row)} are not FlagEmbedding's: it needs query, pos and neg "
-                           f"(missing {', '.join(missing)})")
+        raise HardnegError(
+            f"{where}: columns {', '.join(row)} are not FlagEmbedding's: it needs query, pos and neg "
+            f"(missing {', '.join(missing)})"
+        )
     return SHAPES[0]
 
 
@@ -40,5 +42,9 @@ def _documents(where: str, row: dict, column: str) -> tuple[Document, ...]:
 def examples(rows: Iterable[tuple[str, dict]], shape_name: str) -> Iterator[Example]:
     """One :class:`~hardneg.imports.records.Example` per line of a FlagEmbedding file."""
     for where, row in rows:
-        yield Example(where, Item(None, values.text(where, row, "query")), positives=_documents(where, row, "pos"),
-                      negatives=_documents(where, row, "neg"))
+        yield Example(
+            where,
+            Item(None, values.text(where, row, "query")),
+            positives=_documents(where, row, "pos"),
+            negatives=_documents(where, row, "neg"),
+        )

@@ -23,8 +23,17 @@ import os
 from pathlib import Path
 
 from hardneg.errors import HardnegError
-from hardneg.imports import (CARD, FORMATS, LIST, POSITIVES, TITLE_SEPARATOR, flagembedding, own,
-                             sentence_transformers, tevatron)
+from hardneg.imports import (
+    CARD,
+    FORMATS,
+    LIST,
+    POSITIVES,
+    TITLE_SEPARATOR,
+    flagembedding,
+    own,
+    sentence_transformers,
+    tevatron,
+)
 from hardneg.imports.card import build_import_card
 from hardneg.imports.matching import match
 from hardneg.imports.sources import read_rows
@@ -36,8 +45,13 @@ from hardneg.results.output_paths import check_output
 
 log = logging.getLogger(__name__)
 
-READERS = {"sentence-transformers": sentence_transformers, "tevatron": tevatron, "flagembedding": flagembedding,
-           "hf-dataset": own, "jsonl": own}
+READERS = {
+    "sentence-transformers": sentence_transformers,
+    "tevatron": tevatron,
+    "flagembedding": flagembedding,
+    "hf-dataset": own,
+    "jsonl": own,
+}
 
 
 def is_import_folder(path: Path) -> bool:
@@ -46,25 +60,39 @@ def is_import_folder(path: Path) -> bool:
 
 
 def _dataset_files(layout: Layout, dataset: str, split: str) -> dict[str, str]:
-    files = {"corpus": layout.corpus(dataset), "queries": layout.queries(dataset, split),
-             "qrels": layout.qrels(dataset, split)}
+    files = {
+        "corpus": layout.corpus(dataset),
+        "queries": layout.queries(dataset, split),
+        "qrels": layout.qrels(dataset, split),
+    }
     if not Path(layout.dataset_dir(dataset)).is_dir():
         known = sorted(p.parent.name for p in Path(layout.root, "datasets").glob("*/corpus.parquet"))
-        raise HardnegError(f"dataset {dataset!r} is not prepared under {layout.root}: "
-                           f"{layout.dataset_dir(dataset)} does not exist"
-                           + (f" (prepared: {', '.join(known)})" if known else "; prepare it with snakemake first"))
+        raise HardnegError(
+            f"dataset {dataset!r} is not prepared under {layout.root}: "
+            f"{layout.dataset_dir(dataset)} does not exist"
+            + (f" (prepared: {', '.join(known)})" if known else "; prepare it with snakemake first")
+        )
     for name, path in files.items():
         if not Path(path).is_file():
             splits = sorted(p.stem for p in Path(layout.queries_dir(dataset)).glob("*.parquet"))
-            raise HardnegError(f"dataset {dataset!r} has no {name} file {path}" +
-                               (f": it has no split {split!r} (its splits: {', '.join(splits)})"
-                                if name != "corpus" else ""))
+            raise HardnegError(
+                f"dataset {dataset!r} has no {name} file {path}"
+                + (f": it has no split {split!r} (its splits: {', '.join(splits)})" if name != "corpus" else "")
+            )
     return files
 
 
-def import_hardnegs(source: str | os.PathLike, fmt: str, output: str | os.PathLike, *, dataset: str,
-                    split: str = "train", results: str | os.PathLike = "results", title_separator: str | None = None,
-                    force: bool = False) -> dict:
+def import_hardnegs(
+    source: str | os.PathLike,
+    fmt: str,
+    output: str | os.PathLike,
+    *,
+    dataset: str,
+    split: str = "train",
+    results: str | os.PathLike = "results",
+    title_separator: str | None = None,
+    force: bool = False,
+) -> dict:
     """Import the hard negatives of ``source`` as a list of ``dataset``'s ``split`` (see the module docstring).
 
     :param source: a JSON Lines file, a Parquet file (``*.parquet``) or a ``datasets`` folder.
@@ -87,8 +115,9 @@ def import_hardnegs(source: str | os.PathLike, fmt: str, output: str | os.PathLi
     """
     if fmt not in FORMATS:
         raise HardnegError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    output = check_output(output, folder=True, what="imported list", results=results, force=force,
-                          previous=is_import_folder)
+    output = check_output(
+        output, folder=True, what="imported list", results=results, force=force, previous=is_import_folder
+    )
     separator = TITLE_SEPARATOR if title_separator is None else title_separator
     layout = Layout(str(results))
     files = _dataset_files(layout, dataset, split)
@@ -98,19 +127,39 @@ def import_hardnegs(source: str | os.PathLike, fmt: str, output: str | os.PathLi
     if first is None:
         raise HardnegError(f"{source}: no rows to import")
     shape = reader.shape(*first)
-    matched = match(reader.examples(itertools.chain([first], rows), shape), corpus=files["corpus"],
-                    queries=artifacts.read_table(artifacts.QUERIES, files["queries"]),
-                    qrels=artifacts.read_table(artifacts.QRELS, files["qrels"]), source=str(source), dataset=dataset,
-                    split=split, separator=separator)
+    matched = match(
+        reader.examples(itertools.chain([first], rows), shape),
+        corpus=files["corpus"],
+        queries=artifacts.read_table(artifacts.QUERIES, files["queries"]),
+        qrels=artifacts.read_table(artifacts.QRELS, files["qrels"]),
+        source=str(source),
+        dataset=dataset,
+        split=split,
+        separator=separator,
+    )
     with atomic_dir(output) as tmp:
         artifacts.write_table(matched.hardnegs, artifacts.HARDNEGS, tmp / LIST)
         artifacts.write_table(matched.positives, artifacts.POSITIVE_SCORES, tmp / POSITIVES)
-        card = build_import_card(source=source, fmt=fmt, shape=shape, separator=separator, counts=matched.counts,
-                                 dataset=dataset, split=split, inputs={**files, "positives": tmp / POSITIVES},
-                                 hardnegs=tmp / LIST, results=layout.root,
-                                 recorded={"list": str(output / LIST), "positives": str(output / POSITIVES)})
+        card = build_import_card(
+            source=source,
+            fmt=fmt,
+            shape=shape,
+            separator=separator,
+            counts=matched.counts,
+            dataset=dataset,
+            split=split,
+            inputs={**files, "positives": tmp / POSITIVES},
+            hardnegs=tmp / LIST,
+            results=layout.root,
+            recorded={"list": str(output / LIST), "positives": str(output / POSITIVES)},
+        )
         (tmp / CARD).write_text(card_text(card), encoding="utf-8")
-    log.info("imported %s (%s, %s): %d negatives of %d queries", source, fmt, shape, matched.counts["negatives"],
-             matched.counts["queries"])
-    return {"output": str(output), "format": fmt, "shape": shape, "dataset": dataset, "split": split,
-            **matched.counts}
+    log.info(
+        "imported %s (%s, %s): %d negatives of %d queries",
+        source,
+        fmt,
+        shape,
+        matched.counts["negatives"],
+        matched.counts["queries"],
+    )
+    return {"output": str(output), "format": fmt, "shape": shape, "dataset": dataset, "split": split, **matched.counts}

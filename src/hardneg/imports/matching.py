@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -174,16 +174,33 @@ def _unmatched_error(source: str, unmatched: list, total: int, dataset: str, spl
     shown = [f"  {where}: {role} {item.shown()}" for where, role, item in unmatched[:SHOWN]]
     more = [f"  … and {len(unmatched) - SHOWN} more"] if len(unmatched) > SHOWN else []
     return UnmatchedError(
-        "\n".join([f"{source}: {len(unmatched)} of {total} queries and documents could not be matched to dataset "
-                   f"{dataset} ({' and '.join(parts)}): queries against the ids and texts of split {split!r}, "
-                   f"documents against the corpus's ids and texts:", *shown, *more,
-                   f"a document's text matches its text alone, or its title and text joined by a space or by "
-                   f"' {separator} ' (--title-separator gives another)"]),
-        len(unmatched), total)
+        "\n".join(
+            [
+                f"{source}: {len(unmatched)} of {total} queries and documents could not be matched to dataset "
+                f"{dataset} ({' and '.join(parts)}): queries against the ids and texts of split {split!r}, "
+                f"documents against the corpus's ids and texts:",
+                *shown,
+                *more,
+                f"a document's text matches its text alone, or its title and text joined by a space or by "
+                f"' {separator} ' (--title-separator gives another)",
+            ]
+        ),
+        len(unmatched),
+        total,
+    )
 
 
-def match(examples: Iterable[Example], *, corpus: str | os.PathLike, queries: pa.Table, qrels: pa.Table,
-          source: str, dataset: str, split: str, separator: str) -> Matched:
+def match(
+    examples: Iterable[Example],
+    *,
+    corpus: str | os.PathLike,
+    queries: pa.Table,
+    qrels: pa.Table,
+    source: str,
+    dataset: str,
+    split: str,
+    separator: str,
+) -> Matched:
     """Map ``examples`` to the dataset (see the module docstring).
 
     :param examples: what a reader read from the file.
@@ -209,8 +226,11 @@ def match(examples: Iterable[Example], *, corpus: str | os.PathLike, queries: pa
     positives: dict[str, dict[str, Document]] = {}
     for example in examples:
         qid = mapper.query(example)
-        for role, documents in (("positive", example.positives), ("negative", example.negatives),
-                                ("unsorted", example.unsorted)):
+        for role, documents in (
+            ("positive", example.positives),
+            ("negative", example.negatives),
+            ("unsorted", example.unsorted),
+        ):
             for document in documents:
                 mapped = mapper.document(example, qid, document, role)
                 if mapped is None or qid is None:
@@ -224,24 +244,44 @@ def match(examples: Iterable[Example], *, corpus: str | os.PathLike, queries: pa
     for qid, documents in negatives.items():
         kept = [(docid, d) for docid, d in documents.items() if not mapper.relevant(qid, docid)]
         counts["negatives_judged_relevant"] += len(documents) - len(kept)
-        neg_rows += [(qid, docid, d.rank if d.rank is not None else rank, d.score)
-                     for rank, (docid, d) in enumerate(kept, start=1)]
+        neg_rows += [
+            (qid, docid, d.rank if d.rank is not None else rank, d.score)
+            for rank, (docid, d) in enumerate(kept, start=1)
+        ]
     for qid, documents in positives.items():
         for docid, d in documents.items():
             judged = mapper.judged.get(qid, {}).get(docid, 0)
             counts["positives_not_judged"] += judged < 1
             pos_rows.append((qid, docid, d.grade if d.grade is not None else max(judged, 1), d.score))
     if not neg_rows:
-        raise HardnegError(f"{source}: no negative left to import ({counts['negatives_judged_relevant']} named, "
-                           "all judged relevant by the dataset)" if counts["negatives_judged_relevant"]
-                           else f"{source}: its rows name no negative")
+        raise HardnegError(
+            f"{source}: no negative left to import ({counts['negatives_judged_relevant']} named, "
+            "all judged relevant by the dataset)"
+            if counts["negatives_judged_relevant"]
+            else f"{source}: its rows name no negative"
+        )
     hardnegs, scored = _table(artifacts.HARDNEGS, neg_rows), _table(artifacts.POSITIVE_SCORES, pos_rows)
-    counts.update(rows=len(examples), queries=len({row[0] for row in neg_rows}), negatives=len(neg_rows),
-                  positives=len(pos_rows))
-    summary = {key: int(counts[key]) for key in (
-        "rows", "queries", "query_mentions_by_id", "query_mentions_by_text", "document_mentions_by_id",
-        "document_mentions_by_text", "ambiguous", "negatives", "positives", "negatives_judged_relevant",
-        "positives_not_judged")}
-    summary.update(negatives_scored=len(hardnegs) - hardnegs["score"].null_count,
-                   positives_scored=len(scored) - scored["score"].null_count)
+    counts.update(
+        rows=len(examples), queries=len({row[0] for row in neg_rows}), negatives=len(neg_rows), positives=len(pos_rows)
+    )
+    summary = {
+        key: int(counts[key])
+        for key in (
+            "rows",
+            "queries",
+            "query_mentions_by_id",
+            "query_mentions_by_text",
+            "document_mentions_by_id",
+            "document_mentions_by_text",
+            "ambiguous",
+            "negatives",
+            "positives",
+            "negatives_judged_relevant",
+            "positives_not_judged",
+        )
+    }
+    summary.update(
+        negatives_scored=len(hardnegs) - hardnegs["score"].null_count,
+        positives_scored=len(scored) - scored["score"].null_count,
+    )
     return Matched(hardnegs, scored, summary)

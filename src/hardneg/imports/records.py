@@ -21,7 +21,7 @@ class Item:
         if self.id is not None:
             return repr(self.id)
         text = " ".join((self.text or "").split())
-        return repr(text if len(text) <= chars else text[:chars - 1] + "…")
+        return repr(text if len(text) <= chars else text[: chars - 1] + "…")
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,19 @@ def _copy(source: str | os.PathLike, target: str | os.PathLike) -> None:
         shutil.copyfile(source, tmp)
 
 
-def take_imported_list(*, hardnegs: str | os.PathLike, positives: str | os.PathLike, card: str | os.PathLike,
-                       run: str, dataset: str, split: str, out_hardnegs: str | os.PathLike,
-                       out_positives: str | os.PathLike, out_card: str | os.PathLike,
-                       results: str | os.PathLike = "results") -> dict:
+def take_imported_list(
+    *,
+    hardnegs: str | os.PathLike,
+    positives: str | os.PathLike,
+    card: str | os.PathLike,
+    run: str,
+    dataset: str,
+    split: str,
+    out_hardnegs: str | os.PathLike,
+    out_positives: str | os.PathLike,
+    out_card: str | os.PathLike,
+    results: str | os.PathLike = "results",
+) -> dict:
     """Copy an imported list into run ``run``'s folder, once its card shows it is the list of the run's dataset and
     training split and its files are those the card records.
 
@@ -47,27 +56,40 @@ def take_imported_list(*, hardnegs: str | os.PathLike, positives: str | os.PathL
     """
     imported = read_card(card)
     if not is_import_card(imported):
-        raise HardnegError(f"{card}: not the card of an imported list (hardneg import writes one); run {run} names "
-                           "its folder as an imported list")
+        raise HardnegError(
+            f"{card}: not the card of an imported list (hardneg import writes one); run {run} names "
+            "its folder as an imported list"
+        )
     for key, wanted in (("dataset", dataset), ("split", split)):
         if imported[key] != wanted:
-            raise DataError(card, None, f"the list was imported for {key} {imported[key]!r}, run {run} trains on "
-                                        f"{key} {wanted!r}: import it again with --{key} {wanted}")
+            raise DataError(
+                card,
+                None,
+                f"the list was imported for {key} {imported[key]!r}, run {run} trains on "
+                f"{key} {wanted!r}: import it again with --{key} {wanted}",
+            )
     changed = check_list(imported, hardnegs)
     entry = imported["inputs"]["positives"]
     now = current_digest(entry, positives)
     if changed is not None or now is None or now["sha256"] != entry["sha256"]:
         what = hardnegs if changed is not None else positives
-        raise DataError(what, None, f"not the file its card {card} records (changed or missing since it was "
-                                    "imported): import the list again")
+        raise DataError(
+            what,
+            None,
+            f"not the file its card {card} records (changed or missing since it was imported): import the list again",
+        )
     _copy(hardnegs, out_hardnegs)
     _copy(positives, out_positives)
     moved = input_paths(imported, results)  # the dataset's files, as the run's results folder holds them
     inputs = {name: {**recorded, "path": str(moved[name])} for name, recorded in imported["inputs"].items()}
     inputs["positives"] = {**entry, "path": str(out_positives)}
-    copied = {**imported, "run": run, "results": str(results), "inputs": inputs,
-              "list": {**list_record(out_hardnegs), "path": str(out_hardnegs)}}
+    copied = {
+        **imported,
+        "run": run,
+        "results": str(results),
+        "inputs": inputs,
+        "list": {**list_record(out_hardnegs), "path": str(out_hardnegs)},
+    }
     write_text(out_card, card_text(copied))
-    log.info("run %s: the imported list %s (%d rows) copied to %s", run, hardnegs, copied["list"]["rows"],
-             out_hardnegs)
+    log.info("run %s: the imported list %s (%d rows) copied to %s", run, hardnegs, copied["list"]["rows"], out_hardnegs)
     return json.loads(card_text(copied))

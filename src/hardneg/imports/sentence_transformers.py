@@ -21,7 +21,7 @@ A query and a document are strings: a document is matched by its text (:mod:`har
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from hardneg.errors import HardnegError
 from hardneg.imports import values
@@ -45,16 +45,20 @@ def shape(where: str, row: dict) -> str:
     has_row_label = any(name in row for name in ROW_LABELS)
     if len(columns) == 2 and isinstance(row[columns[1]], list):
         if not any(name in row for name in DOCUMENT_LABELS):
-            raise HardnegError(f"{where}: a list of documents without labels or scores: a labeled list has a "
-                               "labels (or scores) column beside it")
+            raise HardnegError(
+                f"{where}: a list of documents without labels or scores: a labeled list has a "
+                "labels (or scores) column beside it"
+            )
         return "labeled-list"
     if len(columns) == 2 and has_row_label:
         return "labeled-pair"
     if len(columns) >= 3 and not has_row_label:
         return "triplet" if len(columns) == 3 else "n-tuple"
-    raise HardnegError(f"{where}: columns {', '.join(row)} fit no sentence-transformers dataset with negatives: "
-                       "(query, positive, negative...) with an optional scores list, (query, document, label or "
-                       "score), or (query, [documents], labels or scores)")
+    raise HardnegError(
+        f"{where}: columns {', '.join(row)} fit no sentence-transformers dataset with negatives: "
+        "(query, positive, negative...) with an optional scores list, (query, document, label or "
+        "score), or (query, [documents], labels or scores)"
+    )
 
 
 def _document(where: str, row: dict, column: str, value, **extra) -> Document:
@@ -66,8 +70,10 @@ def _document(where: str, row: dict, column: str, value, **extra) -> Document:
 def _tuple(where: str, row: dict, columns: list[str]) -> Example:
     query = values.text(where, row, columns[0])
     scores = values.scores(where, row, "scores", len(columns) - 1)
-    documents = [_document(where, row, column, values.required(where, row, column), score=score)
-                 for column, score in zip(columns[1:], scores)]
+    documents = [
+        _document(where, row, column, values.required(where, row, column), score=score)
+        for column, score in zip(columns[1:], scores)
+    ]
     return Example(where, Item(None, query), positives=(documents[0],), negatives=tuple(documents[1:]))
 
 
@@ -78,8 +84,9 @@ def _pair(where: str, row: dict, columns: list[str]) -> Example:
         document = _document(where, row, columns[1], values.required(where, row, columns[1]), score=score)
         return Example(where, Item(None, query), unsorted=(document,))
     label = values.grade(where, "label", row["label"])
-    document = _document(where, row, columns[1], values.required(where, row, columns[1]), score=score,
-                         grade=label or None)
+    document = _document(
+        where, row, columns[1], values.required(where, row, columns[1]), score=score, grade=label or None
+    )
     return Example(where, Item(None, query), **({"positives": (document,)} if label else {"negatives": (document,)}))
 
 
@@ -92,11 +99,17 @@ def _list(where: str, row: dict, columns: list[str]) -> Example:
         raise values.bad(where, "labels", f"{len(labels)} labels for {len(texts)} documents")
     grades = [values.grade(where, "labels", label) for label in labels]
     relevant = [grade >= 1 for grade in grades] if labels else [i == 0 for i in range(len(texts))]
-    documents = [_document(where, row, columns[1], value, score=score, grade=grade or None)
-                 for value, score, grade in zip(texts, scores, grades or [None] * len(texts))]
+    documents = [
+        _document(where, row, columns[1], value, score=score, grade=grade or None)
+        for value, score, grade in zip(texts, scores, grades or [None] * len(texts))
+    ]
     # scores alone: the positive first, as mine_hard_negatives writes them
-    return Example(where, Item(None, query), positives=tuple(d for d, r in zip(documents, relevant) if r),
-                   negatives=tuple(d for d, r in zip(documents, relevant) if not r))
+    return Example(
+        where,
+        Item(None, query),
+        positives=tuple(d for d, r in zip(documents, relevant) if r),
+        negatives=tuple(d for d, r in zip(documents, relevant) if not r),
+    )
 
 
 _READERS = {"triplet": _tuple, "n-tuple": _tuple, "labeled-pair": _pair, "labeled-list": _list}

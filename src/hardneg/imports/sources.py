@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from hardneg.errors import DataError, HardnegError
 
@@ -26,11 +26,15 @@ def container(path: str | os.PathLike) -> str:
     if path.is_dir():
         if (path / "dataset_dict.json").is_file():
             splits = json.loads((path / "dataset_dict.json").read_text(encoding="utf-8")).get("splits", [])
-            raise HardnegError(f"{path}: a DatasetDict folder (splits {', '.join(map(str, splits))}); give the "
-                               f"folder of one split, e.g. {path / (splits[0] if splits else 'train')}")
+            raise HardnegError(
+                f"{path}: a DatasetDict folder (splits {', '.join(map(str, splits))}); give the "
+                f"folder of one split, e.g. {path / (splits[0] if splits else 'train')}"
+            )
         if not (path / "state.json").is_file():
-            raise HardnegError(f"{path}: a folder but not a saved Hugging Face dataset (no state.json, as "
-                               "Dataset.save_to_disk writes); give a JSON Lines or Parquet file, or such a folder")
+            raise HardnegError(
+                f"{path}: a folder but not a saved Hugging Face dataset (no state.json, as "
+                "Dataset.save_to_disk writes); give a JSON Lines or Parquet file, or such a folder"
+            )
         return "datasets"
     if not path.exists():
         raise HardnegError(f"{path}: no such file or folder to import")
@@ -46,14 +50,19 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict]]:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise DataError(path, number, f"not a JSON object ({error.msg}); a JSON Lines file holds one "
-                                                  "object a line") from None
+                    raise DataError(
+                        path, number, f"not a JSON object ({error.msg}); a JSON Lines file holds one object a line"
+                    ) from None
                 if not isinstance(row, dict):
                     raise DataError(path, number, f"a JSON {type(row).__name__}, not an object")
                 yield f"{path}, line {number}", row
         except UnicodeDecodeError as error:
-            raise DataError(path, None, f"not UTF-8 text ({error.reason} at byte {error.start}): a JSON Lines file "
-                                        "was expected (a Parquet file must be named *.parquet)") from None
+            raise DataError(
+                path,
+                None,
+                f"not UTF-8 text ({error.reason} at byte {error.start}): a JSON Lines file "
+                "was expected (a Parquet file must be named *.parquet)",
+            ) from None
 
 
 def _table_rows(path: Path, batches) -> Iterator[tuple[str, dict]]:

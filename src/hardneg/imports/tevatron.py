@@ -14,7 +14,7 @@ Ids are kept where the dataset has them; otherwise a passage is matched by its t
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from hardneg.errors import HardnegError
 from hardneg.imports import values
@@ -32,9 +32,11 @@ def shape(where: str, row: dict) -> str:
         return "v1"
     if "positive_document_ids" in row:
         return "v2"
-    raise HardnegError(f"{where}: columns {', '.join(row)} are not Tevatron's: a v1 line has query, "
-                       "positive_passages and negative_passages, a v2 line query_id, positive_document_ids and "
-                       "negative_document_ids")
+    raise HardnegError(
+        f"{where}: columns {', '.join(row)} are not Tevatron's: a v1 line has query, "
+        "positive_passages and negative_passages, a v2 line query_id, positive_document_ids and "
+        "negative_document_ids"
+    )
 
 
 def _passages(where: str, row: dict, column: str) -> tuple[Document, ...]:
@@ -43,16 +45,24 @@ def _passages(where: str, row: dict, column: str) -> tuple[Document, ...]:
         docid = values.ident(where, passage, "docid", optional=True)
         body = values.text(where, passage, "text", optional=docid is not None)
         title = values.text(where, passage, "title", optional=True)
-        documents.append(Document(Item(docid, body, title if title is not None else ""),
-                                  score=values.entry_score(where, at, passage),
-                                  grade=values.entry_grade(where, at, passage) if positive else None))
+        documents.append(
+            Document(
+                Item(docid, body, title if title is not None else ""),
+                score=values.entry_score(where, at, passage),
+                grade=values.entry_grade(where, at, passage) if positive else None,
+            )
+        )
     return tuple(documents)
 
 
 def _v1(where: str, row: dict) -> Example:
     query = Item(values.ident(where, row, "query_id", optional=True), values.text(where, row, "query"))
-    return Example(where, query, positives=_passages(where, row, "positive_passages"),
-                   negatives=_passages(where, row, "negative_passages"))
+    return Example(
+        where,
+        query,
+        positives=_passages(where, row, "positive_passages"),
+        negatives=_passages(where, row, "negative_passages"),
+    )
 
 
 def _ids(where: str, row: dict, column: str) -> tuple[Document, ...]:
@@ -62,8 +72,12 @@ def _ids(where: str, row: dict, column: str) -> tuple[Document, ...]:
 
 def _v2(where: str, row: dict) -> Example:
     query = Item(values.ident(where, row, "query_id"), values.text(where, row, "query_text", optional=True))
-    return Example(where, query, positives=_ids(where, row, "positive_document_ids"),
-                   negatives=_ids(where, row, "negative_document_ids"))
+    return Example(
+        where,
+        query,
+        positives=_ids(where, row, "positive_document_ids"),
+        negatives=_ids(where, row, "negative_document_ids"),
+    )
 
 
 def examples(rows: Iterable[tuple[str, dict]], shape_name: str) -> Iterator[Example]:

@@ -6,8 +6,18 @@ does not pay for it.
 
 from hardneg.io.index_names import slug
 
-_FAISS_FUNCTIONS = ("build_index", "is_exact", "load_index", "save_index", "run_table", "search", "search_blocks",
-                    "search_run", "search_run_blocks", "set_search_params")
+_FAISS_FUNCTIONS = (
+    "build_index",
+    "is_exact",
+    "load_index",
+    "save_index",
+    "run_table",
+    "search",
+    "search_blocks",
+    "search_run",
+    "search_run_blocks",
+    "set_search_params",
+)
 
 
 def __getattr__(name: str):

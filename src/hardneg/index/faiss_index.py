@@ -11,16 +11,22 @@ import contextlib
 import logging
 import os
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import faiss
 import numpy as np
 import pyarrow as pa
 
 from hardneg.errors import ConfigError
-from hardneg.index.validate import (DEFAULT_TRAIN_SIZE, FAISS_POINTS_PER_CENTROID, default_train_size,
-                                    describe_factory_error, faiss_message, needed_training_vectors,
-                                    too_few_training_vectors)
+from hardneg.index.validate import (
+    DEFAULT_TRAIN_SIZE,
+    FAISS_POINTS_PER_CENTROID,
+    default_train_size,
+    describe_factory_error,
+    faiss_message,
+    needed_training_vectors,
+    too_few_training_vectors,
+)
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path
 from hardneg.io.index_names import slug  # noqa: F401  (re-exported)
@@ -58,8 +64,9 @@ def _float32(rows: np.ndarray) -> np.ndarray:
 
 
 def _gpu_available() -> bool:
-    return (hasattr(faiss, "index_cpu_to_all_gpus") and hasattr(faiss, "StandardGpuResources")
-            and faiss.get_num_gpus() > 0)
+    return (
+        hasattr(faiss, "index_cpu_to_all_gpus") and hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+    )
 
 
 def _want_gpu(use_gpu: bool | str) -> bool:
@@ -71,8 +78,11 @@ def _want_gpu(use_gpu: bool | str) -> bool:
     if _gpu_available():
         return True
     if use_gpu is True:
-        log.warning("GPU faiss was requested but is not available (faiss %s sees %d GPU(s)); using the CPU",
-                    faiss.__version__, faiss.get_num_gpus())
+        log.warning(
+            "GPU faiss was requested but is not available (faiss %s sees %d GPU(s)); using the CPU",
+            faiss.__version__,
+            faiss.get_num_gpus(),
+        )
     else:
         log.info("no GPU faiss available; using the CPU")
     return False
@@ -142,7 +152,7 @@ def _fill_flat(index: faiss.Index, embeddings) -> None:
     flat.codes.resize(n * flat.code_size)
     stored = faiss.rev_swig_ptr(flat.get_xb(), n * flat.d).reshape(n, flat.d)
     for start in range(0, n, _ADD_BATCH):
-        stored[start:start + _ADD_BATCH] = embeddings[start:start + _ADD_BATCH]
+        stored[start : start + _ADD_BATCH] = embeddings[start : start + _ADD_BATCH]
         log.info("added %d / %d rows", min(start + _ADD_BATCH, n), n)
     flat.ntotal = n
 
@@ -151,8 +161,16 @@ def _fill_flat(index: faiss.Index, embeddings) -> None:
 # building
 
 
-def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None = None, seed: int = 0,
-                use_gpu: bool | str = "auto", threads: int | None = None, key: str = "index.factory") -> faiss.Index:
+def build_index(
+    embeddings: np.ndarray,
+    factory: str,
+    *,
+    train_size: int | None = None,
+    seed: int = 0,
+    use_gpu: bool | str = "auto",
+    threads: int | None = None,
+    key: str = "index.factory",
+) -> faiss.Index:
     """Build an inner-product faiss index over ``embeddings`` and return it as a CPU index.
 
     Scores of the index are inner products of the vectors (cosine similarities when the encoder normalises
@@ -211,21 +229,28 @@ def build_index(embeddings: np.ndarray, factory: str, *, train_size: int | None 
             log.info("training on %d of %d rows (seed %d)", size, n, seed)
             needed, reason = needed_training_vectors(index)
             if size < FAISS_POINTS_PER_CENTROID * needed:
-                log.warning("'%s' is trained on %d vectors, fewer than the %d per centroid faiss asks for (%d "
-                            "centroids: %s); its clustering may be poor", factory, size, FAISS_POINTS_PER_CENTROID,
-                            needed, reason)
+                log.warning(
+                    "'%s' is trained on %d vectors, fewer than the %d per centroid faiss asks for (%d "
+                    "centroids: %s); its clustering may be poor",
+                    factory,
+                    size,
+                    FAISS_POINTS_PER_CENTROID,
+                    needed,
+                    reason,
+                )
             try:
                 work.train(_float32(embeddings[rows]))
             except RuntimeError as exc:
-                raise ConfigError(key, f"faiss cannot train '{factory}' on {size} vectors: "
-                                       f"{_faiss_message(exc)}") from exc
+                raise ConfigError(
+                    key, f"faiss cannot train '{factory}' on {size} vectors: {_faiss_message(exc)}"
+                ) from exc
             log.info("trained in %.1f s", time.perf_counter() - started)
 
         if work is index and _is_flat(index):
             _fill_flat(index, embeddings)
         else:
             for start in range(0, n, _ADD_BATCH):
-                work.add(_float32(embeddings[start:start + _ADD_BATCH]))
+                work.add(_float32(embeddings[start : start + _ADD_BATCH]))
                 log.info("added %d / %d rows", min(start + _ADD_BATCH, n), n)
 
         if work is not index:
@@ -257,8 +282,9 @@ def set_search_params(index: faiss.Index, params: str | dict | None) -> None:
         else:
             raise ConfigError("index.search_params", f"must be a string like 'nprobe=16' or a mapping, got {params!r}")
     except RuntimeError as exc:
-        raise ConfigError("index.search_params", f"cannot apply {params!r} to this index: "
-                                                 f"{_faiss_message(exc)}") from exc
+        raise ConfigError(
+            "index.search_params", f"cannot apply {params!r} to this index: {_faiss_message(exc)}"
+        ) from exc
     log.info("search parameters: %s", params)
 
 
@@ -300,8 +326,9 @@ def is_exact(index: faiss.Index) -> bool:
 # searching
 
 
-def search_blocks(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096,
-                  use_gpu: bool | str = "auto") -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+def search_blocks(
+    index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096, use_gpu: bool | str = "auto"
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Search ``queries`` ([n, dim] float16/float32) ``batch_size`` at a time for their top ``k`` rows: an
     iterator over (first query row, scores, ids) of each batch, as :func:`search` returns them for all queries.
     The arguments are checked at the call, before the first batch."""
@@ -313,8 +340,9 @@ def search_blocks(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size
     return _search_batches(index, queries, min(int(k), int(index.ntotal)), batch_size, use_gpu)
 
 
-def _search_batches(index: faiss.Index, queries: np.ndarray, k: int, batch_size: int,
-                    use_gpu: bool | str) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+def _search_batches(
+    index: faiss.Index, queries: np.ndarray, k: int, batch_size: int, use_gpu: bool | str
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     n = queries.shape[0]
     if n == 0 or k == 0:
         return
@@ -326,13 +354,14 @@ def _search_batches(index: faiss.Index, queries: np.ndarray, k: int, batch_size:
             searcher = _to_gpu(index, ngpu=-1, what="search") or index
     started = time.perf_counter()
     for start in range(0, n, batch_size):
-        scores, ids = searcher.search(_float32(queries[start:start + batch_size]), k)
+        scores, ids = searcher.search(_float32(queries[start : start + batch_size]), k)
         yield start, scores, ids
     log.info("searched %d queries for top %d in %.1f s", n, k, time.perf_counter() - started)
 
 
-def search(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096,
-           use_gpu: bool | str = "auto") -> tuple[np.ndarray, np.ndarray]:
+def search(
+    index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int = 4096, use_gpu: bool | str = "auto"
+) -> tuple[np.ndarray, np.ndarray]:
     """Search ``queries`` for their top ``k`` index rows by inner product, ``batch_size`` queries at a time.
 
     :param index: a faiss index (``build_index``, ``load_index``).
@@ -352,8 +381,8 @@ def search(index: faiss.Index, queries: np.ndarray, k: int, *, batch_size: int =
     scores = np.empty((n, k), dtype=np.float32)
     ids = np.empty((n, k), dtype=np.int64)
     for start, batch_scores, batch_ids in blocks:
-        scores[start:start + len(batch_scores)] = batch_scores
-        ids[start:start + len(batch_ids)] = batch_ids
+        scores[start : start + len(batch_scores)] = batch_scores
+        ids[start : start + len(batch_ids)] = batch_ids
     return scores, ids
 
 
@@ -364,8 +393,9 @@ def _check_run_ids(index: faiss.Index, query_embeddings: np.ndarray, qids, docid
         raise ValueError(f"{len(docids)} docids for an index of {index.ntotal} vectors")
 
 
-def search_run(index: faiss.Index, query_embeddings: np.ndarray, qids: list[str], docids: list[str] | np.ndarray,
-               k: int, **kw) -> pa.Table:
+def search_run(
+    index: faiss.Index, query_embeddings: np.ndarray, qids: list[str], docids: list[str] | np.ndarray, k: int, **kw
+) -> pa.Table:
     """Search the index and return the ranking as a RUN table.
 
     :param index: a faiss index (``build_index``, ``load_index``).
@@ -385,8 +415,9 @@ def search_run(index: faiss.Index, query_embeddings: np.ndarray, qids: list[str]
     return run_table(scores, ids, qids, docids)
 
 
-def search_run_blocks(index: faiss.Index, query_embeddings: np.ndarray, qids, docids, k: int,
-                      **kw) -> Iterator[pa.Table]:
+def search_run_blocks(
+    index: faiss.Index, query_embeddings: np.ndarray, qids, docids, k: int, **kw
+) -> Iterator[pa.Table]:
     """:func:`search_run` one search batch at a time: the RUN table of each batch of queries, in order (their
     concatenation is :func:`search_run`'s table). ``qids`` and ``docids`` may be Arrow string arrays."""
     _check_run_ids(index, query_embeddings, qids, docids)
@@ -402,12 +433,14 @@ def run_table(scores: np.ndarray, ids: np.ndarray, qids, docids) -> pa.Table:
     # Rank counts only real results, so a -1 anywhere in a row cannot leave a gap.
     ranks = np.cumsum(found, axis=1, dtype=np.int32)[found]
     row_of = np.repeat(np.arange(ids.shape[0]), ids.shape[1]).reshape(ids.shape)[found]
-    table = pa.table({
-        "qid": artifacts.string_array(qids).take(pa.array(row_of, pa.int64())),
-        "docid": artifacts.string_array(docids).take(pa.array(ids[found], pa.int64())),
-        "rank": pa.array(ranks, type=pa.int32()),
-        "score": pa.array(scores[found], type=pa.float32()),
-    })
+    table = pa.table(
+        {
+            "qid": artifacts.string_array(qids).take(pa.array(row_of, pa.int64())),
+            "docid": artifacts.string_array(docids).take(pa.array(ids[found], pa.int64())),
+            "rank": pa.array(ranks, type=pa.int32()),
+            "score": pa.array(scores[found], type=pa.float32()),
+        }
+    )
     return table.cast(artifacts.RUN.schema)
 
 

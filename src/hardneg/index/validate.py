@@ -60,8 +60,11 @@ def _dimension_problem(factory: str, dim: int) -> str | None:
         for match in re.finditer(r"(?<![A-Za-z])PQ(\d+)", token):
             parts = int(match.group(1))
             if parts and current % parts:
-                where = (f"the model's embeddings have {dim}" if transform is None else
-                         f"after {transform} the vectors have {current} (the model's embeddings have {dim})")
+                where = (
+                    f"the model's embeddings have {dim}"
+                    if transform is None
+                    else f"after {transform} the vectors have {current} (the model's embeddings have {dim})"
+                )
                 return f"PQ{parts} needs a dimension divisible by {parts}; {where}"
         resized = re.fullmatch(r"(?:OPQ\d+_|PCAR?W?|RR|ITQ|Pad)(\d+)", token)
         if resized:
@@ -133,8 +136,7 @@ def default_train_size(index, num_docs: int, default: int) -> int:
     return min(num_docs, wanted)
 
 
-def too_few_training_vectors(factory: str, index, num_docs: int, train_size: int | None,
-                             default: int) -> str | None:
+def too_few_training_vectors(factory: str, index, num_docs: int, train_size: int | None, default: int) -> str | None:
     """Why ``index`` (built from ``factory``) cannot be trained over ``num_docs`` documents with ``train_size``,
     or None when it can (see the module docstring for the rule)."""
     needed, reason = needed_training_vectors(index)
@@ -183,8 +185,15 @@ def _cached_hub_config(name: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def check_factory(factory: str, key: str, *, dim: int | None, num_docs: int | None = None,
-                  train_size: int | None = None, default_train_size: int = 100_000):
+def check_factory(
+    factory: str,
+    key: str,
+    *,
+    dim: int | None,
+    num_docs: int | None = None,
+    train_size: int | None = None,
+    default_train_size: int = 100_000,
+):
     """Check that Faiss can build ``factory`` for ``dim``-dimensional embeddings (None: unknown, so only parse it
     with common dimensions) and, when ``num_docs`` is known, train it; raise :class:`ConfigError` naming ``key``
     otherwise. Returns the empty index Faiss built, or None when no common dimension suits it."""

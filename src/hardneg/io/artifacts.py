@@ -69,43 +69,51 @@ POSITIVE_SCORES = ArtifactKind(
 )
 CANDIDATES = ArtifactKind(
     "candidates",
-    pa.schema([
-        ("qid", pa.string()),
-        ("docid", pa.string()),
-        ("rank", pa.int32()),  # the miner's rank, 1-based (documents judged relevant are not candidates)
-        ("score", pa.float32()),  # the miner's score
-        ("best_positive_score", pa.float32()),  # the query's best judged positive under the miner; null: none scored
-        ("bm25_rank", pa.int32()),  # null: no BM25 run given, or not in its ranking
-        ("bm25_score", pa.float32()),
-        ("ce_score", pa.float32()),  # the cross-encoder's probability of relevance; null: no cross-encoder given
-        ("best_positive_ce_score", pa.float32()),  # its best score of the query's judged positives
-        ("duplicate_of", pa.string()),  # a judged positive of the query this document duplicates; null: none
-        ("duplicate_kind", pa.string()),  # "exact" (same normalised text) or "near" (MinHash); null: none
-    ]),
+    pa.schema(
+        [
+            ("qid", pa.string()),
+            ("docid", pa.string()),
+            ("rank", pa.int32()),  # the miner's rank, 1-based (documents judged relevant are not candidates)
+            ("score", pa.float32()),  # the miner's score
+            (
+                "best_positive_score",
+                pa.float32(),
+            ),  # the query's best judged positive under the miner; null: none scored
+            ("bm25_rank", pa.int32()),  # null: no BM25 run given, or not in its ranking
+            ("bm25_score", pa.float32()),
+            ("ce_score", pa.float32()),  # the cross-encoder's probability of relevance; null: no cross-encoder given
+            ("best_positive_ce_score", pa.float32()),  # its best score of the query's judged positives
+            ("duplicate_of", pa.string()),  # a judged positive of the query this document duplicates; null: none
+            ("duplicate_kind", pa.string()),  # "exact" (same normalised text) or "near" (MinHash); null: none
+        ]
+    ),
     "a candidate pool: for each training query the miner's top-ranked documents not judged relevant, with what the "
     "selection policies read (the miner's and BM25's ranks and scores, a cross-encoder's scores, duplicates of a "
     "positive)",
 )
 DUPLICATES = ArtifactKind(
     "duplicates",
-    pa.schema([("docid", pa.string()), ("duplicate", pa.string()), ("kind", pa.string()),
-               ("similarity", pa.float32())]),
+    pa.schema(
+        [("docid", pa.string()), ("duplicate", pa.string()), ("kind", pa.string()), ("similarity", pa.float32())]
+    ),
     "pairs of documents of a corpus with the same normalised text (kind exact, similarity 1) or a shingle Jaccard "
     "similarity at or above the threshold (kind near); each pair once, docid < duplicate",
 )
 AUDIT = ArtifactKind(
     "hardneg_audit",
-    pa.schema([
-        ("qid", pa.string()),
-        ("best_positive_rank", pa.int32()),  # null when no positive is within the mining depth
-        ("best_positive_score", pa.float32()),
-        ("num_negatives", pa.int32()),
-        ("bm25_overlap", pa.float32()),  # share of the mined negatives also in BM25's top-K
-        ("min_margin", pa.float32()),  # min over negatives of (negative score - best positive score)
-        ("max_margin", pa.float32()),
-        ("suspected_false_negatives", pa.int32()),  # negatives scored at or above the best positive
-        ("empty_negatives", pa.int32()),  # negatives that are empty documents (null when the corpus was not read)
-    ]),
+    pa.schema(
+        [
+            ("qid", pa.string()),
+            ("best_positive_rank", pa.int32()),  # null when no positive is within the mining depth
+            ("best_positive_score", pa.float32()),
+            ("num_negatives", pa.int32()),
+            ("bm25_overlap", pa.float32()),  # share of the mined negatives also in BM25's top-K
+            ("min_margin", pa.float32()),  # min over negatives of (negative score - best positive score)
+            ("max_margin", pa.float32()),
+            ("suspected_false_negatives", pa.int32()),  # negatives scored at or above the best positive
+            ("empty_negatives", pa.int32()),  # negatives that are empty documents (null when the corpus was not read)
+        ]
+    ),
     "per-query audit of a hard-negative list",
 )
 
@@ -119,8 +127,15 @@ FUSION_TUNING = ArtifactKind(
 # The data drawn by each figure (results/figures/<name>.parquet, beside <name>.png; see hardneg.figures).
 FIGURE_DISTRIBUTION = ArtifactKind(
     "figure_distribution",
-    pa.schema([("run", pa.string()), ("measure", pa.string()), ("qid", pa.string()), ("value", pa.float64()),
-               ("share", pa.float64())]),
+    pa.schema(
+        [
+            ("run", pa.string()),
+            ("measure", pa.string()),
+            ("qid", pa.string()),
+            ("value", pa.float64()),
+            ("share", pa.float64()),
+        ]
+    ),
     "per run, measure and query: the query's value and the share of the run's queries valued at most as much "
     "(the empirical CDF), rows in increasing value",
 )
@@ -136,35 +151,80 @@ FIGURE_GRAD_NORMS = ArtifactKind(
 )
 FIGURE_EPOCHS = ArtifactKind(
     "figure_epochs",
-    pa.schema([("run", pa.string()), ("label", pa.string()), ("epoch", pa.int64()), ("loss", pa.float64()),
-               ("dev_rr100", pa.float64())]),
+    pa.schema(
+        [
+            ("run", pa.string()),
+            ("label", pa.string()),
+            ("epoch", pa.int64()),
+            ("loss", pa.float64()),
+            ("dev_rr100", pa.float64()),
+        ]
+    ),
     "per run and training epoch (from 1): the mean training loss of the epoch's optimiser steps and dev MRR@100 "
     "at its last step",
 )
 FIGURE_TSNE = ArtifactKind(
     "figure_tsne",
-    pa.schema([("qid", pa.string()), ("point", pa.string()), ("kind", pa.string()), ("x", pa.float64()),
-               ("y", pa.float64()), ("rank_before", pa.int32()), ("rank_after", pa.int32())]),
+    pa.schema(
+        [
+            ("qid", pa.string()),
+            ("point", pa.string()),
+            ("kind", pa.string()),
+            ("x", pa.float64()),
+            ("y", pa.float64()),
+            ("rank_before", pa.int32()),
+            ("rank_after", pa.int32()),
+        ]
+    ),
     "t-SNE coordinates of one query before and after (kind query_before, query_after; point: the qid) and of "
     "documents (point: the docid; kind relevant, negative_before, negative_after or negative_both) with their "
     "ranks in the rankings before and after (null: not ranked)",
 )
 FIGURE_MATRIX = ArtifactKind(
     "figure_matrix",
-    pa.schema([("train_index", pa.string()), ("eval_index", pa.string()), ("measure", pa.string()),
-               ("value", pa.float64())]),
+    pa.schema(
+        [("train_index", pa.string()), ("eval_index", pa.string()), ("measure", pa.string()), ("value", pa.float64())]
+    ),
     "one cell per (training index, evaluation index) of the ADORE PQ matrix",
 )
 FIGURE_ALPHA = ArtifactKind(
     "figure_alpha",
-    pa.schema([("alpha", pa.float64()), ("value", pa.float64()), ("chosen", pa.bool_()), ("measure", pa.string()),
-               ("split", pa.string())]),
+    pa.schema(
+        [
+            ("alpha", pa.float64()),
+            ("value", pa.float64()),
+            ("chosen", pa.bool_()),
+            ("measure", pa.string()),
+            ("split", pa.string()),
+        ]
+    ),
     "the tuned fusion metric at each weight alpha, in increasing alpha; chosen marks the alpha kept",
 )
 
-KINDS = {k.name: k for k in (CORPUS, QUERIES, QRELS, RUN, PER_QUERY_METRICS, ROW_IDS, HARDNEGS, POSITIVE_SCORES,
-                             CANDIDATES, DUPLICATES, AUDIT, FUSION_TUNING, FIGURE_DISTRIBUTION, FIGURE_CURVES,
-                             FIGURE_GRAD_NORMS, FIGURE_TSNE, FIGURE_MATRIX, FIGURE_ALPHA, FIGURE_EPOCHS)}
+KINDS = {
+    k.name: k
+    for k in (
+        CORPUS,
+        QUERIES,
+        QRELS,
+        RUN,
+        PER_QUERY_METRICS,
+        ROW_IDS,
+        HARDNEGS,
+        POSITIVE_SCORES,
+        CANDIDATES,
+        DUPLICATES,
+        AUDIT,
+        FUSION_TUNING,
+        FIGURE_DISTRIBUTION,
+        FIGURE_CURVES,
+        FIGURE_GRAD_NORMS,
+        FIGURE_TSNE,
+        FIGURE_MATRIX,
+        FIGURE_ALPHA,
+        FIGURE_EPOCHS,
+    )
+}
 
 
 def _conform(table: pa.Table, kind: ArtifactKind, where: str) -> pa.Table:
@@ -218,7 +278,7 @@ class TableWriter:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
 
-    def __enter__(self) -> "TableWriter":
+    def __enter__(self) -> TableWriter:
         self._atomic = atomic_path(self.path)
         tmp = self._atomic.__enter__()
         try:
@@ -303,42 +363,49 @@ def summary_kind(measures: list[str]) -> ArtifactKind:
     for measure in measures:
         fields += [(measure, pa.float64()), (f"{measure} markers", pa.string())]
     fields.append(("total_is_lower_bound", pa.bool_()))  # PairwiseErrors is a lower bound (ranking cut short)
-    return ArtifactKind("summary", pa.schema(fields), "one row per run: its mean of each measure on the "
-                                                      "evaluation split and its significance markers")
+    return ArtifactKind(
+        "summary",
+        pa.schema(fields),
+        "one row per run: its mean of each measure on the evaluation split and its significance markers",
+    )
 
 
 SUMMARY_TESTS = ArtifactKind(
     "summary_tests",
-    pa.schema([
-        ("run", pa.string()),
-        ("marker", pa.string()),  # the baseline group's marker
-        ("baseline", pa.string()),
-        ("measure", pa.string()),
-        ("num_queries", pa.int32()),  # the queries paired
-        ("run_mean", pa.float64()),
-        ("baseline_mean", pa.float64()),
-        ("mean_difference", pa.float64()),  # run - baseline
-        ("t", pa.float64()),  # scipy.stats.ttest_rel(run, baseline); NaN when every difference is 0
-        ("p", pa.float64()),  # two-sided
-        ("p_corrected", pa.float64()),  # p corrected (summary.correction) over the measure's tests of run pairs
-        ("better", pa.bool_()),  # the run's mean is better (higher; for pairwise errors lower)
-        ("significant", pa.bool_()),  # better, p_corrected < summary.p_value, the run's values not lower bounds
-        # the smallest mean difference these queries detect at summary.p_value with 80% power, from the spread of
-        # the per-query differences (hardneg.evaluation.significance.detectable_difference)
-        ("detectable", pa.float64()),
-    ]),
+    pa.schema(
+        [
+            ("run", pa.string()),
+            ("marker", pa.string()),  # the baseline group's marker
+            ("baseline", pa.string()),
+            ("measure", pa.string()),
+            ("num_queries", pa.int32()),  # the queries paired
+            ("run_mean", pa.float64()),
+            ("baseline_mean", pa.float64()),
+            ("mean_difference", pa.float64()),  # run - baseline
+            ("t", pa.float64()),  # scipy.stats.ttest_rel(run, baseline); NaN when every difference is 0
+            ("p", pa.float64()),  # two-sided
+            ("p_corrected", pa.float64()),  # p corrected (summary.correction) over the measure's tests of run pairs
+            ("better", pa.bool_()),  # the run's mean is better (higher; for pairwise errors lower)
+            ("significant", pa.bool_()),  # better, p_corrected < summary.p_value, the run's values not lower bounds
+            # the smallest mean difference these queries detect at summary.p_value with 80% power, from the spread of
+            # the per-query differences (hardneg.evaluation.significance.detectable_difference)
+            ("detectable", pa.float64()),
+        ]
+    ),
     "every paired t-test behind the summary's markers: one row per run, baseline group, baseline run and measure",
 )
 TRAINING_TIME = ArtifactKind(
     "training_time",
-    pa.schema([
-        ("run", pa.string()),
-        ("method", pa.string()),
-        ("seconds", pa.float64()),  # wall clock of the training job (null: no benchmark record)
-        ("steps", pa.int64()),  # optimiser steps
-        ("seconds_per_step", pa.float64()),
-        ("speedup_vs_ance", pa.float64()),  # an ANCE run's seconds / this run's (null: no ANCE run)
-    ]),
+    pa.schema(
+        [
+            ("run", pa.string()),
+            ("method", pa.string()),
+            ("seconds", pa.float64()),  # wall clock of the training job (null: no benchmark record)
+            ("steps", pa.int64()),  # optimiser steps
+            ("seconds_per_step", pa.float64()),
+            ("speedup_vs_ance", pa.float64()),  # an ANCE run's seconds / this run's (null: no ANCE run)
+        ]
+    ),
     "training time of each trained run, from its training job's benchmark record and training log",
 )
 
@@ -353,16 +420,18 @@ def adore_indexes_kind(measures: list[str]) -> ArtifactKind:
 
 REFRESH_COSTS = ArtifactKind(
     "refresh_costs",
-    pa.schema([
-        ("checkpoint", pa.int32()),  # the episode whose checkpoint it is (null: the warm-up, inputs.init)
-        ("train_seconds", pa.float64()),  # its training job (null for the warm-up: another run's)
-        ("encode_seconds", pa.float64()),  # the refresh its checkpoint feeds: encoding the corpus (shards, gather)
-        ("index_seconds", pa.float64()),  # building the indexes
-        ("search_seconds", pa.float64()),  # searching the training queries
-        ("mine_seconds", pa.float64()),  # positive scores and mining, for each episode trained on its negatives
-        ("refresh_seconds", pa.float64()),  # encode + index + search + mine
-        ("episodes_fed", pa.int32()),  # episodes trained on its negatives
-    ]),
+    pa.schema(
+        [
+            ("checkpoint", pa.int32()),  # the episode whose checkpoint it is (null: the warm-up, inputs.init)
+            ("train_seconds", pa.float64()),  # its training job (null for the warm-up: another run's)
+            ("encode_seconds", pa.float64()),  # the refresh its checkpoint feeds: encoding the corpus (shards, gather)
+            ("index_seconds", pa.float64()),  # building the indexes
+            ("search_seconds", pa.float64()),  # searching the training queries
+            ("mine_seconds", pa.float64()),  # positive scores and mining, for each episode trained on its negatives
+            ("refresh_seconds", pa.float64()),  # encode + index + search + mine
+            ("episodes_fed", pa.int32()),  # episodes trained on its negatives
+        ]
+    ),
     "an episodic run's (ANCE) wall-clock seconds per checkpoint: training it and refreshing the negatives it mines "
     "(null: the job left no benchmark record)",
 )

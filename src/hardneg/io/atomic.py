@@ -13,8 +13,8 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +54,23 @@ def stale_temporaries(target: str | os.PathLike) -> list[Path]:
     target = Path(target)
     if not target.parent.is_dir():
         return []
-    return sorted(entry for entry in target.parent.iterdir()
-                  if _is_temporary(entry.name) and _target_name(entry.name) == target.name)
+    return sorted(
+        entry
+        for entry in target.parent.iterdir()
+        if _is_temporary(entry.name) and _target_name(entry.name) == target.name
+    )
 
 
 def _target_name(name: str) -> str:
     """The target's name in a temporary's name ``.<target name>.<random>.tmp`` (the random part has no dot)."""
-    return name[1:-len(_SUFFIX)].rpartition(".")[0]
+    return name[1 : -len(_SUFFIX)].rpartition(".")[0]
 
 
 def _is_temporary(name: str) -> bool:
     """Whether ``name`` is that of a temporary: ``.<target name>.<random>.tmp``."""
     if not (name.startswith(".") and name.endswith(_SUFFIX)) or len(name) <= 1 + len(_SUFFIX):
         return False
-    target, dot, random = name[1:-len(_SUFFIX)].rpartition(".")
+    target, dot, random = name[1 : -len(_SUFFIX)].rpartition(".")
     return bool(dot and target and random)
 
 

@@ -68,8 +68,9 @@ def check_name(kind: str, name, root: str = RESULTS) -> str:
     """
     text = str(name)
     if text in ("", ".", "..") or any(char in text for char in ("/", "\\", "\0")):
-        raise OutputPathError(f"{kind} name {text!r} cannot be used in a path under {root!r}: a name must be one "
-                              f"file name ({NAME_RULE})")
+        raise OutputPathError(
+            f"{kind} name {text!r} cannot be used in a path under {root!r}: a name must be one file name ({NAME_RULE})"
+        )
     return text
 
 
@@ -81,8 +82,10 @@ def check_inside(path: str | os.PathLike, root: str | os.PathLike, what: str = "
     """
     full, base = os.path.abspath(path), os.path.abspath(root)
     if full == base or os.path.commonpath([full, base]) != base:
-        raise OutputPathError(f"{what} {str(path)!r} is outside the folder {str(root)!r}; a run, dataset, split "
-                              f"or index name must be one file name ({NAME_RULE})")
+        raise OutputPathError(
+            f"{what} {str(path)!r} is outside the folder {str(root)!r}; a run, dataset, split "
+            f"or index name must be one file name ({NAME_RULE})"
+        )
     return str(path)
 
 
@@ -297,8 +300,10 @@ class Layout:
     @_inside_root
     def teacher_scores(self, miner: str, name: str, teacher: str, pairs: str) -> str:
         """A teacher run's scores (as it ranks) of a pool's ``candidates`` or of its queries' ``positives``."""
-        return (f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.teacher-{self._name('run', teacher)}_"
-                f"{self._name('pairs', pairs)}.parquet")
+        return (
+            f"{self.run_dir(miner)}/pools/{self._name('pool', name)}.teacher-{self._name('run', teacher)}_"
+            f"{self._name('pairs', pairs)}.parquet"
+        )
 
     @_inside_root
     def audit(self, run: str, suffix: str) -> str:
@@ -348,6 +353,7 @@ class Layout:
     @_inside_root
     def table_benchmark(self, name: str) -> str:
         return f"{self.root}/tables/benchmarks/{self._name('benchmark', name)}.tsv"
+
     # ------------------------------------------------------------------------------------------ figures
     @_inside_root
     def run_graph(self) -> str:

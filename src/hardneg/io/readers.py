@@ -12,8 +12,8 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from hardneg.errors import DataError
 
@@ -99,9 +99,13 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
         if not isinstance(obj, dict):
             raise DataError(path, number, f"expected a JSON object, found {type(obj).__name__}")
         if "\\u" in line and (field := _lone_surrogate(obj)) is not None:  # only an escape makes a surrogate
-            raise DataError(path, number, f"field '{field}' holds a lone surrogate (an escape such as \\ud800 "
-                                          f"that is half of a UTF-16 pair, not a character); text must be valid "
-                                          f"Unicode")
+            raise DataError(
+                path,
+                number,
+                f"field '{field}' holds a lone surrogate (an escape such as \\ud800 "
+                f"that is half of a UTF-16 pair, not a character); text must be valid "
+                f"Unicode",
+            )
         yield number, obj
 
 
@@ -110,7 +114,11 @@ HEADER_IDS = ("id", "_id", "docid", "doc_id", "pid", "qid", "query_id", "query-i
 
 
 def iter_tsv(
-    path: str | os.PathLike, columns: int | tuple[int, ...], *, header: str | None = None, sep: str | None = "\t",
+    path: str | os.PathLike,
+    columns: int | tuple[int, ...],
+    *,
+    header: str | None = None,
+    sep: str | None = "\t",
     headerless: bool = False,
 ) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line_number, fields)`` of a delimited file.
@@ -127,13 +135,21 @@ def iter_tsv(
             continue
         fields = line.split(sep) if sep is not None else line.split()
         if headerless and first and fields[0].strip().casefold() in HEADER_IDS:
-            raise DataError(path, number, f"a header line ({', '.join(fields)}): this format has none, and it "
-                                          f"would be read as an entry of id {fields[0]!r}; remove the line")
+            raise DataError(
+                path,
+                number,
+                f"a header line ({', '.join(fields)}): this format has none, and it "
+                f"would be read as an entry of id {fields[0]!r}; remove the line",
+            )
         first = False
         if len(fields) not in allowed:
             expected = " or ".join(str(c) for c in allowed)
-            raise DataError(path, number, f"expected {expected} fields separated by "
-                            f"{'tabs' if sep == chr(9) else 'whitespace'}, found {len(fields)}")
+            raise DataError(
+                path,
+                number,
+                f"expected {expected} fields separated by "
+                f"{'tabs' if sep == chr(9) else 'whitespace'}, found {len(fields)}",
+            )
         yield number, fields
 
 
@@ -153,8 +169,9 @@ def parse_relevance(path: str | os.PathLike, number: int, value: str) -> int:
             raise DataError(path, number, f"relevance {value!r} is not an integer") from None
         grade = int(as_float)
     if grade < 0:
-        raise DataError(path, number, f"relevance {value!r} is negative; relevance must be a non-negative integer "
-                                      f"(0: not relevant)")
+        raise DataError(
+            path, number, f"relevance {value!r} is negative; relevance must be a non-negative integer (0: not relevant)"
+        )
     if grade > _MAX_RELEVANCE:
         raise DataError(path, number, f"relevance {value!r} is too large (at most {_MAX_RELEVANCE})")
     return grade

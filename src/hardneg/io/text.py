@@ -17,8 +17,13 @@ import re
 _NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
 # C0 controls, DEL and C1 controls; the bidirectional embeddings, overrides (U+202A-U+202E) and isolates
 # (U+2066-U+2069); lone surrogates, which stand for undecodable bytes of a file name and cannot be printed.
-_ESCAPED = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
-            *range(0xD800, 0xE000)]
+_ESCAPED = [
+    *range(0x00, 0x20),
+    *range(0x7F, 0xA0),
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    *range(0xD800, 0xE000),
+]
 _TABLE = {code: _NAMED.get(code, f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}") for code in _ESCAPED}
 
 
@@ -53,6 +58,9 @@ def markdown_code(value) -> str:
     """
     text = visible(re.sub(r"[\t\n\r]+", " ", str(value))).replace("|", "\\|")
     fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" ")
-                                                                 and text.strip()) else ""
+    pad = (
+        " "
+        if text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" ") and text.strip())
+        else ""
+    )
     return f"{fence}{pad}{text}{pad}{fence}"

@@ -32,12 +32,12 @@ def mark_kept(table: pa.Table, kept: dict) -> pa.Table:
         table = table.drop_columns(["kept"])
     column = pa.array([step == kept["step"] for step in table["step"].to_pylist()], pa.bool_())
     table = table.append_column("kept", column)
-    return table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                          KEPT_METADATA: json.dumps(kept, sort_keys=True).encode()})
+    return table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), KEPT_METADATA: json.dumps(kept, sort_keys=True).encode()}
+    )
 
 
 def read_kept(path: str | os.PathLike) -> dict | None:
     """The record of the model kept in training log ``path`` (None in a log without one)."""
     metadata = pq.read_schema(path).metadata or {}
     return json.loads(metadata[KEPT_METADATA]) if KEPT_METADATA in metadata else None
-

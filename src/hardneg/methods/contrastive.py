@@ -21,40 +21,65 @@ from hardneg.schema.values import dataclass_from
 # teacher run's scores of the pool: inputs.teacher; the scores an imported list carries), or a cross-encoder's
 # probabilities of the pool (inputs.cross_encoder), read as its logits. A run with both distils from the first.
 TEACHER_SCORES = {"teacher_scores": artifacts.RUN, "teacher_positive_scores": artifacts.POSITIVE_SCORES}
-TEACHER_PROBABILITIES = {"teacher_probabilities": artifacts.RUN,
-                         "teacher_positive_probabilities": artifacts.POSITIVE_SCORES}
+TEACHER_PROBABILITIES = {
+    "teacher_probabilities": artifacts.RUN,
+    "teacher_positive_probabilities": artifacts.POSITIVE_SCORES,
+}
 
 # The role of a method that distils (beside its miner role and MINING_ROLES' cross_encoder): a teacher run scoring
 # its pool.
-DISTILL_ROLES = {"teacher": Role("pool_teacher", required=False,
-                                 description="a re-ranking run (the ColBERT teacher, a cross-encoder) whose scores of "
-                                             "this run's pool and of the judged positives it distils from "
-                                             "(params.distill)")}
+DISTILL_ROLES = {
+    "teacher": Role(
+        "pool_teacher",
+        required=False,
+        description="a re-ranking run (the ColBERT teacher, a cross-encoder) whose scores of "
+        "this run's pool and of the judged positives it distils from "
+        "(params.distill)",
+    )
+}
 
 DISTILL_SCHEMA = {
-    "type": "object", "additionalProperties": False, "default": {},
+    "type": "object",
+    "additionalProperties": False,
+    "default": {},
     "description": "distillation from a teacher's scores of each query's positive and its own hard negatives, from "
-                   "the first the run has of: the run of inputs.teacher (a re-ranking run, the ColBERT teacher say), "
-                   "whose scores of the run's pool and of the judged positives are read as they are; the "
-                   "cross-encoder of inputs.cross_encoder, whose probabilities p of them (the pool's ce_score "
-                   "column) are read as logits log(p / (1 - p)); the scores the imported list of inputs.negatives "
-                   "carries ({imported: <folder>}), read as they are. loss = (1 - weight) "
-                   "x the contrastive loss + weight x the distillation loss; the student's scores in it are the "
-                   "contrastive loss's (raw score / train.temperature). The batch's other documents (in-batch "
-                   "negatives) stay out of the distillation term: the teacher scored each query's own candidates "
-                   "only (docs: methods, distillation)",
+    "the first the run has of: the run of inputs.teacher (a re-ranking run, the ColBERT teacher say), "
+    "whose scores of the run's pool and of the judged positives are read as they are; the "
+    "cross-encoder of inputs.cross_encoder, whose probabilities p of them (the pool's ce_score "
+    "column) are read as logits log(p / (1 - p)); the scores the imported list of inputs.negatives "
+    "carries ({imported: <folder>}), read as they are. loss = (1 - weight) "
+    "x the contrastive loss + weight x the distillation loss; the student's scores in it are the "
+    "contrastive loss's (raw score / train.temperature). The batch's other documents (in-batch "
+    "negatives) stay out of the distillation term: the teacher scored each query's own candidates "
+    "only (docs: methods, distillation)",
     "properties": {
-        "loss": {"enum": ["margin_mse", "kl", None], "default": None,
-                 "description": "null: no distillation; margin_mse: mean squared error between the student's and "
-                                "the teacher's margins, positive minus each negative (Hofstätter et al. 2020); kl: "
-                                "KL divergence from the teacher's softmax to the student's over the positive and "
-                                "its negatives (listwise)"},
-        "weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
-                   "description": "the distillation term's share of the loss (1: distillation alone)"},
-        "teacher_temperature": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
-                                "description": "kl: the teacher's logits are divided by it before the softmax"},
-        "student_temperature": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
-                                "description": "kl: the student's scores are divided by it before the softmax"},
+        "loss": {
+            "enum": ["margin_mse", "kl", None],
+            "default": None,
+            "description": "null: no distillation; margin_mse: mean squared error between the student's and "
+            "the teacher's margins, positive minus each negative (Hofstätter et al. 2020); kl: "
+            "KL divergence from the teacher's softmax to the student's over the positive and "
+            "its negatives (listwise)",
+        },
+        "weight": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "default": 0.5,
+            "description": "the distillation term's share of the loss (1: distillation alone)",
+        },
+        "teacher_temperature": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 1.0,
+            "description": "kl: the teacher's logits are divided by it before the softmax",
+        },
+        "student_temperature": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 1.0,
+            "description": "kl: the student's scores are divided by it before the softmax",
+        },
     },
 }
 
@@ -90,22 +115,32 @@ def check_distillation(name: str, run: dict) -> None:
     params, inputs = run.get("params", {}), run.get("inputs", {})
     imported = _imported_list(run)
     if "teacher" in inputs and (imported is not None or not distills(params)):
-        why = (f"the imported list {imported} has no pool for a teacher to score: the scores it carries are the "
-               f"teacher's" if imported is not None else
-               f"run {name} does not distil (set runs.{name}.params.distill.loss)")
-        raise ConfigError(f"runs.{name}.inputs.teacher", f"a teacher scores the run's pool for distillation only, "
-                                                         f"and {why}; or leave inputs.teacher out")
+        why = (
+            f"the imported list {imported} has no pool for a teacher to score: the scores it carries are the teacher's"
+            if imported is not None
+            else f"run {name} does not distil (set runs.{name}.params.distill.loss)"
+        )
+        raise ConfigError(
+            f"runs.{name}.inputs.teacher",
+            f"a teacher scores the run's pool for distillation only, and {why}; or leave inputs.teacher out",
+        )
     if not distills(params):
         return
     key = f"runs.{name}.params.distill.loss"
     if imported is None and not {"teacher", "cross_encoder"} & set(inputs):
-        raise ConfigError(key, f"distillation learns from a teacher's scores, and run {name} has no scored source: "
-                               f"name a re-ranking run that scores its pool in runs.{name}.inputs.teacher (the "
-                               f"ColBERT teacher) or a cross-encoder in runs.{name}.inputs.cross_encoder, train it "
-                               f"on an imported list that carries scores, or set distill.loss to null")
+        raise ConfigError(
+            key,
+            f"distillation learns from a teacher's scores, and run {name} has no scored source: "
+            f"name a re-ranking run that scores its pool in runs.{name}.inputs.teacher (the "
+            f"ColBERT teacher) or a cross-encoder in runs.{name}.inputs.cross_encoder, train it "
+            f"on an imported list that carries scores, or set distill.loss to null",
+        )
     if params.get("negatives", {}).get("per_query", 1) < 1:
-        raise ConfigError(key, f"distillation compares each positive with its own negatives: set "
-                               f"runs.{name}.params.negatives.per_query to 1 at least")
+        raise ConfigError(
+            key,
+            f"distillation compares each positive with its own negatives: set "
+            f"runs.{name}.params.negatives.per_query to 1 at least",
+        )
 
 
 def teacher_logits(probabilities):
@@ -113,7 +148,7 @@ def teacher_logits(probabilities):
     inverse, which margins and softmaxes compare as the teacher does (probabilities squeeze the margins near 0
     and 1). p is clipped into float32's open unit interval first, so a probability rounded to 0 or 1 gives a
     finite logit (at most about ±16.6 at 1)."""
-    p = np.clip(np.asarray(probabilities, dtype=np.float64), np.finfo(np.float32).tiny, 1.0 - 2.0 ** -24)
+    p = np.clip(np.asarray(probabilities, dtype=np.float64), np.finfo(np.float32).tiny, 1.0 - 2.0**-24)
     return (np.log(p) - np.log1p(-p)).astype(np.float32)
 
 
@@ -130,10 +165,12 @@ def read_teacher_scores(ctx: StepContext):
         table = artifacts.read_table(kind, ctx.input(name)).select(["qid", "docid", "score"])
         if table.num_rows == table["score"].null_count:
             what = "positive" if kind is artifacts.POSITIVE_SCORES else "negative"
-            raise ConfigError(f"runs.{ctx.resolved['name']}.params.distill.loss",
-                              f"the teacher's scores {ctx.input(name)} score no {what}: there is nothing to distil "
-                              f"from (an imported list that carries no scores?); train on a list with scores, name a "
-                              f"teacher, or set distill.loss to null")
+            raise ConfigError(
+                f"runs.{ctx.resolved['name']}.params.distill.loss",
+                f"the teacher's scores {ctx.input(name)} score no {what}: there is nothing to distil "
+                f"from (an imported list that carries no scores?); train on a list with scores, name a "
+                f"teacher, or set distill.loss to null",
+            )
         if not as_they_are:
             table = table.set_column(2, "score", pa.array(teacher_logits(table["score"].to_numpy())))
         tables.append(table)
@@ -150,9 +187,13 @@ def distillation(ctx: StepContext):
     section = dataclass_from(DistillParams, ctx.params["distill"], "params.distill")
     if section.loss is None:
         return None
-    return Distillation(loss=section.loss, weight=section.weight, teacher=read_teacher_scores(ctx),
-                        teacher_temperature=section.teacher_temperature,
-                        student_temperature=section.student_temperature)
+    return Distillation(
+        loss=section.loss,
+        weight=section.weight,
+        teacher=read_teacher_scores(ctx),
+        teacher_temperature=section.teacher_temperature,
+        student_temperature=section.student_temperature,
+    )
 
 
 def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch: bool = True):
@@ -162,10 +203,18 @@ def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch
     from hardneg.dense.methods import ContrastiveMethod  # torch: imported only where a model or tensor is used
 
     train = ctx.params["train"]
-    return ContrastiveMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
-                             per_query=ctx.params["negatives"]["per_query"], loss=train["loss"] or default_loss,
-                             temperature=train["temperature"], in_batch=in_batch,
-                             grad_cache_chunk=train["grad_cache_chunk"], distillation=distillation(ctx))
+    return ContrastiveMethod(
+        ctx.train,
+        ctx.query_texts,
+        ctx.doc_texts,
+        negatives=negatives,
+        per_query=ctx.params["negatives"]["per_query"],
+        loss=train["loss"] or default_loss,
+        temperature=train["temperature"],
+        in_batch=in_batch,
+        grad_cache_chunk=train["grad_cache_chunk"],
+        distillation=distillation(ctx),
+    )
 
 
 def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):

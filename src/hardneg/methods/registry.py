@@ -19,10 +19,11 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from hardneg.errors import ConfigError
 from hardneg.schema.values import dataclass_from
@@ -43,10 +44,10 @@ PROVIDES = {
     "candidates": "any run whose ranking of each split this run re-ranks (results/<run>/runs/<split>.parquet)",
     "runs": "a list of runs whose rankings are combined",
     "scorer": "a cross-encoder run whose model scores the candidate pool this run's negatives are selected from "
-              "(results/<run>/model)",
+    "(results/<run>/model)",
     "pool_teacher": "a re-ranking run whose model scores the candidate pool this run's negatives are selected from, "
-                    "and the judged positives, as it ranks (results/<run>/model): the teacher's scores a run "
-                    "distils from",
+    "and the judged positives, as it ranks (results/<run>/model): the teacher's scores a run "
+    "distils from",
 }
 # Roles whose run must be dense (its embeddings are used), and roles whose run must have a trained model.
 DENSE_PROVIDES = frozenset({"miner", "doc_index"})
@@ -98,9 +99,14 @@ class Role:
 
 # The roles a method that mines static hard negatives (a role providing "miner") adds to its own: a cross-encoder
 # scoring the candidate pool, for the policies' ce_threshold and ce_margin.
-MINING_ROLES = {"cross_encoder": Role("scorer", required=False,
-                                      description="a cross-encoder run whose probabilities of relevance the mining "
-                                                  "policy reads (params.mining.ce_threshold, ce_margin)")}
+MINING_ROLES = {
+    "cross_encoder": Role(
+        "scorer",
+        required=False,
+        description="a cross-encoder run whose probabilities of relevance the mining "
+        "policy reads (params.mining.ce_threshold, ce_margin)",
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -122,8 +128,10 @@ class StepContext:
 
     def input(self, name: str) -> str:
         if name not in self.inputs:
-            raise ValueError(f"method {self.resolved['method']!r} needs the training input {name!r}; "
-                             f"given: {', '.join(sorted(self.inputs)) or 'none'}")
+            raise ValueError(
+                f"method {self.resolved['method']!r} needs the training input {name!r}; "
+                f"given: {', '.join(sorted(self.inputs)) or 'none'}"
+            )
         return self.inputs[name]
 
 
@@ -211,21 +219,30 @@ class Method:
         if self.kind == FUSION and (self.fuse is None or runs_role is None or not self.roles[runs_role].many):
             raise ValueError(f"method {self.name!r} fuses rankings, so it needs `fuse` and a 'runs' role of many runs")
         if "tune" in self.schema and (self.kind != FUSION or not {"alpha", "alpha_grid"} <= set(self.schema)):
-            raise ValueError(f"method {self.name!r}: a 'tune' section tunes a fusion method's 'alpha' over its "
-                             f"'alpha_grid' (hardneg.fusion.WEIGHT_SCHEMA)")
+            raise ValueError(
+                f"method {self.name!r}: a 'tune' section tunes a fusion method's 'alpha' over its "
+                f"'alpha_grid' (hardneg.fusion.WEIGHT_SCHEMA)"
+            )
         if self.role_providing("miner") and "mining" not in self.schema:
-            raise ValueError(f"method {self.name!r} mines hard negatives (a 'miner' role), so its schema needs the "
-                             f"'mining' section (hardneg.mining.negatives.MINING_SCHEMA)")
-        if self.episodes is not None and not (self.role_providing("model") and self.role_providing("miner")
-                                              and self.kind == DENSE):
-            raise ValueError(f"method {self.name!r} trains in episodes, so it is dense and needs a 'model' role (the "
-                             f"warm-up) and a 'miner' role (the episodes' negatives)")
+            raise ValueError(
+                f"method {self.name!r} mines hard negatives (a 'miner' role), so its schema needs the "
+                f"'mining' section (hardneg.mining.negatives.MINING_SCHEMA)"
+            )
+        if self.episodes is not None and not (
+            self.role_providing("model") and self.role_providing("miner") and self.kind == DENSE
+        ):
+            raise ValueError(
+                f"method {self.name!r} trains in episodes, so it is dense and needs a 'model' role (the "
+                f"warm-up) and a 'miner' role (the episodes' negatives)"
+            )
         if self.params is not None:
             names = {f.name for f in dataclasses.fields(self.params)}
             if names != set(self.schema):
-                raise ValueError(f"method {self.name!r}: the fields of {self.params.__name__} "
-                                 f"({', '.join(sorted(names))}) differ from its schema keys "
-                                 f"({', '.join(sorted(self.schema))})")
+                raise ValueError(
+                    f"method {self.name!r}: the fields of {self.params.__name__} "
+                    f"({', '.join(sorted(names))}) differ from its schema keys "
+                    f"({', '.join(sorted(self.schema))})"
+                )
 
     @property
     def trains(self) -> bool:

@@ -14,12 +14,22 @@ class RerankSection:
 
 
 RERANK_SCHEMA = {
-    "type": "object", "additionalProperties": False, "default": {},
+    "type": "object",
+    "additionalProperties": False,
+    "default": {},
     "description": "re-ranking of the candidates run's ranking of each split",
     "properties": {
-        "depth": {"type": "integer", "minimum": 1, "default": 100,
-                  "description": "documents re-ranked per query (the candidates' top-depth)"},
-        "batch_size": {"type": "integer", "minimum": 1, "default": 64,
-                       "description": "(query, document) pairs per forward"},
+        "depth": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 100,
+            "description": "documents re-ranked per query (the candidates' top-depth)",
+        },
+        "batch_size": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 64,
+            "description": "(query, document) pairs per forward",
+        },
     },
 }

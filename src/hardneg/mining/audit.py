@@ -47,9 +47,16 @@ def _float_or_none(value) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 
-def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table | None, qrels: pa.Table, positives: pa.Table,
-                         bm25_run: pa.Table | None = None, *, depth: int = 200,
-                         empty_docids=None) -> tuple[dict, pa.Table]:
+def audit_hard_negatives(
+    hardnegs: pa.Table,
+    run: pa.Table | None,
+    qrels: pa.Table,
+    positives: pa.Table,
+    bm25_run: pa.Table | None = None,
+    *,
+    depth: int = 200,
+    empty_docids=None,
+) -> tuple[dict, pa.Table]:
     """Audit a hard-negative list: is it hard, is it different from BM25's, does it hide false negatives?
 
     The training queries are those of ``qrels`` with a relevant document (relevance >= 1), in order of first
@@ -99,7 +106,9 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table | None, qrels: pa.Tab
     shallow = run.filter(pc.less_equal(run["rank"], depth))
     relevant_docs = pc.unique(relevant["docid"]) if relevant.num_rows else pa.array([], pa.string())
     width = max(len(relevant_docs), 1)
-    relevant_keys = _pair_keys(value_codes(relevant["qid"], train), value_codes(relevant["docid"], relevant_docs), width)
+    relevant_keys = _pair_keys(
+        value_codes(relevant["qid"], train), value_codes(relevant["docid"], relevant_docs), width
+    )
     run_q = value_codes(shallow["qid"], train)
     run_keys = _pair_keys(run_q, value_codes(shallow["docid"], relevant_docs), width)
     hit = (run_keys >= 0) & isin(run_keys, relevant_keys)
@@ -144,39 +153,64 @@ def audit_hard_negatives(hardnegs: pa.Table, run: pa.Table | None, qrels: pa.Tab
     num_empty = np.bincount(neg_q[is_empty], minlength=n)
 
     no_score = np.isnan(best_score)
-    table = pa.table({
-        "qid": train,
-        "best_positive_rank": pa.array(np.where(best_rank_known, best_rank, 0), pa.int32(), mask=~best_rank_known),
-        "best_positive_score": pa.array(best_score, pa.float32(), mask=no_score),
-        "num_negatives": pa.array(num_neg, pa.int32()),
-        "bm25_overlap": pa.array(overlap, pa.float32(), mask=~np.isfinite(overlap)),
-        "min_margin": pa.array(min_margin, pa.float32(), mask=np.isnan(min_margin)),
-        "max_margin": pa.array(max_margin, pa.float32(), mask=np.isnan(max_margin)),
-        "suspected_false_negatives": pa.array(num_suspected, pa.int32(), mask=no_score),
-        "empty_negatives": pa.array(num_empty, pa.int32(), mask=np.full(n, not empty_known)),
-    }, schema=artifacts.AUDIT.schema)
+    table = pa.table(
+        {
+            "qid": train,
+            "best_positive_rank": pa.array(np.where(best_rank_known, best_rank, 0), pa.int32(), mask=~best_rank_known),
+            "best_positive_score": pa.array(best_score, pa.float32(), mask=no_score),
+            "num_negatives": pa.array(num_neg, pa.int32()),
+            "bm25_overlap": pa.array(overlap, pa.float32(), mask=~np.isfinite(overlap)),
+            "min_margin": pa.array(min_margin, pa.float32(), mask=np.isnan(min_margin)),
+            "max_margin": pa.array(max_margin, pa.float32(), mask=np.isnan(max_margin)),
+            "suspected_false_negatives": pa.array(num_suspected, pa.int32(), mask=no_score),
+            "empty_negatives": pa.array(num_empty, pa.int32(), mask=np.full(n, not empty_known)),
+        },
+        schema=artifacts.AUDIT.schema,
+    )
 
-    suspects = pa.table({
-        "qid": negs["qid"].filter(pa.array(suspected)),
-        "docid": negs["docid"].filter(pa.array(suspected)),
-        "negative_score": neg_score[suspected],
-        "best_positive_score": best_score[neg_q][suspected],
-        "excess": margin[suspected],
-        "empty_document": pa.array(is_empty[suspected], pa.bool_(), mask=np.full(int(suspected.sum()), not empty_known)),
-    }).sort_by([("excess", "descending"), ("qid", "ascending"), ("docid", "ascending")])
+    suspects = pa.table(
+        {
+            "qid": negs["qid"].filter(pa.array(suspected)),
+            "docid": negs["docid"].filter(pa.array(suspected)),
+            "negative_score": neg_score[suspected],
+            "best_positive_score": best_score[neg_q][suspected],
+            "excess": margin[suspected],
+            "empty_document": pa.array(
+                is_empty[suspected], pa.bool_(), mask=np.full(int(suspected.sum()), not empty_known)
+            ),
+        }
+    ).sort_by([("excess", "descending"), ("qid", "ascending"), ("docid", "ascending")])
     empty = None
     if empty_known:
-        empty = {"count": int(is_empty.sum()), "queries": int((num_empty > 0).sum()),
-                 "docids": sorted(set(negs["docid"].filter(pa.array(is_empty)).to_pylist()))}
-    summary = _summary(table, margin[np.isfinite(margin)], suspects, depth=depth, with_bm25=bm25_run is not None,
-                       foreign=foreign, empty=empty)
+        empty = {
+            "count": int(is_empty.sum()),
+            "queries": int((num_empty > 0).sum()),
+            "docids": sorted(set(negs["docid"].filter(pa.array(is_empty)).to_pylist())),
+        }
+    summary = _summary(
+        table,
+        margin[np.isfinite(margin)],
+        suspects,
+        depth=depth,
+        with_bm25=bm25_run is not None,
+        foreign=foreign,
+        empty=empty,
+    )
     if not ranked:
         summary["best_positive_rank"] = None
     return summary, table
 
 
-def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth: int, with_bm25: bool,
-             foreign: int, empty: dict | None = None) -> dict:
+def _summary(
+    table: pa.Table,
+    margins: np.ndarray,
+    suspects: pa.Table,
+    *,
+    depth: int,
+    with_bm25: bool,
+    foreign: int,
+    empty: dict | None = None,
+) -> dict:
     """The audit's summary (JSON-serialisable).
 
     Keys: depth; num_queries (training queries); queries_with_negatives; queries_without_negatives (a count) and
@@ -201,13 +235,17 @@ def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth:
     overlap = pc.mean(table["bm25_overlap"]).as_py() if with_bm25 else None
     if len(margins):
         counts, edges = np.histogram(margins, bins=MARGIN_BINS)
-        margin = {"count": int(len(margins)),
-                  "quantiles": {f"{q:g}": float(v) for q, v in zip(MARGIN_QUANTILES,
-                                                                   np.quantile(margins, MARGIN_QUANTILES))},
-                  "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}}
+        margin = {
+            "count": int(len(margins)),
+            "quantiles": {f"{q:g}": float(v) for q, v in zip(MARGIN_QUANTILES, np.quantile(margins, MARGIN_QUANTILES))},
+            "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]},
+        }
     else:
-        margin = {"count": 0, "quantiles": {f"{q:g}": None for q in MARGIN_QUANTILES},
-                  "histogram": {"edges": [], "counts": []}}
+        margin = {
+            "count": 0,
+            "quantiles": {f"{q:g}": None for q in MARGIN_QUANTILES},
+            "histogram": {"edges": [], "counts": []},
+        }
 
     pairs = suspects.to_pylist()
     return {
@@ -219,8 +257,10 @@ def _summary(table: pa.Table, margins: np.ndarray, suspects: pa.Table, *, depth:
         "num_negatives": int(num_neg.sum()),
         "negatives_of_other_queries": foreign,
         "negatives_per_query": {
-            "mean": float(num_neg.mean()) if n else None, "median": float(np.median(num_neg)) if n else None,
-            "min": int(num_neg.min()) if n else None, "max": int(num_neg.max()) if n else None,
+            "mean": float(num_neg.mean()) if n else None,
+            "median": float(np.median(num_neg)) if n else None,
+            "min": int(num_neg.min()) if n else None,
+            "max": int(num_neg.max()) if n else None,
         },
         "bm25_overlap_mean": _float_or_none(overlap),
         "margin": margin,
@@ -245,25 +285,46 @@ def selection_summary(selection: dict, pool: pa.Table, hardnegs: pa.Table) -> di
     kinds = marked["duplicate_kind"].to_pylist()
     chosen = set(zip(hardnegs["qid"].to_pylist(), hardnegs["docid"].to_pylist()))
     selected = sum((q, d) in chosen for q, d in zip(marked["qid"].to_pylist(), marked["docid"].to_pylist()))
-    return {"policy": selection["policy"], "name": selection["name"], "candidates": selection["candidates"],
-            "removed": selection["removed"], "kept": selection["kept"],
-            "duplicates": {"pool": len(kinds), "exact": kinds.count("exact"), "near": kinds.count("near"),
-                           "negatives": int(selected)}}
+    return {
+        "policy": selection["policy"],
+        "name": selection["name"],
+        "candidates": selection["candidates"],
+        "removed": selection["removed"],
+        "kept": selection["kept"],
+        "duplicates": {
+            "pool": len(kinds),
+            "exact": kinds.count("exact"),
+            "near": kinds.count("near"),
+            "negatives": int(selected),
+        },
+    }
 
 
 def _selection_markdown(selection: dict) -> list[str]:
-    policy = ", ".join(f"{key} {value}" for key, value in selection["policy"].items()
-                       if value not in (None, False) and key != "sampling" or
-                       key == "sampling" and selection["policy"]["keep"] is not None)
+    policy = ", ".join(
+        f"{key} {value}"
+        for key, value in selection["policy"].items()
+        if value not in (None, False)
+        and key != "sampling"
+        or key == "sampling"
+        and selection["policy"]["keep"] is not None
+    )
     name = f"policy `{selection['name']}`" if selection["name"] else "the run's policy"
-    lines = ["## Selection from the candidate pool", "",
-             f"{selection['kept']} of {selection['candidates']} candidates kept by {name}"
-             f" ({policy or 'no filter'}); each filter removed, in order:", ""]
+    lines = [
+        "## Selection from the candidate pool",
+        "",
+        f"{selection['kept']} of {selection['candidates']} candidates kept by {name}"
+        f" ({policy or 'no filter'}); each filter removed, in order:",
+        "",
+    ]
     lines += _md_table(["filter", "removed"], [[key, count] for key, count in selection["removed"].items()])
     duplicates = selection["duplicates"]
-    lines += [f"Candidates that duplicate a judged positive of their query: {duplicates['pool']} "
-                  f"({duplicates['exact']} exact, {duplicates['near']} near); among the negatives: "
-                  f"{duplicates['negatives']}.", ""]
+    lines += [
+        f"Candidates that duplicate a judged positive of their query: {duplicates['pool']} "
+        f"({duplicates['exact']} exact, {duplicates['near']} near); among the negatives: "
+        f"{duplicates['negatives']}.",
+        "",
+    ]
     return lines
 
 
@@ -292,61 +353,98 @@ def audit_markdown(summary: dict, *, bars: bool = True) -> str:
     depth = summary["depth"]
     per_query = summary["negatives_per_query"]
     lines = ["# Hard-negative audit", ""]
-    lines += _md_table(["", "value"], [
-        ["training queries (with a relevant document)", summary["num_queries"]],
-        ["queries with negatives", summary["queries_with_negatives"]],
-        ["queries without negatives", summary["queries_without_negatives"]],
-        ["negatives", summary["num_negatives"]],
-        ["negatives per query: mean / median", f"{_num(per_query['mean'], 2)} / {_num(per_query['median'], 1)}"],
-        ["negatives per query: min / max", f"{_num(per_query['min'])} / {_num(per_query['max'])}"],
-        ["negatives of queries without a relevant document (not audited)", summary["negatives_of_other_queries"]],
-        [f"mean share of negatives in BM25's top {depth}", _pct(summary["bm25_overlap_mean"])],
-        ["suspected false negatives (score >= best positive)", summary["suspected_false_negatives"]["count"]],
-        ["negatives that are empty documents (no title, no text)",
-         "not checked" if summary.get("empty_negatives") is None else
-         f"{summary['empty_negatives']['count']}" + (" ⚠" if summary["empty_negatives"]["count"] else "")],
-    ])
+    lines += _md_table(
+        ["", "value"],
+        [
+            ["training queries (with a relevant document)", summary["num_queries"]],
+            ["queries with negatives", summary["queries_with_negatives"]],
+            ["queries without negatives", summary["queries_without_negatives"]],
+            ["negatives", summary["num_negatives"]],
+            ["negatives per query: mean / median", f"{_num(per_query['mean'], 2)} / {_num(per_query['median'], 1)}"],
+            ["negatives per query: min / max", f"{_num(per_query['min'])} / {_num(per_query['max'])}"],
+            ["negatives of queries without a relevant document (not audited)", summary["negatives_of_other_queries"]],
+            [f"mean share of negatives in BM25's top {depth}", _pct(summary["bm25_overlap_mean"])],
+            ["suspected false negatives (score >= best positive)", summary["suspected_false_negatives"]["count"]],
+            [
+                "negatives that are empty documents (no title, no text)",
+                "not checked"
+                if summary.get("empty_negatives") is None
+                else f"{summary['empty_negatives']['count']}" + (" ⚠" if summary["empty_negatives"]["count"] else ""),
+            ],
+        ],
+    )
     if summary.get("selection"):
         lines += _selection_markdown(summary["selection"])
     ranks = summary["best_positive_rank"]
     if ranks is None:  # an imported list: no mining run here, its scores are the file's
-        lines += ["## Imported list", "", "Mined elsewhere: no ranking to find the positives in; scores and margins "
-                  "are those the imported file carries (none where it carries none).", ""]
+        lines += [
+            "## Imported list",
+            "",
+            "Mined elsewhere: no ranking to find the positives in; scores and margins "
+            "are those the imported file carries (none where it carries none).",
+            "",
+        ]
     else:
         lines += [f"## Best-ranked positive in the mining run (depth {depth})", ""]
-        lines += _md_table(["rank 1", "rank <= 10", f"rank <= {depth}", f"beyond {depth}"],
-                           [[_pct(ranks["at_1"]), _pct(ranks["within_10"]), _pct(ranks["within_depth"]),
-                             _pct(ranks["beyond_depth"])]])
+        lines += _md_table(
+            ["rank 1", "rank <= 10", f"rank <= {depth}", f"beyond {depth}"],
+            [[_pct(ranks["at_1"]), _pct(ranks["within_10"]), _pct(ranks["within_depth"]), _pct(ranks["beyond_depth"])]],
+        )
     margin = summary["margin"]
-    lines += ["## Margin: negative score - best positive score", "",
-              f"Over {margin['count']} negatives of queries with a scored positive; "
-              "a margin >= 0 means the negative outscores every positive.", ""]
+    lines += [
+        "## Margin: negative score - best positive score",
+        "",
+        f"Over {margin['count']} negatives of queries with a scored positive; "
+        "a margin >= 0 means the negative outscores every positive.",
+        "",
+    ]
     lines += _md_table(["quantile", *margin["quantiles"]], [["margin", *map(_num, margin["quantiles"].values())]])
     counts, edges = margin["histogram"]["counts"], margin["histogram"]["edges"]
     if counts:
         peak = max(counts) or 1
-        lines += _md_table(["margin from", "to", "negatives"] + ([""] if bars else []),
-                           [[_num(edges[i]), _num(edges[i + 1]), c] + (["#" * round(30 * c / peak)] if bars else [])
-                            for i, c in enumerate(counts)])
+        lines += _md_table(
+            ["margin from", "to", "negatives"] + ([""] if bars else []),
+            [
+                [_num(edges[i]), _num(edges[i + 1]), c] + (["#" * round(30 * c / peak)] if bars else [])
+                for i, c in enumerate(counts)
+            ],
+        )
     suspects = summary["suspected_false_negatives"]
-    lines += ["## Suspected false negatives", "",
-              f"{suspects['count']} negatives score at or above their query's best positive"
-              + (f"; the {MARKDOWN_TOP} with the largest excess:" if suspects["count"] > MARKDOWN_TOP else "."), ""]
+    lines += [
+        "## Suspected false negatives",
+        "",
+        f"{suspects['count']} negatives score at or above their query's best positive"
+        + (f"; the {MARKDOWN_TOP} with the largest excess:" if suspects["count"] > MARKDOWN_TOP else "."),
+        "",
+    ]
     if suspects["pairs"]:
-        lines += _md_table(["qid", "docid", "negative score", "best positive score", "excess"],
-                           [[markdown_code(p["qid"]),
-                             markdown_code(p["docid"]) + (f" {EMPTY_MARK}" if p.get("empty_document") else ""),
-                             _num(p["negative_score"]), _num(p["best_positive_score"]), _num(p["excess"])]
-                            for p in suspects["pairs"][:MARKDOWN_TOP]])
+        lines += _md_table(
+            ["qid", "docid", "negative score", "best positive score", "excess"],
+            [
+                [
+                    markdown_code(p["qid"]),
+                    markdown_code(p["docid"]) + (f" {EMPTY_MARK}" if p.get("empty_document") else ""),
+                    _num(p["negative_score"]),
+                    _num(p["best_positive_score"]),
+                    _num(p["excess"]),
+                ]
+                for p in suspects["pairs"][:MARKDOWN_TOP]
+            ],
+        )
     empty = summary.get("empty_negatives")
     if empty and empty["count"]:
         docids = empty["docids"]
         more = f" … and {len(docids) - MARKDOWN_TOP} more" if len(docids) > MARKDOWN_TOP else ""
-        lines += ["## Empty documents among the negatives", "",
-                  f"{empty['count']} negatives of {empty['queries']} queries are empty documents (no title, no text; "
-                  f"marked {EMPTY_MARK} above): {', '.join(map(markdown_code, docids[:MARKDOWN_TOP]))}{more}. Dense models give every "
-                  "empty document the same vector; the dataset setting `empty_documents: exclude` leaves them out of "
-                  "dense runs.", ""]
+        lines += [
+            "## Empty documents among the negatives",
+            "",
+            f"{empty['count']} negatives of {empty['queries']} queries are empty documents (no title, no text; "
+            f"marked {EMPTY_MARK} above): {', '.join(map(markdown_code, docids[:MARKDOWN_TOP]))}{more}. Dense "
+            f"models give every "
+            "empty document the same vector; the dataset setting `empty_documents: exclude` leaves them out of "
+            "dense runs.",
+            "",
+        ]
     without = summary["queries_without_negatives_qids"]
     lines += ["## Queries without negatives", ""]
     if without:
@@ -357,19 +455,29 @@ def audit_markdown(summary: dict, *, bars: bool = True) -> str:
     return "\n".join(lines)
 
 
-def write_audit(summary: dict, table: pa.Table, markdown_path: str | os.PathLike,
-                parquet_path: str | os.PathLike) -> None:
+def write_audit(
+    summary: dict, table: pa.Table, markdown_path: str | os.PathLike, parquet_path: str | os.PathLike
+) -> None:
     """Write the summary as a Markdown report and the per-query table as AUDIT Parquet, both atomically."""
     artifacts.write_table(table, artifacts.AUDIT, parquet_path)
     write_text(markdown_path, audit_markdown(summary))
 
 
-def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike | None, qrels_path: str | os.PathLike,
-                positives_path: str | os.PathLike, markdown_path: str | os.PathLike,
-                parquet_path: str | os.PathLike, *, bm25_run_path: str | os.PathLike | None = None,
-                summary_path: str | os.PathLike | None = None, depth: int = 200,
-                corpus_path: str | os.PathLike | None = None, selection_path: str | os.PathLike | None = None,
-                pool_path: str | os.PathLike | None = None) -> dict:
+def audit_stage(
+    hardnegs_path: str | os.PathLike,
+    run_path: str | os.PathLike | None,
+    qrels_path: str | os.PathLike,
+    positives_path: str | os.PathLike,
+    markdown_path: str | os.PathLike,
+    parquet_path: str | os.PathLike,
+    *,
+    bm25_run_path: str | os.PathLike | None = None,
+    summary_path: str | os.PathLike | None = None,
+    depth: int = 200,
+    corpus_path: str | os.PathLike | None = None,
+    selection_path: str | os.PathLike | None = None,
+    pool_path: str | os.PathLike | None = None,
+) -> dict:
     """Stage function: ``audit_hard_negatives`` from files, written as a Markdown report, AUDIT Parquet and JSON.
 
     :param hardnegs_path: the HARDNEGS Parquet file to audit (a mining run's ``hardnegs.parquet``).
@@ -394,23 +502,36 @@ def audit_stage(hardnegs_path: str | os.PathLike, run_path: str | os.PathLike | 
         artifacts.read_table(artifacts.RUN, run_path) if run_path is not None else None,
         artifacts.read_table(artifacts.QRELS, qrels_path),
         artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path),
-        artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None, depth=depth,
-        empty_docids=empty_docids(corpus_path) if corpus_path else None)
+        artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None,
+        depth=depth,
+        empty_docids=empty_docids(corpus_path) if corpus_path else None,
+    )
     if selection_path is not None and pool_path is not None:
         with open(selection_path, encoding="utf-8") as handle:
             selection = json.load(handle)
-        summary["selection"] = selection_summary(selection, artifacts.read_table(artifacts.CANDIDATES, pool_path),
-                                                 artifacts.read_table(artifacts.HARDNEGS, hardnegs_path))
+        summary["selection"] = selection_summary(
+            selection,
+            artifacts.read_table(artifacts.CANDIDATES, pool_path),
+            artifacts.read_table(artifacts.HARDNEGS, hardnegs_path),
+        )
     write_audit(summary, table, markdown_path, parquet_path)
     if summary_path is not None:
         write_text(summary_path, json.dumps(summary, indent=2) + "\n")
-    log.info("audited %d queries: %d negatives, %d queries without negatives, %d suspected false negatives",
-             summary["num_queries"], summary["num_negatives"], summary["queries_without_negatives"],
-             summary["suspected_false_negatives"]["count"])
+    log.info(
+        "audited %d queries: %d negatives, %d queries without negatives, %d suspected false negatives",
+        summary["num_queries"],
+        summary["num_negatives"],
+        summary["queries_without_negatives"],
+        summary["suspected_false_negatives"]["count"],
+    )
     empty = summary["empty_negatives"]
     if empty and empty["count"]:
-        log.warning("%d hard negatives of %d queries are empty documents (e.g. %s)", empty["count"], empty["queries"],
-                    ", ".join(empty["docids"][:5]))
+        log.warning(
+            "%d hard negatives of %d queries are empty documents (e.g. %s)",
+            empty["count"],
+            empty["queries"],
+            ", ".join(empty["docids"][:5]),
+        )
     return summary
 
 
@@ -419,18 +540,32 @@ def text_snippet(title: str | None, text: str | None, chars: int) -> str:
     joined = " ".join(joined.split())  # one line: newlines and runs of spaces collapse
     if not joined:
         return EMPTY_MARK
-    return joined if len(joined) <= chars else joined[:max(chars - 1, 0)].rstrip() + "…"
+    return joined if len(joined) <= chars else joined[: max(chars - 1, 0)].rstrip() + "…"
 
 
 def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
     """Rows of cells as aligned text lines; columns in ``right`` are right-aligned, the last is left as is."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return ["  " + "  ".join([cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in
-                              enumerate(zip(row, widths))] + [row[-1]]) for row in rows]
+    return [
+        "  "
+        + "  ".join(
+            [cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))] + [row[-1]]
+        )
+        for row in rows
+    ]
 
 
-def format_query(qid: str, *, queries: pa.Table, corpus: pa.Table, qrels: pa.Table, hardnegs: pa.Table,
-                 positives: pa.Table | None = None, top: int = 10, snippet_chars: int = 160) -> str:
+def format_query(
+    qid: str,
+    *,
+    queries: pa.Table,
+    corpus: pa.Table,
+    qrels: pa.Table,
+    hardnegs: pa.Table,
+    positives: pa.Table | None = None,
+    top: int = 10,
+    snippet_chars: int = 160,
+) -> str:
     """One query as plain text: its text, its relevant documents (docid, relevance, mining-model score when
     ``positives`` has it, title + text snippet of ``snippet_chars`` characters) and its ``top`` best-ranked mined
     negatives (rank, docid, score, margin = score - best positive score, snippet).
@@ -442,8 +577,10 @@ def format_query(qid: str, *, queries: pa.Table, corpus: pa.Table, qrels: pa.Tab
         raise HardnegError(f"query {qid!r} is unknown to the dataset (no such qid among its queries)")
     negs = hardnegs.filter(pc.equal(hardnegs["qid"], qid)).sort_by([("rank", "ascending")])
     if negs.num_rows == 0:
-        raise HardnegError(f"query {qid!r} is in the dataset but has no mined hard negatives (negatives are mined "
-                           "only for training queries that the mining run ranked)")
+        raise HardnegError(
+            f"query {qid!r} is in the dataset but has no mined hard negatives (negatives are mined "
+            "only for training queries that the mining run ranked)"
+        )
     rel = relevant_judgements(qrels.filter(pc.equal(qrels["qid"], qid)))
     rel = rel.sort_by([("relevance", "descending"), ("docid", "ascending")])
     scores: dict[str, float] = {}
@@ -454,8 +591,9 @@ def format_query(qid: str, *, queries: pa.Table, corpus: pa.Table, qrels: pa.Tab
     shown = negs.slice(0, top)
     wanted = pa.concat_arrays([rel["docid"].combine_chunks(), shown["docid"].combine_chunks()])
     docs = corpus.filter(pc.is_in(corpus["docid"], value_set=wanted))
-    texts = {d: (t, x) for d, t, x in zip(docs["docid"].to_pylist(), docs["title"].to_pylist(),
-                                           docs["text"].to_pylist())}
+    texts = {
+        d: (t, x) for d, t, x in zip(docs["docid"].to_pylist(), docs["title"].to_pylist(), docs["text"].to_pylist())
+    }
 
     def snippet(docid: str) -> str:
         return text_snippet(*texts[docid], snippet_chars) if docid in texts else "(not in the corpus)"

@@ -46,9 +46,20 @@ _BLOCK = 1 << 20  # bytes read at a time while hashing
 
 # The files of a model folder that are its tokenizer (Hugging Face's names); the others are its weights and
 # configuration. Recorded apart, so that a card says which of the two changed.
-TOKENIZER_FILES = frozenset({"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
-                             "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "tokenizer.model",
-                             "sentencepiece.bpe.model"})
+TOKENIZER_FILES = frozenset(
+    {
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "vocab.txt",
+        "vocab.json",
+        "merges.txt",
+        "added_tokens.json",
+        "spiece.model",
+        "tokenizer.model",
+        "sentencepiece.bpe.model",
+    }
+)
 # Files Snakemake leaves in a folder output (its modification record): not part of what the folder holds.
 _IGNORED = frozenset({".snakemake_timestamp"})
 
@@ -56,8 +67,14 @@ _IGNORED = frozenset({".snakemake_timestamp"})
 # (:func:`folder_digest`). Names not listed are files (or, when they are folders, all of their files).
 _FOLDER_INPUTS = {"model": (("model", "weights"), ("tokenizer", "tokenizer"))}
 
-PACKAGES = {"hardneg": ("hardneg",), "torch": ("torch",), "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
-            "transformers": ("transformers",), "numpy": ("numpy",), "pyarrow": ("pyarrow",)}
+PACKAGES = {
+    "hardneg": ("hardneg",),
+    "torch": ("torch",),
+    "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
+    "transformers": ("transformers",),
+    "numpy": ("numpy",),
+    "pyarrow": ("pyarrow",),
+}
 
 
 # ------------------------------------------------------------------------------------------------- digests
@@ -84,7 +101,7 @@ def _selected(name: str, select: str) -> bool:
     if select == "weights":
         return name not in TOKENIZER_FILES
     if select.startswith("prefix:"):
-        return name.startswith(tuple(select[len("prefix:"):].split("|")))
+        return name.startswith(tuple(select[len("prefix:") :].split("|")))
     raise ValueError(f"unknown file selection {select!r}: all, tokenizer, weights or prefix:<start>|<start>...")
 
 
@@ -186,10 +203,23 @@ def thread_counts() -> dict[str, int]:
 
 
 # ------------------------------------------------------------------------------------------------- cards
-def build_card(*, run: str, miner: str, dataset: str, split: str, inputs: Mapping[str, str | os.PathLike],
-               hardnegs: str | os.PathLike, search: Mapping, pool: Mapping, policy: Mapping,
-               policy_name: str | None, seed: int, results: str = "results", threads: Mapping | None = None,
-               versions: Mapping | None = None) -> dict:
+def build_card(
+    *,
+    run: str,
+    miner: str,
+    dataset: str,
+    split: str,
+    inputs: Mapping[str, str | os.PathLike],
+    hardnegs: str | os.PathLike,
+    search: Mapping,
+    pool: Mapping,
+    policy: Mapping,
+    policy_name: str | None,
+    seed: int,
+    results: str = "results",
+    threads: Mapping | None = None,
+    versions: Mapping | None = None,
+) -> dict:
     """The mining card of a hard-negative list (see the module docstring).
 
     :param run: the mining run (its list is ``hardnegs``).
@@ -224,9 +254,17 @@ def build_card(*, run: str, miner: str, dataset: str, split: str, inputs: Mappin
         else:
             recorded[name] = digest_entry(path)
     return {
-        "card_version": CARD_VERSION, "run": run, "miner": miner, "dataset": dataset, "split": split,
-        "results": str(results), "inputs": dict(sorted(recorded.items())), "search": dict(search),
-        "pool": dict(pool), "policy": {"name": policy_name, "params": dict(policy)}, "seed": int(seed),
+        "card_version": CARD_VERSION,
+        "run": run,
+        "miner": miner,
+        "dataset": dataset,
+        "split": split,
+        "results": str(results),
+        "inputs": dict(sorted(recorded.items())),
+        "search": dict(search),
+        "pool": dict(pool),
+        "policy": {"name": policy_name, "params": dict(policy)},
+        "seed": int(seed),
         "threads": dict(thread_counts() if threads is None else threads),
         "versions": dict(package_versions() if versions is None else versions),
         "list": list_record(hardnegs),
@@ -258,8 +296,9 @@ def read_card(path: str | os.PathLike) -> dict:
     if not (isinstance(card, dict) and isinstance(card.get("inputs"), dict) and "card_version" in card):
         raise HardnegError(f"{path}: not a mining card (it lacks card_version or inputs)")
     if card["card_version"] != CARD_VERSION:
-        raise HardnegError(f"{path}: mining card version {card['card_version']!r}, this hardneg reads version "
-                           f"{CARD_VERSION}")
+        raise HardnegError(
+            f"{path}: mining card version {card['card_version']!r}, this hardneg reads version {CARD_VERSION}"
+        )
     return card
 
 
@@ -279,13 +318,17 @@ class Change:
     def __str__(self) -> str:
         if self.name == "list":
             now = "is missing" if self.current is None else f"changed (sha256 {self.current[:12]}…)"
-            return (f"the hard-negative list {self.path} {now} since its card was written (it had sha256 "
-                    f"{self.recorded[:12]}…)")
+            return (
+                f"the hard-negative list {self.path} {now} since its card was written (it had sha256 "
+                f"{self.recorded[:12]}…)"
+            )
         if self.current is None:
             return f"{self.name} {self.path} is missing (it had sha256 {self.recorded[:12]}… when the list was mined)"
         which = f"; files: {', '.join(self.files)}" if self.files else ""
-        return (f"{self.name} {self.path} changed since the list was mined (sha256 {self.recorded[:12]}… → "
-                f"{self.current[:12]}…{which})")
+        return (
+            f"{self.name} {self.path} changed since the list was mined (sha256 {self.recorded[:12]}… → "
+            f"{self.current[:12]}…{which})"
+        )
 
 
 def _changed_files(recorded: Mapping, current: Mapping) -> tuple[str, ...]:

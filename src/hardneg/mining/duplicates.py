@@ -86,7 +86,7 @@ def shingles(normalised: str, size: int) -> set[str]:
     words = normalised.split()
     if len(words) <= size:
         return {" ".join(words)} if words else set()
-    return {" ".join(words[i:i + size]) for i in range(len(words) - size + 1)}
+    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 
 def _band_key(band: bytes) -> bytes:
@@ -125,10 +125,17 @@ def _exact_groups(corpus: pa.Table) -> np.ndarray:
     digests: list[pa.Array] = []
     for start, texts in _normalised_batches(corpus):
         # 32-byte digests rather than the texts: memory per document is fixed, whatever its length
-        digests.append(pa.array([hashlib.sha256(t.encode("utf-8")).digest() if t else None for t in texts],
-                                pa.binary(32)))
-        logs.progress(log, "duplicates: hashed %d of %d documents", start + len(texts), corpus.num_rows,
-                      done=start + len(texts), total=corpus.num_rows)
+        digests.append(
+            pa.array([hashlib.sha256(t.encode("utf-8")).digest() if t else None for t in texts], pa.binary(32))
+        )
+        logs.progress(
+            log,
+            "duplicates: hashed %d of %d documents",
+            start + len(texts),
+            corpus.num_rows,
+            done=start + len(texts),
+            total=corpus.num_rows,
+        )
     if not digests:
         return np.zeros(0, np.int64)
     codes = pc.dictionary_encode(pa.concat_arrays(digests)).indices
@@ -172,8 +179,9 @@ def _ranks_within(counts: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def _lsh_candidates(corpus: pa.Table, is_rep: np.ndarray, *, threshold: float, num_perm: int, shingle_size: int,
-                    seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _lsh_candidates(
+    corpus: pa.Table, is_rep: np.ndarray, *, threshold: float, num_perm: int, shingle_size: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs of representative rows proposed by MinHash LSH, each once as (earlier row, later row).
 
     Each representative is queried against those indexed before it and then indexed itself, so the corpus is
@@ -195,7 +203,7 @@ def _lsh_candidates(corpus: pa.Table, is_rep: np.ndarray, *, threshold: float, n
     total = int(is_rep.sum())
     done = 0
     for start, texts in _normalised_batches(corpus):
-        for offset in np.flatnonzero(is_rep[start:start + len(texts)]):
+        for offset in np.flatnonzero(is_rep[start : start + len(texts)]):
             row = start + int(offset)
             minhash.clear()
             minhash.update_batch([s.encode("utf-8") for s in shingles(texts[offset], shingle_size)])
@@ -204,13 +212,21 @@ def _lsh_candidates(corpus: pa.Table, is_rep: np.ndarray, *, threshold: float, n
                 right.append(row)
             lsh.insert(row, minhash, check_duplication=False)
             done += 1
-        logs.progress(log, "duplicates: indexed %d of %d distinct documents, %d candidate pairs", done, total,
-                      len(left), done=done, total=total)
+        logs.progress(
+            log,
+            "duplicates: indexed %d of %d distinct documents, %d candidate pairs",
+            done,
+            total,
+            len(left),
+            done=done,
+            total=total,
+        )
     return np.asarray(left, np.int64), np.asarray(right, np.int64)
 
 
-def _verified(corpus: pa.Table, left: np.ndarray, right: np.ndarray, *, threshold: float,
-              shingle_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _verified(
+    corpus: pa.Table, left: np.ndarray, right: np.ndarray, *, threshold: float, shingle_size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidate pairs whose true Jaccard similarity of shingle sets is at least ``threshold``.
 
     :returns: (left, right, similarity) of the kept pairs, similarity as float64.
@@ -223,8 +239,10 @@ def _verified(corpus: pa.Table, left: np.ndarray, right: np.ndarray, *, threshol
         hi = min(lo + PAIR_CHUNK, len(left))
         rows = np.unique(np.r_[left[lo:hi], right[lo:hi]])
         block = corpus.take(pa.array(rows))
-        sets = {int(row): shingles(normalise_text(title, text), shingle_size)
-                for row, title, text in zip(rows, block.column("title").to_pylist(), block.column("text").to_pylist())}
+        sets = {
+            int(row): shingles(normalise_text(title, text), shingle_size)
+            for row, title, text in zip(rows, block.column("title").to_pylist(), block.column("text").to_pylist())
+        }
         for i in range(lo, hi):
             value = _jaccard(sets[int(left[i])], sets[int(right[i])])
             similarity[i] = value
@@ -237,16 +255,20 @@ def _pair_table(docids: pa.Array, a: np.ndarray, b: np.ndarray, kind: str, simil
     """DUPLICATES rows for row pairs (a, b), each turned so that docid < duplicate."""
     first, second = docids.take(pa.array(a, pa.int64())), docids.take(pa.array(b, pa.int64()))
     smaller = pc.less(first, second)
-    return pa.table({
-        "docid": pc.if_else(smaller, first, second),
-        "duplicate": pc.if_else(smaller, second, first),
-        "kind": pa.array([kind] * len(a), pa.string()),
-        "similarity": pa.array(similarity, pa.float32()),
-    }, schema=artifacts.DUPLICATES.schema)
+    return pa.table(
+        {
+            "docid": pc.if_else(smaller, first, second),
+            "duplicate": pc.if_else(smaller, second, first),
+            "kind": pa.array([kind] * len(a), pa.string()),
+            "similarity": pa.array(similarity, pa.float32()),
+        },
+        schema=artifacts.DUPLICATES.schema,
+    )
 
 
-def find_duplicates(corpus: pa.Table, *, threshold: float = 0.8, num_perm: int = 128, shingle_size: int = 3,
-                    seed: int = 1) -> pa.Table:
+def find_duplicates(
+    corpus: pa.Table, *, threshold: float = 0.8, num_perm: int = 128, shingle_size: int = 3, seed: int = 1
+) -> pa.Table:
     """The exact and near duplicate pairs of a corpus.
 
     Exact: documents with the same normalised text (:func:`normalise_text`; compared by SHA-256 digest), every
@@ -288,17 +310,27 @@ def find_duplicates(corpus: pa.Table, *, threshold: float = 0.8, num_perm: int =
 
     is_rep = np.zeros(corpus.num_rows, bool)
     is_rep[rows[starts]] = True
-    cand_left, cand_right = _lsh_candidates(corpus, is_rep, threshold=threshold, num_perm=num_perm,
-                                            shingle_size=shingle_size, seed=seed)
-    near_left, near_right, similarity = _verified(corpus, cand_left, cand_right, threshold=threshold,
-                                                  shingle_size=shingle_size)
+    cand_left, cand_right = _lsh_candidates(
+        corpus, is_rep, threshold=threshold, num_perm=num_perm, shingle_size=shingle_size, seed=seed
+    )
+    near_left, near_right, similarity = _verified(
+        corpus, cand_left, cand_right, threshold=threshold, shingle_size=shingle_size
+    )
     near = _expand_to_members(docids, groups, rows, starts, sizes, near_left, near_right, similarity)
     pairs = pa.concat_tables([exact, near])
     return pairs.sort_by([("docid", "ascending"), ("duplicate", "ascending")]).combine_chunks()
 
 
-def _expand_to_members(docids: pa.Array, groups: np.ndarray, rows: np.ndarray, starts: np.ndarray,
-                       sizes: np.ndarray, rep_a: np.ndarray, rep_b: np.ndarray, similarity: np.ndarray) -> pa.Table:
+def _expand_to_members(
+    docids: pa.Array,
+    groups: np.ndarray,
+    rows: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    rep_a: np.ndarray,
+    rep_b: np.ndarray,
+    similarity: np.ndarray,
+) -> pa.Table:
     """Near pairs of representatives as the pairs of every member of one's group with every member of the
     other's, with the representatives' similarity."""
     # run index of each representative's group: a map from group code to run
@@ -328,14 +360,22 @@ def duplicate_partners(duplicates: pa.Table) -> pa.Table:
     duplicates = duplicates.select(artifacts.DUPLICATES.schema.names).cast(artifacts.DUPLICATES.schema)
     # only the docid < duplicate rows: a table already in both directions is not doubled again
     once = duplicates.filter(pc.less(duplicates["docid"], duplicates["duplicate"]))
-    turned = pa.table({"docid": once["duplicate"], "duplicate": once["docid"], "kind": once["kind"],
-                       "similarity": once["similarity"]}, schema=artifacts.DUPLICATES.schema)
+    turned = pa.table(
+        {
+            "docid": once["duplicate"],
+            "duplicate": once["docid"],
+            "kind": once["kind"],
+            "similarity": once["similarity"],
+        },
+        schema=artifacts.DUPLICATES.schema,
+    )
     both = pa.concat_tables([once, turned])
     return both.sort_by([("docid", "ascending"), ("duplicate", "ascending")]).combine_chunks()
 
 
-def flag_duplicates_of_positives(duplicates: pa.Table, candidates_qid, candidates_docid,
-                                 positives_qrels: pa.Table) -> tuple[pa.Array, pa.Array]:
+def flag_duplicates_of_positives(
+    duplicates: pa.Table, candidates_qid, candidates_docid, positives_qrels: pa.Table
+) -> tuple[pa.Array, pa.Array]:
     """For each candidate (query, document), a judged positive of the same query that the document duplicates.
 
     :param duplicates: a DUPLICATES table, or its :func:`duplicate_partners` (either works).
@@ -355,17 +395,30 @@ def flag_duplicates_of_positives(duplicates: pa.Table, candidates_qid, candidate
     n = len(qids)
     partners = duplicate_partners(duplicates)
     positives = positives_qrels.filter(pc.greater_equal(positives_qrels["relevance"], 1))
-    positives = pa.table({"qid": artifacts.string_array(positives["qid"]),
-                          "positive": artifacts.string_array(positives["docid"])})
+    positives = pa.table(
+        {"qid": artifacts.string_array(positives["qid"]), "positive": artifacts.string_array(positives["docid"])}
+    )
     # (query, positive) ↔ (positive, partner): the documents that duplicate a positive, per query
     flagged = positives.join(
-        pa.table({"positive": partners["docid"], "docid": partners["duplicate"],
-                  "exact_first": pc.if_else(pc.equal(partners["kind"], EXACT), 0, 1).cast(pa.int8())}),
-        keys="positive", join_type="inner")
+        pa.table(
+            {
+                "positive": partners["docid"],
+                "docid": partners["duplicate"],
+                "exact_first": pc.if_else(pc.equal(partners["kind"], EXACT), 0, 1).cast(pa.int8()),
+            }
+        ),
+        keys="positive",
+        join_type="inner",
+    )
     # only candidates whose document duplicates some positive can match: the join below sees only those
     maybe = np.flatnonzero(pc.is_in(docids, value_set=pc.unique(flagged["docid"])).to_numpy(zero_copy_only=False))
-    candidates = pa.table({"row": pa.array(maybe, pa.int64()), "qid": qids.take(pa.array(maybe, pa.int64())),
-                           "docid": docids.take(pa.array(maybe, pa.int64()))})
+    candidates = pa.table(
+        {
+            "row": pa.array(maybe, pa.int64()),
+            "qid": qids.take(pa.array(maybe, pa.int64())),
+            "docid": docids.take(pa.array(maybe, pa.int64())),
+        }
+    )
     matches = candidates.join(flagged, keys=["qid", "docid"], join_type="inner")
     matches = matches.sort_by([("row", "ascending"), ("exact_first", "ascending"), ("positive", "ascending")])
     row = matches["row"].to_numpy()
@@ -382,8 +435,15 @@ def flag_duplicates_of_positives(duplicates: pa.Table, candidates_qid, candidate
 
 
 # ------------------------------------------------------------------------------------------------ the stage
-def duplicates_stage(corpus_path: str | os.PathLike, duplicates_path: str | os.PathLike, *, threshold: float = 0.8,
-                     num_perm: int = 128, shingle_size: int = 3, seed: int = 1) -> int:
+def duplicates_stage(
+    corpus_path: str | os.PathLike,
+    duplicates_path: str | os.PathLike,
+    *,
+    threshold: float = 0.8,
+    num_perm: int = 128,
+    shingle_size: int = 3,
+    seed: int = 1,
+) -> int:
     """Stage function: :func:`find_duplicates` of a CORPUS Parquet file, written as a DUPLICATES Parquet file.
 
     :param corpus_path: the CORPUS Parquet file.
@@ -400,7 +460,16 @@ def duplicates_stage(corpus_path: str | os.PathLike, duplicates_path: str | os.P
     pairs = find_duplicates(corpus, threshold=threshold, num_perm=num_perm, shingle_size=shingle_size, seed=seed)
     artifacts.write_table(pairs, artifacts.DUPLICATES, duplicates_path)
     exact = pc.sum(pc.equal(pairs["kind"], EXACT)).as_py() or 0
-    logs.progress(log, "duplicates: %d documents, %d exact pairs, %d near pairs (threshold %s, num_perm %d, "
-                  "shingle_size %d, seed %d)", corpus.num_rows, exact, pairs.num_rows - exact, threshold, num_perm,
-                  shingle_size, seed, last=True)
+    logs.progress(
+        log,
+        "duplicates: %d documents, %d exact pairs, %d near pairs (threshold %s, num_perm %d, shingle_size %d, seed %d)",
+        corpus.num_rows,
+        exact,
+        pairs.num_rows - exact,
+        threshold,
+        num_perm,
+        shingle_size,
+        seed,
+        last=True,
+    )
     return pairs.num_rows

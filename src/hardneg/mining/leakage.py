@@ -39,23 +39,25 @@ from hardneg.mining.rows import isin, relevant_judgements, value_codes
 
 LEAKAGE = ArtifactKind(
     "leakage",
-    pa.schema([
-        ("policy", pa.string()),
-        ("reference", pa.bool_()),  # the reference policy (plain top-k), which the relative columns compare with
-        ("settings", pa.string()),  # the policy's filters in words, e.g. "keep 8, margin 0.5"
-        ("negatives", pa.int64()),  # selected negatives (rows of its list)
-        ("queries_with_negatives", pa.int64()),
-        ("hidden_positives", pa.int64()),  # hidden (query, positive) pairs of the split
-        ("hidden_in_pool", pa.int64()),  # of those, the pairs the miner ranked within the pool's depth
-        ("leaked", pa.int64()),  # hidden positives selected as negatives
-        ("leakage", pa.float64()),  # leaked / hidden_positives
-        ("pool_leakage", pa.float64()),  # leaked / hidden_in_pool (NaN: none in the pool)
-        ("false_negative_share", pa.float64()),  # leaked / negatives (NaN: no negative)
-        ("mean_rank", pa.float64()),  # the selected negatives' mean rank under the miner (1-based)
-        ("mean_margin", pa.float64()),  # their mean (score - best visible positive score), miner's units
-        ("hardness_kept", pa.float64()),  # the reference's mean_rank / this policy's
-        ("leakage_cut", pa.float64()),  # 1 - leakage / the reference's leakage
-    ]),
+    pa.schema(
+        [
+            ("policy", pa.string()),
+            ("reference", pa.bool_()),  # the reference policy (plain top-k), which the relative columns compare with
+            ("settings", pa.string()),  # the policy's filters in words, e.g. "keep 8, margin 0.5"
+            ("negatives", pa.int64()),  # selected negatives (rows of its list)
+            ("queries_with_negatives", pa.int64()),
+            ("hidden_positives", pa.int64()),  # hidden (query, positive) pairs of the split
+            ("hidden_in_pool", pa.int64()),  # of those, the pairs the miner ranked within the pool's depth
+            ("leaked", pa.int64()),  # hidden positives selected as negatives
+            ("leakage", pa.float64()),  # leaked / hidden_positives
+            ("pool_leakage", pa.float64()),  # leaked / hidden_in_pool (NaN: none in the pool)
+            ("false_negative_share", pa.float64()),  # leaked / negatives (NaN: no negative)
+            ("mean_rank", pa.float64()),  # the selected negatives' mean rank under the miner (1-based)
+            ("mean_margin", pa.float64()),  # their mean (score - best visible positive score), miner's units
+            ("hardness_kept", pa.float64()),  # the reference's mean_rank / this policy's
+            ("leakage_cut", pa.float64()),  # 1 - leakage / the reference's leakage
+        ]
+    ),
     "one row per selection policy of the false-negative experiment: how many hidden positives it selects as "
     "negatives (leakage), how hard its negatives are (mean rank, mean margin), and both against the reference policy",
 )
@@ -121,9 +123,15 @@ def leakage(pool: pa.Table, selection: pa.Table, hidden: pa.Table) -> Leakage:
     in_pool = int(np.count_nonzero(isin(hidden_keys, pool_keys)))
     leaked = int(np.count_nonzero(isin(hidden_keys, selected_keys)))
     total, negatives = positives.num_rows, selection.num_rows
-    return Leakage(hidden_positives=total, hidden_in_pool=in_pool, leaked=leaked, negatives=negatives,
-                   leakage=_share(leaked, total), pool_leakage=_share(leaked, in_pool),
-                   false_negative_share=_share(leaked, negatives))
+    return Leakage(
+        hidden_positives=total,
+        hidden_in_pool=in_pool,
+        leaked=leaked,
+        negatives=negatives,
+        leakage=_share(leaked, total),
+        pool_leakage=_share(leaked, in_pool),
+        false_negative_share=_share(leaked, negatives),
+    )
 
 
 def hardness(pool: pa.Table, selection: pa.Table) -> Hardness:
@@ -167,8 +175,14 @@ def leakage_cut(reference_leakage: float, policy_leakage: float) -> float:
     return 1.0 - policy_leakage / reference_leakage
 
 
-def leakage_table(pool: pa.Table, selections: Mapping[str, pa.Table], hidden: pa.Table, *,
-                  reference: str | None = None, settings: Mapping[str, str] | None = None) -> pa.Table:
+def leakage_table(
+    pool: pa.Table,
+    selections: Mapping[str, pa.Table],
+    hidden: pa.Table,
+    *,
+    reference: str | None = None,
+    settings: Mapping[str, str] | None = None,
+) -> pa.Table:
     """One row per policy: its leakage, its hardness and both against the reference policy.
 
     :param pool: the CANDIDATES table every selection was made from.
@@ -183,19 +197,24 @@ def leakage_table(pool: pa.Table, selections: Mapping[str, pa.Table], hidden: pa
         raise ValueError("no selection to measure: give at least one policy's negatives")
     reference = next(iter(selections)) if reference is None else reference
     if reference not in selections:
-        raise ValueError(f"the reference policy {reference!r} is not one of the selections "
-                         f"({', '.join(selections)})")
+        raise ValueError(f"the reference policy {reference!r} is not one of the selections ({', '.join(selections)})")
     measured = {name: (leakage(pool, table, hidden), hardness(pool, table)) for name, table in selections.items()}
     base_leak, base_hard = measured[reference]
     rows = []
     for name, (leak, hard) in measured.items():
-        row = {"policy": name, "reference": name == reference, "settings": (settings or {}).get(name, ""),
-               **asdict(leak), **asdict(hard),
-               "hardness_kept": hardness_kept(base_hard.mean_rank, hard.mean_rank),
-               "leakage_cut": leakage_cut(base_leak.leakage, leak.leakage)}
+        row = {
+            "policy": name,
+            "reference": name == reference,
+            "settings": (settings or {}).get(name, ""),
+            **asdict(leak),
+            **asdict(hard),
+            "hardness_kept": hardness_kept(base_hard.mean_rank, hard.mean_rank),
+            "leakage_cut": leakage_cut(base_leak.leakage, leak.leakage),
+        }
         # a share with nothing to measure (nothing hidden, no negative) is stored as null, never as NaN
-        rows.append({key: None if isinstance(value, float) and math.isnan(value) else value
-                     for key, value in row.items()})
+        rows.append(
+            {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
+        )
     return pa.Table.from_pylist(rows, schema=LEAKAGE.schema)
 
 
@@ -230,34 +249,64 @@ def leakage_markdown(table: pa.Table, *, miner: str, dataset: str, split: str, d
     reference = next((row["policy"] for row in rows if row["reference"]), rows[0]["policy"] if rows else "")
     hidden = rows[0]["hidden_positives"] if rows else 0
     in_pool = rows[0]["hidden_in_pool"] if rows else 0
-    lines = ["# False negatives: does each policy keep the hidden positives out?", "",
-             f"Dataset `{dataset}` hides {hidden} judged positives of split `{split}` (hide_positives); the miner "
-             f"`{miner}` ranks {in_pool} of them within its pool's depth ({depth}), where every policy can select "
-             f"them as negatives. Reference: `{reference}`.", "",
-             "| policy | settings | negatives | leaked | leakage | leakage in pool | false negatives among negatives "
-             "| mean rank | mean margin | hardness kept | leakage cut |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# False negatives: does each policy keep the hidden positives out?",
+        "",
+        f"Dataset `{dataset}` hides {hidden} judged positives of split `{split}` (hide_positives); the miner "
+        f"`{miner}` ranks {in_pool} of them within its pool's depth ({depth}), where every policy can select "
+        f"them as negatives. Reference: `{reference}`.",
+        "",
+        "| policy | settings | negatives | leaked | leakage | leakage in pool | false negatives among negatives "
+        "| mean rank | mean margin | hardness kept | leakage cut |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in rows:
         name = f"**{row['policy']}** (reference)" if row["reference"] else row["policy"]
-        lines.append("| " + " | ".join([
-            name, row["settings"], str(row["negatives"]), str(row["leaked"]), _number(row["leakage"], 1, True),
-            _number(row["pool_leakage"], 1, True), _number(row["false_negative_share"], 2, True),
-            _number(row["mean_rank"], 2), _number(row["mean_margin"], 3), _number(row["hardness_kept"], 3),
-            _number(row["leakage_cut"], 3)]) + " |")
-    lines += ["", "Leakage: the share of the hidden positives selected as negatives (in pool: of those the miner "
-                  "ranked within the pool's depth). Mean rank: the selected negatives' mean rank under the miner "
-                  "(lower is harder); mean margin: their mean score minus their query's best visible positive score, "
-                  "in the miner's score units (closer to 0 is harder). Hardness kept: the reference's mean rank / "
-                  "the policy's (1 = as hard). Leakage cut: 1 - leakage / the reference's leakage (1 = no hidden "
-                  "positive selected). Goal: a leakage cut of at least 0.5 with a hardness kept of at least 0.9."]
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    row["settings"],
+                    str(row["negatives"]),
+                    str(row["leaked"]),
+                    _number(row["leakage"], 1, True),
+                    _number(row["pool_leakage"], 1, True),
+                    _number(row["false_negative_share"], 2, True),
+                    _number(row["mean_rank"], 2),
+                    _number(row["mean_margin"], 3),
+                    _number(row["hardness_kept"], 3),
+                    _number(row["leakage_cut"], 3),
+                ]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "Leakage: the share of the hidden positives selected as negatives (in pool: of those the miner "
+        "ranked within the pool's depth). Mean rank: the selected negatives' mean rank under the miner "
+        "(lower is harder); mean margin: their mean score minus their query's best visible positive score, "
+        "in the miner's score units (closer to 0 is harder). Hardness kept: the reference's mean rank / "
+        "the policy's (1 = as hard). Leakage cut: 1 - leakage / the reference's leakage (1 = no hidden "
+        "positive selected). Goal: a leakage cut of at least 0.5 with a hardness kept of at least 0.9.",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def write_leakage(pool_path: str | os.PathLike, selection_paths: Mapping[str, str | os.PathLike],
-                  hidden_path: str | os.PathLike, table_path: str | os.PathLike,
-                  markdown_path: str | os.PathLike, *, reference: str | None = None,
-                  settings: Mapping[str, str] | None = None, miner: str = "", dataset: str = "", split: str = "",
-                  depth: int = 0) -> pa.Table:
+def write_leakage(
+    pool_path: str | os.PathLike,
+    selection_paths: Mapping[str, str | os.PathLike],
+    hidden_path: str | os.PathLike,
+    table_path: str | os.PathLike,
+    markdown_path: str | os.PathLike,
+    *,
+    reference: str | None = None,
+    settings: Mapping[str, str] | None = None,
+    miner: str = "",
+    dataset: str = "",
+    split: str = "",
+    depth: int = 0,
+) -> pa.Table:
     """Stage function: :func:`leakage_table` from files, written as Parquet (:data:`LEAKAGE`) and Markdown
     (:func:`leakage_markdown`), both atomically.
 

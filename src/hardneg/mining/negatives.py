@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 _PAIR_CHUNK = 1 << 16  # rows of embeddings gathered at once by positive_scores (bounds memory)
 
 
-def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids: list[str] | np.ndarray,
-                    qrels: pa.Table) -> pa.Table:
+def positive_scores(
+    query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray, docids: list[str] | np.ndarray, qrels: pa.Table
+) -> pa.Table:
     """Inner-product score of every relevant pair (relevance >= 1) of ``qrels`` whose query is in ``qids``.
 
     These are the scores the margin filters of ``mine_hard_negatives`` and the audit compare negatives with.
@@ -53,8 +54,10 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
         is repeated.
     """
     if len(qids) != len(query_emb) or len(docids) != len(doc_emb):
-        raise ValueError(f"ids and embeddings differ in length: {len(qids)} qids for {len(query_emb)} query rows, "
-                         f"{len(docids)} docids for {len(doc_emb)} document rows")
+        raise ValueError(
+            f"ids and embeddings differ in length: {len(qids)} qids for {len(query_emb)} query rows, "
+            f"{len(docids)} docids for {len(doc_emb)} document rows"
+        )
     qid_set, docid_set = artifacts.string_array(qids), artifacts.string_array(docids)
     for ids, what in ((qid_set, "qid"), (docid_set, "docid")):
         if len(pc.unique(ids)) != len(ids):
@@ -66,9 +69,12 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
     d_rows = value_codes(pairs["docid"], docid_set)
     if (d_rows < 0).any():
         missing = pairs["docid"].filter(pa.array(d_rows < 0))
-        log.warning("%d relevant pair(s) name a document without an embedding (e.g. %r: an empty document, left "
-                    "out of dense runs under empty_documents: exclude); they have no positive score",
-                    len(missing), missing[0].as_py())
+        log.warning(
+            "%d relevant pair(s) name a document without an embedding (e.g. %r: an empty document, left "
+            "out of dense runs under empty_documents: exclude); they have no positive score",
+            len(missing),
+            missing[0].as_py(),
+        )
         pairs, q_rows, d_rows = pairs.filter(pa.array(d_rows >= 0)), q_rows[d_rows >= 0], d_rows[d_rows >= 0]
     scores = np.empty(len(q_rows), dtype=np.float32)
     for start in range(0, len(q_rows), _PAIR_CHUNK):
@@ -76,15 +82,32 @@ def positive_scores(query_emb: np.ndarray, qids: list[str], doc_emb: np.ndarray,
         q = np.asarray(query_emb[q_rows[start:stop]], dtype=np.float32)
         d = np.asarray(doc_emb[d_rows[start:stop]], dtype=np.float32)
         scores[start:stop] = np.einsum("ij,ij->i", q, d)
-    return pa.table({"qid": pairs["qid"], "docid": pairs["docid"], "relevance": pairs["relevance"],
-                     "score": pa.array(scores, pa.float32())}, schema=artifacts.POSITIVE_SCORES.schema)
+    return pa.table(
+        {
+            "qid": pairs["qid"],
+            "docid": pairs["docid"],
+            "relevance": pairs["relevance"],
+            "score": pa.array(scores, pa.float32()),
+        },
+        schema=artifacts.POSITIVE_SCORES.schema,
+    )
 
 
-def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None, *, depth: int = 200,
-                        rank_range: tuple[int, int] | None = None, keep: int | None = None, sampling: str = "top",
-                        seed: int = 0, margin: float | None = None,
-                        relative_margin: float | None = None, max_score: float | None = None,
-                        min_score: float | None = None) -> pa.Table:
+def mine_hard_negatives(
+    run: pa.Table,
+    qrels: pa.Table,
+    positives: pa.Table | None = None,
+    *,
+    depth: int = 200,
+    rank_range: tuple[int, int] | None = None,
+    keep: int | None = None,
+    sampling: str = "top",
+    seed: int = 0,
+    margin: float | None = None,
+    relative_margin: float | None = None,
+    max_score: float | None = None,
+    min_score: float | None = None,
+) -> pa.Table:
     """Select hard negatives from the mining model's ranking ``run`` (RUN table) of the training queries.
 
     Per query, in this order:
@@ -134,14 +157,26 @@ def mine_hard_negatives(run: pa.Table, qrels: pa.Table, positives: pa.Table | No
     for name, value in (("margin", margin), ("relative_margin", relative_margin)):
         if value is not None and positives is None:
             raise ValueError(f"{name} needs the positives' scores (a positive_scores table)")
-    policy = Policy(rank_range=None if rank_range is None else tuple(rank_range), keep=keep, sampling=sampling,
-                    margin=margin, relative_margin=relative_margin, max_score=max_score, min_score=min_score)
+    policy = Policy(
+        rank_range=None if rank_range is None else tuple(rank_range),
+        keep=keep,
+        sampling=sampling,
+        margin=margin,
+        relative_margin=relative_margin,
+        max_score=max_score,
+        min_score=min_score,
+    )
     return select(build_pool(run, qrels, positives, depth=depth), policy, seed=seed).negatives
 
 
-def positive_scores_stage(query_emb_path: str | os.PathLike, query_ids_path: str | os.PathLike,
-                          doc_emb_path: str | os.PathLike, doc_ids_path: str | os.PathLike,
-                          qrels_path: str | os.PathLike, positives_path: str | os.PathLike) -> pa.Table:
+def positive_scores_stage(
+    query_emb_path: str | os.PathLike,
+    query_ids_path: str | os.PathLike,
+    doc_emb_path: str | os.PathLike,
+    doc_ids_path: str | os.PathLike,
+    qrels_path: str | os.PathLike,
+    positives_path: str | os.PathLike,
+) -> pa.Table:
     """Stage function: ``positive_scores`` from files, written to ``positives_path`` (POSITIVE_SCORES Parquet).
 
     Both embedding matrices are memory-mapped: only the rows of relevant pairs are read.
@@ -196,24 +231,41 @@ class MiningParams:
 POLICY_KEYS = [key for key in POLICY_SCHEMA["properties"] if key != "depth"]
 
 MINING_SCHEMA = {
-    "type": "object", "additionalProperties": False, "default": {},
+    "type": "object",
+    "additionalProperties": False,
+    "default": {},
     "description": "static hard-negative mining with the model of the miner run: the candidate pool of its ranking "
-                   "of the training split (results/<miner>/pools/), shared by every run that asks for the same "
-                   "pool, and the policy selecting this run's negatives from it (results/<run>/hardnegs.parquet)",
+    "of the training split (results/<miner>/pools/), shared by every run that asks for the same "
+    "pool, and the policy selecting this run's negatives from it (results/<run>/hardnegs.parquet)",
     "properties": {
-        "depth": {"type": "integer", "minimum": 1, "default": 200,
-                  "description": "the pool: this top-k of each training query (documents judged relevant removed)"},
-        "duplicates": {"type": "boolean", "default": True,
-                       "description": "mark in the pool the candidates that duplicate a judged positive of their "
-                                      "query (exact or near duplicates, found once per dataset: "
-                                      "results/datasets/<dataset>/duplicates.parquet)"},
-        "policy": {"type": ["string", "null"], "default": None,
-                   "description": "a policy of the config's `policies` section, by name (then the policy keys "
-                                  "below stay unset); null: the policy is the keys below"},
-        "max_queries_without": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
-                                "description": "the largest share of the pool's queries the policy may leave "
-                                               "without a hard negative (they train on random negatives); a "
-                                               "selection leaving more fails, naming the policy"},
+        "depth": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 200,
+            "description": "the pool: this top-k of each training query (documents judged relevant removed)",
+        },
+        "duplicates": {
+            "type": "boolean",
+            "default": True,
+            "description": "mark in the pool the candidates that duplicate a judged positive of their "
+            "query (exact or near duplicates, found once per dataset: "
+            "results/datasets/<dataset>/duplicates.parquet)",
+        },
+        "policy": {
+            "type": ["string", "null"],
+            "default": None,
+            "description": "a policy of the config's `policies` section, by name (then the policy keys "
+            "below stay unset); null: the policy is the keys below",
+        },
+        "max_queries_without": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "default": 0.5,
+            "description": "the largest share of the pool's queries the policy may leave "
+            "without a hard negative (they train on random negatives); a "
+            "selection leaving more fails, naming the policy",
+        },
         **{key: POLICY_SCHEMA["properties"][key] for key in POLICY_KEYS},
     },
 }

@@ -57,8 +57,18 @@ from hardneg.mining.rows import group_bounds, query_seed, value_codes
 log = logging.getLogger(__name__)
 
 SAMPLING = ("top", "random")  # which `keep` candidates: the best-ranked, or a seeded uniform sample
-FILTERS = ("depth", "rank_range", "duplicates", "margin", "relative_margin", "max_score", "min_score", "ce_threshold",
-           "ce_margin", "keep")
+FILTERS = (
+    "depth",
+    "rank_range",
+    "duplicates",
+    "margin",
+    "relative_margin",
+    "max_score",
+    "min_score",
+    "ce_threshold",
+    "ce_margin",
+    "keep",
+)
 
 
 def _is_int(value) -> bool:
@@ -122,16 +132,21 @@ class Policy:
             raise PolicyValueError("depth", f"depth must be an integer of at least 1 (or None), got {self.depth!r}")
         if self.rank_range is not None:
             ranks = self.rank_range
-            if not (isinstance(ranks, (tuple, list)) and len(ranks) == 2 and all(map(_is_int, ranks))
-                    and 1 <= ranks[0] <= ranks[1]):
-                raise PolicyValueError("rank_range", f"rank_range must be (low, high), integers with 1 <= low <= "
-                                                     f"high, got {ranks!r}")
+            if not (
+                isinstance(ranks, (tuple, list))
+                and len(ranks) == 2
+                and all(map(_is_int, ranks))
+                and 1 <= ranks[0] <= ranks[1]
+            ):
+                raise PolicyValueError(
+                    "rank_range", f"rank_range must be (low, high), integers with 1 <= low <= high, got {ranks!r}"
+                )
             object.__setattr__(self, "rank_range", (int(ranks[0]), int(ranks[1])))
         if not isinstance(self.exclude_duplicates, (bool, np.bool_)):
-            raise PolicyValueError("exclude_duplicates", f"exclude_duplicates must be true or false, got "
-                                                         f"{self.exclude_duplicates!r}")
-        for name, high in (("margin", math.inf), ("relative_margin", 1.0), ("ce_threshold", 1.0),
-                           ("ce_margin", 1.0)):
+            raise PolicyValueError(
+                "exclude_duplicates", f"exclude_duplicates must be true or false, got {self.exclude_duplicates!r}"
+            )
+        for name, high in (("margin", math.inf), ("relative_margin", 1.0), ("ce_threshold", 1.0), ("ce_margin", 1.0)):
             value = getattr(self, name)
             if value is not None and not (_is_number(value) and 0 <= value <= high):
                 bounds = "non-negative" if high == math.inf else f"in [0, {high:g}]"
@@ -141,20 +156,30 @@ class Policy:
             if value is not None and not _is_number(value):
                 raise PolicyValueError(name, f"{name} must be a finite number (or None), got {value!r}")
         if self.min_score is not None and self.max_score is not None and self.min_score > self.max_score:
-            raise PolicyValueError("min_score", f"min_score {self.min_score:g} is above max_score "
-                                                f"{self.max_score:g}: no score lies between them; give a "
-                                                f"min_score at most max_score")
+            raise PolicyValueError(
+                "min_score",
+                f"min_score {self.min_score:g} is above max_score "
+                f"{self.max_score:g}: no score lies between them; give a "
+                f"min_score at most max_score",
+            )
         if self.ce_threshold == 0:
-            raise PolicyValueError("ce_threshold", "ce_threshold 0 drops every candidate (a cross-encoder's "
-                                                   "probability is at least 0): give a probability in (0, 1], e.g. "
-                                                   "0.9, or leave ce_threshold out")
+            raise PolicyValueError(
+                "ce_threshold",
+                "ce_threshold 0 drops every candidate (a cross-encoder's "
+                "probability is at least 0): give a probability in (0, 1], e.g. "
+                "0.9, or leave ce_threshold out",
+            )
         if self.ce_margin == 1:
-            raise PolicyValueError("ce_margin", "ce_margin 1 drops every candidate the cross-encoder scores above 0 "
-                                                "(no probability exceeds the best positive's by 1): give a margin in "
-                                                "[0, 1), or leave ce_margin out")
+            raise PolicyValueError(
+                "ce_margin",
+                "ce_margin 1 drops every candidate the cross-encoder scores above 0 "
+                "(no probability exceeds the best positive's by 1): give a margin in "
+                "[0, 1), or leave ce_margin out",
+            )
         if self.keep is not None and not (_is_int(self.keep) and self.keep >= 1):
-            raise PolicyValueError("keep", f"keep must be an integer of at least 1 (or None for all), got "
-                                           f"{self.keep!r}")
+            raise PolicyValueError(
+                "keep", f"keep must be an integer of at least 1 (or None for all), got {self.keep!r}"
+            )
         if self.sampling not in SAMPLING:
             raise PolicyValueError("sampling", f"sampling must be one of {', '.join(SAMPLING)}, got {self.sampling!r}")
 
@@ -176,45 +201,90 @@ class Policy:
 
 
 POLICY_SCHEMA = {
-    "type": "object", "additionalProperties": False, "default": {},
+    "type": "object",
+    "additionalProperties": False,
+    "default": {},
     "description": "a selection policy: which candidates of the pool (results/<run>/candidates.parquet) become a "
-                   "query's hard negatives; filters apply in the order of the keys, each off by default",
+    "query's hard negatives; filters apply in the order of the keys, each off by default",
     "properties": {
-        "depth": {"type": ["integer", "null"], "minimum": 1, "default": None,
-                  "description": "keep candidates ranked at most this deep by the miner (null: the pool's depth)"},
-        "rank_range": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "minItems": 2,
-                       "maxItems": 2, "default": None,
-                       "description": "keep only ranks in [first, last] (1-based, both included; first <= last); "
-                                      "null: every rank"},
-        "exclude_duplicates": {"type": "boolean", "default": False,
-                               "description": "drop candidates that duplicate a judged positive of the query "
-                                              "(exact or near duplicates; nothing is dropped from a pool built "
-                                              "without duplicate detection)"},
-        "margin": {"type": ["number", "null"], "minimum": 0, "default": None,
-                   "description": "TopK-MarginPos: keep candidates scoring at most best positive - margin, in the "
-                                  "miner's score units (null: no such filter)"},
-        "relative_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
-                            "description": "TopK-PercPos: keep candidates scoring at most best positive - "
-                                           "|best positive| x relative_margin (0.05: 5% of the best positive "
-                                           "score's magnitude below it, whatever its sign; null: no such "
-                                           "filter)"},
-        "max_score": {"type": ["number", "null"], "default": None,
-                      "description": "keep candidates scoring at most this under the miner, in its score units "
-                                     "(null: no such filter)"},
-        "min_score": {"type": ["number", "null"], "default": None,
-                      "description": "keep candidates scoring at least this under the miner, in its score units, "
-                                     "at most max_score (null: no such filter)"},
-        "ce_threshold": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
-                         "description": "drop candidates the cross-encoder gives a probability of relevance at or "
-                                        "above this, greater than 0 (RocketQA denoising; null: no such filter)"},
-        "ce_margin": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": None,
-                      "description": "drop candidates whose cross-encoder probability exceeds the best positive's "
-                                     "minus this, less than 1 (null: no such filter)"},
-        "keep": {"type": ["integer", "null"], "minimum": 1, "default": None,
-                 "description": "candidates kept per query (null: all)"},
-        "sampling": {"enum": list(SAMPLING), "default": "top",
-                     "description": "which `keep` candidates: the best-ranked (top) or a uniform sample seeded by "
-                                    "the seed and the query (random)"},
+        "depth": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "default": None,
+            "description": "keep candidates ranked at most this deep by the miner (null: the pool's depth)",
+        },
+        "rank_range": {
+            "type": ["array", "null"],
+            "items": {"type": "integer", "minimum": 1},
+            "minItems": 2,
+            "maxItems": 2,
+            "default": None,
+            "description": "keep only ranks in [first, last] (1-based, both included; first <= last); null: every rank",
+        },
+        "exclude_duplicates": {
+            "type": "boolean",
+            "default": False,
+            "description": "drop candidates that duplicate a judged positive of the query "
+            "(exact or near duplicates; nothing is dropped from a pool built "
+            "without duplicate detection)",
+        },
+        "margin": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "default": None,
+            "description": "TopK-MarginPos: keep candidates scoring at most best positive - margin, in the "
+            "miner's score units (null: no such filter)",
+        },
+        "relative_margin": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "maximum": 1,
+            "default": None,
+            "description": "TopK-PercPos: keep candidates scoring at most best positive - "
+            "|best positive| x relative_margin (0.05: 5% of the best positive "
+            "score's magnitude below it, whatever its sign; null: no such "
+            "filter)",
+        },
+        "max_score": {
+            "type": ["number", "null"],
+            "default": None,
+            "description": "keep candidates scoring at most this under the miner, in its score units "
+            "(null: no such filter)",
+        },
+        "min_score": {
+            "type": ["number", "null"],
+            "default": None,
+            "description": "keep candidates scoring at least this under the miner, in its score units, "
+            "at most max_score (null: no such filter)",
+        },
+        "ce_threshold": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "maximum": 1,
+            "default": None,
+            "description": "drop candidates the cross-encoder gives a probability of relevance at or "
+            "above this, greater than 0 (RocketQA denoising; null: no such filter)",
+        },
+        "ce_margin": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "maximum": 1,
+            "default": None,
+            "description": "drop candidates whose cross-encoder probability exceeds the best positive's "
+            "minus this, less than 1 (null: no such filter)",
+        },
+        "keep": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "default": None,
+            "description": "candidates kept per query (null: all)",
+        },
+        "sampling": {
+            "enum": list(SAMPLING),
+            "default": "top",
+            "description": "which `keep` candidates: the best-ranked (top) or a uniform sample seeded by "
+            "the seed and the query (random)",
+        },
     },
 }
 
@@ -252,18 +322,23 @@ def _check_pool(pool: pa.Table, policy: Policy) -> None:
     def absent(column: str) -> bool:
         return pool[column].null_count == pool.num_rows
 
-    for name, needs, hint in (("margin", "best_positive_score", "positives"),
-                              ("relative_margin", "best_positive_score", "positives"),
-                              ("ce_threshold", "ce_score", "ce_scores"),
-                              ("ce_margin", "ce_score", "ce_scores"),
-                              ("ce_margin", "best_positive_ce_score", "ce_positive_scores")):
+    for name, needs, hint in (
+        ("margin", "best_positive_score", "positives"),
+        ("relative_margin", "best_positive_score", "positives"),
+        ("ce_threshold", "ce_score", "ce_scores"),
+        ("ce_margin", "ce_score", "ce_scores"),
+        ("ce_margin", "best_positive_ce_score", "ce_positive_scores"),
+    ):
         if getattr(policy, name) is not None and absent(needs):
-            raise ValueError(f"the policy's {name} filter needs the pool's {needs}, which is null in every row: "
-                             f"build the pool with {hint}")
+            raise ValueError(
+                f"the policy's {name} filter needs the pool's {needs}, which is null in every row: "
+                f"build the pool with {hint}"
+            )
 
 
-def _keep_per_query(rows: np.ndarray, query: np.ndarray, queries: pa.Array, keep: int, sampling: str,
-                    seed: int) -> np.ndarray:
+def _keep_per_query(
+    rows: np.ndarray, query: np.ndarray, queries: pa.Array, keep: int, sampling: str, seed: int
+) -> np.ndarray:
     """``rows`` (sorted by query code, then rank) cut to at most ``keep`` per query: the first, or a uniform
     sample drawn by a generator seeded from (``seed``, qid), as ``mine_hard_negatives`` draws it."""
     starts, sizes, group = group_bounds(query[rows])
@@ -367,10 +442,17 @@ def select(pool: pa.Table, policy: Policy, *, seed: int = 0) -> Selection:
     return Selection(negatives=negatives, removed=removed, candidates=n, kept=negatives.num_rows)
 
 
-def select_stage(pool_path: str | os.PathLike, hardnegs_path: str | os.PathLike,
-                 selection_path: str | os.PathLike, *, policy: Mapping, seed: int = 0,
-                 name: str | None = None, max_queries_without: float | None = None,
-                 where: str = "params.mining") -> Selection:
+def select_stage(
+    pool_path: str | os.PathLike,
+    hardnegs_path: str | os.PathLike,
+    selection_path: str | os.PathLike,
+    *,
+    policy: Mapping,
+    seed: int = 0,
+    name: str | None = None,
+    max_queries_without: float | None = None,
+    where: str = "params.mining",
+) -> Selection:
     """Stage function: :func:`select` from a pool file; the negatives written as HARDNEGS Parquet and what the
     selection did as JSON, both atomically.
 
@@ -401,20 +483,38 @@ def select_stage(pool_path: str | os.PathLike, hardnegs_path: str | os.PathLike,
     if max_queries_without is not None and queries and without / queries > max_queries_without:
         removed = ", ".join(f"{key} {count}" for key, count in selection.removed.items() if count) or "none"
         shown = f"policy {name!r}" if name else f"the policy of {where}"
-        raise SelectionError(f"{shown} leaves {without} of {queries} queries ({without / queries:.0%}) of pool "
-                             f"{pool_path} without a hard negative (kept {selection.kept} of {selection.candidates} "
-                             f"candidates; removed: {removed}), more than {where}.max_queries_without "
-                             f"({max_queries_without:g}): they would train on random negatives. Loosen the policy, "
-                             f"or raise max_queries_without")
+        raise SelectionError(
+            f"{shown} leaves {without} of {queries} queries ({without / queries:.0%}) of pool "
+            f"{pool_path} without a hard negative (kept {selection.kept} of {selection.candidates} "
+            f"candidates; removed: {removed}), more than {where}.max_queries_without "
+            f"({max_queries_without:g}): they would train on random negatives. Loosen the policy, "
+            f"or raise max_queries_without"
+        )
     artifacts.write_table(selection.negatives, artifacts.HARDNEGS, hardnegs_path)
-    record = {"policy": {key: list(value) if isinstance(value, tuple) else value
-                         for key, value in dataclasses.asdict(chosen).items()},
-              "name": name, "seed": seed, "pool": str(pool_path), "candidates": selection.candidates,
-              "kept": selection.kept, "removed": selection.removed, "queries": queries,
-              "queries_with_negatives": with_negatives, "queries_without_negatives": without}
+    record = {
+        "policy": {
+            key: list(value) if isinstance(value, tuple) else value for key, value in dataclasses.asdict(chosen).items()
+        },
+        "name": name,
+        "seed": seed,
+        "pool": str(pool_path),
+        "candidates": selection.candidates,
+        "kept": selection.kept,
+        "removed": selection.removed,
+        "queries": queries,
+        "queries_with_negatives": with_negatives,
+        "queries_without_negatives": without,
+    }
     write_text(selection_path, json.dumps(record, indent=2) + "\n")
     removed = ", ".join(f"{key} {count}" for key, count in selection.removed.items() if count)
-    logs.progress(log, "selected %d of %d candidates for %d of %d queries (removed: %s)", selection.kept,
-                  selection.candidates, record["queries_with_negatives"], record["queries"], removed or "none",
-                  last=True)
+    logs.progress(
+        log,
+        "selected %d of %d candidates for %d of %d queries (removed: %s)",
+        selection.kept,
+        selection.candidates,
+        record["queries_with_negatives"],
+        record["queries"],
+        removed or "none",
+        last=True,
+    )
     return selection

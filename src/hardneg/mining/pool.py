@@ -88,8 +88,10 @@ def _check_probabilities(table: pa.Table | None, name: str) -> None:
     scores = pc.drop_null(table["score"]).to_numpy().astype(np.float64)
     bad = ~((scores >= 0) & (scores <= 1))  # NaN is bad too
     if bad.any():
-        raise ValueError(f"{name}: cross-encoder scores must be probabilities in [0, 1]; {int(bad.sum())} are not "
-                         f"(e.g. {scores[bad][0]!r}): apply the sigmoid (or softmax) to the logits first")
+        raise ValueError(
+            f"{name}: cross-encoder scores must be probabilities in [0, 1]; {int(bad.sum())} are not "
+            f"(e.g. {scores[bad][0]!r}): apply the sigmoid (or softmax) to the logits first"
+        )
 
 
 def _duplicate_columns(duplicates: Duplicates, qid: pa.Array, docid: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -106,8 +108,10 @@ def _duplicate_columns(duplicates: Duplicates, qid: pa.Array, docid: pa.Array) -
         raise ValueError("duplicates must give two arrays: (duplicate_of, duplicate_kind)")
     of, kind = (artifacts.string_array(array) for array in flags)
     if len(of) != n or len(kind) != n:
-        raise ValueError(f"duplicates must be aligned with the {n} pool rows, got {len(of)} duplicate_of and "
-                         f"{len(kind)} duplicate_kind values")
+        raise ValueError(
+            f"duplicates must be aligned with the {n} pool rows, got {len(of)} duplicate_of and "
+            f"{len(kind)} duplicate_kind values"
+        )
     if not pc.equal(pc.is_null(of), pc.is_null(kind)).to_numpy(zero_copy_only=False).all():
         raise ValueError("duplicate_of and duplicate_kind must be null in the same rows (null: not a duplicate)")
     return of, kind
@@ -149,9 +153,17 @@ def candidate_rows(run: pa.Table, qrels: pa.Table, depth: int) -> pa.Table:
     return run.take(pa.array(rows, pa.int64())).combine_chunks()
 
 
-def build_pool(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None, *, depth: int,
-               bm25: pa.Table | None = None, ce_scores: pa.Table | None = None,
-               ce_positive_scores: pa.Table | None = None, duplicates: Duplicates = None) -> pa.Table:
+def build_pool(
+    run: pa.Table,
+    qrels: pa.Table,
+    positives: pa.Table | None = None,
+    *,
+    depth: int,
+    bm25: pa.Table | None = None,
+    ce_scores: pa.Table | None = None,
+    ce_positive_scores: pa.Table | None = None,
+    duplicates: Duplicates = None,
+) -> pa.Table:
     """The candidate pool of the training queries ranked in ``run``: a CANDIDATES table.
 
     Its rows are, per query, the rows of ``run`` with rank <= ``depth`` minus the documents judged relevant
@@ -206,13 +218,22 @@ def build_pool(run: pa.Table, qrels: pa.Table, positives: pa.Table | None = None
         ce_score = _joined(ce_scores["score"], pairs.rows(ce_scores), pa.float32())
     duplicate_of, duplicate_kind = _duplicate_columns(duplicates, qid, docid)
 
-    return pa.table({
-        "qid": qid, "docid": docid, "rank": candidates["rank"], "score": candidates["score"],
-        "best_positive_score": _best_per_query(positives, queries, query),
-        "bm25_rank": bm25_rank, "bm25_score": bm25_score,
-        "ce_score": ce_score, "best_positive_ce_score": _best_per_query(ce_positive_scores, queries, query),
-        "duplicate_of": duplicate_of, "duplicate_kind": duplicate_kind,
-    }, schema=artifacts.CANDIDATES.schema)
+    return pa.table(
+        {
+            "qid": qid,
+            "docid": docid,
+            "rank": candidates["rank"],
+            "score": candidates["score"],
+            "best_positive_score": _best_per_query(positives, queries, query),
+            "bm25_rank": bm25_rank,
+            "bm25_score": bm25_score,
+            "ce_score": ce_score,
+            "best_positive_ce_score": _best_per_query(ce_positive_scores, queries, query),
+            "duplicate_of": duplicate_of,
+            "duplicate_kind": duplicate_kind,
+        },
+        schema=artifacts.CANDIDATES.schema,
+    )
 
 
 def _flag_positives(partners: pa.Table, qrels: pa.Table, qids: pa.Array, docids: pa.Array):
@@ -237,11 +258,20 @@ class _ByQuery:
         return self.table.take(pa.array(np.sort(self.order[lo:hi])))
 
 
-def pool_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, pool_path: str | os.PathLike, *,
-               depth: int, positives_path: str | os.PathLike | None = None,
-               bm25_path: str | os.PathLike | None = None, ce_path: str | os.PathLike | None = None,
-               ce_positives_path: str | os.PathLike | None = None, duplicates: DuplicateFlagger | None = None,
-               duplicates_path: str | os.PathLike | None = None, block_rows: int = MINE_BLOCK_ROWS) -> int:
+def pool_stage(
+    run_path: str | os.PathLike,
+    qrels_path: str | os.PathLike,
+    pool_path: str | os.PathLike,
+    *,
+    depth: int,
+    positives_path: str | os.PathLike | None = None,
+    bm25_path: str | os.PathLike | None = None,
+    ce_path: str | os.PathLike | None = None,
+    ce_positives_path: str | os.PathLike | None = None,
+    duplicates: DuplicateFlagger | None = None,
+    duplicates_path: str | os.PathLike | None = None,
+    block_rows: int = MINE_BLOCK_ROWS,
+) -> int:
     """Stage function: ``build_pool`` from files, written to ``pool_path`` (CANDIDATES Parquet).
 
     Every query's candidates depend on its own rows only, so the run is built in blocks of whole queries
@@ -282,9 +312,13 @@ def pool_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, pool_
     def optional(kind: artifacts.ArtifactKind, path) -> pa.Table | None:
         return artifacts.read_table(kind, path) if path else None
 
-    sides = {"qrels": qrels, "positives": optional(artifacts.POSITIVE_SCORES, positives_path),
-             **dict(bm25=optional(artifacts.RUN, bm25_path)), "ce_scores": optional(artifacts.RUN, ce_path),
-             "ce_positive_scores": optional(artifacts.POSITIVE_SCORES, ce_positives_path)}
+    sides = {
+        "qrels": qrels,
+        "positives": optional(artifacts.POSITIVE_SCORES, positives_path),
+        **dict(bm25=optional(artifacts.RUN, bm25_path)),  # noqa: C408 (a key, not a method's name)
+        "ce_scores": optional(artifacts.RUN, ce_path),
+        "ce_positive_scores": optional(artifacts.POSITIVE_SCORES, ce_positives_path),
+    }
     queries = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())
     codes = value_codes(run["qid"], queries)
     by_query = {name: _ByQuery(table, queries) for name, table in sides.items() if table is not None}
@@ -294,16 +328,36 @@ def pool_stage(run_path: str | os.PathLike, qrels_path: str | os.PathLike, pool_
         for lo, hi in query_blocks(run, block_rows):
             first, stop = (int(codes[lo:hi].min()), int(codes[lo:hi].max()) + 1) if hi > lo else (0, 0)
             part = {name: index.rows(first, stop) for name, index in by_query.items()}
-            pool = build_pool(run.slice(lo, hi - lo), part.pop("qrels"), part.pop("positives", None), depth=depth,
-                              duplicates=duplicates, **part)
+            pool = build_pool(
+                run.slice(lo, hi - lo),
+                part.pop("qrels"),
+                part.pop("positives", None),
+                depth=depth,
+                duplicates=duplicates,
+                **part,
+            )
             num_queries += len(pc.unique(pool["qid"]))
             missing_ce += pool["ce_score"].null_count if ce_path else 0
             writer.write(pool)
     if missing_ce:
-        log.warning("%d of %d candidates have no cross-encoder score in %s: the cross-encoder filters keep them",
-                    missing_ce, writer.rows, ce_path)
-    logs.progress(log, "pooled %d candidates for %d of %d queries (depth %d; best positive score %s, BM25 %s, "
-                  "cross-encoder %s, duplicates %s)", writer.rows, num_queries, len(queries), depth,
-                  "yes" if positives_path else "no", "yes" if bm25_path else "no", "yes" if ce_path else "no",
-                  "yes" if duplicates else "no", last=True)
+        log.warning(
+            "%d of %d candidates have no cross-encoder score in %s: the cross-encoder filters keep them",
+            missing_ce,
+            writer.rows,
+            ce_path,
+        )
+    logs.progress(
+        log,
+        "pooled %d candidates for %d of %d queries (depth %d; best positive score %s, BM25 %s, "
+        "cross-encoder %s, duplicates %s)",
+        writer.rows,
+        num_queries,
+        len(queries),
+        depth,
+        "yes" if positives_path else "no",
+        "yes" if bm25_path else "no",
+        "yes" if ce_path else "no",
+        "yes" if duplicates else "no",
+        last=True,
+    )
     return writer.rows

@@ -41,9 +41,17 @@ def rerank_scorer(rerank: Callable[..., pa.Table]) -> ScorePairs:
         ranks = np.empty(len(codes), dtype=np.int32)
         ranks[order] = np.arange(len(codes)) - starts + 1  # each query's pairs ranked 1, 2, ... as they come
         ranking = unique.append_column("rank", pa.array(ranks, pa.int32())).append_column(
-            "score", pa.array(np.zeros(len(codes), np.float32)))
-        ranked = rerank(model_dir, queries, corpus, ranking.cast(artifacts.RUN.schema), depth=max(int(ranks.max()), 1),
-                        batch_size=batch_size, device=device).select(["qid", "docid", "score"])
+            "score", pa.array(np.zeros(len(codes), np.float32))
+        )
+        ranked = rerank(
+            model_dir,
+            queries,
+            corpus,
+            ranking.cast(artifacts.RUN.schema),
+            depth=max(int(ranks.max()), 1),
+            batch_size=batch_size,
+            device=device,
+        ).select(["qid", "docid", "score"])
         given = pairs.select(["qid", "docid"]).append_column("position", pa.array(np.arange(pairs.num_rows)))
         joined = given.join(ranked, ["qid", "docid"], join_type="left outer", use_threads=False).sort_by("position")
         return joined["score"].to_numpy(zero_copy_only=False).astype(np.float32)  # a null (dropped pair): NaN
@@ -51,19 +59,32 @@ def rerank_scorer(rerank: Callable[..., pa.Table]) -> ScorePairs:
     return score_pairs
 
 
-def _pair_scores(score_pairs: ScorePairs, model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int,
-                   device: str) -> pa.Array:
+def _pair_scores(
+    score_pairs: ScorePairs, model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int, device: str
+) -> pa.Array:
     if pairs.num_rows == 0:
         return pa.array([], pa.float32())
-    scores = np.asarray(score_pairs(model_dir, queries, corpus, pairs.select(["qid", "docid"]),
-                                    batch_size=batch_size, device=device), dtype=np.float32)
+    scores = np.asarray(
+        score_pairs(model_dir, queries, corpus, pairs.select(["qid", "docid"]), batch_size=batch_size, device=device),
+        dtype=np.float32,
+    )
     if scores.shape != (pairs.num_rows,):
         raise ValueError(f"the scorer gave {scores.shape} scores for {pairs.num_rows} pairs")
     return pa.array(scores, pa.float32())
 
 
-def score_pool(score_pairs: ScorePairs, model_dir, queries, corpus, ranking: pa.Table, qrels: pa.Table, *,
-               depth: int, batch_size: int = 64, device: str = "cpu") -> tuple[pa.Table, pa.Table]:
+def score_pool(
+    score_pairs: ScorePairs,
+    model_dir,
+    queries,
+    corpus,
+    ranking: pa.Table,
+    qrels: pa.Table,
+    *,
+    depth: int,
+    batch_size: int = 64,
+    device: str = "cpu",
+) -> tuple[pa.Table, pa.Table]:
     """The scorer's scores of the pool's candidates and of the judged positives of its queries.
 
     :param score_pairs: the scorer (see the module docstring); ``model_dir`` is passed to it as is.
@@ -77,28 +98,41 @@ def score_pool(score_pairs: ScorePairs, model_dir, queries, corpus, ranking: pa.
     """
     candidates = candidate_rows(ranking, qrels, depth)
     queries_ranked = pc.unique(ranking["qid"]) if ranking.num_rows else pa.array([], pa.string())
-    positives = qrels.filter(pc.and_(pc.is_in(qrels["qid"], value_set=queries_ranked),
-                                     pc.greater_equal(qrels["relevance"], 1)))
-    candidate_scores = candidates.set_column(candidates.schema.get_field_index("score"), "score",
-                                             _pair_scores(score_pairs, model_dir, queries, corpus, candidates,
-                                                            batch_size=batch_size, device=device))
+    positives = qrels.filter(
+        pc.and_(pc.is_in(qrels["qid"], value_set=queries_ranked), pc.greater_equal(qrels["relevance"], 1))
+    )
+    candidate_scores = candidates.set_column(
+        candidates.schema.get_field_index("score"),
+        "score",
+        _pair_scores(score_pairs, model_dir, queries, corpus, candidates, batch_size=batch_size, device=device),
+    )
     positive_scores = positives.select(["qid", "docid", "relevance"]).append_column(
-        "score", _pair_scores(score_pairs, model_dir, queries, corpus, positives, batch_size=batch_size,
-                                device=device))
-    return (candidate_scores.cast(artifacts.RUN.schema),
-            positive_scores.cast(artifacts.POSITIVE_SCORES.schema))
+        "score", _pair_scores(score_pairs, model_dir, queries, corpus, positives, batch_size=batch_size, device=device)
+    )
+    return (candidate_scores.cast(artifacts.RUN.schema), positive_scores.cast(artifacts.POSITIVE_SCORES.schema))
 
 
-def score_pool_stage(score_pairs: ScorePairs, model_dir, queries, corpus, run_path: str | os.PathLike,
-                     qrels_path: str | os.PathLike, candidates_path: str | os.PathLike,
-                     positives_path: str | os.PathLike, *, depth: int, batch_size: int = 64,
-                     device: str = "cpu") -> tuple[pa.Table, pa.Table]:
+def score_pool_stage(
+    score_pairs: ScorePairs,
+    model_dir,
+    queries,
+    corpus,
+    run_path: str | os.PathLike,
+    qrels_path: str | os.PathLike,
+    candidates_path: str | os.PathLike,
+    positives_path: str | os.PathLike,
+    *,
+    depth: int,
+    batch_size: int = 64,
+    device: str = "cpu",
+) -> tuple[pa.Table, pa.Table]:
     """:func:`score_pool` over the miner's ranking and the split's qrels read from their files, both tables written
     (atomically; RUN and POSITIVE_SCORES Parquet)."""
     ranking = artifacts.read_table(artifacts.RUN, run_path)
     qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
-    candidates, positives = score_pool(score_pairs, model_dir, queries, corpus, ranking, qrels, depth=depth,
-                                       batch_size=batch_size, device=device)
+    candidates, positives = score_pool(
+        score_pairs, model_dir, queries, corpus, ranking, qrels, depth=depth, batch_size=batch_size, device=device
+    )
     artifacts.write_table(candidates, artifacts.RUN, candidates_path)
     artifacts.write_table(positives, artifacts.POSITIVE_SCORES, positives_path)
     return candidates, positives

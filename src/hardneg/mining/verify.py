@@ -53,10 +53,14 @@ def _ordered(table: pa.Table) -> pa.Table:
     """Each query's rows by score, highest first, ties by docid (so that the order of tied rows, which a search
     leaves to chance, cannot count as a difference), with their position within the query."""
     ranked = table.select(["qid", "docid", "score"]).sort_by(
-        [("qid", "ascending"), ("score", "descending"), ("docid", "ascending")])
+        [("qid", "ascending"), ("score", "descending"), ("docid", "ascending")]
+    )
     qids = ranked["qid"].combine_chunks() if ranked.num_rows else pa.array([], pa.string())
-    starts = np.flatnonzero(np.r_[True, pc.not_equal(qids[1:], qids[:-1]).to_numpy(zero_copy_only=False)]) \
-        if len(qids) else np.zeros(0, np.int64)
+    starts = (
+        np.flatnonzero(np.r_[True, pc.not_equal(qids[1:], qids[:-1]).to_numpy(zero_copy_only=False)])
+        if len(qids)
+        else np.zeros(0, np.int64)
+    )
     position = np.arange(len(qids)) - np.repeat(starts, np.diff(np.r_[starts, len(qids)]))
     return pa.table({"qid": qids, "docid": ranked["docid"], "position": pa.array(position, pa.int64())})
 
@@ -95,9 +99,13 @@ def overlap(stored: pa.Table, other: pa.Table) -> dict:
     agreeing = dict(zip(counted["qid"].to_pylist(), counted["n"].to_pylist()))
     qids = sizes["qid"].to_pylist()
     same = sum(1 for q, x, y in zip(qids, size_a, size_b) if x == y and agreeing.get(q, 0) == x)
-    return {"queries": len(values), "mean": float(values.mean()) if len(values) else 1.0,
-            "min": float(values.min()) if len(values) else 1.0, "below_one": int((values < 1.0).sum()),
-            "same_order": int(same)}
+    return {
+        "queries": len(values),
+        "mean": float(values.mean()) if len(values) else 1.0,
+        "min": float(values.min()) if len(values) else 1.0,
+        "below_one": int((values < 1.0).sum()),
+        "same_order": int(same),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- re-mining
@@ -146,16 +154,19 @@ class _Inputs:
         return artifacts.read_table(kind, self.path_of(name)) if self.has(name) else None
 
 
-def _cross_encoder(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, score_pairs, device: str,
-                   notes: list[str]) -> tuple[pa.Table | None, pa.Table | None]:
+def _cross_encoder(
+    inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, score_pairs, device: str, notes: list[str]
+) -> tuple[pa.Table | None, pa.Table | None]:
     """The cross-encoder's scores of the pool's candidates of ``ranking`` (RUN-shaped) and of the judged
     positives (POSITIVE_SCORES-shaped): scored again with ``score_pairs``, or the stored ones without it."""
     card = inputs.card
     if not card["pool"].get("cross_encoder"):
         return None, None
     if score_pairs is None:
-        note = (f"the cross-encoder scores were taken from the stored pool's ({card['pool']['cross_encoder']}: "
-                f"{inputs.path_of('ce_candidates')}) rather than recomputed")
+        note = (
+            f"the cross-encoder scores were taken from the stored pool's ({card['pool']['cross_encoder']}: "
+            f"{inputs.path_of('ce_candidates')}) rather than recomputed"
+        )
         if note not in notes:
             notes.append(note)
         return inputs.table(artifacts.RUN, "ce_candidates"), inputs.table(artifacts.POSITIVE_SCORES, "ce_positives")
@@ -168,12 +179,29 @@ def _cross_encoder(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, score_pa
     note = f"the cross-encoder scores were recomputed with the model of {card['pool']['cross_encoder']}"
     if note not in notes:
         notes.append(note)
-    return score_pool(score_pairs, inputs.path_of("ce_model"), queries, corpus, ranking, qrels,
-                      depth=card["pool"]["depth"], batch_size=CE_BATCH_SIZE, device=device)
+    return score_pool(
+        score_pairs,
+        inputs.path_of("ce_model"),
+        queries,
+        corpus,
+        ranking,
+        qrels,
+        depth=card["pool"]["depth"],
+        batch_size=CE_BATCH_SIZE,
+        device=device,
+    )
 
 
-def _select(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, positives: pa.Table, *, score_pairs, device: str,
-            notes: list[str]) -> pa.Table:
+def _select(
+    inputs: _Inputs,
+    ranking: pa.Table,
+    qrels: pa.Table,
+    positives: pa.Table,
+    *,
+    score_pairs,
+    device: str,
+    notes: list[str],
+) -> pa.Table:
     """The hard negatives the card's pool and policy select from ``ranking``."""
     card = inputs.card
     duplicates = None
@@ -184,15 +212,23 @@ def _select(inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, positives: pa.T
             return flag_duplicates_of_positives(partners, qids, docids, qrels)
 
     ce_scores, ce_positives = _cross_encoder(inputs, ranking, qrels, score_pairs, device, notes)
-    pool = build_pool(ranking, qrels, positives, depth=card["pool"]["depth"],
-                      bm25=inputs.table(artifacts.RUN, "bm25_ranking"),
-                      ce_scores=ce_scores, ce_positive_scores=ce_positives, duplicates=duplicates)
+    pool = build_pool(
+        ranking,
+        qrels,
+        positives,
+        depth=card["pool"]["depth"],
+        bm25=inputs.table(artifacts.RUN, "bm25_ranking"),
+        ce_scores=ce_scores,
+        ce_positive_scores=ce_positives,
+        duplicates=duplicates,
+    )
     policy = Policy.from_params(card["policy"]["params"])
     return select(pool, policy, seed=card["seed"]).negatives
 
 
-def remine(card: Mapping, path_of: Callable[[str], Path], *, score_pairs: Callable | None = None,
-           device: str | None = None) -> Remined:
+def remine(
+    card: Mapping, path_of: Callable[[str], Path], *, score_pairs: Callable | None = None, device: str | None = None
+) -> Remined:
     """Mine a card's list again from its recorded inputs (see the module docstring).
 
     :param card: a mining card.
@@ -217,8 +253,15 @@ def remine(card: Mapping, path_of: Callable[[str], Path], *, score_pairs: Callab
     with _recorded_threads(card.get("threads") or {}):
         texts = TokenizedTexts(path_of("tokenized_queries"), f"queries_{split}")
         model = BiEncoder.load(path_of("model"))
-        vectors = encode_rows(model, texts, np.arange(len(texts)), "query", batch_size=search["batch_size"],
-                              device=resolve_device(device), precision=search.get("precision", "fp32"))
+        vectors = encode_rows(
+            model,
+            texts,
+            np.arange(len(texts)),
+            "query",
+            batch_size=search["batch_size"],
+            device=resolve_device(device),
+            precision=search.get("precision", "fp32"),
+        )
         index = load_index(path_of("index"))
         set_search_params(index, search.get("search_params"))
         docids = artifacts.read_table(artifacts.ROW_IDS, path_of("docids"))["id"]
@@ -234,8 +277,9 @@ def remine(card: Mapping, path_of: Callable[[str], Path], *, score_pairs: Callab
         if not exact:  # the same embeddings searched exactly: how far the approximate index moves the negatives
             flat = build_index(corpus, "Flat", use_gpu=False)
             exact_ranking = search_run(flat, vectors, qids, docids, search["top_k"])
-            exact_negatives = _select(inputs, exact_ranking, qrels, positives, score_pairs=score_pairs,
-                                      device=device, notes=notes)
+            exact_negatives = _select(
+                inputs, exact_ranking, qrels, positives, score_pairs=score_pairs, device=device, notes=notes
+            )
     return Remined(negatives=negatives, ranking=ranking, exact=exact, exact_negatives=exact_negatives, notes=notes)
 
 
@@ -247,7 +291,7 @@ def input_paths(card: Mapping, results: str | os.PathLike) -> dict[str, Path]:
 
     def moved(path: str) -> Path:
         if path == recorded or path.startswith(recorded + "/"):
-            return Path(results) / path[len(recorded):].lstrip("/")
+            return Path(results) / path[len(recorded) :].lstrip("/")
         return Path(path)
 
     paths = {name: moved(entry["path"]) for name, entry in card["inputs"].items()}
@@ -255,8 +299,14 @@ def input_paths(card: Mapping, results: str | os.PathLike) -> dict[str, Path]:
     return paths
 
 
-def verify(card: Mapping, *, results: str | os.PathLike = "results", remine_list: bool = True,
-           score_pairs: Callable | None = None, device: str | None = None) -> dict:
+def verify(
+    card: Mapping,
+    *,
+    results: str | os.PathLike = "results",
+    remine_list: bool = True,
+    score_pairs: Callable | None = None,
+    device: str | None = None,
+) -> dict:
     """Check a list against its card and, unless told not to, mine it again (see the module docstring).
 
     :param card: the run's mining card (:func:`hardneg.mining.card.read_card`).
@@ -275,12 +325,22 @@ def verify(card: Mapping, *, results: str | os.PathLike = "results", remine_list
     changes = check_inputs(card, paths)
     listed = check_list(card, paths["list"])
     changed = [str(change) for change in changes] + ([str(listed)] if listed else [])
-    report = {"run": card["run"], "list": {**card["list"], "path": str(paths["list"])},
-              "inputs_checked": len(card["inputs"]), "changed": changed, "remined": False,
-              "index": {"factory": card["search"].get("factory"), "exact": None}, "overlap": None,
-              "ranking": None, "exact_drift": None, "notes": [], "reproduced": False}
-    missing = [change.name for change in changes if change.current is None] + \
-        (["list"] if listed is not None and listed.current is None else [])
+    report = {
+        "run": card["run"],
+        "list": {**card["list"], "path": str(paths["list"])},
+        "inputs_checked": len(card["inputs"]),
+        "changed": changed,
+        "remined": False,
+        "index": {"factory": card["search"].get("factory"), "exact": None},
+        "overlap": None,
+        "ranking": None,
+        "exact_drift": None,
+        "notes": [],
+        "reproduced": False,
+    }
+    missing = [change.name for change in changes if change.current is None] + (
+        ["list"] if listed is not None and listed.current is None else []
+    )
     if missing:
         report["notes"].append(f"not mined again: {', '.join(missing)} missing")
         return report
@@ -291,11 +351,16 @@ def verify(card: Mapping, *, results: str | os.PathLike = "results", remine_list
     depth = card["pool"]["depth"]
     stored_ranking = artifacts.read_table(artifacts.RUN, paths["ranking"])
     again = remine(card, lambda name: paths[name], score_pairs=score_pairs, device=device)
-    report.update(remined=True, index={"factory": card["search"].get("factory"), "exact": again.exact},
-                  overlap=overlap(stored, again.negatives),
-                  ranking=overlap(stored_ranking.filter(pc.less_equal(stored_ranking["rank"], depth)),
-                                  again.ranking.filter(pc.less_equal(again.ranking["rank"], depth))),
-                  notes=again.notes)
+    report.update(
+        remined=True,
+        index={"factory": card["search"].get("factory"), "exact": again.exact},
+        overlap=overlap(stored, again.negatives),
+        ranking=overlap(
+            stored_ranking.filter(pc.less_equal(stored_ranking["rank"], depth)),
+            again.ranking.filter(pc.less_equal(again.ranking["rank"], depth)),
+        ),
+        notes=again.notes,
+    )
     if again.exact_negatives is not None:
         report["exact_drift"] = overlap(again.exact_negatives, again.negatives)
     report["reproduced"] = not changed and report["overlap"]["below_one"] == 0
@@ -303,28 +368,36 @@ def verify(card: Mapping, *, results: str | os.PathLike = "results", remine_list
 
 
 def _measure(result: Mapping) -> str:
-    return (f"mean {result['mean']:.4f}, min {result['min']:.4f}, {result['below_one']} of {result['queries']} "
-            f"queries below 1.0; same order in {result['same_order']} of {result['queries']}")
+    return (
+        f"mean {result['mean']:.4f}, min {result['min']:.4f}, {result['below_one']} of {result['queries']} "
+        f"queries below 1.0; same order in {result['same_order']} of {result['queries']}"
+    )
 
 
 def format_report(report: Mapping, card: Mapping) -> str:
     """The report of :func:`verify` as a few lines of text for a person."""
     listed = report["list"]
     policy = card["policy"]["name"] or "the run's own policy keys"
-    lines = [f"run {report['run']}: hard negatives {listed['path']} ({listed['rows']} rows, "
-             f"{listed.get('queries', '?')} queries), mined by {card['miner']} from split {card['split']} of "
-             f"{card['dataset']}"]
+    lines = [
+        f"run {report['run']}: hard negatives {listed['path']} ({listed['rows']} rows, "
+        f"{listed.get('queries', '?')} queries), mined by {card['miner']} from split {card['split']} of "
+        f"{card['dataset']}"
+    ]
     lines += checked_lines(report, "inputs")
     if report["remined"]:
         kind = "exact" if report["index"]["exact"] else "approximate"
-        lines.append(f"re-mined with index {report['index']['factory']} ({kind}) of run "
-                     f"{card['search'].get('doc_run', card['miner'])}, pool {card['pool']['name']}, policy {policy}, "
-                     f"seed {card['seed']}:")
+        lines.append(
+            f"re-mined with index {report['index']['factory']} ({kind}) of run "
+            f"{card['search'].get('doc_run', card['miner'])}, pool {card['pool']['name']}, policy {policy}, "
+            f"seed {card['seed']}:"
+        )
         lines.append(f"  overlap with the stored list: {_measure(report['overlap'])}")
         lines.append(f"  the miner's ranking to depth {card['pool']['depth']}: {_measure(report['ranking'])}")
         if report["exact_drift"] is not None:
-            lines.append(f"  drift of the {report['index']['factory']} negatives from an exact search's: "
-                         f"{_measure(report['exact_drift'])}")
+            lines.append(
+                f"  drift of the {report['index']['factory']} negatives from an exact search's: "
+                f"{_measure(report['exact_drift'])}"
+            )
     return "\n".join(lines + verdict_lines(report))
 
 
@@ -332,8 +405,10 @@ def checked_lines(report: Mapping, what: str, checked: str = "") -> list[str]:
     """The lines of a verify report on its recorded files (``what``: "inputs", "files"; ``checked``: which they
     are, said when none changed): how many were checked, and each that changed."""
     if report["changed"]:
-        return [f"{what}: {report['inputs_checked']} checked, {len(report['changed'])} changed:",
-                *(f"  {line}" for line in report["changed"])]
+        return [
+            f"{what}: {report['inputs_checked']} checked, {len(report['changed'])} changed:",
+            *(f"  {line}" for line in report["changed"]),
+        ]
     return [f"{what}: {report['inputs_checked']} checked{f' ({checked})' if checked else ''}, none changed"]
 
 

@@ -23,8 +23,10 @@ def check_compare_config(config: dict) -> None:
     splits = [config["evaluation"]["split"], *config["evaluation"]["extra_splits"]]
     for i, comparison in enumerate(config["compare"]):
         if comparison["name"] in names:
-            raise ConfigError(f"compare.{i}.name", f"comparison {comparison['name']!r} is already the name of "
-                                                   f"compare.{names[comparison['name']]}")
+            raise ConfigError(
+                f"compare.{i}.name",
+                f"comparison {comparison['name']!r} is already the name of compare.{names[comparison['name']]}",
+            )
         names[comparison["name"]] = i
         runs = comparison["runs"]
         for j, run in enumerate(runs):
@@ -32,15 +34,20 @@ def check_compare_config(config: dict) -> None:
             if run in runs[:j]:
                 raise ConfigError(f"compare.{i}.runs.{j}", f"run {run!r} is listed twice")
             if _dataset_of(config, run) != _dataset_of(config, runs[0]):
-                raise ConfigError(f"compare.{i}.runs.{j}",
-                                  f"run {run!r} ranks dataset {_dataset_of(config, run)!r}, run {runs[0]!r} dataset "
-                                  f"{_dataset_of(config, runs[0])!r}: compared runs rank the same queries")
+                raise ConfigError(
+                    f"compare.{i}.runs.{j}",
+                    f"run {run!r} ranks dataset {_dataset_of(config, run)!r}, run {runs[0]!r} dataset "
+                    f"{_dataset_of(config, runs[0])!r}: compared runs rank the same queries",
+                )
         if comparison["measure"] is not None:
             check_evaluated_measure(config, comparison["measure"], f"compare.{i}.measure")
         if comparison["split"] is not None and comparison["split"] not in splits:
-            raise ConfigError(f"compare.{i}.split", f"{comparison['split']!r} is not an evaluated split (every run "
-                                                    f"ranks evaluation.split and evaluation.extra_splits: "
-                                                    f"{', '.join(splits)})")
+            raise ConfigError(
+                f"compare.{i}.split",
+                f"{comparison['split']!r} is not an evaluated split (every run "
+                f"ranks evaluation.split and evaluation.extra_splits: "
+                f"{', '.join(splits)})",
+            )
 
 
 class ComparePlan:
@@ -51,11 +58,15 @@ class ComparePlan:
         a null measure or split resolved: the first of ``evaluation.measures``, ``evaluation.split``. Only the
         comparisons of the config (:func:`check_compare_config` refused one naming a run it lacks)."""
         evaluation = self.config["evaluation"]
-        return {item["name"]: {**{key: value for key, value in item.items() if key != "name"},
-                               "runs": list(item["runs"]),
-                               "measure": item["measure"] or evaluation["measures"][0],
-                               "split": item["split"] or evaluation["split"]}
-                for item in self.config["compare"]}
+        return {
+            item["name"]: {
+                **{key: value for key, value in item.items() if key != "name"},
+                "runs": list(item["runs"]),
+                "measure": item["measure"] or evaluation["measures"][0],
+                "split": item["split"] or evaluation["split"],
+            }
+            for item in self.config["compare"]
+        }
 
     def comparison_page(self, name: str) -> str:
         """The page of comparison ``name`` (``name`` may be a wildcard pattern)."""
@@ -72,9 +83,13 @@ class ComparePlan:
         settings, layout = self.comparisons()[name], self.layout
         runs, split = settings["runs"], settings["split"]
         dataset = self.dataset(runs[0])
-        return {"config": [layout.config(run) for run in runs], "metrics": [layout.metrics(run) for run in runs],
-                "per_query": [layout.per_query(run) for run in runs],
-                "rankings": [layout.ranking(run, split) for run in runs],
-                "hardnegs": [layout.hard_negatives(run) for run in runs if run in self.mining_runs],
-                "queries": layout.queries_dir(dataset), "qrels": layout.qrels_dir(dataset),
-                "corpus": layout.corpus(dataset)}
+        return {
+            "config": [layout.config(run) for run in runs],
+            "metrics": [layout.metrics(run) for run in runs],
+            "per_query": [layout.per_query(run) for run in runs],
+            "rankings": [layout.ranking(run, split) for run in runs],
+            "hardnegs": [layout.hard_negatives(run) for run in runs if run in self.mining_runs],
+            "queries": layout.queries_dir(dataset),
+            "qrels": layout.qrels_dir(dataset),
+            "corpus": layout.corpus(dataset),
+        }

@@ -28,8 +28,13 @@ from hardneg.methods.adore import pq_matrix
 from hardneg.mining.policies import POLICY_SCHEMA
 from hardneg.pipeline import false_negatives, replicates
 from hardneg.pipeline.compare_plan import check_compare_config
-from hardneg.pipeline.config_checks import (check_model_folders, check_references, check_reserved_names,
-                                            check_results_folder, check_targets)
+from hardneg.pipeline.config_checks import (
+    check_model_folders,
+    check_references,
+    check_reserved_names,
+    check_results_folder,
+    check_targets,
+)
 from hardneg.pipeline.index_factories import check_index_factories
 from hardneg.pipeline.mining_plan import check_imported_scores, check_policies, check_pool_reach
 from hardneg.pipeline.plan import Plan
@@ -37,8 +42,14 @@ from hardneg.pipeline.resolution import CONTINUED_MODEL_KEYS, continued_run
 from hardneg.pipeline.resources import check_resource_rules
 from hardneg.schema.files import read_config_yaml
 from hardneg.schema.names import quoted
-from hardneg.schema.validation import (describe, first_error, first_error_of, read_schema, validate_fragment,
-                                       validator_for)
+from hardneg.schema.validation import (
+    describe,
+    first_error,
+    first_error_of,
+    read_schema,
+    validate_fragment,
+    validator_for,
+)
 
 
 def load_schema(path: str | os.PathLike | None = None) -> dict:
@@ -68,19 +79,34 @@ def with_methods(schema: dict) -> dict:
     for name, method in methods.methods().items():
         params = copy.deepcopy(defs[f"{method.kind}_params"])
         params["properties"].update(copy.deepcopy(dict(method.schema)))
-        roles = {role: ({"type": "array", "items": {"type": "string"}, "minItems": spec.min_count}
-                        | ({"maxItems": spec.max_count} if spec.max_count else {}) if spec.many
-                        else _single_role(spec, defs))
-                       | {"description": spec.description or methods.PROVIDES[spec.provides]}
-                 for role, spec in method.roles.items()}
+        roles = {
+            role: (
+                {"type": "array", "items": {"type": "string"}, "minItems": spec.min_count}
+                | ({"maxItems": spec.max_count} if spec.max_count else {})
+                if spec.many
+                else _single_role(spec, defs)
+            )
+            | {"description": spec.description or methods.PROVIDES[spec.provides]}
+            for role, spec in method.roles.items()
+        }
         inputs = {"type": "object", "default": {}, "additionalProperties": False, "properties": roles}
         required = [role for role, spec in method.roles.items() if spec.required]
         if required:
             inputs["required"] = required
-        variants.append({"if": {"properties": {"method": {"const": name}}},
-                         "then": {"additionalProperties": False,
-                                  "properties": {"method": {"const": name}, **copy.deepcopy(common),
-                                                 "inputs": inputs, "params": params}}})
+        variants.append(
+            {
+                "if": {"properties": {"method": {"const": name}}},
+                "then": {
+                    "additionalProperties": False,
+                    "properties": {
+                        "method": {"const": name},
+                        **copy.deepcopy(common),
+                        "inputs": inputs,
+                        "params": params,
+                    },
+                },
+            }
+        )
     run["allOf"] = variants
     return schema
 
@@ -90,8 +116,9 @@ def _single_role(spec, defs: dict) -> dict:
     (``{imported: <folder>}``, ``$defs/imported_list``) in its place. One schema of two types rather than a choice
     of two, so that an error names the key at fault (an object's keys apply to an object only)."""
     if spec.provides == "miner":
-        return {key: value for key, value in copy.deepcopy(defs["imported_list"]).items() if key != "description"} \
-            | {"type": ["string", "object"]}
+        return {key: value for key, value in copy.deepcopy(defs["imported_list"]).items() if key != "description"} | {
+            "type": ["string", "object"]
+        }
     return {"type": "string"}
 
 
@@ -118,11 +145,15 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         false_negatives.check_config(config)  # before its runs are generated: errors name its own keys
         written = set(config["runs"])
         # the experiments' runs first: a generated run may have seeds (pq_matrix.seeds) for replicates to expand
-        if any([pq_matrix.expand_config(config), false_negatives.expand_config(config),
-                replicates.expand_config(config)]):
+        if any(
+            [pq_matrix.expand_config(config), false_negatives.expand_config(config), replicates.expand_config(config)]
+        ):
             explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
-            explicit |= {member: explicit[run] for run, members in replicates.replicates(config).items()
-                         for member in members[1:]}  # a replicate: what its run's entry wrote, not its defaults
+            explicit |= {
+                member: explicit[run]
+                for run, members in replicates.replicates(config).items()
+                for member in members[1:]
+            }  # a replicate: what its run's entry wrote, not its defaults
             added = [run for run in config["runs"] if run not in written]
             error = _first_run_error(validator, config, added) if added else None
     if error is not None:
@@ -200,10 +231,12 @@ def _inherit_models(config: dict, explicit: dict) -> None:
         mine, theirs = runs[name]["params"]["model"], runs[parent]["params"]["model"]
         for key in sorted(explicit.get(name, ())):
             if key not in CONTINUED_MODEL_KEYS and key in theirs and mine[key] != theirs[key]:
-                raise ConfigError(f"runs.{name}.params.model.{key}",
-                                  f"run {name!r} continues the model of run {parent!r} (inputs.{role}), which has "
-                                  f"{key}: {quoted(theirs[key])}; a continued run inherits its model settings (only "
-                                  f"{' and '.join(CONTINUED_MODEL_KEYS)} may be set): remove the key or make it equal")
+                raise ConfigError(
+                    f"runs.{name}.params.model.{key}",
+                    f"run {name!r} continues the model of run {parent!r} (inputs.{role}), which has "
+                    f"{key}: {quoted(theirs[key])}; a continued run inherits its model settings (only "
+                    f"{' and '.join(CONTINUED_MODEL_KEYS)} may be set): remove the key or make it equal",
+                )
         inherited = copy.deepcopy(theirs)
         for key in CONTINUED_MODEL_KEYS:
             if key in explicit.get(name, ()):
@@ -230,9 +263,13 @@ def _check_not_a_result(path) -> None:
     shown = os.path.relpath(path) if os.path.isabs(path) and Path(path).is_relative_to(os.getcwd()) else path
     parts = Path(os.path.normpath(shown)).parts
     if parts[:1] == (RESULTS,) or Path(path).name == "metrics.json" or Path(path).suffix in RESULT_SUFFIXES:
-        raise ConfigFileError(shown, None, "a result of the workflow, read as a config file: --configfile takes "
-                                           "every path after it as a config file, so write targets before it "
-                                           f"(snakemake --cores all {shown} --configfile my.yaml)")
+        raise ConfigFileError(
+            shown,
+            None,
+            "a result of the workflow, read as a config file: --configfile takes "
+            "every path after it as a config file, so write targets before it "
+            f"(snakemake --cores all {shown} --configfile my.yaml)",
+        )
 
 
 def read_config_files(paths, overrides: dict | None = None) -> dict:
@@ -243,7 +280,7 @@ def read_config_files(paths, overrides: dict | None = None) -> dict:
     from snakemake.utils import update_config  # Snakemake: imported only where the workflow is loaded
 
     config: dict = {}
-    for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+    for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         _check_not_a_result(path)
         update_config(config, read_config_yaml(path))
     if overrides:

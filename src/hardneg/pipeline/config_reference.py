@@ -17,13 +17,22 @@ Every key needs a description: :func:`missing_descriptions` lists the keys witho
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from hardneg import methods
 from hardneg.errors import ConfigError
-from hardneg.methods.registry import (DENSE, DENSE_PROVIDES, FUSION, KINDS, LEXICAL, MODEL_PROVIDES, RERANK, TRAINED,
-                                      Method)
+from hardneg.methods.registry import (
+    DENSE,
+    DENSE_PROVIDES,
+    FUSION,
+    KINDS,
+    LEXICAL,
+    MODEL_PROVIDES,
+    RERANK,
+    TRAINED,
+    Method,
+)
 from hardneg.pipeline import reference_markdown as md
 from hardneg.pipeline.config import with_methods
 from hardneg.schema.validation import read_schema
@@ -106,10 +115,20 @@ def _has_keys(node: dict, defs: dict) -> bool:
 
 # -------------------------------------------------------------------------------------------- types as text
 def _number_bounds(node: dict) -> str:
-    low = ("[", node["minimum"]) if "minimum" in node else ("(", node["exclusiveMinimum"]) \
-        if "exclusiveMinimum" in node else None
-    high = ("]", node["maximum"]) if "maximum" in node else (")", node["exclusiveMaximum"]) \
-        if "exclusiveMaximum" in node else None
+    low = (
+        ("[", node["minimum"])
+        if "minimum" in node
+        else ("(", node["exclusiveMinimum"])
+        if "exclusiveMinimum" in node
+        else None
+    )
+    high = (
+        ("]", node["maximum"])
+        if "maximum" in node
+        else (")", node["exclusiveMaximum"])
+        if "exclusiveMaximum" in node
+        else None
+    )
     if low and high:
         return f" in {low[0]}{low[1]}, {high[1]}{high[0]}"
     if low:
@@ -133,8 +152,16 @@ def _count(low: int | None, high: int | None, unit: str) -> str:
     return ""
 
 
-_PLURALS = {"integer": "integers", "number": "numbers", "string": "strings", "boolean": "booleans",
-            "name": "names", "mapping": "mappings", "null": "nulls", "list": "lists"}
+_PLURALS = {
+    "integer": "integers",
+    "number": "numbers",
+    "string": "strings",
+    "boolean": "booleans",
+    "name": "names",
+    "mapping": "mappings",
+    "null": "nulls",
+    "list": "lists",
+}
 
 
 def _plural(kind: str) -> str:
@@ -166,10 +193,17 @@ def _kind(node: dict, defs: dict, path: str = "") -> str:
             parts.append("string" + (f" ({', '.join(details)})" if details else ""))
         elif type_ == "array":
             items = node.get("items")
-            item = "mapping" if isinstance(items, dict) and _has_keys(items, defs) else \
-                _kind(items, defs) if isinstance(items, dict) else "value"
-            details = [_count(node.get("minItems"), node.get("maxItems"), "item"),
-                       "no repeats" if node.get("uniqueItems") else ""]
+            item = (
+                "mapping"
+                if isinstance(items, dict) and _has_keys(items, defs)
+                else _kind(items, defs)
+                if isinstance(items, dict)
+                else "value"
+            )
+            details = [
+                _count(node.get("minItems"), node.get("maxItems"), "item"),
+                "no repeats" if node.get("uniqueItems") else "",
+            ]
             details = [detail for detail in details if detail]
             parts.append(f"list of {_plural(item)}" + (f" ({', '.join(details)})" if details else ""))
         elif type_ == "object":
@@ -185,8 +219,13 @@ def _mapping_kind(node: dict, defs: dict, path: str) -> str:
     if node.get("properties") or not isinstance(entries, dict):
         return "mapping" + (f" ({size})" if size else "")
     names = node.get("propertyNames", {})
-    key = "name" if isinstance(names, dict) and names.get("$ref") == _NAME_REF else \
-        _PLACEHOLDERS[path].strip("<>") if path in _PLACEHOLDERS else "string"
+    key = (
+        "name"
+        if isinstance(names, dict) and names.get("$ref") == _NAME_REF
+        else _PLACEHOLDERS[path].strip("<>")
+        if path in _PLACEHOLDERS
+        else "string"
+    )
     value = "mapping" if _has_keys(entries, defs) else _kind(entries, defs)
     return f"mapping of {key} to {value}" + (f" ({size})" if size else "")
 
@@ -204,8 +243,11 @@ def _key(path: str, node: dict, defs: dict, *, required: bool = False, variant: 
 
 def _condition(test: dict) -> str:
     """The ``if:`` of a variant as text: ``adapter: synthetic``, or ``url`` for a key that must be present."""
-    conditions = [f"{name}: {md.literal(rule['const']) if not isinstance(rule['const'], str) else rule['const']}"
-                  for name, rule in test.get("properties", {}).items() if isinstance(rule, dict) and "const" in rule]
+    conditions = [
+        f"{name}: {md.literal(rule['const']) if not isinstance(rule['const'], str) else rule['const']}"
+        for name, rule in test.get("properties", {}).items()
+        if isinstance(rule, dict) and "const" in rule
+    ]
     return ", ".join(conditions + list(test.get("required", [])))
 
 
@@ -221,8 +263,9 @@ def _variants(node: dict) -> Iterator[tuple[str, dict]]:
             yield f"without {md.code(_condition(node['if']))}", node["else"]
 
 
-def _nested(node: dict, path: str, defs: dict, variant: str = "", intros: dict | None = None,
-            known: frozenset = frozenset()) -> Iterator[Key]:
+def _nested(
+    node: dict, path: str, defs: dict, variant: str = "", intros: dict | None = None, known: frozenset = frozenset()
+) -> Iterator[Key]:
     """The keys under ``path`` whose schema is ``node``, depth first in schema order. ``known``: keys of the
     mapping already listed (a variant that repeats them only restricts them); ``intros`` collects each variant's
     description, by variant."""
@@ -259,9 +302,13 @@ def _method_variant(run: dict, name: str) -> dict:
 
 def _role_kind(spec) -> str:
     """What a role names, as the configuration check holds it: any run, a dense run, or a run with a model."""
-    run = "run" if spec.provides not in DENSE_PROVIDES | MODEL_PROVIDES else \
-        f"{DENSE} run" if spec.provides in DENSE_PROVIDES else \
-        f"run with a trained model ({' or '.join(_KIND_TITLES[kind].removesuffix(' runs') for kind in TRAINED)})"
+    run = (
+        "run"
+        if spec.provides not in DENSE_PROVIDES | MODEL_PROVIDES
+        else f"{DENSE} run"
+        if spec.provides in DENSE_PROVIDES
+        else f"run with a trained model ({' or '.join(_KIND_TITLES[kind].removesuffix(' runs') for kind in TRAINED)})"
+    )
     if spec.provides == "miner":  # or an imported list in its place (hardneg.pipeline.config._single_role)
         return f"name of a {run}, or an imported list {{imported: <folder>}}"
     if not spec.many:
@@ -302,8 +349,15 @@ def sections(schema: dict | None = None) -> list[Section]:
     required = set(schema.get("required", []))
     plain = [name for name, node in top.items() if not _has_keys(node, defs)]
     intro = "The keys at the top of a file that hold no others; each top-level mapping has its own section below."
-    out = [Section("Top-level keys", "top-level-keys", 2, intro, tuple(
-        _key(name, top[name], defs, required=name in required) for name in plain))]
+    out = [
+        Section(
+            "Top-level keys",
+            "top-level-keys",
+            2,
+            intro,
+            tuple(_key(name, top[name], defs, required=name in required) for name in plain),
+        )
+    ]
     for name, node in top.items():
         if name in plain or name == "runs":
             continue
@@ -311,29 +365,65 @@ def sections(schema: dict | None = None) -> list[Section]:
         keys = [_key(name, node, defs, required=name in required), *_nested(node, name, defs, intros=intros)]
         out.append(Section(md.code(name), md.anchor(name), 2, "", tuple(key for key in keys if not key.variant)))
         for variant, intro in intros.items():
-            out.append(Section(variant, md.anchor(variant), 3, md.prose(intro),
-                               tuple(key for key in keys if key.variant == variant)))
+            out.append(
+                Section(
+                    variant,
+                    md.anchor(variant),
+                    3,
+                    md.prose(intro),
+                    tuple(key for key in keys if key.variant == variant),
+                )
+            )
     run = _resolve(top["runs"]["additionalProperties"], defs)
     out.append(Section(md.code("runs"), "runs", 2, "", (_key("runs", top["runs"], defs, required="runs" in required),)))
-    out.append(Section("Keys of every run", "run-keys", 3, md.prose(run.get("description", "")), tuple(
-        _key(f"{_RUN}.{name}", node, defs, required=name in run.get("required", []))
-        for name, node in run["properties"].items())))
+    out.append(
+        Section(
+            "Keys of every run",
+            "run-keys",
+            3,
+            md.prose(run.get("description", "")),
+            tuple(
+                _key(f"{_RUN}.{name}", node, defs, required=name in run.get("required", []))
+                for name, node in run["properties"].items()
+            ),
+        )
+    )
     for kind in KINDS:
         params = defs[f"{kind}_params"]
         keys = tuple(_nested(params, f"{_RUN}.params", defs, f"{_KIND_TITLES[kind]}"))
         methods_of_kind = ", ".join(md.link(name, f"method-{name}") for name, m in registry.items() if m.kind == kind)
-        intro = md.prose(params.get("description", "")) + (f"\n\nMethods of this kind: {methods_of_kind}."
-                                                         if methods_of_kind else "")
-        out.append(Section(f"Parameters of every {_KIND_TITLES[kind].removesuffix('s')}", f"{kind}-params", 3,
-                           intro, keys))
-    overview = "\n".join(["| Method | Kind | What it does |", "| --- | --- | --- |", *(
-        f"| {md.link(name, f'method-{name}')} | {md.link(method.kind, f'{method.kind}-params')} | "
-        f"{md.cell(method.summary)} |" for name, method in registry.items())])
-    out.append(Section("Methods", "methods", 2, "A run's `method` names one of these. Each takes the input roles "
-                       "and the parameters of its section, beside the parameters its kind shares.\n\n" + overview, ()))
+        intro = md.prose(params.get("description", "")) + (
+            f"\n\nMethods of this kind: {methods_of_kind}." if methods_of_kind else ""
+        )
+        out.append(
+            Section(f"Parameters of every {_KIND_TITLES[kind].removesuffix('s')}", f"{kind}-params", 3, intro, keys)
+        )
+    overview = "\n".join(
+        [
+            "| Method | Kind | What it does |",
+            "| --- | --- | --- |",
+            *(
+                f"| {md.link(name, f'method-{name}')} | {md.link(method.kind, f'{method.kind}-params')} | "
+                f"{md.cell(method.summary)} |"
+                for name, method in registry.items()
+            ),
+        ]
+    )
+    out.append(
+        Section(
+            "Methods",
+            "methods",
+            2,
+            "A run's `method` names one of these. Each takes the input roles "
+            "and the parameters of its section, beside the parameters its kind shares.\n\n" + overview,
+            (),
+        )
+    )
     for name, method in registry.items():
-        intro = (f"A {md.link(method.kind, f'{method.kind}-params')} method, declared in "
-                 f"{md.code(method.module or 'an unknown module')}: {md.prose(method.summary)}.")
+        intro = (
+            f"A {md.link(method.kind, f'{method.kind}-params')} method, declared in "
+            f"{md.code(method.module or 'an unknown module')}: {md.prose(method.summary)}."
+        )
         if not method.roles:
             intro += " It takes no input runs."
         for group in method.exclusive_roles:
@@ -402,12 +492,17 @@ def config_reference(schema: dict | None = None) -> str:
     parts = sections(schema)
     missing = [key for section in parts for key in section.keys if not key.description]
     if missing:
-        raise ConfigError(missing[0].path, f"{len(missing)} key(s) of the configuration schema have no description "
-                                           f"(the configuration reference describes every key): "
-                                           f"{'; '.join(key.where for key in missing)}")
+        raise ConfigError(
+            missing[0].path,
+            f"{len(missing)} key(s) of the configuration schema have no description "
+            f"(the configuration reference describes every key): "
+            f"{'; '.join(key.where for key in missing)}",
+        )
     name = schema["$defs"]["name"]
-    rule = (f"{md.prose(name.get('description', ''))}: at most {name['maxLength']} characters, matching "
-            f"{md.code(name['pattern'])}.")
+    rule = (
+        f"{md.prose(name.get('description', ''))}: at most {name['maxLength']} characters, matching "
+        f"{md.code(name['pattern'])}."
+    )
     lines = [_PREAMBLE.replace("{name}", rule)]
     for section in parts:
         lines.append(f"{'#' * section.level} {section.title} {{ #{section.anchor} }}\n")

@@ -36,8 +36,11 @@ class EpisodePlan:
         """What an episodic run's model, training log and refresh costs are assembled from: the last episode's
         ``model`` (behind it, every episode and refresh) and every episode's ``train_log`` and ``timings``."""
         episodes, layout = self.episode_runs(run), self.layout
-        return {"model": layout.model(episodes[-1]), "train_logs": [layout.train_log(e) for e in episodes],
-                "timings": [layout.train_timings(e) for e in episodes]}
+        return {
+            "model": layout.model(episodes[-1]),
+            "train_logs": [layout.train_log(e) for e in episodes],
+            "timings": [layout.train_timings(e) for e in episodes],
+        }
 
     def _mining_benchmarks(self, episodes: list[str]) -> list[str]:
         """The benchmark records of mining for ``episodes`` (all mined by one checkpoint): the miner's positive
@@ -45,9 +48,11 @@ class EpisodePlan:
         if not episodes:
             return []
         layout, pool = self.layout, self.pool(episodes[0])
-        return [layout.benchmark(pool.miner, f"positive_scores_{pool.split}"),
-                layout.benchmark(pool.miner, f"candidate_pool_{pool.name}"),
-                *(layout.benchmark(name, "select_hard_negatives") for name in episodes)]
+        return [
+            layout.benchmark(pool.miner, f"positive_scores_{pool.split}"),
+            layout.benchmark(pool.miner, f"candidate_pool_{pool.name}"),
+            *(layout.benchmark(name, "select_hard_negatives") for name in episodes),
+        ]
 
     def refresh_benchmarks(self, run: str) -> list[dict]:
         """The benchmark records (Snakemake writes them beside the artifacts; no rule can ask for one as an input)
@@ -62,8 +67,14 @@ class EpisodePlan:
             fed[source_episode(index, plan.lag)].append(name)
         out = []
         for checkpoint in [None, *range(plan.count)]:
-            bench = {"checkpoint": checkpoint, "train": [], "encode": [], "index": [], "search": [],
-                     "mine": self._mining_benchmarks(fed[checkpoint])}
+            bench = {
+                "checkpoint": checkpoint,
+                "train": [],
+                "encode": [],
+                "index": [],
+                "search": [],
+                "mine": self._mining_benchmarks(fed[checkpoint]),
+            }
             if checkpoint is not None:
                 name = names[checkpoint]
                 bench["train"] = [layout.benchmark(name, "train")]
@@ -71,8 +82,9 @@ class EpisodePlan:
                     shards = range(self.params(name)["encode"]["shards"])
                     bench["encode"] = [layout.benchmark(name, f"encode_corpus_shard_{shard}") for shard in shards]
                     bench["encode"].append(layout.benchmark(name, "gather_embeddings"))
-                    bench["index"] = [layout.benchmark(name, f"build_faiss_index_{slug}")
-                                      for slug in self.index_factories(name)]
+                    bench["index"] = [
+                        layout.benchmark(name, f"build_faiss_index_{slug}") for slug in self.index_factories(name)
+                    ]
                     bench["search"] = [layout.benchmark(name, f"dense_search_{self.train_split(name)}")]
             out.append(bench)
         return out

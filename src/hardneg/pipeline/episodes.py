@@ -59,9 +59,11 @@ def expand(runs: dict) -> dict:
         for index in range(plan.count):
             source = source_episode(index, plan.lag)
             episode = {key: copy.deepcopy(value) for key, value in run.items() if key != "inputs"}
-            episode["inputs"] = {**{role: other for role, other in inputs.items() if role not in (miner_role, init_role)},
-                                 init_role: episode_run(name, index - 1) if index else inputs[init_role],
-                                 miner_role: episode_run(name, source) if source is not None else first_miner}
+            episode["inputs"] = {
+                **{role: other for role, other in inputs.items() if role not in (miner_role, init_role)},
+                init_role: episode_run(name, index - 1) if index else inputs[init_role],
+                miner_role: episode_run(name, source) if source is not None else first_miner,
+            }
             episode["episode"] = {"of": name, "index": index}
             out[episode_run(name, index)] = episode
     return out

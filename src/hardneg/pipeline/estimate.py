@@ -51,8 +51,12 @@ class RunEstimate:
 def mean_document_words(dataset: dict, sample: int = SAMPLE_DOCS) -> float | None:
     """The mean number of words of the first ``sample`` documents of a BEIR, MS MARCO or TREC dataset's corpus
     file (JSONL: title and text; TSV: the fields after the id); None for another adapter."""
-    path = dataset.get("path") and Path(dataset["path"]) / "corpus.jsonl" or dataset.get("collection") \
+    path = (
+        dataset.get("path")
+        and Path(dataset["path"]) / "corpus.jsonl"
+        or dataset.get("collection")
         or dataset.get("corpus")
+    )
     if not path or not os.path.isfile(path):
         return None
     counts = []
@@ -75,7 +79,8 @@ def cache_path() -> Path:
     """Where measured encoding rates are kept between commands: ``$HARDNEG_CACHE``, else
     ``$XDG_CACHE_HOME/hardneg``, else ``~/.cache/hardneg``; the file ``encoding_rates.json``."""
     root = os.environ.get("HARDNEG_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "hardneg")
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "hardneg"
+    )
     return Path(root) / "encoding_rates.json"
 
 
@@ -111,8 +116,7 @@ def _measure_rate(model_section: dict, length: int, texts: int, batch: int) -> f
     from hardneg.dense.model import BiEncoder, ModelSpec
 
     spec = ModelSpec.from_params({**model_section, "markers": False})
-    model = BiEncoder.create(spec, vocab_size=spec.vocab_size, pad_token_id=0, max_length=max(length, 8),
-                             seed=0).eval()
+    model = BiEncoder.create(spec, vocab_size=spec.vocab_size, pad_token_id=0, max_length=max(length, 8), seed=0).eval()
     vocab = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding)).num_embeddings  # the folder's
     ids = torch.randint(min(1000, vocab - 1), vocab, (batch, length))
     mask = torch.ones_like(ids)
@@ -139,11 +143,22 @@ def estimate(config: dict, plan, *, rate=encoding_rate) -> list[RunEstimate]:
         if method.kind == methods.DENSE and "model" in params:
             section = params["model"]
             words = mean_document_words(dataset)  # None: not known before the dataset is prepared
-            doc_length = section["doc_max_length"] if words is None else \
-                min(section["doc_max_length"], math.ceil(words * WORDS_TO_TOKENS))
+            doc_length = (
+                section["doc_max_length"]
+                if words is None
+                else min(section["doc_max_length"], math.ceil(words * WORDS_TO_TOKENS))
+            )
             if not _on_this_machine(section["name"]):
-                estimates.append(RunEstimate(name, [f"no estimate: model {section['name']} is not on this machine "
-                                                    f"(it is downloaded when the run starts)"], 0.0))
+                estimates.append(
+                    RunEstimate(
+                        name,
+                        [
+                            f"no estimate: model {section['name']} is not on this machine "
+                            f"(it is downloaded when the run starts)"
+                        ],
+                        0.0,
+                    )
+                )
                 continue
             key = json.dumps(section, sort_keys=True)
             if key not in rates:
@@ -194,8 +209,9 @@ def _training(plan, name, params, method, docs, doc_rate, query_rate, jobs) -> f
     rows = _training_rows(plan, name)
     if rows is None:
         return 0.0
-    _, steps = optimiser_steps(rows, batch_size=train["batch_size"], grad_accumulation=train["grad_accumulation"],
-                               epochs=train["epochs"])
+    _, steps = optimiser_steps(
+        rows, batch_size=train["batch_size"], grad_accumulation=train["grad_accumulation"], epochs=train["epochs"]
+    )
     episodes = method.episodes(params) if method.episodes is not None else None
     if episodes is not None:
         steps = episodes.total_steps
@@ -253,8 +269,10 @@ def describe(estimates: list[RunEstimate]) -> list[str]:
         what = "; ".join(item.jobs) if item.jobs else "light jobs only"
         lines.append(f"  {item.run}: {what}: ~{_minutes(item.seconds)}")
     total = sum(item.seconds for item in estimates)
-    lines.append(f"  in all: ~{_minutes(total)} on this machine (a rough estimate from its measured encoding rate; "
-                 f"jobs that can run at once, with --cores, take less)")
+    lines.append(
+        f"  in all: ~{_minutes(total)} on this machine (a rough estimate from its measured encoding rate; "
+        f"jobs that can run at once, with --cores, take less)"
+    )
     return lines
 
 

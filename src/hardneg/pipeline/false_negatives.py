@@ -45,31 +45,43 @@ from hardneg.schema.names import quoted
 from hardneg.schema.values import dataclass_from
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 SECTION = "false_negatives"  # the config's section, the experiment's folder under results/ and its target
 
 # The policy filters that make a policy more than plain top-k (the reference keeps `keep`, `depth`, `sampling`).
-_FILTERS = ("rank_range", "exclude_duplicates", "margin", "relative_margin", "max_score", "min_score", "ce_threshold",
-            "ce_margin")
+_FILTERS = (
+    "rank_range",
+    "exclude_duplicates",
+    "margin",
+    "relative_margin",
+    "max_score",
+    "min_score",
+    "ce_threshold",
+    "ce_margin",
+)
 _CE_FILTERS = ("ce_threshold", "ce_margin")
 
 EFFECTIVENESS = ArtifactKind(
     "false_negatives_effectiveness",
-    pa.schema([
-        ("policy", pa.string()),
-        ("run", pa.string()),  # the generated STAR run trained on the policy's negatives
-        ("measure", pa.string()),
-        ("num_queries", pa.int64()),  # evaluation queries, paired by query id
-        ("mean", pa.float64()),
-        ("delta", pa.float64()),  # mean - the reference's mean (0 for the reference)
-        ("wins", pa.int64()), ("ties", pa.int64()), ("losses", pa.int64()),  # against the reference, per query
-        ("p_t", pa.float64()),  # two-sided paired t-test (null for the reference)
-        ("p_randomisation", pa.float64()),  # two-sided paired randomisation test
-        ("p_t_corrected", pa.float64()),  # corrected over the policies compared with the reference
-        ("p_randomisation_corrected", pa.float64()),
-        ("effect_size", pa.float64()),  # Cohen's d_z
-    ]),
+    pa.schema(
+        [
+            ("policy", pa.string()),
+            ("run", pa.string()),  # the generated STAR run trained on the policy's negatives
+            ("measure", pa.string()),
+            ("num_queries", pa.int64()),  # evaluation queries, paired by query id
+            ("mean", pa.float64()),
+            ("delta", pa.float64()),  # mean - the reference's mean (0 for the reference)
+            ("wins", pa.int64()),
+            ("ties", pa.int64()),
+            ("losses", pa.int64()),  # against the reference, per query
+            ("p_t", pa.float64()),  # two-sided paired t-test (null for the reference)
+            ("p_randomisation", pa.float64()),  # two-sided paired randomisation test
+            ("p_t_corrected", pa.float64()),  # corrected over the policies compared with the reference
+            ("p_randomisation_corrected", pa.float64()),
+            ("effect_size", pa.float64()),  # Cohen's d_z
+        ]
+    ),
     "the runs of the false-negative experiment, one per policy, on the evaluation split: each measure's mean and "
     "paired tests against the reference policy's run",
 )
@@ -125,11 +137,16 @@ def check_config(config: dict) -> None:
     if fn is None:
         return
     if fn.dataset not in config["datasets"]:
-        raise ConfigError(f"{SECTION}.dataset", f"no dataset named {quoted(fn.dataset)} under 'datasets' (defined: "
-                                                f"{', '.join(config['datasets'])})")
+        raise ConfigError(
+            f"{SECTION}.dataset",
+            f"no dataset named {quoted(fn.dataset)} under 'datasets' (defined: {', '.join(config['datasets'])})",
+        )
     if hidden_split(config["datasets"][fn.dataset]) is None:
-        raise ConfigError(f"{SECTION}.dataset", f"dataset {fn.dataset!r} hides no positives: give it hide_positives "
-                                                f"(e.g. datasets.{fn.dataset}.hide_positives: {{share: 0.5}})")
+        raise ConfigError(
+            f"{SECTION}.dataset",
+            f"dataset {fn.dataset!r} hides no positives: give it hide_positives "
+            f"(e.g. datasets.{fn.dataset}.hide_positives: {{share: 0.5}})",
+        )
     for key in RUN_KEYS:
         run = getattr(fn, key)
         if run is None:
@@ -137,46 +154,68 @@ def check_config(config: dict) -> None:
         if run not in config["runs"]:
             raise ConfigError(f"{SECTION}.{key}", f"no run named {quoted(run)}")
         if _dataset_of(config, run) != fn.dataset:
-            raise ConfigError(f"{SECTION}.{key}", f"run {run!r} uses dataset {_dataset_of(config, run)!r}, not the "
-                                                  f"experiment's {fn.dataset!r} ({SECTION}.dataset)")
+            raise ConfigError(
+                f"{SECTION}.{key}",
+                f"run {run!r} uses dataset {_dataset_of(config, run)!r}, not the "
+                f"experiment's {fn.dataset!r} ({SECTION}.dataset)",
+            )
     miner = config["runs"][fn.miner]
     if methods.get(miner["method"]).kind != methods.DENSE:
-        raise ConfigError(f"{SECTION}.miner", f"run {fn.miner!r} is a {miner['method']} run; the miner is a dense "
-                                              f"run ({', '.join(methods.names(methods.DENSE))})")
+        raise ConfigError(
+            f"{SECTION}.miner",
+            f"run {fn.miner!r} is a {miner['method']} run; the miner is a dense "
+            f"run ({', '.join(methods.names(methods.DENSE))})",
+        )
     if fn.cross_encoder is not None and methods.get(config["runs"][fn.cross_encoder]["method"]).score_pairs is None:
-        raise ConfigError(f"{SECTION}.cross_encoder", f"run {fn.cross_encoder!r} is a "
-                                                      f"{config['runs'][fn.cross_encoder]['method']} run, which scores "
-                                                      f"no pairs")
+        raise ConfigError(
+            f"{SECTION}.cross_encoder",
+            f"run {fn.cross_encoder!r} is a {config['runs'][fn.cross_encoder]['method']} run, which scores no pairs",
+        )
     for position, name in enumerate(fn.policies):
         if name not in config["policies"]:
             known = ", ".join(config["policies"]) or "none"
-            raise ConfigError(f"{SECTION}.policies.{position}", f"no policy {quoted(name)} in the config's "
-                                                                f"policies ({known})")
+            raise ConfigError(
+                f"{SECTION}.policies.{position}", f"no policy {quoted(name)} in the config's policies ({known})"
+            )
         if name in fn.policies[:position]:
             raise ConfigError(f"{SECTION}.policies.{position}", f"policy {name!r} is listed twice")
         policy = config["policies"][name]
         if policy.get("depth") is not None and policy["depth"] > fn.depth:
-            raise ConfigError(f"policies.{name}.depth", f"{policy['depth']} is deeper than the pool of the "
-                                                        f"false-negative experiment ({SECTION}.depth {fn.depth})")
+            raise ConfigError(
+                f"policies.{name}.depth",
+                f"{policy['depth']} is deeper than the pool of the "
+                f"false-negative experiment ({SECTION}.depth {fn.depth})",
+            )
         uses_ce = [key for key in _CE_FILTERS if policy.get(key) is not None]
         if uses_ce and fn.cross_encoder is None:
-            raise ConfigError(f"{SECTION}.cross_encoder", f"policy {name!r} filters on a cross-encoder's scores "
-                                                          f"({uses_ce[0]}): name the cross-encoder run that scores "
-                                                          f"the pool")
+            raise ConfigError(
+                f"{SECTION}.cross_encoder",
+                f"policy {name!r} filters on a cross-encoder's scores "
+                f"({uses_ce[0]}): name the cross-encoder run that scores "
+                f"the pool",
+            )
     reference = config["policies"][fn.policies[0]]
     filtering = [key for key in _FILTERS if reference.get(key) not in (None, False)]
     if filtering:
-        raise ConfigError(f"{SECTION}.policies.0", f"the first policy is the reference, plain top-k (keep only); "
-                                                   f"{fn.policies[0]!r} sets {', '.join(filtering)}")
+        raise ConfigError(
+            f"{SECTION}.policies.0",
+            f"the first policy is the reference, plain top-k (keep only); "
+            f"{fn.policies[0]!r} sets {', '.join(filtering)}",
+        )
     if fn.train:
         for position, measure in enumerate(fn.measures):
             if measure not in config["evaluation"]["measures"]:
-                raise ConfigError(f"{SECTION}.measures.{position}", f"{measure!r} is not one of evaluation.measures "
-                                                                    f"({', '.join(config['evaluation']['measures'])})")
+                raise ConfigError(
+                    f"{SECTION}.measures.{position}",
+                    f"{measure!r} is not one of evaluation.measures ({', '.join(config['evaluation']['measures'])})",
+                )
         if "mining" in fn.params:
-            raise ConfigError(f"{SECTION}.params.mining", "the experiment sets the generated runs' mining section "
-                                                          f"(its depth, duplicates and each policy): set {SECTION}."
-                                                          "depth and the policies instead")
+            raise ConfigError(
+                f"{SECTION}.params.mining",
+                "the experiment sets the generated runs' mining section "
+                f"(its depth, duplicates and each policy): set {SECTION}."
+                "depth and the policies instead",
+            )
 
 
 def _generated_run(fn: Experiment, policy: str, split: str) -> dict:
@@ -203,13 +242,18 @@ def expand_config(config: dict) -> bool:
     for policy in fn.policies:
         name, generated = run_name(fn.miner, policy), _generated_run(fn, policy, split)
         defined = config["runs"].get(name)
-        if defined is not None and (defined.get("method") != generated["method"]
-                                    or defined.get("inputs") != generated["inputs"]
-                                    or defined.get("dataset", config.get("dataset")) != generated["dataset"]):
-            raise ConfigError(f"runs.{name}", f"the false_negatives experiment trains a run of this name (STAR on "
-                                              f"the negatives policy {policy!r} selects from {fn.miner}'s pool); "
-                                              f"the run defined here is another one: rename it (a run of this name "
-                                              f"may only change the generated one's params)")
+        if defined is not None and (
+            defined.get("method") != generated["method"]
+            or defined.get("inputs") != generated["inputs"]
+            or defined.get("dataset", config.get("dataset")) != generated["dataset"]
+        ):
+            raise ConfigError(
+                f"runs.{name}",
+                f"the false_negatives experiment trains a run of this name (STAR on "
+                f"the negatives policy {policy!r} selects from {fn.miner}'s pool); "
+                f"the run defined here is another one: rename it (a run of this name "
+                f"may only change the generated one's params)",
+            )
         config["runs"].setdefault(name, generated)
     return True
 
@@ -226,8 +270,11 @@ class FalseNegativesPlan:
 def _settings(plan) -> Experiment:
     fn = section(plan.config)
     if fn is None:
-        raise ConfigError(SECTION, "the config has no false_negatives section (dataset, miner, policies): add one "
-                                   "to run the false-negative experiment")
+        raise ConfigError(
+            SECTION,
+            "the config has no false_negatives section (dataset, miner, policies): add one "
+            "to run the false-negative experiment",
+        )
     return fn
 
 
@@ -240,8 +287,15 @@ def split(plan) -> str:
 def pool(plan) -> Pool:
     """The miner's candidate pool the policies select from (the one its generated runs select from too)."""
     fn = _settings(plan)
-    return Pool(miner=fn.miner, split=split(plan), depth=fn.depth, bm25=fn.bm25, cross_encoder=fn.cross_encoder,
-                duplicates=fn.duplicates, dataset=fn.dataset)
+    return Pool(
+        miner=fn.miner,
+        split=split(plan),
+        depth=fn.depth,
+        bm25=fn.bm25,
+        cross_encoder=fn.cross_encoder,
+        duplicates=fn.duplicates,
+        dataset=fn.dataset,
+    )
 
 
 def pool_path(plan) -> str:
@@ -279,16 +333,18 @@ def selection_path(plan, policy: str) -> str:
 def policy_params(plan, policy: str) -> dict:
     """A policy's keys, every one of them (plain YAML/JSON values), as the selection job is given them."""
     chosen = Policy.from_params(plan.config["policies"][policy])
-    return {key: list(value) if isinstance(value, tuple) else value
-            for key, value in asdict(chosen).items()}
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(chosen).items()}
 
 
 def leakage_inputs(plan) -> dict:
     """What the leakage table reads: the ``pool``, the dataset's ``hidden`` judgements (the folder) and each
     policy's ``selections`` (aligned with :func:`policies`)."""
     fn = _settings(plan)
-    return {"pool": pool_path(plan), "hidden": plan.layout.hidden_qrels_dir(fn.dataset),
-            "selections": [selection_path(plan, policy) for policy in policies(plan)]}
+    return {
+        "pool": pool_path(plan),
+        "hidden": plan.layout.hidden_qrels_dir(fn.dataset),
+        "selections": [selection_path(plan, policy) for policy in policies(plan)],
+    }
 
 
 def leakage_params(plan) -> dict:
@@ -296,16 +352,24 @@ def leakage_params(plan) -> dict:
     dataset, split and depth."""
     fn = _settings(plan)
     names = policies(plan)
-    return {"policies": names, "settings": {name: policy_settings(policy_params(plan, name)) for name in names},
-            "miner": fn.miner, "dataset": fn.dataset, "split": split(plan), "depth": fn.depth}
+    return {
+        "policies": names,
+        "settings": {name: policy_settings(policy_params(plan, name)) for name in names},
+        "miner": fn.miner,
+        "dataset": fn.dataset,
+        "split": split(plan),
+        "depth": fn.depth,
+    }
 
 
 def effectiveness_inputs(plan) -> dict:
     """The generated runs' ``per_query`` values on the evaluation split (aligned with :func:`policies`)."""
     generated = runs(plan)
     if not generated:
-        raise ConfigError(f"{SECTION}.train", "the effectiveness table compares the runs trained on each policy's "
-                                              "negatives: set train: true")
+        raise ConfigError(
+            f"{SECTION}.train",
+            "the effectiveness table compares the runs trained on each policy's negatives: set train: true",
+        )
     return {"per_query": [plan.layout.per_query(generated[policy]) for policy in policies(plan)]}
 
 
@@ -321,7 +385,7 @@ def targets(plan) -> list[str]:
     files = [output(plan, "leakage.md"), output(plan, "leakage.png")]
     if runs(plan):
         files.append(output(plan, "effectiveness.md"))
-    return files + [f"{markdown[:-len('.md')]}.html" for markdown in report_pages(plan)]
+    return files + [f"{markdown[: -len('.md')]}.html" for markdown in report_pages(plan)]
 
 
 def figure_targets(plan) -> list[str]:
@@ -334,11 +398,19 @@ def report_pages(plan) -> dict:
     file of workflow/report/)."""
     if section(plan.config) is None:
         return {}
-    pages = {output(plan, "leakage.md"): ("False negatives: leakage and hardness of each selection policy",
-                                          "Experiments", "false_negatives_leakage.rst")}
+    pages = {
+        output(plan, "leakage.md"): (
+            "False negatives: leakage and hardness of each selection policy",
+            "Experiments",
+            "false_negatives_leakage.rst",
+        )
+    }
     if runs(plan):
-        pages[output(plan, "effectiveness.md")] = ("False negatives: training on each policy's negatives",
-                                                   "Experiments", "false_negatives_effectiveness.rst")
+        pages[output(plan, "effectiveness.md")] = (
+            "False negatives: training on each policy's negatives",
+            "Experiments",
+            "false_negatives_effectiveness.rst",
+        )
     return pages
 
 
@@ -352,8 +424,9 @@ def experiment_runs(plan) -> set[str]:
 
 
 # ---------------------------------------------------------------------------------------------- writers
-def effectiveness_table(policies: list[str], runs: list[str], per_query_paths, measures: list[str], *,
-                        correction: str = "holm") -> pa.Table:
+def effectiveness_table(
+    policies: list[str], runs: list[str], per_query_paths, measures: list[str], *, correction: str = "holm"
+) -> pa.Table:
     """Each policy's run against the reference policy's on each measure, query by query.
 
     :param policies: the policies, the reference first; ``runs``: the run trained on each (aligned).
@@ -373,17 +446,43 @@ def effectiveness_table(policies: list[str], runs: list[str], per_query_paths, m
         sources = {run: str(path) for run, path in zip(runs, per_query_paths)}
         comparison = compare_runs(values, measure, correction=correction, sources=sources) if len(runs) > 1 else None
         queries = len(values[runs[0]])
-        rows.append({"policy": policies[0], "run": runs[0], "measure": measure, "num_queries": queries,
-                     "mean": float(values[runs[0]].mean()), "delta": 0.0, "wins": 0, "ties": queries, "losses": 0,
-                     "p_t": None, "p_randomisation": None, "p_t_corrected": None, "p_randomisation_corrected": None,
-                     "effect_size": None})
+        rows.append(
+            {
+                "policy": policies[0],
+                "run": runs[0],
+                "measure": measure,
+                "num_queries": queries,
+                "mean": float(values[runs[0]].mean()),
+                "delta": 0.0,
+                "wins": 0,
+                "ties": queries,
+                "losses": 0,
+                "p_t": None,
+                "p_randomisation": None,
+                "p_t_corrected": None,
+                "p_randomisation_corrected": None,
+                "effect_size": None,
+            }
+        )
         for policy, row in zip(policies[1:], comparison.rows if comparison else ()):
-            rows.append({"policy": policy, "run": row.run, "measure": measure, "num_queries": queries,
-                         "mean": row.mean, "delta": row.delta, "wins": row.wins, "ties": row.ties,
-                         "losses": row.losses, "p_t": row.p_t, "p_randomisation": row.p_randomisation,
-                         "p_t_corrected": row.p_t_corrected,
-                         "p_randomisation_corrected": row.p_randomisation_corrected,
-                         "effect_size": row.effect_size})
+            rows.append(
+                {
+                    "policy": policy,
+                    "run": row.run,
+                    "measure": measure,
+                    "num_queries": queries,
+                    "mean": row.mean,
+                    "delta": row.delta,
+                    "wins": row.wins,
+                    "ties": row.ties,
+                    "losses": row.losses,
+                    "p_t": row.p_t,
+                    "p_randomisation": row.p_randomisation,
+                    "p_t_corrected": row.p_t_corrected,
+                    "p_randomisation_corrected": row.p_randomisation_corrected,
+                    "effect_size": row.effect_size,
+                }
+            )
     return pa.Table.from_pylist(rows, schema=EFFECTIVENESS.schema)
 
 
@@ -393,38 +492,60 @@ def effectiveness_markdown(table: pa.Table, *, split: str, correction: str = "ho
     frame = table.to_pandas()
     measures = list(dict.fromkeys(frame["measure"]))
     order = list(dict.fromkeys(frame["policy"]))
-    header = ["policy", "run"] + [part for m in measures
-                                  for part in (measure_label(m), f"Δ {measure_label(m)}", "p t-test", "p rand.")]
-    lines = ["# False negatives: training on each policy's negatives", "",
-             f"One STAR run per policy, each continuing the miner on the negatives its policy selected, evaluated on "
-             f"split `{split}` (queries paired by id) against the reference `{order[0]}`.", "",
-             "| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
+    header = ["policy", "run"] + [
+        part for m in measures for part in (measure_label(m), f"Δ {measure_label(m)}", "p t-test", "p rand.")
+    ]
+    lines = [
+        "# False negatives: training on each policy's negatives",
+        "",
+        f"One STAR run per policy, each continuing the miner on the negatives its policy selected, evaluated on "
+        f"split `{split}` (queries paired by id) against the reference `{order[0]}`.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---|---|" + "---:|" * (len(header) - 2),
+    ]
     for policy in order:
         mine = frame[frame["policy"] == policy].set_index("measure")
         cells = [f"**{policy}** (reference)" if policy == order[0] else policy, mine["run"].iloc[0]]
         for measure in measures:
             row = mine.loc[measure]
             first = policy == order[0]
-            cells += [f"{row['mean']:.3f}", "" if first else f"{row['delta']:+.3f}",
-                      "" if first else p_text(_float(row["p_t_corrected"])),
-                      "" if first else p_text(_float(row["p_randomisation_corrected"]))]
+            cells += [
+                f"{row['mean']:.3f}",
+                "" if first else f"{row['delta']:+.3f}",
+                "" if first else p_text(_float(row["p_t_corrected"])),
+                "" if first else p_text(_float(row["p_randomisation_corrected"])),
+            ]
         lines.append("| " + " | ".join(cells) + " |")
-    name = {"holm": "Holm's step-down correction", "bonferroni": "Bonferroni's correction",
-            "none": "no correction"}[correction]
-    lines += ["", f"Two-sided paired tests of the per-query differences (scipy.stats.ttest_rel and the randomisation "
-                  f"test, hardneg.evaluation.significance), p-values with {name} over the policies compared with the "
-                  f"reference, per measure. Every test, raw and corrected: effectiveness.parquet."]
+    name = {"holm": "Holm's step-down correction", "bonferroni": "Bonferroni's correction", "none": "no correction"}[
+        correction
+    ]
+    lines += [
+        "",
+        f"Two-sided paired tests of the per-query differences (scipy.stats.ttest_rel and the randomisation "
+        f"test, hardneg.evaluation.significance), p-values with {name} over the policies compared with the "
+        f"reference, per measure. Every test, raw and corrected: effectiveness.parquet.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def _float(value) -> float:
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     return float("nan") if value is None or pd.isna(value) else float(value)
 
 
-def write_effectiveness(policies: list[str], runs: list[str], per_query_paths, measures: list[str], split: str,
-                        table_path: str | os.PathLike, markdown_path: str | os.PathLike, *,
-                        correction: str = "holm") -> pa.Table:
+def write_effectiveness(
+    policies: list[str],
+    runs: list[str],
+    per_query_paths,
+    measures: list[str],
+    split: str,
+    table_path: str | os.PathLike,
+    markdown_path: str | os.PathLike,
+    *,
+    correction: str = "holm",
+) -> pa.Table:
     """Stage function: :func:`effectiveness_table` written as Parquet (:data:`EFFECTIVENESS`) and Markdown
     (:func:`effectiveness_markdown`; ``split``: the evaluation split, named on the page), both atomically."""
     table = effectiveness_table(policies, runs, as_paths(per_query_paths), measures, correction=correction)

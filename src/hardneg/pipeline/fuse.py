@@ -20,6 +20,7 @@ from hardneg.io.rankings import read_run, write_run
 
 log = logging.getLogger(__name__)
 
+
 def _method(method: str, method_modules):
     methods.load_modules(list(method_modules))
     return methods.get(method)
@@ -42,8 +43,17 @@ def read_tuned_alpha(path: str | os.PathLike) -> float:
     return float(alpha)
 
 
-def fuse_split(method: str, params: dict, ranking_paths: list, run_path, trec_path, *, tag: str,
-               tuning_path=None, method_modules=()) -> pa.Table:
+def fuse_split(
+    method: str,
+    params: dict,
+    ranking_paths: list,
+    run_path,
+    trec_path,
+    *,
+    tag: str,
+    tuning_path=None,
+    method_modules=(),
+) -> pa.Table:
     """Stage function: fuse the input runs' rankings of one split with the method's ``fuse`` and write the result.
 
     :param method: the fusion method's name, e.g. ``hybrid`` or ``rrf``.
@@ -72,8 +82,7 @@ def fuse_split(method: str, params: dict, ranking_paths: list, run_path, trec_pa
     if tuning_path is not None:
         params = {**params, "alpha": read_tuned_alpha(tuning_path)}
     fused = fuse([read_run(path) for path in ranking_paths], params)
-    log.info("fused %d rankings: %d rows, %d queries", len(ranking_paths), fused.num_rows,
-             len(pc.unique(fused["qid"])))
+    log.info("fused %d rankings: %d rows, %d queries", len(ranking_paths), fused.num_rows, len(pc.unique(fused["qid"])))
     write_run(fused, run_path, trec_path, tag)
     return fused
 
@@ -88,14 +97,27 @@ def few_tuning_queries_warning(run: str, queries: int, split: str, min_queries: 
     if grid is not None and grid.num_rows:
         values = grid["value"].to_pylist()
         spread = f" (across the grid of α the tuned measure goes from {min(values):.3f} to {max(values):.3f})"
-    return (f"run {run}: alpha is tuned on {queries} judged quer{'y' if queries == 1 else 'ies'} of split "
-            f"{split!r}, fewer than params.tune.min_queries ({min_queries}){spread}: on so few queries the chosen "
-            f"value may be chance. Reciprocal rank fusion (method rrf) tunes no weight; more held-out queries "
-            f"(a larger dev_from_train share) make the choice firmer.")
+    return (
+        f"run {run}: alpha is tuned on {queries} judged quer{'y' if queries == 1 else 'ies'} of split "
+        f"{split!r}, fewer than params.tune.min_queries ({min_queries}){spread}: on so few queries the chosen "
+        f"value may be chance. Reciprocal rank fusion (method rrf) tunes no weight; more held-out queries "
+        f"(a larger dev_from_train share) make the choice firmer."
+    )
 
 
-def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels_path, json_path, parquet_path, *,
-                trained_on=(), method_modules=(), run: str = "the fusion run") -> dict:
+def tune_fusion(
+    method: str,
+    params: dict,
+    seed: int,
+    ranking_paths: list,
+    qrels_path,
+    json_path,
+    parquet_path,
+    *,
+    trained_on=(),
+    method_modules=(),
+    run: str = "the fusion run",
+) -> dict:
     """Stage function: tune a fusion run's weight α on queries of ``params["tune"]["split"]`` and write the result.
 
     ``tune.queries`` judged queries of the split are sampled with ``seed`` (all when there are fewer); only their
@@ -133,9 +155,12 @@ def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels
     tune = params["tune"]
     if tune["split"] in trained_on:
         # a model that has seen these queries ranks them better than unseen ones: α then favours that input
-        console("alpha is tuned on queries of split %r, which trained a model behind the input runs: their values "
-                "on these queries are optimistic and alpha may favour that run; a split held out from training "
-                "(params.tune.split) gives an unbiased choice", tune["split"])
+        console(
+            "alpha is tuned on queries of split %r, which trained a model behind the input runs: their values "
+            "on these queries are optimistic and alpha may favour that run; a split held out from training "
+            "(params.tune.split) gives an unbiased choice",
+            tune["split"],
+        )
     qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
     sample = sample_queries(qrels, tune["queries"], seed)
     if not sample:
@@ -143,17 +168,29 @@ def tune_fusion(method: str, params: dict, seed: int, ranking_paths: list, qrels
     keep = [("qid", "in", sample)]
     rankings = [read_run(path, filters=keep) for path in ranking_paths]
     qrels = qrels.filter(pc.is_in(qrels["qid"], value_set=pa.array(sample, pa.string())))
-    grid = tune_weight(lambda alpha: fuse(rankings, {**params, "alpha": alpha}), qrels, params["alpha_grid"],
-                       tune["measure"])
-    record = {"split": tune["split"], "queries": len(sample), "seed": seed, "measure": tune["measure"],
-              "grid": [{"alpha": row["alpha"], "value": row["value"]} for row in grid.to_pylist()],
-              "alpha": chosen_alpha(grid)}
+    grid = tune_weight(
+        lambda alpha: fuse(rankings, {**params, "alpha": alpha}), qrels, params["alpha_grid"], tune["measure"]
+    )
+    record = {
+        "split": tune["split"],
+        "queries": len(sample),
+        "seed": seed,
+        "measure": tune["measure"],
+        "grid": [{"alpha": row["alpha"], "value": row["value"]} for row in grid.to_pylist()],
+        "alpha": chosen_alpha(grid),
+    }
     warning = few_tuning_queries_warning(run, len(sample), tune["split"], tune["min_queries"], grid)
     if warning:
         console(warning)
     text = json.dumps(record, indent=2, allow_nan=False) + "\n"  # JSON has no NaN: refused before anything is written
     artifacts.write_table(grid, artifacts.FUSION_TUNING, parquet_path)
     write_text(json_path, text)
-    log.info("chosen alpha %g (%s %.4f on %d queries of %s)", record["alpha"], tune["measure"],
-             max(grid["value"].to_pylist()), len(sample), tune["split"])
+    log.info(
+        "chosen alpha %g (%s %.4f on %d queries of %s)",
+        record["alpha"],
+        tune["measure"],
+        max(grid["value"].to_pylist()),
+        len(sample),
+        tune["split"],
+    )
     return record

@@ -51,5 +51,7 @@ class FusionPlan:
         """What tuning a fusion run's weight reads: its input runs' rankings of the tuning split and the qrels folder
         (the tuning split's file is read)."""
         split = self.tuning_split(run)
-        return {"rankings": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
-                "qrels": self.layout.qrels_dir(self.dataset(run))}
+        return {
+            "rankings": [self.layout.ranking(other, split) for other in self.fused_runs(run)],
+            "qrels": self.layout.qrels_dir(self.dataset(run)),
+        }

@@ -72,5 +72,11 @@ def check_index_factories(config: dict) -> None:
             dims[docs] = embedding_dim({**model, "name": source})
         dataset = config["datasets"][plan.dataset(docs)]
         num_docs = adapter_of(dataset).num_docs(dataset)
-        check_factory(factory, key, dim=dims[docs], num_docs=num_docs,
-                      train_size=plan.params(docs)["index"]["train_size"], default_train_size=DEFAULT_TRAIN_SIZE)
+        check_factory(
+            factory,
+            key,
+            dim=dims[docs],
+            num_docs=num_docs,
+            train_size=plan.params(docs)["index"]["train_size"],
+            default_train_size=DEFAULT_TRAIN_SIZE,
+        )

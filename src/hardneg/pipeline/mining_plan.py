@@ -15,8 +15,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from hardneg.errors import ConfigError
 from hardneg import imports as imported_files
+from hardneg.errors import ConfigError
 from hardneg.methods.contrastive import distills
 from hardneg.mining.card import read_card
 from hardneg.mining.negatives import MINING_SCHEMA, POLICY_KEYS
@@ -93,12 +93,16 @@ def check_policies(config: dict) -> None:
             raise ConfigError(f"{where}.policy", f"no policy {quoted(name)} in the config's policies ({known})")
         for key in POLICY_KEYS:
             if mining[key] != defaults[key]:
-                raise ConfigError(f"{where}.{key}", f"the run selects with policy {quoted(name)}: set {key} in "
-                                                    f"policies.{name}, not here")
+                raise ConfigError(
+                    f"{where}.{key}",
+                    f"the run selects with policy {quoted(name)}: set {key} in policies.{name}, not here",
+                )
         depth = config["policies"][name].get("depth")
         if depth is not None and depth > mining["depth"]:
-            raise ConfigError(f"policies.{name}.depth", f"{depth} is deeper than the pool of run {run} "
-                                                        f"(params.mining.depth {mining['depth']})")
+            raise ConfigError(
+                f"policies.{name}.depth",
+                f"{depth} is deeper than the pool of run {run} (params.mining.depth {mining['depth']})",
+            )
 
 
 def check_pool_reach(plan) -> None:
@@ -113,29 +117,37 @@ def check_pool_reach(plan) -> None:
     for run in plan.mining_runs:
         mining, miner = plan.params(run)["mining"], plan.miner(run)
         where, name = f"runs.{run}.params.mining", mining["policy"]
-        policy_key = (lambda key: f"policies.{name}.{key}") if name is not None else (lambda key: f"{where}.{key}")
+        policy_where = f"policies.{name}" if name is not None else where
         top_k = plan.params(miner).get("search", {}).get("top_k")
         if top_k is not None and mining["depth"] > top_k:
-            raise ConfigError(f"{where}.depth", f"{mining['depth']} is deeper than the ranking of run {run}'s miner "
-                                                f"{miner} (runs.{miner}.params.search.top_k: {top_k}): its pool "
-                                                f"would hold ranks up to {top_k} only; give a depth of {top_k} or "
-                                                f"less, or rank deeper with the miner's search.top_k")
+            raise ConfigError(
+                f"{where}.depth",
+                f"{mining['depth']} is deeper than the ranking of run {run}'s miner "
+                f"{miner} (runs.{miner}.params.search.top_k: {top_k}): its pool "
+                f"would hold ranks up to {top_k} only; give a depth of {top_k} or "
+                f"less, or rank deeper with the miner's search.top_k",
+            )
         policy = plan.policy(run)
         reach = min(mining["depth"], policy.depth or mining["depth"])
         if policy.rank_range is not None:
             low, high = policy.rank_range
             if high > reach:
                 what = "nothing" if low > reach else f"ranks {low} to {reach} only"
-                raise ConfigError(policy_key("rank_range"),
-                                  f"ranks {low} to {high} reach beyond the {reach} candidates of run {run}'s pool "
-                                  f"({where}.depth {mining['depth']}): it would select {what}; keep the range "
-                                  f"within {reach}, or deepen the pool")
+                raise ConfigError(
+                    f"{policy_where}.rank_range",
+                    f"ranks {low} to {high} reach beyond the {reach} candidates of run {run}'s pool "
+                    f"({where}.depth {mining['depth']}): it would select {what}; keep the range "
+                    f"within {reach}, or deepen the pool",
+                )
         if plan.pool(run).cross_encoder is None:
             for key in ("ce_threshold", "ce_margin"):
                 if getattr(policy, key) is not None:
-                    raise ConfigError(policy_key(key), f"filters by a cross-encoder's scores, but run {run} names no "
-                                                       f"cross-encoder to score its pool: name one in "
-                                                       f"runs.{run}.inputs.cross_encoder, or leave {key} out")
+                    raise ConfigError(
+                        f"{policy_where}.{key}",
+                        f"filters by a cross-encoder's scores, but run {run} names no "
+                        f"cross-encoder to score its pool: name one in "
+                        f"runs.{run}.inputs.cross_encoder, or leave {key} out",
+                    )
 
 
 def check_imported_scores(plan) -> None:
@@ -153,11 +165,13 @@ def check_imported_scores(plan) -> None:
         mapping = read_card(card_path).get("import", {}).get("mapping", {})
         for what in ("negatives", "positives"):
             if mapping.get(f"{what}_scored", 0) == 0:
-                raise ConfigError(f"runs.{run}.params.distill.loss",
-                                  f"run {run} distils from the scores of the imported list {plan.imported_list(run)}, "
-                                  f"and the file carried none of its {what} (its card {card_path}: 0 of "
-                                  f"{mapping.get(what, 0)} scored): import a file with the teacher's scores, name a "
-                                  f"teacher, or set distill.loss to null")
+                raise ConfigError(
+                    f"runs.{run}.params.distill.loss",
+                    f"run {run} distils from the scores of the imported list {plan.imported_list(run)}, "
+                    f"and the file carried none of its {what} (its card {card_path}: 0 of "
+                    f"{mapping.get(what, 0)} scored): import a file with the teacher's scores, name a "
+                    f"teacher, or set distill.loss to null",
+                )
 
 
 class MiningPlan:
@@ -170,8 +184,9 @@ class MiningPlan:
     @property
     def mining_runs(self) -> list[str]:
         """Runs that select their own static hard-negative list from a pool (they name a miner run)."""
-        return [run for run in self.runs if isinstance(self.role_run(run, "miner"), str)
-                and run not in self.episodic_runs]
+        return [
+            run for run in self.runs if isinstance(self.role_run(run, "miner"), str) and run not in self.episodic_runs
+        ]
 
     # ------------------------------------------------------------------------------------ imported lists
     def imported_list(self, run: str) -> str | None:
@@ -188,8 +203,11 @@ class MiningPlan:
     def import_inputs(self, run: str) -> dict:
         """The imported list's files (``hardneg.imports.card``'s names): the list, its positives, its card."""
         folder = self.imported_list(run).rstrip("/")
-        return {"hardnegs": f"{folder}/{imported_files.LIST}", "positives": f"{folder}/{imported_files.POSITIVES}",
-                "card": f"{folder}/{imported_files.CARD}"}
+        return {
+            "hardnegs": f"{folder}/{imported_files.LIST}",
+            "positives": f"{folder}/{imported_files.POSITIVES}",
+            "card": f"{folder}/{imported_files.CARD}",
+        }
 
     @property
     def listed_runs(self) -> list[str]:
@@ -199,15 +217,20 @@ class MiningPlan:
     def pool(self, run: str) -> Pool:
         """The candidate pool a mining run selects from."""
         mining = self.params(run)["mining"]
-        return Pool(miner=self.miner(run), split=self.train_split(run), depth=mining["depth"],
-                    bm25=self.role_run(run, "reference_ranking"), cross_encoder=self.role_run(run, "scorer"),
-                    duplicates=mining["duplicates"], dataset=self.dataset(run))
+        return Pool(
+            miner=self.miner(run),
+            split=self.train_split(run),
+            depth=mining["depth"],
+            bm25=self.role_run(run, "reference_ranking"),
+            cross_encoder=self.role_run(run, "scorer"),
+            duplicates=mining["duplicates"],
+            dataset=self.dataset(run),
+        )
 
     @property
     def pools(self) -> dict[tuple[str, str], Pool]:
         """(miner, pool name) → pool, for every pool a mining run or an experiment selects from."""
-        return {(pool.miner, pool.name): pool for pool in [*map(self.pool, self.mining_runs),
-                                                            *self.experiment_pools()]}
+        return {(pool.miner, pool.name): pool for pool in [*map(self.pool, self.mining_runs), *self.experiment_pools()]}
 
     def experiment_pools(self) -> list[Pool]:
         """The pools experiments select from besides the mining runs' (a plan with experiments adds them)."""
@@ -222,8 +245,11 @@ class MiningPlan:
         scores of the positives, and the BM25 ranking, cross-encoder scores and the dataset's duplicate pairs where
         the pool has them."""
         pool, layout = self.pools[(miner, name)], self.layout
-        inputs = {"run": layout.ranking(miner, pool.split), "qrels": layout.qrels_dir(pool.dataset),
-                  "positives": layout.pool_positive_scores(miner, pool.split)}
+        inputs = {
+            "run": layout.ranking(miner, pool.split),
+            "qrels": layout.qrels_dir(pool.dataset),
+            "positives": layout.pool_positive_scores(miner, pool.split),
+        }
         if pool.bm25:
             inputs["bm25_ranking"] = layout.ranking(pool.bm25, pool.split)
         if pool.cross_encoder:
@@ -247,9 +273,13 @@ class MiningPlan:
         the split's qrels (the pairs it scores: the pool's candidates and the judged positives), and the dataset's
         queries and corpus where the run scores pairs from them (:meth:`pair_texts`)."""
         layout = self.layout
-        return {"model": layout.model(scorer), "cache": self.cache_dir(scorer),
-                "run": layout.ranking(pool.miner, pool.split), "qrels": layout.qrels_dir(pool.dataset),
-                **self.pair_texts(scorer)}
+        return {
+            "model": layout.model(scorer),
+            "cache": self.cache_dir(scorer),
+            "run": layout.ranking(pool.miner, pool.split),
+            "qrels": layout.qrels_dir(pool.dataset),
+            **self.pair_texts(scorer),
+        }
 
     # ------------------------------------------------------------------------------------------ teachers
     def teacher(self, run: str) -> str | None:
@@ -259,8 +289,11 @@ class MiningPlan:
     @property
     def teacher_pools(self) -> dict[tuple[str, str, str], Pool]:
         """(miner, pool name, teacher) → pool, for every pool a teacher run scores."""
-        return {(pool.miner, pool.name, teacher): pool for pool, teacher in
-                ((self.pool(run), self.teacher(run)) for run in self.mining_runs) if teacher is not None}
+        return {
+            (pool.miner, pool.name, teacher): pool
+            for pool, teacher in ((self.pool(run), self.teacher(run)) for run in self.mining_runs)
+            if teacher is not None
+        }
 
     def teacher_scoring_inputs(self, miner: str, name: str, teacher: str) -> dict:
         """What a teacher's scoring of a pool reads: :meth:`scoring_inputs` of the teacher."""
@@ -276,15 +309,21 @@ class MiningPlan:
             return {}
         layout = self.layout
         if run in self.imported_runs:
-            return {"teacher_scores": layout.hard_negatives(run),
-                    "teacher_positive_scores": layout.imported_positives(run)}
+            return {
+                "teacher_scores": layout.hard_negatives(run),
+                "teacher_positive_scores": layout.imported_positives(run),
+            }
         pool, teacher = self.pool(run), self.teacher(run)
         if teacher is not None:
-            return {"teacher_scores": layout.teacher_scores(pool.miner, pool.name, teacher, "candidates"),
-                    "teacher_positive_scores": layout.teacher_scores(pool.miner, pool.name, teacher, "positives")}
+            return {
+                "teacher_scores": layout.teacher_scores(pool.miner, pool.name, teacher, "candidates"),
+                "teacher_positive_scores": layout.teacher_scores(pool.miner, pool.name, teacher, "positives"),
+            }
         if pool.cross_encoder is not None:
-            return {"teacher_probabilities": layout.pool_scores(pool.miner, pool.name, "candidates"),
-                    "teacher_positive_probabilities": layout.pool_scores(pool.miner, pool.name, "positives")}
+            return {
+                "teacher_probabilities": layout.pool_scores(pool.miner, pool.name, "candidates"),
+                "teacher_positive_probabilities": layout.pool_scores(pool.miner, pool.name, "positives"),
+            }
         return {}
 
     @property
@@ -296,11 +335,17 @@ class MiningPlan:
         return splits
 
     def positive_scores_inputs(self, miner: str, split: str) -> dict:
-        layout, dataset = self.layout, next(pool.dataset for pool in self.pools.values()
-                                            if (pool.miner, pool.split) == (miner, split))
-        return {"query_emb": layout.query_embeddings(miner, split), "query_ids": layout.query_ids(miner, split),
-                "doc_emb": layout.corpus_embeddings(self.doc_run(miner)),
-                "doc_ids": layout.corpus_ids(self.doc_run(miner)), "qrels": layout.qrels_dir(dataset)}
+        layout, dataset = (
+            self.layout,
+            next(pool.dataset for pool in self.pools.values() if (pool.miner, pool.split) == (miner, split)),
+        )
+        return {
+            "query_emb": layout.query_embeddings(miner, split),
+            "query_ids": layout.query_ids(miner, split),
+            "doc_emb": layout.corpus_embeddings(self.doc_run(miner)),
+            "doc_ids": layout.corpus_ids(self.doc_run(miner)),
+            "qrels": layout.qrels_dir(dataset),
+        }
 
     @property
     def deduplicated_datasets(self) -> list[str]:
@@ -317,8 +362,10 @@ class MiningPlan:
 
     def policy_params(self, run: str) -> dict:
         """The run's policy as its keys (plain YAML/JSON values), what the selection job is given."""
-        return {key: list(value) if isinstance(value, tuple) else value
-                for key, value in dataclasses.asdict(self.policy(run)).items()}
+        return {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in dataclasses.asdict(self.policy(run)).items()
+        }
 
     def selection_inputs(self, run: str) -> dict:
         return {"pool": self.pool_path(run)}
@@ -329,8 +376,11 @@ class MiningPlan:
 
     def mining_inputs(self, run: str) -> dict:
         """The miner's ranking, the qrels and the positive scores a mining run's negatives come from."""
-        return {"run": self.layout.ranking(self.miner(run), self.train_split(run)),
-                "qrels": self.layout.qrels_dir(self.dataset(run)), "positives": self.positives_path(run)}
+        return {
+            "run": self.layout.ranking(self.miner(run), self.train_split(run)),
+            "qrels": self.layout.qrels_dir(self.dataset(run)),
+            "positives": self.positives_path(run),
+        }
 
     def audit_inputs(self, run: str) -> dict:
         """What the audit of a run's list reads: the list, the qrels, the positives' scores, the reference
@@ -338,23 +388,35 @@ class MiningPlan:
         imported list has none of them: its positives' scores are the imported ones)."""
         split = self.train_split(run)
         references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
-        common = {"hardnegs": self.layout.hard_negatives(run),
-                  "reference": [self.layout.ranking(other, split) for other in references if other],
-                  "corpus": self.layout.corpus(self.dataset(run))}  # which negatives are empty documents
+        common = {
+            "hardnegs": self.layout.hard_negatives(run),
+            "reference": [self.layout.ranking(other, split) for other in references if other],
+            "corpus": self.layout.corpus(self.dataset(run)),
+        }  # which negatives are empty documents
         if run in self.imported_runs:
-            return {**common, "qrels": self.layout.qrels_dir(self.dataset(run)),
-                    "positives": self.layout.imported_positives(run)}
-        return {**self.mining_inputs(run), **common, "selection": self.layout.selection(run),
-                "pool": self.pool_path(run)}
+            return {
+                **common,
+                "qrels": self.layout.qrels_dir(self.dataset(run)),
+                "positives": self.layout.imported_positives(run),
+            }
+        return {
+            **self.mining_inputs(run),
+            **common,
+            "selection": self.layout.selection(run),
+            "pool": self.pool_path(run),
+        }
 
     def viewer_inputs(self, run: str) -> dict:
         """What the hard-negative viewer of a run with a list of its own reads: the audit's inputs (the list, the
         miner's ranking, qrels, positive scores, the BM25 reference, the corpus), the audit (table and summary) and
         the queries; for an imported list also its card (``card``: where the list came from), in place of the
         miner's ranking."""
-        inputs = {**self.audit_inputs(run), "audit": self.layout.audit(run, "parquet"),
-                  "audit_summary": self.layout.audit(run, "json"),
-                  "queries": self.layout.queries_dir(self.dataset(run))}
+        inputs = {
+            **self.audit_inputs(run),
+            "audit": self.layout.audit(run, "parquet"),
+            "audit_summary": self.layout.audit(run, "json"),
+            "queries": self.layout.queries_dir(self.dataset(run)),
+        }
         if run in self.imported_runs:
             inputs["card"] = self.layout.hardnegs_card(run)
         return inputs
@@ -372,11 +434,19 @@ class MiningPlan:
         has them), and the list (``hardnegs``)."""
         pool, layout, miner = self.pool(run), self.layout, self.miner(run)
         docs = self.doc_run(miner)
-        inputs = {"model": layout.model(miner), "cache": self.cache_dir(miner), "corpus": layout.corpus(pool.dataset),
-                  "queries": layout.queries_dir(pool.dataset), "qrels": layout.qrels_dir(pool.dataset),
-                  "ranking": layout.ranking(miner, pool.split), "index": self.search_index(miner),
-                  "docids": layout.corpus_ids(docs), "corpus_embeddings": layout.corpus_embeddings(docs),
-                  "pool": self.pool_path(run), "hardnegs": layout.hard_negatives(run)}
+        inputs = {
+            "model": layout.model(miner),
+            "cache": self.cache_dir(miner),
+            "corpus": layout.corpus(pool.dataset),
+            "queries": layout.queries_dir(pool.dataset),
+            "qrels": layout.qrels_dir(pool.dataset),
+            "ranking": layout.ranking(miner, pool.split),
+            "index": self.search_index(miner),
+            "docids": layout.corpus_ids(docs),
+            "corpus_embeddings": layout.corpus_embeddings(docs),
+            "pool": self.pool_path(run),
+            "hardnegs": layout.hard_negatives(run),
+        }
         built_from = self.pool_inputs(miner, pool.name)  # its run and qrels are above
         inputs.update({name: path for name, path in built_from.items() if name not in ("run", "qrels")})
         if pool.cross_encoder:
@@ -390,12 +460,30 @@ class MiningPlan:
         pool (name, depth, BM25 run, cross-encoder run and method, duplicates); the policy's keys and name."""
         miner, pool = self.miner(run), self.pool(run)
         params = self.params(miner)
-        search = {"doc_run": self.doc_run(miner), "factory": params["index"]["factory"],
-                  "search_params": params["index"]["search_params"], **params["search"],
-                  "device": params["train"]["device"], "precision": params["encode"]["precision"]}
+        search = {
+            "doc_run": self.doc_run(miner),
+            "factory": params["index"]["factory"],
+            "search_params": params["index"]["search_params"],
+            **params["search"],
+            "device": params["train"]["device"],
+            "precision": params["encode"]["precision"],
+        }
         scorer = self.runs[pool.cross_encoder]["method"] if pool.cross_encoder else None
-        return {"run": run, "miner": miner, "dataset": pool.dataset, "split": pool.split, "seed": self.seed(run),
-                "search": search, "policy": self.policy_params(run),
-                "policy_name": self.params(run)["mining"]["policy"],
-                "pool": dict(name=pool.name, depth=pool.depth, bm25=pool.bm25, cross_encoder=pool.cross_encoder,
-                             cross_encoder_method=scorer, duplicates=pool.duplicates)}
+        return {
+            "run": run,
+            "miner": miner,
+            "dataset": pool.dataset,
+            "split": pool.split,
+            "seed": self.seed(run),
+            "search": search,
+            "policy": self.policy_params(run),
+            "policy_name": self.params(run)["mining"]["policy"],
+            "pool": {
+                "name": pool.name,
+                "depth": pool.depth,
+                **dict(bm25=pool.bm25),  # noqa: C408 (a key, not a method's name)
+                "cross_encoder": pool.cross_encoder,
+                "cross_encoder_method": scorer,
+                "duplicates": pool.duplicates,
+            },
+        }

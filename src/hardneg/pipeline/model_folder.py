@@ -24,8 +24,10 @@ def _name(value):
 
 
 def _input_names(resolved: dict) -> dict:
-    return {role: [_name(v) for v in value] if isinstance(value, list) else _name(value)
-            for role, value in resolved.get("inputs", {}).items()}
+    return {
+        role: [_name(v) for v in value] if isinstance(value, list) else _name(value)
+        for role, value in resolved.get("inputs", {}).items()
+    }
 
 
 def _continued(resolved: dict) -> tuple[str, str, str] | None:
@@ -62,8 +64,8 @@ def results_folder(model_dir: str | os.PathLike, run: str) -> str:
     """The results folder holding ``model_dir`` when it is run ``run``'s model folder (``<results>/<run>/model``);
     else the default, ``results`` (a model saved outside the workflow's layout)."""
     parts, tail = Path(model_dir).parts, (*Path(run).parts, "model")
-    if len(parts) > len(tail) and parts[-len(tail):] == tail:
-        return Path(*parts[:-len(tail)]).as_posix()
+    if len(parts) > len(tail) and parts[-len(tail) :] == tail:
+        return Path(*parts[: -len(tail)]).as_posix()
     return RESULTS
 
 
@@ -84,20 +86,38 @@ def card_facts(resolved: dict, train=None, results: str = RESULTS, kept: dict | 
     if model.get("name") == "builtin":
         builtin = {**model.get("builtin", {}), "vocab_size": model.get("vocab_size")}
     return CardFacts(
-        run=resolved.get("name", ""), method=resolved["method"], summary=method.summary,
-        base_model=str(model.get("name", "")), seed=resolved.get("seed"), dataset=_name(resolved.get("dataset")),
-        split=settings.get("split"), training_hash=config_hash(resolved), builtin=builtin,
+        run=resolved.get("name", ""),
+        method=resolved["method"],
+        summary=method.summary,
+        base_model=str(model.get("name", "")),
+        seed=resolved.get("seed"),
+        dataset=_name(resolved.get("dataset")),
+        split=settings.get("split"),
+        training_hash=config_hash(resolved),
+        builtin=builtin,
         training_queries=None if train is None else train.num_queries,
         training_rows=None if train is None else len(train),
-        training=None if train is None else {key: settings.get(key)
-                                             for key in ("epochs", "batch_size", "learning_rate")},
+        training=None
+        if train is None
+        else {key: settings.get(key) for key in ("epochs", "batch_size", "learning_rate")},
         starts_from=continued[1] if continued else None,
         documents_of=continued[1] if continued and continued[2] == "doc_index" else None,
-        inputs=_input_names(resolved), results=results, kept=kept)
+        inputs=_input_names(resolved),
+        results=results,
+        kept=kept,
+    )
 
 
-def save_run_model(model, tokenizer, model_dir: str | os.PathLike, resolved: dict, *,
-                   init_model: str | os.PathLike | None = None, train=None, kept: dict | None = None) -> None:
+def save_run_model(
+    model,
+    tokenizer,
+    model_dir: str | os.PathLike,
+    resolved: dict,
+    *,
+    init_model: str | os.PathLike | None = None,
+    train=None,
+    kept: dict | None = None,
+) -> None:
     """Save a run's model to ``model_dir`` (atomically, as the model's ``save`` does) with its model card
     ``README.md``; a model trained against fixed documents gets their document side first
     (:func:`documents_as_indexed`).
@@ -112,5 +132,4 @@ def save_run_model(model, tokenizer, model_dir: str | os.PathLike, resolved: dic
     """
     documents_as_indexed(model, resolved, init_model)
     model.save(model_dir, tokenizer)
-    write_model_card(model_dir, card_facts(resolved, train, results_folder(model_dir, resolved.get("name", "")),
-                                           kept))
+    write_model_card(model_dir, card_facts(resolved, train, results_folder(model_dir, resolved.get("name", "")), kept))

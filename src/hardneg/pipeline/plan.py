@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from hardneg import methods
 from hardneg.datasets.adapters import dataset_splits
+from hardneg.datasets.hidden import hidden_split
 from hardneg.dense.st_folder import cache_prompts
 from hardneg.dense.tokenized import cache_key
 from hardneg.io.index_names import slug as factory_slug
-from hardneg.datasets.hidden import hidden_split
 from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline import episodes as _episodes
 from hardneg.pipeline.compare_plan import ComparePlan
@@ -184,8 +184,9 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
 
     def cache_key(self, run: str) -> str:
         model = self.model_params(run)
-        return cache_key(self.tokenizer_source(run), model["doc_max_length"], model["query_max_length"],
-                         *self.cache_prompts(run))
+        return cache_key(
+            self.tokenizer_source(run), model["doc_max_length"], model["query_max_length"], *self.cache_prompts(run)
+        )
 
     def cache_dir(self, run: str) -> str:
         return self.layout.tokenized(self.dataset(run), self.cache_key(run))
@@ -197,10 +198,14 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
             model = self.model_params(run)
             query_prompt, doc_prompt = self.cache_prompts(run)
             out[(self.dataset(run), self.cache_key(run))] = {
-                "tokenizer": self.tokenizer_source(run), "doc_max_length": model["doc_max_length"],
-                "query_max_length": model["query_max_length"], "splits": self.splits(run),
+                "tokenizer": self.tokenizer_source(run),
+                "doc_max_length": model["doc_max_length"],
+                "query_max_length": model["query_max_length"],
+                "splits": self.splits(run),
                 "empty_documents": self.datasets[self.dataset(run)]["empty_documents"],
-                "query_prompt": query_prompt, "doc_prompt": doc_prompt}
+                "query_prompt": query_prompt,
+                "doc_prompt": doc_prompt,
+            }
         return out
 
     def builtin_tokenizers(self, dataset: str, key: str) -> list[str]:
@@ -241,27 +246,35 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
                 inputs["hard_negatives"] = layout.hard_negatives(run)
             elif spec.provides == "doc_index":
                 inputs["doc_embeddings"] = layout.corpus_embeddings(self.doc_run(other))
-                inputs["train_index"] = layout.index(self.doc_run(other),
-                                                     factory_slug(self.training_index_factory(run)))
+                inputs["train_index"] = layout.index(
+                    self.doc_run(other), factory_slug(self.training_index_factory(run))
+                )
         return {**inputs, **self.distillation_inputs(run), **self.dev_candidate_inputs(run)}
 
     def dev_candidate_inputs(self, run: str) -> dict:
         """The rankings a run's dev candidates are built from (``train.dev_every`` with ``train.dev_search``
         ``candidates`` or ``both``; :mod:`hardneg.dense.dev_candidates`): ``dev_lexical``, the dev split's ranking
         of the dataset's first lexical run, and ``dev_init``, that of the run training starts from (an episode's:
-        its episodic run's) when it is a bi-encoder retriever of the same dataset (not a pre-trained backbone); for a bi-encoder's memorisation check the
+        its episodic run's) when it is a bi-encoder retriever of the same dataset (not a pre-trained backbone); for
+        a bi-encoder's memorisation check the
         training split's too (``train_lexical``, ``train_init``). None for a run searching another run's fixed
         documents: it evaluates dev over them without encoding a document."""
         train = self.params(run).get("train", {})
-        if (not train.get("dev_every") or train.get("dev_search", "candidates") == "corpus"
-                or self.doc_run(run) != run or self.method(run).kind != methods.DENSE):
+        if (
+            not train.get("dev_every")
+            or train.get("dev_search", "candidates") == "corpus"
+            or self.doc_run(run) != run
+            or self.method(run).kind != methods.DENSE
+        ):
             return {}
         dataset, layout, inputs = self.dataset(run), self.layout, {}
         episode = self.episode_of(run)
         start = self.init_run(episode[0] if episode else run)
         retriever = start in self.dense_runs and self.method(start).new_model is None  # not a Condenser backbone
-        sources = {"lexical": next((r for r in self.lexical_runs if self.dataset(r) == dataset), None),
-                   "init": start if retriever and self.dataset(start) == dataset else None}
+        sources = {
+            "lexical": next((r for r in self.lexical_runs if self.dataset(r) == dataset), None),
+            "init": start if retriever and self.dataset(start) == dataset else None,
+        }
         splits = {"dev": train.get("dev_split", "dev")}
         if self.method(run).new_model is None:  # a bi-encoder: its memorisation check samples the training split
             splits["train"] = self.train_split(run)
@@ -276,9 +289,15 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         nothing."""
         params = self.params(run)
         episode = {"episode": dict(self.runs[run]["episode"])} if "episode" in self.runs[run] else {}
-        return {"name": run, "method": self.runs[run]["method"], "seed": self.seed(run),
-                "dataset": self.dataset(run), "inputs": dict(self.runs[run].get("inputs", {})),
-                "params": {key: params[key] for key in self.method(run).training_sections}, **episode}
+        return {
+            "name": run,
+            "method": self.runs[run]["method"],
+            "seed": self.seed(run),
+            "dataset": self.dataset(run),
+            "inputs": dict(self.runs[run].get("inputs", {})),
+            "params": {key: params[key] for key in self.method(run).training_sections},
+            **episode,
+        }
 
     def method_modules(self, run: str) -> list[str]:
         """The config's ``method_modules`` entry that declares the run's method (none for a method of this
@@ -303,8 +322,11 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         """What re-ranking a split reads: the model, its tokenized cache and the candidates' ranking; for a run
         that scores pairs (a cross-encoder, which may form them from the raw texts: a pretrained one), also the
         dataset's queries (folder) and corpus."""
-        inputs = {"model": self.layout.model(run), "cache": self.cache_dir(run),
-                  "candidates": self.layout.ranking(self.candidates_run(run), split)}
+        inputs = {
+            "model": self.layout.model(run),
+            "cache": self.cache_dir(run),
+            "candidates": self.layout.ranking(self.candidates_run(run), split),
+        }
         return inputs | self.pair_texts(run)
 
     def pair_texts(self, run: str) -> dict:
@@ -319,8 +341,10 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
     def embedding_shards(self, run: str) -> dict:
         """The corpus-embedding shards of an encoded run (``npy`` and ``ids``, one per ``encode.shards``)."""
         shards = range(self.params(run)["encode"]["shards"])
-        return {"npy": [self.layout.embedding_shard(run, i) for i in shards],
-                "ids": [self.layout.embedding_shard_ids(run, i) for i in shards]}
+        return {
+            "npy": [self.layout.embedding_shard(run, i) for i in shards],
+            "ids": [self.layout.embedding_shard_ids(run, i) for i in shards],
+        }
 
     # ----------------------------------------------------------------------------------------- indexes
     def index_factories(self, run: str) -> dict:
@@ -341,16 +365,21 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         return self.layout.index(self.doc_run(run), slug)
 
     def search_inputs(self, run: str, slug: str | None = None) -> dict:
-        return {"model": self.layout.model(run), "cache": self.cache_dir(run),
-                "index": self.search_index(run, slug), "docids": self.layout.corpus_ids(self.doc_run(run))}
+        return {
+            "model": self.layout.model(run),
+            "cache": self.cache_dir(run),
+            "index": self.search_index(run, slug),
+            "docids": self.layout.corpus_ids(self.doc_run(run)),
+        }
 
     # -------------------------------------------------------------------------------------- evaluation
     def eval_splits(self, run: str) -> list[str]:
         """The splits a run's metrics.json reports: the evaluation split and ``evaluation.extra_splits``, less the
         split whose positives the run's dataset hides (``hide_positives``: its qrels lack them)."""
         hidden = hidden_split(self.datasets[self.dataset(run)])
-        return [self.eval_split] + [s for s in self.config["evaluation"]["extra_splits"]
-                                    if s not in (self.eval_split, hidden)]
+        return [self.eval_split] + [
+            s for s in self.config["evaluation"]["extra_splits"] if s not in (self.eval_split, hidden)
+        ]
 
     def reports(self, run: str) -> list[str]:
         """Reports a run makes beside its metrics (a mining run: the hard-negative audit, viewer and mining card; a
@@ -373,14 +402,21 @@ class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan,
         configs and reports and, for a dense run, the embeddings behind the ranking (exact whole-corpus pairwise
         errors)."""
         layout = self.layout
-        inputs = {"rankings": [layout.ranking(run, split) for split in self.eval_splits(run)],
-                  "qrels": layout.qrels_dir(self.dataset(run)), "config": layout.config(run),
-                  "reports": self.reports(run), "lineage": self.lineage(run)}
+        inputs = {
+            "rankings": [layout.ranking(run, split) for split in self.eval_splits(run)],
+            "qrels": layout.qrels_dir(self.dataset(run)),
+            "config": layout.config(run),
+            "reports": self.reports(run),
+            "lineage": self.lineage(run),
+        }
         if self.method(run).kind == methods.DENSE:
             docs = self.doc_run(run)
-            inputs.update(query_npy=layout.query_embeddings(run, self.eval_split),
-                          query_ids=layout.query_ids(run, self.eval_split),
-                          doc_npy=layout.corpus_embeddings(docs), doc_ids=layout.corpus_ids(docs))
+            inputs.update(
+                query_npy=layout.query_embeddings(run, self.eval_split),
+                query_ids=layout.query_ids(run, self.eval_split),
+                doc_npy=layout.corpus_embeddings(docs),
+                doc_ids=layout.corpus_ids(docs),
+            )
         return inputs
 
     # ------------------------------------------------------------------------------------------ the paper

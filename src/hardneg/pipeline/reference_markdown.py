@@ -43,7 +43,7 @@ def prose(text: str) -> str:
     text = " ".join(str(text).split())
     out, position = [], 0
     for match in _CODE_SPAN.finditer(text):
-        out.append(plain(text[position:match.start()]))
+        out.append(plain(text[position : match.start()]))
         out.append(match.group(0))
         position = match.end()
     out.append(plain(text[position:]))
@@ -54,7 +54,7 @@ def plain(text: str) -> str:
     """Text outside code spans: its placeholder words as code, the rest escaped."""
     out, position = [], 0
     for match in _PLACEHOLDER_WORD.finditer(text):
-        out.append(escape(text[position:match.start()]))
+        out.append(escape(text[position : match.start()]))
         out.append(code(match.group(0)))
         position = match.end()
     out.append(escape(text[position:]))

@@ -39,22 +39,38 @@ def expand_config(config: dict) -> bool:
     seeded = {name: list(run["seeds"]) for name, run in runs.items() if run.get("seeds")}
     for name, seeds in seeded.items():
         if "seed" in runs[name] and runs[name]["seed"] != seeds[0]:
-            raise ConfigError(f"runs.{name}.seed", f"{runs[name]['seed']} is not the first of its seeds "
-                                                   f"({', '.join(map(str, seeds))}): the run trains with that one; "
-                                                   f"leave `seed` out or make it the first seed")
+            raise ConfigError(
+                f"runs.{name}.seed",
+                f"{runs[name]['seed']} is not the first of its seeds "
+                f"({', '.join(map(str, seeds))}): the run trains with that one; "
+                f"leave `seed` out or make it the first seed",
+            )
         runs[name]["seed"] = seeds[0]
     generated = {}  # replicate → (its run, its entry)
     for name, seeds in seeded.items():
         entry = {key: value for key, value in runs[name].items() if key != "seeds"}
         for seed in seeds[1:]:
-            generated[replicate_name(name, seed)] = (name, copy.deepcopy({
-                **entry, "seed": seed,
-                **({"inputs": {role: _paired(value, seed, seeded) for role, value in entry["inputs"].items()}}
-                   if "inputs" in entry else {})}))
+            generated[replicate_name(name, seed)] = (
+                name,
+                copy.deepcopy(
+                    {
+                        **entry,
+                        "seed": seed,
+                        **(
+                            {"inputs": {role: _paired(value, seed, seeded) for role, value in entry["inputs"].items()}}
+                            if "inputs" in entry
+                            else {}
+                        ),
+                    }
+                ),
+            )
     for replicate, (name, entry) in generated.items():  # a config validated before holds them, as generated
         if replicate in runs and runs[replicate] != entry:
-            raise ConfigError(f"runs.{replicate}", f"the replicate of run {name!r} with seed {entry['seed']} takes "
-                                                   f"this name ({name}.seeds); rename this run")
+            raise ConfigError(
+                f"runs.{replicate}",
+                f"the replicate of run {name!r} with seed {entry['seed']} takes "
+                f"this name ({name}.seeds); rename this run",
+            )
     for replicate, (_, entry) in generated.items():
         runs.setdefault(replicate, entry)
     return bool(seeded)

@@ -25,8 +25,11 @@ class ReportPlan:
         targets = self.config.get("targets")
         if targets is None:
             targets = list(self.user_runs)
-        return [target if "/" in target else self.layout.metrics(run) for target in targets
-                for run in ([target] if "/" in target else replicates.with_replicates(self.config, [target]))]
+        return [
+            target if "/" in target else self.layout.metrics(run)
+            for target in targets
+            for run in ([target] if "/" in target else replicates.with_replicates(self.config, [target]))
+        ]
 
     # ----------------------------------------------------------------------------- summary and tables
     def targeted_runs(self) -> list[str]:
@@ -69,15 +72,18 @@ class ReportPlan:
             outside = [run for run in group["runs"] if run not in runs]
             if outside:
                 kept = "kept without them" if len(outside) < len(group["runs"]) else "left out"
-                phrases.append(f"summary group {group['marker']} {group['label']}: {', '.join(outside)} "
-                               f"not in the summary, {kept}")
+                phrases.append(
+                    f"summary group {group['marker']} {group['label']}: {', '.join(outside)} not in the summary, {kept}"
+                )
         return phrases
 
     def summary_inputs(self) -> dict:
         """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
         runs = self.summary_runs()
-        return {"metrics": [self.layout.metrics(run) for run in runs],
-                "per_query": [self.layout.per_query(run) for run in runs]}
+        return {
+            "metrics": [self.layout.metrics(run) for run in runs],
+            "per_query": [self.layout.per_query(run) for run in runs],
+        }
 
     def methods_of(self, runs: list[str]) -> dict:
         """run → its method's name."""
@@ -85,15 +91,18 @@ class ReportPlan:
 
     def training_time_runs(self) -> list[str]:
         """The runs of the summary that train (the training-time table shows their training jobs)."""
-        return [run for run in self.summary_runs()
-                if self.method(run).kind in methods.TRAINED and self.method(run).trains]
+        return [
+            run for run in self.summary_runs() if self.method(run).kind in methods.TRAINED and self.method(run).trains
+        ]
 
     @staticmethod
     def speed_reference() -> tuple[str, str] | None:
         """(method, label) of the method the training-time table measures speed-ups against: the first declaring
         ``Method.speed_reference``; None when none does."""
-        return next(((name, method.speed_reference) for name, method in methods.methods().items()
-                     if method.speed_reference), None)
+        return next(
+            ((name, method.speed_reference) for name, method in methods.methods().items() if method.speed_reference),
+            None,
+        )
 
     def training_time_inputs(self) -> dict:
         """The training logs of :meth:`training_time_runs` (``train_log``)."""
@@ -103,9 +112,12 @@ class ReportPlan:
         """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
         no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
         episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
-        return [[path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS
-                 for path in checkpoint[part]] if run in self.episodic_runs
-                else self.layout.benchmark(run, "train") for run in runs]
+        return [
+            [path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS for path in checkpoint[part]]
+            if run in self.episodic_runs
+            else self.layout.benchmark(run, "train")
+            for run in runs
+        ]
 
     # ---------------------------------------------------------------------------------------------- figures
     def figure_inputs(self, name: str) -> dict:
@@ -143,20 +155,27 @@ class ReportPlan:
         Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
         ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
         layout = self.layout
-        pages = {layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
-                 layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst")}
+        pages = {
+            layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
+            layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst"),
+        }
         pages.update(pq_matrix.report_pages(self))
         pages.update(false_negatives.report_pages(self))
-        return {markdown[:-len(".md")]: {"markdown": markdown, "title": title, "category": category,
-                                         "caption": caption}
-                for markdown, (title, category, caption) in pages.items()}
+        return {
+            markdown[: -len(".md")]: {"markdown": markdown, "title": title, "category": category, "caption": caption}
+            for markdown, (title, category, caption) in pages.items()
+        }
 
     def paper_targets(self) -> list[str]:
         """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
         the summary and its tables as pages, and every figure the config can build (the false-negative
         experiment's too)."""
-        return (self.targets() + [f"{page}.html" for page in self.markdown_pages()] + self.figure_targets()
-                + false_negatives.figure_targets(self))
+        return (
+            self.targets()
+            + [f"{page}.html" for page in self.markdown_pages()]
+            + self.figure_targets()
+            + false_negatives.figure_targets(self)
+        )
 
     # ------------------------------------------------------------------------------------ the report target
     def runs_read(self, paths) -> set[str]:
@@ -170,7 +189,7 @@ class ReportPlan:
             return self.pq_matrix_runs()  # the experiment's cells: its ADORE runs
         parts = path.split(os.sep)
         root = os.path.normpath(self.layout.root).split(os.sep)
-        folder = parts[len(root)] if parts[:len(root)] == root and len(parts) > len(root) else None
+        folder = parts[len(root)] if parts[: len(root)] == root and len(parts) > len(root) else None
         return {folder} if folder in self.user_runs else set()
 
     def pq_matrix_runs(self) -> set[str]:
@@ -182,11 +201,11 @@ class ReportPlan:
     def page_runs(self, page: str) -> set[str]:
         """The runs a Markdown page of the report (a key of :meth:`markdown_pages`) reads."""
         layout = self.layout
-        if page == layout.summary("md")[:-len(".md")]:
+        if page == layout.summary("md")[: -len(".md")]:
             return set(self.summary_runs())
-        if page == layout.table("training_time", "md")[:-len(".md")]:
+        if page == layout.table("training_time", "md")[: -len(".md")]:
             return set(self.training_time_runs())
-        if page in {markdown[:-len(".md")] for markdown in false_negatives.report_pages(self)}:
+        if page in {markdown[: -len(".md")] for markdown in false_negatives.report_pages(self)}:
             return false_negatives.experiment_runs(self)
         return self.pq_matrix_runs()
 

@@ -24,13 +24,28 @@ def text_sets(cache_dir, split: str, texts: tuple | None = None) -> tuple[Tokeni
     if texts is None:
         return TokenizedTexts(cache_dir, f"queries_{split}"), TokenizedTexts(cache_dir, "corpus")
     queries_path, corpus_path = texts
-    return (TokenizedWithRaw(cache_dir, f"queries_{split}", queries_path, artifacts.QUERIES),
-            TokenizedWithRaw(cache_dir, "corpus", corpus_path, artifacts.CORPUS))
+    return (
+        TokenizedWithRaw(cache_dir, f"queries_{split}", queries_path, artifacts.QUERIES),
+        TokenizedWithRaw(cache_dir, "corpus", corpus_path, artifacts.CORPUS),
+    )
 
 
-def rerank_split(method: str, model_dir, cache_dir, split: str, candidates_path, *, run_path, trec_path, depth: int,
-                 batch_size: int = 64, tag: str = "rerank", device: str = "auto", method_modules=(),
-                 texts: tuple | None = None):
+def rerank_split(
+    method: str,
+    model_dir,
+    cache_dir,
+    split: str,
+    candidates_path,
+    *,
+    run_path,
+    trec_path,
+    depth: int,
+    batch_size: int = 64,
+    tag: str = "rerank",
+    device: str = "auto",
+    method_modules=(),
+    texts: tuple | None = None,
+):
     """Re-rank the top-``depth`` of each query of the ranking at ``candidates_path`` with the model at
     ``model_dir``, as re-ranking method ``method`` declares (``Method.rerank``), and write the run (Parquet +
     TREC). ``method_modules``: the module declaring ``method`` when it is not one of :mod:`hardneg.methods`;
@@ -38,17 +53,33 @@ def rerank_split(method: str, model_dir, cache_dir, split: str, candidates_path,
     methods.load_modules(list(method_modules))
     queries, corpus = text_sets(cache_dir, split, texts)
     candidates = read_run(candidates_path)
-    run = methods.get(method).rerank(model_dir, queries, corpus, candidates, depth=depth, batch_size=batch_size,
-                                     device=resolve_device(device))
-    log.info("re-ranked the top %d of %d queries of %s", depth, len(set(candidates["qid"].to_pylist())),
-             candidates_path)
+    run = methods.get(method).rerank(
+        model_dir, queries, corpus, candidates, depth=depth, batch_size=batch_size, device=resolve_device(device)
+    )
+    log.info(
+        "re-ranked the top %d of %d queries of %s", depth, len(set(candidates["qid"].to_pylist())), candidates_path
+    )
     write_run(run, run_path, trec_path, tag)
     return run
 
 
-def score_pool_split(method: str, model_dir, cache_dir, split: str, run_path, qrels_path, *, candidates_path,
-                     positives_path, depth: int, batch_size: int = 64, device: str = "auto", method_modules=(),
-                     texts: tuple | None = None, teacher: bool = False):
+def score_pool_split(
+    method: str,
+    model_dir,
+    cache_dir,
+    split: str,
+    run_path,
+    qrels_path,
+    *,
+    candidates_path,
+    positives_path,
+    depth: int,
+    batch_size: int = 64,
+    device: str = "auto",
+    method_modules=(),
+    texts: tuple | None = None,
+    teacher: bool = False,
+):
     """Score the candidate pool of depth ``depth`` of the miner's ranking at ``run_path`` and the split's judged
     positives with the model at ``model_dir`` and write both tables (:func:`hardneg.mining.pool_scores.
     score_pool_stage`): as method ``method`` scores pairs (``Method.score_pairs``: probabilities), or, with
@@ -61,9 +92,25 @@ def score_pool_split(method: str, model_dir, cache_dir, split: str, run_path, qr
     if scorer is None:
         raise ValueError(f"method {method!r} {'re-ranks' if teacher else 'scores pairs'} nothing")
     queries, corpus = text_sets(cache_dir, split, texts)
-    candidates, positives = score_pool_stage(scorer, model_dir, queries, corpus, run_path, qrels_path,
-                                             candidates_path, positives_path, depth=depth, batch_size=batch_size,
-                                             device=resolve_device(device))
-    log.info("scored %d candidates and %d positives of %s with %s%s", candidates.num_rows, positives.num_rows,
-             run_path, model_dir, " as a teacher" if teacher else "")
+    candidates, positives = score_pool_stage(
+        scorer,
+        model_dir,
+        queries,
+        corpus,
+        run_path,
+        qrels_path,
+        candidates_path,
+        positives_path,
+        depth=depth,
+        batch_size=batch_size,
+        device=resolve_device(device),
+    )
+    log.info(
+        "scored %d candidates and %d positives of %s with %s%s",
+        candidates.num_rows,
+        positives.num_rows,
+        run_path,
+        model_dir,
+        " as a teacher" if teacher else "",
+    )
     return candidates, positives

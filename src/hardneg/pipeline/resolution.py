@@ -55,8 +55,13 @@ def resolve_run(config: dict, name: str) -> dict:
         "params": copy.deepcopy(run.get("params", {})),
         "dataset": {"name": dataset, **dataset_config(config, dataset)},
         "evaluation": copy.deepcopy(config["evaluation"]),
-        "inputs": {role: resolve_run(config, other) if isinstance(other, str) else dict(other)
-                   if isinstance(other, dict) else [resolve_run(config, o) for o in other]
-                   for role, other in run.get("inputs", {}).items()},  # an imported list as it is given
+        "inputs": {
+            role: resolve_run(config, other)
+            if isinstance(other, str)
+            else dict(other)
+            if isinstance(other, dict)
+            else [resolve_run(config, o) for o in other]
+            for role, other in run.get("inputs", {}).items()
+        },  # an imported list as it is given
         **({"episode": copy.deepcopy(run["episode"])} if "episode" in run else {}),  # hardneg.pipeline.episodes
     }

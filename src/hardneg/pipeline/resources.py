@@ -12,7 +12,7 @@ that the rules calling ``rule_resources`` are exactly these.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from hardneg.errors import ConfigError
 from hardneg.figures import FIGURES
@@ -20,16 +20,55 @@ from hardneg.schema.names import quoted
 
 # The rules whose resources the config's `resources` section sets: those of rules/*.smk, and one rule
 # figure_<name> per figure (rules/figures.smk).
-RESOURCE_RULES: tuple[str, ...] = tuple(sorted((
-    "adore_index_table", "assemble_episodes", "audit_hard_negatives", "bm25_index", "bm25_search",
-    "build_faiss_index", "candidate_pool", "compare", "dense_search", "dense_search_with_index", "download",
-    "encode_corpus_shard", "evaluate", "evaluate_with_index", "extract_member", "false_negatives_effectiveness",
-    "false_negatives_select", "fuse", "gather_embeddings", "hardneg_viewer", "import_hard_negatives",
-    "leakage_figure", "leakage_table",
-    "markdown_page", "mining_card", "near_duplicates", "positive_scores", "pq_matrix", "prepare_dataset",
-    "rerank", "run_config", "run_graph", "score_pool", "select_hard_negatives", "summary",
-    "teacher_pool_scores", "tokenize", "train_dense", "train_episode", "train_tokenizer", "training_time_table", "tune_fusion",
-    *(f"figure_{name}" for name in FIGURES))))
+RESOURCE_RULES: tuple[str, ...] = tuple(
+    sorted(
+        (
+            "adore_index_table",
+            "assemble_episodes",
+            "audit_hard_negatives",
+            "bm25_index",
+            "bm25_search",
+            "build_faiss_index",
+            "candidate_pool",
+            "compare",
+            "dense_search",
+            "dense_search_with_index",
+            "download",
+            "encode_corpus_shard",
+            "evaluate",
+            "evaluate_with_index",
+            "extract_member",
+            "false_negatives_effectiveness",
+            "false_negatives_select",
+            "fuse",
+            "gather_embeddings",
+            "hardneg_viewer",
+            "import_hard_negatives",
+            "leakage_figure",
+            "leakage_table",
+            "markdown_page",
+            "mining_card",
+            "near_duplicates",
+            "positive_scores",
+            "pq_matrix",
+            "prepare_dataset",
+            "rerank",
+            "run_config",
+            "run_graph",
+            "score_pool",
+            "select_hard_negatives",
+            "summary",
+            "teacher_pool_scores",
+            "tokenize",
+            "train_dense",
+            "train_episode",
+            "train_tokenizer",
+            "training_time_table",
+            "tune_fusion",
+            *(f"figure_{name}" for name in FIGURES),
+        )
+    )
+)
 
 
 def rule_resources(config: dict, rule: str, **defaults) -> dict:
@@ -43,8 +82,10 @@ def check_resource_rules(config: dict, rules: Iterable[str] = RESOURCE_RULES) ->
     known = sorted(set(rules))
     for name in config.get("resources", {}):
         if name not in known:
-            raise ConfigError(f"resources.{name}", f"no rule named {quoted(name)} takes its resources from the config; "
-                                                   f"rules: {', '.join(known)}")
+            raise ConfigError(
+                f"resources.{name}",
+                f"no rule named {quoted(name)} takes its resources from the config; rules: {', '.join(known)}",
+            )
 
 
 def check_rules_declared(called: Iterable[str]) -> None:
@@ -55,8 +96,16 @@ def check_rules_declared(called: Iterable[str]) -> None:
     called, declared = set(called), set(RESOURCE_RULES)
     if called != declared:
         undeclared, unused = sorted(called - declared), sorted(declared - called)
-        raise RuntimeError("the rules that read the config's `resources` differ from "
-                           "hardneg.pipeline.resources.RESOURCE_RULES: "
-                           + "; ".join(filter(None, [undeclared and f"not declared: {', '.join(undeclared)}",
-                                                      unused and f"declared but no rule calls rule_resources: "
-                                                                 f"{', '.join(unused)}"])))
+        raise RuntimeError(
+            "the rules that read the config's `resources` differ from "
+            "hardneg.pipeline.resources.RESOURCE_RULES: "
+            + "; ".join(
+                filter(
+                    None,
+                    [
+                        undeclared and f"not declared: {', '.join(undeclared)}",
+                        unused and f"declared but no rule calls rule_resources: {', '.join(unused)}",
+                    ],
+                )
+            )
+        )

@@ -82,8 +82,10 @@ def beir_dataset(path: str | os.PathLike) -> dict:
     folder = Path(path)
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (folder / name).is_file():
-            raise ConfigError("--beir", f"{folder / name} is missing (a BEIR folder has corpus.jsonl, "
-                                        f"queries.jsonl and qrels/<split>.tsv)")
+            raise ConfigError(
+                "--beir",
+                f"{folder / name} is missing (a BEIR folder has corpus.jsonl, queries.jsonl and qrels/<split>.tsv)",
+            )
     splits = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
     if not splits:
         raise ConfigError("--beir", f"{folder / 'qrels'} has no <split>.tsv file")
@@ -100,27 +102,37 @@ def msmarco_passage_dataset(path: str | os.PathLike, notes: list[str] | None = N
     if not (folder / "collection.tsv").is_file():
         raise ConfigError("--msmarco-passage", f"{folder / 'collection.tsv'} is missing")
     notes = [] if notes is None else notes
-    found = {kind: {file.name[len(kind) + 1:-len(".tsv")]: file for file in sorted(folder.glob(f"{kind}.*.tsv"))}
-             for kind in ("queries", "qrels")}
+    found = {
+        kind: {file.name[len(kind) + 1 : -len(".tsv")]: file for file in sorted(folder.glob(f"{kind}.*.tsv"))}
+        for kind in ("queries", "qrels")
+    }
     small = "dev.small" in found["queries"] and "dev.small" in found["qrels"]
     queries, qrels = {}, {}
     for split in sorted(set(found["queries"]) | set(found["qrels"])):
         if split not in found["qrels"] or split not in found["queries"]:
             have, lacks = ("queries", "qrels") if split in found["queries"] else ("qrels", "queries")
-            notes.append(f"{found[have][split]}: no {lacks}.{split}.tsv beside it, so no split {split} (a split "
-                         f"needs queries and their judgements)")
+            notes.append(
+                f"{found[have][split]}: no {lacks}.{split}.tsv beside it, so no split {split} (a split "
+                f"needs queries and their judgements)"
+            )
             continue
         name = "dev_full" if split == "dev" and small else split.replace(".small", "").replace(".", "_")
         if name in queries:
-            raise ConfigError("--msmarco-passage", f"{found['qrels'][split]} and the files of split {name} would "
-                                                   f"both be split {name}: keep one of them")
+            raise ConfigError(
+                "--msmarco-passage",
+                f"{found['qrels'][split]} and the files of split {name} would both be split {name}: keep one of them",
+            )
         if name == "dev_full":
             notes.append(f"{found['qrels'][split]}: split dev_full (the full dev set; split dev is dev.small)")
         queries[name], qrels[name] = _as_given(found["queries"][split]), _as_given(found["qrels"][split])
     if not queries:
         raise ConfigError("--msmarco-passage", f"{folder} has no pair of queries.<split>.tsv and qrels.<split>.tsv")
-    dataset = {"adapter": "msmarco_passage", "collection": _as_given(folder / "collection.tsv"),
-               "queries": queries, "qrels": qrels}
+    dataset = {
+        "adapter": "msmarco_passage",
+        "collection": _as_given(folder / "collection.tsv"),
+        "queries": queries,
+        "qrels": qrels,
+    }
     return dataset | held_out_option(list(queries), lambda: read_trec_qrels(qrels[TRAIN])[0])
 
 
@@ -239,8 +251,13 @@ def pretrained_model_section(reference: str, folder: str | os.PathLike) -> dict:
     written out (:mod:`hardneg.dense.st_folder`)."""
     modules = read_folder(str(folder), where="--model")
     limit = modules.max_seq_length if modules is not None and modules.max_seq_length else None
-    section = {"name": reference, "pooling": "auto", "normalize": "auto",
-               "query_max_length": min(64, limit or 64), "doc_max_length": min(256, limit or 256)}
+    section = {
+        "name": reference,
+        "pooling": "auto",
+        "normalize": "auto",
+        "query_max_length": min(64, limit or 64),
+        "doc_max_length": min(256, limit or 256),
+    }
     if modules is not None and (modules.prompt("query") or modules.prompt("doc")):
         section |= {"query_prompt": modules.prompt("query"), "doc_prompt": modules.prompt("doc")}
     return section
@@ -266,10 +283,14 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
     p = model_prefix(model)
     splits = _splits(dataset)
     evaluated = next((s for s in ("test", "dev") if s in splits), splits[-1])
-    config = {"seed": seed, "dataset": name, "results": f"{RESULTS}/{name}",
-              "evaluation": {"split": evaluated, "measures": list(MEASURES)},
-              "datasets": {name: dataset},
-              "runs": {"bm25": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "top_k": 1000}}}}
+    config = {
+        "seed": seed,
+        "dataset": name,
+        "results": f"{RESULTS}/{name}",
+        "evaluation": {"split": evaluated, "measures": list(MEASURES)},
+        "datasets": {name: dataset},
+        "runs": {"bm25": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "top_k": 1000}}},
+    }
     runs = config["runs"]
     pretrained = model != "builtin"
     if pretrained:
@@ -288,20 +309,31 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
     if TRAIN in splits:
         rows = len(training_rows(dataset))
         if rows < 2:
-            raise ConfigError(f"datasets.{name}", f"split {TRAIN!r} has {rows} judged quer{'y' if rows == 1 else 'ies'} "
-                                                  f"to train on (after dev_from_train); training needs at least two")
+            raise ConfigError(
+                f"datasets.{name}",
+                f"split {TRAIN!r} has {rows} judged quer{'y' if rows == 1 else 'ies'} "
+                f"to train on (after dev_from_train); training needs at least two",
+            )
         dev_curves = HELD_OUT in splits and _num_docs_up_to(dataset, DEV_CURVE_MAX_DOCS) is not None
-        first_train, later_train = (_enough_steps({**train, "batch_size": batch_size_for(rows)}, rows, dev_curves)
-                                    for train in (first_train, later_train))
-        runs[f"{p}warmup"] = {"method": "warmup", "inputs": {"negatives": "bm25"},
-                              "params": {"model": model_section, "train": first_train,
-                                         "negatives": {"per_query": 1, "depth": 100}}}
-        runs[f"{p}star"] = {"method": "star",
-                            "inputs": {"init": f"{p}warmup", "negatives": f"{p}warmup", "bm25": "bm25"},
-                            "params": {"train": copy.deepcopy(later_train), "mining": {"depth": 200}}}
-        runs[f"{p}adore_star"] = {"method": "adore", "inputs": {"docs": f"{p}star"},
-                                  "params": {"train": copy.deepcopy(later_train),
-                                             "adore": {"top_k": 200, "cut": 200}}}
+        first_train, later_train = (
+            _enough_steps({**train, "batch_size": batch_size_for(rows)}, rows, dev_curves)
+            for train in (first_train, later_train)
+        )
+        runs[f"{p}warmup"] = {
+            "method": "warmup",
+            "inputs": {"negatives": "bm25"},
+            "params": {"model": model_section, "train": first_train, "negatives": {"per_query": 1, "depth": 100}},
+        }
+        runs[f"{p}star"] = {
+            "method": "star",
+            "inputs": {"init": f"{p}warmup", "negatives": f"{p}warmup", "bm25": "bm25"},
+            "params": {"train": copy.deepcopy(later_train), "mining": {"depth": 200}},
+        }
+        runs[f"{p}adore_star"] = {
+            "method": "adore",
+            "inputs": {"docs": f"{p}star"},
+            "params": {"train": copy.deepcopy(later_train), "adore": {"top_k": 200, "cut": 200}},
+        }
     if TRAIN in splits:
         fused_runs(runs, dataset, splits, p, f"{p}adore_star", evaluated)
     if _num_docs_up_to(dataset, ONE_SHARD_MAX_DOCS) is not None:
@@ -365,9 +397,12 @@ def check_results(config: dict) -> None:
     """
     folder = Path(config["results"])
     if Path(Layout(str(folder.parent)).config(folder.name)).is_file():  # the folder of a run of another config
-        raise ConfigError("results", f"{folder} is the folder of run {folder.name} of another config (it holds "
-                                     f"{Layout(str(folder.parent)).config(folder.name)}): give the dataset another "
-                                     f"name (--name, which names the results folder)")
+        raise ConfigError(
+            "results",
+            f"{folder} is the folder of run {folder.name} of another config (it holds "
+            f"{Layout(str(folder.parent)).config(folder.name)}): give the dataset another "
+            f"name (--name, which names the results folder)",
+        )
     layout = Layout(config["results"])
     for run in config["runs"]:
         recorded_path = Path(layout.config(run))
@@ -377,16 +412,20 @@ def check_results(config: dict) -> None:
         mine = resolve_run(config, run)["dataset"]
         if not isinstance(recorded, dict) or _source(recorded) != _source(mine):
             theirs = recorded.get("name") if isinstance(recorded, dict) else None
-            raise ConfigError(f"runs.{run}", f"{recorded_path.parent} holds run {run} of another dataset "
-                                             f"({theirs!r}, read from {_where(recorded)}); this config's dataset "
-                                             f"{mine['name']!r} is read from {_where(mine)}: give the dataset "
-                                             f"another name (--name, which names the folder too), or remove "
-                                             f"{recorded_path.parent}")
+            raise ConfigError(
+                f"runs.{run}",
+                f"{recorded_path.parent} holds run {run} of another dataset "
+                f"({theirs!r}, read from {_where(recorded)}); this config's dataset "
+                f"{mine['name']!r} is read from {_where(mine)}: give the dataset "
+                f"another name (--name, which names the folder too), or remove "
+                f"{recorded_path.parent}",
+            )
 
 
 def _source(dataset: dict) -> dict:
     """What identifies a dataset entry's data: its name, adapter and files (paths compared once resolved), not the
     settings of how it is prepared (``empty_documents``, ``dev_from_train``, ``hide_positives``)."""
+
     def resolved(value):
         if isinstance(value, str):
             return os.path.realpath(value)
@@ -395,8 +434,12 @@ def _source(dataset: dict) -> dict:
         if isinstance(value, list):
             return [resolved(item) for item in value]
         return value
-    return {key: value if key in ("name", "adapter") else resolved(value) for key, value in dataset.items()
-            if key not in ("empty_documents", "dev_from_train", "hide_positives")}
+
+    return {
+        key: value if key in ("name", "adapter") else resolved(value)
+        for key, value in dataset.items()
+        if key not in ("empty_documents", "dev_from_train", "hide_positives")
+    }
 
 
 def _where(dataset) -> str:
@@ -408,8 +451,9 @@ def _where(dataset) -> str:
     return str(dataset.get("adapter"))
 
 
-def write_starter(config: dict, path: str | os.PathLike, *, force: bool = False,
-                  results: str | os.PathLike = "results") -> None:
+def write_starter(
+    config: dict, path: str | os.PathLike, *, force: bool = False, results: str | os.PathLike = "results"
+) -> None:
     """Validate ``config`` and write it as plain YAML to ``path`` (atomically), with a header saying how to run it
     and why its epochs and held-out split are what they are.
 
@@ -426,8 +470,9 @@ def write_starter(config: dict, path: str | os.PathLike, *, force: bool = False,
     dataset = config["datasets"][config["dataset"]]
     if any("train" in run.get("params", {}) for run in config["runs"].values()):
         rows = len(training_rows(dataset))
-        header += HEADER_TRAINING.format(rows=rows, batch=batch_size_for(rows),
-                                         per_epoch=MIN_STEPS_PER_EPOCH, total=MIN_TOTAL_STEPS)
+        header += HEADER_TRAINING.format(
+            rows=rows, batch=batch_size_for(rows), per_epoch=MIN_STEPS_PER_EPOCH, total=MIN_TOTAL_STEPS
+        )
     if "dev_from_train" in dataset:
         header += HEADER_HELD_OUT.format(share=dataset["dev_from_train"]["share"])
     header += fusion_header(config)

@@ -16,8 +16,10 @@ from hardneg.datasets.qrels import read_trec_qrels
 from hardneg.datasets.splits import HELD_OUT, TRAIN, held_out_queries
 from hardneg.fusion import MIN_TUNING_QUERIES
 
-HEADER_FUSION = ("Fused runs over BM25 and {dense}: reciprocal rank fusion ({rrf}, no weight to tune){hybrid_text}. "
-                 "The headline fused run, listed first of them: {headline}{why}.")
+HEADER_FUSION = (
+    "Fused runs over BM25 and {dense}: reciprocal rank fusion ({rrf}, no weight to tune){hybrid_text}. "
+    "The headline fused run, listed first of them: {headline}{why}."
+)
 
 
 def _split_qrels(dataset: dict, split: str) -> pa.Table | None:
@@ -56,8 +58,13 @@ def fused_runs(runs: dict, dataset: dict, splits: list[str], prefix: str, dense:
     rrf = {f"{prefix}rrf": {"method": "rrf", "inputs": {"runs": ["bm25", dense]}}}
     hybrid = {}
     if HELD_OUT in splits and evaluated != HELD_OUT:
-        hybrid = {f"{prefix}hybrid": {"method": "hybrid", "inputs": {"runs": ["bm25", dense]},
-                                      "params": {"tune": {"split": HELD_OUT}}}}
+        hybrid = {
+            f"{prefix}hybrid": {
+                "method": "hybrid",
+                "inputs": {"runs": ["bm25", dense]},
+                "params": {"tune": {"split": HELD_OUT}},
+            }
+        }
     tuned = judged_queries(dataset, HELD_OUT) if hybrid else None
     first, second = (hybrid, rrf) if hybrid and tuned is not None and tuned >= MIN_TUNING_QUERIES else (rrf, hybrid)
     runs.update(first | second)
@@ -79,9 +86,11 @@ def fusion_note(config: dict) -> str | None:
     queries = judged_queries(dataset, HELD_OUT)
     if queries is None or queries >= MIN_TUNING_QUERIES:
         return None
-    return (f"split {HELD_OUT} has {queries} judged quer{'y' if queries == 1 else 'ies'}, fewer than "
-            f"{MIN_TUNING_QUERIES}: {hybrid}'s weight tuned on them may be chance, so reciprocal rank fusion "
-            f"({headline_fused_run(config)}) is the headline fused run")
+    return (
+        f"split {HELD_OUT} has {queries} judged quer{'y' if queries == 1 else 'ies'}, fewer than "
+        f"{MIN_TUNING_QUERIES}: {hybrid}'s weight tuned on them may be chance, so reciprocal rank fusion "
+        f"({headline_fused_run(config)}) is the headline fused run"
+    )
 
 
 def fusion_header(config: dict) -> str:
@@ -90,11 +99,22 @@ def fusion_header(config: dict) -> str:
     if not fused:
         return ""
     inputs = config["runs"][fused["rrf"]]["inputs"]["runs"]
-    hybrid_text = (f", and the hybrid of their scores ({fused['hybrid']}) with its weight tuned on split "
-                   f"{HELD_OUT}" if "hybrid" in fused else "")
+    hybrid_text = (
+        f", and the hybrid of their scores ({fused['hybrid']}) with its weight tuned on split {HELD_OUT}"
+        if "hybrid" in fused
+        else ""
+    )
     note = fusion_note(config)
-    why = f" ({note})" if note else (" (its weight is tuned on enough dev queries)" if "hybrid" in fused and
-                                     headline_fused_run(config) == fused["hybrid"] else "")
-    text = HEADER_FUSION.format(dense=inputs[1], rrf=fused["rrf"], hybrid_text=hybrid_text,
-                                headline=headline_fused_run(config), why=why)
+    why = (
+        f" ({note})"
+        if note
+        else (
+            " (its weight is tuned on enough dev queries)"
+            if "hybrid" in fused and headline_fused_run(config) == fused["hybrid"]
+            else ""
+        )
+    )
+    text = HEADER_FUSION.format(
+        dense=inputs[1], rrf=fused["rrf"], hybrid_text=hybrid_text, headline=headline_fused_run(config), why=why
+    )
     return textwrap.fill(text, width=116, initial_indent="# ", subsequent_indent="# ") + "\n"

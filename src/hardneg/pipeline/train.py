@@ -52,8 +52,9 @@ def train_config(resolved: dict) -> TrainConfig:
 def steps_per_epoch(num_rows: int, config: TrainConfig) -> int:
     """Optimiser steps of one epoch: batches of ``batch_size`` rows (a last one of a single row is dropped), one
     step per ``grad_accumulation`` batches (:func:`hardneg.pipeline.train_steps.optimiser_steps`)."""
-    return optimiser_steps(num_rows, batch_size=config.batch_size, grad_accumulation=config.grad_accumulation,
-                           epochs=config.epochs)[0]
+    return optimiser_steps(
+        num_rows, batch_size=config.batch_size, grad_accumulation=config.grad_accumulation, epochs=config.epochs
+    )[0]
 
 
 def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries) -> list[str]:
@@ -63,8 +64,9 @@ def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries) 
     queries by heart is measured after training: :mod:`hardneg.dense.memorisation`.)"""
     name = resolved["name"]
     messages = []
-    steps, total = optimiser_steps(len(train), batch_size=config.batch_size,
-                                   grad_accumulation=config.grad_accumulation, epochs=config.epochs)
+    steps, total = optimiser_steps(
+        len(train), batch_size=config.batch_size, grad_accumulation=config.grad_accumulation, epochs=config.epochs
+    )
     if too_few_steps(steps, total) and "episode" not in resolved:  # episodes count steps
         rows = "one per (query, positive) judgement" if train.per_judgement else "one per query"
         accumulation = f", grad_accumulation {config.grad_accumulation}" if config.grad_accumulation > 1 else ""
@@ -75,7 +77,9 @@ def training_warnings(resolved: dict, config: TrainConfig, train: TrainQueries) 
             f"run {name}: an epoch is {steps} optimiser step{'s' if steps != 1 else ''} ({len(train):,} training "
             f"rows, {rows}; batch_size {config.batch_size}{accumulation}), {total} in all over {config.epochs} "
             f"epoch{'s' if config.epochs != 1 else ''}: too few to train.\nFor more steps: "
-            + ", ".join(fixes[:-1]) + f" or {fixes[-1]}.")
+            + ", ".join(fixes[:-1])
+            + f" or {fixes[-1]}."
+        )
     return messages
 
 
@@ -88,11 +92,19 @@ def load_training_data(cache_dir, qrels_path, config: TrainConfig):
     return query_texts, doc_texts, train
 
 
-def step_context(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None,
-                 device: str = "cpu") -> "methods.StepContext":
+def step_context(
+    resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None, device: str = "cpu"
+) -> methods.StepContext:
     """What the run's method builds its training step and its batch sampler from."""
-    return methods.StepContext(resolved=resolved, train=train, query_texts=query_texts, doc_texts=doc_texts,
-                               inputs=inputs, tokenizer=tokenizer, device=str(device))
+    return methods.StepContext(
+        resolved=resolved,
+        train=train,
+        query_texts=query_texts,
+        doc_texts=doc_texts,
+        inputs=inputs,
+        tokenizer=tokenizer,
+        device=str(device),
+    )
 
 
 def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None):
@@ -103,7 +115,7 @@ def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, in
     return methods.get(resolved["method"]).build_step(context)
 
 
-def build_sampler(context: "methods.StepContext", config: TrainConfig):
+def build_sampler(context: methods.StepContext, config: TrainConfig):
     """The batch sampler of the run's method (``Method.build_sampler``), else a fresh seeded shuffle of the
     training rows each epoch."""
     declared = methods.get(context.resolved["method"]).build_sampler
@@ -115,8 +127,9 @@ def build_sampler(context: "methods.StepContext", config: TrainConfig):
 def handoff_fingerprint(resolved: dict) -> str:
     """What the trainer state one episode hands to the next is checked against: the episodic run, its method,
     seed, dataset and training params (the same for all its episodes; see :mod:`hardneg.pipeline.episodes`)."""
-    return config_hash({key: resolved[key] for key in ("method", "seed", "dataset", "params")}
-                       | {"of": resolved["episode"]["of"]})
+    return config_hash(
+        {key: resolved[key] for key in ("method", "seed", "dataset", "params")} | {"of": resolved["episode"]["of"]}
+    )
 
 
 def episode_window(resolved: dict, inputs: dict, state_dir) -> Window | None:
@@ -133,16 +146,39 @@ def episode_window(resolved: dict, inputs: dict, state_dir) -> Window | None:
     if start:
         start_state = load_checkpoint(inputs["state"], fingerprint=fingerprint, format=CHECKPOINT_FORMAT)
         if start_state is None:
-            raise DataError(inputs["state"], None, "the previous episode's trainer state cannot be continued (the "
-                                                   "log says why); run the previous episode again")
-    return Window(total_steps=plan.total_steps, start=start, stop=start + plan.steps, start_state=start_state,
-                  stop_state=state_dir, fingerprint=fingerprint)
+            raise DataError(
+                inputs["state"],
+                None,
+                "the previous episode's trainer state cannot be continued (the "
+                "log says why); run the previous episode again",
+            )
+    return Window(
+        total_steps=plan.total_steps,
+        start=start,
+        stop=start + plan.steps,
+        start_state=start_state,
+        stop_state=state_dir,
+        fingerprint=fingerprint,
+    )
 
 
-def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source,
-              inputs: dict | None = None, method_modules=(), callbacks=(),
-              threads_per_process: int | None = None, timings_path=None, tensorboard_dir=None,
-              state_dir=None) -> list[dict]:
+def train_run(
+    resolved: dict,
+    *,
+    cache_dir,
+    qrels_path,
+    model_dir,
+    log_path,
+    checkpoint_dir,
+    tokenizer_source,
+    inputs: dict | None = None,
+    method_modules=(),
+    callbacks=(),
+    threads_per_process: int | None = None,
+    timings_path=None,
+    tensorboard_dir=None,
+    state_dir=None,
+) -> list[dict]:
     """Train run ``resolved`` and save its model and its per-step training log.
 
     This is what the workflow's ``train_dense`` job does. The run's method (``resolved["method"]``, from the
@@ -218,8 +254,14 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     params = resolved["params"]
     spec = ModelSpec.from_params(params["model"])
     if not _trains(resolved):  # a model evaluated as it is: no training data or processes
-        _save_untrained(resolved, spec, model_dir=model_dir, log_path=log_path, tokenizer_source=tokenizer_source,
-                        init_model=(inputs or {}).get("init"))
+        _save_untrained(
+            resolved,
+            spec,
+            model_dir=model_dir,
+            log_path=log_path,
+            tokenizer_source=tokenizer_source,
+            init_model=(inputs or {}).get("init"),
+        )
         if timings_path is not None:
             write_train_log([], timings_path)
         return []
@@ -234,11 +276,24 @@ def train_run(resolved: dict, *, cache_dir, qrels_path, model_dir, log_path, che
     if config.num_processes > 1 and not distributed.in_launched_worker():
         return distributed.launch(train_run, arguments, config.num_processes, threads=threads_per_process)
     with distributed.process_group(config.device, threads_per_process) as replicas:
-        return _train(resolved, config, spec, replicas, cache_dir=cache_dir, qrels_path=qrels_path,
-                      model_dir=model_dir, log_path=log_path, checkpoint_dir=checkpoint_dir,
-                      tokenizer_source=tokenizer_source, inputs=dict(inputs or {}),
-                      callbacks=callbacks, data=data, timings_path=timings_path, tensorboard_dir=tensorboard_dir,
-                      state_dir=state_dir)
+        return _train(
+            resolved,
+            config,
+            spec,
+            replicas,
+            cache_dir=cache_dir,
+            qrels_path=qrels_path,
+            model_dir=model_dir,
+            log_path=log_path,
+            checkpoint_dir=checkpoint_dir,
+            tokenizer_source=tokenizer_source,
+            inputs=dict(inputs or {}),
+            callbacks=callbacks,
+            data=data,
+            timings_path=timings_path,
+            tensorboard_dir=tensorboard_dir,
+            state_dir=state_dir,
+        )
 
 
 def _trains(resolved: dict) -> bool:
@@ -249,17 +304,44 @@ def _trains(resolved: dict) -> bool:
     return method.trains and (epochs != 0 or method.episodes is not None)
 
 
-def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distributed.Replicas, *, cache_dir,
-           qrels_path, model_dir, log_path, checkpoint_dir, tokenizer_source, inputs,
-           callbacks, data=None, timings_path=None, tensorboard_dir=None, state_dir=None) -> list[dict]:
+def _train(
+    resolved: dict,
+    config: TrainConfig,
+    spec: ModelSpec,
+    replicas: distributed.Replicas,
+    *,
+    cache_dir,
+    qrels_path,
+    model_dir,
+    log_path,
+    checkpoint_dir,
+    tokenizer_source,
+    inputs,
+    callbacks,
+    data=None,
+    timings_path=None,
+    tensorboard_dir=None,
+    state_dir=None,
+) -> list[dict]:
     """One process's part of :func:`train_run` (all of it in one process). ``data``: what
     :func:`load_training_data` gives, when the caller has it already."""
     query_texts, doc_texts, train = data or load_training_data(cache_dir, qrels_path, config)
-    log.info("%d training rows (%s) of %d queries with a relevant document", len(train),
-             "one per judgement" if train.per_judgement else "one per query", train.num_queries)
+    log.info(
+        "%d training rows (%s) of %d queries with a relevant document",
+        len(train),
+        "one per judgement" if train.per_judgement else "one per query",
+        train.num_queries,
+    )
     model, tokenizer = _initial_model(resolved, spec, tokenizer_source, inputs.get("init"))
-    context = step_context(resolved, train, query_texts, doc_texts, inputs, tokenizer=tokenizer,
-                           device=replicas.device or resolve_device(config.device))
+    context = step_context(
+        resolved,
+        train,
+        query_texts,
+        doc_texts,
+        inputs,
+        tokenizer=tokenizer,
+        device=replicas.device or resolve_device(config.device),
+    )
     method = methods.get(resolved["method"]).build_step(context)
     sampler = build_sampler(context, config)
     events, dev, source = list(callbacks), None, {}
@@ -271,30 +353,55 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
             source = _model_source(spec, inputs, model, doc_texts, config)
             queries = TokenizedTexts(cache_dir, dev_inputs(cache_dir, qrels_path, config.dev_split)[0])
             candidates = _candidates(queries, np.arange(len(queries)), doc_texts, inputs, "dev", config, source)
-        dev = DevEvaluation.from_split(cache_dir, qrels_path, config.dev_split, config.dev_every,
-                                       doc_embeddings=inputs.get("doc_embeddings"), search=config.dev_search,
-                                       candidates=candidates, vectors=vectors)
+        dev = DevEvaluation.from_split(
+            cache_dir,
+            qrels_path,
+            config.dev_split,
+            config.dev_every,
+            doc_embeddings=inputs.get("doc_embeddings"),
+            search=config.dev_search,
+            candidates=candidates,
+            vectors=vectors,
+        )
         events.append(dev)
     selection = ModelSelection(config.select_by)
     events.append(selection)
     memorisation = None
     if methods.get(resolved["method"]).new_model is None:  # a bi-encoder (not a ColBERT teacher or a Condenser)
-        memorisation = MemorisationCheck.from_splits(cache_dir, qrels_path, config.split, config.dev_split,
-                                                     seed=config.seed, doc_embeddings=inputs.get("doc_embeddings"),
-                                                     vectors=vectors)
+        memorisation = MemorisationCheck.from_splits(
+            cache_dir,
+            qrels_path,
+            config.split,
+            config.dev_split,
+            seed=config.seed,
+            doc_embeddings=inputs.get("doc_embeddings"),
+            vectors=vectors,
+        )
         if dev is not None and dev.candidates is not None:  # the same sources for the training sample
-            sample = _candidates(memorisation.train.queries, memorisation.train.rows, doc_texts, inputs, "train",
-                                 config, source)
+            sample = _candidates(
+                memorisation.train.queries, memorisation.train.rows, doc_texts, inputs, "train", config, source
+            )
             heldout = memorisation.heldout.rows if memorisation.heldout is not None else np.zeros(0, np.int64)
-            memorisation.candidates = np.union1d(dev.candidates.restricted(heldout).documents(),
-                                                 sample.documents() if sample is not None else [])
+            memorisation.candidates = np.union1d(
+                dev.candidates.restricted(heldout).documents(), sample.documents() if sample is not None else []
+            )
         events.append(memorisation)
     if config.tensorboard and tensorboard_dir is not None:
         # last, so that it sees the columns every other event adds to the step's row
         events.append(TensorBoardLog(tensorboard_dir, config.log_every, config.checkpoint_every))
     window = episode_window(resolved, inputs, state_dir)
-    trainer = Trainer(model, method, sampler, config, checkpoint_dir=checkpoint_dir, fingerprint=config_hash(resolved),
-                      device=config.device, callbacks=events, replicas=replicas, window=window)
+    trainer = Trainer(
+        model,
+        method,
+        sampler,
+        config,
+        checkpoint_dir=checkpoint_dir,
+        fingerprint=config_hash(resolved),
+        device=config.device,
+        callbacks=events,
+        replicas=replicas,
+        window=window,
+    )
     rows = trainer.fit()
     if window is not None:  # an episode's log: its own steps (the state it continued holds the earlier ones)
         rows = [row for row in rows if row["step"] > window.start]
@@ -304,18 +411,32 @@ def _train(resolved: dict, config: TrainConfig, spec: ModelSpec, replicas: distr
         keep = "last"  # an episode before the last: the next one continues its model
     kept = selection.record(keep, last_step)
     if keep == "best" and selection.restore(model):
-        log.info("kept the model of step %d of %d: the best dev %s (%.4f; the last evaluated step's %.4f)",
-                 kept["step"], last_step, selection.measure, kept["value"], kept["last_value"])
+        log.info(
+            "kept the model of step %d of %d: the best dev %s (%.4f; the last evaluated step's %.4f)",
+            kept["step"],
+            last_step,
+            selection.measure,
+            kept["value"],
+            kept["last_value"],
+        )
     if replicas.is_main:
-        advice = memorisation_advice(pretrained=spec.name != BUILTIN, epochs=config.epochs,
-                                     queries=train.num_queries, learning_rate=config.learning_rate,
-                                     selects=resolve_keep(config.keep, config.dev_every) == "best")
-        message = memorisation_warning(resolved["name"], memorisation.result, advice=advice, kept=kept) \
-            if memorisation and memorisation.result else None
+        advice = memorisation_advice(
+            pretrained=spec.name != BUILTIN,
+            epochs=config.epochs,
+            queries=train.num_queries,
+            learning_rate=config.learning_rate,
+            selects=resolve_keep(config.keep, config.dev_every) == "best",
+        )
+        message = (
+            memorisation_warning(resolved["name"], memorisation.result, advice=advice, kept=kept)
+            if memorisation and memorisation.result
+            else None
+        )
         if message:
             console(message)
-        save_run_model(model.to("cpu"), tokenizer, model_dir, resolved, init_model=inputs.get("init"), train=train,
-                       kept=kept)
+        save_run_model(
+            model.to("cpu"), tokenizer, model_dir, resolved, init_model=inputs.get("init"), train=train, kept=kept
+        )
         write_train_log(rows, log_path, kept=kept)
         if timings_path is not None:
             write_train_log(trainer.timings, timings_path)
@@ -335,18 +456,39 @@ def _model_source(spec: ModelSpec, inputs: dict, model, corpus: TokenizedTexts, 
     return {"model": model, "model_vectors": vectors}
 
 
-def _candidates(queries: TokenizedTexts, rows, corpus: TokenizedTexts, inputs: dict, split_key: str,
-                config: TrainConfig, source: dict):
+def _candidates(
+    queries: TokenizedTexts,
+    rows,
+    corpus: TokenizedTexts,
+    inputs: dict,
+    split_key: str,
+    config: TrainConfig,
+    source: dict,
+):
     """The dev candidates (:mod:`hardneg.dense.dev_candidates`) of ``rows`` of ``queries`` from the rankings of
     ``split_key`` among ``inputs`` (``dev_lexical``, ``dev_init``, ``train_lexical``, ``train_init``) and the
     starting model's ``source`` (:func:`_model_source`)."""
-    rankings = {f"{os.fspath(inputs[key])}": inputs[key] for key in (f"{split_key}_lexical", f"{split_key}_init")
-                if key in inputs}
-    candidates = build_candidates(queries, rows, corpus, rankings=rankings, depth=config.dev_depth,
-                                  device=resolve_device(config.device), precision=config.precision, **source)
+    rankings = {
+        f"{os.fspath(inputs[key])}": inputs[key]
+        for key in (f"{split_key}_lexical", f"{split_key}_init")
+        if key in inputs
+    }
+    candidates = build_candidates(
+        queries,
+        rows,
+        corpus,
+        rankings=rankings,
+        depth=config.dev_depth,
+        device=resolve_device(config.device),
+        precision=config.precision,
+        **source,
+    )
     if candidates is None:
-        log.info("no source of dev candidates (no BM25 run of the dataset, a model initialised at random): the "
-                 "%s queries are searched in the whole corpus", split_key)
+        log.info(
+            "no source of dev candidates (no BM25 run of the dataset, a model initialised at random): the "
+            "%s queries are searched in the whole corpus",
+            split_key,
+        )
     else:
         log.info("dev candidates of the %s queries: %s", split_key, candidates.describe())
     return candidates
@@ -367,8 +509,14 @@ def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model
             # the lengths of this run's tokenized cache, which a continued run may set (CONTINUED_MODEL_KEYS)
             model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
     else:
-        model = BiEncoder.create(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                 max_length=spec.doc_max_length, seed=resolved["seed"], tokenizer=tokenizer)
+        model = BiEncoder.create(
+            spec,
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            max_length=spec.doc_max_length,
+            seed=resolved["seed"],
+            tokenizer=tokenizer,
+        )
     if init_model:
         log.info("initialised from %s", init_model)
     log.info("model: %s", describe(model))

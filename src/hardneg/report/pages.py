@@ -45,10 +45,12 @@ def page(title: str, body: str, *, style: str = "", script: str = "") -> str:
     """A whole HTML document: ``title`` (plain text, escaped here), ``body`` (HTML, escaped by the caller), the
     shared style plus ``style`` and an optional inline ``script`` run after the body."""
     script_tag = f"<script>\n{script}\n</script>\n" if script else ""
-    return ("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>{html.escape(title)}</title>\n<style>{STYLE}{style}</style>\n</head>\n"
-            f"<body>\n{body}\n{script_tag}</body>\n</html>\n")
+    return (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{STYLE}{style}</style>\n</head>\n"
+        f"<body>\n{body}\n{script_tag}</body>\n</html>\n"
+    )
 
 
 def markdown_page(markdown_path: str | os.PathLike, html_path: str | os.PathLike, title: str) -> None:

@@ -50,8 +50,11 @@ def layout(graph: dict) -> dict[str, tuple[int, int]]:
     columns: dict[int, list[str]] = {}
     for run, column in depths(graph).items():
         columns.setdefault(column, []).append(run)
-    return {run: (MARGIN + column * (BOX_WIDTH + COLUMN_GAP), MARGIN + row * (BOX_HEIGHT + ROW_GAP))
-            for column, runs in columns.items() for row, run in enumerate(runs)}
+    return {
+        run: (MARGIN + column * (BOX_WIDTH + COLUMN_GAP), MARGIN + row * (BOX_HEIGHT + ROW_GAP))
+        for column, runs in columns.items()
+        for row, run in enumerate(runs)
+    }
 
 
 def graph_svg(graph: dict) -> str:
@@ -81,23 +84,33 @@ def graph_svg(graph: dict) -> str:
                 middle = (x0 + x1) / 2
                 path = f"M{x0:.0f},{y0:.0f} C{middle:.0f},{y0:.0f} {middle:.0f},{y1:.0f} {x1 - 2:.0f},{y1:.0f}"
                 tx, ty = middle, (y0 + y1) / 2 - 4
-            edges.append(f'<g class="edge"><path d="{path}"/><text x="{tx:.0f}" y="{ty:.0f}" '
-                         f'text-anchor="middle">{html.escape(label)}</text>'
-                         + "".join(f"<title>{html.escape(other)} → {html.escape(run)} ({html.escape(role)})</title>"
-                                   for role in named) + "</g>")
+            edges.append(
+                f'<g class="edge"><path d="{path}"/><text x="{tx:.0f}" y="{ty:.0f}" '
+                f'text-anchor="middle">{html.escape(label)}</text>'
+                + "".join(
+                    f"<title>{html.escape(other)} → {html.escape(run)} ({html.escape(role)})</title>" for role in named
+                )
+                + "</g>"
+            )
         method = graph[run]["method"]
         name_y = y + (19 if method != run else 27)
-        boxes.append(f'<g class="run" id="run-{html.escape(run, quote=True)}"><rect x="{x}" y="{y}" '
-                     f'width="{BOX_WIDTH}" height="{BOX_HEIGHT}"/><text class="name" x="{x + 10}" y="{name_y}">'
-                     f'{html.escape(run)}</text>'
-                     + (f'<text class="method" x="{x + 10}" y="{y + 35}">{html.escape(method)}</text>'
-                        if method != run else "") + "</g>")
+        boxes.append(
+            f'<g class="run" id="run-{html.escape(run, quote=True)}"><rect x="{x}" y="{y}" '
+            f'width="{BOX_WIDTH}" height="{BOX_HEIGHT}"/><text class="name" x="{x + 10}" y="{name_y}">'
+            f"{html.escape(run)}</text>"
+            + (f'<text class="method" x="{x + 10}" y="{y + 35}">{html.escape(method)}</text>' if method != run else "")
+            + "</g>"
+        )
     height = (below + skips * 14 if skips else bottom) + MARGIN
-    marker = ('<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-              'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="the runs and their inputs">'
-            f'{marker}{"".join(edges)}{"".join(boxes)}</svg>')
+    marker = (
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>'
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="the runs and their inputs">'
+        f"{marker}{''.join(edges)}{''.join(boxes)}</svg>"
+    )
 
 
 def write_run_graph(graph: dict, path: str | os.PathLike) -> None:
@@ -108,7 +121,9 @@ def write_run_graph(graph: dict, path: str | os.PathLike) -> None:
     :param path: the HTML page to write (atomically).
     """
     count = sum(len(others) for run in graph.values() for others in run["inputs"].values())
-    body = (f"<h1>The runs of this report</h1>\n<p class=\"muted\">{len(graph)} runs; an arrow goes from a run "
-            f"to each run that takes it as an input ({count} inputs), labelled with the input's role.</p>\n"
-            f"<div class=\"graph\">{graph_svg(graph)}</div>")
+    body = (
+        f'<h1>The runs of this report</h1>\n<p class="muted">{len(graph)} runs; an arrow goes from a run '
+        f"to each run that takes it as an input ({count} inputs), labelled with the input's role.</p>\n"
+        f'<div class="graph">{graph_svg(graph)}</div>'
+    )
     write_text(path, page("The runs of this report", body, style=STYLE))

@@ -57,7 +57,7 @@ class ViewerSettings:
     flagged: int  # flagged queries shown at most, the worst first
 
     @classmethod
-    def from_config(cls, section: dict) -> "ViewerSettings":
+    def from_config(cls, section: dict) -> ViewerSettings:
         """From the validated ``viewer`` section; ``ConfigError`` naming ``viewer.<key>`` for an unknown or a
         missing key."""
         return cls(**section_values(section, [f.name for f in fields(cls)], "viewer"))
@@ -68,8 +68,9 @@ def sample_queries(qids: list[str], count: int, seed: int) -> list[str]:
     return sample_ids(qids, count, seed)
 
 
-def flagged_queries(audit: pa.Table, positive_rank: int, depth: int, limit: int,
-                    ranked: bool = True) -> tuple[list[tuple[str, str]], int]:
+def flagged_queries(
+    audit: pa.Table, positive_rank: int, depth: int, limit: int, ranked: bool = True
+) -> tuple[list[tuple[str, str]], int]:
     """The flagged queries of an AUDIT table, the worst first, at most ``limit``: (qid, why) of each, and how many
     are flagged in all. A query is flagged when a negative scores at or above its best positive (suspected false
     negatives; more first), or its best positive ranks below ``positive_rank`` in the mining ranking (beyond
@@ -99,9 +100,22 @@ def _rows_by_qid(table: pa.Table) -> dict[str, list[dict]]:
     return out
 
 
-def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardnegs: pa.Table, positives: pa.Table,
-                   audit: pa.Table, corpus: pa.Table, mining_run: pa.Table | None, bm25_run: pa.Table | None, depth: int,
-                   negatives: int, snippet_chars: int, pool: pa.Table | None = None) -> list[dict]:
+def viewer_queries(
+    qids: list[str],
+    *,
+    queries: pa.Table,
+    qrels: pa.Table,
+    hardnegs: pa.Table,
+    positives: pa.Table,
+    audit: pa.Table,
+    corpus: pa.Table,
+    mining_run: pa.Table | None,
+    bm25_run: pa.Table | None,
+    depth: int,
+    negatives: int,
+    snippet_chars: int,
+    pool: pa.Table | None = None,
+) -> list[dict]:
     """What the viewer shows of each query of ``qids``, in that order (tables may hold other queries too).
 
     ``queries`` (QUERIES), ``qrels`` (QRELS), ``hardnegs`` (HARDNEGS), ``positives`` (POSITIVE_SCORES: the
@@ -122,22 +136,30 @@ def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardn
     ``pool``). Scores are the mining model's (inner products), or the imported file's (None where it has none).
     """
     texts = dict(zip(queries["qid"].to_pylist(), queries["text"].to_pylist()))
-    docs = {d: (t, x) for d, t, x in zip(corpus["docid"].to_pylist(), corpus["title"].to_pylist(),
-                                          corpus["text"].to_pylist())}
+    docs = {
+        d: (t, x)
+        for d, t, x in zip(corpus["docid"].to_pylist(), corpus["title"].to_pylist(), corpus["text"].to_pylist())
+    }
     audit_rows = {row["qid"]: row for row in audit.to_pylist()}
     relevant = _rows_by_qid(qrels.filter(pc.greater_equal(qrels["relevance"], 1)))
     listed = {qid: {r["docid"]: r for r in rows} for qid, rows in _rows_by_qid(positives).items()}
     run_ranks: dict[tuple[str, str], int] = {}
-    for row in (mining_run.to_pylist() if mining_run is not None else []):
+    for row in mining_run.to_pylist() if mining_run is not None else []:
         key = (row["qid"], row["docid"])
         run_ranks[key] = min(row["rank"], run_ranks.get(key, row["rank"]))
     negs = _rows_by_qid(hardnegs)
     duplicates = {}
     if pool is not None:
         marked = pool.filter(pc.is_valid(pool["duplicate_of"]))
-        duplicates = {(q, d): f"{of} ({kind})" for q, d, of, kind in zip(
-            marked["qid"].to_pylist(), marked["docid"].to_pylist(), marked["duplicate_of"].to_pylist(),
-            marked["duplicate_kind"].to_pylist())}
+        duplicates = {
+            (q, d): f"{of} ({kind})"
+            for q, d, of, kind in zip(
+                marked["qid"].to_pylist(),
+                marked["docid"].to_pylist(),
+                marked["duplicate_of"].to_pylist(),
+                marked["duplicate_kind"].to_pylist(),
+            )
+        }
     in_bm25 = None
     if bm25_run is not None:
         top = bm25_run.filter(pc.less_equal(bm25_run["rank"], depth))
@@ -157,32 +179,79 @@ def viewer_queries(qids: list[str], *, queries: pa.Table, qrels: pa.Table, hardn
         positives_shown = []
         for docid in set(named) | set(judged):
             entry = named.get(docid, {})
-            positives_shown.append({
-                "docid": docid, "relevance": entry.get("relevance") or judged.get(docid), "judged": docid in judged,
-                "rank": run_ranks.get((qid, docid)), "score": entry.get("score"), "snippet": snippet(docid)})
+            positives_shown.append(
+                {
+                    "docid": docid,
+                    "relevance": entry.get("relevance") or judged.get(docid),
+                    "judged": docid in judged,
+                    "rank": run_ranks.get((qid, docid)),
+                    "score": entry.get("score"),
+                    "snippet": snippet(docid),
+                }
+            )
         positives_shown.sort(key=lambda p: (-p["relevance"], p["docid"]))
         best = max((p["score"] for p in positives_shown if p["score"] is not None), default=None)
         shown = sorted(negs.get(qid, []), key=lambda r: r["rank"])[:negatives]
         negatives_shown = []
         for neg in shown:
             margin = None if best is None or neg["score"] is None else neg["score"] - best
-            negatives_shown.append({
-                "rank": neg["rank"], "docid": neg["docid"], "score": neg["score"], "margin": margin,
-                "in_bm25": None if in_bm25 is None else (qid, neg["docid"]) in in_bm25,
-                "suspected": margin is not None and margin >= 0, "empty": is_empty(neg["docid"]),
-                "duplicate": duplicates.get((qid, neg["docid"])), "snippet": snippet(neg["docid"])})
-        out.append({"qid": qid, "text": texts.get(qid, ""), "positives": positives_shown,
-                    "negatives": negatives_shown,
-                    **{name: row.get(name) for name in ("best_positive_rank", "best_positive_score", "num_negatives",
-                                                        "bm25_overlap", "min_margin", "max_margin",
-                                                        "suspected_false_negatives")}})
+            negatives_shown.append(
+                {
+                    "rank": neg["rank"],
+                    "docid": neg["docid"],
+                    "score": neg["score"],
+                    "margin": margin,
+                    "in_bm25": None if in_bm25 is None else (qid, neg["docid"]) in in_bm25,
+                    "suspected": margin is not None and margin >= 0,
+                    "empty": is_empty(neg["docid"]),
+                    "duplicate": duplicates.get((qid, neg["docid"])),
+                    "snippet": snippet(neg["docid"]),
+                }
+            )
+        out.append(
+            {
+                "qid": qid,
+                "text": texts.get(qid, ""),
+                "positives": positives_shown,
+                "negatives": negatives_shown,
+                **{
+                    name: row.get(name)
+                    for name in (
+                        "best_positive_rank",
+                        "best_positive_score",
+                        "num_negatives",
+                        "bm25_overlap",
+                        "min_margin",
+                        "max_margin",
+                        "suspected_false_negatives",
+                    )
+                },
+            }
+        )
     return out
 
 
-def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_summary_path, mining_run_path,
-                 corpus_path, queries_path, qrels_path, output_path: str | os.PathLike, bm25_run_path=None,
-                 pool_path=None, card_path=None, miner: str | None, split: str, depth: int, seed: int,
-                 settings: dict) -> int:
+def viewer_stage(
+    run: str,
+    *,
+    hardnegs_path,
+    positives_path,
+    audit_path,
+    audit_summary_path,
+    mining_run_path,
+    corpus_path,
+    queries_path,
+    qrels_path,
+    output_path: str | os.PathLike,
+    bm25_run_path=None,
+    pool_path=None,
+    card_path=None,
+    miner: str | None,
+    split: str,
+    depth: int,
+    seed: int,
+    settings: dict,
+) -> int:
     """Stage function: the hard-negative list of run ``run`` (mined, or imported) and what the pipeline has about
     it → the viewer page at ``output_path`` (written atomically).
 
@@ -203,8 +272,7 @@ def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_s
     if imported is not None and "import" not in imported:
         raise HardnegError(f"{card_path}: not the card of an imported list (it has no import section)")
     audit = artifacts.read_table(artifacts.AUDIT, audit_path)
-    flagged, num_flagged = flagged_queries(audit, config.positive_rank, depth, config.flagged,
-                                           ranked=imported is None)
+    flagged, num_flagged = flagged_queries(audit, config.positive_rank, depth, config.flagged, ranked=imported is None)
     why = dict(flagged)
     others = [qid for qid in audit["qid"].to_pylist() if qid not in why]
     qids = [qid for qid, _ in flagged] + sample_queries(others, config.queries, seed)
@@ -214,26 +282,56 @@ def viewer_stage(run: str, *, hardnegs_path, positives_path, audit_path, audit_s
     shown = set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["docid"].to_pylist())
     shown.update(positives["docid"].to_pylist())  # an imported file's positives the qrels may not judge
     for rows in _rows_by_qid(hardnegs).values():  # the documents shown: positives and the best-ranked negatives
-        shown.update(row["docid"] for row in sorted(rows, key=lambda r: r["rank"])[:config.negatives])
+        shown.update(row["docid"] for row in sorted(rows, key=lambda r: r["rank"])[: config.negatives])
     bm25 = artifacts.read_matching_rows(artifacts.RUN, bm25_run_path, "qid", qids) if bm25_run_path else None
     queries = viewer_queries(
-        qids, queries=artifacts.read_matching_rows(artifacts.QUERIES, queries_path, "qid", qids), qrels=qrels,
-        hardnegs=hardnegs, positives=positives, audit=audit,
+        qids,
+        queries=artifacts.read_matching_rows(artifacts.QUERIES, queries_path, "qid", qids),
+        qrels=qrels,
+        hardnegs=hardnegs,
+        positives=positives,
+        audit=audit,
         corpus=artifacts.read_matching_rows(artifacts.CORPUS, corpus_path, "docid", sorted(shown)),
         mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids)
-        if mining_run_path is not None else None, bm25_run=bm25,
-        depth=depth, negatives=config.negatives, snippet_chars=config.snippet_chars,
-        pool=artifacts.read_matching_rows(artifacts.CANDIDATES, pool_path, "qid", qids) if pool_path else None)
+        if mining_run_path is not None
+        else None,
+        bm25_run=bm25,
+        depth=depth,
+        negatives=config.negatives,
+        snippet_chars=config.snippet_chars,
+        pool=artifacts.read_matching_rows(artifacts.CANDIDATES, pool_path, "qid", qids) if pool_path else None,
+    )
     for query in queries:
         query["flagged"] = why.get(query["qid"])
     with open(audit_summary_path, encoding="utf-8") as handle:
         summary = json.load(handle)
-    write_text(output_path, render_viewer(queries, run=run, miner=miner, split=split, depth=depth, seed=seed,
-                                          num_training_queries=audit.num_rows, with_bm25=bm25 is not None,
-                                          audit_markdown=audit_markdown(summary, bars=False),
-                                          histogram=summary["margin"]["histogram"], num_flagged=num_flagged,
-                                          positive_rank=config.positive_rank, imported=imported))
-    log.info("hard-negative viewer of run %s: %d flagged (of %d) and %d sampled of %d training queries, %d negatives "
-             "each at most (%s)", run, len(flagged), num_flagged, len(queries) - len(flagged), audit.num_rows,
-             config.negatives, output_path)
+    write_text(
+        output_path,
+        render_viewer(
+            queries,
+            run=run,
+            miner=miner,
+            split=split,
+            depth=depth,
+            seed=seed,
+            num_training_queries=audit.num_rows,
+            with_bm25=bm25 is not None,
+            audit_markdown=audit_markdown(summary, bars=False),
+            histogram=summary["margin"]["histogram"],
+            num_flagged=num_flagged,
+            positive_rank=config.positive_rank,
+            imported=imported,
+        ),
+    )
+    log.info(
+        "hard-negative viewer of run %s: %d flagged (of %d) and %d sampled of %d training queries, %d negatives "
+        "each at most (%s)",
+        run,
+        len(flagged),
+        num_flagged,
+        len(queries) - len(flagged),
+        audit.num_rows,
+        config.negatives,
+        output_path,
+    )
     return len(queries)

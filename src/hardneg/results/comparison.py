@@ -127,14 +127,18 @@ def _metrics_split(files: RunFiles) -> tuple[str, str]:
         with open(path, encoding="utf-8") as handle:
             record = json.load(handle)
     except FileNotFoundError:
-        raise HardnegError(f"run {files.run} is not evaluated: {path} is missing; build it with snakemake "
-                           f"--cores all {path}") from None
+        raise HardnegError(
+            f"run {files.run} is not evaluated: {path} is missing; build it with snakemake --cores all {path}"
+        ) from None
     except json.JSONDecodeError as error:
-        raise HardnegError(f"{path}, line {error.lineno}: not valid JSON ({error.msg}); build it again with "
-                           f"snakemake --cores all --force {path}") from None
+        raise HardnegError(
+            f"{path}, line {error.lineno}: not valid JSON ({error.msg}); build it again with "
+            f"snakemake --cores all --force {path}"
+        ) from None
     if not isinstance(record, dict) or not isinstance(record.get("split"), str):
-        raise HardnegError(f"{path} names no evaluation split (key 'split'); build it again with snakemake "
-                           f"--cores all --force {path}")
+        raise HardnegError(
+            f"{path} names no evaluation split (key 'split'); build it again with snakemake --cores all --force {path}"
+        )
     return record["split"], path
 
 
@@ -143,8 +147,10 @@ def _stored_values(files: RunFiles, measure: str) -> tuple[pd.Series, str] | Non
     was not evaluated with ``measure`` (they are then evaluated from its ranking)."""
     path = files.layout.per_query(files.run)
     if not Path(path).exists():
-        raise HardnegError(f"run {files.run} has no per-query values: {path} is missing; build it with snakemake "
-                           f"--cores all {files.layout.metrics(files.run)}")
+        raise HardnegError(
+            f"run {files.run} has no per-query values: {path} is missing; build it with snakemake "
+            f"--cores all {files.layout.metrics(files.run)}"
+        )
     table = artifacts.read_table(artifacts.PER_QUERY_METRICS, path)
     mine = table.filter(pc.equal(table["measure"], measure))
     if mine.num_rows == 0:
@@ -156,11 +162,14 @@ def _computed_values(files: RunFiles, measure: str, split: str) -> tuple[pd.Seri
     """A run's per-query values of ``measure`` on ``split``, evaluated from its ranking and the qrels."""
     path = files.layout.ranking(files.run, split)
     if not Path(path).exists():
-        raise HardnegError(f"run {files.run} has no ranking of split {split!r}: {path} is missing (a run ranks "
-                           f"evaluation.split and evaluation.extra_splits)")
+        raise HardnegError(
+            f"run {files.run} has no ranking of split {split!r}: {path} is missing (a run ranks "
+            f"evaluation.split and evaluation.extra_splits)"
+        )
     try:
-        _, per_query = evaluate(read_run(path), artifacts.read_table(artifacts.QRELS, files.qrels(split)),
-                                [measure], label=str(path))
+        _, per_query = evaluate(
+            read_run(path), artifacts.read_table(artifacts.QRELS, files.qrels(split)), [measure], label=str(path)
+        )
     except ConfigError as error:
         raise HardnegError(f"measure {measure!r}: {error.message}") from None
     return pd.Series(per_query["value"].to_numpy(), index=per_query["qid"].to_pylist(), name=files.run), path
@@ -172,8 +181,10 @@ def _split(files: list[RunFiles], split: str | None) -> tuple[str, dict[str, str
     if split is None:
         if len({name for name, _ in evaluated.values()}) > 1:
             listed = ", ".join(f"{name} ({path})" for name, path in evaluated.values())
-            raise HardnegError(f"the runs were evaluated on different splits: {listed}; compare them on one split "
-                               f"they all ranked (--split)")
+            raise HardnegError(
+                f"the runs were evaluated on different splits: {listed}; compare them on one split "
+                f"they all ranked (--split)"
+            )
         split = next(iter(evaluated.values()))[0]
     return split, {run: name for run, (name, _) in evaluated.items()}
 
@@ -183,8 +194,15 @@ def _hard_negatives(files: RunFiles) -> str | None:
     return str(path) if path.exists() else None
 
 
-def _shown_queries(comparison: Comparison, files: dict[str, RunFiles], split: str, qids: list[str], depth: int,
-                   hard_negatives: dict[str, str | None], snippet_chars: int) -> list[ChangedQuery]:
+def _shown_queries(
+    comparison: Comparison,
+    files: dict[str, RunFiles],
+    split: str,
+    qids: list[str],
+    depth: int,
+    hard_negatives: dict[str, str | None],
+    snippet_chars: int,
+) -> list[ChangedQuery]:
     """What the comparison shows of each query of ``qids``."""
     if not qids:
         return []
@@ -192,8 +210,9 @@ def _shown_queries(comparison: Comparison, files: dict[str, RunFiles], split: st
     texts = artifacts.read_matching_rows(artifacts.QUERIES, first.queries(split), "qid", qids)
     texts = dict(zip(texts["qid"].to_pylist(), texts["text"].to_pylist()))
     qrels = artifacts.read_matching_rows(artifacts.QRELS, first.qrels(split), "qid", qids)
-    grades: dict[tuple[str, str], int] = {(q, d): int(r) for q, d, r in zip(*(qrels[c].to_pylist()
-                                                                             for c in ("qid", "docid", "relevance")))}
+    grades: dict[tuple[str, str], int] = {
+        (q, d): int(r) for q, d, r in zip(*(qrels[c].to_pylist() for c in ("qid", "docid", "relevance")))
+    }
     rankings: dict[str, pa.Table] = {}
     for run, run_files in files.items():
         ranking = read_run(run_files.layout.ranking(run, split), filters=[("qid", "in", qids)])
@@ -206,11 +225,15 @@ def _shown_queries(comparison: Comparison, files: dict[str, RunFiles], split: st
             shown = top[run].setdefault(qid, [])
             if len(shown) < depth:
                 shown.append((rank, docid))
-    shown_docids = sorted({d for run in top.values() for docs in run.values() for _, d in docs}
-                          | {d for (_, d), g in grades.items() if g >= 1})
+    shown_docids = sorted(
+        {d for run in top.values() for docs in run.values() for _, d in docs}
+        | {d for (_, d), g in grades.items() if g >= 1}
+    )
     corpus = artifacts.read_matching_rows(artifacts.CORPUS, first.corpus(), "docid", shown_docids)
-    snippets = {d: text_snippet(t, x, snippet_chars)
-                for d, t, x in zip(*(corpus[c].to_pylist() for c in ("docid", "title", "text")))}
+    snippets = {
+        d: text_snippet(t, x, snippet_chars)
+        for d, t, x in zip(*(corpus[c].to_pylist() for c in ("docid", "title", "text")))
+    }
     marked: dict[str, tuple[set, dict]] = {}  # run → ({(qid, docid)}, docid → training queries)
     for run, path in hard_negatives.items():
         if path is None:
@@ -225,36 +248,57 @@ def _shown_queries(comparison: Comparison, files: dict[str, RunFiles], split: st
     def document(run: str, qid: str, rank: int, docid: str) -> ShownDocument:
         pairs, queries_of = marked.get(run, (set(), {}))
         mine = (qid, docid) in pairs
-        return ShownDocument(rank, docid, grades.get((qid, docid)), mine,
-                             len(queries_of.get(docid, ())) - int(mine),
-                             snippets.get(docid, "(not in the corpus)"))
+        return ShownDocument(
+            rank,
+            docid,
+            grades.get((qid, docid)),
+            mine,
+            len(queries_of.get(docid, ())) - int(mine),
+            snippets.get(docid, "(not in the corpus)"),
+        )
 
     deltas = comparison.deltas()
     out = []
     for qid in qids:
-        relevant = sorted(((d, g) for (q, d), g in grades.items() if q == qid and g >= 1),
-                          key=lambda item: (-item[1], item[0]))
-        out.append(ChangedQuery(
-            qid=qid, text=texts.get(qid),
-            values={run: float(comparison.values.at[qid, run]) for run in comparison.runs},
-            deltas={run: float(deltas.at[qid, run]) for run in deltas.columns},
-            rankings={run: [document(run, qid, rank, docid) for rank, docid in top[run].get(qid, [])]
-                      for run in comparison.runs},
-            relevant=[RelevantDocument(docid, grade, {run: ranks[run].get((qid, docid)) for run in comparison.runs},
-                                       snippets.get(docid, "(not in the corpus)")) for docid, grade in relevant]))
+        relevant = sorted(
+            ((d, g) for (q, d), g in grades.items() if q == qid and g >= 1), key=lambda item: (-item[1], item[0])
+        )
+        out.append(
+            ChangedQuery(
+                qid=qid,
+                text=texts.get(qid),
+                values={run: float(comparison.values.at[qid, run]) for run in comparison.runs},
+                deltas={run: float(deltas.at[qid, run]) for run in deltas.columns},
+                rankings={
+                    run: [document(run, qid, rank, docid) for rank, docid in top[run].get(qid, [])]
+                    for run in comparison.runs
+                },
+                relevant=[
+                    RelevantDocument(
+                        docid,
+                        grade,
+                        {run: ranks[run].get((qid, docid)) for run in comparison.runs},
+                        snippets.get(docid, "(not in the corpus)"),
+                    )
+                    for docid, grade in relevant
+                ],
+            )
+        )
     return out
 
 
 def replicates_on_disk(run: str, results: str | os.PathLike) -> list[str]:
     """The replicates of ``run`` (``<run>_seed<s>``) whose metrics exist under ``results``, by seed."""
     folder = Path(results)
-    found = [(replicate_seed(path.name, run), path.name) for path in folder.glob(f"{run}_seed*")
-             if (path / "metrics.json").is_file()]
+    found = [
+        (replicate_seed(path.name, run), path.name)
+        for path in folder.glob(f"{run}_seed*")
+        if (path / "metrics.json").is_file()
+    ]
     return [name for _, name in sorted(entry for entry in found if entry[0] is not None)]
 
 
-def _seed_spreads(runs: list[str], results, measure: str, split: str,
-                  first: dict[str, pd.Series]) -> list[SeedSpread]:
+def _seed_spreads(runs: list[str], results, measure: str, split: str, first: dict[str, pd.Series]) -> list[SeedSpread]:
     """The runs over their seeds (:class:`SeedSpread`), when any of them has replicates; else none."""
     from scipy.stats import ttest_ind
 
@@ -282,9 +326,19 @@ def _seed_spreads(runs: list[str], results, measure: str, split: str,
     return spreads
 
 
-def compare_results(runs: list[str], *, results: str | os.PathLike = "results", measure: str = "RR@10",
-                    split: str | None = None, top: int = 5, depth: int = 10, correction: str = "holm",
-                    resamples: int = RESAMPLES, seed: int = SEED, snippet_chars: int = 160) -> RunsComparison:
+def compare_results(
+    runs: list[str],
+    *,
+    results: str | os.PathLike = "results",
+    measure: str = "RR@10",
+    split: str | None = None,
+    top: int = 5,
+    depth: int = 10,
+    correction: str = "holm",
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    snippet_chars: int = 160,
+) -> RunsComparison:
     """Compare finished runs query by query (see the module docstring): each run after the first against the
     first.
 
@@ -320,11 +374,19 @@ def compare_results(runs: list[str], *, results: str | os.PathLike = "results", 
     for run, run_files in files.items():
         stored = _stored_values(run_files, measure) if evaluated[run] == split else None
         values[run], sources[run] = stored or _computed_values(run_files, measure, split)
-    comparison = compare_runs(values, measure, correction=correction, resamples=resamples, seed=seed,
-                              sources=sources)
+    comparison = compare_runs(values, measure, correction=correction, resamples=resamples, seed=seed, sources=sources)
     hard_negatives = {run: _hard_negatives(run_files) for run, run_files in files.items()}
-    queries = _shown_queries(comparison, files, split, comparison.most_changed(top), depth, hard_negatives,
-                             snippet_chars)
+    queries = _shown_queries(
+        comparison, files, split, comparison.most_changed(top), depth, hard_negatives, snippet_chars
+    )
     seeds = _seed_spreads(runs, results, measure, split, values)
-    return RunsComparison(comparison, datasets[runs[0]], split, {run: str(path) for run, path in sources.items()},
-                          hard_negatives, queries, depth, seeds)
+    return RunsComparison(
+        comparison,
+        datasets[runs[0]],
+        split,
+        {run: str(path) for run, path in sources.items()},
+        hard_negatives,
+        queries,
+        depth,
+        seeds,
+    )

@@ -21,14 +21,18 @@ def _one_line(text: str) -> str:
 
 
 def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def _aligned(rows: list[list[str]], left: set[int]) -> list[str]:
     """Rows of cells as aligned lines: the columns in ``left`` left-aligned, the others right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) if i in left else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-            .rstrip() for row in rows]
+    return [
+        "  ".join(
+            cell.ljust(w) if i in left else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    ]
 
 
 def document_marks(document: ShownDocument) -> str:
@@ -49,14 +53,18 @@ def _query_lines(number: int, query: ChangedQuery, report: RunsComparison) -> li
     measure, runs = comparison.measure, comparison.runs
     text = "(not among the split's queries)" if query.text is None else _one_line(query.text)
     lines = [f"{number}. query {visible(query.qid)}: {text}"]
-    values = ", ".join(f"{run} {number_text(query.values[run], measure)}"
-                       + (f" ({number_text(query.deltas[run], measure, signed=True)})" if run in query.deltas else "")
-                       for run in runs)
+    values = ", ".join(
+        f"{run} {number_text(query.values[run], measure)}"
+        + (f" ({number_text(query.deltas[run], measure, signed=True)})" if run in query.deltas else "")
+        for run in runs
+    )
     lines.append(f"   {measure}: {values}")
     for document in query.relevant:
         ranks = ", ".join(f"{run} {'–' if document.ranks[run] is None else document.ranks[run]}" for run in runs)
-        lines.append(f"   relevant {visible(document.docid)} [R{document.relevance}], ranked {ranks}: "
-                     f"{_clip(_one_line(document.snippet), 60)}")
+        lines.append(
+            f"   relevant {visible(document.docid)} [R{document.relevance}], ranked {ranks}: "
+            f"{_clip(_one_line(document.snippet), 60)}"
+        )
     if not query.relevant:
         lines.append("   (no document judged relevant)")
     width = max(30, (WIDTH - 6) // len(runs))
@@ -68,8 +76,11 @@ def _query_lines(number: int, query: ChangedQuery, report: RunsComparison) -> li
             if rank < len(shown):
                 document = shown[rank]
                 marks = document_marks(document)
-                cells.append(_clip(f"{visible(document.docid)}{' ' + marks if marks else ''} "
-                                   f"{_one_line(document.snippet)}", width))
+                cells.append(
+                    _clip(
+                        f"{visible(document.docid)}{' ' + marks if marks else ''} {_one_line(document.snippet)}", width
+                    )
+                )
             else:
                 cells.append("")
         if any(cells):
@@ -83,47 +94,66 @@ def seed_cells(report: RunsComparison) -> tuple[list[str], list[list[str]]]:
     deviation of its seeds' means, Welch's p against the reference."""
     measure, reference = report.comparison.measure, report.comparison.reference
     header = ["run", "seeds", f"mean {measure}", "sd", f"Welch p vs {reference}"]
-    rows = [[spread.run, str(len(spread.means)), f"{spread.mean:.4f}",
-             "–" if spread.sd is None else f"{spread.sd:.4f}",
-             "–" if spread.p_welch is None else f"{spread.p_welch:.3g}"] for spread in report.seeds]
+    rows = [
+        [
+            spread.run,
+            str(len(spread.means)),
+            f"{spread.mean:.4f}",
+            "–" if spread.sd is None else f"{spread.sd:.4f}",
+            "–" if spread.p_welch is None else f"{spread.p_welch:.3g}",
+        ]
+        for spread in report.seeds
+    ]
     return header, rows
 
 
 def seed_note(report: RunsComparison) -> str:
     """What the table of the runs over their seeds shows, and which replicates it read."""
-    return (f"Over seeds: each run and its replicates (<run>_seed<s>) found under the results folder, each "
-            f"replicate's mean {report.comparison.measure} over the {report.comparison.num_queries} queries; "
-            f"Welch's t-test takes the seeds as the samples (it needs two or more seeds on both sides). "
-            "Replicates: " + "; ".join(f"{s.run}: {', '.join(s.replicates)}" for s in report.seeds) + ".")
+    return (
+        f"Over seeds: each run and its replicates (<run>_seed<s>) found under the results folder, each "
+        f"replicate's mean {report.comparison.measure} over the {report.comparison.num_queries} queries; "
+        f"Welch's t-test takes the seeds as the samples (it needs two or more seeds on both sides). "
+        "Replicates: " + "; ".join(f"{s.run}: {', '.join(s.replicates)}" for s in report.seeds) + "."
+    )
 
 
 def _seed_lines(report: RunsComparison) -> list[str]:
     header, rows = seed_cells(report)
-    return (_aligned([[visible(cell) for cell in row] for row in [header, *rows]], left={0}) + [""]
-            + textwrap.wrap(visible(seed_note(report)), WIDTH))
+    return (
+        _aligned([[visible(cell) for cell in row] for row in [header, *rows]], left={0})
+        + [""]
+        + textwrap.wrap(visible(seed_note(report)), WIDTH)
+    )
 
 
 def comparison_text(report: RunsComparison) -> str:
     """The comparison as terminal text (see the module docstring); ends with a line break."""
     comparison = report.comparison
     header, rows = table_cells(comparison)
-    lines = [f"{comparison.measure} on split {visible(report.split)} of dataset {visible(report.dataset)}: "
-             f"{comparison.num_queries} queries, each run against {comparison.reference}", ""]
+    lines = [
+        f"{comparison.measure} on split {visible(report.split)} of dataset {visible(report.dataset)}: "
+        f"{comparison.num_queries} queries, each run against {comparison.reference}",
+        "",
+    ]
     lines += _aligned([header, *rows], left={0})
     lines += [""] + textwrap.wrap(method_note(comparison), WIDTH)
     if report.seeds:
         lines += [""] + _seed_lines(report)
-    lines += [""] + textwrap.wrap("Per-query values: " + "; ".join(f"{run}: {visible(path)}" for run, path in
-                                                                   report.sources.items()), WIDTH)
-    marks = "; ".join(f"{run}: {visible(path) if path else 'none (it trains on no mined list)'}"
-                      for run, path in report.hard_negatives.items())
+    lines += [""] + textwrap.wrap(
+        "Per-query values: " + "; ".join(f"{run}: {visible(path)}" for run, path in report.sources.items()), WIDTH
+    )
+    marks = "; ".join(
+        f"{run}: {visible(path) if path else 'none (it trains on no mined list)'}"
+        for run, path in report.hard_negatives.items()
+    )
     lines += textwrap.wrap(f"Hard negatives each run trained on: {marks}", WIDTH)
     if report.queries:
         lines += [""] + textwrap.wrap(
             f"The {len(report.queries)} queries that changed most (largest |Δ{comparison.measure}| against "
             f"{comparison.reference}), top {report.depth} of each ranking. [R<g>]: judged relevant with grade g; "
             f"[HN]: the run trained on it as a hard negative of this query; [HN×n]: of n other training queries.",
-            WIDTH)
+            WIDTH,
+        )
         for number, query in enumerate(report.queries, start=1):
             lines += [""] + _query_lines(number, query, report)
     elif comparison.num_queries and not comparison.most_changed(1):  # with --top 0, changed queries go unshown

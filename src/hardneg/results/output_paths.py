@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from hardneg.errors import HardnegError
 
-_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def _special_kind(mode: int) -> str | None:
@@ -49,9 +53,16 @@ def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
     return Path(path).resolve().is_relative_to(Path(folder).resolve())
 
 
-def check_output(path: str | os.PathLike, *, folder: bool, what: str, results: str | os.PathLike = "results",
-                 force: bool = False, previous: Callable[[Path], bool] | None = None,
-                 option: str = "--output") -> Path:
+def check_output(
+    path: str | os.PathLike,
+    *,
+    folder: bool,
+    what: str,
+    results: str | os.PathLike = "results",
+    force: bool = False,
+    previous: Callable[[Path], bool] | None = None,
+    option: str = "--output",
+) -> Path:
     """``path`` as a Path when ``what`` (a file, or a ``folder``) may be written there (see the module
     docstring); otherwise a HardnegError that names ``option`` and says what is wrong and what to do.
 
@@ -67,11 +78,15 @@ def check_output(path: str | os.PathLike, *, folder: bool, what: str, results: s
     path = Path(path)
     info = _lstat(path)
     if info is not None and stat.S_ISLNK(info.st_mode):
-        raise HardnegError(f"{option} {path} is a symbolic link (to {os.readlink(path)}): writing would replace the "
-                           f"link, not what it points to; give the path of a new {shape}")
+        raise HardnegError(
+            f"{option} {path} is a symbolic link (to {os.readlink(path)}): writing would replace the "
+            f"link, not what it points to; give the path of a new {shape}"
+        )
     if info is not None and _special_kind(info.st_mode):
-        raise HardnegError(f"{option} {path} is {_special_kind(info.st_mode)}, not a {shape}: hardneg writes only "
-                           "regular files and folders; give another path")
+        raise HardnegError(
+            f"{option} {path} is {_special_kind(info.st_mode)}, not a {shape}: hardneg writes only "
+            "regular files and folders; give another path"
+        )
     for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
@@ -80,23 +95,28 @@ def check_output(path: str | os.PathLike, *, folder: bool, what: str, results: s
         if parent.is_symlink():
             raise HardnegError(f"{option} {path} cannot be written: {parent} is a broken symbolic link")
     if not force and inside(path, results):
-        raise HardnegError(f"{option} {path} is inside the results folder {results}, where the workflow keeps "
-                           "its artifacts: give a path outside it, or --force to write there anyway")
+        raise HardnegError(
+            f"{option} {path} is inside the results folder {results}, where the workflow keeps "
+            "its artifacts: give a path outside it, or --force to write there anyway"
+        )
     if info is None:
         return path
     if not folder and stat.S_ISDIR(info.st_mode):
         raise HardnegError(f"{option} {path} is a folder; the {what} is written as one file: give a file path")
     if not folder and inside(path, results) and not (previous and previous(path)):  # --force: a new file only
-        raise HardnegError(f"{option} {path} is a file of the results folder {results} (an artifact of the "
-                           f"workflow, or beside them): --force writes a new file there but replaces none; give "
-                           f"another path")
+        raise HardnegError(
+            f"{option} {path} is a file of the results folder {results} (an artifact of the "
+            f"workflow, or beside them): --force writes a new file there but replaces none; give "
+            f"another path"
+        )
     if folder and not stat.S_ISDIR(info.st_mode):
         raise HardnegError(f"{option} {path} is a file; the {what} is written as a folder: give a folder path")
     if folder and any(path.iterdir()) and not (previous and previous(path)):
-        raise HardnegError(f"{option} {path} is a folder that holds something other than a {what}; the {what} "
-                           "replaces its folder whole: give a new folder, or remove this one")
+        raise HardnegError(
+            f"{option} {path} is a folder that holds something other than a {what}; the {what} "
+            "replaces its folder whole: give a new folder, or remove this one"
+        )
     if not force:
-        held = f"an earlier {what}" if folder and any(path.iterdir()) else \
-            ("an empty folder" if folder else "a file")
+        held = f"an earlier {what}" if folder and any(path.iterdir()) else ("an empty folder" if folder else "a file")
         raise HardnegError(f"{option} {path} already exists ({held}): give --force to replace it, or another path")
     return path

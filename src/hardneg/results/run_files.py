@@ -45,7 +45,7 @@ class RunFiles:
     results: str
 
     @classmethod
-    def open(cls, run: str, results: str | os.PathLike = "results") -> "RunFiles":
+    def open(cls, run: str, results: str | os.PathLike = "results") -> RunFiles:
         """The files of run ``run``, once its folder and its resolved configuration are known to exist.
 
         :param run: the run's name.
@@ -64,8 +64,10 @@ class RunFiles:
             hint = f" (runs with results: {', '.join(known)})" if known else ""
             raise HardnegError(f"run {run!r} has no results folder: {run_dir} does not exist{hint}")
         if not Path(files.layout.config(run)).exists():
-            raise HardnegError(f"run {run}: {files.layout.config(run)} is missing, so its dataset and parameters "
-                               f"are unknown; build it with snakemake {files.layout.config(run)}")
+            raise HardnegError(
+                f"run {run}: {files.layout.config(run)} is missing, so its dataset and parameters "
+                f"are unknown; build it with snakemake {files.layout.config(run)}"
+            )
         return files
 
     @cached_property
@@ -86,13 +88,21 @@ class RunFiles:
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             where = f"{path}, line {mark.line + 1}" if mark is not None else path
-            raise HardnegError(f"run {self.run}: {where} is not valid YAML ({getattr(error, 'problem', error)}); "
-                               f"build it again with snakemake {path}") from None
+            raise HardnegError(
+                f"run {self.run}: {where} is not valid YAML ({getattr(error, 'problem', error)}); "
+                f"build it again with snakemake {path}"
+            ) from None
         dataset = config.get("dataset") if isinstance(config, dict) else None
-        if not (isinstance(config, dict) and isinstance(config.get("method"), str) and isinstance(dataset, dict)
-                and isinstance(dataset.get("name"), str)):
-            raise HardnegError(f"run {self.run}: {path} is not a resolved run configuration (it must name the "
-                               f"run's method and dataset.name); build it again with snakemake {path}")
+        if not (
+            isinstance(config, dict)
+            and isinstance(config.get("method"), str)
+            and isinstance(dataset, dict)
+            and isinstance(dataset.get("name"), str)
+        ):
+            raise HardnegError(
+                f"run {self.run}: {path} is not a resolved run configuration (it must name the "
+                f"run's method and dataset.name); build it again with snakemake {path}"
+            )
         return config
 
     @property
@@ -113,8 +123,10 @@ class RunFiles:
     def _dense_params(self, section: str) -> dict:
         """A section of a dense run's params (``model``, ``train``, ``index``); an error for other runs."""
         if section not in self.params:
-            raise HardnegError(f"run {self.run} is a {self.method} run: it has no trained model, index or hard "
-                               f"negatives to export (its params have no {section!r} section)")
+            raise HardnegError(
+                f"run {self.run} is a {self.method} run: it has no trained model, index or hard "
+                f"negatives to export (its params have no {section!r} section)"
+            )
         return self.params[section]
 
     @property
@@ -160,17 +172,23 @@ class RunFiles:
         if declared is not None and not declared.role_providing("miner"):
             mined = self._lists_mined_by_this_run()
             if mined:  # a miner: its ranking gave other runs their lists
-                raise HardnegError(f"run {self.run} (method {self.method}) selects no hard-negative list of its own: "
-                                   f"it is the miner of {', '.join(mined)}, whose lists it gave (e.g. hardneg audit "
-                                   f"{mined[0]})")
+                raise HardnegError(
+                    f"run {self.run} (method {self.method}) selects no hard-negative list of its own: "
+                    f"it is the miner of {', '.join(mined)}, whose lists it gave (e.g. hardneg audit "
+                    f"{mined[0]})"
+                )
             miners = [name for name, m in methods.methods().items() if m.role_providing("miner")]
-            raise HardnegError(f"run {self.run} (method {self.method}) mines no hard negatives; runs of method "
-                               f"{' or '.join(miners)} do")
-        raise HardnegError(f"run {self.run} has no hard-negative list: {path} is missing; build it with "
-                           f"snakemake {path}")
+            raise HardnegError(
+                f"run {self.run} (method {self.method}) mines no hard negatives; runs of method "
+                f"{' or '.join(miners)} do"
+            )
+        raise HardnegError(
+            f"run {self.run} has no hard-negative list: {path} is missing; build it with snakemake {path}"
+        )
 
     def _lists_mined_by_this_run(self) -> list[str]:
         """The runs of the results folder with a hard-negative list that name this run among their inputs."""
+
         def names(value) -> set:
             if isinstance(value, dict):
                 return {value["name"]} if isinstance(value.get("name"), str) else set()
@@ -213,8 +231,10 @@ class RunFiles:
         path = Path(self.layout.model(self.run))
         if not (path / "hardneg.json").exists():
             self._dense_params("model")
-            raise HardnegError(f"run {self.run} has no trained model: {path / 'hardneg.json'} is missing; build "
-                               f"it with snakemake {self.layout.metrics(self.run)}")
+            raise HardnegError(
+                f"run {self.run} has no trained model: {path / 'hardneg.json'} is missing; build "
+                f"it with snakemake {self.layout.metrics(self.run)}"
+            )
         return path
 
     def doc_run(self) -> str:
@@ -264,8 +284,9 @@ class RunFiles:
         """
         path = Path(self.layout.corpus_ids(self.doc_run()))
         if not path.exists():
-            raise HardnegError(f"run {self.run}: {path} (the document id of each index row) is missing; build it "
-                               f"with snakemake {path}")
+            raise HardnegError(
+                f"run {self.run}: {path} (the document id of each index row) is missing; build it with snakemake {path}"
+            )
         return path
 
     # ------------------------------------------------------------------------------- the dataset's files

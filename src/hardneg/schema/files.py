@@ -20,11 +20,13 @@ MAX_BYTES = 1 << 20  # 1 MiB
 MAX_DEPTH = 64  # mappings and lists inside one another
 MAX_ALIASED_NODES = 10_000  # values reached through aliases (*name), counted with the aliases inside them
 
-_NOT_REGULAR = ((stat.S_ISDIR, "is a folder, not a file"),
-                (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
-                (stat.S_ISSOCK, "is a socket, not a regular file"),
-                (stat.S_ISCHR, "is a character device, not a regular file"),
-                (stat.S_ISBLK, "is a block device, not a regular file"))
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "is a folder, not a file"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
+    (stat.S_ISSOCK, "is a socket, not a regular file"),
+    (stat.S_ISCHR, "is a character device, not a regular file"),
+    (stat.S_ISBLK, "is a block device, not a regular file"),
+)
 
 
 class _LimitError(yaml.YAMLError):
@@ -56,20 +58,30 @@ class _StrictLoader(yaml.SafeLoader):
                 raise _LimitError(mark.line + 1, "an alias (*name) inside the very mapping or list it names")
             self._aliased += self._sizes[id(node)]
             if self._aliased > MAX_ALIASED_NODES:
-                raise _LimitError(mark.line + 1, f"the aliases (*name) expand to more than {MAX_ALIASED_NODES} "
-                                                 f"values in all; write the repeated sections out, or repeat less")
+                raise _LimitError(
+                    mark.line + 1,
+                    f"the aliases (*name) expand to more than {MAX_ALIASED_NODES} "
+                    f"values in all; write the repeated sections out, or repeat less",
+                )
             return node
         collection = self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent)
         if collection:
             self._depth += 1
             if self._depth > MAX_DEPTH:
-                raise _LimitError(self.peek_event().start_mark.line + 1,
-                                  f"mappings and lists nested more than {MAX_DEPTH} levels deep")
+                raise _LimitError(
+                    self.peek_event().start_mark.line + 1,
+                    f"mappings and lists nested more than {MAX_DEPTH} levels deep",
+                )
         node = super().compose_node(parent, index)
         if collection:
             self._depth -= 1
-        children = node.value if isinstance(node, yaml.SequenceNode) else \
-            [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else ()
+        children = (
+            node.value
+            if isinstance(node, yaml.SequenceNode)
+            else [part for pair in node.value for part in pair]
+            if isinstance(node, yaml.MappingNode)
+            else ()
+        )
         self._sizes[id(node)] = 1 + sum(self._sizes[id(child)] for child in children)
         return node
 
@@ -81,12 +93,16 @@ class _StrictLoader(yaml.SafeLoader):
             if isinstance(key_node, (yaml.SequenceNode, yaml.MappingNode)):
                 kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"a {kind} cannot be a key (a key is a name, a number or true/false)",
-                    key_node.start_mark)
+                    None,
+                    None,
+                    f"a {kind} cannot be a key (a key is a name, a number or true/false)",
+                    key_node.start_mark,
+                )
             key = self.construct_object(key_node, deep=True)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark)
+                    None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
+                )
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
 
@@ -111,8 +127,11 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
         except OSError as exc:
             raise ConfigFileError(path, None, f"cannot be read ({exc.strerror})") from None
     if len(data) > MAX_BYTES:
-        raise ConfigFileError(path, None, f"holds {max(status.st_size, len(data))} bytes; a config file may hold "
-                                          f"at most {MAX_BYTES} bytes (1 MiB)")
+        raise ConfigFileError(
+            path,
+            None,
+            f"holds {max(status.st_size, len(data))} bytes; a config file may hold at most {MAX_BYTES} bytes (1 MiB)",
+        )
     return data
 
 
@@ -126,8 +145,9 @@ def read_config_yaml(path: str | os.PathLike) -> dict:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigFileError(path, data.count(b"\n", 0, exc.start) + 1,
-                              f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise ConfigFileError(
+            path, data.count(b"\n", 0, exc.start) + 1, f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
     loader = None
     try:
         loader = _StrictLoader(text)  # checks that every character is printable
@@ -135,8 +155,11 @@ def read_config_yaml(path: str | os.PathLike) -> dict:
     except _LimitError as exc:
         raise ConfigFileError(path, exc.line, exc.message) from None
     except yaml.reader.ReaderError as exc:
-        raise ConfigFileError(path, text.count("\n", 0, exc.position) + 1,
-                              f"invalid YAML: unacceptable character #x{exc.character:04x} ({exc.reason})") from None
+        raise ConfigFileError(
+            path,
+            text.count("\n", 0, exc.position) + 1,
+            f"invalid YAML: unacceptable character #x{exc.character:04x} ({exc.reason})",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

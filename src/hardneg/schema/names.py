@@ -28,7 +28,7 @@ def seed_runs(run: str, entry: dict) -> list[str]:
 def replicate_seed(name: str, run: str) -> int | None:
     """The seed of ``name`` when it is a replicate of ``run`` (``<run>_seed<s>``), None otherwise."""
     prefix = run + REPLICATE_SUFFIX
-    tail = name[len(prefix):]
+    tail = name[len(prefix) :]
     return int(tail) if name.startswith(prefix) and tail.isdigit() and tail == str(int(tail)) else None
 
 

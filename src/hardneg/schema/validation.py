@@ -80,10 +80,14 @@ def _discriminator(variants) -> str | None:
     names = set()
     for variant in variants:
         test = variant.get("if") if isinstance(variant, dict) else None
-        if not (isinstance(test, dict) and set(test) == {"properties"} and set(variant) == {"if", "then"}
-                and len(test["properties"]) == 1):
+        if not (
+            isinstance(test, dict)
+            and set(test) == {"properties"}
+            and set(variant) == {"if", "then"}
+            and len(test["properties"]) == 1
+        ):
             return None
-        (name, condition), = test["properties"].items()
+        ((name, condition),) = test["properties"].items()
         if not (isinstance(condition, dict) and set(condition) == {"const"} and isinstance(condition["const"], str)):
             return None
         names.add(name)
@@ -124,7 +128,7 @@ def with_ref_defaults(schema: dict) -> dict:
         node = {key: walk(value) for key, value in node.items()}
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/") and "default" not in node:
-            target = definitions.get(ref[len("#/$defs/"):], {})
+            target = definitions.get(ref[len("#/$defs/") :], {})
             if isinstance(target, dict) and "default" in target:
                 node["default"] = copy.deepcopy(target["default"])
         return node
@@ -145,10 +149,12 @@ def non_finite_error(instance, path: tuple = ()) -> ValidationError | None:
     when every number is finite. JSON Schema's ``minimum``/``maximum`` let NaN through (it compares false), and no
     stage can use such a value."""
     if isinstance(instance, float) and not math.isfinite(instance):
-        return ValidationError(f"expected a finite number, got {instance!r}", validator="finite", path=path,
-                               instance=instance)
-    children = instance.items() if isinstance(instance, dict) else enumerate(instance) if isinstance(instance, list) \
-        else ()
+        return ValidationError(
+            f"expected a finite number, got {instance!r}", validator="finite", path=path, instance=instance
+        )
+    children = (
+        instance.items() if isinstance(instance, dict) else enumerate(instance) if isinstance(instance, list) else ()
+    )
     for key, value in children:
         found = non_finite_error(value, path + (key,))
         if found is not None:
@@ -183,11 +189,14 @@ def describe(error) -> ConfigError:
     """A jsonschema validation error as one :class:`ConfigError` naming the dotted key at fault."""
     path = list(error.absolute_path)
     validator, instance, schema = error.validator, error.instance, error.schema
-    if "propertyNames" in error.absolute_schema_path or (validator == "pattern" and
-                                                         error.validator_value == NAME_PATTERN):
+    if "propertyNames" in error.absolute_schema_path or (
+        validator == "pattern" and error.validator_value == NAME_PATTERN
+    ):
         key = path + [instance] if "propertyNames" in error.absolute_schema_path else path
-        return ConfigError(_dotted(key), f"invalid name {quoted(instance)}: a name becomes a file name, so it may "
-                                         f"hold only {NAME_RULE}")
+        return ConfigError(
+            _dotted(key),
+            f"invalid name {quoted(instance)}: a name becomes a file name, so it may hold only {NAME_RULE}",
+        )
     if validator == "additionalProperties" and isinstance(instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in instance if k not in allowed)
@@ -198,8 +207,9 @@ def describe(error) -> ConfigError:
         missing = next((k for k in error.validator_value if k not in instance), "?")
         return ConfigError(_dotted(path + [missing]), "required key is missing")
     if validator == "type":
-        return ConfigError(_dotted(path), f"expected {error.validator_value}, got {quoted(instance)} "
-                                          f"({type(instance).__name__})")
+        return ConfigError(
+            _dotted(path), f"expected {error.validator_value}, got {quoted(instance)} ({type(instance).__name__})"
+        )
     if validator in ("minItems", "maxItems") and isinstance(instance, list) and "description" in schema:
         low, high = schema.get("minItems", 0), schema.get("maxItems")
         count = f"exactly {low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
@@ -208,8 +218,9 @@ def describe(error) -> ConfigError:
         allowed = error.validator_value if validator == "enum" else [error.validator_value]
         return ConfigError(_dotted(path), f"must be one of {', '.join(map(str, allowed))}; got {quoted(instance)}")
     if len(error.message) > 2 * QUOTE_LIMIT:  # jsonschema's own message quotes the whole value
-        return ConfigError(_dotted(path), f"{quoted(instance)} fails {error.validator!r}: "
-                                          f"{quoted(error.validator_value)}")
+        return ConfigError(
+            _dotted(path), f"{quoted(instance)} fails {error.validator!r}: {quoted(error.validator_value)}"
+        )
     return ConfigError(_dotted(path), error.message)
 
 

@@ -20,8 +20,11 @@ def section_values(section: dict, names: Iterable[str], where: str) -> dict:
         raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(sorted(names))}")
     missing = [name for name in names if name not in section]
     if missing:
-        raise ConfigError(f"{where}.{missing[0]}", "required key is missing (a section that was not validated "
-                                                   "against the schema: see validate_params, validate_dataset)")
+        raise ConfigError(
+            f"{where}.{missing[0]}",
+            "required key is missing (a section that was not validated "
+            "against the schema: see validate_params, validate_dataset)",
+        )
     return {name: section[name] for name in names}
 
 
@@ -31,8 +34,14 @@ def dataclass_from(cls, values: Mapping, where: str):
     ``where`` is the dotted config key of the mapping, used in the :class:`ConfigError` raised otherwise."""
     values = section_values(values, [f.name for f in dataclasses.fields(cls)], where)
     hints = typing.get_type_hints(cls)
-    return cls(**{name: dataclass_from(hints[name], value, f"{where}.{name}")
-                  if dataclasses.is_dataclass(hints.get(name)) else copy.deepcopy(value) for name, value in values.items()})
+    return cls(
+        **{
+            name: dataclass_from(hints[name], value, f"{where}.{name}")
+            if dataclasses.is_dataclass(hints.get(name))
+            else copy.deepcopy(value)
+            for name, value in values.items()
+        }
+    )
 
 
 def check_run(config: dict, run, key: str) -> str:

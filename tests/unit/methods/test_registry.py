@@ -122,7 +122,7 @@ def test_no_rule_or_script_branches_on_a_method_name():
 
 
 # The starter config `hardneg init` writes names the methods of the runs it puts in a config.
-NAMES_ALLOWED = {REPO / "src" / "hardneg" / "pipeline" / "starter.py"}
+NAMES_ALLOWED = {REPO / "src" / "hardneg" / "pipeline" / name for name in ("starter.py", "starter_fusion.py")}
 
 
 def test_method_names_are_written_only_in_their_packages():

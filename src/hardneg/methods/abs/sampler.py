@@ -10,8 +10,15 @@ import numpy as np
 import pyarrow as pa
 
 from hardneg.dense.encode import encode_rows
-from hardneg.methods.abs.scheduling import (ORDERS, SEARCHES, SIMILARITIES, adaptive_batches, num_batches,
-                                            random_batches, sequential_batches)
+from hardneg.methods.abs.scheduling import (
+    ORDERS,
+    SEARCHES,
+    SIMILARITIES,
+    adaptive_batches,
+    num_batches,
+    random_batches,
+    sequential_batches,
+)
 from hardneg.methods.abs.similarity import Conflicts, DenseSimilarity, Similarity, SparseSimilarity, mean_hardness
 
 log = logging.getLogger(__name__)
@@ -35,10 +42,25 @@ class AdaptiveBatchSampler:
     measure would cost what ABS's encoding costs) and skip the measure otherwise.
     """
 
-    def __init__(self, train, query_texts, doc_texts, *, batch_size: int, seed: int, order: str, similarity: str,
-                 ranking: pa.Table | None = None, search: str = "greedy", beam: int = 3, candidates: int = 100,
-                 max_swaps: int | None = None, index: str = "Flat", encode_batch_size: int = 128,
-                 device: str = "cpu"):
+    def __init__(
+        self,
+        train,
+        query_texts,
+        doc_texts,
+        *,
+        batch_size: int,
+        seed: int,
+        order: str,
+        similarity: str,
+        ranking: pa.Table | None = None,
+        search: str = "greedy",
+        beam: int = 3,
+        candidates: int = 100,
+        max_swaps: int | None = None,
+        index: str = "Flat",
+        encode_batch_size: int = 128,
+        device: str = "cpu",
+    ):
         if order not in ORDERS:
             raise ValueError(f"order is one of {ORDERS}, not {order!r}")
         if similarity not in SIMILARITIES:
@@ -106,11 +128,26 @@ class AdaptiveBatchSampler:
         elif self.order == "random":
             batches = random_batches(n, self.batch_size, rng)
         else:
-            batches = adaptive_batches(similarity, self.batch_size, rng, search=self.search, beam=self.beam,
-                                       candidates=self.candidates, max_swaps=self.max_swaps, index=self.index,
-                                       report=report)
-        stats = {"epoch": epoch, "order": self.order, "similarity": name, "batches": len(batches),
-                 "swaps": report.get("swaps", 0), "mean_hardness": None, "random_mean_hardness": None}
+            batches = adaptive_batches(
+                similarity,
+                self.batch_size,
+                rng,
+                search=self.search,
+                beam=self.beam,
+                candidates=self.candidates,
+                max_swaps=self.max_swaps,
+                index=self.index,
+                report=report,
+            )
+        stats = {
+            "epoch": epoch,
+            "order": self.order,
+            "similarity": name,
+            "batches": len(batches),
+            "swaps": report.get("swaps", 0),
+            "mean_hardness": None,
+            "random_mean_hardness": None,
+        }
         if similarity is not None:
             random = random_batches(n, self.batch_size, np.random.default_rng([self.seed, epoch, 1]))
             stats["mean_hardness"] = mean_hardness(similarity, batches)
@@ -118,10 +155,18 @@ class AdaptiveBatchSampler:
         stats["seconds"] = time.perf_counter() - started
         self.last_stats = stats
         if similarity is not None:
-            log.info("epoch %d: %s batches under %s similarity, mean h(B) %.4g (random batches %.4g), %d swaps, "
-                     "%.1f s", epoch, self.order, name, stats["mean_hardness"], stats["random_mean_hardness"],
-                     stats["swaps"], stats["seconds"])
+            log.info(
+                "epoch %d: %s batches under %s similarity, mean h(B) %.4g (random batches %.4g), %d swaps, %.1f s",
+                epoch,
+                self.order,
+                name,
+                stats["mean_hardness"],
+                stats["random_mean_hardness"],
+                stats["swaps"],
+                stats["seconds"],
+            )
         else:
-            log.info("epoch %d: %s batches (no similarity to measure them), %.1f s", epoch, self.order,
-                     stats["seconds"])
+            log.info(
+                "epoch %d: %s batches (no similarity to measure them), %.1f s", epoch, self.order, stats["seconds"]
+            )
         return batches

@@ -48,8 +48,10 @@ def num_batches(n: int, batch_size: int) -> int:
     """Batches of an epoch of ``n`` instances: all of ``batch_size`` but the last, which takes the rest, or joins
     the one before when it would hold a single instance."""
     if batch_size < 2 or n < 2:
-        raise ValueError(f"in-batch negatives need batches of two or more and two instances or more "
-                         f"(batch_size {batch_size}, {n} instances)")
+        raise ValueError(
+            f"in-batch negatives need batches of two or more and two instances or more "
+            f"(batch_size {batch_size}, {n} instances)"
+        )
     full, rest = divmod(n, batch_size)
     return max(full + int(rest > 1), 1)
 
@@ -77,7 +79,7 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
         return np.argsort(-values, kind="stable")
     kth = values[np.argpartition(-values, k - 1)[k - 1]]
     above = np.flatnonzero(values > kth)
-    picked = np.concatenate([above, np.flatnonzero(values == kth)[:k - len(above)]])
+    picked = np.concatenate([above, np.flatnonzero(values == kth)[: k - len(above)]])
     return picked[np.lexsort((picked, -values[picked]))]
 
 
@@ -90,8 +92,16 @@ class _Improver:
     the slot's column and the new member's row, and appends rows for the candidates it brings.
     """
 
-    def __init__(self, similarity: Similarity, neighbours: tuple[np.ndarray, np.ndarray], excluded: np.ndarray,
-                 *, search: str = "greedy", beam: int = 3, max_swaps: int | None = None):
+    def __init__(
+        self,
+        similarity: Similarity,
+        neighbours: tuple[np.ndarray, np.ndarray],
+        excluded: np.ndarray,
+        *,
+        search: str = "greedy",
+        beam: int = 3,
+        max_swaps: int | None = None,
+    ):
         if search not in SEARCHES:
             raise ValueError(f"search is one of {SEARCHES}, not {search!r}")
         if beam < 1:
@@ -113,7 +123,7 @@ class _Improver:
         self.eligible = np.resize(self.eligible, size)
         self.rowsum = np.resize(self.rowsum, size)
         pairs = np.empty((size, self.pairs.shape[1]))
-        pairs[:self.count] = self.pairs[:self.count]
+        pairs[: self.count] = self.pairs[: self.count]
         self.pairs = pairs
 
     def _listed(self, members) -> tuple[np.ndarray, np.ndarray]:
@@ -146,18 +156,18 @@ class _Improver:
         rows = self.slot_of[ids]  # all listed before, when the member joined
         self.refs[rows] -= counts
         self._refresh(rows)
-        if (self.refs[:self.count] == 0).sum() > max(self.count // 2, 256):
+        if (self.refs[: self.count] == 0).sum() > max(self.count // 2, 256):
             self._compact()
 
     def _compact(self) -> None:
         """Drop candidates no current member lists (a later listing adds them back with fresh pair sums)."""
-        keep = np.flatnonzero(self.refs[:self.count] > 0)
-        self.slot_of[self.ids[:self.count]] = -1
+        keep = np.flatnonzero(self.refs[: self.count] > 0)
+        self.slot_of[self.ids[: self.count]] = -1
         for name in ("ids", "refs", "eligible", "rowsum", "pairs"):
             array = getattr(self, name)
-            array[:len(keep)] = array[keep]
+            array[: len(keep)] = array[keep]
         self.count = len(keep)
-        self.slot_of[self.ids[:self.count]] = np.arange(self.count)
+        self.slot_of[self.ids[: self.count]] = np.arange(self.count)
 
     # ------------------------------------------------------------------------------------- the search
     def _choose(self) -> tuple[int, int] | None:
@@ -165,15 +175,15 @@ class _Improver:
         if not self.count:
             return None
         contribution = self.inner.sum(axis=1)  # c_r
-        live = self.eligible[:self.count]
+        live = self.eligible[: self.count]
         if self.search == "greedy":
             r = int(np.argmin(contribution))
-            gain = np.where(live, self.rowsum[:self.count] - self.pairs[:self.count, r], -np.inf)  # g_a(r)
+            gain = np.where(live, self.rowsum[: self.count] - self.pairs[: self.count, r], -np.inf)  # g_a(r)
             a = int(np.argmax(gain))
             return (r, a) if gain[a] - contribution[r] > 0 else None
         best, choice = -np.inf, None
         for r in _top(-contribution, self.beam):  # the smallest contributions, lowest slot first on ties
-            gain = np.where(live, self.rowsum[:self.count] - self.pairs[:self.count, r], -np.inf)
+            gain = np.where(live, self.rowsum[: self.count] - self.pairs[: self.count, r], -np.inf)
             adds = _top(gain, self.beam)
             delta = gain[adds] - contribution[r]  # h after the swap minus h now
             k = int(np.argmax(delta))
@@ -183,9 +193,9 @@ class _Improver:
 
     def _swap(self, r: int, row: int) -> None:
         leaving, joining = int(self.batch[r]), int(self.ids[row])
-        column = pair_sums(self.similarity, self.ids[:self.count], [joining])[:, 0]
-        self.rowsum[:self.count] += column - self.pairs[:self.count, r]
-        self.pairs[:self.count, r] = column
+        column = pair_sums(self.similarity, self.ids[: self.count], [joining])[:, 0]
+        self.rowsum[: self.count] += column - self.pairs[: self.count, r]
+        self.pairs[: self.count, r] = column
         self.batch[r] = joining
         self.in_batch[leaving], self.in_batch[joining] = False, True
         inner = pair_sums(self.similarity, self.batch, [joining])[:, 0]
@@ -213,14 +223,21 @@ class _Improver:
             self._swap(*choice)
             history.append(float(self.inner.sum()) / 2)
         self.swaps += len(history) - 1
-        self.slot_of[self.ids[:self.count]] = -1
+        self.slot_of[self.ids[: self.count]] = -1
         self.in_batch[self.batch] = False
         return self.batch, history
 
 
-def improve_batch(similarity: Similarity, batch, neighbours: tuple[np.ndarray, np.ndarray], *,
-                  excluded: np.ndarray | None = None, search: str = "greedy", beam: int = 3,
-                  max_swaps: int | None = None) -> tuple[np.ndarray, list[float]]:
+def improve_batch(
+    similarity: Similarity,
+    batch,
+    neighbours: tuple[np.ndarray, np.ndarray],
+    *,
+    excluded: np.ndarray | None = None,
+    search: str = "greedy",
+    beam: int = 3,
+    max_swaps: int | None = None,
+) -> tuple[np.ndarray, list[float]]:
     """Swap members of ``batch`` for outsiders while h strictly rises; return the batch and h after each swap.
 
     ``neighbours`` are ``similarity.neighbours(k)``; outsiders are the instances on the members' lists that are
@@ -261,12 +278,21 @@ class _Pool:
             self.size += 1
 
     def rest(self) -> np.ndarray:
-        return np.sort(self.ids[:self.size])
+        return np.sort(self.ids[: self.size])
 
 
-def adaptive_batches(similarity: Similarity, batch_size: int, rng: np.random.Generator, *, search: str = "greedy",
-                     beam: int = 3, candidates: int = 100, max_swaps: int | None = None, index: str = "Flat",
-                     report: dict | None = None) -> list[np.ndarray]:
+def adaptive_batches(
+    similarity: Similarity,
+    batch_size: int,
+    rng: np.random.Generator,
+    *,
+    search: str = "greedy",
+    beam: int = 3,
+    candidates: int = 100,
+    max_swaps: int | None = None,
+    index: str = "Flat",
+    report: dict | None = None,
+) -> list[np.ndarray]:
     """One epoch of ABS batches: each starts from ``batch_size`` random remaining instances and is improved by
     :func:`improve_batch` against the remaining ones (``candidates`` neighbours per list, found once with
     ``similarity.neighbours(candidates, index=index)``); the last takes what is left.
@@ -295,8 +321,15 @@ def adaptive_batches(similarity: Similarity, batch_size: int, rng: np.random.Gen
             batches.append(batch)
     batches.append(pool.rest())
     seconds = time.perf_counter() - started
-    log.info("adaptive batches (%s) of %d instances: %d batches, %d swaps, %.1f s (neighbour search %.1f s)",
-             search, n, count, improver.swaps, seconds, searched - started)
+    log.info(
+        "adaptive batches (%s) of %d instances: %d batches, %d swaps, %.1f s (neighbour search %.1f s)",
+        search,
+        n,
+        count,
+        improver.swaps,
+        seconds,
+        searched - started,
+    )
     if report is not None:
         report.update(swaps=improver.swaps, neighbour_seconds=searched - started, seconds=seconds)
     return batches

@@ -33,7 +33,7 @@ class Conflicts:
         self.max_partners = int(np.bincount(first).max()) if len(first) else 0
 
     @classmethod
-    def from_relevant(cls, relevant: list[np.ndarray]) -> "Conflicts":
+    def from_relevant(cls, relevant: list[np.ndarray]) -> Conflicts:
         """From each instance's relevant document rows (``TrainQueries.relevant``)."""
         n = len(relevant)
         sizes = np.fromiter((len(r) for r in relevant), dtype=np.int64, count=n)
@@ -152,7 +152,7 @@ class DenseSimilarity:
         # one [n, 2d] array, question then passage: the pair sums of a few thousand candidates gather each
         # candidate's two vectors as one contiguous row
         self.vectors = np.concatenate([questions, passages], axis=1).astype(np.float32)
-        self.questions, self.passages = self.vectors[:, :self.dim], self.vectors[:, self.dim:]
+        self.questions, self.passages = self.vectors[:, : self.dim], self.vectors[:, self.dim :]
         self.conflicts = conflicts if conflicts is not None else Conflicts(self.n)
 
     def block(self, rows, cols) -> np.ndarray:
@@ -166,7 +166,7 @@ class DenseSimilarity:
         [p_j | q_j]."""
         rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
         other = self.vectors[cols]
-        other = np.concatenate([other[:, self.dim:], other[:, :self.dim]], axis=1)
+        other = np.concatenate([other[:, self.dim :], other[:, : self.dim]], axis=1)
         out = (self.vectors[rows] @ other.T).astype(np.float64)
         out[self.conflicts.mask(rows, cols)] = 0.0
         return out
@@ -229,8 +229,9 @@ class SparseSimilarity:
         self._slot = np.full(self.n, -1, dtype=np.int64)  # scratch: position of an instance in a block's other side
 
     @classmethod
-    def from_ranking(cls, ranking: pa.Table, instance_qids: list[str], instance_docids: list[str],
-                     conflicts: Conflicts | None = None) -> "SparseSimilarity":
+    def from_ranking(
+        cls, ranking: pa.Table, instance_qids: list[str], instance_docids: list[str], conflicts: Conflicts | None = None
+    ) -> SparseSimilarity:
         """s(q_i, p_j) = the ``score`` of instance j's docid in the ranking of instance i's qid (a run table: qid,
         docid, rank, score), 0 when not ranked. Instances may share qids and docids; a (qid, docid) ranked twice
         keeps its highest score."""

@@ -57,7 +57,6 @@ def expand_config(config: dict) -> bool:
     return True
 
 
-
 # ------------------------------------------------------------------------------------------- the plan's
 def cells(plan) -> list[tuple[str, str, list[str]]]:
     """(training index, evaluation index, metrics.json of each seed) of every cell of the matrix (``plan``: the
@@ -70,8 +69,11 @@ def cells(plan) -> list[tuple[str, str, list[str]]]:
 def index_runs(plan) -> list[tuple[str, str]]:
     """(index, ADORE run trained with it) of each index of ``pq_matrix.indexes``."""
     if not plan.config.get("pq_matrix"):
-        raise ConfigError("pq_matrix", "the table of ADORE with each index lists the runs of the PQ experiment: "
-                                       "add a pq_matrix section (docs, indexes)")
+        raise ConfigError(
+            "pq_matrix",
+            "the table of ADORE with each index lists the runs of the PQ experiment: "
+            "add a pq_matrix section (docs, indexes)",
+        )
     return [(index, run_name(index)) for index in plan.config["pq_matrix"]["indexes"]]
 
 
@@ -79,9 +81,15 @@ def index_table_inputs(plan) -> dict:
     """Each ADORE run of the experiment: its ``metrics`` evaluated with the index it trained with (its own
     metrics.json, searched with its ``index.factory``, or else the matrix's cell) and its ``train_log``."""
     pairs = index_runs(plan)
-    return {"metrics": [plan.layout.metrics(run) if plan.params(run)["index"]["factory"] == index
-                        else plan.layout.metrics(run, slug(index)) for index, run in pairs],
-            "train_log": [plan.layout.train_log(run) for _, run in pairs]}
+    return {
+        "metrics": [
+            plan.layout.metrics(run)
+            if plan.params(run)["index"]["factory"] == index
+            else plan.layout.metrics(run, slug(index))
+            for index, run in pairs
+        ],
+        "train_log": [plan.layout.train_log(run) for _, run in pairs],
+    }
 
 
 def report_pages(plan) -> dict:
@@ -90,16 +98,28 @@ def report_pages(plan) -> dict:
     if not plan.config.get("pq_matrix"):
         return {}
     layout = plan.layout
-    return {layout.table("adore_indexes", "md"): ("ADORE with each index: effectiveness and training time",
-                                                   "Summary", "adore_indexes.rst"),
-            layout.experiment("pq_matrix", "matrix.md"): (
-                "ADORE with product-quantised indexes: trained with index A, evaluated with index B", "Experiments",
-                "pq_matrix.rst")}
+    return {
+        layout.table("adore_indexes", "md"): (
+            "ADORE with each index: effectiveness and training time",
+            "Summary",
+            "adore_indexes.rst",
+        ),
+        layout.experiment("pq_matrix", "matrix.md"): (
+            "ADORE with product-quantised indexes: trained with index A, evaluated with index B",
+            "Experiments",
+            "pq_matrix.rst",
+        ),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- writers
-def write_pq_matrix(cells: dict, indexes: list[str], measures: list[str], table_path: str | os.PathLike,
-                    markdown_path: str | os.PathLike) -> pa.Table:
+def write_pq_matrix(
+    cells: dict,
+    indexes: list[str],
+    measures: list[str],
+    table_path: str | os.PathLike,
+    markdown_path: str | os.PathLike,
+) -> pa.Table:
     """``cells`` maps (training index, evaluation index) to the metrics.json of each seed of the run trained with
     that index (one path, or a list: :func:`cells`); writes one row per cell, each measure the mean over the seeds
     (with ``seeds``, their number, and ``<measure> sd``, the sample standard deviation, 0 for one seed), and a
@@ -113,9 +133,15 @@ def write_pq_matrix(cells: dict, indexes: list[str], measures: list[str], table_
                 metrics = json.load(handle)["measures"]
             for m in measures:
                 values[m].append(float(metrics[m]))
-        rows.append({"train_index": train_index, "eval_index": eval_index,
-                     **{m: statistics.fmean(values[m]) for m in measures}, "seeds": len(values[measures[0]]),
-                     **{f"{m} sd": statistics.stdev(v) if len(v) > 1 else 0.0 for m, v in values.items()}})
+        rows.append(
+            {
+                "train_index": train_index,
+                "eval_index": eval_index,
+                **{m: statistics.fmean(values[m]) for m in measures},
+                "seeds": len(values[measures[0]]),
+                **{f"{m} sd": statistics.stdev(v) if len(v) > 1 else 0.0 for m, v in values.items()},
+            }
+        )
         texts[(train_index, eval_index)] = {m: spread(v, 4) for m, v in values.items()}
     table = pa.Table.from_pylist(rows)
     with atomic_path(table_path) as tmp:
@@ -123,11 +149,17 @@ def write_pq_matrix(cells: dict, indexes: list[str], measures: list[str], table_
     seeds = sorted({row["seeds"] for row in rows})
     lines = ["# ADORE: training index × evaluation index", ""]
     if seeds != [1]:
-        lines += [f"Each cell: the mean ± standard deviation over {'/'.join(map(str, seeds))} seeds "
-                  f"(pq_matrix.seeds).", ""]
+        lines += [
+            f"Each cell: the mean ± standard deviation over {'/'.join(map(str, seeds))} seeds (pq_matrix.seeds).",
+            "",
+        ]
     for measure in measures:
-        lines += [f"## {measure}", "", "| trained with \\ evaluated with | " + " | ".join(indexes) + " |",
-                  "|---|" + "---|" * len(indexes)]
+        lines += [
+            f"## {measure}",
+            "",
+            "| trained with \\ evaluated with | " + " | ".join(indexes) + " |",
+            "|---|" + "---|" * len(indexes),
+        ]
         for a in indexes:
             lines.append(f"| {a} | " + " | ".join(texts[(a, b)][measure] for b in indexes) + " |")
         lines.append("")
@@ -135,36 +167,56 @@ def write_pq_matrix(cells: dict, indexes: list[str], measures: list[str], table_
     return table
 
 
-def write_index_table(indexes: list[str], runs: list[str], metrics_paths, train_logs,
-                            benchmarks: list[str], measures: list[str], docs: str,
-                            markdown_path: str | os.PathLike, table_path: str | os.PathLike) -> pd.DataFrame:
+def write_index_table(
+    indexes: list[str],
+    runs: list[str],
+    metrics_paths,
+    train_logs,
+    benchmarks: list[str],
+    measures: list[str],
+    docs: str,
+    markdown_path: str | os.PathLike,
+    table_path: str | os.PathLike,
+) -> pd.DataFrame:
     """Stage function: for each index of ``indexes`` the ADORE run trained with it (``runs``), its mean of each
     of ``measures`` evaluated with that same index (``metrics_paths``), and its training time (``train_logs``,
     ``benchmarks``), all aligned; ``docs`` is the run whose documents the index holds. Markdown and Parquet
     (:func:`hardneg.io.artifacts.adore_indexes_kind`)."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
+
     rows = []
-    for index, run, path, log, bench in zip(indexes, runs, as_paths(metrics_paths), as_paths(train_logs), benchmarks,
-                                            strict=True):
+    for index, run, path, log, bench in zip(
+        indexes, runs, as_paths(metrics_paths), as_paths(train_logs), benchmarks, strict=True
+    ):
         with open(path, encoding="utf-8") as handle:
             values = json.load(handle)["measures"]
         missing = [m for m in measures if m not in values]
         if missing:
             raise DataError(path, None, f"metrics.json has no {', '.join(missing)}: evaluate the run again")
-        rows.append({"index": index, "run": run, **{m: float(values[m]) for m in measures},
-                     **training_time(log, bench)})
+        rows.append(
+            {"index": index, "run": run, **{m: float(values[m]) for m in measures}, **training_time(log, bench)}
+        )
     kind = artifacts.adore_indexes_kind(measures)
     table = pd.DataFrame(rows, columns=kind.schema.names)
     artifacts.write_table(pa.Table.from_pandas(table, schema=kind.schema, preserve_index=False), kind, table_path)
-    lines = ["# ADORE with each index", "",
-             f"ADORE trained with each index of pq_matrix.indexes over the documents of run `{docs}`, evaluated "
-             f"with that same index; training time as in training_time.md (wall clock, machine-dependent).", "",
-             "| index | run | " + " | ".join(measure_label(m) for m in measures) + " | seconds | steps | "
-             "seconds per step |",
-             "|---|---|" + "---:|" * (len(measures) + 3)]
+    lines = [
+        "# ADORE with each index",
+        "",
+        f"ADORE trained with each index of pq_matrix.indexes over the documents of run `{docs}`, evaluated "
+        f"with that same index; training time as in training_time.md (wall clock, machine-dependent).",
+        "",
+        "| index | run | " + " | ".join(measure_label(m) for m in measures) + " | seconds | steps | seconds per step |",
+        "|---|---|" + "---:|" * (len(measures) + 3),
+    ]
     for row in rows:
-        cells = [row["index"], row["run"], *(f"{row[m]:.3f}" for m in measures), number_cell(row["seconds"], 1),
-                 str(row["steps"]), number_cell(row["seconds_per_step"], 3)]
+        cells = [
+            row["index"],
+            row["run"],
+            *(f"{row[m]:.3f}" for m in measures),
+            number_cell(row["seconds"], 1),
+            str(row["steps"]),
+            number_cell(row["seconds_per_step"], 3),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     write_text(markdown_path, "\n".join(lines + unrecorded_note(rows, benchmarks)) + "\n")
     return table

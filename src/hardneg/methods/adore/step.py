@@ -43,8 +43,9 @@ APPEND_MISSING = ("when_none", "all")
 NORMALIZE = ("pairs", "sum")
 
 
-def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray], append_missing: str = "when_none"
-                     ) -> Candidates:
+def build_candidates(
+    retrieved: np.ndarray, relevant_rows: list[np.ndarray], append_missing: str = "when_none"
+) -> Candidates:
     """``retrieved`` [B, k] document rows in rank order (-1 = none); ``relevant_rows[i]`` the relevant rows of
     query i. Relevant documents missing from the top-k are appended with ranks k+1, k+2, ... (in row order):
     for a query none of whose relevant documents was retrieved (``append_missing="when_none"``), or for
@@ -54,7 +55,7 @@ def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray], app
     batch, k = retrieved.shape
     wanted = np.full((batch, max((len(r) for r in relevant_rows), default=0)), np.iinfo(np.int64).max)
     for i, rel in enumerate(relevant_rows):
-        wanted[i, :len(rel)] = rel
+        wanted[i, : len(rel)] = rel
     wanted.sort(axis=1)  # each query's relevant rows in row order, each once; -2 pads
     wanted[:, 1:][wanted[:, 1:] == wanted[:, :-1]] = np.iinfo(np.int64).max
     wanted.sort(axis=1)
@@ -69,7 +70,7 @@ def build_candidates(retrieved: np.ndarray, relevant_rows: list[np.ndarray], app
     rows = np.full((batch, width), -1, dtype=np.int64)
     rows[:, :k] = retrieved
     first = np.argsort(~missing, axis=1, kind="stable")  # each query's missing ones first, in row order
-    appended = np.take_along_axis(wanted, first, 1)[:, :width - k]
+    appended = np.take_along_axis(wanted, first, 1)[:, : width - k]
     keep = np.arange(width - k)[None, :] < extra[:, None]
     rows[:, k:] = np.where(keep, appended, -1)
     valid = rows >= 0
@@ -90,9 +91,17 @@ def delta_mrr(ranks: torch.Tensor, cut: int) -> torch.Tensor:
     return (reciprocal[:, :, None] - reciprocal[:, None, :]).abs()
 
 
-def lambda_loss(scores: torch.Tensor, relevant: torch.Tensor, ranks: torch.Tensor, valid: torch.Tensor, *,
-                cut: int = 200, weighted: bool = True, normalize: str = "pairs", reduction: str = "mean"
-                ) -> torch.Tensor:
+def lambda_loss(
+    scores: torch.Tensor,
+    relevant: torch.Tensor,
+    ranks: torch.Tensor,
+    valid: torch.Tensor,
+    *,
+    cut: int = 200,
+    weighted: bool = True,
+    normalize: str = "pairs",
+    reduction: str = "mean",
+) -> torch.Tensor:
     """Per query, over its (relevant i, non-relevant j) pairs, the mean (``normalize="pairs"``) or the sum
     (``"sum"``) of w_ij · log(1 + exp(s_j − s_i)); then the mean over queries (``reduction="mean"``) or the
     per-query values, [B] (``reduction="none"``: what processes gather). A query without pairs gives 0.
@@ -149,13 +158,14 @@ class _CandidateScores(torch.autograd.Function):
         ctx.embeddings = embeddings
         where = embeddings.device
         queries = q.detach().to(where, torch.float32)
-        scores = (torch.empty(rows.shape, dtype=torch.float32, device=where) if known is None
-                  else known.to(where, copy=True))
+        scores = (
+            torch.empty(rows.shape, dtype=torch.float32, device=where) if known is None else known.to(where, copy=True)
+        )
         todo = None if known is None else torch.isnan(scores)
         if todo is None or bool(todo.all()):
             for lo in range(0, len(rows), GROUP):
-                block = _embeddings_of(embeddings, rows[lo:lo + GROUP])
-                scores[lo:lo + GROUP] = (block * queries[lo:lo + GROUP, None, :]).sum(-1)
+                block = _embeddings_of(embeddings, rows[lo : lo + GROUP])
+                scores[lo : lo + GROUP] = (block * queries[lo : lo + GROUP, None, :]).sum(-1)
         elif bool(todo.any()):  # the few candidates the search did not return (appended relevant documents)
             at = todo.nonzero(as_tuple=True)
             scores[at] = (embeddings.index_select(0, rows[at]).float() * queries[at[0]]).sum(-1)
@@ -171,8 +181,8 @@ class _CandidateScores(torch.autograd.Function):
         else:  # float16 embeddings (encode.fp16): summed in float32
             grad_q = torch.empty((len(rows), embeddings.shape[1]), dtype=torch.float32, device=embeddings.device)
             for lo in range(0, len(rows), GROUP):
-                block = _embeddings_of(embeddings, rows[lo:lo + GROUP])
-                grad_q[lo:lo + GROUP] = torch.bmm(weights[lo:lo + GROUP, None, :], block).squeeze(1)
+                block = _embeddings_of(embeddings, rows[lo : lo + GROUP])
+                grad_q[lo : lo + GROUP] = torch.bmm(weights[lo : lo + GROUP, None, :], block).squeeze(1)
         return grad_q.to(grad.device), None, None, None
 
 
@@ -181,8 +191,9 @@ def _embeddings_of(embeddings: torch.Tensor, rows: torch.Tensor) -> torch.Tensor
     return embeddings.index_select(0, rows.reshape(-1)).view(*rows.shape, -1).float()
 
 
-def candidate_scores(q: torch.Tensor, doc_embeddings, cand: Candidates, search_scores: np.ndarray | None = None
-                     ) -> torch.Tensor:
+def candidate_scores(
+    q: torch.Tensor, doc_embeddings, cand: Candidates, search_scores: np.ndarray | None = None
+) -> torch.Tensor:
     """Scores [B, C] of every candidate of ``cand`` against the query vectors ``q`` [B, D] (float32), using the
     fixed ``doc_embeddings`` (padding positions score against row 0; they are masked out of the loss). With
     ``search_scores`` [B, k] from an exact inner-product search of these embeddings, the top-k scores are taken
@@ -192,15 +203,25 @@ def candidate_scores(q: torch.Tensor, doc_embeddings, cand: Candidates, search_s
     known = None
     if search_scores is not None:
         filled = np.full(cand.rows.shape, np.nan, dtype=np.float32)
-        filled[:, :search_scores.shape[1]] = search_scores
+        filled[:, : search_scores.shape[1]] = search_scores
         filled[cand.rows < 0] = np.nan  # no result (-1): scored against row 0, finite, and masked out of the loss
         known = torch.from_numpy(filled)
     return _CandidateScores.apply(q, embeddings, rows, known)
 
 
-def post_search_loss(q: torch.Tensor, retrieved: np.ndarray, relevant_rows: list[np.ndarray], doc_embeddings, *,
-                     cut: int, weighted: bool, normalize: str, append_missing: str, temperature: float = 1.0,
-                     search_scores: np.ndarray | None = None) -> tuple[torch.Tensor, Candidates]:
+def post_search_loss(
+    q: torch.Tensor,
+    retrieved: np.ndarray,
+    relevant_rows: list[np.ndarray],
+    doc_embeddings,
+    *,
+    cut: int,
+    weighted: bool,
+    normalize: str,
+    append_missing: str,
+    temperature: float = 1.0,
+    search_scores: np.ndarray | None = None,
+) -> tuple[torch.Tensor, Candidates]:
     """Everything of an ADORE step after the search: the candidates of each query (``retrieved`` [B, k] rows,
     relevant documents appended by ``append_missing``), their scores against the query vectors ``q`` [B, dim]
     with the fixed ``doc_embeddings`` (any array indexable by rows, e.g. a memory map; no gradient reaches
@@ -211,17 +232,36 @@ def post_search_loss(q: torch.Tensor, retrieved: np.ndarray, relevant_rows: list
     with torch.autocast(q.device.type, enabled=False):  # float32 scores under bf16/fp16 autocast too
         scores = candidate_scores(q.float(), doc_embeddings, cand, search_scores) / temperature
     device = q.device
-    per_query = lambda_loss(scores, torch.from_numpy(cand.relevant).to(device), torch.from_numpy(cand.ranks).to(device),
-                            torch.from_numpy(cand.valid).to(device), cut=cut, weighted=weighted, normalize=normalize,
-                            reduction="none")
+    per_query = lambda_loss(
+        scores,
+        torch.from_numpy(cand.relevant).to(device),
+        torch.from_numpy(cand.ranks).to(device),
+        torch.from_numpy(cand.valid).to(device),
+        cut=cut,
+        weighted=weighted,
+        normalize=normalize,
+        reduction="none",
+    )
     return per_query, cand
 
 
 class AdoreMethod:
     """The ADORE training step for the shared trainer: queries only in the batch, documents from the index."""
 
-    def __init__(self, train, query_texts, doc_embeddings: np.ndarray, index, *, top_k: int, cut: int,
-                 weighted: bool, normalize: str, append_missing: str, temperature: float):
+    def __init__(
+        self,
+        train,
+        query_texts,
+        doc_embeddings: np.ndarray,
+        index,
+        *,
+        top_k: int,
+        cut: int,
+        weighted: bool,
+        normalize: str,
+        append_missing: str,
+        temperature: float,
+    ):
         self.train, self.query_texts = train, query_texts
         from hardneg.index import is_exact  # Faiss: imported only where an index is built or searched
 
@@ -249,9 +289,17 @@ class AdoreMethod:
         scores, retrieved = search(self.index, q.detach().float().cpu().numpy(), self.top_k)
         searched = time.perf_counter()
         per_query, cand = post_search_loss(
-            q, retrieved, [self.train.relevant[i] for i in mine], self.doc_embeddings, cut=self.cut,
-            weighted=self.weighted, normalize=self.normalize, append_missing=self.append_missing,
-            temperature=self.temperature, search_scores=scores if self.exact_index else None)
+            q,
+            retrieved,
+            [self.train.relevant[i] for i in mine],
+            self.doc_embeddings,
+            cut=self.cut,
+            weighted=self.weighted,
+            normalize=self.normalize,
+            append_missing=self.append_missing,
+            temperature=self.temperature,
+            search_scores=scores if self.exact_index else None,
+        )
         loss = replicas.gather(per_query, len(queries)).mean()
         done = time.perf_counter()
         first_relevant = np.where(cand.relevant.any(1), cand.relevant.argmax(1) + 1, 0)

@@ -35,17 +35,31 @@ class AnceParams:
 
 SCHEMA = {
     "ance": {
-        "type": "object", "additionalProperties": False, "default": {},
+        "type": "object",
+        "additionalProperties": False,
+        "default": {},
         "description": "training in episodes, each on negatives from an index of an earlier checkpoint",
         "properties": {
-            "episodes": {"type": "integer", "minimum": 1, "default": 4,
-                         "description": "episodes (index refreshes + 1); each is a training job of its own"},
-            "steps_per_episode": {"type": "integer", "minimum": 1, "default": 10000,
-                                  "description": "optimiser steps between index refreshes (the paper: 10k batches)"},
-            "lag": {"type": "integer", "minimum": 0, "default": 1,
-                    "description": "episode e trains on negatives of checkpoint e - 1 - lag: 1 is the paper's "
-                                   "asynchronous Inferencer (training e and encoding e - 1 run at the same time), "
-                                   "0 a synchronous refresh"},
+            "episodes": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 4,
+                "description": "episodes (index refreshes + 1); each is a training job of its own",
+            },
+            "steps_per_episode": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 10000,
+                "description": "optimiser steps between index refreshes (the paper: 10k batches)",
+            },
+            "lag": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 1,
+                "description": "episode e trains on negatives of checkpoint e - 1 - lag: 1 is the paper's "
+                "asynchronous Inferencer (training e and encoding e - 1 run at the same time), "
+                "0 a synchronous refresh",
+            },
         },
     },
     "mining": MINING_SCHEMA,
@@ -62,13 +76,28 @@ def build_step(ctx: StepContext):
 
 
 METHOD = Method(
-    name="ance", kind=DENSE,
+    name="ance",
+    kind=DENSE,
     summary="negatives from an index of the model's own earlier checkpoint, refreshed between episodes (ANCE)",
-    roles={"init": Role("model", description="the warm-up run (BM25 negatives) the first episode continues"),
-           "negatives": Role("miner", required=False,
-                             description="the dense run mining the first episodes' negatives (default: inputs.init); "
-                                         "later episodes' negatives are mined by the run's own checkpoints"),
-           "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of each episode's hard-negative audit")},
-    schema=SCHEMA, params=AnceParams, training_sections=(*TRAINING_SECTIONS, "ance"),
-    build_step=build_step, episodes=episodes, speed_reference="ANCE", grad_cache=True)
+    roles={
+        "init": Role("model", description="the warm-up run (BM25 negatives) the first episode continues"),
+        "negatives": Role(
+            "miner",
+            required=False,
+            description="the dense run mining the first episodes' negatives (default: inputs.init); "
+            "later episodes' negatives are mined by the run's own checkpoints",
+        ),
+        "bm25": Role(
+            "reference_ranking",
+            required=False,
+            description="a BM25 run, for the overlap column of each episode's hard-negative audit",
+        ),
+    },
+    schema=SCHEMA,
+    params=AnceParams,
+    training_sections=(*TRAINING_SECTIONS, "ance"),
+    build_step=build_step,
+    episodes=episodes,
+    speed_reference="ANCE",
+    grad_cache=True,
+)

@@ -30,14 +30,23 @@ class ColbertParams:
 
 SCHEMA = {
     "colbert": {
-        "type": "object", "additionalProperties": False, "default": {},
+        "type": "object",
+        "additionalProperties": False,
+        "default": {},
         "description": "the late-interaction model",
         "properties": {
-            "dim": {"type": "integer", "minimum": 1, "default": 128,
-                    "description": "token vectors are projected to this dimension and L2-normalised"},
-            "in_batch": {"type": "boolean", "default": False,
-                         "description": "score each query against every document of the batch (false: only its own "
-                                        "positive and negatives, ColBERT's triples)"},
+            "dim": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 128,
+                "description": "token vectors are projected to this dimension and L2-normalised",
+            },
+            "in_batch": {
+                "type": "boolean",
+                "default": False,
+                "description": "score each query against every document of the batch (false: only its own "
+                "positive and negatives, ColBERT's triples)",
+            },
         },
     },
     "rerank": RERANK_SCHEMA,
@@ -53,12 +62,16 @@ def new_model(spec, tokenizer, resolved: dict, init):
     if init is None:
         return ColBERT.create(spec, tokenizer=tokenizer, dim=colbert["dim"], seed=resolved["seed"])
     if not is_colbert(init):
-        raise ConfigError(f"runs.{resolved['name']}.inputs.init", f"{init} is not a ColBERT model: a colbert run "
-                                                                  f"continues another colbert run")
+        raise ConfigError(
+            f"runs.{resolved['name']}.inputs.init",
+            f"{init} is not a ColBERT model: a colbert run continues another colbert run",
+        )
     model = ColBERT.load(init)
     if model.dim != colbert["dim"]:
-        raise ConfigError(f"runs.{resolved['name']}.params.colbert.dim",
-                          f"the model continued ({init}) has dimension {model.dim}, not {colbert['dim']}")
+        raise ConfigError(
+            f"runs.{resolved['name']}.params.colbert.dim",
+            f"the model continued ({init}) has dimension {model.dim}, not {colbert['dim']}",
+        )
     return model
 
 
@@ -67,8 +80,9 @@ def rerank(model_dir, queries, corpus, candidates, *, depth: int, batch_size: in
     from hardneg.methods.colbert.maxsim import ColBERT  # torch: imported when re-ranking
     from hardneg.methods.colbert.maxsim import rerank as maxsim_rerank
 
-    return maxsim_rerank(ColBERT.load(model_dir), queries, corpus, candidates, depth=depth, batch_size=batch_size,
-                         device=device)
+    return maxsim_rerank(
+        ColBERT.load(model_dir), queries, corpus, candidates, depth=depth, batch_size=batch_size, device=device
+    )
 
 
 def bi_encoder_from(folder, spec, seed: int):
@@ -85,22 +99,44 @@ def build_step(ctx: StepContext):
 
     negatives = role_negatives(ctx)
     train = ctx.params["train"]
-    return ColbertMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
-                         per_query=ctx.params["negatives"]["per_query"], loss=train["loss"] or "ce",
-                         temperature=train["temperature"], in_batch=ctx.params["colbert"]["in_batch"])
+    return ColbertMethod(
+        ctx.train,
+        ctx.query_texts,
+        ctx.doc_texts,
+        negatives=negatives,
+        per_query=ctx.params["negatives"]["per_query"],
+        loss=train["loss"] or "ce",
+        temperature=train["temperature"],
+        in_batch=ctx.params["colbert"]["in_batch"],
+    )
 
 
 METHOD = Method(
-    name="colbert", kind=RERANK, summary="ColBERT late interaction, re-ranking another run (the TCT-ColBERT teacher)",
-    roles={"candidates": Role("candidates", description="the run whose ranking of each split this model re-ranks"),
-           "negatives": Role("ranking", required=False,
-                             description="the run whose training-split ranking gives the negatives (BM25)"),
-           "hard_negatives": Role("miner", required=False,
-                                  description="a dense run whose model mines hard negatives for this run"),
-           "init": Role("model", required=False, description="a colbert run whose model this one continues"),
-           "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of the hard-negative audit"),
-           **MINING_ROLES},
+    name="colbert",
+    kind=RERANK,
+    summary="ColBERT late interaction, re-ranking another run (the TCT-ColBERT teacher)",
+    roles={
+        "candidates": Role("candidates", description="the run whose ranking of each split this model re-ranks"),
+        "negatives": Role(
+            "ranking", required=False, description="the run whose training-split ranking gives the negatives (BM25)"
+        ),
+        "hard_negatives": Role(
+            "miner", required=False, description="a dense run whose model mines hard negatives for this run"
+        ),
+        "init": Role("model", required=False, description="a colbert run whose model this one continues"),
+        "bm25": Role(
+            "reference_ranking",
+            required=False,
+            description="a BM25 run, for the overlap column of the hard-negative audit",
+        ),
+        **MINING_ROLES,
+    },
     exclusive_roles=(("negatives", "hard_negatives"),),
-    schema=SCHEMA, params=ColbertParams, training_sections=("model", "train", "negatives", "colbert"),
-    build_step=build_step, new_model=new_model, rerank=rerank, bi_encoder_from=bi_encoder_from)
+    schema=SCHEMA,
+    params=ColbertParams,
+    training_sections=("model", "train", "negatives", "colbert"),
+    build_step=build_step,
+    new_model=new_model,
+    rerank=rerank,
+    bi_encoder_from=bi_encoder_from,
+)

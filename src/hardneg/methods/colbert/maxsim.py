@@ -47,8 +47,9 @@ def _score_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
-def maxsim(q: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor, *,
-           block_elements: int = BLOCK_ELEMENTS) -> torch.Tensor:
+def maxsim(
+    q: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor, *, block_elements: int = BLOCK_ELEMENTS
+) -> torch.Tensor:
     """ColBERT scores [B, N] of queries ``q`` [B, Lq, dim] against documents ``d`` [N, Ld, dim]: for each query
     token, the largest inner product with a real token of the document (``d_mask`` [N, Ld], True = real), summed
     over the query tokens.
@@ -69,20 +70,21 @@ def maxsim(q: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor, *,
     padding = ~d_mask.bool()
     rows = []
     for q_lo in range(0, num_q, queries_per_block):
-        q_part = q[q_lo:q_lo + queries_per_block]
+        q_part = q[q_lo : q_lo + queries_per_block]
         flat_q = q_part.reshape(-1, dim)
         cols = []
         for d_lo in range(0, num_d, docs_per_block):
-            d_part = d[d_lo:d_lo + docs_per_block]
+            d_part = d[d_lo : d_lo + docs_per_block]
             sim = (flat_q @ d_part.reshape(-1, dim).T).view(len(q_part), len_q, len(d_part), len_d)
-            sim = sim.masked_fill(padding[d_lo:d_lo + docs_per_block][None, None], float("-inf"))
+            sim = sim.masked_fill(padding[d_lo : d_lo + docs_per_block][None, None], float("-inf"))
             cols.append(sim.max(-1).values.to(out_dtype).sum(1))  # [queries, docs]
         rows.append(torch.cat(cols, 1))
     return torch.cat(rows, 0)
 
 
-def maxsim_pairs(q: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor, *,
-                 block_elements: int = BLOCK_ELEMENTS) -> torch.Tensor:
+def maxsim_pairs(
+    q: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor, *, block_elements: int = BLOCK_ELEMENTS
+) -> torch.Tensor:
     """MaxSim [B] of query ``i`` against document ``i`` only (re-ranking candidates): the diagonal of
     :func:`maxsim` without the other B*(B-1) pairs. Blocked the same way."""
     if q.shape[0] != d.shape[0] or d.shape[0] != d_mask.shape[0]:
@@ -96,8 +98,8 @@ def maxsim_pairs(q: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor, *,
     padding = ~d_mask.bool()
     out = []
     for lo in range(0, num, step):
-        sim = torch.bmm(q[lo:lo + step], d[lo:lo + step].transpose(1, 2))  # [pairs, Lq, Ld]
-        sim = sim.masked_fill(padding[lo:lo + step, None, :], float("-inf"))
+        sim = torch.bmm(q[lo : lo + step], d[lo : lo + step].transpose(1, 2))  # [pairs, Lq, Ld]
+        sim = sim.masked_fill(padding[lo : lo + step, None, :], float("-inf"))
         out.append(sim.max(-1).values.to(out_dtype).sum(1))
     return torch.cat(out)
 
@@ -117,14 +119,16 @@ class ColBERT(nn.Module):
     def dim(self) -> int:
         return self.linear.out_features
 
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               side: str) -> tuple[torch.Tensor, torch.Tensor]:
+    def encode(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Token vectors [n, L, dim] (unit length) and their mask [n, L] (True = a vector that counts) of plain
         ``[CLS] text [SEP]`` rows, marked for ``side`` (``query`` or ``doc``) first. Every position of a query
         counts (its ``[MASK]`` padding included: L is the query length); a document's padding does not, and its
         vectors there are zero."""
-        input_ids, attention_mask = self.markers.apply(input_ids, attention_mask, side,
-                                                       max_positions=self.encoder.config.max_position_embeddings)
+        input_ids, attention_mask = self.markers.apply(
+            input_ids, attention_mask, side, max_positions=self.encoder.config.max_position_embeddings
+        )
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         vectors = nn.functional.normalize(self.linear(hidden), dim=-1)
         mask = attention_mask.bool()
@@ -174,11 +178,12 @@ class ColBERT(nn.Module):
             if tokenizer is not None:
                 tokenizer.save_pretrained(tmp)
             save_file({"weight": self.linear.weight.detach().cpu().contiguous()}, str(tmp / LINEAR))
-            (tmp / META).write_text(json.dumps({"model": "colbert", "dim": self.dim,
-                                                "markers": self.markers.to_json()}, indent=2) + "\n")
+            (tmp / META).write_text(
+                json.dumps({"model": "colbert", "dim": self.dim, "markers": self.markers.to_json()}, indent=2) + "\n"
+            )
 
     @classmethod
-    def load(cls, model_dir: str | os.PathLike) -> "ColBERT":
+    def load(cls, model_dir: str | os.PathLike) -> ColBERT:
         from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
         from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
@@ -189,23 +194,33 @@ class ColBERT(nn.Module):
         return model
 
     @classmethod
-    def create(cls, spec, *, tokenizer, dim: int, seed: int) -> "ColBERT":
+    def create(cls, spec, *, tokenizer, dim: int, seed: int) -> ColBERT:
         """A fresh ColBERT from a :class:`hardneg.dense.model.ModelSpec` (seeded: the same spec, seed and
         tokenizer give the same weights). ``tokenizer`` may gain the marker tokens (:func:`add_markers`): save it
         with the model. A tokenizer that already has them gives other weights than one that has not (the
         embeddings are drawn at their final size rather than resized)."""
         # +1: the marker makes every input one token longer than the cache's rows
-        encoder = build_backbone(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                 max_length=spec.doc_max_length + 1, seed=seed)
-        markers = add_markers(tokenizer, encoder, query_length=spec.query_max_length + 1, seed=seed,
-                              augment=spec.query_augmentation)
+        encoder = build_backbone(
+            spec,
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            max_length=spec.doc_max_length + 1,
+            seed=seed,
+        )
+        markers = add_markers(
+            tokenizer, encoder, query_length=spec.query_max_length + 1, seed=seed, augment=spec.query_augmentation
+        )
         torch.manual_seed(seed + 2)
         return cls(encoder, markers, dim=dim)
 
 
 def describe(model: ColBERT) -> dict:
-    return {"model": "colbert", "parameters": sum(p.numel() for p in model.parameters()), "dim": model.dim,
-            "query_length": model.markers.query_length}
+    return {
+        "model": "colbert",
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "dim": model.dim,
+        "query_length": model.markers.query_length,
+    }
 
 
 def is_colbert(folder: str | os.PathLike) -> bool:
@@ -241,15 +256,28 @@ def _candidates(ranking: pa.Table, depth: int, doc_row: dict[str, int]):
 def _query_vectors(model: ColBERT, query_texts, rows: np.ndarray, batch_size: int, device) -> torch.Tensor:
     """Token vectors [len(rows), L, dim] of the queries of ``rows``, encoded ``batch_size`` at a time (each batch
     as one padded block) and padded to the widest batch with zero vectors, which add nothing to a MaxSim."""
-    parts = [model.encode_batch({k: v.to(device) for k, v in query_texts.batch(rows[lo:lo + batch_size]).items()},
-                                "query")[0] for lo in range(0, len(rows), batch_size)]
+    parts = [
+        model.encode_batch(
+            {k: v.to(device) for k, v in query_texts.batch(rows[lo : lo + batch_size]).items()}, "query"
+        )[0]
+        for lo in range(0, len(rows), batch_size)
+    ]
     width = max(part.shape[1] for part in parts)
     return torch.cat([nn.functional.pad(part, (0, 0, 0, width - part.shape[1])) for part in parts])
 
 
-def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: int, batch_size: int = 64,
-           device: str | torch.device = "cpu", where: str | os.PathLike = "ranking",
-           query_group: int = QUERY_GROUP) -> pa.Table:
+def rerank(
+    model: ColBERT,
+    query_texts,
+    doc_texts,
+    ranking: pa.Table,
+    *,
+    depth: int,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    where: str | os.PathLike = "ranking",
+    query_group: int = QUERY_GROUP,
+) -> pa.Table:
     """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RUN table) by ColBERT's MaxSim: a
     RUN table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
     highest first, ties in their original rank order, ranked from 1.
@@ -265,18 +293,25 @@ def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: 
     queries with :func:`maxsim_pairs`. Runs in inference mode with dropout off; the model's mode comes back
     afterwards."""
     if depth < 1 or batch_size < 1 or query_group < 1:
-        raise ValueError(f"depth, batch_size and query_group must be at least 1, got {depth}, {batch_size} and "
-                         f"{query_group}")
+        raise ValueError(
+            f"depth, batch_size and query_group must be at least 1, got {depth}, {batch_size} and {query_group}"
+        )
     query_row = {qid: row for row, qid in enumerate(query_texts.row_ids)}
     doc_row = {docid: row for row, docid in enumerate(doc_texts.row_ids)}
     per_query, docids, ranks, dropped = _candidates(ranking, depth, doc_row)
     missing = [qid for qid, _ in per_query if qid not in query_row]
     if missing:
-        raise DataError(where, None, f"query {missing[0]!r} is not among the tokenized queries"
-                        + (f" ({len(missing)} such queries)" if len(missing) > 1 else ""))
+        raise DataError(
+            where,
+            None,
+            f"query {missing[0]!r} is not among the tokenized queries"
+            + (f" ({len(missing)} such queries)" if len(missing) > 1 else ""),
+        )
     if dropped:
-        log.info("re-ranking: %d candidate documents are not in the tokenized corpus (empty documents) and are "
-                 "dropped", dropped)
+        log.info(
+            "re-ranking: %d candidate documents are not in the tokenized corpus (empty documents) and are dropped",
+            dropped,
+        )
     device = torch.device(device)
     overhead = chunk_overhead(device)
     scores = np.zeros(ranking.num_rows, dtype=np.float32)
@@ -286,7 +321,7 @@ def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: 
     try:
         with torch.inference_mode():
             for lo in range(0, len(per_query), group_size):
-                group = [(qid, positions) for qid, positions in per_query[lo:lo + group_size] if len(positions)]
+                group = [(qid, positions) for qid, positions in per_query[lo : lo + group_size] if len(positions)]
                 if not group:
                     continue
                 q_rows = np.asarray([query_row[qid] for qid, _ in group])
@@ -300,13 +335,13 @@ def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: 
                 slot[order] = np.arange(len(order))
                 pair_slot = slot[pair_unique]
                 for s_lo in range(0, len(order), batch_size):
-                    rows = unique[order[s_lo:s_lo + batch_size]]
-                    d_vectors, d_mask = model.encode_batch(
-                        doc_texts.chunked(rows, overhead=overhead).to(device), "doc")
+                    rows = unique[order[s_lo : s_lo + batch_size]]
+                    d_vectors, d_mask = model.encode_batch(doc_texts.chunked(rows, overhead=overhead).to(device), "doc")
                     pairs = np.flatnonzero((pair_slot >= s_lo) & (pair_slot < s_lo + len(rows)))
                     local = torch.from_numpy(pair_slot[pairs] - s_lo).to(device)
-                    pair_scores = maxsim_pairs(q_vectors[torch.from_numpy(pair_query[pairs]).to(device)],
-                                               d_vectors[local], d_mask[local])
+                    pair_scores = maxsim_pairs(
+                        q_vectors[torch.from_numpy(pair_query[pairs]).to(device)], d_vectors[local], d_mask[local]
+                    )
                     scores[group_positions[pairs]] = pair_scores.float().cpu().numpy()
     finally:
         model.train(was_training)
@@ -321,11 +356,15 @@ def rerank(model: ColBERT, query_texts, doc_texts, ranking: pa.Table, *, depth: 
         out_d.extend(docids[p] for p in chosen)
         out_rank.append(np.arange(1, len(chosen) + 1, dtype=np.int32))
         out_score.append(scores[chosen])
-    return pa.table({
-        "qid": pa.array(out_q, pa.string()), "docid": pa.array(out_d, pa.string()),
-        "rank": pa.array(np.concatenate(out_rank) if out_rank else np.zeros(0, np.int32), pa.int32()),
-        "score": pa.array(np.concatenate(out_score) if out_score else np.zeros(0, np.float32), pa.float32()),
-    }, schema=artifacts.RUN.schema)
+    return pa.table(
+        {
+            "qid": pa.array(out_q, pa.string()),
+            "docid": pa.array(out_d, pa.string()),
+            "rank": pa.array(np.concatenate(out_rank) if out_rank else np.zeros(0, np.int32), pa.int32()),
+            "score": pa.array(np.concatenate(out_score) if out_score else np.zeros(0, np.float32), pa.float32()),
+        },
+        schema=artifacts.RUN.schema,
+    )
 
 
 __all__ = ["ColBERT", "describe", "is_colbert", "maxsim", "maxsim_pairs", "rerank"]

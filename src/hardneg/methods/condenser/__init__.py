@@ -30,27 +30,63 @@ class CondenserParams:
 
 
 SECTION_SCHEMA = {
-    "type": "object", "additionalProperties": False, "default": {},
+    "type": "object",
+    "additionalProperties": False,
+    "default": {},
     "description": "Condenser pre-training: early/late split, the head, MLM and coCondenser's span-pair loss",
     "properties": {
-        "early_layers": {"type": ["integer", "null"], "minimum": 1, "default": None,
-                         "description": "backbone layers before the head's short circuit (null: half of them, "
-                                        "rounded down, at least 1); the backbone needs at least 2 layers"},
-        "head_layers": {"type": "integer", "minimum": 1, "default": 2,
-                        "description": "transformer layers of the Condenser head (dropped after pre-training)"},
-        "mlm_probability": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.15,
-                            "description": "share of tokens masked (BERT's 80/10/10 replacement)"},
-        "contrastive": {"type": "boolean", "default": False,
-                        "description": "add coCondenser's in-batch contrastive loss over two random spans of "
-                                       "each document (late [CLS] vectors)"},
-        "contrastive_weight": {"type": "number", "minimum": 0, "default": 1.0,
-                               "description": "weight of the contrastive loss beside the two MLM losses"},
-        "temperature": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
-                        "description": "span-pair scores (raw dot products) are divided by it"},
-        "span_min": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.1,
-                     "description": "shortest span, as a share of the document's tokens (at least one token)"},
-        "span_max": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.5,
-                     "description": "longest span, as a share of the document's tokens"},
+        "early_layers": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "default": None,
+            "description": "backbone layers before the head's short circuit (null: half of them, "
+            "rounded down, at least 1); the backbone needs at least 2 layers",
+        },
+        "head_layers": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 2,
+            "description": "transformer layers of the Condenser head (dropped after pre-training)",
+        },
+        "mlm_probability": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 1,
+            "default": 0.15,
+            "description": "share of tokens masked (BERT's 80/10/10 replacement)",
+        },
+        "contrastive": {
+            "type": "boolean",
+            "default": False,
+            "description": "add coCondenser's in-batch contrastive loss over two random spans of "
+            "each document (late [CLS] vectors)",
+        },
+        "contrastive_weight": {
+            "type": "number",
+            "minimum": 0,
+            "default": 1.0,
+            "description": "weight of the contrastive loss beside the two MLM losses",
+        },
+        "temperature": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 1.0,
+            "description": "span-pair scores (raw dot products) are divided by it",
+        },
+        "span_min": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 1,
+            "default": 0.1,
+            "description": "shortest span, as a share of the document's tokens (at least one token)",
+        },
+        "span_max": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 1,
+            "default": 0.5,
+            "description": "longest span, as a share of the document's tokens",
+        },
     },
 }
 SCHEMA = {"condenser": SECTION_SCHEMA}
@@ -63,16 +99,21 @@ def _section(params: dict) -> CondenserSection:
 def check(name: str, run: dict) -> None:
     section = run["params"]["condenser"]
     if section["span_min"] > section["span_max"]:
-        raise ConfigError(f"runs.{name}.params.condenser.span_min",
-                          f"{section['span_min']} is above span_max ({section['span_max']})")
+        raise ConfigError(
+            f"runs.{name}.params.condenser.span_min", f"{section['span_min']} is above span_max ({section['span_max']})"
+        )
     layers = run["params"]["model"]["builtin"]["num_hidden_layers"]
     if run["params"]["model"]["name"] == "builtin" and "init" not in run.get("inputs", {}):
         if layers < 2:
-            raise ConfigError(f"runs.{name}.params.model.builtin.num_hidden_layers",
-                              "Condenser splits the backbone into early and late layers: it needs at least 2")
+            raise ConfigError(
+                f"runs.{name}.params.model.builtin.num_hidden_layers",
+                "Condenser splits the backbone into early and late layers: it needs at least 2",
+            )
         if section["early_layers"] is not None and section["early_layers"] >= layers:
-            raise ConfigError(f"runs.{name}.params.condenser.early_layers",
-                              f"{section['early_layers']} leaves no late layer of the built-in model's {layers}")
+            raise ConfigError(
+                f"runs.{name}.params.condenser.early_layers",
+                f"{section['early_layers']} leaves no late layer of the built-in model's {layers}",
+            )
 
 
 def new_model(spec, tokenizer, resolved: dict, init):
@@ -92,8 +133,15 @@ def build_sampler(ctx: StepContext, config):
 
 
 METHOD = Method(
-    name="condenser", kind=DENSE,
+    name="condenser",
+    kind=DENSE,
     summary="Condenser pre-training on the corpus (MLM through a head over late [CLS] + early tokens; coCondenser)",
     roles={"init": Role("model", required=False, description="a dense run whose model is pre-trained further")},
-    schema=SCHEMA, params=CondenserParams, training_sections=("model", "train", "condenser"),
-    build_step=build_step, new_model=new_model, build_sampler=build_sampler, check=check)
+    schema=SCHEMA,
+    params=CondenserParams,
+    training_sections=("model", "train", "condenser"),
+    build_step=build_step,
+    new_model=new_model,
+    build_sampler=build_sampler,
+    check=check,
+)

@@ -97,25 +97,37 @@ class Condenser(nn.Module):
     New weights (head, MLM head, pooler) are drawn from torch's global generator: seed it first, or use
     :meth:`create`."""
 
-    def __init__(self, encoder: nn.Module, params: CondenserSection, *, pooling: str = "cls",
-                 normalize: bool = False, query_max_length: int | None = None, doc_max_length: int | None = None,
-                 prompts: dict | None = None):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        params: CondenserSection,
+        *,
+        pooling: str = "cls",
+        normalize: bool = False,
+        query_max_length: int | None = None,
+        doc_max_length: int | None = None,
+        prompts: dict | None = None,
+    ):
         super().__init__()
         # transformers: imported only where a model or tokenizer is used
         from transformers.models.bert.modeling_bert import BertOnlyMLMHead
 
         layers = getattr(getattr(encoder, "encoder", None), "layer", None)
         if not hasattr(encoder, "embeddings") or not isinstance(layers, nn.ModuleList):
-            raise ValueError(f"Condenser needs a BERT-like encoder (embeddings, then encoder.layer), not a "
-                             f"{type(encoder).__name__}")
+            raise ValueError(
+                f"Condenser needs a BERT-like encoder (embeddings, then encoder.layer), not a {type(encoder).__name__}"
+            )
         total = len(layers)
         early = max(1, total // 2) if params.early_layers is None else params.early_layers
         if total < 2:
-            raise ValueError(f"Condenser splits the backbone's layers into early and late ones: it needs 2 layers at "
-                             f"least, the backbone has {total}")
+            raise ValueError(
+                f"Condenser splits the backbone's layers into early and late ones: it needs 2 layers at "
+                f"least, the backbone has {total}"
+            )
         if not 1 <= early <= total - 1:
-            raise ValueError(f"early_layers must be within 1..{total - 1} (the backbone has {total} layers), "
-                             f"got {early}")
+            raise ValueError(
+                f"early_layers must be within 1..{total - 1} (the backbone has {total} layers), got {early}"
+            )
         config = encoder.config
         self.encoder = encoder  # named as the trainer looks for it (gradient checkpointing)
         self.params = params
@@ -137,8 +149,9 @@ class Condenser(nn.Module):
         if getattr(encoder, "pooler", False) is None:
             # A pooler-less backbone (the built-in BERT): AutoModel would build one for the saved folder and draw
             # it at random, so one is drawn here, seeded, and saved with the backbone (never read).
-            pooler_class = getattr(sys.modules[type(encoder).__module__],
-                                   type(encoder).__name__.removesuffix("Model") + "Pooler", None)
+            pooler_class = getattr(
+                sys.modules[type(encoder).__module__], type(encoder).__name__.removesuffix("Model") + "Pooler", None
+            )
             if pooler_class is not None:
                 encoder.pooler = pooler_class(config)
                 _init_fresh(encoder.pooler, std)
@@ -154,8 +167,9 @@ class Condenser(nn.Module):
             from transformers.masking_utils import create_bidirectional_mask
         except ImportError:  # transformers 4: the additive [B, 1, 1, T] mask
             return self.encoder.get_extended_attention_mask(attention_mask, attention_mask.shape)
-        return create_bidirectional_mask(config=self.encoder.config, inputs_embeds=hidden,
-                                         attention_mask=attention_mask)
+        return create_bidirectional_mask(
+            config=self.encoder.config, inputs_embeds=hidden, attention_mask=attention_mask
+        )
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
         """``(early, late, mask)``: the hidden states [B, T, H] after the early layers and after the last layer
@@ -186,8 +200,15 @@ class Condenser(nn.Module):
         count = picked.sum().to(total.dtype)
         return _global_sum(total, replicas) / _global_sum(count, replicas).detach().clamp(min=1.0)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor, *,
-                documents: int | None = None, replicas: Replicas = SINGLE):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        labels: torch.Tensor,
+        *,
+        documents: int | None = None,
+        replicas: Replicas = SINGLE,
+    ):
         """The loss of one training step and its parts: ``(loss, {"mlm_late", "mlm_head"[, "contrastive"]})``
         (the parts detached).
 
@@ -217,16 +238,24 @@ class Condenser(nn.Module):
         """Save the backbone alone, atomically, as a bi-encoder folder (see the module docstring); the head and
         the MLM head are dropped."""
         pooler = getattr(self.encoder, "pooler", None)
-        model = BiEncoder(self.encoder, None, pooling=self.pooling, projection_dim=None, normalize=self.normalize,
-                          query_max_length=self.query_max_length, doc_max_length=self.doc_max_length,
-                          prompts=self.prompts)
+        model = BiEncoder(
+            self.encoder,
+            None,
+            pooling=self.pooling,
+            projection_dim=None,
+            normalize=self.normalize,
+            query_max_length=self.query_max_length,
+            doc_max_length=self.doc_max_length,
+            prompts=self.prompts,
+        )
         if pooler is not None:  # BiEncoder drops it; the folder keeps it (module docstring), and so does self
             self.encoder.pooler = pooler
         model.save(out_dir, tokenizer)
 
     @classmethod
-    def create(cls, spec, tokenizer, *, params: CondenserSection, seed: int,
-               init_model: str | os.PathLike | None = None) -> "Condenser":
+    def create(
+        cls, spec, tokenizer, *, params: CondenserSection, seed: int, init_model: str | os.PathLike | None = None
+    ) -> Condenser:
         """A Condenser to pre-train, seeded (the same arguments give the same weights).
 
         The backbone is :func:`hardneg.dense.model.build_backbone` of ``spec`` (a :class:`ModelSpec`: the built-in
@@ -244,9 +273,15 @@ class Condenser(nn.Module):
         if len(tokenizer) > rows:
             raise ValueError(f"the tokenizer has {len(tokenizer)} tokens, the model's embeddings {rows}")
         torch.manual_seed(seed + 1)
-        model = cls(encoder, params, pooling=spec.pooling, normalize=spec.normalize,
-                    query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
-                    prompts={"query": spec.query_prompt, "doc": spec.doc_prompt})
+        model = cls(
+            encoder,
+            params,
+            pooling=spec.pooling,
+            normalize=spec.normalize,
+            query_max_length=spec.query_max_length,
+            doc_max_length=spec.doc_max_length,
+            prompts={"query": spec.query_prompt, "doc": spec.doc_prompt},
+        )
         source = init_model if init_model is not None else (None if spec.name == BUILTIN else spec.name)
         weights = _mlm_weights(source) if source is not None else None
         if weights is not None and model._load_mlm(weights):
@@ -258,11 +293,14 @@ class Condenser(nn.Module):
     def _load_mlm(self, weights: dict[str, torch.Tensor]) -> bool:
         """Load the checkpoint's MLM head (names relative to ``cls.predictions.``) unless it lacks a weight or one
         has another shape (another vocabulary); the tied decoder weight is the word embeddings already."""
-        own = {name: value for name, value in self.mlm.predictions.state_dict().items()
-               if not name.startswith("decoder.")}
+        own = {
+            name: value for name, value in self.mlm.predictions.state_dict().items() if not name.startswith("decoder.")
+        }
         # old TensorFlow-converted checkpoints name LayerNorm's weights gamma and beta
-        renamed = {name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"):
-                   value for name, value in weights.items()}
+        renamed = {
+            name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): value
+            for name, value in weights.items()
+        }
         if any(name not in renamed or renamed[name].shape != value.shape for name, value in own.items()):
             return False
         self.mlm.predictions.load_state_dict({name: renamed[name] for name in own}, strict=False)
@@ -276,6 +314,7 @@ def _mlm_weights(source: str | os.PathLike) -> dict[str, torch.Tensor] | None:
 
     folder = Path(source)
     if folder.is_dir():
+
         def find(name):
             return folder / name if (folder / name).is_file() else None
     else:
@@ -284,6 +323,7 @@ def _mlm_weights(source: str | os.PathLike) -> dict[str, torch.Tensor] | None:
         def find(name):
             found = try_to_load_from_cache(str(source), name)
             return Path(found) if isinstance(found, str) else None
+
     index = find("model.safetensors.index.json")
     if index is not None:  # a sharded checkpoint
         weight_map = json.loads(index.read_text())["weight_map"]
@@ -295,14 +335,15 @@ def _mlm_weights(source: str | os.PathLike) -> dict[str, torch.Tensor] | None:
     weights = {}
     for path in paths:
         with safe_open(str(path), "pt") as tensors:
-            for key in tensors.keys():
+            for key in tensors.keys():  # noqa: SIM118 (safetensors' handle is not iterable)
                 if key.startswith(_MLM_PREFIX):
-                    weights[key[len(_MLM_PREFIX):]] = tensors.get_tensor(key)
+                    weights[key[len(_MLM_PREFIX) :]] = tensors.get_tensor(key)
     return weights or None
 
 
-def new_condenser(spec, tokenizer, params: CondenserSection, seed: int,
-                  init_model: str | os.PathLike | None = None) -> Condenser:
+def new_condenser(
+    spec, tokenizer, params: CondenserSection, seed: int, init_model: str | os.PathLike | None = None
+) -> Condenser:
     """:meth:`Condenser.create` (the method module's ``new_model``)."""
     return Condenser.create(spec, tokenizer, params=params, seed=seed, init_model=init_model)
 
@@ -331,8 +372,18 @@ class CondenserStep:
     between [CLS] and the final [SEP] (at least 1; raised to the lower end when the document is too short for a
     length in between), then a uniform start; each span is ``[CLS] span [SEP]`` and masked as above."""
 
-    def __init__(self, doc_texts, *, params: CondenserSection, mask_token_id: int, cls_token_id: int,
-                 sep_token_id: int, pad_token_id: int, special_token_ids, vocab_size: int):
+    def __init__(
+        self,
+        doc_texts,
+        *,
+        params: CondenserSection,
+        mask_token_id: int,
+        cls_token_id: int,
+        sep_token_id: int,
+        pad_token_id: int,
+        special_token_ids,
+        vocab_size: int,
+    ):
         self.doc_texts, self.params = doc_texts, params
         self.mask_id, self.cls_id, self.sep_id, self.pad_id = mask_token_id, cls_token_id, sep_token_id, pad_token_id
         special = {int(i) for i in special_token_ids} | {mask_token_id, cls_token_id, sep_token_id, pad_token_id}
@@ -349,8 +400,9 @@ class CondenserStep:
             tokens, lengths, spans = self._spans(tokens, lengths, rng)
         input_ids, labels = self._mask(tokens, lengths, rng)
         attention = (np.arange(tokens.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
-        return CondenserBatch(doc_rows=doc_rows, input_ids=input_ids, attention_mask=attention, labels=labels,
-                              spans=spans)
+        return CondenserBatch(
+            doc_rows=doc_rows, input_ids=input_ids, attention_mask=attention, labels=labels, spans=spans
+        )
 
     def _spans(self, docs: np.ndarray, lengths: np.ndarray, rng: np.random.Generator):
         """Two spans per document (see the class docstring): their rows, lengths and (start, tokens)."""
@@ -367,7 +419,7 @@ class CondenserStep:
         columns = np.minimum(1 + starts[:, None] + offsets, docs.shape[1] - 1)
         rows = np.full((len(sizes), width), self.pad_id, dtype=np.int64)
         rows[:, 0] = self.cls_id
-        rows[:, 1:width - 1] = np.where(inside, docs[source[:, None], columns], self.pad_id)
+        rows[:, 1 : width - 1] = np.where(inside, docs[source[:, None], columns], self.pad_id)
         rows[np.arange(len(sizes)), sizes + 1] = self.sep_id
         return rows, sizes + 2, np.stack([starts, sizes], axis=1)
 
@@ -400,24 +452,48 @@ class CondenserStep:
         def tensor(array):
             return torch.from_numpy(np.ascontiguousarray(array[rows, :width])).to(device, non_blocking=True)
 
-        loss, stats = model(tensor(batch.input_ids), tensor(batch.attention_mask), tensor(batch.labels),
-                            documents=documents, replicas=replicas)
+        loss, stats = model(
+            tensor(batch.input_ids),
+            tensor(batch.attention_mask),
+            tensor(batch.labels),
+            documents=documents,
+            replicas=replicas,
+        )
         return loss, {name: float(value) for name, value in stats.items()}
 
 
 def build_condenser_step(doc_texts, tokenizer, params: CondenserSection) -> CondenserStep:
     """The step over the corpus rows ``doc_texts``, with the special tokens of ``tokenizer`` (a fast tokenizer)."""
-    return CondenserStep(doc_texts, params=params, mask_token_id=tokenizer.mask_token_id,
-                         cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-                         pad_token_id=tokenizer.pad_token_id, special_token_ids=tokenizer.all_special_ids,
-                         vocab_size=len(tokenizer))
+    return CondenserStep(
+        doc_texts,
+        params=params,
+        mask_token_id=tokenizer.mask_token_id,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        special_token_ids=tokenizer.all_special_ids,
+        vocab_size=len(tokenizer),
+    )
 
 
 def describe(model: Condenser) -> dict:
-    return {"model": "condenser", "parameters": sum(p.numel() for p in model.parameters()),
-            "layers": model.num_layers, "early_layers": model.early_layers, "head_layers": len(model.head),
-            "contrastive": model.params.contrastive}
+    return {
+        "model": "condenser",
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "layers": model.num_layers,
+        "early_layers": model.early_layers,
+        "head_layers": len(model.head),
+        "contrastive": model.params.contrastive,
+    }
 
 
-__all__ = ["Condenser", "CondenserBatch", "CondenserStep", "IGNORE",
-           "build_condenser_step", "describe", "new_condenser", "span_contrastive_loss"]
+__all__ = [
+    "Condenser",
+    "CondenserBatch",
+    "CondenserStep",
+    "IGNORE",
+    "build_condenser_step",
+    "describe",
+    "new_condenser",
+    "span_contrastive_loss",
+]

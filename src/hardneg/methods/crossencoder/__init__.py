@@ -70,35 +70,51 @@ class CrossEncoderParams:
 
 SCHEMA = {
     "crossencoder": {
-        "type": "object", "additionalProperties": False, "default": {},
+        "type": "object",
+        "additionalProperties": False,
+        "default": {},
         "description": "the cross-encoder's training (params.train.loss and temperature are not read)",
         "properties": {
-            "loss": {"enum": ["bce", "listwise"], "default": "bce",
-                     "description": "bce: binary cross-entropy of each (query, document) pair, the positive 1 and its "
-                                    "negatives 0, so that sigmoid(logit) is a probability of relevance; listwise: "
-                                    "softmax cross-entropy of the positive among its negatives"},
-            "in_batch": {"type": "integer", "minimum": 0, "default": 1,
-                         "description": "each query is also scored against the positives of this many other rows of "
-                                        "its batch, as negatives: every positive is then a negative too, so that a "
-                                        "document's being a training positive is not a label by itself (0: only "
-                                        "negatives.per_query)"},
-            "exact_match": {"type": "boolean", "default": False,
-                            "description": "mark the tokens that occur in both texts of the pair: a learnt vector "
-                                           "(zero at first) is added to the input embedding of every query token "
-                                           "found in the document and every document token found in the query, "
-                                           "as MarkedBERT's exact-match marks (Boualili et al., SIGIR 2020). A model "
-                                           "trained from scratch then matches words from its first steps, instead "
-                                           "of learning to through attention alone (not with a pretrained "
-                                           "cross-encoder's own head, which reads its input as it was trained to)"},
-            "soft_match": {"type": "integer", "minimum": 0, "default": 0,
-                           "description": "bins of soft-match marks (0: none): every content token is also marked "
-                                          "by the cosine between its input embedding and the nearest content "
-                                          "token's of the other text, in this many equal bins over (0, 1], each a "
-                                          "learnt vector (zero at first), as DRMM's matching histograms (Guo et "
-                                          "al., CIKM 2016). Useful when the encoder's token vectors already place "
-                                          "related words together: a dense run's encoder (inputs.init) or a "
-                                          "pretrained encoder; a built-in model from scratch has random ones (not "
-                                          "with a pretrained cross-encoder's own head)"},
+            "loss": {
+                "enum": ["bce", "listwise"],
+                "default": "bce",
+                "description": "bce: binary cross-entropy of each (query, document) pair, the positive 1 and its "
+                "negatives 0, so that sigmoid(logit) is a probability of relevance; listwise: "
+                "softmax cross-entropy of the positive among its negatives",
+            },
+            "in_batch": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 1,
+                "description": "each query is also scored against the positives of this many other rows of "
+                "its batch, as negatives: every positive is then a negative too, so that a "
+                "document's being a training positive is not a label by itself (0: only "
+                "negatives.per_query)",
+            },
+            "exact_match": {
+                "type": "boolean",
+                "default": False,
+                "description": "mark the tokens that occur in both texts of the pair: a learnt vector "
+                "(zero at first) is added to the input embedding of every query token "
+                "found in the document and every document token found in the query, "
+                "as MarkedBERT's exact-match marks (Boualili et al., SIGIR 2020). A model "
+                "trained from scratch then matches words from its first steps, instead "
+                "of learning to through attention alone (not with a pretrained "
+                "cross-encoder's own head, which reads its input as it was trained to)",
+            },
+            "soft_match": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "bins of soft-match marks (0: none): every content token is also marked "
+                "by the cosine between its input embedding and the nearest content "
+                "token's of the other text, in this many equal bins over (0, 1], each a "
+                "learnt vector (zero at first), as DRMM's matching histograms (Guo et "
+                "al., CIKM 2016). Useful when the encoder's token vectors already place "
+                "related words together: a dense run's encoder (inputs.init) or a "
+                "pretrained encoder; a built-in model from scratch has random ones (not "
+                "with a pretrained cross-encoder's own head)",
+            },
         },
     },
     "rerank": RERANK_SCHEMA,
@@ -123,9 +139,11 @@ def _check_pretrained(name: str, params: dict, model_name: str, config: dict) ->
     from hardneg.methods.crossencoder.folder import folder_activation, label_count
 
     if label_count(config) != 1:
-        raise ConfigError(f"runs.{name}.params.model.name",
-                          f"{model_name} is a sequence-classification model with {label_count(config)} labels; a "
-                          f"cross-encoder scoring relevance has one (its logit)")
+        raise ConfigError(
+            f"runs.{name}.params.model.name",
+            f"{model_name} is a sequence-classification model with {label_count(config)} labels; a "
+            f"cross-encoder scoring relevance has one (its logit)",
+        )
     try:
         folder_activation(model_name, config)
     except ValueError as error:
@@ -139,10 +157,12 @@ def _no_marks(name: str, model_name: str, marks: dict) -> None:
     model is a pretrained cross-encoder with its own head."""
     for key, value in marks.items():
         if value:
-            raise ConfigError(f"runs.{name}.params.crossencoder.{key}",
-                              f"{model_name} is a pretrained cross-encoder with its own head, which reads its input "
-                              f"as it was trained to; match marks are for a cross-encoder trained here: leave "
-                              f"{key} out")
+            raise ConfigError(
+                f"runs.{name}.params.crossencoder.{key}",
+                f"{model_name} is a pretrained cross-encoder with its own head, which reads its input "
+                f"as it was trained to; match marks are for a cross-encoder trained here: leave "
+                f"{key} out",
+            )
 
 
 def check(name: str, run: dict) -> None:
@@ -158,17 +178,23 @@ def check(name: str, run: dict) -> None:
     if with_head:
         _check_pretrained(name, params, model_name, config)
     if params.get("train", {}).get("epochs") == 0 and not (with_head or hub_name or run.get("inputs", {}).get("init")):
-        raise ConfigError(f"runs.{name}.params.train.epochs",
-                          f"epochs 0 uses the model as it is, and {model_name} is no cross-encoder with its head: "
-                          f"this run's head would be drawn at random. Name a pretrained cross-encoder folder (a "
-                          f"sequence-classification model with one label) as params.model.name, or train it")
+        raise ConfigError(
+            f"runs.{name}.params.train.epochs",
+            f"epochs 0 uses the model as it is, and {model_name} is no cross-encoder with its head: "
+            f"this run's head would be drawn at random. Name a pretrained cross-encoder folder (a "
+            f"sequence-classification model with one label) as params.model.name, or train it",
+        )
     if params.get("negatives", {}).get("per_query", 1) + params.get("crossencoder", {}).get("in_batch", 1) < 1:
-        raise ConfigError(f"runs.{name}.params.negatives.per_query",
-                          "a cross-encoder learns to tell each positive from its negatives: set negatives.per_query "
-                          "or crossencoder.in_batch to 1 at least")
+        raise ConfigError(
+            f"runs.{name}.params.negatives.per_query",
+            "a cross-encoder learns to tell each positive from its negatives: set negatives.per_query "
+            "or crossencoder.in_batch to 1 at least",
+        )
     if params.get("train", {}).get("loss") is not None:
-        raise ConfigError(f"runs.{name}.params.train.loss",
-                          "a crossencoder run's loss is params.crossencoder.loss (bce or listwise); leave this null")
+        raise ConfigError(
+            f"runs.{name}.params.train.loss",
+            "a crossencoder run's loss is params.crossencoder.loss (bce or listwise); leave this null",
+        )
 
 
 def new_model(spec, tokenizer, resolved: dict, init):
@@ -192,10 +218,12 @@ def new_model(spec, tokenizer, resolved: dict, init):
         if marks["exact_match"] or marks["soft_match"]:
             model.add_marks(**marks)
     elif {"exact_match": model.exact_match, "soft_match": model.soft_match} != marks:
-        raise ValueError(f"{init}: this cross-encoder was trained with exact_match: "
-                         f"{str(model.exact_match).lower()} and soft_match: {model.soft_match}; a run continuing it "
-                         f"sets the same params.crossencoder keys (this run: exact_match: "
-                         f"{str(marks['exact_match']).lower()}, soft_match: {marks['soft_match']})")
+        raise ValueError(
+            f"{init}: this cross-encoder was trained with exact_match: "
+            f"{str(model.exact_match).lower()} and soft_match: {model.soft_match}; a run continuing it "
+            f"sets the same params.crossencoder keys (this run: exact_match: "
+            f"{str(marks['exact_match']).lower()}, soft_match: {marks['soft_match']})"
+        )
     # the lengths of this run's tokenized cache, which a continued run may set
     model.query_max_length, model.doc_max_length = spec.query_max_length, spec.doc_max_length
     return model
@@ -222,14 +250,17 @@ def _pretrained(source, spec, resolved: dict, marks: dict):
     name = resolved.get("name", "<run>")
     _no_marks(name, source, marks)
     try:
-        model = PretrainedCrossEncoder.load(source, query_max_length=spec.query_max_length,
-                                            doc_max_length=spec.doc_max_length)
+        model = PretrainedCrossEncoder.load(
+            source, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length
+        )
     except ValueError as error:
         raise ConfigError(f"runs.{name}.params.model.name", str(error)) from None
     if resolved["params"]["train"]["epochs"] and not cache_pairs_match(model.tokenizer):
-        raise ConfigError(f"runs.{name}.params.train.epochs",
-                          f"{source}'s tokenizer puts more than one token between a pair's two texts, and training "
-                          f"joins the tokenized cache's rows with one: set epochs to 0 to use it as it is")
+        raise ConfigError(
+            f"runs.{name}.params.train.epochs",
+            f"{source}'s tokenizer puts more than one token between a pair's two texts, and training "
+            f"joins the tokenized cache's rows with one: set epochs to 0 to use it as it is",
+        )
     return model
 
 
@@ -239,8 +270,9 @@ def rerank(model_dir, queries, corpus, candidates, *, depth: int, batch_size: in
     from hardneg.methods.crossencoder.pretrained import load_model  # torch: imported when re-ranking
     from hardneg.methods.crossencoder.scoring import rerank as cross_rerank
 
-    return cross_rerank(load_model(model_dir), queries, corpus, candidates, depth=depth, batch_size=batch_size,
-                        device=device)
+    return cross_rerank(
+        load_model(model_dir), queries, corpus, candidates, depth=depth, batch_size=batch_size, device=device
+    )
 
 
 def score_pairs(model_dir, queries, corpus, pairs, *, batch_size: int = 64, device: str = "cpu"):
@@ -258,25 +290,49 @@ def build_step(ctx: StepContext):
 
     negatives = role_negatives(ctx) or RandomNegatives(ctx.train)
     section = ctx.params["crossencoder"]
-    return CrossEncoderStep(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
-                            per_query=ctx.params["negatives"]["per_query"], loss=section["loss"],
-                            in_batch=section["in_batch"])
+    return CrossEncoderStep(
+        ctx.train,
+        ctx.query_texts,
+        ctx.doc_texts,
+        negatives=negatives,
+        per_query=ctx.params["negatives"]["per_query"],
+        loss=section["loss"],
+        in_batch=section["in_batch"],
+    )
 
 
 METHOD = Method(
-    name="crossencoder", kind=RERANK,
+    name="crossencoder",
+    kind=RERANK,
     summary="a cross-encoder (monoBERT) re-ranking another run; its probabilities denoise hard negatives (RocketQA)",
-    roles={"candidates": Role("candidates", description="the run whose ranking of each split this model re-ranks"),
-           "negatives": Role("ranking", required=False,
-                             description="the run whose training-split ranking gives the negatives (BM25)"),
-           "hard_negatives": Role("miner", required=False,
-                                  description="a dense run whose model mines hard negatives for this run"),
-           "init": Role("model", required=False,
-                        description="a crossencoder run whose model this one continues, or a dense run whose "
-                                    "encoder starts this one's (a new head)"),
-           "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of the hard-negative audit"),
-           **MINING_ROLES},
+    roles={
+        "candidates": Role("candidates", description="the run whose ranking of each split this model re-ranks"),
+        "negatives": Role(
+            "ranking", required=False, description="the run whose training-split ranking gives the negatives (BM25)"
+        ),
+        "hard_negatives": Role(
+            "miner", required=False, description="a dense run whose model mines hard negatives for this run"
+        ),
+        "init": Role(
+            "model",
+            required=False,
+            description="a crossencoder run whose model this one continues, or a dense run whose "
+            "encoder starts this one's (a new head)",
+        ),
+        "bm25": Role(
+            "reference_ranking",
+            required=False,
+            description="a BM25 run, for the overlap column of the hard-negative audit",
+        ),
+        **MINING_ROLES,
+    },
     exclusive_roles=(("negatives", "hard_negatives"),),
-    schema=SCHEMA, params=CrossEncoderParams, training_sections=("model", "train", "negatives", "crossencoder"),
-    build_step=build_step, new_model=new_model, rerank=rerank, check=check, score_pairs=score_pairs)
+    schema=SCHEMA,
+    params=CrossEncoderParams,
+    training_sections=("model", "train", "negatives", "crossencoder"),
+    build_step=build_step,
+    new_model=new_model,
+    rerank=rerank,
+    check=check,
+    score_pairs=score_pairs,
+)

@@ -71,15 +71,19 @@ def label_count(config: dict) -> int:
 def folder_activation(source: str | os.PathLike, config: dict) -> str:
     """The dotted path of the activation sentence-transformers applies to the logit of the model at ``source``
     (see the module docstring), one of :data:`ACTIVATIONS`'s; ValueError naming the model for another."""
-    path = (folder_json(source, ST_CONFIG).get("activation_fn")
-            or (config.get("sentence_transformers") or {}).get("activation_fn")
-            or config.get("sbert_ce_default_activation_function")
-            or SIGMOID)
+    path = (
+        folder_json(source, ST_CONFIG).get("activation_fn")
+        or (config.get("sentence_transformers") or {}).get("activation_fn")
+        or config.get("sbert_ce_default_activation_function")
+        or SIGMOID
+    )
     name = str(path).rsplit(".", 1)[-1]
     if not str(path).startswith("torch.") or name not in ACTIVATIONS:
-        raise ValueError(f"{source}: the cross-encoder's activation is {path}; hardneg reads its logit as a "
-                         f"probability of relevance through a sigmoid, so it takes folders whose activation is "
-                         f"{' or '.join(ACTIVATIONS)}")
+        raise ValueError(
+            f"{source}: the cross-encoder's activation is {path}; hardneg reads its logit as a "
+            f"probability of relevance through a sigmoid, so it takes folders whose activation is "
+            f"{' or '.join(ACTIVATIONS)}"
+        )
     return ACTIVATIONS[name]
 
 
@@ -91,15 +95,21 @@ def read_folder(source: str | os.PathLike) -> dict:
         activation is not taken (see the module docstring)."""
     config = folder_json(source, "config.json")
     if not has_head(config):
-        raise ValueError(f"{source}: not a cross-encoder with its head (config.json's architectures "
-                         f"{config.get('architectures')} has no ...ForSequenceClassification)")
+        raise ValueError(
+            f"{source}: not a cross-encoder with its head (config.json's architectures "
+            f"{config.get('architectures')} has no ...ForSequenceClassification)"
+        )
     if label_count(config) != 1:
-        raise ValueError(f"{source}: a cross-encoder scoring relevance has one label; this one has "
-                         f"{label_count(config)}")
+        raise ValueError(
+            f"{source}: a cross-encoder scoring relevance has one label; this one has {label_count(config)}"
+        )
     st_config = folder_json(source, ST_CONFIG)
-    return {"activation": folder_activation(source, config), "prompts": dict(st_config.get("prompts") or {}),
-            "default_prompt_name": st_config.get("default_prompt_name"),
-            "max_seq_length": folder_json(source, ST_MODULE).get("max_seq_length")}
+    return {
+        "activation": folder_activation(source, config),
+        "prompts": dict(st_config.get("prompts") or {}),
+        "default_prompt_name": st_config.get("default_prompt_name"),
+        "max_seq_length": folder_json(source, ST_MODULE).get("max_seq_length"),
+    }
 
 
 def is_pretrained(folder: str | os.PathLike) -> bool:
@@ -114,5 +124,15 @@ def source_has_head(source: str | os.PathLike) -> bool:
     return has_head(folder_json(source, "config.json"))
 
 
-__all__ = ["HEAD", "META", "folder_activation", "folder_json", "has_head", "is_pretrained", "label_count",
-           "local_config", "read_folder", "source_has_head"]
+__all__ = [
+    "HEAD",
+    "META",
+    "folder_activation",
+    "folder_json",
+    "has_head",
+    "is_pretrained",
+    "label_count",
+    "local_config",
+    "read_folder",
+    "source_has_head",
+]

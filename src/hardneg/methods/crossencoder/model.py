@@ -56,8 +56,7 @@ def pair_lengths(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.nd
     return np.minimum(total, max_length)
 
 
-def pair_inputs(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, *,
-                max_length: int) -> dict:
+def pair_inputs(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, *, max_length: int) -> dict:
     """The encoder's inputs for the pairs (``query_rows[i]``, ``doc_rows[i]``) of two tokenized text sets
     (:class:`hardneg.dense.tokenized.TokenizedTexts`, or any object with ``ids``, ``lengths`` and
     ``pad_token_id``): ``input_ids``, ``attention_mask`` and ``token_type_ids``, int64 tensors [P, W], W the
@@ -76,7 +75,7 @@ def pair_inputs(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.nda
         raise ValueError(f"a query of {int(q_len.max())} tokens leaves no room for a document in {max_length}")
     q_width, d_width = int(q_len.max()), int(d_len.max())
     queries = np.asarray(query_texts.ids[query_rows, :q_width], dtype=np.int64)
-    docs = np.asarray(doc_texts.ids[doc_rows, 1:max(d_width, 2)], dtype=np.int64)  # each row less its [CLS]
+    docs = np.asarray(doc_texts.ids[doc_rows, 1 : max(d_width, 2)], dtype=np.int64)  # each row less its [CLS]
     total = np.minimum(q_len + d_len - 1, max_length)
     width = int(total.max())
     position = np.arange(width)[None, :]
@@ -88,19 +87,25 @@ def pair_inputs(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.nda
     cut = np.flatnonzero(q_len + d_len - 1 > max_length)
     if len(cut):  # the document's own last token (its [SEP]) ends a cut pair
         ids[cut, total[cut] - 1] = np.asarray(doc_texts.ids[doc_rows[cut], d_len[cut] - 1], dtype=np.int64)
-    return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(in_pair.astype(np.int64)),
-            "token_type_ids": torch.from_numpy((in_pair & ~in_query).astype(np.int64))}
+    return {
+        "input_ids": torch.from_numpy(ids),
+        "attention_mask": torch.from_numpy(in_pair.astype(np.int64)),
+        "token_type_ids": torch.from_numpy((in_pair & ~in_query).astype(np.int64)),
+    }
 
 
-def pair_batch(query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, *, max_length: int,
-               overhead: int) -> Chunked:
+def pair_batch(
+    query_texts, doc_texts, query_rows: np.ndarray, doc_rows: np.ndarray, *, max_length: int, overhead: int
+) -> Chunked:
     """The pairs as length-homogeneous parts (:func:`hardneg.dense.tokenized.length_chunks` with ``overhead``
     padded tokens a part), each a block of :func:`pair_inputs` trimmed to its longest pair, as a
     :class:`hardneg.dense.tokenized.Chunked` batch: far less padding than one block when lengths vary."""
     lengths = pair_lengths(query_texts, doc_texts, query_rows, doc_rows, max_length)
     chunks = length_chunks(lengths, overhead=overhead)
-    parts = [pair_inputs(query_texts, doc_texts, np.asarray(query_rows)[c], np.asarray(doc_rows)[c],
-                         max_length=max_length) for c in chunks]
+    parts = [
+        pair_inputs(query_texts, doc_texts, np.asarray(query_rows)[c], np.asarray(doc_rows)[c], max_length=max_length)
+        for c in chunks
+    ]
     order = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
     inverse = np.empty(len(order), dtype=np.int64)
     inverse[order] = np.arange(len(order))
@@ -120,8 +125,13 @@ def exact_matches(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_t
     return ((same & other).any(dim=-1) & real).long()
 
 
-def soft_matches(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
-                 embeddings: torch.Tensor, bins: int) -> torch.Tensor:
+def soft_matches(
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    token_type_ids: torch.Tensor,
+    embeddings: torch.Tensor,
+    bins: int,
+) -> torch.Tensor:
     """Soft-match bins [n, W] (int64) of a block of joined pairs (:func:`pair_inputs`): for each content token of
     one part, the cosine between its row of ``embeddings`` [V, H] and the nearest content token's of the other
     part, as a bin 1..``bins`` of (0, 1] (bin ``b`` holds cosines in ((b-1)/bins, b/bins], a shared token cosine 1
@@ -146,8 +156,15 @@ class CrossEncoder(nn.Module):
     model trained on), which :func:`hardneg.methods.crossencoder.scoring.score_pairs_stage` tokenizes raw texts
     with."""
 
-    def __init__(self, encoder: nn.Module, *, query_max_length: int, doc_max_length: int,
-                 exact_match: bool = False, soft_match: int = 0):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        *,
+        query_max_length: int,
+        doc_max_length: int,
+        exact_match: bool = False,
+        soft_match: int = 0,
+    ):
         super().__init__()
         # The head reads [CLS]'s hidden state: a backbone's own pooler is never read, and a checkpoint without
         # one would get a randomly initialised copy saved with the model.
@@ -174,13 +191,19 @@ class CrossEncoder(nn.Module):
         self.match = nn.Embedding(EXACT_MARK + 1 + self.soft_match, self.encoder.config.hidden_size)
         nn.init.zeros_(self.match.weight)
 
-    def marks(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-              token_type_ids: torch.Tensor) -> torch.Tensor:
+    def marks(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         """The row of the marks' vectors [n, W] of each token of a block of joined pairs: ``EXACT_MARK`` for a
         shared token (with exact marks), else ``EXACT_MARK + b`` for soft-match bin ``b`` (with soft marks), else
         ``NO_MARK``."""
-        soft = (soft_matches(input_ids, attention_mask, token_type_ids, self.encoder.get_input_embeddings().weight,
-                             self.soft_match) if self.soft_match else torch.zeros_like(input_ids))
+        soft = (
+            soft_matches(
+                input_ids, attention_mask, token_type_ids, self.encoder.get_input_embeddings().weight, self.soft_match
+            )
+            if self.soft_match
+            else torch.zeros_like(input_ids)
+        )
         exact = exact_matches(input_ids, attention_mask, token_type_ids) if self.exact_match else None
         return self._mark_rows(soft, exact)
 
@@ -200,8 +223,9 @@ class CrossEncoder(nn.Module):
         """The probabilities of relevance of logits: their sigmoid."""
         return torch.sigmoid(logits)
 
-    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Relevance logits [n] of a block of joined pairs."""
         inputs = {"input_ids": input_ids}
         if self.match is not None:
@@ -219,8 +243,9 @@ class CrossEncoder(nn.Module):
             return self.logits(pairs["input_ids"], pairs["attention_mask"], pairs.get("token_type_ids"))
         if not pairs.parts:
             return self.head.weight.new_zeros(0)
-        out = torch.cat([self.logits(p["input_ids"], p["attention_mask"], p.get("token_type_ids"))
-                         for p in pairs.parts])
+        out = torch.cat(
+            [self.logits(p["input_ids"], p["attention_mask"], p.get("token_type_ids")) for p in pairs.parts]
+        )
         return out[pairs.inverse]
 
     # ------------------------------------------------------------------------------------------ persistence
@@ -236,13 +261,22 @@ class CrossEncoder(nn.Module):
             if self.match is not None:
                 weights[MATCH] = self.match.weight
             save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(tmp / HEAD))
-            (tmp / META).write_text(json.dumps({"model": "crossencoder", "query_max_length": self.query_max_length,
-                                                "doc_max_length": self.doc_max_length,
-                                                "exact_match": self.exact_match,
-                                                "soft_match": self.soft_match}, indent=2) + "\n")
+            (tmp / META).write_text(
+                json.dumps(
+                    {
+                        "model": "crossencoder",
+                        "query_max_length": self.query_max_length,
+                        "doc_max_length": self.doc_max_length,
+                        "exact_match": self.exact_match,
+                        "soft_match": self.soft_match,
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
 
     @classmethod
-    def load(cls, model_dir: str | os.PathLike) -> "CrossEncoder":
+    def load(cls, model_dir: str | os.PathLike) -> CrossEncoder:
         """The cross-encoder saved in ``model_dir`` (in training mode, as ``from_pretrained`` leaves it: call
         ``eval()`` to score)."""
         from safetensors.torch import load_file  # safetensors (torch): imported only where weights are read or written
@@ -250,9 +284,13 @@ class CrossEncoder(nn.Module):
 
         model_dir = Path(model_dir)
         meta = json.loads((model_dir / META).read_text())
-        model = cls(AutoModel.from_pretrained(model_dir), query_max_length=meta["query_max_length"],
-                    doc_max_length=meta["doc_max_length"], exact_match=meta.get("exact_match", False),
-                    soft_match=meta.get("soft_match", 0))
+        model = cls(
+            AutoModel.from_pretrained(model_dir),
+            query_max_length=meta["query_max_length"],
+            doc_max_length=meta["doc_max_length"],
+            exact_match=meta.get("exact_match", False),
+            soft_match=meta.get("soft_match", 0),
+        )
         weights = load_file(str(model_dir / HEAD))
         if model.match is not None:
             model.match.weight.data.copy_(weights.pop(MATCH))
@@ -260,21 +298,31 @@ class CrossEncoder(nn.Module):
         return model
 
     @classmethod
-    def create(cls, spec, *, tokenizer, seed: int, exact_match: bool = False,
-               soft_match: int = 0) -> "CrossEncoder":
+    def create(cls, spec, *, tokenizer, seed: int, exact_match: bool = False, soft_match: int = 0) -> CrossEncoder:
         """A fresh cross-encoder from a :class:`hardneg.dense.model.ModelSpec` (``builtin``, ``minilm``, a folder or a
         hub name; its pooling, head and normalisation keys describe bi-encoders and are not read). Seeded: the
         same spec, tokenizer and seed give the same weights."""
         # positions for a whole pair: the built-in BERT gets max(512, query + document lengths)
-        encoder = build_backbone(spec, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                 max_length=spec.query_max_length + spec.doc_max_length, seed=seed)
+        encoder = build_backbone(
+            spec,
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            max_length=spec.query_max_length + spec.doc_max_length,
+            seed=seed,
+        )
         torch.manual_seed(seed + 2)
-        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
-                   exact_match=exact_match, soft_match=soft_match)
+        return cls(
+            encoder,
+            query_max_length=spec.query_max_length,
+            doc_max_length=spec.doc_max_length,
+            exact_match=exact_match,
+            soft_match=soft_match,
+        )
 
     @classmethod
-    def from_encoder(cls, model_dir: str | os.PathLike, spec, *, seed: int, exact_match: bool = False,
-                     soft_match: int = 0) -> "CrossEncoder":
+    def from_encoder(
+        cls, model_dir: str | os.PathLike, spec, *, seed: int, exact_match: bool = False, soft_match: int = 0
+    ) -> CrossEncoder:
         """A fresh cross-encoder whose encoder starts as the (query) encoder of the bi-encoder saved in
         ``model_dir`` (a dense run's model, :meth:`hardneg.dense.model.BiEncoder.save`, whose root is a Hugging
         Face model folder), the head drawn from ``seed``: the encoder's vocabulary and token vectors, trained to
@@ -283,11 +331,18 @@ class CrossEncoder(nn.Module):
 
         encoder = AutoModel.from_pretrained(model_dir)
         if encoder.config.max_position_embeddings < spec.query_max_length + spec.doc_max_length:
-            raise ValueError(f"{model_dir}: {encoder.config.max_position_embeddings} positions are fewer than a "
-                             f"query and a document ({spec.query_max_length} + {spec.doc_max_length} tokens)")
+            raise ValueError(
+                f"{model_dir}: {encoder.config.max_position_embeddings} positions are fewer than a "
+                f"query and a document ({spec.query_max_length} + {spec.doc_max_length} tokens)"
+            )
         torch.manual_seed(seed + 2)
-        return cls(encoder, query_max_length=spec.query_max_length, doc_max_length=spec.doc_max_length,
-                   exact_match=exact_match, soft_match=soft_match)
+        return cls(
+            encoder,
+            query_max_length=spec.query_max_length,
+            doc_max_length=spec.doc_max_length,
+            exact_match=exact_match,
+            soft_match=soft_match,
+        )
 
 
 def is_crossencoder(folder: str | os.PathLike) -> bool:
@@ -295,5 +350,12 @@ def is_crossencoder(folder: str | os.PathLike) -> bool:
     return (Path(folder) / META).is_file()
 
 
-__all__ = ["CrossEncoder", "exact_matches", "is_crossencoder", "pair_batch", "pair_inputs", "pair_lengths",
-           "soft_matches"]
+__all__ = [
+    "CrossEncoder",
+    "exact_matches",
+    "is_crossencoder",
+    "pair_batch",
+    "pair_inputs",
+    "pair_lengths",
+    "soft_matches",
+]

@@ -37,8 +37,16 @@ from torch import nn
 
 from hardneg.dense.st_layout import pair_separator
 from hardneg.io.atomic import atomic_dir
-from hardneg.methods.crossencoder.folder import (HEAD, META, ST_CONFIG, ST_MODULE, folder_json, is_pretrained,
-                                                 read_folder, source_has_head)
+from hardneg.methods.crossencoder.folder import (
+    HEAD,
+    META,
+    ST_CONFIG,
+    ST_MODULE,
+    folder_json,
+    is_pretrained,
+    read_folder,
+    source_has_head,
+)
 from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder
 
 TRANSFORMER = "sentence_transformers.base.modules.transformer.Transformer"  # the module of a CrossEncoder folder
@@ -89,13 +97,20 @@ class PretrainedCrossEncoder(nn.Module):
         """The model's inputs (int64 tensors, padded to the longest pair) of the pairs (``queries[i]``,
         ``documents[i]``), documents already joined (:meth:`document_texts`)."""
         prompt = self.prompt
-        encoded = self.tokenizer([prompt + q for q in queries], list(documents), padding=True,
-                                 truncation="longest_first", max_length=self.max_length, return_tensors="pt")
+        encoded = self.tokenizer(
+            [prompt + q for q in queries],
+            list(documents),
+            padding=True,
+            truncation="longest_first",
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
         return {key: encoded[key] for key in ("input_ids", "attention_mask", "token_type_ids") if key in encoded}
 
     # ---------------------------------------------------------------------------------------------- scores
-    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The logits [n] of a block of pairs."""
         if getattr(self.model.config, "type_vocab_size", 2) < 2:  # a model without segment embeddings
             token_type_ids = None
@@ -111,8 +126,9 @@ class PretrainedCrossEncoder(nn.Module):
             return self.logits(pairs["input_ids"], pairs["attention_mask"], pairs.get("token_type_ids"))
         if not pairs.parts:
             return next(self.parameters()).new_zeros(0)
-        out = torch.cat([self.logits(p["input_ids"], p["attention_mask"], p.get("token_type_ids"))
-                         for p in pairs.parts])
+        out = torch.cat(
+            [self.logits(p["input_ids"], p["attention_mask"], p.get("token_type_ids")) for p in pairs.parts]
+        )
         return out[pairs.inverse]
 
     @staticmethod
@@ -128,23 +144,36 @@ class PretrainedCrossEncoder(nn.Module):
         with atomic_dir(out_dir) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            module = {"transformer_task": "sequence-classification",
-                      "modality_config": {"text": {"method": "forward", "method_output_name": "logits"}},
-                      "module_output_name": "scores"}
+            module = {
+                "transformer_task": "sequence-classification",
+                "modality_config": {"text": {"method": "forward", "method_output_name": "logits"}},
+                "module_output_name": "scores",
+            }
             if self.max_seq_length is not None:
                 module["max_seq_length"] = int(self.max_seq_length)
-            files = {"modules.json": [{"idx": 0, "name": "0", "path": "", "type": TRANSFORMER}],
-                     ST_MODULE: module,
-                     ST_CONFIG: {"model_type": "CrossEncoder", "activation_fn": self.activation,
-                                 "prompts": self.prompts, "default_prompt_name": self.default_prompt_name},
-                     META: {"model": "crossencoder", "head": HEAD, "query_max_length": self.query_max_length,
-                            "doc_max_length": self.doc_max_length}}
+            files = {
+                "modules.json": [{"idx": 0, "name": "0", "path": "", "type": TRANSFORMER}],
+                ST_MODULE: module,
+                ST_CONFIG: {
+                    "model_type": "CrossEncoder",
+                    "activation_fn": self.activation,
+                    "prompts": self.prompts,
+                    "default_prompt_name": self.default_prompt_name,
+                },
+                META: {
+                    "model": "crossencoder",
+                    "head": HEAD,
+                    "query_max_length": self.query_max_length,
+                    "doc_max_length": self.doc_max_length,
+                },
+            }
             for name, content in files.items():
                 (tmp / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, source: str | os.PathLike, *, query_max_length: int | None = None,
-             doc_max_length: int | None = None) -> "PretrainedCrossEncoder":
+    def load(
+        cls, source: str | os.PathLike, *, query_max_length: int | None = None, doc_max_length: int | None = None
+    ) -> PretrainedCrossEncoder:
         """The cross-encoder of a folder (or a hub name, where the hub is reachable), in training mode as
         ``from_pretrained`` leaves it. The cache's lengths are those given, else the folder's
         ``crossencoder.json``'s (a model hardneg saved), else the model's pair length.

@@ -49,8 +49,9 @@ class TokenRows:
     pad_token_id: int
 
     @classmethod
-    def encode(cls, tokenizer, ids: list[str], first: list[str], second: list[str] | None,
-               max_length: int) -> "TokenRows":
+    def encode(
+        cls, tokenizer, ids: list[str], first: list[str], second: list[str] | None, max_length: int
+    ) -> TokenRows:
         """Texts as the cache tokenizes them (:func:`hardneg.dense.tokenized.encode_chunk`): queries
         (``second`` None) as ``[CLS] text [SEP]``, documents as ``[CLS] title [SEP] text [SEP]`` (the text alone
         when the title is blank), cut at ``max_length`` tokens."""
@@ -79,12 +80,13 @@ def _batched_logits(model, lengths: np.ndarray, block_of, *, batch_size: int, de
     order = np.argsort(-np.asarray(lengths), kind="stable")  # similar lengths batched together: little padding
     was_training = model.training
     model.to(device).eval()
-    meter = logs.Meter(log, "scored %d / %d pairs (%.1f per second)", len(order), label="pairs",
-                       seconds=PROGRESS_SECONDS)
+    meter = logs.Meter(
+        log, "scored %d / %d pairs (%.1f per second)", len(order), label="pairs", seconds=PROGRESS_SECONDS
+    )
     try:
         with torch.inference_mode():
             for lo in range(0, len(order), batch_size):
-                chosen = order[lo:lo + batch_size]
+                chosen = order[lo : lo + batch_size]
                 logits = model({k: v.to(device) for k, v in block_of(chosen).items()})
                 out[chosen] = logits.float().cpu().numpy()
                 meter.update(lo + len(chosen))
@@ -94,43 +96,74 @@ def _batched_logits(model, lengths: np.ndarray, block_of, *, batch_size: int, de
     return out
 
 
-def text_pair_logits(model: PretrainedCrossEncoder, queries: list[str], documents: list[tuple[str, str]], *,
-                     batch_size: int = 64, device: str | torch.device = "cpu") -> np.ndarray:
+def text_pair_logits(
+    model: PretrainedCrossEncoder,
+    queries: list[str],
+    documents: list[tuple[str, str]],
+    *,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+) -> np.ndarray:
     """A pretrained cross-encoder's logits (float32 [P], in the order given) of the pairs (``queries[i]``,
     ``documents[i]``) of raw texts, each document its (title, text), formed as its folder says
     (:meth:`PretrainedCrossEncoder.encode_pairs`); longest first (in characters), ``batch_size`` at a time."""
     joined = model.document_texts([d[0] for d in documents], [d[1] for d in documents])
     lengths = np.fromiter((len(q) + len(d) for q, d in zip(queries, joined)), dtype=np.int64, count=len(joined))
-    return _batched_logits(model, lengths, lambda chosen: model.encode_pairs([queries[i] for i in chosen],
-                                                                             [joined[i] for i in chosen]),
-                           batch_size=batch_size, device=device)
+    return _batched_logits(
+        model,
+        lengths,
+        lambda chosen: model.encode_pairs([queries[i] for i in chosen], [joined[i] for i in chosen]),
+        batch_size=batch_size,
+        device=device,
+    )
 
 
 def _raw_texts(texts, rows: np.ndarray, what: str) -> list:
     """The raw texts of ``rows`` of a tokenized set that carries them (its ``raw``)."""
     raw = getattr(texts, "raw", None)
     if raw is None:
-        raise ValueError(f"a pretrained cross-encoder forms its pairs from the raw texts, and these tokenized "
-                         f"{what} come without them (give a hardneg.dense.raw_texts.TokenizedWithRaw)")
+        raise ValueError(
+            f"a pretrained cross-encoder forms its pairs from the raw texts, and these tokenized "
+            f"{what} come without them (give a hardneg.dense.raw_texts.TokenizedWithRaw)"
+        )
     ids = [texts.row_ids[row] for row in rows]
     found = raw.lookup(ids)
     return [found[value] for value in ids]
 
 
-def pair_logits(model: CrossEncoder | PretrainedCrossEncoder, query_texts, doc_texts, query_rows: np.ndarray,
-                doc_rows: np.ndarray, *, batch_size: int = 64, device: str | torch.device = "cpu") -> np.ndarray:
+def pair_logits(
+    model: CrossEncoder | PretrainedCrossEncoder,
+    query_texts,
+    doc_texts,
+    query_rows: np.ndarray,
+    doc_rows: np.ndarray,
+    *,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+) -> np.ndarray:
     """The model's relevance logits (float32 [P], in the order given) of the pairs (``query_rows[i]``,
     ``doc_rows[i]``) of two tokenized text sets. Pairs go through the model longest first, ``batch_size`` at a
     time, in inference mode with dropout off; the model's mode comes back afterwards. A pretrained cross-encoder
     reads the pairs' raw texts (:func:`text_pair_logits`), which the text sets then carry."""
     query_rows, doc_rows = np.asarray(query_rows, dtype=np.int64), np.asarray(doc_rows, dtype=np.int64)
     if isinstance(model, PretrainedCrossEncoder):
-        return text_pair_logits(model, _raw_texts(query_texts, query_rows, "queries"),
-                                _raw_texts(doc_texts, doc_rows, "documents"), batch_size=batch_size, device=device)
+        return text_pair_logits(
+            model,
+            _raw_texts(query_texts, query_rows, "queries"),
+            _raw_texts(doc_texts, doc_rows, "documents"),
+            batch_size=batch_size,
+            device=device,
+        )
     lengths = pair_lengths(query_texts, doc_texts, query_rows, doc_rows, model.max_length)
-    return _batched_logits(model, lengths, lambda chosen: pair_inputs(query_texts, doc_texts, query_rows[chosen],
-                                                                      doc_rows[chosen], max_length=model.max_length),
-                           batch_size=batch_size, device=device)
+    return _batched_logits(
+        model,
+        lengths,
+        lambda chosen: pair_inputs(
+            query_texts, doc_texts, query_rows[chosen], doc_rows[chosen], max_length=model.max_length
+        ),
+        batch_size=batch_size,
+        device=device,
+    )
 
 
 def _rows_of(ids: list, texts, what: str, where) -> np.ndarray:
@@ -138,13 +171,25 @@ def _rows_of(ids: list, texts, what: str, where) -> np.ndarray:
     row = {value: i for i, value in enumerate(texts.row_ids)}
     missing = [value for value in dict.fromkeys(ids) if value not in row]
     if missing:
-        raise DataError(where, None, f"{what} {missing[0]!r} is not among the tokenized {what}s"
-                        + (f" ({len(missing)} such {what}s)" if len(missing) > 1 else ""))
+        raise DataError(
+            where,
+            None,
+            f"{what} {missing[0]!r} is not among the tokenized {what}s"
+            + (f" ({len(missing)} such {what}s)" if len(missing) > 1 else ""),
+        )
     return np.fromiter((row[value] for value in ids), dtype=np.int64, count=len(ids))
 
 
-def score_pairs(model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int = 64,
-                device: str | torch.device = "cpu", where: str | os.PathLike = "pairs") -> np.ndarray:
+def score_pairs(
+    model_dir,
+    queries,
+    corpus,
+    pairs: pa.Table,
+    *,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    where: str | os.PathLike = "pairs",
+) -> np.ndarray:
     """Probabilities of relevance of (query, document) pairs: ``sigmoid(logit)`` of the cross-encoder (for a
     pretrained one, ``CrossEncoder.predict``'s score when its activation is the sigmoid:
     :mod:`hardneg.methods.crossencoder.pretrained`).
@@ -177,8 +222,9 @@ def query_codes(qids: list[str]) -> np.ndarray:
     return np.fromiter((first.setdefault(q, len(first)) for q in qids), dtype=np.int64, count=len(qids))
 
 
-def rank_within_queries(codes: np.ndarray, scores: np.ndarray,
-                        tie: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def rank_within_queries(
+    codes: np.ndarray, scores: np.ndarray, tie: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The order of rows that lists each query's rows (queries by their code, :func:`query_codes`) by score,
     highest first, ties by ``tie`` (ascending; default: none), then in row order; and each row's rank (1-based)
     within its query, in the original row order."""
@@ -192,8 +238,17 @@ def rank_within_queries(codes: np.ndarray, scores: np.ndarray,
     return order, ranks
 
 
-def rerank(model: CrossEncoder | PretrainedCrossEncoder, query_texts, doc_texts, ranking: pa.Table, *, depth: int,
-           batch_size: int = 64, device: str | torch.device = "cpu", where: str | os.PathLike = "ranking") -> pa.Table:
+def rerank(
+    model: CrossEncoder | PretrainedCrossEncoder,
+    query_texts,
+    doc_texts,
+    ranking: pa.Table,
+    *,
+    depth: int,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    where: str | os.PathLike = "ranking",
+) -> pa.Table:
     """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RUN table) by the cross-encoder: a
     RUN table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
     highest first, ties in their original rank order, ranked from 1. ``score`` is the logit (monotone in the
@@ -215,26 +270,45 @@ def rerank(model: CrossEncoder | PretrainedCrossEncoder, query_texts, doc_texts,
     doc_row = {docid: i for i, docid in enumerate(doc_texts.row_ids)}
     kept = np.asarray([p for p in top if docids[p] in doc_row], dtype=np.int64)
     if len(kept) < len(top):
-        log.info("re-ranking: %d candidate documents are not in the tokenized corpus (empty documents) and are "
-                 "dropped", len(top) - len(kept))
+        log.info(
+            "re-ranking: %d candidate documents are not in the tokenized corpus (empty documents) and are dropped",
+            len(top) - len(kept),
+        )
     query_rows = _rows_of([qids[p] for p in top], query_texts, "query", where)  # every query of the top, kept or not
     keep = np.isin(top, kept)
-    logits = pair_logits(model, query_texts, doc_texts, query_rows[keep],
-                         np.fromiter((doc_row[docids[p]] for p in kept), dtype=np.int64, count=len(kept)),
-                         batch_size=batch_size, device=device)
+    logits = pair_logits(
+        model,
+        query_texts,
+        doc_texts,
+        query_rows[keep],
+        np.fromiter((doc_row[docids[p]] for p in kept), dtype=np.int64, count=len(kept)),
+        batch_size=batch_size,
+        device=device,
+    )
     kept_qids = [qids[p] for p in kept]
     order, new_ranks = rank_within_queries(codes[kept], logits, tie=ranks[kept])
-    return pa.table({
-        "qid": pa.array([kept_qids[i] for i in order], pa.string()),
-        "docid": pa.array([docids[kept[i]] for i in order], pa.string()),
-        "rank": pa.array(new_ranks[order], pa.int32()),
-        "score": pa.array(logits[order], pa.float32()),
-    }, schema=artifacts.RUN.schema)
+    return pa.table(
+        {
+            "qid": pa.array([kept_qids[i] for i in order], pa.string()),
+            "docid": pa.array([docids[kept[i]] for i in order], pa.string()),
+            "rank": pa.array(new_ranks[order], pa.int32()),
+            "score": pa.array(logits[order], pa.float32()),
+        },
+        schema=artifacts.RUN.schema,
+    )
 
 
-def score_pairs_stage(model_dir, queries_path, corpus_path, pairs_path, out_path, *, batch_size: int = 64,
-                      device: str | torch.device = "cpu",
-                      pairs_kind: artifacts.ArtifactKind = artifacts.RUN) -> pa.Table:
+def score_pairs_stage(
+    model_dir,
+    queries_path,
+    corpus_path,
+    pairs_path,
+    out_path,
+    *,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    pairs_kind: artifacts.ArtifactKind = artifacts.RUN,
+) -> pa.Table:
     """Score the (query, document) pairs of a Parquet file with the cross-encoder saved in ``model_dir`` and write
     them as a RUN table: for each query (in order of first appearance) its pairs by probability, highest first (ties
     in file order), ``rank`` from 1 within the query, ``score`` the probability of relevance in [0, 1].
@@ -263,43 +337,78 @@ def score_pairs_stage(model_dir, queries_path, corpus_path, pairs_path, out_path
     pairs = artifacts.read_table(pairs_kind, pairs_path).select(["qid", "docid"])
     qids, docids = pairs.column("qid").to_pylist(), pairs.column("docid").to_pylist()
     needed_docs = list(dict.fromkeys(docids))
-    corpus = artifacts.read_table(artifacts.CORPUS, corpus_path, filters=[("docid", "in", needed_docs)] if needed_docs
-                                  else None)
+    corpus = artifacts.read_table(
+        artifacts.CORPUS, corpus_path, filters=[("docid", "in", needed_docs)] if needed_docs else None
+    )
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
     query_text = dict(zip(queries.column("qid").to_pylist(), queries.column("text").to_pylist()))
-    doc_text = {d: (t or "", x or "") for d, t, x in zip(corpus.column("docid").to_pylist(),
-                                                         corpus.column("title").to_pylist(),
-                                                         corpus.column("text").to_pylist())}
-    for ids, known, what, path in ((qids, query_text, "query", queries_path),
-                                   (docids, doc_text, "document", corpus_path)):
+    doc_text = {
+        d: (t or "", x or "")
+        for d, t, x in zip(
+            corpus.column("docid").to_pylist(), corpus.column("title").to_pylist(), corpus.column("text").to_pylist()
+        )
+    }
+    for ids, known, what, path in (
+        (qids, query_text, "query", queries_path),
+        (docids, doc_text, "document", corpus_path),
+    ):
         missing = [value for value in dict.fromkeys(ids) if value not in known]
         if missing:
-            raise DataError(pairs_path, None, f"{what} {missing[0]!r} is not in {path}"
-                            + (f" ({len(missing)} such {what}s)" if len(missing) > 1 else ""))
+            raise DataError(
+                pairs_path,
+                None,
+                f"{what} {missing[0]!r} is not in {path}"
+                + (f" ({len(missing)} such {what}s)" if len(missing) > 1 else ""),
+            )
     probabilities = np.zeros(len(qids), dtype=np.float32)
     for lo in range(0, len(qids), PAIR_BLOCK):
         block = slice(lo, lo + PAIR_BLOCK)
         if isinstance(model, PretrainedCrossEncoder):
-            logits = text_pair_logits(model, [query_text[q] for q in qids[block]], [doc_text[d] for d in docids[block]],
-                                      batch_size=batch_size, device=device)
+            logits = text_pair_logits(
+                model,
+                [query_text[q] for q in qids[block]],
+                [doc_text[d] for d in docids[block]],
+                batch_size=batch_size,
+                device=device,
+            )
             probabilities[block] = model.probabilities(torch.from_numpy(logits)).numpy()
             log.info("scored %d of %d pairs", min(lo + PAIR_BLOCK, len(qids)), len(qids))
             continue
         block_q, block_d = list(dict.fromkeys(qids[block])), list(dict.fromkeys(docids[block]))
         q_set = TokenRows.encode(tokenizer, block_q, [query_text[q] for q in block_q], None, model.query_max_length)
-        d_set = TokenRows.encode(tokenizer, block_d, [doc_text[d][0] for d in block_d],
-                                 [doc_text[d][1] for d in block_d], model.doc_max_length)
-        probabilities[block] = score_pairs(model, q_set, d_set, pairs.slice(lo, PAIR_BLOCK), batch_size=batch_size,
-                                           device=device, where=pairs_path)
+        d_set = TokenRows.encode(
+            tokenizer,
+            block_d,
+            [doc_text[d][0] for d in block_d],
+            [doc_text[d][1] for d in block_d],
+            model.doc_max_length,
+        )
+        probabilities[block] = score_pairs(
+            model, q_set, d_set, pairs.slice(lo, PAIR_BLOCK), batch_size=batch_size, device=device, where=pairs_path
+        )
         log.info("scored %d of %d pairs", min(lo + PAIR_BLOCK, len(qids)), len(qids))
     order, ranks = rank_within_queries(query_codes(qids), probabilities)
-    table = pa.table({"qid": pa.array([qids[i] for i in order], pa.string()),
-                      "docid": pa.array([docids[i] for i in order], pa.string()),
-                      "rank": pa.array(ranks[order], pa.int32()),
-                      "score": pa.array(probabilities[order], pa.float32())}, schema=artifacts.RUN.schema)
+    table = pa.table(
+        {
+            "qid": pa.array([qids[i] for i in order], pa.string()),
+            "docid": pa.array([docids[i] for i in order], pa.string()),
+            "rank": pa.array(ranks[order], pa.int32()),
+            "score": pa.array(probabilities[order], pa.float32()),
+        },
+        schema=artifacts.RUN.schema,
+    )
     artifacts.write_table(table, artifacts.RUN, out_path)
     return table
 
 
-__all__ = ["PAIR_BLOCK", "TokenRows", "pair_logits", "query_codes", "rank_within_queries", "rerank", "score_pairs",
-           "score_pairs_stage", "text_pair_logits"]
+__all__ = [
+    "PAIR_BLOCK",
+    "TokenRows",
+    "pair_logits",
+    "query_codes",
+    "rank_within_queries",
+    "rerank",
+    "score_pairs",
+    "score_pairs_stage",
+    "text_pair_logits",
+]

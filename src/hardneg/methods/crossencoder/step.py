@@ -49,13 +49,24 @@ class CrossEncoderStep:
     With several processes each encodes its share of the batch's pairs and the logits are gathered
     (:class:`hardneg.dense.distributed.Replicas`), so the loss is that of the whole batch."""
 
-    def __init__(self, train: TrainQueries, query_texts, doc_texts, *, negatives: NegativeSource, per_query: int,
-                 loss: str = "bce", in_batch: int = 0):
+    def __init__(
+        self,
+        train: TrainQueries,
+        query_texts,
+        doc_texts,
+        *,
+        negatives: NegativeSource,
+        per_query: int,
+        loss: str = "bce",
+        in_batch: int = 0,
+    ):
         if loss not in LOSSES:
             raise ValueError(f"unknown cross-encoder loss {loss!r}; known: {', '.join(LOSSES)}")
         if per_query < 0 or in_batch < 0 or per_query + in_batch < 1:
-            raise ValueError(f"the cross-encoder trains on negatives: per_query ({per_query}) and in_batch "
-                             f"({in_batch}) must not be negative and give one at least")
+            raise ValueError(
+                f"the cross-encoder trains on negatives: per_query ({per_query}) and in_batch "
+                f"({in_batch}) must not be negative and give one at least"
+            )
         self.train, self.query_texts, self.doc_texts = train, query_texts, doc_texts
         self.negatives, self.per_query, self.loss_name, self.in_batch = negatives, per_query, loss, in_batch
 
@@ -70,8 +81,9 @@ class CrossEncoderStep:
         doc_rows = np.concatenate(columns, axis=1)
         relevant = self.train.is_relevant(queries[:, None], doc_rows)
         relevant[:, 0] = True
-        return PairRows(queries=queries, query_rows=self.train.query_rows[queries], doc_rows=doc_rows,
-                        relevant=relevant)
+        return PairRows(
+            queries=queries, query_rows=self.train.query_rows[queries], doc_rows=doc_rows, relevant=relevant
+        )
 
     def logits(self, model, batch: PairRows, device, replicas: Replicas = SINGLE) -> torch.Tensor:
         """Logits [B, 1 + n] of every pair of the global batch (float32), this process's share with its gradient."""
@@ -80,8 +92,14 @@ class CrossEncoderStep:
         doc_rows = batch.doc_rows.reshape(-1)
         share = replicas.local(len(doc_rows))
         core = model.module if hasattr(model, "module") else model  # DistributedDataParallel wraps the model
-        pairs = pair_batch(self.query_texts, self.doc_texts, query_rows[share], doc_rows[share],
-                           max_length=core.max_length, overhead=chunk_overhead(device))
+        pairs = pair_batch(
+            self.query_texts,
+            self.doc_texts,
+            query_rows[share],
+            doc_rows[share],
+            max_length=core.max_length,
+            overhead=chunk_overhead(device),
+        )
         local = model(pairs.to(device, non_blocking=True))
         return replicas.gather(local.float(), len(doc_rows)).view(rows, width)
 

@@ -22,24 +22,48 @@ class HybridParams:
 
 SCHEMA = {
     **WEIGHT_SCHEMA,
-    "normalization": {"type": "boolean", "default": False,
-                      "description": "per query and list, scores s become (s - (min + max)/2) / (max - min) before "
-                                     "they are mixed (Pyserini's HybridSearcher); the TCT-ColBERT paper mixes raw "
-                                     "scores"},
-    "weight_on_dense": {"type": "boolean", "default": False,
-                        "description": "score = sparse + α·dense instead of α·sparse + dense"},
+    "normalization": {
+        "type": "boolean",
+        "default": False,
+        "description": "per query and list, scores s become (s - (min + max)/2) / (max - min) before "
+        "they are mixed (Pyserini's HybridSearcher); the TCT-ColBERT paper mixes raw "
+        "scores",
+    },
+    "weight_on_dense": {
+        "type": "boolean",
+        "default": False,
+        "description": "score = sparse + α·dense instead of α·sparse + dense",
+    },
 }
 
 
 def fuse(rankings, params: dict):
     sparse, dense = rankings
-    return hybrid(sparse, dense, params["alpha"], depth=params["depth"], k=params["k"],
-                  normalization=params["normalization"], weight_on_dense=params["weight_on_dense"])
+    return hybrid(
+        sparse,
+        dense,
+        params["alpha"],
+        depth=params["depth"],
+        k=params["k"],
+        normalization=params["normalization"],
+        weight_on_dense=params["weight_on_dense"],
+    )
 
 
 METHOD = Method(
-    name="hybrid", kind=FUSION, summary="dense-sparse hybrid: alpha * sparse + dense (TCT-ColBERT section 4.3)",
-    roles={"runs": Role("runs", many=True, min_count=2, max_count=2,
-                        description="two runs: the sparse one first (its scores weighted by alpha), then the dense "
-                                    "one")},
-    schema=SCHEMA, params=HybridParams, fuse=fuse)
+    name="hybrid",
+    kind=FUSION,
+    summary="dense-sparse hybrid: alpha * sparse + dense (TCT-ColBERT section 4.3)",
+    roles={
+        "runs": Role(
+            "runs",
+            many=True,
+            min_count=2,
+            max_count=2,
+            description="two runs: the sparse one first (its scores weighted by alpha), then the dense one",
+        )
+    },
+    schema=SCHEMA,
+    params=HybridParams,
+    fuse=fuse,
+)

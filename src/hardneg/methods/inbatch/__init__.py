@@ -9,6 +9,11 @@ def build_step(ctx: StepContext):
 
 
 METHOD = Method(
-    name="inbatch", kind=DENSE, summary="in-batch negatives only",
+    name="inbatch",
+    kind=DENSE,
+    summary="in-batch negatives only",
     roles={"init": Role("model", required=False, description="a dense run whose model this one continues")},
-    training_sections=TRAINING_SECTIONS, build_step=build_step, grad_cache=True)
+    training_sections=TRAINING_SECTIONS,
+    build_step=build_step,
+    grad_cache=True,
+)

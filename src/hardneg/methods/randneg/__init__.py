@@ -10,6 +10,11 @@ def build_step(ctx: StepContext):
 
 
 METHOD = Method(
-    name="randneg", kind=DENSE, summary="uniformly random corpus negatives",
+    name="randneg",
+    kind=DENSE,
+    summary="uniformly random corpus negatives",
     roles={"init": Role("model", required=False, description="a dense run whose model this one continues")},
-    training_sections=TRAINING_SECTIONS, build_step=build_step, grad_cache=True)
+    training_sections=TRAINING_SECTIONS,
+    build_step=build_step,
+    grad_cache=True,
+)

@@ -15,8 +15,12 @@ class RRFParams:
 
 
 SCHEMA = {
-    "rrf_k": {"type": "integer", "minimum": 0, "default": 60,
-              "description": "the constant added to every rank (60 in Cormack et al.)"},
+    "rrf_k": {
+        "type": "integer",
+        "minimum": 0,
+        "default": 60,
+        "description": "the constant added to every rank (60 in Cormack et al.)",
+    },
 }
 
 
@@ -25,6 +29,11 @@ def fuse(rankings, params: dict):
 
 
 METHOD = Method(
-    name="rrf", kind=FUSION, summary="reciprocal rank fusion: sum of 1/(rrf_k + rank) (Pyserini)",
+    name="rrf",
+    kind=FUSION,
+    summary="reciprocal rank fusion: sum of 1/(rrf_k + rank) (Pyserini)",
     roles={"runs": Role("runs", many=True, min_count=2, description="the runs whose rankings are fused (two or more)")},
-    schema=SCHEMA, params=RRFParams, fuse=fuse)
+    schema=SCHEMA,
+    params=RRFParams,
+    fuse=fuse,
+)

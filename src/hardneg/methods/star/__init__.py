@@ -10,8 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hardneg.io import artifacts
-from hardneg.methods.contrastive import (DISTILL_ROLES, DISTILL_SCHEMA, TRAINING_SECTIONS, DistillParams,
-                                         check_distillation, contrastive_step, ranked_negatives)
+from hardneg.methods.contrastive import (
+    DISTILL_ROLES,
+    DISTILL_SCHEMA,
+    TRAINING_SECTIONS,
+    DistillParams,
+    check_distillation,
+    contrastive_step,
+    ranked_negatives,
+)
 from hardneg.methods.registry import DENSE, MINING_ROLES, Method, Role, StepContext
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
@@ -32,12 +39,24 @@ def build_step(ctx: StepContext):
 
 
 METHOD = Method(
-    name="star", kind=DENSE, summary="static hard negatives with RankNet over the whole batch (STAR)",
-    roles={"init": Role("model", description="the dense run whose model training continues (the warm-up)"),
-           "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
-           "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of the hard-negative audit"),
-           **MINING_ROLES, **DISTILL_ROLES},
-    schema={"mining": MINING_SCHEMA, "distill": DISTILL_SCHEMA}, params=StarParams,
-    training_sections=(*TRAINING_SECTIONS, "distill"), build_step=build_step, check=check_distillation,
-    grad_cache=True)
+    name="star",
+    kind=DENSE,
+    summary="static hard negatives with RankNet over the whole batch (STAR)",
+    roles={
+        "init": Role("model", description="the dense run whose model training continues (the warm-up)"),
+        "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
+        "bm25": Role(
+            "reference_ranking",
+            required=False,
+            description="a BM25 run, for the overlap column of the hard-negative audit",
+        ),
+        **MINING_ROLES,
+        **DISTILL_ROLES,
+    },
+    schema={"mining": MINING_SCHEMA, "distill": DISTILL_SCHEMA},
+    params=StarParams,
+    training_sections=(*TRAINING_SECTIONS, "distill"),
+    build_step=build_step,
+    check=check_distillation,
+    grad_cache=True,
+)

@@ -18,6 +18,8 @@ def build_step(ctx: StepContext):
 
 # STAR's roles (init, negatives: the miner, bm25), parameters and training sections; only the step differs.
 METHOD = dataclasses.replace(
-    star.METHOD, name="static_hn", summary="static hard negatives only, without STAR's reuse of the batch's other "
-                                           "documents (RankNet)",
-    build_step=build_step)
+    star.METHOD,
+    name="static_hn",
+    summary="static hard negatives only, without STAR's reuse of the batch's other documents (RankNet)",
+    build_step=build_step,
+)

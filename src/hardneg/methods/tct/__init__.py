@@ -31,14 +31,25 @@ class TctParams:
 
 SCHEMA = {
     "tct": {
-        "type": "object", "additionalProperties": False, "default": {},
+        "type": "object",
+        "additionalProperties": False,
+        "default": {},
         "description": "in-batch knowledge distillation from the teacher",
         "properties": {
-            "teacher_temperature": {"type": "number", "exclusiveMinimum": 0, "default": 0.25,
-                                    "description": "the teacher's scores are divided by it before the softmax"},
-            "kd_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 1.0,
-                          "description": "loss = kd_weight x KD + (1 - kd_weight) x the student's contrastive loss "
-                                         "(without a teacher: the contrastive loss alone)"},
+            "teacher_temperature": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 0.25,
+                "description": "the teacher's scores are divided by it before the softmax",
+            },
+            "kd_weight": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": 1.0,
+                "description": "loss = kd_weight x KD + (1 - kd_weight) x the student's contrastive loss "
+                "(without a teacher: the contrastive loss alone)",
+            },
         },
     },
     "mining": MINING_SCHEMA,
@@ -52,24 +63,43 @@ def build_step(ctx: StepContext):
     # the training job's params hold the training sections only (training_sections): read the one it needs
     tct, train = dataclass_from(TctSection, ctx.params["tct"], "params.tct"), ctx.params["train"]
     teacher = load_teacher(ctx.input("teacher"), "cpu") if "teacher" in ctx.inputs else None
-    return TctMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=negatives,
-                     per_query=ctx.params["negatives"]["per_query"], teacher=teacher,
-                     teacher_temperature=tct.teacher_temperature, kd_weight=tct.kd_weight,
-                     loss=train["loss"] or "ce", temperature=train["temperature"],
-                     grad_cache_chunk=train["grad_cache_chunk"])
+    return TctMethod(
+        ctx.train,
+        ctx.query_texts,
+        ctx.doc_texts,
+        negatives=negatives,
+        per_query=ctx.params["negatives"]["per_query"],
+        teacher=teacher,
+        teacher_temperature=tct.teacher_temperature,
+        kd_weight=tct.kd_weight,
+        loss=train["loss"] or "ce",
+        temperature=train["temperature"],
+        grad_cache_chunk=train["grad_cache_chunk"],
+    )
 
 
 METHOD = Method(
-    name="tct", kind=DENSE, summary="TCT-ColBERT: in-batch distillation from a ColBERT teacher",
-    roles={"init": Role("model", description="the run whose model the student starts from (the teacher, or a tct run)"),
-           "teacher": Role("teacher", required=False, description="the colbert run whose model is the teacher"),
-           "negatives": Role("ranking", required=False,
-                             description="the run whose training-split ranking gives the negatives (BM25)"),
-           "hard_negatives": Role("miner", required=False,
-                                  description="a dense run whose model mines the hard negatives"),
-           "bm25": Role("reference_ranking", required=False,
-                        description="a BM25 run, for the overlap column of the hard-negative audit"),
-           **MINING_ROLES},
+    name="tct",
+    kind=DENSE,
+    summary="TCT-ColBERT: in-batch distillation from a ColBERT teacher",
+    roles={
+        "init": Role("model", description="the run whose model the student starts from (the teacher, or a tct run)"),
+        "teacher": Role("teacher", required=False, description="the colbert run whose model is the teacher"),
+        "negatives": Role(
+            "ranking", required=False, description="the run whose training-split ranking gives the negatives (BM25)"
+        ),
+        "hard_negatives": Role("miner", required=False, description="a dense run whose model mines the hard negatives"),
+        "bm25": Role(
+            "reference_ranking",
+            required=False,
+            description="a BM25 run, for the overlap column of the hard-negative audit",
+        ),
+        **MINING_ROLES,
+    },
     exclusive_roles=(("negatives", "hard_negatives"),),
-    schema=SCHEMA, params=TctParams, training_sections=("model", "train", "negatives", "tct"),
-    build_step=build_step, grad_cache=True)
+    schema=SCHEMA,
+    params=TctParams,
+    training_sections=("model", "train", "negatives", "tct"),
+    build_step=build_step,
+    grad_cache=True,
+)

@@ -45,7 +45,8 @@ def freeze(teacher: torch.nn.Module) -> torch.nn.Module:
 
 
 def load_teacher(path, device) -> torch.nn.Module:
-    """A saved ColBERT model (:meth:`hardneg.methods.colbert.maxsim.ColBERT.load`) on ``device``, frozen (:func:`freeze`)."""
+    """A saved ColBERT model (:meth:`hardneg.methods.colbert.maxsim.ColBERT.load`) on ``device``, frozen "
+    "(:func:`freeze`)."""
     return freeze(ColBERT.load(path).to(device))
 
 
@@ -61,16 +62,36 @@ class TctMethod(ContrastiveMethod):
     The teacher is never the trainer's model, so the optimiser (built over the student's parameters) never sees
     it; it is moved to the training device at the first step. ``step_timings`` (the trainer's wall-clock
     record: the job's log and ``benchmarks/train_steps.parquet``) holds the seconds of the latest step's student
-    encoding, teacher scoring (``teacher``) and loss; the statistics hold only values the seed reproduces (``batch_accuracy``, and
+    encoding, teacher scoring (``teacher``) and loss; the statistics hold only values the seed reproduces
+    (``batch_accuracy``, and
     ``kd_loss`` with a teacher).
     """
 
-    def __init__(self, train: TrainQueries, query_texts: TokenizedTexts, doc_texts: TokenizedTexts, *,
-                 negatives: NegativeSource | None, per_query: int, teacher: torch.nn.Module | None = None,
-                 teacher_temperature: float = 0.25, kd_weight: float = 1.0, loss: str = "ce",
-                 temperature: float = 1.0, grad_cache_chunk: int = 0):
-        super().__init__(train, query_texts, doc_texts, negatives=negatives, per_query=per_query, loss=loss,
-                         temperature=temperature, grad_cache_chunk=grad_cache_chunk)
+    def __init__(
+        self,
+        train: TrainQueries,
+        query_texts: TokenizedTexts,
+        doc_texts: TokenizedTexts,
+        *,
+        negatives: NegativeSource | None,
+        per_query: int,
+        teacher: torch.nn.Module | None = None,
+        teacher_temperature: float = 0.25,
+        kd_weight: float = 1.0,
+        loss: str = "ce",
+        temperature: float = 1.0,
+        grad_cache_chunk: int = 0,
+    ):
+        super().__init__(
+            train,
+            query_texts,
+            doc_texts,
+            negatives=negatives,
+            per_query=per_query,
+            loss=loss,
+            temperature=temperature,
+            grad_cache_chunk=grad_cache_chunk,
+        )
         if not 0.0 <= kd_weight <= 1.0:
             raise ValueError(f"kd_weight must be within [0, 1], got {kd_weight}")
         if teacher_temperature <= 0 or temperature <= 0:
@@ -114,8 +135,9 @@ class TctMethod(ContrastiveMethod):
         encoded = time.perf_counter()
         loss, stats = self.contrastive_loss(raw / self.temperature, batch, device)
         if teacher is not None:
-            distilled = kd_loss(raw, teacher, teacher_temperature=self.teacher_temperature,
-                                student_temperature=self.temperature)
+            distilled = kd_loss(
+                raw, teacher, teacher_temperature=self.teacher_temperature, student_temperature=self.temperature
+            )
             # the contrastive loss is computed for the batch accuracy anyway; kd_weight 1 leaves it out
             loss = self.kd_weight * distilled + ((1.0 - self.kd_weight) * loss if self.kd_weight < 1.0 else 0.0)
             stats["kd_loss"] = float(distilled.detach())

@@ -12,7 +12,14 @@ def build_step(ctx: StepContext):
 
 
 METHOD = Method(
-    name="warmup", kind=DENSE, summary="negatives sampled from a BM25 ranking (BM25 Neg)",
-    roles={"negatives": Role("ranking", description="the run whose training-split ranking gives the negatives"),
-           "init": Role("model", required=False, description="a dense run whose model this one continues")},
-    training_sections=TRAINING_SECTIONS, build_step=build_step, grad_cache=True)
+    name="warmup",
+    kind=DENSE,
+    summary="negatives sampled from a BM25 ranking (BM25 Neg)",
+    roles={
+        "negatives": Role("ranking", description="the run whose training-split ranking gives the negatives"),
+        "init": Role("model", required=False, description="a dense run whose model this one continues"),
+    },
+    training_sections=TRAINING_SECTIONS,
+    build_step=build_step,
+    grad_cache=True,
+)

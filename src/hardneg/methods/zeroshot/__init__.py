@@ -2,5 +2,6 @@
 
 from hardneg.methods.registry import DENSE, Method
 
-METHOD = Method(name="zeroshot", kind=DENSE, summary="an encoder evaluated without training",
-                training_sections=("model",))
+METHOD = Method(
+    name="zeroshot", kind=DENSE, summary="an encoder evaluated without training", training_sections=("model",)
+)

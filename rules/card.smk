@@ -14,7 +14,7 @@ rule mining_card:
         run=names_regex(PLAN.mining_runs),
     params:
         card=lambda w: PLAN.card_params(w.run),
-        results=LAYOUT.root,
+        results=lambda w, output: results_folder(output.card),
     message:
         "write the mining card of the hard negatives of run {wildcards.run} (log: {log})"
     log:

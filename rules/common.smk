@@ -28,6 +28,13 @@ LAYOUT = PLAN.layout
 EVAL_SPLIT = PLAN.eval_split
 
 
+def results_folder(path):
+    """The results folder holding ``path``, a file directly inside one of its folders (a run's folder, tables/):
+    taken from the job's own output, which Snakemake may have placed elsewhere (a storage plugin's local copy on a
+    cluster without a shared filesystem), rather than from the config (`snakemake --lint` asks for this)."""
+    return os.path.dirname(os.path.dirname(path))
+
+
 def names_regex(names):
     """A wildcard constraint matching exactly these names (and nothing when there are none)."""
     return "|".join(re.escape(n) for n in names) or "(?!)"

@@ -19,7 +19,7 @@ rule compare:
         comparison=names_regex(PLAN.comparisons()),
     params:
         settings=lambda w: PLAN.comparisons()[w.comparison],
-        results=LAYOUT.root,
+        results=lambda w, output: results_folder(output.page),
     message:
         "the comparison {wildcards.comparison} (log: {log})"
     log:

@@ -203,7 +203,7 @@ rule import_hard_negatives:
     params:
         dataset=lambda w: PLAN.dataset(w.run),
         split=lambda w: PLAN.train_split(w.run),
-        results=LAYOUT.root,  # the run's card records its files under it
+        results=lambda w, output: results_folder(output.card),  # the run's card records its files under it
     message:
         "copy the imported hard negatives of run {wildcards.run} (log: {log})"
     log:

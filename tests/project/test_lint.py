@@ -1,5 +1,5 @@
-"""The package's static checks, as `make lint` runs them: ruff's lint rules and its format check over src/
-(pyproject.toml, [tool.ruff]); a planted violation of each is caught."""
+"""The static checks, as `make lint` runs them: ruff's lint rules and its format check over src/ (pyproject.toml,
+[tool.ruff]), a planted violation of each caught; Snakemake's linter over the workflow."""
 
 import shutil
 import subprocess
@@ -32,3 +32,12 @@ def test_ruff_catches_a_planted_violation(tmp_path):
     module.write_text("def f(x):\n    return {'a':x}\n")
     formatted = ruff("format", "--check", "--no-cache", "src", cwd=tmp_path)
     assert formatted.returncode == 1 and "planted.py" in formatted.stdout
+
+
+def test_snakemake_lint_finds_nothing_in_the_workflow():
+    """Snakemake's own linter over the Snakefile and every rule file (exit 1 on any finding, e.g. a results path
+    passed as a fixed param, which breaks where a cluster has no shared filesystem)."""
+    lint = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--lint"], capture_output=True,
+                          text=True, cwd=REPO)
+    assert lint.returncode == 0, (lint.stdout + lint.stderr)[-3000:]
+    assert "Congratulations, your workflow is in a good condition!" in lint.stdout + lint.stderr

@@ -206,3 +206,48 @@ def test_an_undocumented_parameter_is_found():
         :param run: a RUN table.
         """
     assert _undocumented(scores) == [":param depth:", ":returns:"]
+
+
+def architecture_tree() -> dict[str, str]:
+    """The architecture page's tree: each top-level entry of src/hardneg/ (``name/`` or ``name.py``) with its text."""
+    block = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8").split("## Layout", 1)[1].split("```")[1]
+    entries, current = {}, None
+    for line in block.splitlines():
+        entry = re.match(r"^  (\w+(?:/|\.py))\s", line)
+        if entry:
+            current = entry.group(1)
+            entries[current] = line
+        elif re.match(r"^\S", line):
+            current = None
+        elif current:
+            entries[current] += " " + line
+    return entries
+
+
+def test_the_architecture_tree_names_every_package_and_no_missing_module():
+    package = REPO / "src" / "hardneg"
+    tree = architecture_tree()
+    top = {f"{path.name}/" for path in package.iterdir() if (path / "__init__.py").is_file()}
+    top |= {path.name for path in package.glob("*.py") if path.name != "__init__.py"}
+    assert set(tree) == top
+    stale = [f"{entry}{name}.py" for entry, text in tree.items() if entry.endswith("/")
+             for name in sorted(set(re.findall(r"(\w+)\.py", text)))
+             if not any((package / entry).rglob(f"{name}.py"))]
+    assert stale == []
+
+
+def test_the_module_map_lists_every_module_and_refuses_one_without_a_docstring(tmp_path):
+    sys.path.insert(0, str(REPO / "docs" / "hooks"))
+    try:
+        import module_map
+    finally:
+        sys.path.remove(str(REPO / "docs" / "hooks"))
+    page = module_map.module_map()
+    listed = set(re.findall(r"^\| `(hardneg[\w.]*)` \|", page, flags=re.M))
+    assert "hardneg.mining.verify" in listed and "hardneg.imports.matching" in listed
+    assert len(listed) == len(list((REPO / "src" / "hardneg").rglob("*.py"))) - 1  # hardneg/__init__.py: the root
+    bare = tmp_path / "hardneg" / "io" / "bare.py"
+    bare.parent.mkdir(parents=True)
+    bare.write_text("X = 1\n")
+    with pytest.raises(ValueError, match="io/bare.py: the module has no docstring"):
+        module_map.modules(tmp_path / "hardneg")

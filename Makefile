@@ -21,10 +21,11 @@ setup: $(STAMP)
 # compiles no editable install); where PYTHONDONTWRITEBYTECODE is set, as in many containers, every Snakemake run,
 # job and hardneg command would otherwise compile anew the modules it imports (a quarter of a second for the
 # workflow's planning alone).
-$(STAMP): pyproject.toml
+# constraints.txt: the exact versions the project is tested with, within pyproject.toml's ranges.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	$(BIN)/python -m compileall -q src tests
 	touch $(STAMP)
 
@@ -68,7 +69,7 @@ slurm-test: $(SLURM_STAMP)
 	tests/slurm/cluster.sh
 
 $(SLURM_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --prefix $(SLURM_PREFIX) \
+	$(BIN)/python -m pip install --quiet -c constraints.txt --prefix $(SLURM_PREFIX) \
 		$$($(BIN)/python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['slurm']))")
 	touch $(SLURM_STAMP)
 

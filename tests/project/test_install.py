@@ -72,3 +72,37 @@ def test_the_workflow_plans_from_the_checkout_with_the_installed_package(install
                  "results/adore_star/metrics.json")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "train_dense" in result.stdout and "This was a dry-run" in result.stdout
+
+
+def test_the_wheel_states_ranges_and_make_setup_installs_the_tested_versions(installed):
+    """The wheel's Requires-Dist holds version ranges, not exact pins, for the heavy libraries (an environment of
+    one's own can resolve); constraints.txt pins each of them exactly, and `make setup` installs with it."""
+    from email.parser import Parser
+    from importlib import metadata
+    from zipfile import ZipFile
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    wheel = next((installed.parent / "wheels").glob("hardneg-*.whl"))
+    with ZipFile(wheel) as archive:
+        info = next(name for name in archive.namelist() if name.endswith(".dist-info/METADATA"))
+        fields = Parser().parsestr(archive.read(info).decode())
+    requires = [Requirement(line) for line in fields.get_all("Requires-Dist")]
+    stated = {canonicalize_name(req.name): req for req in requires if req.marker is None}
+    pinned = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            req = Requirement(line)
+            pinned[canonicalize_name(req.name)] = req
+    for name in ("torch", "transformers", "faiss-cpu", "pyserini", "datasketch"):
+        operators = {spec.operator for spec in stated[name].specifier}
+        assert "==" not in operators and ">=" in operators and "<" in operators, stated[name]
+        (exact,) = pinned[name].specifier
+        assert exact.operator == "==" and exact.version in stated[name].specifier, (name, exact)
+    # every library dependency is pinned, and this environment holds the pinned version
+    for name in stated:
+        assert name in pinned, name
+        assert metadata.version(name) in pinned[name].specifier, (name, metadata.version(name), pinned[name])
+    makefile = (REPO / "Makefile").read_text()
+    assert "pip install --quiet -c constraints.txt -e '.[dev]'" in makefile

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.datasets.splits import TRAIN, held_out_split
+from hardneg.evaluation.metrics import evaluate
 from hardneg.evaluation.sampling import sample_ids
 from hardneg.io import artifacts
 
@@ -257,7 +258,6 @@ def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[f
         measure's mean), ``chosen`` (bool, true on the best value's row; the smallest α of equal values).
     :raises ConfigError: a ``measure`` that ir-measures cannot parse, or a cutoff that is not a positive integer.
     """
-    from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
 
     alphas = sorted(float(a) for a in grid)
     values = []

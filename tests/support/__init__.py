@@ -8,6 +8,7 @@ module (tests/project/test_layout.py checks it):
 * ``files``, ``rankings``, ``tables``, ``user_data``: hand-made input files, rankings and tables;
 * ``reliability``: runs paused at a known point (``tests/faults/sitecustomize.py``), digests of artifacts;
 * ``browser``: a headless chromium for the report test.
+* ``imports``: the package's imports read statically, for the import policy's test.
 """
 
 from pathlib import Path

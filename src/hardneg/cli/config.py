@@ -31,6 +31,7 @@ def _check_config(args) -> int:
 def _say_estimate(config: dict) -> None:
     """The config's heavy jobs and a rough time on this machine (:mod:`hardneg.pipeline.estimate`), for its
     targets' runs."""
+    # the plan and the estimate: kept out of the command line's start
     from hardneg.pipeline.estimate import describe, estimate
     from hardneg.pipeline.plan import Plan
 

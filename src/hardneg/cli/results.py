@@ -8,6 +8,7 @@ import os
 from hardneg.cli.common import add_results, add_run, at_least, load_configs, say
 from hardneg.datasets.qrels import load_qrels
 from hardneg.errors import ConfigError, HardnegError
+from hardneg.evaluation.metrics import evaluate, parse_measures
 from hardneg.evaluation.tables import available_rows, runs_table, table_rows
 from hardneg.io.rankings import load_run
 from hardneg.pipeline.replicates import replicates
@@ -18,7 +19,6 @@ TABLE_CONFIG = "config/config.yaml"
 
 
 def _evaluate(args) -> int:
-    from hardneg.evaluation.metrics import evaluate, parse_measures  # ir-measures: slow to import, needed only here
 
     try:
         parse_measures(args.measures)

@@ -7,8 +7,10 @@ import json
 import logging
 from pathlib import Path
 
+from hardneg import methods
 from hardneg.cli.common import add_results, say
 from hardneg.errors import HardnegError
+from hardneg.imports import CARD
 from hardneg.io.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -20,7 +22,6 @@ def _scorer(card: dict):
     name = card["pool"].get("cross_encoder_method")
     if not card["pool"].get("cross_encoder") or not name:
         return None
-    from hardneg import methods  # the registry: loaded only for a pool a cross-encoder scored
 
     try:
         return getattr(methods.get(name), "score_pairs", None)
@@ -43,6 +44,7 @@ def _say_report(args, report: dict, text: str, path) -> int:
 
 def _verify_import(args, card: dict, path, folder=None) -> int:
     """An imported list (its folder, or a run trained on it): its digests checked, nothing mined."""
+    # numpy and pyarrow, with the import card: kept out of the command line's start
     from hardneg.imports.card import format_import_report, verify_import
 
     try:
@@ -56,7 +58,7 @@ def _verify_import(args, card: dict, path, folder=None) -> int:
 
 
 def _verify(args) -> int:
-    from hardneg.imports import CARD
+    # numpy and pyarrow, with the import card: kept out of the command line's start
     from hardneg.imports.card import is_import_card
     from hardneg.mining.card import read_card  # pyarrow: imported only when the command runs
     from hardneg.mining.verify import format_report, verify

@@ -31,12 +31,14 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import torch
 
 from hardneg.dense.dev_candidates import Candidates, DocumentVectors, rerank, top_k
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.errors import ConfigError
+from hardneg.evaluation.metrics import evaluate
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,6 @@ def dev_measures(
     With several processes each encodes its share of the corpus and finds its share's top 100 of every query;
     the shares' top 100s are gathered and merged into the exact top 100 (every rank returns the same values).
     """
-    from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
     from hardneg.index import run_table  # Faiss: imported only where an index is built or searched
 
     share = np.arange(len(corpus))[replicas.local(len(corpus))]
@@ -82,8 +83,6 @@ def dev_measures(
     scores, rows = top_k(q, d)
     rows = np.where(rows >= 0, share[np.maximum(rows, 0)] if len(share) else -1, -1)
     if replicas.distributed:  # one [Q, k] block per rank, merged into the global top k
-        import torch
-
         where = replicas.device
         scores = replicas.gather(torch.from_numpy(scores)[None].to(where), replicas.world).cpu().numpy()
         rows = replicas.gather(torch.from_numpy(rows)[None].to(where), replicas.world).cpu().numpy()
@@ -115,7 +114,7 @@ def candidate_measures(
     """Mean RR@10 and RR@100 of ``model`` on the queries of ``candidates``, each re-ranking its own candidate
     documents (:mod:`hardneg.dense.dev_candidates`); ``vectors`` keeps the step's document vectors for other events.
     Leaves the model in eval mode."""
-    from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
+    # Faiss: imported only where an index is searched
     from hardneg.index import run_table
 
     encoding = {"batch_size": batch_size, "device": device, "precision": precision}

@@ -70,6 +70,7 @@ def encode_rows(
     """
     import torch  # here, not at module level: gathering shards and building indexes do without it
 
+    # torch: imported only where it is used
     from hardneg.dense.precision import attention_kernels, effective
     from hardneg.dense.precision import autocast as precision_autocast
 

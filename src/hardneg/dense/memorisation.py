@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from hardneg.dense.dev_candidates import DocumentVectors, top_k
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.tokenized import TokenizedTexts
+from hardneg.evaluation.metrics import evaluate
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)
@@ -151,7 +152,6 @@ def measure_memorisation(
     :param vectors: the document vectors of ``step``'s model encoded so far (the dev evaluation's), reused.
     :returns: the :class:`Memorisation`.
     """
-    from hardneg.evaluation.metrics import evaluate  # ir-measures: slow to import, needed only here
     from hardneg.index import run_table  # Faiss: imported only where an index is built or searched
 
     samples = {"train": train} | ({"heldout": heldout} if heldout is not None and len(heldout.rows) else {})

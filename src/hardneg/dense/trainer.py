@@ -53,6 +53,7 @@ import torch
 from hardneg.dense import checkpoint, precision
 from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
 from hardneg.io import logs, stop
+from hardneg.io.atomic import atomic_dir
 from hardneg.schema.values import section_values
 
 log = logging.getLogger(__name__)
@@ -487,8 +488,6 @@ class Trainer:
                     raise stop.StopRequested(stopping)
         if window is not None:
             if replicas.is_main:  # the state the next part continues, written to a temporary folder and renamed
-                from hardneg.io.atomic import atomic_dir
-
                 with atomic_dir(window.stop_state) as folder:
                     checkpoint.save_checkpoint(
                         folder,

@@ -157,6 +157,7 @@ def baseline_cell(
     queries could detect at ``p_value`` with 80% power
     (:func:`hardneg.evaluation.significance.detectable_difference`), e.g. ``+0.012 (p 0.210; ≥ 0.031)``; ``–``
     for the baseline itself."""
+    # numpy and pyarrow, with the summary's tables: kept out of the command line's start
     from hardneg.evaluation.significance import detectable_difference, p_text
     from hardneg.evaluation.summary import paired_t_test, per_query_frame
 

@@ -88,6 +88,7 @@ def read_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict]]:
     import pyarrow as pa  # pyarrow and datasets: imported only for the containers that need them
 
     if kind == "parquet":
+        # pyarrow: only for a Parquet file
         import pyarrow.parquet as pq
 
         try:
@@ -96,6 +97,7 @@ def read_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict]]:
             raise DataError(path, None, f"not a readable Parquet file ({error})") from None
         yield from _table_rows(path, parquet.iter_batches(batch_size=_BATCH))
         return
+    # Hugging Face datasets (a second to import): only for a saved dataset
     import datasets
 
     dataset = datasets.load_from_disk(str(path))

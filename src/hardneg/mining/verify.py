@@ -29,6 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hardneg.dense.encode import encode_rows
+from hardneg.dense.raw_texts import TokenizedWithRaw
+from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.io import artifacts
 from hardneg.mining.card import check_inputs, check_list
 from hardneg.mining.duplicates import duplicate_partners, flag_duplicates_of_positives
@@ -126,6 +129,7 @@ class Remined:
 def _recorded_threads(threads: Mapping):
     """Run with the torch and Faiss thread counts a card records (the ones the list was mined with), restoring
     this process's afterwards: float sums, and so near-tied scores, may depend on them."""
+    # torch and Faiss: imported only where the list is mined again
     import faiss
     import torch
 
@@ -170,7 +174,6 @@ def _cross_encoder(
         if note not in notes:
             notes.append(note)
         return inputs.table(artifacts.RUN, "ce_candidates"), inputs.table(artifacts.POSITIVE_SCORES, "ce_positives")
-    from hardneg.dense.raw_texts import TokenizedWithRaw
 
     cache, split = inputs.path_of("ce_cache"), card["split"]
     # with their raw texts (the card's queries file is the split's), which a pretrained cross-encoder reads
@@ -241,9 +244,8 @@ def remine(
     :raises DataError: an input file that does not match its schema.
     :raises FileNotFoundError: a missing input.
     """
-    from hardneg.dense.encode import encode_rows  # torch and Faiss: imported only where a list is re-mined
+    # torch and Faiss: imported only where the list is mined again
     from hardneg.dense.model import BiEncoder
-    from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.dense.trainer import resolve_device
     from hardneg.index import build_index, is_exact, load_index, search_run, set_search_params
 

@@ -14,6 +14,7 @@ import re
 from hardneg import methods
 from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_input_files, dataset_splits
 from hardneg.datasets.hidden import hidden_split
+from hardneg.dense import st_folder
 from hardneg.errors import ConfigError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.fusion import default_tune_split
@@ -27,7 +28,6 @@ def check_model_folders(config: dict) -> None:
     training will read it, so that a folder hardneg cannot use (a module it does not hold, a pooling it has not,
     prompts with ColBERT markers) is reported now, naming ``runs.<run>.params.model``, and not by the job that
     loads it. Hub names are read by the jobs (the plan downloads nothing); re-rankers read their own folders."""
-    from hardneg.dense import st_folder  # JSON only: no torch
 
     for name, run in config["runs"].items():
         model = run.get("params", {}).get("model")

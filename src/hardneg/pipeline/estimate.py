@@ -29,7 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hardneg import methods
+from hardneg.dense.pretrained import PACKAGED
 from hardneg.errors import HardnegError
+from hardneg.io.atomic import write_text
+from hardneg.pipeline.starter_fusion import judged_queries
 from hardneg.pipeline.train_steps import optimiser_steps
 
 JOB_OVERHEAD = 10.0  # seconds a job spends starting Python and loading its model and data
@@ -101,8 +104,6 @@ def encoding_rate(model_section: dict, length: int, *, texts: int = RATE_TEXTS, 
         return float(rates[key])
     rates[key] = _measure_rate(model_section, length, texts, batch)
     try:
-        from hardneg.io.atomic import write_text
-
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, json.dumps(rates, indent=1, sort_keys=True) + "\n")
     except OSError:  # a cache that cannot be written: measured again next time
@@ -111,8 +112,10 @@ def encoding_rate(model_section: dict, length: int, *, texts: int = RATE_TEXTS, 
 
 
 def _measure_rate(model_section: dict, length: int, texts: int, batch: int) -> float:
+    # torch: imported only where it is used
     import torch
 
+    # torch: imported only where it is used
     from hardneg.dense.model import BiEncoder, ModelSpec
 
     spec = ModelSpec.from_params({**model_section, "markers": False})
@@ -178,7 +181,6 @@ def estimate(config: dict, plan, *, rate=encoding_rate) -> list[RunEstimate]:
 
 def _on_this_machine(name: str) -> bool:
     """Whether the model named ``name`` loads without a download: the built-in one, a packaged one, a folder."""
-    from hardneg.dense.pretrained import PACKAGED
 
     return name == "builtin" or name in PACKAGED or os.path.isdir(name)
 
@@ -199,6 +201,7 @@ def target_runs(config: dict) -> list[str]:
 
 
 def _num_docs(plan, run: str) -> int | None:
+    # the config's schema (jsonschema): only for a starter config
     from hardneg.pipeline.starter import count_documents
 
     return count_documents(plan.datasets[plan.dataset(run)])
@@ -238,6 +241,7 @@ def _training(plan, name, params, method, docs, doc_rate, query_rate, jobs) -> f
 
 
 def _training_rows(plan, run: str) -> int | None:
+    # the config's schema (jsonschema): only for a starter config
     from hardneg.pipeline.starter import training_rows
 
     dataset = plan.datasets[plan.dataset(run)]
@@ -250,7 +254,6 @@ def _training_rows(plan, run: str) -> int | None:
 
 
 def _judged(plan, run: str, split: str) -> int | None:
-    from hardneg.pipeline.starter_fusion import judged_queries
 
     return judged_queries(plan.datasets[plan.dataset(run)], split)
 

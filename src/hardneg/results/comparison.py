@@ -300,6 +300,7 @@ def replicates_on_disk(run: str, results: str | os.PathLike) -> list[str]:
 
 def _seed_spreads(runs: list[str], results, measure: str, split: str, first: dict[str, pd.Series]) -> list[SeedSpread]:
     """The runs over their seeds (:class:`SeedSpread`), when any of them has replicates; else none."""
+    # scipy.stats (a second to import): only where a test is run
     from scipy.stats import ttest_ind
 
     members = {run: [run, *replicates_on_disk(run, results)] for run in runs}

@@ -46,6 +46,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from hardneg.dense.data import RandomNegatives
+from hardneg.dense.pretrained import PACKAGED, model_source
+from hardneg.dense.tokenizer import BUILTIN
 from hardneg.errors import ConfigError
 from hardneg.methods.contrastive import role_negatives
 from hardneg.methods.registry import MINING_ROLES, RERANK, Method, Role, StepContext
@@ -125,8 +128,7 @@ SCHEMA = {
 def _model_folder(model_name: str) -> tuple[dict | None, bool]:
     """``params.model.name``'s ``config.json`` when it is a local folder with one (None otherwise: the built-in
     model, a packaged one, a hub name), and whether it may be a hub name (not checked here: checking is offline)."""
-    from hardneg.dense.pretrained import PACKAGED
-    from hardneg.dense.tokenizer import BUILTIN
+    # the model folder's reader: kept out of the DAG's build (the registry imports every method)
     from hardneg.methods.crossencoder.folder import local_config
 
     if model_name == BUILTIN or model_name in PACKAGED:  # encoders without a head
@@ -136,6 +138,7 @@ def _model_folder(model_name: str) -> tuple[dict | None, bool]:
 
 def _check_pretrained(name: str, params: dict, model_name: str, config: dict) -> None:
     """A pretrained cross-encoder folder: one label, an activation read as a probability, no match marks."""
+    # the model folder's reader: kept out of the DAG's build (the registry imports every method)
     from hardneg.methods.crossencoder.folder import folder_activation, label_count
 
     if label_count(config) != 1:
@@ -169,6 +172,7 @@ def check(name: str, run: dict) -> None:
     """What the schema cannot say: a cross-encoder learns from negatives, and its loss is its own section's; a
     pretrained cross-encoder folder has one label and takes no match marks; a run that does not train
     (``train.epochs: 0``) starts from a model with a head (a pretrained cross-encoder, or ``inputs.init``)."""
+    # the model folder's reader: kept out of the DAG's build (the registry imports every method)
     from hardneg.methods.crossencoder.folder import has_head
 
     params = run.get("params", {})
@@ -232,8 +236,7 @@ def new_model(spec, tokenizer, resolved: dict, init):
 def _pretrained_source(spec) -> str | None:
     """The folder or hub name of ``params.model`` when it is a cross-encoder with its own head (what its
     ``config.json`` says), else None (the built-in model, or an encoder that gets a new head)."""
-    from hardneg.dense.pretrained import model_source
-    from hardneg.dense.tokenizer import BUILTIN
+    # the model folder's reader: kept out of the DAG's build (the registry imports every method)
     from hardneg.methods.crossencoder.folder import source_has_head
 
     if spec.name == BUILTIN:
@@ -245,6 +248,7 @@ def _pretrained_source(spec) -> str | None:
 def _pretrained(source, spec, resolved: dict, marks: dict):
     """The pretrained cross-encoder of ``source`` with its head, for run ``resolved``: no match marks, and
     trained further only where joining the tokenized cache's rows gives its tokenizer's pairs."""
+    # torch: imported only where a model is loaded
     from hardneg.methods.crossencoder.pretrained import PretrainedCrossEncoder, cache_pairs_match
 
     name = resolved.get("name", "<run>")
@@ -285,7 +289,6 @@ def score_pairs(model_dir, queries, corpus, pairs, *, batch_size: int = 64, devi
 
 
 def build_step(ctx: StepContext):
-    from hardneg.dense.data import RandomNegatives
     from hardneg.methods.crossencoder.step import CrossEncoderStep  # torch: imported when training
 
     negatives = role_negatives(ctx) or RandomNegatives(ctx.train)

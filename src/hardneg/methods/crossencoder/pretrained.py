@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from hardneg.dense.st_layout import pair_separator
+from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io.atomic import atomic_dir
 from hardneg.methods.crossencoder.folder import (
     HEAD,
@@ -181,8 +182,6 @@ class PretrainedCrossEncoder(nn.Module):
         :raises ValueError: see :func:`read_folder`."""
         # transformers: imported only where a model or tokenizer is used
         from transformers import AutoModelForSequenceClassification
-
-        from hardneg.dense.tokenizer import load_tokenizer
 
         facts = read_folder(source)
         model = AutoModelForSequenceClassification.from_pretrained(str(source))

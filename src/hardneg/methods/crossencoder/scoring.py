@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from hardneg.dense.tokenized import encode_chunk
+from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import DataError
 from hardneg.io import artifacts, logs
 from hardneg.methods.crossencoder.model import CrossEncoder, pair_inputs, pair_lengths
@@ -55,7 +57,6 @@ class TokenRows:
         """Texts as the cache tokenizes them (:func:`hardneg.dense.tokenized.encode_chunk`): queries
         (``second`` None) as ``[CLS] text [SEP]``, documents as ``[CLS] title [SEP] text [SEP]`` (the text alone
         when the title is blank), cut at ``max_length`` tokens."""
-        from hardneg.dense.tokenized import encode_chunk
 
         if not ids:
             return cls(np.zeros((0, 1), np.int32), np.zeros(0, np.int32), [], tokenizer.pad_token_id)
@@ -330,7 +331,6 @@ def score_pairs_stage(
     :returns: the table written.
     :raises DataError: a file is missing or not of its kind, or a pair names a query or document the files lack.
     """
-    from hardneg.dense.tokenizer import load_tokenizer  # transformers: imported where a tokenizer is used
 
     model = load_model(model_dir)
     tokenizer = load_tokenizer(model_dir)

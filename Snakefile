@@ -42,14 +42,17 @@ include: "rules/encode.smk"
 include: "rules/index.smk"
 include: "rules/mine.smk"
 include: "rules/card.smk"
-include: "rules/pq_matrix.smk"
-include: "rules/false_negatives.smk"
 include: "rules/evaluate.smk"
 include: "rules/fusion.smk"
 include: "rules/summary.smk"
 include: "rules/compare.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
+
+# The experiments (hardneg.experiments: the PQ matrix, the false negatives, ...), each declared once with the rule
+# file of its own tables.
+for experiment in EXPERIMENTS.values():
+    include: f"rules/{experiment.rule_file}"
 
 # The rules that read the config's `resources` are those validate_config holds its names to.
 check_rules_declared(RESOURCE_RULES)

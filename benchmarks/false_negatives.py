@@ -173,7 +173,7 @@ def sweep(workdir: Path, config: dict) -> str:
     from hardneg.io import artifacts
     from hardneg.mining.leakage import leakage_table
     from hardneg.mining.policies import Policy, select
-    from hardneg.pipeline import false_negatives as experiment
+    from hardneg.experiments import false_negatives as experiment
     from hardneg.pipeline.config import validate_config
     from hardneg.pipeline.plan import Plan
 

@@ -45,7 +45,7 @@ from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.markers import Markers
 from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
-from hardneg.methods.colbert.maxsim import ColBERT
+from hardneg.dense.maxsim import ColBERT
 from hardneg.methods.tct.step import TctMethod
 
 VOCAB = 30522  # BERT's: the embedding table is most of a small model's parameters (and of AdamW's update)

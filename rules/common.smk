@@ -4,8 +4,7 @@ import re
 import sys
 
 from hardneg.datasets.adapters import dataset_input_files
-from hardneg.methods.adore import pq_matrix as PQ_MATRIX
-from hardneg.pipeline import false_negatives as FALSE_NEGATIVES
+from hardneg.experiments import EXPERIMENTS
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline import resources as _resources
 

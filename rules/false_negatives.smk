@@ -2,7 +2,9 @@
 # candidate pool of a dataset that hides a share of its training positives, the hidden positives it selects as
 # negatives (leakage) against the hardness it keeps, and with `train` the runs trained on each policy's negatives.
 # The pool is the miner's ordinary pool (rules/mine.smk); its runs, inputs, writers and report pages are
-# hardneg.pipeline.false_negatives (FALSE_NEGATIVES, rules/common.smk). `snakemake --cores all false_negatives`.
+# hardneg.experiments.false_negatives, whose declaration (EXPERIMENT) the Snakefile includes this file for.
+# `snakemake --cores all false_negatives`.
+from hardneg.experiments import false_negatives as FALSE_NEGATIVES
 
 
 # Each policy's negatives from the pool, where no generated run of the policy selects them (without `train`).

@@ -1,5 +1,7 @@
 # The ADORE PQ experiment (Table 3 of the paper): ADORE trained with index A, evaluated with index B. Its runs,
-# inputs, writers and report pages are hardneg.methods.adore.pq_matrix (PQ_MATRIX, rules/common.smk).
+# inputs, writers and report pages are hardneg.experiments.pq_matrix, whose declaration (EXPERIMENT) the Snakefile
+# includes this file for.
+from hardneg.experiments import pq_matrix as PQ_MATRIX
 
 
 rule pq_matrix:

@@ -2,7 +2,7 @@
 its training time → results/tables/adore_indexes.{md,parquet}."""
 
 from hardneg.io.logs import log_to
-from hardneg.methods.adore.pq_matrix import write_index_table
+from hardneg.experiments.pq_matrix import write_index_table
 
 log_to(snakemake.log[0])
 write_index_table(list(snakemake.params.indexes), list(snakemake.params.runs), snakemake.input.metrics,

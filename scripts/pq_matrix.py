@@ -1,7 +1,7 @@
 """Rule pq_matrix: metrics of every (training index, evaluation index) cell → matrix table (Parquet, Markdown)."""
 
 from hardneg.io.logs import log_to
-from hardneg.methods.adore.pq_matrix import write_pq_matrix
+from hardneg.experiments.pq_matrix import write_pq_matrix
 
 log_to(snakemake.log[0])
 indexes = snakemake.params.indexes

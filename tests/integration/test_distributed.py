@@ -123,7 +123,7 @@ def _train_tct(tiny, method, out, processes, teacher=None, grad_cache_chunk=0):
 def test_two_processes_train_the_colbert_teacher_and_the_tct_student_like_one(tiny, tmp_path):
     """ColBERT's token vectors are padded to one width before the gather; every rank scores the whole batch
     with its own copy of the teacher."""
-    from hardneg.methods.colbert.maxsim import ColBERT
+    from hardneg.dense.maxsim import ColBERT
 
     for method in ("colbert", "tct"):
         teacher = None if method == "colbert" else tmp_path / "one_colbert" / "model"

@@ -3,6 +3,7 @@ loads to build its DAG, and what the command line loads to start, leave the heav
 transformers, Faiss, pandas, the JVM bridge): every Snakemake run and every ``hardneg`` command pays for what they import."""
 
 import json
+import tomllib
 import re
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ def lint_imports(source: Path, config: Path):
 def test_the_layer_contracts_are_kept():
     result = lint_imports(REPO / "src", REPO / "pyproject.toml")
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "Contracts: 2 kept, 0 broken." in result.stdout
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
 
 
 def test_a_function_local_import_reaching_up_breaks_the_layers(tmp_path):
@@ -93,3 +94,49 @@ def test_the_command_line_starts_without_a_heavy_library():
 
 def test_the_probe_sees_a_heavy_import():
     assert loaded_after("import hardneg.pipeline.config\nimport hardneg.index.faiss_index") == ["faiss"]
+
+
+def method_contracts() -> dict[str, dict]:
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    return {contract["type"]: contract for contract in contracts if contract["type"] in ("independence", "forbidden")}
+
+
+def test_the_method_contracts_name_every_method_package():
+    packages = sorted(f"hardneg.methods.{path.name}" for path in (REPO / "src" / "hardneg" / "methods").iterdir()
+                      if (path / "__init__.py").is_file())
+    assert len(packages) >= 15
+    contracts = method_contracts()
+    assert sorted(contracts["independence"]["modules"]) == packages
+    assert sorted(contracts["forbidden"]["forbidden_modules"]) == packages
+    assert {"hardneg.pipeline", "hardneg.cli", "hardneg.stage"} <= set(contracts["forbidden"]["source_modules"])
+
+
+def test_a_method_importing_another_or_the_workflow_importing_a_method_breaks_the_contracts(tmp_path):
+    source = tmp_path / "src"
+    shutil.copytree(REPO / "src" / "hardneg", source / "hardneg", ignore=shutil.ignore_patterns("__pycache__"))
+    warmup = source / "hardneg" / "methods" / "warmup" / "__init__.py"
+    warmup.write_text(warmup.read_text() + "\n\ndef _star():\n    from hardneg.methods import star\n\n    return star\n")
+    fuse = source / "hardneg" / "pipeline" / "fuse.py"
+    fuse.write_text(fuse.read_text() + "\n\ndef _rrf():\n    from hardneg.methods import rrf\n\n    return rrf\n")
+    result = lint_imports(source, REPO / "pyproject.toml")
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "methods independent of each other BROKEN" in result.stdout
+    assert "hardneg.methods.warmup -> hardneg.methods.star" in result.stdout
+    assert "the workflow layer reaches methods only through the registry BROKEN" in result.stdout
+    assert "hardneg.pipeline.fuse -> hardneg.methods.rrf" in result.stdout
+
+
+def test_the_workflow_layer_names_no_experiment():
+    """An experiment is declared once (hardneg.experiments): the workflow layer, the command line, the Snakefile
+    and the rule files iterate the declarations; only an experiment's own module and rule file name it."""
+    from hardneg.experiments import EXPERIMENTS
+
+    assert set(EXPERIMENTS) == {"pq_matrix", "false_negatives"}
+    pattern = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, EXPERIMENTS)))
+    own = {REPO / "rules" / experiment.rule_file for experiment in EXPERIMENTS.values()}
+    files = [*sorted((REPO / "src" / "hardneg" / "pipeline").rglob("*.py")),
+             *sorted((REPO / "src" / "hardneg" / "cli").rglob("*.py")), REPO / "src" / "hardneg" / "stage.py",
+             REPO / "Snakefile", *(path for path in sorted((REPO / "rules").glob("*.smk")) if path not in own)]
+    named = [f"{path.relative_to(REPO)}:{number}: {line.strip()}" for path in files
+             for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert named == []

@@ -13,7 +13,7 @@ from transformers import AutoModel
 
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.io import artifacts
-from hardneg.methods.colbert.maxsim import ColBERT, rerank
+from hardneg.dense.maxsim import ColBERT, rerank
 from tests.support.builds import copy_build
 from tests.support.configs import DENSE_CONFIG, TINY_DENSE
 from tests.support.workflow import output_of, snakemake, snakemake_jobs, write_config

@@ -12,7 +12,8 @@ import pyarrow as pa
 from hardneg.dense.data import RankedNegatives, TeacherScores
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
-from hardneg.methods.registry import Role, StepContext
+from hardneg.methods.registry import MINING_ROLES, Role, StepContext
+from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 from hardneg.schema.values import dataclass_from
 
 # The training inputs holding the teacher's scores of a run's pairs (Plan.train_inputs), two tables each: of the
@@ -222,6 +223,11 @@ def ranked_negatives(ctx: StepContext, kind, path: str, depth: int | None):
     return RankedNegatives(ctx.train, artifacts.read_table(kind, path), ctx.doc_texts.row_ids, depth)
 
 
+def mined_negatives(ctx: StepContext):
+    """The run's static hard negatives: sampled from the list its miner mined for it (``hardnegs.parquet``)."""
+    return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
+
+
 def role_negatives(ctx: StepContext):
     """The negatives of a method whose run names either a miner (``hard_negatives`` mined for it) or a ranking
     (``negatives``, sampled from its top ``negatives.depth``), or neither (in-batch negatives only)."""
@@ -233,3 +239,26 @@ def role_negatives(ctx: StepContext):
 
 
 TRAINING_SECTIONS = ("model", "train", "negatives")
+
+
+# The declaration of a method trained on static hard negatives mined for it (STAR, static hard negatives only):
+# its roles, its parameter sections and their schema.
+@dataclass(frozen=True)
+class MinedParams:
+    mining: MiningParams
+    distill: DistillParams
+
+
+MINED_ROLES = {
+    "init": Role("model", description="the dense run whose model training continues (the warm-up)"),
+    "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
+    "bm25": Role(
+        "reference_ranking",
+        required=False,
+        description="a BM25 run, for the overlap column of the hard-negative audit",
+    ),
+    **MINING_ROLES,
+    **DISTILL_ROLES,
+}
+MINED_SCHEMA = {"mining": MINING_SCHEMA, "distill": DISTILL_SCHEMA}
+MINED_SECTIONS = (*TRAINING_SECTIONS, "distill")

@@ -19,6 +19,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,34 @@ log = logging.getLogger(__name__)
 # ``lambda q, d: hardneg.mining.duplicates.flag_duplicates_of_positives(pairs, q, d, qrels)``.
 DuplicateFlagger = Callable[[pa.Array, pa.Array], tuple[pa.Array, pa.Array]]
 Duplicates = DuplicateFlagger | tuple[pa.Array, pa.Array] | None
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A candidate pool: the ranking of ``split`` by ``miner`` to ``depth``, with BM25's ranks where ``bm25`` names
+    a run, a cross-encoder's probabilities where ``cross_encoder`` names one, and duplicates of positives marked
+    when ``duplicates``."""
+
+    miner: str
+    split: str
+    depth: int
+    bm25: str | None
+    cross_encoder: str | None
+    duplicates: bool
+    dataset: str
+
+    @property
+    def name(self) -> str:
+        """The pool's file name (without ``.parquet``): ``<split>_top<depth>``, then ``_bm25-<run>``,
+        ``_ce-<run>`` and ``_nodup`` (duplicates not marked) where they apply."""
+        parts = [f"{self.split}_top{self.depth}"]
+        if self.bm25:
+            parts.append(f"bm25-{self.bm25}")
+        if self.cross_encoder:
+            parts.append(f"ce-{self.cross_encoder}")
+        if not self.duplicates:
+            parts.append("nodup")
+        return "_".join(parts)
 
 
 def _best_per_query(table: pa.Table | None, queries: pa.Array, query: np.ndarray) -> pa.Array:

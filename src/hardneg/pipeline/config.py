@@ -23,10 +23,10 @@ from hardneg.datasets.download import check_downloads
 from hardneg.errors import ConfigError, ConfigFileError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
+from hardneg.experiments import EXPERIMENTS
 from hardneg.io.layout import RESULTS
-from hardneg.methods.adore import pq_matrix
 from hardneg.mining.policies import POLICY_SCHEMA
-from hardneg.pipeline import false_negatives, replicates
+from hardneg.pipeline import replicates
 from hardneg.pipeline.compare_plan import check_compare_config
 from hardneg.pipeline.config_checks import (
     check_model_folders,
@@ -142,12 +142,12 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
         validator = validator_for(schema)
     error = first_error(validator, config)
     if error is None:
-        false_negatives.check_config(config)  # before its runs are generated: errors name its own keys
+        for experiment in EXPERIMENTS.values():  # before their runs are generated: errors name their own keys
+            experiment.check_config(config)
         written = set(config["runs"])
-        # the experiments' runs first: a generated run may have seeds (pq_matrix.seeds) for replicates to expand
-        if any(
-            [pq_matrix.expand_config(config), false_negatives.expand_config(config), replicates.expand_config(config)]
-        ):
+        # the experiments' runs first: a generated run may have seeds of its own for replicates to expand
+        expanded = [experiment.expand_config(config) for experiment in EXPERIMENTS.values()]
+        if any([*expanded, replicates.expand_config(config)]):
             explicit = {**_explicit_model_keys(config), **explicit}  # the generated runs' own keys
             explicit |= {
                 member: explicit[run]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hardneg.datasets.adapters import adapter_of
 from hardneg.dense.pretrained import model_source
+from hardneg.experiments import EXPERIMENTS
 from hardneg.index.validate import DEFAULT_TRAIN_SIZE, check_factory, embedding_dim
 from hardneg.pipeline.plan import Plan
 
@@ -26,12 +27,10 @@ def _key_of_value(params: dict, value: str, skip: tuple[str, ...]) -> str | None
 
 def factory_uses(config: dict) -> list[tuple[str, str, str]]:
     """(dotted key, factory, run whose documents it indexes) of every index factory a validated config uses:
-    ``pq_matrix.indexes`` first, then per dense run its ``index.factory`` and its method's training index."""
+    the experiments' first (:attr:`hardneg.experiments.declaration.Experiment.factory_uses`), then per dense run its
+    ``index.factory`` and its method's training index."""
     plan = Plan(config)
-    uses = []
-    matrix = config.get("pq_matrix")
-    if matrix:
-        uses += [(f"pq_matrix.indexes.{i}", factory, matrix["docs"]) for i, factory in enumerate(matrix["indexes"])]
+    uses = [use for experiment in EXPERIMENTS.values() for use in experiment.factory_uses(config)]
     for run in plan.dense_runs:
         params, docs = plan.params(run), plan.doc_run(run)
         own = params["index"]["factory"]

@@ -13,43 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 
 from hardneg import imports as imported_files
 from hardneg.errors import ConfigError
+from hardneg.experiments import EXPERIMENTS
 from hardneg.methods.contrastive import distills
 from hardneg.mining.card import read_card
 from hardneg.mining.negatives import MINING_SCHEMA, POLICY_KEYS
 from hardneg.mining.policies import Policy, PolicyValueError
+from hardneg.mining.pool import Pool
 from hardneg.schema.names import quoted
-
-
-@dataclass(frozen=True)
-class Pool:
-    """A candidate pool: the ranking of ``split`` by ``miner`` to ``depth``, with BM25's ranks where ``bm25`` names
-    a run, a cross-encoder's probabilities where ``cross_encoder`` names one, and duplicates of positives marked
-    when ``duplicates``."""
-
-    miner: str
-    split: str
-    depth: int
-    bm25: str | None
-    cross_encoder: str | None
-    duplicates: bool
-    dataset: str
-
-    @property
-    def name(self) -> str:
-        """The pool's file name (without ``.parquet``): ``<split>_top<depth>``, then ``_bm25-<run>``,
-        ``_ce-<run>`` and ``_nodup`` (duplicates not marked) where they apply."""
-        parts = [f"{self.split}_top{self.depth}"]
-        if self.bm25:
-            parts.append(f"bm25-{self.bm25}")
-        if self.cross_encoder:
-            parts.append(f"ce-{self.cross_encoder}")
-        if not self.duplicates:
-            parts.append("nodup")
-        return "_".join(parts)
 
 
 def mining_policy(config: dict, run: str) -> Policy:
@@ -233,8 +206,8 @@ class MiningPlan:
         return {(pool.miner, pool.name): pool for pool in [*map(self.pool, self.mining_runs), *self.experiment_pools()]}
 
     def experiment_pools(self) -> list[Pool]:
-        """The pools experiments select from besides the mining runs' (a plan with experiments adds them)."""
-        return []
+        """The pools experiments select from besides the mining runs' (:attr:`Experiment.pools`)."""
+        return [pool for experiment in EXPERIMENTS.values() for pool in experiment.pools(self)]
 
     def pool_path(self, run: str) -> str:
         pool = self.pool(run)

@@ -38,14 +38,13 @@ from hardneg.io.layout import RESULTS, Layout
 from hardneg.pipeline import episodes as _episodes
 from hardneg.pipeline.compare_plan import ComparePlan
 from hardneg.pipeline.episode_plan import EpisodePlan
-from hardneg.pipeline.false_negatives import FalseNegativesPlan
 from hardneg.pipeline.fusion_plan import FusionPlan
 from hardneg.pipeline.mining_plan import MiningPlan
 from hardneg.pipeline.report_plan import ReportPlan
 from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, resolve_run
 
 
-class Plan(EpisodePlan, FusionPlan, FalseNegativesPlan, MiningPlan, ComparePlan, ReportPlan):
+class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
     """Every run's inputs and artifacts under ``root`` (default: the config's ``results`` folder), for a config
     already validated (defaults filled)."""
 

@@ -9,9 +9,9 @@ import os
 from hardneg import methods
 from hardneg.errors import ConfigError
 from hardneg.evaluation.timing import REFRESH_PARTS
+from hardneg.experiments import EXPERIMENTS
 from hardneg.figures import FIGURES
-from hardneg.methods.adore import pq_matrix
-from hardneg.pipeline import false_negatives, replicates
+from hardneg.pipeline import replicates
 from hardneg.schema.values import check_evaluated_measure, check_run
 
 
@@ -153,17 +153,31 @@ class ReportPlan:
     def markdown_pages(self) -> dict:
         """The Markdown reports shown as HTML pages in ``snakemake --report`` (its report shows HTML in place, and
         Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
-        ``category`` of the report and ``caption`` (a file of ``workflow/report/``)."""
+        ``category`` of the report, ``caption`` (a file of ``workflow/report/``) and ``figures`` (those that come
+        with the page), and ``runs``, the runs it reads."""
         layout = self.layout
         pages = {
-            layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst"),
-            layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst"),
+            layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst", []),
+            layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst", []),
         }
-        pages.update(pq_matrix.report_pages(self))
-        pages.update(false_negatives.report_pages(self))
+        runs = {
+            layout.summary("md"): set(self.summary_runs()),
+            layout.table("training_time", "md"): set(self.training_time_runs()),
+        }
+        for experiment in EXPERIMENTS.values():
+            for markdown, page in experiment.report_pages(self).items():
+                pages[markdown] = page
+                runs[markdown] = experiment.runs(self)
         return {
-            markdown[: -len(".md")]: {"markdown": markdown, "title": title, "category": category, "caption": caption}
-            for markdown, (title, category, caption) in pages.items()
+            markdown[: -len(".md")]: {
+                "markdown": markdown,
+                "title": title,
+                "category": category,
+                "caption": caption,
+                "figures": figures,
+                "runs": runs[markdown],
+            }
+            for markdown, (title, category, caption, figures) in pages.items()
         }
 
     def paper_targets(self) -> list[str]:
@@ -174,7 +188,7 @@ class ReportPlan:
             self.targets()
             + [f"{page}.html" for page in self.markdown_pages()]
             + self.figure_targets()
-            + false_negatives.figure_targets(self)
+            + [figure for experiment in EXPERIMENTS.values() for figure in experiment.figure_targets(self)]
         )
 
     # ------------------------------------------------------------------------------------ the report target
@@ -185,29 +199,19 @@ class ReportPlan:
         if isinstance(paths, (list, tuple)):
             return set().union(*(self.runs_read(value) for value in paths))
         path = os.path.normpath(str(paths))
-        if path.startswith(os.path.normpath(self.layout.experiment("pq_matrix", "x"))[:-1]):
-            return self.pq_matrix_runs()  # the experiment's cells: its ADORE runs
+        for experiment in EXPERIMENTS.values():  # a file of an experiment's folder: the experiment's runs
+            if experiment.enabled(self.config) and path.startswith(
+                os.path.normpath(self.layout.experiment(experiment.name, "x"))[:-1]
+            ):
+                return experiment.runs(self)
         parts = path.split(os.sep)
         root = os.path.normpath(self.layout.root).split(os.sep)
         folder = parts[len(root)] if parts[: len(root)] == root and len(parts) > len(root) else None
         return {folder} if folder in self.user_runs else set()
 
-    def pq_matrix_runs(self) -> set[str]:
-        """The runs of the PQ experiment (none without a ``pq_matrix`` section)."""
-        if not self.config.get("pq_matrix"):
-            return set()
-        return {run for _, run in pq_matrix.index_runs(self)}
-
     def page_runs(self, page: str) -> set[str]:
         """The runs a Markdown page of the report (a key of :meth:`markdown_pages`) reads."""
-        layout = self.layout
-        if page == layout.summary("md")[: -len(".md")]:
-            return set(self.summary_runs())
-        if page == layout.table("training_time", "md")[: -len(".md")]:
-            return set(self.training_time_runs())
-        if page in {markdown[: -len(".md")] for markdown in false_negatives.report_pages(self)}:
-            return false_negatives.experiment_runs(self)
-        return self.pq_matrix_runs()
+        return self.markdown_pages()[page]["runs"]
 
     def report_contents(self) -> tuple[list[str], list[str]]:
         """What the ``report`` target builds, and one phrase per item left out: the metrics of the report's runs
@@ -226,9 +230,7 @@ class ReportPlan:
             if outside:
                 left_out.append(f"page '{info['title']}': {', '.join(outside)} not among the report's runs")
             else:
-                targets.append(f"{page}.html")
-                if f"{page}.md" == false_negatives.output(self, "leakage.md"):  # its figure comes with the page
-                    targets += false_negatives.figure_targets(self)
+                targets += [f"{page}.html", *info["figures"]]
         for name, comparison in self.comparisons().items():
             outside = [run for run in comparison["runs"] if run not in inside]
             if outside:

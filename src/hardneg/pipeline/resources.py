@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hardneg.errors import ConfigError
+from hardneg.experiments import EXPERIMENTS
 from hardneg.figures import FIGURES
 from hardneg.schema.names import quoted
 
@@ -23,7 +24,6 @@ from hardneg.schema.names import quoted
 RESOURCE_RULES: tuple[str, ...] = tuple(
     sorted(
         (
-            "adore_index_table",
             "assemble_episodes",
             "audit_hard_negatives",
             "bm25_index",
@@ -38,19 +38,14 @@ RESOURCE_RULES: tuple[str, ...] = tuple(
             "evaluate",
             "evaluate_with_index",
             "extract_member",
-            "false_negatives_effectiveness",
-            "false_negatives_select",
             "fuse",
             "gather_embeddings",
             "hardneg_viewer",
             "import_hard_negatives",
-            "leakage_figure",
-            "leakage_table",
             "markdown_page",
             "mining_card",
             "near_duplicates",
             "positive_scores",
-            "pq_matrix",
             "prepare_dataset",
             "rerank",
             "run_config",
@@ -66,6 +61,7 @@ RESOURCE_RULES: tuple[str, ...] = tuple(
             "training_time_table",
             "tune_fusion",
             *(f"figure_{name}" for name in FIGURES),
+            *(rule for experiment in EXPERIMENTS.values() for rule in experiment.rules),
         )
     )
 )

@@ -17,7 +17,7 @@ from hardneg.errors import ConfigError, DataError
 from hardneg.evaluation.summary import measure_label, paired_t_test, write_summary
 from hardneg.evaluation.timing import benchmark_seconds, write_training_time_table
 from hardneg.io import artifacts
-from hardneg.methods.adore import pq_matrix
+from hardneg.experiments import pq_matrix
 from hardneg.pipeline.config import load_config_file, validate_config
 from hardneg.pipeline.plan import Plan
 from tests.support import REPO

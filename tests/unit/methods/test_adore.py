@@ -272,7 +272,7 @@ def test_pq_matrix_cells_over_seeds_are_mean_and_sample_sd(tmp_path):
 
     import pyarrow.parquet as _pq
 
-    from hardneg.methods.adore.pq_matrix import write_pq_matrix
+    from hardneg.experiments.pq_matrix import write_pq_matrix
 
     def metrics(name, rr):
         path = tmp_path / f"{name}.json"

@@ -11,7 +11,7 @@ from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.methods.colbert import METHOD
-from hardneg.methods.colbert.maxsim import ColBERT, is_colbert, maxsim, maxsim_pairs, rerank
+from hardneg.dense.maxsim import ColBERT, is_colbert, maxsim, maxsim_pairs, rerank
 from hardneg.mining.pool_scores import rerank_scorer, score_pool
 from tests.support.dense import tiny_reranker
 from tests.support.rankings import check_reranked, shuffled_ranking

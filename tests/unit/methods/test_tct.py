@@ -108,7 +108,7 @@ def test_without_a_teacher_the_loss_is_the_contrastive_one(tiny, loss):
 
 @pytest.fixture(scope="module")
 def teacher(tiny):
-    from hardneg.methods.colbert.maxsim import ColBERT
+    from hardneg.dense.maxsim import ColBERT
 
     spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64,
                                                             "query_max_length": 16}})["model"])

@@ -110,7 +110,7 @@ def test_a_replicate_inherits_the_model_of_the_run_it_continues():
 
 
 def test_pq_matrix_seeds_repeat_its_runs_each_over_the_docs_replicate_of_its_seed():
-    from hardneg.methods.adore import pq_matrix
+    from hardneg.experiments import pq_matrix
 
     config = with_seeds(star=[7, 8])
     config["pq_matrix"] = {"docs": "star", "indexes": ["Flat", "HNSW8"], "seeds": [7, 8, 9]}

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step
+from hardneg.methods.contrastive import TRAINING_SECTIONS, contrastive_step, mined_negatives
 from hardneg.methods.registry import DENSE, Episodes, Method, Role, StepContext
-from hardneg.methods.star import mined_negatives
 from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 
 

@@ -2,7 +2,7 @@
 interaction over token vectors (each query token's best match among the document's tokens, summed), trained
 on (query, positive, negative) triples, negatives from a ranking (BM25: the paper's teacher) or mined by a
 dense run (the teacher fine-tuned on hard negatives, "HN+"). It ranks by re-ranking another run's top-k of
-each split. See :mod:`hardneg.methods.colbert.maxsim`."""
+each split. See :mod:`hardneg.dense.maxsim`."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ SCHEMA = {
 
 def new_model(spec, tokenizer, resolved: dict, init):
     # torch: imported only where a model or tensor is used
-    from hardneg.methods.colbert.maxsim import ColBERT, is_colbert
+    from hardneg.dense.maxsim import ColBERT, is_colbert
 
     colbert = resolved["params"]["colbert"]
     if init is None:
@@ -77,8 +77,8 @@ def new_model(spec, tokenizer, resolved: dict, init):
 
 def rerank(model_dir, queries, corpus, candidates, *, depth: int, batch_size: int, device: str):
     """The trained ColBERT's MaxSim scores of each query's top-``depth`` candidates, best first."""
-    from hardneg.methods.colbert.maxsim import ColBERT  # torch: imported when re-ranking
-    from hardneg.methods.colbert.maxsim import rerank as maxsim_rerank
+    from hardneg.dense.maxsim import ColBERT  # torch: imported when re-ranking
+    from hardneg.dense.maxsim import rerank as maxsim_rerank
 
     return maxsim_rerank(
         ColBERT.load(model_dir), queries, corpus, candidates, depth=depth, batch_size=batch_size, device=device
@@ -88,8 +88,9 @@ def rerank(model_dir, queries, corpus, candidates, *, depth: int, batch_size: in
 def bi_encoder_from(folder, spec, seed: int):
     """A bi-encoder (a TCT student) starting from the encoder of the ColBERT saved in ``folder``; None when the
     folder holds no ColBERT."""
-    from hardneg.dense.model import BiEncoder  # torch: imported when a model is built
-    from hardneg.methods.colbert.maxsim import is_colbert
+    # torch (the ColBERT model and the bi-encoder): imported when a model is built
+    from hardneg.dense.maxsim import is_colbert
+    from hardneg.dense.model import BiEncoder
 
     return BiEncoder.from_encoder(folder, spec, seed=seed) if is_colbert(folder) else None
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 
 from hardneg.dense.distributed import SINGLE, Replicas
+from hardneg.dense.maxsim import maxsim
 from hardneg.dense.methods import Batch, ContrastiveMethod
-from hardneg.methods.colbert.maxsim import maxsim
 
 
 class ColbertMethod(ContrastiveMethod):
     """ColBERT's training step (the TCT-ColBERT teacher): the contrastive step with late-interaction scores
-    (:func:`hardneg.methods.colbert.maxsim.maxsim` over token vectors) in place of inner products of single vectors.
+    (:func:`hardneg.dense.maxsim.maxsim` over token vectors) in place of inner products of single vectors.
 
     With ``in_batch`` false, as in ColBERT's own training on triples, each query is scored against its own
     positive and negatives only (see :class:`ContrastiveMethod`). With several processes the token

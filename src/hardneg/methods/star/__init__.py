@@ -7,31 +7,16 @@ cross-encoder, ``inputs.cross_encoder``) or those of the imported list it trains
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from hardneg.io import artifacts
 from hardneg.methods.contrastive import (
-    DISTILL_ROLES,
-    DISTILL_SCHEMA,
-    TRAINING_SECTIONS,
-    DistillParams,
+    MINED_ROLES,
+    MINED_SCHEMA,
+    MINED_SECTIONS,
+    MinedParams,
     check_distillation,
     contrastive_step,
-    ranked_negatives,
+    mined_negatives,
 )
-from hardneg.methods.registry import DENSE, MINING_ROLES, Method, Role, StepContext
-from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
-
-
-@dataclass(frozen=True)
-class StarParams:
-    mining: MiningParams
-    distill: DistillParams
-
-
-def mined_negatives(ctx: StepContext):
-    """The run's static hard negatives: sampled from the list its miner mined for it (``hardnegs.parquet``)."""
-    return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
+from hardneg.methods.registry import DENSE, Method, StepContext
 
 
 def build_step(ctx: StepContext):
@@ -42,20 +27,10 @@ METHOD = Method(
     name="star",
     kind=DENSE,
     summary="static hard negatives with RankNet over the whole batch (STAR)",
-    roles={
-        "init": Role("model", description="the dense run whose model training continues (the warm-up)"),
-        "negatives": Role("miner", description="the dense run whose model mines the hard negatives"),
-        "bm25": Role(
-            "reference_ranking",
-            required=False,
-            description="a BM25 run, for the overlap column of the hard-negative audit",
-        ),
-        **MINING_ROLES,
-        **DISTILL_ROLES,
-    },
-    schema={"mining": MINING_SCHEMA, "distill": DISTILL_SCHEMA},
-    params=StarParams,
-    training_sections=(*TRAINING_SECTIONS, "distill"),
+    roles=MINED_ROLES,
+    schema=MINED_SCHEMA,
+    params=MinedParams,
+    training_sections=MINED_SECTIONS,
     build_step=build_step,
     check=check_distillation,
     grad_cache=True,

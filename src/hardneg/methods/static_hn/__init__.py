@@ -5,21 +5,32 @@ them out shows what static hard negatives do on their own."""
 
 from __future__ import annotations
 
-import dataclasses
-
-from hardneg.methods import star
-from hardneg.methods.contrastive import contrastive_step
-from hardneg.methods.registry import StepContext
+from hardneg.methods.contrastive import (
+    MINED_ROLES,
+    MINED_SCHEMA,
+    MINED_SECTIONS,
+    MinedParams,
+    check_distillation,
+    contrastive_step,
+    mined_negatives,
+)
+from hardneg.methods.registry import DENSE, Method, StepContext
 
 
 def build_step(ctx: StepContext):
-    return contrastive_step(ctx, star.mined_negatives(ctx), "ranknet", in_batch=False)
+    return contrastive_step(ctx, mined_negatives(ctx), "ranknet", in_batch=False)
 
 
 # STAR's roles (init, negatives: the miner, bm25), parameters and training sections; only the step differs.
-METHOD = dataclasses.replace(
-    star.METHOD,
+METHOD = Method(
     name="static_hn",
+    kind=DENSE,
     summary="static hard negatives only, without STAR's reuse of the batch's other documents (RankNet)",
+    roles=MINED_ROLES,
+    schema=MINED_SCHEMA,
+    params=MinedParams,
+    training_sections=MINED_SECTIONS,
     build_step=build_step,
+    check=check_distillation,
+    grad_cache=True,
 )

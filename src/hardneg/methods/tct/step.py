@@ -32,9 +32,9 @@ import torch
 from hardneg.dense.data import NegativeSource, TrainQueries
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.losses import listwise_kl as kd_loss  # the KL of every in-batch document
+from hardneg.dense.maxsim import ColBERT, maxsim
 from hardneg.dense.methods import Batch, ContrastiveMethod
 from hardneg.dense.tokenized import TokenizedTexts, chunk_overhead
-from hardneg.methods.colbert.maxsim import ColBERT, maxsim
 
 
 def freeze(teacher: torch.nn.Module) -> torch.nn.Module:
@@ -45,7 +45,7 @@ def freeze(teacher: torch.nn.Module) -> torch.nn.Module:
 
 
 def load_teacher(path, device) -> torch.nn.Module:
-    """A saved ColBERT model (:meth:`hardneg.methods.colbert.maxsim.ColBERT.load`) on ``device``, frozen "
+    """A saved ColBERT model (:meth:`hardneg.dense.maxsim.ColBERT.load`) on ``device``, frozen "
     "(:func:`freeze`)."""
     return freeze(ColBERT.load(path).to(device))
 
@@ -57,7 +57,7 @@ def _synchronize(device: torch.device) -> None:
 
 class TctMethod(ContrastiveMethod):
     """The TCT-ColBERT step: :class:`ContrastiveMethod`'s batches, the student distilled from ``teacher`` (a
-    frozen :class:`hardneg.methods.colbert.maxsim.ColBERT`; None: the contrastive loss alone). See the module docstring.
+    frozen :class:`hardneg.dense.maxsim.ColBERT`; None: the contrastive loss alone). See the module docstring.
 
     The teacher is never the trainer's model, so the optimiser (built over the student's parameters) never sees
     it; it is moved to the training device at the first step. ``step_timings`` (the trainer's wall-clock

@@ -1,4 +1,4 @@
-"""The false-negative experiment in the plan (hardneg.pipeline.false_negatives): the checks of its section, the
+"""The false-negative experiment in the plan (hardneg.experiments.false_negatives): the checks of its section, the
 STAR run it generates per policy with `train`, its pool among the plan's (one pool, whoever selects from it),
 where each policy's negatives come from, its targets and report pages, and the effectiveness table."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
-from hardneg.pipeline import false_negatives as fn
+from hardneg.experiments import false_negatives as fn
 from hardneg.pipeline.config import validate_config
 from hardneg.pipeline.plan import Plan
 from tests.support.configs import FALSE_NEGATIVES_CONFIG, TINY_DENSE

@@ -6,8 +6,8 @@ The section names a dataset that hides a share of its training positives (``hide
 ``policies`` (the first, plain top-k, is the reference). Everything runs with the visible judgements, as a user
 would; only the measurement reads the hidden ones.
 
-* the pool: the miner's ordinary candidate pool (:class:`hardneg.pipeline.mining_plan.Pool`, built by
-  rules/mine.smk), added to the plan's pools by :class:`FalseNegativesPlan`;
+* the pool: the miner's ordinary candidate pool (:class:`hardneg.mining.pool.Pool`, built by
+  rules/mine.smk), added to the plan's pools by the declaration's ``pools``;
 * the selections: each policy's negatives from that pool; with ``train``, the list of the policy's generated STAR
   run (:func:`run_name`, added by :func:`expand_config`: an ordinary run continuing the miner, whose own
   ``select_hard_negatives`` job makes the list), else the experiment's own selection
@@ -16,7 +16,8 @@ would; only the measurement reads the hidden ones.
   (:func:`hardneg.mining.leakage.write_leakage`), and ``leakage.png`` (:mod:`hardneg.figures.leakage`);
 * with ``train``, ``results/false_negatives/effectiveness.{parquet,md}``: the generated runs' measures on the
   evaluation split with paired tests against the reference's run (:func:`write_effectiveness`);
-* the target ``false_negatives`` (:func:`targets`) and the report's pages (:func:`report_pages`).
+* the target ``false_negatives`` (:func:`targets`) and the report's pages (:func:`report_pages`);
+* :data:`EXPERIMENT`: its declaration, which the workflow iterates (:mod:`hardneg.experiments`).
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ from hardneg.errors import ConfigError
 from hardneg.evaluation.compare import compare_runs
 from hardneg.evaluation.significance import p_text
 from hardneg.evaluation.summary import as_paths, measure_label, per_query_frame
+from hardneg.experiments.declaration import Experiment
 from hardneg.io import artifacts
 from hardneg.io.artifacts import ArtifactKind
 from hardneg.io.atomic import write_text
 from hardneg.methods.star import METHOD as STAR  # the method of the generated runs
 from hardneg.mining.leakage import policy_settings
 from hardneg.mining.policies import Policy
-from hardneg.pipeline.mining_plan import Pool
+from hardneg.mining.pool import Pool
 from hardneg.schema.names import quoted
 from hardneg.schema.values import dataclass_from
 
@@ -93,7 +95,7 @@ def run_name(miner: str, policy: str) -> str:
 
 
 @dataclass(frozen=True)
-class Experiment:
+class Settings:
     """The validated ``false_negatives`` section (each key is described in the schema); the keys naming runs carry
     ``role`` in their metadata."""
 
@@ -110,14 +112,14 @@ class Experiment:
     correction: str = "holm"
 
 
-RUN_KEYS = tuple(f.name for f in fields(Experiment) if "role" in f.metadata)  # the section's keys naming runs
+RUN_KEYS = tuple(f.name for f in fields(Settings) if "role" in f.metadata)  # the section's keys naming runs
 
 
-def section(config: dict) -> Experiment | None:
+def section(config: dict) -> Settings | None:
     """The config's validated ``false_negatives`` section; None when it has none."""
     if not config.get(SECTION):
         return None
-    return dataclass_from(Experiment, config[SECTION], SECTION)
+    return dataclass_from(Settings, config[SECTION], SECTION)
 
 
 def _dataset_of(config: dict, run: str) -> str:
@@ -218,7 +220,7 @@ def check_config(config: dict) -> None:
             )
 
 
-def _generated_run(fn: Experiment, policy: str, split: str) -> dict:
+def _generated_run(fn: Settings, policy: str, split: str) -> dict:
     """The STAR run of one policy: it continues the miner's model on the policy's negatives from the miner's pool
     (the experiment's depth, BM25 and cross-encoder runs), with ``false_negatives.params``."""
     params = copy.deepcopy(fn.params)
@@ -259,15 +261,12 @@ def expand_config(config: dict) -> bool:
 
 
 # ------------------------------------------------------------------------------------------- the plan's
-class FalseNegativesPlan:
-    """The part of :class:`hardneg.pipeline.plan.Plan` that adds the experiment's pool to the plan's pools."""
-
-    def experiment_pools(self) -> list[Pool]:
-        """The pools experiments select from besides the mining runs': the false-negative experiment's."""
-        return [pool(self)] if section(self.config) else []
+def experiment_pools(plan) -> list[Pool]:
+    """The experiment's pool, which the plan builds beside the mining runs' (none without the section)."""
+    return [pool(plan)] if section(plan.config) else []
 
 
-def _settings(plan) -> Experiment:
+def _settings(plan) -> Settings:
     fn = section(plan.config)
     if fn is None:
         raise ConfigError(
@@ -395,7 +394,7 @@ def figure_targets(plan) -> list[str]:
 
 def report_pages(plan) -> dict:
     """The experiment's Markdown pages in the report (none without the section): path → (title, category, caption
-    file of workflow/report/)."""
+    file of workflow/report/, the figures that come with it)."""
     if section(plan.config) is None:
         return {}
     pages = {
@@ -403,6 +402,7 @@ def report_pages(plan) -> dict:
             "False negatives: leakage and hardness of each selection policy",
             "Experiments",
             "false_negatives_leakage.rst",
+            [output(plan, "leakage.png")],
         )
     }
     if runs(plan):
@@ -410,6 +410,7 @@ def report_pages(plan) -> dict:
             "False negatives: training on each policy's negatives",
             "Experiments",
             "false_negatives_effectiveness.rst",
+            [],
         )
     return pages
 
@@ -552,3 +553,17 @@ def write_effectiveness(
     artifacts.write_table(table, EFFECTIVENESS, table_path)
     write_text(markdown_path, effectiveness_markdown(table, split=split, correction=correction))
     return table
+
+
+EXPERIMENT = Experiment(
+    name=SECTION,
+    summary="each selection policy's leakage of hidden positives, hardness and (with train) effectiveness",
+    rule_file="false_negatives.smk",
+    rules=("false_negatives_select", "leakage_table", "leakage_figure", "false_negatives_effectiveness"),
+    expand_config=expand_config,
+    runs=experiment_runs,
+    report_pages=report_pages,
+    check_config=check_config,
+    figure_targets=figure_targets,
+    pools=experiment_pools,
+)

@@ -7,7 +7,8 @@ config's ``pq_matrix.indexes`` over the documents of ``pq_matrix.docs`` and eval
   (rules/pq_matrix.smk), from the run plan;
 * :func:`write_pq_matrix` and :func:`write_index_table`: the matrix (training index × evaluation index) and the
   table of each run evaluated with its own index beside its training time;
-* :func:`report_pages`: their Markdown pages in the Snakemake report.
+* :func:`report_pages`: their Markdown pages in the Snakemake report;
+* :data:`EXPERIMENT`: its declaration, which the workflow iterates (:mod:`hardneg.experiments`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from hardneg.errors import ConfigError, DataError
 from hardneg.evaluation.summary import as_paths, measure_label
 from hardneg.evaluation.tables import spread
 from hardneg.evaluation.timing import number_cell, training_time, unrecorded_note
+from hardneg.experiments.declaration import Experiment
 from hardneg.index import slug
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path, write_text
@@ -94,7 +96,7 @@ def index_table_inputs(plan) -> dict:
 
 def report_pages(plan) -> dict:
     """The experiment's Markdown pages in the report (none without a ``pq_matrix`` section): path → (title,
-    category, caption file of workflow/report/)."""
+    category, caption file of workflow/report/, figures that come with it)."""
     if not plan.config.get("pq_matrix"):
         return {}
     layout = plan.layout
@@ -103,11 +105,13 @@ def report_pages(plan) -> dict:
             "ADORE with each index: effectiveness and training time",
             "Summary",
             "adore_indexes.rst",
+            [],
         ),
         layout.experiment("pq_matrix", "matrix.md"): (
             "ADORE with product-quantised indexes: trained with index A, evaluated with index B",
             "Experiments",
             "pq_matrix.rst",
+            [],
         ),
     }
 
@@ -220,3 +224,30 @@ def write_index_table(
         lines.append("| " + " | ".join(cells) + " |")
     write_text(markdown_path, "\n".join(lines + unrecorded_note(rows, benchmarks)) + "\n")
     return table
+
+
+def experiment_runs(plan) -> set[str]:
+    """The runs of the experiment: its ADORE runs (none without a ``pq_matrix`` section)."""
+    if not plan.config.get("pq_matrix"):
+        return set()
+    return {run for _, run in index_runs(plan)}
+
+
+def factory_uses(config: dict) -> list[tuple[str, str, str]]:
+    """(``pq_matrix.indexes.<i>``, factory, the run whose documents it indexes) of each index of the matrix."""
+    matrix = config.get("pq_matrix")
+    if not matrix:
+        return []
+    return [(f"pq_matrix.indexes.{i}", factory, matrix["docs"]) for i, factory in enumerate(matrix["indexes"])]
+
+
+EXPERIMENT = Experiment(
+    name="pq_matrix",
+    summary="ADORE trained with each index of pq_matrix.indexes and evaluated with every one (Table 3)",
+    rule_file="pq_matrix.smk",
+    rules=("pq_matrix", "adore_index_table"),
+    expand_config=expand_config,
+    runs=experiment_runs,
+    report_pages=report_pages,
+    factory_uses=factory_uses,
+)

@@ -151,24 +151,31 @@ def load_checkpoint(folder: str | os.PathLike, *, fingerprint: str, format: int)
     try:
         saved = json.loads(state_path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return ignore(f"unreadable ({error})")
+        ignore(f"unreadable ({error})")
+        return None
     if not isinstance(saved, dict) or saved.get("format") != format:
-        return ignore(f"another checkpoint format (this trainer reads format {format})")
+        ignore(f"another checkpoint format (this trainer reads format {format})")
+        return None
     if saved.get("fingerprint") != fingerprint:
-        return ignore("it belongs to another configuration")
+        ignore("it belongs to another configuration")
+        return None
     name = saved.get("tensors")
     if not isinstance(name, str) or not _TENSORS.fullmatch(name):
-        return ignore(f"it names no tensor file of this folder ({name!r})")
+        ignore(f"it names no tensor file of this folder ({name!r})")
+        return None
     tensors_path = folder / name
     if not tensors_path.is_file():
-        return ignore(f"its tensor file {name} is missing")
+        ignore(f"its tensor file {name} is missing")
+        return None
     if _sha256(tensors_path) != saved.get("tensors_sha256"):
-        return ignore(f"its tensor file {name} is not the one it was saved with (SHA-256 differs)")
+        ignore(f"its tensor file {name} is not the one it was saved with (SHA-256 differs)")
+        return None
     try:
         tensors = load_file(str(tensors_path))
         state = _decode(saved["state"], tensors)
     except Exception as error:  # a malformed file: safetensors and the decoder only parse, never execute
-        return ignore(f"its tensor file {name} cannot be read ({type(error).__name__}: {error})")
+        ignore(f"its tensor file {name} cannot be read ({type(error).__name__}: {error})")
+        return None
     return state
 
 

@@ -183,15 +183,16 @@ class TeacherScores:
         q_index = dict(zip(train.qids, train.query_rows.tolist()))
         qids, docs = pa.array(list(q_index), pa.string()), pa.array(doc_ids, pa.string())
         query_rows = np.append(np.array(list(q_index.values()), np.int64), -1)  # code -1 (no such query) -> -1
-        keys, values = [], []
+        key_parts: list[np.ndarray] = []
+        value_parts: list[np.ndarray] = []
         for table in tables:  # Arrow hash look-ups: a pool of millions of rows never becomes Python strings
             q = query_rows[pc.index_in(table["qid"], value_set=qids).fill_null(-1).to_numpy().astype(np.int64)]
             d = pc.index_in(table["docid"], value_set=docs).fill_null(-1).to_numpy().astype(np.int64)
             known = (q >= 0) & (d >= 0)
-            keys.append(q[known] * train.num_docs + d[known])
-            values.append(table["score"].to_numpy(zero_copy_only=False).astype(np.float32)[known])
-        keys = np.concatenate(keys or [np.zeros(0, np.int64)])
-        values = np.concatenate(values or [np.zeros(0, np.float32)])
+            key_parts.append(q[known] * train.num_docs + d[known])
+            value_parts.append(table["score"].to_numpy(zero_copy_only=False).astype(np.float32)[known])
+        keys = np.concatenate(key_parts or [np.zeros(0, np.int64)])
+        values = np.concatenate(value_parts or [np.zeros(0, np.float32)])
         self.keys, first = np.unique(keys, return_index=True)  # sorted; the first score of a repeated pair
         self.values = values[first]
 

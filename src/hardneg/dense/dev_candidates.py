@@ -158,7 +158,9 @@ class DocumentVectors:
     rows at a new step forgets the old vectors."""
 
     def __init__(self, corpus: TokenizedTexts):
-        self.corpus, self.step, self._vectors = corpus, None, {}
+        self.corpus = corpus
+        self.step: int | None = None
+        self._vectors: dict[int, np.ndarray] = {}
 
     def get(self, step: int, model, rows: np.ndarray, **encoding) -> np.ndarray:
         """Vectors of ``rows`` (float32 [len(rows), dim]) under ``model`` at ``step``."""

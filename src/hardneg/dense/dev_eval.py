@@ -198,7 +198,9 @@ class DevEvaluation:
 
     def due(self, trainer, step: int) -> bool:
         """Whether ``step`` is evaluated."""
-        return step == trainer.total_steps or (trainer.epoch_ends if self.every == "epoch" else step % self.every == 0)
+        return step == trainer.total_steps or (
+            trainer.epoch_ends if isinstance(self.every, str) else step % self.every == 0  # "epoch" or a step count
+        )
 
     def on_step_end(self, trainer, step: int, row: dict) -> None:
         columns = list(COLUMNS.values()) + (list(CORPUS_COLUMNS.values()) if self.search == "both" else [])

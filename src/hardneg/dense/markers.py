@@ -18,8 +18,13 @@ The cache holds plain tokenizations (``[CLS] text [SEP]``); markers are inserted
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, cast
 
 import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 SKIP = 2  # [CLS] and the marker
 UNUSED = ("[unused0]", "[unused1]")
@@ -75,7 +80,7 @@ class Markers:
 
 
 def add_markers(
-    tokenizer, encoder: torch.nn.Module | None, query_length: int, seed: int = 0, augment: bool = True
+    tokenizer, encoder: PreTrainedModel | None, query_length: int, seed: int = 0, augment: bool = True
 ) -> Markers:
     """The markers of ``tokenizer``: ``[unused0]``/``[unused1]`` when its vocabulary has them, else two new
     special tokens ``[Q]``/``[D]`` added to ``tokenizer`` (save it with the model) and two new rows of
@@ -87,7 +92,8 @@ def add_markers(
         if not all(token in vocab for token in NEW):
             tokenizer.add_special_tokens({"additional_special_tokens": list(NEW)})
         query, doc = tokenizer.convert_tokens_to_ids(list(NEW))
-        if encoder is not None and encoder.get_input_embeddings().num_embeddings < len(tokenizer):
+        # transformers types the input embeddings a Module; a BERT-like encoder's are an Embedding
+        if encoder is not None and cast(nn.Embedding, encoder.get_input_embeddings()).num_embeddings < len(tokenizer):
             torch.manual_seed(seed)
             encoder.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     for name in ("mask_token_id", "pad_token_id", "sep_token_id"):

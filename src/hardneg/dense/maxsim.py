@@ -21,6 +21,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +34,9 @@ from hardneg.dense.tokenized import chunk_overhead
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_dir
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +109,12 @@ def maxsim_pairs(
 
 
 class ColBERT(nn.Module):
-    def __init__(self, encoder: nn.Module, markers: Markers, dim: int = 128):
+    def __init__(self, encoder: PreTrainedModel, markers: Markers, dim: int = 128):
         super().__init__()
         # Token vectors come from the hidden states: a backbone's own pooler (BERT's) is never read, and a
         # checkpoint without one would get a randomly initialised copy saved with the model.
         if isinstance(getattr(encoder, "pooler", None), nn.Module):
-            encoder.pooler = None
+            encoder.pooler = None  # type: ignore[assignment]  # torch types __setattr__ without None, an empty slot
         self.encoder = encoder
         self.markers = markers
         self.linear = nn.Linear(encoder.config.hidden_size, dim, bias=False)
@@ -189,7 +193,9 @@ class ColBERT(nn.Module):
 
         model_dir = Path(model_dir)
         meta = json.loads((model_dir / META).read_text())
-        model = cls(AutoModel.from_pretrained(model_dir), Markers.from_json(meta["markers"]), dim=meta["dim"])
+        markers = Markers.from_json(meta["markers"])
+        assert markers is not None  # every ColBERT folder records its markers
+        model = cls(AutoModel.from_pretrained(model_dir), markers, dim=meta["dim"])
         model.linear.load_state_dict(load_file(str(model_dir / LINEAR)))
         return model
 
@@ -244,8 +250,8 @@ def _candidates(ranking: pa.Table, depth: int, doc_row: dict[str, int]):
     for position, qid in enumerate(qids):
         by_query.setdefault(qid, []).append(position)
     out, dropped = [], 0
-    for qid, positions in by_query.items():
-        positions = np.asarray(positions, dtype=np.int64)
+    for qid, listed in by_query.items():
+        positions = np.asarray(listed, dtype=np.int64)
         top = positions[np.argsort(ranks[positions], kind="stable")][:depth]
         kept = np.asarray([p for p in top if docids[p] in doc_row], dtype=np.int64)
         dropped += len(top) - len(kept)
@@ -345,7 +351,10 @@ def rerank(
                     scores[group_positions[pairs]] = pair_scores.float().cpu().numpy()
     finally:
         model.train(was_training)
-    out_q, out_d, out_rank, out_score = [], [], [], []
+    out_q: list[str] = []
+    out_d: list[str] = []
+    out_rank: list[np.ndarray] = []
+    out_score: list[np.ndarray] = []
     for qid, positions in per_query:
         if not len(positions):
             continue

@@ -100,7 +100,7 @@ def sample_queries(queries: TokenizedTexts, qrels: pa.Table, corpus_ids: list[st
 def relevant_rows(samples: list[Sample], corpus_ids: list[str]) -> set[int]:
     """The corpus rows of every relevant document of the samples."""
     index = {docid: row for row, docid in enumerate(corpus_ids)}
-    needed = set()
+    needed: set[int] = set()
     for sample in samples:
         relevant = sample.qrels.filter(pc.greater_equal(sample.qrels["relevance"], 1))["docid"].to_pylist()
         needed.update(index[docid] for docid in relevant if docid in index)
@@ -168,10 +168,10 @@ def measure_memorisation(
         docs = np.asarray(doc_vectors[rows], dtype=np.float32)
     values, queries = {}, {}
     for split, sample in samples.items():
-        vectors = encode_rows(
+        query_vectors = encode_rows(
             model, sample.queries, sample.rows, "query", batch_size=batch_size, device=device, precision=precision
         )
-        scores, found = top_k(vectors, docs, 10)
+        scores, found = top_k(query_vectors, docs, 10)
         found = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
         ranking = run_table(scores, found, [sample.queries.row_ids[r] for r in sample.rows], corpus.row_ids)
         values[split], _ = evaluate(ranking, sample.qrels, list(MEASURES), warn=False)

@@ -139,10 +139,14 @@ class ContrastiveMethod:
         """The model's outputs for this process's share of the batch's queries and documents (one forward)."""
         query_rows = batch.query_rows[replicas.local(len(batch.query_rows))]
         doc_rows = batch.doc_rows[replicas.local(len(batch.doc_rows))]
-        options = {"overhead": chunk_overhead(device), "grad_cache_rows": self.grad_cache_rows}
+        overhead, grad_cache_rows = chunk_overhead(device), self.grad_cache_rows
         return model(
-            queries=self.query_texts.chunked(query_rows, **options).to(device, non_blocking=True),
-            docs=self.doc_texts.chunked(doc_rows, **options).to(device, non_blocking=True),
+            queries=self.query_texts.chunked(query_rows, overhead=overhead, grad_cache_rows=grad_cache_rows).to(
+                device, non_blocking=True
+            ),
+            docs=self.doc_texts.chunked(doc_rows, overhead=overhead, grad_cache_rows=grad_cache_rows).to(
+                device, non_blocking=True
+            ),
         )
 
     def scores(self, model, batch: Batch, device, replicas: Replicas = SINGLE) -> torch.Tensor:
@@ -174,6 +178,7 @@ class ContrastiveMethod:
         teacher = torch.from_numpy(batch.teacher).to(device)
         scored = ~torch.isnan(teacher)
         distill = self.distillation
+        assert distill is not None  # called for a run that distils only
         return DISTILLATION[distill.loss](
             scores.gather(1, columns),
             teacher,

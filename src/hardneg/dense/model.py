@@ -31,6 +31,7 @@ import logging
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -42,6 +43,9 @@ from hardneg.dense.pretrained import model_source
 from hardneg.dense.st_modules import build_layers, load_layer_weights
 from hardneg.io.atomic import atomic_dir
 from hardneg.schema.values import section_values
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +88,7 @@ class ModelSpec:
         return cls(**st_folder.resolve_model(values, where=where))
 
 
-def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> nn.Module:
+def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_length: int, seed: int) -> PreTrainedModel:
     """The encoder of a fresh bi-encoder. Every weight it initialises comes from ``seed``: all of them for the
     built-in BERT, and for a pretrained model those its checkpoint lacks (Hugging Face initialises them at
     random), so the same spec and seed give the same weights."""
@@ -103,7 +107,7 @@ def build_backbone(spec: ModelSpec, vocab_size: int, pad_token_id: int, max_leng
     return AutoModel.from_pretrained(model_source(spec.name))
 
 
-def save_encoder(encoder: nn.Module, folder: str | os.PathLike) -> None:
+def save_encoder(encoder: PreTrainedModel, folder: str | os.PathLike) -> None:
     """``encoder.save_pretrained(folder)``, with the pooler its class builds by default saved as zeros when the
     encoder has none.
 
@@ -117,9 +121,10 @@ def save_encoder(encoder: nn.Module, folder: str | os.PathLike) -> None:
     if getattr(encoder, "pooler", False) is None:  # the class has a pooler slot, left empty
         with torch.device("meta"):  # the class's default model, as AutoModel builds it, without drawing a weight
             default = type(encoder)(encoder.config)
-        if isinstance(getattr(default, "pooler", None), nn.Module):
+        default_pooler = getattr(default, "pooler", None)
+        if isinstance(default_pooler, nn.Module):
             weight = next(encoder.parameters())
-            pooler = default.pooler.to_empty(device=weight.device).to(weight.dtype)
+            pooler = default_pooler.to_empty(device=weight.device).to(weight.dtype)
             for tensor in pooler.parameters():
                 nn.init.zeros_(tensor)
     if pooler is None:
@@ -129,7 +134,7 @@ def save_encoder(encoder: nn.Module, folder: str | os.PathLike) -> None:
     try:
         encoder.save_pretrained(folder)
     finally:
-        encoder.pooler = None
+        encoder.pooler = None  # type: ignore[assignment]  # torch types __setattr__ without None, an empty slot
 
 
 class Head(nn.Module):
@@ -167,8 +172,8 @@ class BiEncoder(nn.Module):
 
     def __init__(
         self,
-        query_encoder: nn.Module,
-        doc_encoder: nn.Module | None,
+        query_encoder: PreTrainedModel,
+        doc_encoder: PreTrainedModel | None,
         *,
         pooling: str = "cls",
         projection_dim: int | None = None,
@@ -187,8 +192,8 @@ class BiEncoder(nn.Module):
         for encoder in (query_encoder, doc_encoder):
             # The bi-encoder pools the hidden states itself: a backbone's own pooler (BERT's) is never read, and
             # a checkpoint without one would get a randomly initialised copy saved with the model.
-            if isinstance(getattr(encoder, "pooler", None), nn.Module):
-                encoder.pooler = None
+            if encoder is not None and isinstance(getattr(encoder, "pooler", None), nn.Module):
+                encoder.pooler = None  # type: ignore[assignment]  # torch types __setattr__ without None, an empty slot
         self.query_encoder = query_encoder
         self.doc_encoder = doc_encoder  # None: shared with the query encoder
         self.pooling = pooling
@@ -247,7 +252,7 @@ class BiEncoder(nn.Module):
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, side: str) -> torch.Tensor:
         """Vectors [batch, dim] of queries (``side="query"``) or documents (``side="doc"``)."""
-        encoder = self.query_encoder if side == "query" or self.shared else self.doc_encoder
+        encoder = self.query_encoder if side == "query" or self.doc_encoder is None else self.doc_encoder
         head = self.query_head if side == "query" or self.doc_head is None else self.doc_head
         if self.markers is not None:
             input_ids, attention_mask = self.markers.apply(
@@ -328,7 +333,7 @@ class BiEncoder(nn.Module):
                 heads.update({f"{name}.{k}": v.detach().cpu().contiguous() for k, v in head.state_dict().items()})
             if heads:
                 save_file(heads, str(tmp / "head.safetensors"))
-            meta = {
+            meta: dict = {
                 "pooling": self.pooling,
                 "projection_dim": self.projection_dim,
                 "shared": self.shared,
@@ -431,7 +436,7 @@ class BiEncoder(nn.Module):
             prompts=prompts,
             prompt_lengths=lengths,
         )
-        if layers:
+        if folder is not None and layers:
             load_layer_weights(folder, layers, [model.query_layers, model.doc_layers])
         return model
 
@@ -443,7 +448,7 @@ class BiEncoder(nn.Module):
         from transformers import AutoModel  # transformers: imported only where a model or tokenizer is used
 
         model_dir = Path(model_dir)
-        meta = next(
+        meta: dict = next(
             (
                 json.loads((model_dir / name).read_text())
                 for name in ("colbert.json", "hardneg.json")

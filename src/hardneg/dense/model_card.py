@@ -189,7 +189,10 @@ def _read_json(path: Path) -> dict | None:
 
 def _describe_bi_encoder(meta: dict, facts: CardFacts, separator: str) -> list[str]:
     """The bullet points of the card's "The model" section."""
-    pooling = {"cls": "the first token's ([CLS]) hidden state", "mean": "the mean of the tokens' hidden states"}
+    pooling: dict[str | None, str] = {
+        "cls": "the first token's ([CLS]) hidden state",
+        "mean": "the mean of the tokens' hidden states",
+    }
     if meta.get("shared", True):
         lines = ["- **Encoders**: one, this folder's, reads queries and documents."]
     else:
@@ -417,7 +420,7 @@ def render_model_card(
         from hardneg.dense.tokenizer import load_tokenizer  # transformers: imported only where a tokenizer is used
 
         separator = pair_separator(load_tokenizer(folder))
-    front = {
+    front: dict = {
         "library_name": "sentence-transformers" if meta is not None else "transformers",
         "pipeline_tag": "sentence-similarity" if meta is not None else "feature-extraction",
         "tags": ["hardneg", "dense-retrieval", facts.method],

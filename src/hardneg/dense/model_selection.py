@@ -72,6 +72,7 @@ class ModelSelection:
         kept_step = self.best_step if keep == "best" and self.best_step is not None else last_step
         record = {"keep": keep, "step": kept_step, "steps": last_step}
         if self.best_step is not None:
+            assert self.last is not None  # set with every best step
             kept_value = self.best_value if kept_step == self.best_step else self.last[1]
             record |= {
                 "measure": self.measure,

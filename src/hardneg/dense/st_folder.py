@@ -54,6 +54,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hardneg.dense.pretrained import model_source
 from hardneg.errors import ConfigError
@@ -208,8 +209,9 @@ def _hub_file(name: str, relative: str) -> str | None:
         return None
 
 
-def _read_json(location: str, relative: str, where: str, *, hub: bool = False) -> dict | list | None:
-    """A JSON file of the model at ``location`` (a folder, or a hub name with ``hub``), None when absent."""
+def _read_json(location: str, relative: str, where: str, *, hub: bool = False) -> Any:
+    """A JSON file of the model at ``location`` (a folder, or a hub name with ``hub``), as ``json.loads`` reads it
+    (an object; a list for ``modules.json``); None when absent."""
     path = _hub_file(location, relative) if hub else os.path.join(location, relative)
     if path is None or not os.path.isfile(path):
         return None
@@ -260,7 +262,7 @@ def read_folder(
     listed = tuple(
         (str(m.get("path", "")), _class_name(m["type"])) for m in sorted(modules, key=lambda m: m.get("idx", 0))
     )
-    transformer = {}
+    transformer: dict = {}
     if listed[0][1] == "Transformer":
         transformer = _read_json(location, os.path.join(listed[0][0], TRANSFORMER_CONFIG), where, hub=hub) or {}
     pooling, include_prompt = None, True
@@ -322,6 +324,7 @@ def resolve_model(section: dict, *, where: str = "params.model", download: bool 
     if out.get("pooling") == "auto":
         mode = DEFAULT_POOLING if folder is None or folder.pooling is None else folder.pooling
         if mode not in POOLING_MODES:
+            assert folder is not None  # the default pooling is one of them
             raise ConfigError(
                 f"{where}.pooling",
                 f"the pooling of {folder.location} ({mode}) is not one hardneg "

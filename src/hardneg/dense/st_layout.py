@@ -51,13 +51,14 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from torch import nn
 
     from hardneg.dense.markers import Markers
     from hardneg.dense.model import BiEncoder, Head
+    from hardneg.dense.st_modules import DenseLayer, NormLayer
 
 REQUIREMENT = ">=6.0.1"
 TRANSFORMER = "sentence_transformers.base.modules.transformer.Transformer"
@@ -137,7 +138,7 @@ def transformer_config(model: BiEncoder, encoder: nn.Module, tasks: list[str], t
     from hardneg.dense.tokenizer import lowercasing_step  # pyarrow: the tokenizer module reads corpora
 
     length = lengths(model, encoder)
-    config = {
+    config: dict = {
         "max_seq_length": length[tasks[0]],
         "do_lower_case": lowercasing_step(tokenizer),
         **{f"{task}_length": length[task] for task in tasks},
@@ -222,18 +223,19 @@ def _write_layer_norm(folder: Path, path: str, norm: nn.LayerNorm) -> tuple[str,
 
 
 def _write_after_pooling(
-    folder: Path, prefix: str, model: BiEncoder, layers: nn.Module | None, head: Head | None
+    folder: Path, prefix: str, model: BiEncoder, layers: nn.Sequential | None, head: Head | None
 ) -> list[tuple[str, str]]:
     """The modules after the pooling (module 1): the model's ``layers`` (a folder's ``Dense`` and ``LayerNorm``,
     :attr:`BiEncoder.layers`), then ``head`` as a ``Dense`` (identity activation) and a ``LayerNorm``, in the
     folders ``<prefix><index>_Dense`` / ``<prefix><index>_LayerNorm`` from index 2; their (folder, type)."""
-    modules = []
+    modules: list[tuple[str, str]] = []
     for config, layer in zip(model.layers, layers if layers is not None else []):
         path = f"{prefix}{2 + len(modules)}_{'Dense' if config['kind'] == 'dense' else 'LayerNorm'}"
+        # each layer is the one build_layers made of its config
         modules.append(
-            _write_dense(folder, path, layer.linear, config["activation"])
+            _write_dense(folder, path, cast("DenseLayer", layer).linear, config["activation"])
             if config["kind"] == "dense"
-            else _write_layer_norm(folder, path, layer.norm)
+            else _write_layer_norm(folder, path, cast("NormLayer", layer).norm)
         )
     if head is not None:
         modules.append(_write_dense(folder, f"{prefix}{2 + len(modules)}_Dense", head.linear, IDENTITY))
@@ -246,9 +248,11 @@ def _write_router(folder: Path, model: BiEncoder, tokenizer) -> None:
     the query encoder), the pooling (one module, shared) and its head; ``document`` when no task is given."""
     pooling = "query_1_Pooling"
     _write_pooling(folder / pooling, model)
-    types, routes = {}, {}
+    types: dict[str, str] = {}
+    routes: dict[str, list[str]] = {}
     doc_head = model.query_head if model.doc_head is None else model.doc_head  # as BiEncoder.encode
     doc_layers = model.query_layers if model.doc_layers is None else model.doc_layers
+    assert model.doc_encoder is not None  # a model with one encoder has no router
     for task, encoder, path, layers, head in (
         ("query", model.query_encoder, ".", model.query_layers, model.query_head),
         ("document", model.doc_encoder, DOC_ENCODER, doc_layers, doc_head),

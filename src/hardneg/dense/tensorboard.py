@@ -22,8 +22,12 @@ import os
 import time
 from numbers import Real
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hardneg.io import stop
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +68,9 @@ class TensorBoardLog:
         self.log_dir = Path(log_dir)
         self.log_every = log_every
         self.checkpoint_every = checkpoint_every
-        self.writer = None
+        self.writer: SummaryWriter | None = None
 
-    def _open(self, first_step: int):
+    def _open(self, first_step: int) -> SummaryWriter:
         from torch.utils.tensorboard import SummaryWriter  # torch: imported only where a model or tensor is used
 
         self.log_dir.mkdir(parents=True, exist_ok=True)

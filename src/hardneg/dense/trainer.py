@@ -46,6 +46,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -55,6 +56,9 @@ from hardneg.dense.distributed import SINGLE, Replicas, resolve_processes
 from hardneg.io import logs, stop
 from hardneg.io.atomic import atomic_dir
 from hardneg.schema.values import section_values
+
+if TYPE_CHECKING:
+    from torch.nn.parallel import DistributedDataParallel
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +130,8 @@ def resolve_device(name: str = "auto") -> torch.device:
 
 
 def make_optimizer(params, config: TrainConfig):
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for name, param in params:
         if param.requires_grad:
             (no_decay if param.ndim < 2 or "norm" in name.lower() else decay).append(param)
@@ -238,7 +243,8 @@ class Trainer:
         self.device = replicas.device or resolve_device(device)
         self.callbacks = list(callbacks)
         self.precision = precision.effective(self.device, config.precision)
-        self.total_steps, self.step, self.epoch, self.batches, self.epoch_ends = 0, 0, 0, [], False
+        self.total_steps, self.step, self.epoch, self.epoch_ends = 0, 0, 0, False
+        self.batches: list[np.ndarray] = []
         self.wall_clock = WallClock()  # seconds per part of a step, this process's steps only
         self.timings: list[dict] = []  # per optimiser step of this process: seconds of each part
 
@@ -276,7 +282,8 @@ class Trainer:
         config = self.config
         if self.window is None:
             return [self.sampler.num_batches(e) for e in range(config.epochs)]
-        wanted, per_epoch = self.window.total_steps * config.grad_accumulation, []
+        wanted = self.window.total_steps * config.grad_accumulation
+        per_epoch: list[int] = []
         while sum(per_epoch) < wanted:
             count = self.sampler.num_batches(len(per_epoch))
             if count < 1:
@@ -373,7 +380,8 @@ class Trainer:
         wrapped = replicas.wrap(model, find_unused_parameters=True)
         model.train()
         clock, last_step_end, last_logged = self.wall_clock, time.perf_counter(), (step, 0.0)
-        micro, pending, pending_stats, step_parts = 0, [], [], {}
+        micro, pending, pending_stats = 0, [], []
+        step_parts: dict[str, float] = {}
         last_step = window.stop if window is not None else total_steps
         optimizer.zero_grad(set_to_none=True)
         for epoch, count in enumerate(per_epoch):
@@ -383,8 +391,11 @@ class Trainer:
                 micro += count  # finished before the checkpoint: the sampler is not asked again
                 continue
             self.epoch = epoch
-            # resumed in the middle of this epoch: its batches as they were drawn; else ask the sampler now
-            self.batches = resumed_batches if micro < done_micro else self._start_epoch(epoch, count)
+            if micro < done_micro:  # resumed in the middle of this epoch: its batches as they were drawn
+                assert resumed_batches is not None
+                self.batches = resumed_batches
+            else:  # ask the sampler now
+                self.batches = self._start_epoch(epoch, count)
             for index, queries in enumerate(self.batches):
                 micro += 1
                 if micro <= done_micro:
@@ -392,7 +403,11 @@ class Trainer:
                 ends_step = micro % config.grad_accumulation == 0 or micro == total_micro
                 batch = self.method.make_batch(queries, np.random.default_rng([config.seed, epoch, index]))
                 # DDP all-reduces on the backward of a step's last micro-batch only
-                sync = wrapped.no_sync() if replicas.distributed and not ends_step else nullcontext()
+                sync = (
+                    cast("DistributedDataParallel", wrapped).no_sync()  # wrapped in DDP where distributed
+                    if replicas.distributed and not ends_step
+                    else nullcontext()
+                )
                 with sync:
                     forward_started = time.perf_counter()
                     with self._autocast():

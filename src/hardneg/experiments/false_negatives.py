@@ -241,6 +241,7 @@ def expand_config(config: dict) -> bool:
     if fn is None or not fn.train:
         return False
     split = hidden_split(config["datasets"][fn.dataset])
+    assert split is not None  # check_config refused a dataset that hides none
     for policy in fn.policies:
         name, generated = run_name(fn.miner, policy), _generated_run(fn, policy, split)
         defined = config["runs"].get(name)
@@ -280,7 +281,9 @@ def _settings(plan) -> Settings:
 def split(plan) -> str:
     """The split whose positives the experiment's dataset hides (its pool's split)."""
     fn = _settings(plan)
-    return hidden_split(plan.datasets[fn.dataset])
+    hidden = hidden_split(plan.datasets[fn.dataset])
+    assert hidden is not None  # check_config refused a dataset that hides none
+    return hidden
 
 
 def pool(plan) -> Pool:

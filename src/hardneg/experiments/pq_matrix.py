@@ -131,7 +131,7 @@ def write_pq_matrix(
     cell over several seeds as mean ± sd."""
     rows, texts = [], {}
     for (train_index, eval_index), paths in cells.items():
-        values = {m: [] for m in measures}
+        values: dict[str, list[float]] = {m: [] for m in measures}
         for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
             with open(path, encoding="utf-8") as handle:
                 metrics = json.load(handle)["measures"]

@@ -319,6 +319,7 @@ def load_modules(names: list[str] | None, base: str | Path = ".") -> None:
                 raise ConfigError(where, f"no such file: {path}")
             module_name = f"hardneg_method_{path.stem}"
             spec = importlib.util.spec_from_file_location(module_name, path)
+            assert spec is not None and spec.loader is not None  # a .py file's spec, with its source loader
             module = importlib.util.module_from_spec(spec)
             sys.modules[module_name] = module
             spec.loader.exec_module(module)

@@ -230,7 +230,7 @@ class MiningParams:
 # The policy keys of a run's mining section: those of a named policy but its depth (the pool's depth is the run's).
 POLICY_KEYS = [key for key in POLICY_SCHEMA["properties"] if key != "depth"]
 
-MINING_SCHEMA = {
+MINING_SCHEMA: dict = {
     "type": "object",
     "additionalProperties": False,
     "default": {},

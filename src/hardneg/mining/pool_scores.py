@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +24,9 @@ import pyarrow.compute as pc
 
 from hardneg.io import artifacts
 from hardneg.mining.pool import candidate_rows
+
+if TYPE_CHECKING:
+    import torch
 
 ScorePairs = Callable[..., np.ndarray]
 
@@ -33,7 +37,9 @@ def rerank_scorer(rerank: Callable[..., pa.Table]) -> ScorePairs:
     and each pair gets the score it ranks by there (float32, the method's units: a ColBERT's MaxSim, a
     cross-encoder's logit); NaN for a pair it drops (a document the tokenized corpus left out: an empty one)."""
 
-    def score_pairs(model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int, device: str) -> np.ndarray:
+    def score_pairs(
+        model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int, device: str | torch.device
+    ) -> np.ndarray:
         unique = pairs.select(["qid", "docid"]).group_by(["qid", "docid"], use_threads=False).aggregate([])
         codes = pc.dictionary_encode(unique["qid"]).combine_chunks().indices.to_numpy(zero_copy_only=False)
         order = np.argsort(codes, kind="stable")
@@ -60,7 +66,7 @@ def rerank_scorer(rerank: Callable[..., pa.Table]) -> ScorePairs:
 
 
 def _pair_scores(
-    score_pairs: ScorePairs, model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int, device: str
+    score_pairs: ScorePairs, model_dir, queries, corpus, pairs: pa.Table, *, batch_size: int, device: str | torch.device
 ) -> pa.Array:
     if pairs.num_rows == 0:
         return pa.array([], pa.float32())
@@ -83,7 +89,7 @@ def score_pool(
     *,
     depth: int,
     batch_size: int = 64,
-    device: str = "cpu",
+    device: str | torch.device = "cpu",
 ) -> tuple[pa.Table, pa.Table]:
     """The scorer's scores of the pool's candidates and of the judged positives of its queries.
 
@@ -124,7 +130,7 @@ def score_pool_stage(
     *,
     depth: int,
     batch_size: int = 64,
-    device: str = "cpu",
+    device: str | torch.device = "cpu",
 ) -> tuple[pa.Table, pa.Table]:
     """:func:`score_pool` over the miner's ranking and the split's qrels read from their files, both tables written
     (atomically; RUN and POSITIVE_SCORES Parquet)."""

@@ -3,8 +3,13 @@ resolved, its page and what the page reads; and the checks of the section's cros
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hardneg.errors import ConfigError
 from hardneg.schema.values import check_evaluated_measure, check_run
+
+if TYPE_CHECKING:
+    from hardneg.io.layout import Layout
 
 PAGE_PREFIX = "compare_"  # a comparison's page: results/tables/compare_<name>.html
 
@@ -52,6 +57,14 @@ def check_compare_config(config: dict) -> None:
 
 class ComparePlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns the comparisons of runs."""
+
+    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
+        config: dict
+        layout: Layout
+
+        def dataset(self, run: str) -> str: ...
+        @property
+        def mining_runs(self) -> list[str]: ...
 
     def comparisons(self) -> dict[str, dict]:
         """name → the comparison's settings (``runs``, ``measure``, ``split``, ``top``, ``depth``, ``correction``),

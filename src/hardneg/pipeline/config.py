@@ -198,7 +198,8 @@ def _first_run_error(validator, config: dict, runs: list[str]):
 
 def _explicit_model_keys(config: dict) -> dict:
     """run → the ``params.model`` keys the user wrote (read before the schema fills defaults)."""
-    runs = config.get("runs") if isinstance(config.get("runs"), dict) else {}
+    runs = config.get("runs")
+    runs = runs if isinstance(runs, dict) else {}
     explicit = {}
     for name, run in runs.items():
         params = run.get("params") if isinstance(run, dict) else None

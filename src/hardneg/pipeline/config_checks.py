@@ -172,8 +172,9 @@ def check_references(config: dict) -> None:
                     f"it has {', '.join(dataset_splits(datasets[dataset]))}",
                 )
         roles = methods.get(run["method"]).roles
-        if methods.get(run["method"]).check is not None:  # what only the method knows of its params and inputs
-            methods.get(run["method"]).check(name, run)
+        check = methods.get(run["method"]).check
+        if check is not None:  # what only the method knows of its params and inputs
+            check(name, run)
         if run["params"].get("train", {}).get("grad_cache_chunk") and not methods.get(run["method"]).grad_cache:
             raise ConfigError(
                 f"runs.{name}.params.train.grad_cache_chunk",

@@ -390,13 +390,15 @@ def sections(schema: dict | None = None) -> list[Section]:
     )
     for kind in KINDS:
         params = defs[f"{kind}_params"]
-        keys = tuple(_nested(params, f"{_RUN}.params", defs, f"{_KIND_TITLES[kind]}"))
+        param_keys = tuple(_nested(params, f"{_RUN}.params", defs, f"{_KIND_TITLES[kind]}"))
         methods_of_kind = ", ".join(md.link(name, f"method-{name}") for name, m in registry.items() if m.kind == kind)
         intro = md.prose(params.get("description", "")) + (
             f"\n\nMethods of this kind: {methods_of_kind}." if methods_of_kind else ""
         )
         out.append(
-            Section(f"Parameters of every {_KIND_TITLES[kind].removesuffix('s')}", f"{kind}-params", 3, intro, keys)
+            Section(
+                f"Parameters of every {_KIND_TITLES[kind].removesuffix('s')}", f"{kind}-params", 3, intro, param_keys
+            )
         )
     overview = "\n".join(
         [

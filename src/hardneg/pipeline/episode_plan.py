@@ -3,14 +3,32 @@ and which jobs' benchmark records make up its refresh costs (:mod:`hardneg.pipel
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hardneg.evaluation.timing import REFRESH_PARTS  # noqa: F401  (the parts of refresh_benchmarks' records)
 from hardneg.io.layout import episode_run, parse_episode_run
 from hardneg.methods.registry import source_episode
 from hardneg.pipeline import episodes as _episodes
 
+if TYPE_CHECKING:
+    from hardneg import methods
+    from hardneg.io.layout import Layout
+    from hardneg.pipeline.mining_plan import Pool
+
 
 class EpisodePlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns runs in episodes."""
+
+    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
+        layout: Layout
+        runs: dict
+        user_runs: dict
+
+        def method(self, run: str) -> methods.Method: ...
+        def params(self, run: str) -> dict: ...
+        def train_split(self, run: str) -> str: ...
+        def index_factories(self, run: str) -> dict: ...
+        def pool(self, run: str) -> Pool: ...
 
     # ---------------------------------------------------------------------------------------- episodes
     def episodes(self, run: str):
@@ -62,7 +80,8 @@ class EpisodePlan:
         (the positive scores and candidate pool of the checkpoint, the selection of each episode trained on its
         negatives). A checkpoint no episode trains on has no refresh jobs."""
         plan, layout, names = self.episodes(run), self.layout, self.episode_runs(run)
-        fed = {None: [], **{index: [] for index in range(plan.count)}}  # checkpoint → episodes on its negatives
+        # checkpoint → episodes on its negatives
+        fed: dict[int | None, list[str]] = {None: [], **{index: [] for index in range(plan.count)}}
         for index, name in enumerate(names):
             fed[source_episode(index, plan.lag)].append(name)
         out = []

@@ -62,7 +62,7 @@ def mean_document_words(dataset: dict, sample: int = SAMPLE_DOCS) -> float | Non
     )
     if not path or not os.path.isfile(path):
         return None
-    counts = []
+    counts: list[int] = []
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if len(counts) >= sample:

@@ -3,11 +3,27 @@ weight reads."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from hardneg import methods
+
+if TYPE_CHECKING:
+    from hardneg.io.layout import Layout
 
 
 class FusionPlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns fusion runs."""
+
+    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
+        layout: Layout
+
+        def method(self, run: str) -> methods.Method: ...
+        def params(self, run: str) -> dict: ...
+        def dataset(self, run: str) -> str: ...
+        def runs_of_kind(self, kind: str) -> list[str]: ...
+        def role_run(self, run: str, provides: str) -> Any: ...
+        def train_split(self, run: str) -> str: ...
+        def upstream(self, run: str) -> list[str]: ...
 
     @property
     def fusion_runs(self) -> list[str]:

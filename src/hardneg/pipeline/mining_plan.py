@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import TYPE_CHECKING, Any
 
 from hardneg import imports as imported_files
 from hardneg.errors import ConfigError
@@ -23,6 +24,10 @@ from hardneg.mining.negatives import MINING_SCHEMA, POLICY_KEYS
 from hardneg.mining.policies import Policy, PolicyValueError
 from hardneg.mining.pool import Pool
 from hardneg.schema.names import quoted
+
+if TYPE_CHECKING:
+    from hardneg import methods
+    from hardneg.io.layout import Layout
 
 
 def mining_policy(config: dict, run: str) -> Policy:
@@ -151,6 +156,25 @@ class MiningPlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns mining runs: their pools, the positive
     scores, near-duplicates and the selection."""
 
+    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
+        config: dict
+        layout: Layout
+        runs: dict
+
+        def method(self, run: str) -> methods.Method: ...
+        def params(self, run: str) -> dict: ...
+        def seed(self, run: str) -> int: ...
+        def dataset(self, run: str) -> str: ...
+        def input_run(self, run: str, role: str): ...
+        def role_run(self, run: str, provides: str) -> Any: ...
+        def doc_run(self, run: str) -> str: ...
+        def train_split(self, run: str) -> str: ...
+        def cache_dir(self, run: str) -> str: ...
+        def pair_texts(self, run: str) -> dict: ...
+        def search_index(self, run: str, slug: str | None = None) -> str: ...
+        @property
+        def episodic_runs(self) -> list[str]: ...
+
     def miner(self, run: str) -> str:
         return self.role_run(run, "miner")
 
@@ -175,7 +199,9 @@ class MiningPlan:
 
     def import_inputs(self, run: str) -> dict:
         """The imported list's files (``hardneg.imports.card``'s names): the list, its positives, its card."""
-        folder = self.imported_list(run).rstrip("/")
+        folder = self.imported_list(run)
+        assert folder is not None, f"run {run} trains on no imported list"
+        folder = folder.rstrip("/")
         return {
             "hardnegs": f"{folder}/{imported_files.LIST}",
             "positives": f"{folder}/{imported_files.POSITIVES}",
@@ -239,7 +265,9 @@ class MiningPlan:
 
     def pool_scoring_inputs(self, miner: str, name: str) -> dict:
         """What a cross-encoder's scoring of a pool reads: :meth:`scoring_inputs` of its cross-encoder."""
-        return self.scoring_inputs(self.pools[(miner, name)], self.pools[(miner, name)].cross_encoder)
+        pool = self.pools[(miner, name)]
+        assert pool.cross_encoder is not None, f"pool {name} of {miner} is scored by no cross-encoder"
+        return self.scoring_inputs(pool, pool.cross_encoder)
 
     def scoring_inputs(self, pool: Pool, scorer: str) -> dict:
         """What a run's scoring of a pool reads: its model and tokenized cache, the miner's ranking of the split and

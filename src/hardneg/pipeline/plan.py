@@ -28,6 +28,8 @@ pool_teacher       nothing else; a run that distils (``params.distill``) reads i
 
 from __future__ import annotations
 
+from typing import Any
+
 from hardneg import methods
 from hardneg.datasets.adapters import dataset_splits
 from hardneg.datasets.hidden import hidden_split
@@ -114,8 +116,9 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
         """The run (or, for a role of many, the runs) named by ``inputs.<role>``; None when not given."""
         return self.runs[run].get("inputs", {}).get(role)
 
-    def role_run(self, run: str, provides: str) -> str | None:
-        """The input run of the run's first role that provides ``provides``."""
+    def role_run(self, run: str, provides: str) -> Any:
+        """The input run of the run's first role that provides ``provides``: its name (a list of them for a role of
+        many runs, ``{imported: <folder>}`` for a miner role naming an imported list); None when not given."""
         for role in self.method(run).roles_providing(provides):
             other = self.input_run(run, role)
             if other is not None:
@@ -245,9 +248,11 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
                 inputs["hard_negatives"] = layout.hard_negatives(run)
             elif spec.provides == "doc_index":
                 inputs["doc_embeddings"] = layout.corpus_embeddings(self.doc_run(other))
-                inputs["train_index"] = layout.index(
-                    self.doc_run(other), factory_slug(self.training_index_factory(run))
+                factory = self.training_index_factory(run)
+                assert factory is not None, (
+                    f"method {self.runs[run]['method']} has a doc_index role: it declares training_index"
                 )
+                inputs["train_index"] = layout.index(self.doc_run(other), factory_slug(factory))
         return {**inputs, **self.distillation_inputs(run), **self.dev_candidate_inputs(run)}
 
     def dev_candidate_inputs(self, run: str) -> dict:
@@ -272,7 +277,7 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
         retriever = start in self.dense_runs and self.method(start).new_model is None  # not a Condenser backbone
         sources = {
             "lexical": next((r for r in self.lexical_runs if self.dataset(r) == dataset), None),
-            "init": start if retriever and self.dataset(start) == dataset else None,
+            "init": start if start is not None and retriever and self.dataset(start) == dataset else None,
         }
         splits = {"dev": train.get("dev_split", "dev")}
         if self.method(run).new_model is None:  # a bi-encoder: its memorisation check samples the training split

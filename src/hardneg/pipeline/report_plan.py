@@ -5,6 +5,7 @@ them) and the ``paper`` target."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from hardneg import methods
 from hardneg.errors import ConfigError
@@ -14,9 +15,26 @@ from hardneg.figures import FIGURES
 from hardneg.pipeline import replicates
 from hardneg.schema.values import check_evaluated_measure, check_run
 
+if TYPE_CHECKING:
+    from hardneg.io.layout import Layout
+
 
 class ReportPlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns the targets and what reports read."""
+
+    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
+        config: dict
+        layout: Layout
+        runs: dict
+        user_runs: dict
+
+        def method(self, run: str) -> methods.Method: ...
+        def ancestors(self, run: str) -> list[str]: ...
+        def comparisons(self) -> dict[str, dict]: ...
+        def comparison_page(self, name: str) -> str: ...
+        def refresh_benchmarks(self, run: str) -> list[dict]: ...
+        @property
+        def episodic_runs(self) -> list[str]: ...
 
     # ---------------------------------------------------------------------------------------- targets
     def targets(self) -> list[str]:
@@ -108,7 +126,7 @@ class ReportPlan:
         """The training logs of :meth:`training_time_runs` (``train_log``)."""
         return {"train_log": [self.layout.train_log(run) for run in self.training_time_runs()]}
 
-    def training_benchmarks(self, runs: list[str]) -> list[str]:
+    def training_benchmarks(self, runs: list[str]) -> list[str | list[str]]:
         """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
         no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
         episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
@@ -207,7 +225,7 @@ class ReportPlan:
         parts = path.split(os.sep)
         root = os.path.normpath(self.layout.root).split(os.sep)
         folder = parts[len(root)] if parts[: len(root)] == root and len(parts) > len(root) else None
-        return {folder} if folder in self.user_runs else set()
+        return {folder} if folder is not None and folder in self.user_runs else set()
 
     def page_runs(self, page: str) -> set[str]:
         """The runs a Markdown page of the report (a key of :meth:`markdown_pages`) reads."""

@@ -53,7 +53,9 @@ def rerank_split(
     methods.load_modules(list(method_modules))
     queries, corpus = text_sets(cache_dir, split, texts)
     candidates = read_run(candidates_path)
-    run = methods.get(method).rerank(
+    rerank = methods.get(method).rerank
+    assert rerank is not None, f"method {method} re-ranks nothing"
+    run = rerank(
         model_dir, queries, corpus, candidates, depth=depth, batch_size=batch_size, device=resolve_device(device)
     )
     log.info(

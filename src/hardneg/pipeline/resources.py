@@ -99,8 +99,8 @@ def check_rules_declared(called: Iterable[str]) -> None:
                 filter(
                     None,
                     [
-                        undeclared and f"not declared: {', '.join(undeclared)}",
-                        unused and f"declared but no rule calls rule_resources: {', '.join(unused)}",
+                        f"not declared: {', '.join(undeclared)}" if undeclared else None,
+                        f"declared but no rule calls rule_resources: {', '.join(unused)}" if unused else None,
                     ],
                 )
             )

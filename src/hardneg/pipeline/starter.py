@@ -204,7 +204,7 @@ def _splits(dataset: dict) -> list[str]:
     return splits + ([HELD_OUT] if "dev_from_train" in dataset else [])
 
 
-def _num_docs_up_to(dataset: dict, limit: int) -> int | None:
+def _num_docs_up_to(dataset: dict, limit: float) -> int | None:
     """The documents of a BEIR corpus or an MS MARCO passage collection when there are at most ``limit`` of them
     (lines read up to ``limit + 1``); None when there are more, or for another adapter."""
     if dataset["adapter"] == "beir":
@@ -283,7 +283,7 @@ def starter_config(dataset: dict, *, name: str = DEFAULT_NAME, model: str = "bui
     p = model_prefix(model)
     splits = _splits(dataset)
     evaluated = next((s for s in ("test", "dev") if s in splits), splits[-1])
-    config = {
+    config: dict = {
         "seed": seed,
         "dataset": name,
         "results": f"{RESULTS}/{name}",

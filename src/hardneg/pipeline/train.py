@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from hardneg.pipeline import episodes
 from hardneg.pipeline.model_folder import save_run_model
 from hardneg.pipeline.train_steps import optimiser_steps, too_few_steps
 from hardneg.schema.files import config_hash
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +97,14 @@ def load_training_data(cache_dir, qrels_path, config: TrainConfig):
 
 
 def step_context(
-    resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None, device: str = "cpu"
+    resolved: dict,
+    train: TrainQueries,
+    query_texts,
+    doc_texts,
+    inputs: dict,
+    *,
+    tokenizer=None,
+    device: str | torch.device = "cpu",
 ) -> methods.StepContext:
     """What the run's method builds its training step and its batch sampler from."""
     return methods.StepContext(
@@ -107,12 +118,19 @@ def step_context(
     )
 
 
+def _build_step(resolved: dict):
+    """The run's method's ``build_step`` (a trained method declares one)."""
+    build_step = methods.get(resolved["method"]).build_step
+    assert build_step is not None, f"method {resolved['method']} trains nothing"
+    return build_step
+
+
 def build_method(resolved: dict, train: TrainQueries, query_texts, doc_texts, inputs: dict, *, tokenizer=None):
     """The training step of the run's method (``make_batch`` and ``loss``), built by the method's declaration in
     the registry (:mod:`hardneg.methods`) from the run's training inputs (name → path, see
     :meth:`hardneg.pipeline.plan.Plan.train_inputs`)."""
     context = step_context(resolved, train, query_texts, doc_texts, inputs, tokenizer=tokenizer)
-    return methods.get(resolved["method"]).build_step(context)
+    return _build_step(resolved)(context)
 
 
 def build_sampler(context: methods.StepContext, config: TrainConfig):
@@ -142,6 +160,7 @@ def episode_window(resolved: dict, inputs: dict, state_dir) -> Window | None:
     if state_dir is None:
         raise ValueError(f"run {resolved['name']} is an episode: its trainer state needs a folder (state_dir)")
     plan = episodes.of(methods.get(resolved["method"]), resolved["params"])
+    assert plan is not None, f"run {resolved['name']} is an episode: its method trains in episodes"
     fingerprint, start, start_state = handoff_fingerprint(resolved), episode["index"] * plan.steps, None
     if start:
         start_state = load_checkpoint(inputs["state"], fingerprint=fingerprint, format=CHECKPOINT_FORMAT)
@@ -342,7 +361,7 @@ def _train(
         tokenizer=tokenizer,
         device=replicas.device or resolve_device(config.device),
     )
-    method = methods.get(resolved["method"]).build_step(context)
+    method = _build_step(resolved)(context)
     sampler = build_sampler(context, config)
     events, dev, source = list(callbacks), None, {}
     vectors = DocumentVectors(doc_texts)  # the step's document vectors, shared by the dev and memorisation checks

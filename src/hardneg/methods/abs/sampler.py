@@ -128,6 +128,7 @@ class AdaptiveBatchSampler:
         elif self.order == "random":
             batches = random_batches(n, self.batch_size, rng)
         else:
+            assert similarity is not None  # adaptive batches have the BM25 ranking at least (checked in __init__)
             batches = adaptive_batches(
                 similarity,
                 self.batch_size,

@@ -92,6 +92,16 @@ class _Improver:
     the slot's column and the new member's row, and appends rows for the candidates it brings.
     """
 
+    # the state of the batch being improved, set by improve()
+    batch: np.ndarray
+    inner: np.ndarray
+    count: int
+    ids: np.ndarray
+    refs: np.ndarray
+    eligible: np.ndarray
+    rowsum: np.ndarray
+    pairs: np.ndarray
+
     def __init__(
         self,
         similarity: Similarity,

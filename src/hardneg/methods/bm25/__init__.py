@@ -17,7 +17,7 @@ class BM25Params:
     stemmer: str
 
 
-SCHEMA = {
+SCHEMA: dict[str, dict] = {
     "k1": {"type": "number", "exclusiveMinimum": 0, "default": 0.9, "description": "BM25's term-frequency saturation"},
     "b": {
         "type": "number",

@@ -32,6 +32,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -40,6 +41,9 @@ from torch import nn
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.model import BUILTIN, BiEncoder, build_backbone
 from hardneg.methods.condenser.params import CondenserSection
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +103,7 @@ class Condenser(nn.Module):
 
     def __init__(
         self,
-        encoder: nn.Module,
+        encoder: PreTrainedModel,
         params: CondenserSection,
         *,
         pooling: str = "cls",
@@ -129,7 +133,9 @@ class Condenser(nn.Module):
                 f"early_layers must be within 1..{total - 1} (the backbone has {total} layers), got {early}"
             )
         config = encoder.config
-        self.encoder = encoder  # named as the trainer looks for it (gradient checkpointing)
+        # named as the trainer looks for it (gradient checkpointing); typed Any: its BERT parts (embeddings,
+        # encoder.layer), checked above, are no attributes of PreTrainedModel
+        self.encoder: Any = encoder
         self.params = params
         self.early_layers = early
         self.pooling, self.normalize = pooling, normalize
@@ -153,8 +159,9 @@ class Condenser(nn.Module):
                 sys.modules[type(encoder).__module__], type(encoder).__name__.removesuffix("Model") + "Pooler", None
             )
             if pooler_class is not None:
-                encoder.pooler = pooler_class(config)
-                _init_fresh(encoder.pooler, std)
+                pooler = pooler_class(config)
+                encoder.pooler = pooler
+                _init_fresh(pooler, std)
 
     @property
     def num_layers(self) -> int:

@@ -179,7 +179,7 @@ def check(name: str, run: dict) -> None:
     model_name = str(params.get("model", {}).get("name", "builtin"))
     config, hub_name = _model_folder(model_name)
     with_head = config is not None and has_head(config)
-    if with_head:
+    if config is not None and with_head:
         _check_pretrained(name, params, model_name, config)
     if params.get("train", {}).get("epochs") == 0 and not (with_head or hub_name or run.get("inputs", {}).get("init")):
         raise ConfigError(

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -43,6 +44,9 @@ from hardneg.dense.model import build_backbone, save_encoder
 from hardneg.dense.tokenized import Chunked, length_chunks
 from hardneg.io.atomic import atomic_dir
 from hardneg.methods.crossencoder.folder import META
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 HEAD = "head.safetensors"
 MATCH = "match.weight"  # the marks' vectors, beside the head's weights in HEAD
@@ -158,7 +162,7 @@ class CrossEncoder(nn.Module):
 
     def __init__(
         self,
-        encoder: nn.Module,
+        encoder: PreTrainedModel,
         *,
         query_max_length: int,
         doc_max_length: int,
@@ -169,13 +173,13 @@ class CrossEncoder(nn.Module):
         # The head reads [CLS]'s hidden state: a backbone's own pooler is never read, and a checkpoint without
         # one would get a randomly initialised copy saved with the model.
         if isinstance(getattr(encoder, "pooler", None), nn.Module):
-            encoder.pooler = None
+            encoder.pooler = None  # type: ignore[assignment]  # torch types __setattr__ without None, an empty slot
         self.encoder = encoder
         self.query_max_length, self.doc_max_length = query_max_length, doc_max_length
         config = encoder.config
         self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.1))  # as BERT's classification head
         self.head = nn.Linear(config.hidden_size, 1)
-        self.match = None
+        self.match: nn.Embedding | None = None
         self.exact_match, self.soft_match = False, 0
         if exact_match or soft_match:
             self.add_marks(exact_match=exact_match, soft_match=soft_match)
@@ -197,10 +201,10 @@ class CrossEncoder(nn.Module):
         """The row of the marks' vectors [n, W] of each token of a block of joined pairs: ``EXACT_MARK`` for a
         shared token (with exact marks), else ``EXACT_MARK + b`` for soft-match bin ``b`` (with soft marks), else
         ``NO_MARK``."""
+        # transformers types the input embeddings a Module; a BERT-like encoder's are an Embedding
+        embeddings = cast(nn.Embedding, self.encoder.get_input_embeddings())
         soft = (
-            soft_matches(
-                input_ids, attention_mask, token_type_ids, self.encoder.get_input_embeddings().weight, self.soft_match
-            )
+            soft_matches(input_ids, attention_mask, token_type_ids, embeddings.weight, self.soft_match)
             if self.soft_match
             else torch.zeros_like(input_ids)
         )
@@ -229,6 +233,7 @@ class CrossEncoder(nn.Module):
         """Relevance logits [n] of a block of joined pairs."""
         inputs = {"input_ids": input_ids}
         if self.match is not None:
+            assert token_type_ids is not None, "match marks tell the query's tokens from the document's by segment"
             marks = self.marks(input_ids, attention_mask, token_type_ids)
             inputs = {"inputs_embeds": self.encoder.get_input_embeddings()(input_ids) + self.match(marks)}
         if getattr(self.encoder.config, "type_vocab_size", 2) < 2:  # a model without segment embeddings

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -50,6 +51,9 @@ from hardneg.methods.crossencoder.folder import (
 )
 from hardneg.methods.crossencoder.model import CrossEncoder, is_crossencoder
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 TRANSFORMER = "sentence_transformers.base.modules.transformer.Transformer"  # the module of a CrossEncoder folder
 
 
@@ -65,7 +69,7 @@ class PretrainedCrossEncoder(nn.Module):
 
     exact_match, soft_match, match = False, 0, None  # no match marks: the input is the model's own
 
-    def __init__(self, model: nn.Module, tokenizer, facts: dict, *, query_max_length: int, doc_max_length: int):
+    def __init__(self, model: PreTrainedModel, tokenizer, facts: dict, *, query_max_length: int, doc_max_length: int):
         super().__init__()
         self.model, self.tokenizer = model, tokenizer
         self.activation = facts["activation"]
@@ -145,7 +149,7 @@ class PretrainedCrossEncoder(nn.Module):
         with atomic_dir(out_dir) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            module = {
+            module: dict = {
                 "transformer_task": "sequence-classification",
                 "modality_config": {"text": {"method": "forward", "method_output_name": "logits"}},
                 "module_output_name": "scores",

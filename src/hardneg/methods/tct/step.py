@@ -106,6 +106,7 @@ class TctMethod(ContrastiveMethod):
         A plain tensor (not an inference tensor), so autograd may read it."""
         device = torch.device(device)
         teacher = self.teacher
+        assert teacher is not None  # asked for with a teacher only
         if next(teacher.parameters()).device != device:
             teacher.to(device)
         if teacher.training:  # someone called train() on it

@@ -81,10 +81,12 @@ browser:
 		apt-get update && apt-get install -y --no-install-recommends chromium; \
 	else echo "chromium is missing: 'sudo apt-get install chromium' lets tests/workflow/test_report.py open the report"; fi
 
-# The static checks tests/project/test_lint.py holds: ruff (lint, format) over the package, Snakemake's linter.
+# The static checks tests/project/test_lint.py holds: ruff (lint, format) and mypy over the package, Snakemake's
+# linter.
 lint: setup
 	$(BIN)/ruff check src
 	$(BIN)/ruff format --check src
+	$(BIN)/mypy
 	$(BIN)/snakemake --lint
 
 clean:

@@ -260,7 +260,7 @@ def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[f
     """
 
     alphas = sorted(float(a) for a in grid)
-    values = []
+    values: list[float] = []
     for alpha in alphas:
         # every α ranks the same queries: a fused ranking that misses judged queries is warned about once
         means, _ = evaluate(fuse(alpha), qrels, [measure], label="the fused ranking", warn=not values)

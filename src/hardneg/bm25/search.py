@@ -73,7 +73,10 @@ def search(
             fields.put(field, JFloat(float(weight)))
     qids = queries["qid"].to_pylist()
     texts = queries["text"].to_pylist()
-    out_q, out_d, out_r, out_s = [], [], [], []
+    out_q: list[str] = []
+    out_d: list[str] = []
+    out_r: list[int] = []
+    out_s: list[float] = []
     started = time.perf_counter()
     for lo in range(0, len(qids), batch_size):
         batch_q, batch_t = qids[lo : lo + batch_size], texts[lo : lo + batch_size]

@@ -32,13 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _os_error(exc: OSError) -> str:
     """An operating-system error as one line: the file, then what is wrong with it."""
-    reason = {
+    reasons: dict[int | None, str] = {
         errno.EISDIR: "is a folder, not a file",
         errno.ENOTDIR: "a part of the path is not a folder",
         errno.ENOENT: "does not exist",
         errno.EACCES: "permission denied",
-    }.get(exc.errno)
-    reason = reason or (exc.strerror or str(exc)).lower()
+    }
+    reason = reasons.get(exc.errno) or (exc.strerror or str(exc)).lower()
     return f"{exc.filename}: {reason}" if exc.filename is not None else reason
 
 

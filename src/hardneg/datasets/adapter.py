@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hardneg.datasets.canonical import Dataset
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,7 @@ class Adapter:
 
     name: str
     splits: Callable[[dict], list[str]]
-    load: Callable[[dict], object]
+    load: Callable[[dict], Dataset]
     input_files: Callable[[dict], list[str]] = lambda cfg: []
     query_files: str | None = None
     seeded: bool = False

@@ -25,8 +25,9 @@ def check_dataset(cfg: dict, where: str) -> None:
     """The adapter's own checks of a validated dataset entry (``Adapter.check``: what the schema cannot say), that
     a ``dev_from_train`` entry has a ``train`` split and no ``dev`` split, and that a ``hide_positives`` entry names
     one of its splits. Errors name ``<where>.<key>``."""
-    if adapter_of(cfg).check is not None:
-        adapter_of(cfg).check(cfg, where)
+    check = adapter_of(cfg).check
+    if check is not None:
+        check(cfg, where)
     check_held_out(cfg, adapter_of(cfg).splits(cfg), where)
     check_hidden(cfg, dataset_splits(cfg), where)
 
@@ -41,7 +42,7 @@ def dataset_splits(cfg: dict) -> list[str]:
 def check_split_files(cfg: dict, where: str = "dataset") -> None:
     """Check that every split of a file-based adapter names both its query file and its qrels file (see
     :func:`hardneg.datasets.splits.check_query_and_qrels_files`); other adapters pass."""
-    adapter = ADAPTERS.get(cfg.get("adapter"))
+    adapter = ADAPTERS.get(cfg.get("adapter", ""))
     if adapter is not None and adapter.query_files is not None:
         check_query_and_qrels_files(cfg, adapter.query_files, where)
 

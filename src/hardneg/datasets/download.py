@@ -25,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import PurePosixPath
+from typing import overload
 
 from hardneg.errors import ConfigError, HardnegError
 from hardneg.io.atomic import atomic_path
@@ -69,6 +70,10 @@ def _copy(reader, handle, source: str, expected_size: int | None) -> tuple[str, 
     return digest.hexdigest(), size
 
 
+@overload
+def _check_md5(md5: str, where: str) -> str: ...
+@overload
+def _check_md5(md5: None, where: str) -> None: ...
 def _check_md5(md5: str | None, where: str) -> str | None:
     if md5 is None:
         return None
@@ -119,7 +124,8 @@ def extract_member(archive: str | os.PathLike, member: str, target: str | os.Pat
     the archive is ever created. A missing member, or one that is not a regular file, is a :class:`DownloadError`
     listing a few of the archive's members."""
     expected = _check_md5(md5, f"{archive}:{member}")
-    wanted, seen = _member_name(member), []
+    wanted = _member_name(member)
+    seen: list[str] = []  # the first members met, named when the member is missing
     source = f"{archive}:{member}"
     log.info("extracting %s to %s", source, target)
     with atomic_path(target) as tmp:

@@ -44,7 +44,7 @@ _TENSORS = re.compile(r"tensors-(\d+)\.safetensors")
 class _Encoder:
     """Splits a state into a JSON-able tree and a flat dict of tensors (named ``t<n>``)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.tensors: dict[str, torch.Tensor] = {}
 
     def _store(self, tensor: torch.Tensor) -> str:

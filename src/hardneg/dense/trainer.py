@@ -168,7 +168,7 @@ class WallClock:
     """Wall-clock seconds spent in each part of the optimiser steps, for the job's log only: no artifact holds
     a time, so the same configuration and seed give the same bytes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.totals: dict[str, float] = {}
         self.steps = 0
 

@@ -275,6 +275,7 @@ def evaluate_run(
                 for key, value in summarise(by_query, pairwise_depth).items()
             }
             per_query = pa.concat_tables([per_query, _pairwise_rows(by_query, pairwise_depth)])
+    assert headline is not None and per_query is not None  # the evaluation split is among the rankings
     artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, per_query_path)
     num_queries = len(
         set(per_query.filter(pc.is_in(per_query["measure"], value_set=pa.array(measures)))["qid"].to_pylist())

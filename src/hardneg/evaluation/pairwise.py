@@ -20,6 +20,8 @@ from hardneg.io.artifacts import string_array
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hardneg.io.npyfile import NpyRows
+
 
 def relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
     """The rank in ``run`` of every relevant (query, document) pair of ``qrels``.
@@ -40,7 +42,7 @@ DOC_BLOCK = 16_384  # documents scored at a time: 16 MiB of scores for 256 queri
 def full_corpus_ranks(
     query_emb: np.ndarray,
     qids: list[str],
-    doc_emb: np.ndarray,
+    doc_emb: np.ndarray | NpyRows,
     docids,
     pairs: pd.DataFrame,
     batch: int = 256,

@@ -180,7 +180,7 @@ def significance_tests(
     """
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
 
-    rows = []
+    rows: list[dict] = []
     lower_bounds, sources = lower_bounds or {}, sources or {}
     for run, values in per_query.items():
         for group in groups:

@@ -33,7 +33,8 @@ def _json_type(value) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {str: "a string", list: "an array", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _broken(path: Path, line: int | None, problem: str) -> DataError:

@@ -59,7 +59,8 @@ def training_steps(train_log: str | os.PathLike) -> int:
 def jobs_seconds(paths) -> float | None:
     """Wall-clock seconds of the jobs of benchmark records ``paths`` together (None when one left no record)."""
     seconds = [benchmark_seconds(path) for path in paths]
-    return None if any(value is None for value in seconds) else float(sum(seconds))
+    known = [value for value in seconds if value is not None]
+    return None if len(known) < len(seconds) else float(sum(known))
 
 
 def training_time(train_log: str | os.PathLike, benchmark) -> dict:
@@ -147,7 +148,7 @@ def write_training_time_table(
         lines.append("| " + " | ".join(cells) + " |")
     if not rows:
         lines += ["", "No run of the summary trains."]
-    if speedup:
+    if ance is not None:
         lines += ["", f"Speed-up: the seconds of run {ance['run']} (method {method}) over each run's."]
     elif method is not None:
         lines += [

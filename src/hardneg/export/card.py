@@ -145,11 +145,11 @@ def read_export(path: str | os.PathLike) -> dict:
                     "after it was exported"
                 )
     else:
-        now = file_sha256(path)
-        if now != export["sha256"]:
+        digest = file_sha256(path)
+        if digest != export["sha256"]:
             raise HardnegError(
                 f"{path}: its digest does not match the export's card {where} (sha256 "
-                f"{export['sha256'][:12]}… recorded, {now[:12]}… now): the file was changed after it "
+                f"{export['sha256'][:12]}… recorded, {digest[:12]}… now): the file was changed after it "
                 "was exported"
             )
     return card

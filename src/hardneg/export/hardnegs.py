@@ -181,6 +181,7 @@ def st_schema(st_format: str, size: int | None = None, scores: bool = False) -> 
             [("query", text), ("positive", text), ("negative", text), *([("scores", scores_list)] if scores else [])]
         )
     if st_format == "n-tuple":
+        assert size is not None, "an n-tuple row has a size"
         return pa.schema(
             [
                 ("query", text),
@@ -226,7 +227,8 @@ def st_table(
     labeled pair's label is 1 or 0."""
     pos_score, neg_score = scores if scores is not None else (None, None)
 
-    def values(rows: np.ndarray, of: np.ndarray) -> np.ndarray:
+    def values(rows: np.ndarray, of: np.ndarray | None) -> np.ndarray:
+        assert of is not None  # asked for with scores only
         return of[rows].astype(np.float64)
 
     def score_lists(parts: list[np.ndarray]) -> pa.ListArray:  # row i: [parts[0][i], parts[1][i], ...]
@@ -252,6 +254,7 @@ def st_table(
         if scores is not None:
             columns.append(score_lists([values(pos_row, pos_score), values(neg_row, neg_score)]))
     elif st_format == "n-tuple":  # one row per positive of the queries with ``size`` negatives or more
+        assert size is not None, "an n-tuple row has a size"
         full = np.flatnonzero(negatives >= size)
         group, k = _within(positives[full])
         q = full[group]
@@ -423,7 +426,7 @@ def export_hardnegs(
         negatives = ST_NEGATIVES if fmt == "sentence-transformers" else ALL
     if isinstance(negatives, str) and negatives != ALL:
         raise HardnegError(f"--negatives must be a number of at least 1 or {ALL!r}, got {negatives!r}")
-    keep = None if negatives == ALL else negatives
+    keep = None if isinstance(negatives, str) else negatives  # a text left is ALL
     what = f"{fmt} export"
     output = check_output(
         output, folder=fmt in _FOLDER_FORMATS, what=what, results=results, force=force, previous=is_saved_dataset
@@ -432,7 +435,7 @@ def export_hardnegs(
     groups = load_groups(files, keep)
     mining = run_card(files)  # before anything is written: a card that describes another list is an error
     teacher = None if scores is None else group_scores(groups, mining, results, scores)
-    summary = {"format": fmt, "output": str(output), "queries": len(groups), "negatives": negatives}
+    summary: dict = {"format": fmt, "output": str(output), "queries": len(groups), "negatives": negatives}
     if scores is not None:
         summary["scores"] = scores
 

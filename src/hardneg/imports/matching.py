@@ -86,7 +86,9 @@ def _corpus_lookup(path: str | os.PathLike, examples: list[Example], separator: 
     """(the wanted ids the corpus has, string → its docids, (title, text) → its docids), the docids in corpus
     order, from one pass over the corpus."""
     ids, strings, pairs = _wanted(examples)
-    found, by_string, by_pair = set(), {}, {}
+    found: set[str] = set()
+    by_string: dict[str, list[str]] = {}
+    by_pair: dict[tuple[str, str], list[str]] = {}
     if not (ids or strings or pairs):
         return found, by_string, by_pair
     artifacts.check_file(artifacts.CORPUS, path)
@@ -127,7 +129,7 @@ class _Mapper:
         for qid, docid, grade in zip(*(qrels[c].to_pylist() for c in ("qid", "docid", "relevance"))):
             self.judged.setdefault(qid, {})[docid] = grade
         self.lookup = lookup
-        self.counts = Counter()
+        self.counts: Counter[str] = Counter()
         self.unmatched: list[tuple[str, str, Item]] = []
 
     def query(self, example: Example) -> str | None:
@@ -163,7 +165,7 @@ class _Mapper:
 
 
 def _table(kind: artifacts.ArtifactKind, rows: list[tuple]) -> pa.Table:
-    columns = list(zip(*rows)) if rows else [[] for _ in kind.schema]
+    columns: list[tuple | list] = list(zip(*rows)) if rows else [[] for _ in kind.schema]
     return pa.table({f.name: pa.array(list(c), f.type) for f, c in zip(kind.schema, columns)}, schema=kind.schema)
 
 
@@ -241,15 +243,15 @@ def match(
     if mapper.unmatched:
         raise _unmatched_error(source, mapper.unmatched, total, dataset, split, separator)
     neg_rows, pos_rows, counts = [], [], mapper.counts
-    for qid, documents in negatives.items():
-        kept = [(docid, d) for docid, d in documents.items() if not mapper.relevant(qid, docid)]
-        counts["negatives_judged_relevant"] += len(documents) - len(kept)
+    for qid, by_docid in negatives.items():
+        kept = [(docid, d) for docid, d in by_docid.items() if not mapper.relevant(qid, docid)]
+        counts["negatives_judged_relevant"] += len(by_docid) - len(kept)
         neg_rows += [
             (qid, docid, d.rank if d.rank is not None else rank, d.score)
             for rank, (docid, d) in enumerate(kept, start=1)
         ]
-    for qid, documents in positives.items():
-        for docid, d in documents.items():
+    for qid, by_docid in positives.items():
+        for docid, d in by_docid.items():
             judged = mapper.judged.get(qid, {}).get(docid, 0)
             counts["positives_not_judged"] += judged < 1
             pos_rows.append((qid, docid, d.grade if d.grade is not None else max(judged, 1), d.score))

@@ -101,7 +101,7 @@ def _list(where: str, row: dict, columns: list[str]) -> Example:
     relevant = [grade >= 1 for grade in grades] if labels else [i == 0 for i in range(len(texts))]
     documents = [
         _document(where, row, columns[1], value, score=score, grade=grade or None)
-        for value, score, grade in zip(texts, scores, grades or [None] * len(texts))
+        for value, score, grade in zip(texts, scores, grades or [0] * len(texts))  # grade 0: none
     ]
     # scores alone: the positive first, as mine_hard_negatives writes them
     return Example(

@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from typing import cast
 
 import faiss
 import numpy as np
@@ -147,7 +148,7 @@ def _fill_flat(index: faiss.Index, embeddings) -> None:
     """Store every row of ``embeddings`` in the empty flat ``index``, as ``add`` would, with its storage sized
     once: ``add`` grows it by doubling, and a doubling holds the old and the new buffer at once (up to three
     times the vectors, at the last block). Blocks are converted to float32 straight into the storage."""
-    flat = faiss.downcast_index(index)
+    flat = cast(faiss.IndexFlat, faiss.downcast_index(index))  # an empty flat index (_is_flat)
     n = len(embeddings)
     flat.codes.resize(n * flat.code_size)
     stored = faiss.rev_swig_ptr(flat.get_xb(), n * flat.d).reshape(n, flat.d)
@@ -275,7 +276,7 @@ def set_search_params(index: faiss.Index, params: str | dict | None) -> None:
     space = faiss.ParameterSpace()
     try:
         if isinstance(params, str):
-            space.set_index_parameters(index, params)
+            space.set_index_parameters(index, params)  # type: ignore[arg-type]  # faiss's stub lacks its @overload
         elif isinstance(params, dict):
             for name, value in params.items():
                 space.set_index_parameter(index, str(name), float(value))
@@ -299,7 +300,7 @@ def save_index(index: faiss.Index, path: str | os.PathLike) -> None:
     :raises OSError: the file cannot be written (e.g. no space left on the device); nothing replaces ``path``.
     """
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
+        faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))  # type: ignore[attr-defined]  # not in faiss's stub
         handle.flush()
 
 

@@ -53,6 +53,7 @@ class StreamedFlat:
         with ThreadPoolExecutor(max_workers=1) as reader:
             coming = reader.submit(self._block, 0) if self.ntotal else None
             for lo in starts:
+                assert coming is not None  # each block is submitted before its turn
                 block = coming.result()
                 if lo + self.block_rows < self.ntotal:
                     coming = reader.submit(self._block, lo + self.block_rows)

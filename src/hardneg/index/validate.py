@@ -102,8 +102,10 @@ def kmeans_sizes(index) -> list[tuple[int, str]]:
     index = faiss.downcast_index(index)
     sizes: list[tuple[int, str]] = []
     if isinstance(index, faiss.IndexPreTransform):
-        for position in range(index.chain.size()):
-            if isinstance(faiss.downcast_VectorTransform(index.chain.at(position)), faiss.OPQMatrix):
+        chain = index.chain
+        for position in range(chain.size()):  # type: ignore[attr-defined]  # a SWIG vector; faiss's stub: a list
+            transform = chain.at(position)  # type: ignore[attr-defined]  # a SWIG vector; faiss's stub: a list
+            if isinstance(faiss.downcast_VectorTransform(transform), faiss.OPQMatrix):
                 sizes.append((_OPQ_CENTROIDS, "one per centroid of the 8-bit product quantizer OPQ trains with"))
         return sizes + kmeans_sizes(index.index)
     if isinstance(index, faiss.IndexIVF):
@@ -158,9 +160,8 @@ def embedding_dim(model: dict) -> int | None:
     name = model.get("name", "builtin")
     if name == "builtin":
         return int(model["builtin"]["hidden_size"])
-    config_file = Path(name) / "config.json"
-    if not config_file.is_file():
-        config_file = _cached_hub_config(name)
+    local = Path(name) / "config.json"
+    config_file = local if local.is_file() else _cached_hub_config(name)
     if config_file is None:
         return None
     try:

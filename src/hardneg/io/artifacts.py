@@ -304,7 +304,7 @@ class TableWriter:
         self._pending = [pending.slice(cut)]
         self._pending_rows = pending.num_rows - cut
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> bool | None:
         try:
             if exc_type is None:
                 self._flush(whole_groups_only=False)

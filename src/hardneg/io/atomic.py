@@ -169,7 +169,7 @@ def unwritable_folders(paths) -> list[str]:
 
     :param paths: files or folders about to be written (a workflow's outputs and logs).
     :returns: folder paths, as given (relative stays relative)."""
-    found = {}
+    found: dict[str, None] = {}  # the folders in order, each once
     for path in map(os.fspath, paths):
         folder = os.path.dirname(os.path.normpath(path)) or "."
         while not os.path.isdir(folder) and folder not in ("", ".", os.sep):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from hardneg.errors import DataError
@@ -29,7 +30,7 @@ def id_problem(value: str) -> str | None:
     return f"contains {kind} (U+{ord(char):04X})"
 
 
-def check_id(value: str, what: str, path: str, line: int | None) -> str:
+def check_id(value: str, what: str, path: str | os.PathLike, line: int | None) -> str:
     """Return ``value`` when it is a valid id; else raise :class:`DataError` naming the file and line."""
     problem = id_problem(value)
     if problem is not None:

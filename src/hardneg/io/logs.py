@@ -289,6 +289,7 @@ def _draw_bar(text: str, done: int | None, total: int, final: bool) -> None:
     global _bar_started, _bar_drawn, _bar_open
     from tqdm import tqdm  # the bar's drawing: imported only where a terminal shows it
 
+    assert _console_stream is not None and _log_path is not None  # a bar is drawn for a job's log on a console
     now = time.monotonic()
     if _bar_started is None:
         _bar_started = now

@@ -30,7 +30,7 @@ PACKAGES = (
 
 
 def package_versions() -> dict[str, str | None]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

@@ -113,7 +113,7 @@ class RunWriter:
                 self._spill.seek(offset)
                 handle.write(self._spill.read(length))
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> bool | None:
         if exc_type is None and self.trec_path is not None:
             try:
                 self._write_trec()

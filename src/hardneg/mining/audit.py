@@ -102,7 +102,7 @@ def audit_hard_negatives(
 
     # Best rank of a relevant document in the mining run.
     ranked = run is not None
-    run = run if ranked else artifacts.RUN.schema.empty_table()
+    run = run if run is not None else artifacts.RUN.schema.empty_table()
     shallow = run.filter(pc.less_equal(run["rank"], depth))
     relevant_docs = pc.unique(relevant["docid"]) if relevant.num_rows else pa.array([], pa.string())
     width = max(len(relevant_docs), 1)

@@ -181,7 +181,7 @@ def list_record(path: str | os.PathLike) -> dict:
 # --------------------------------------------------------------------------------------- the environment
 def package_versions() -> dict[str, str | None]:
     """The versions of hardneg, torch, faiss, transformers, numpy and pyarrow installed (None: not installed)."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name, distributions in PACKAGES.items():
         versions[name] = None
         for distribution in distributions:

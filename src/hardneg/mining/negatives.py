@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -158,7 +159,8 @@ def mine_hard_negatives(
         if value is not None and positives is None:
             raise ValueError(f"{name} needs the positives' scores (a positive_scores table)")
     policy = Policy(
-        rank_range=None if rank_range is None else tuple(rank_range),
+        # a list too (as YAML gives it): Policy checks that it is a pair
+        rank_range=None if rank_range is None else cast("tuple[int, int]", tuple(rank_range)),
         keep=keep,
         sampling=sampling,
         margin=margin,

@@ -200,7 +200,7 @@ class Policy:
         return cls(**params)
 
 
-POLICY_SCHEMA = {
+POLICY_SCHEMA: dict = {
     "type": "object",
     "additionalProperties": False,
     "default": {},

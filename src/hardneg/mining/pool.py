@@ -239,11 +239,11 @@ def build_pool(
     query = value_codes(qid, queries)
 
     bm25_rank, bm25_score = pa.nulls(n, pa.int32()), pa.nulls(n, pa.float32())
-    if bm25 is not None:
+    if bm25 is not None and pairs is not None:
         rows = pairs.rows(bm25)
         bm25_rank, bm25_score = _joined(bm25["rank"], rows, pa.int32()), _joined(bm25["score"], rows, pa.float32())
     ce_score = pa.nulls(n, pa.float32())
-    if ce_scores is not None:
+    if ce_scores is not None and pairs is not None:
         ce_score = _joined(ce_scores["score"], pairs.rows(ce_scores), pa.float32())
     duplicate_of, duplicate_kind = _duplicate_columns(duplicates, qid, docid)
 

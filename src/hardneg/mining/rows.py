@@ -20,8 +20,8 @@ def isin(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
     """``np.isin`` through Arrow's hash set, several times faster on tens of millions of int64 keys."""
     if len(values) == 0:
         return np.zeros(0, dtype=bool)
-    values = pa.array(values)
-    return pc.is_in(values, value_set=pa.array(value_set, type=values.type)).to_numpy(zero_copy_only=False)
+    array = pa.array(values)
+    return pc.is_in(array, value_set=pa.array(value_set, type=array.type)).to_numpy(zero_copy_only=False)
 
 
 def relevant_judgements(table: pa.Table) -> pa.Table:

@@ -251,7 +251,8 @@ def remine(
 
     search, split = card["search"], card["split"]
     device = str(resolve_device(device or search.get("device") or "auto"))  # "auto": cuda when there is one
-    inputs, notes = _Inputs(card, path_of), []
+    inputs = _Inputs(card, path_of)
+    notes: list[str] = []
     with _recorded_threads(card.get("threads") or {}):
         texts = TokenizedTexts(path_of("tokenized_queries"), f"queries_{split}")
         model = BiEncoder.load(path_of("model"))

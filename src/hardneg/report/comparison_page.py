@@ -154,9 +154,9 @@ def _query_section(number: int, query: ChangedQuery, report: RunsComparison) -> 
         for run in runs:
             shown = query.rankings[run]
             if rank < len(shown):
-                document = shown[rank]
+                ranked = shown[rank]
                 cells.append(
-                    f'<td class="doc">{_marks(document)}<code>{_e(document.docid)}</code> {_e(document.snippet)}</td>'
+                    f'<td class="doc">{_marks(ranked)}<code>{_e(ranked.docid)}</code> {_e(ranked.snippet)}</td>'
                 )
             else:
                 cells.append("<td></td>")

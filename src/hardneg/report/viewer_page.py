@@ -325,7 +325,7 @@ def render_viewer(
         + (f"; <b>BM25</b> ✓: also in BM25's top {depth}." if with_bm25 else ".")
     )
     body = [f"<h1>Hard negatives of run <code>{_e(run)}</code></h1>"]
-    body += [_origin(imported, run)] if not ranked else []
+    body += [_origin(imported, run)] if imported is not None else []
     body.append(f'<p class="muted">{intro}</p>')
     drawn = histogram_svg(histogram or {})
     if drawn:

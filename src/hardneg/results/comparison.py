@@ -217,8 +217,8 @@ def _shown_queries(
     for run, run_files in files.items():
         ranking = read_run(run_files.layout.ranking(run, split), filters=[("qid", "in", qids)])
         rankings[run] = ranking.sort_by([("qid", "ascending"), ("rank", "ascending")])
-    top = {run: {} for run in files}
-    ranks = {run: {} for run in files}
+    top: dict[str, dict[str, list[tuple[int, str]]]] = {run: {} for run in files}
+    ranks: dict[str, dict[tuple[str, str], int]] = {run: {} for run in files}
     for run, ranking in rankings.items():
         for qid, docid, rank in zip(*(ranking[c].to_pylist() for c in ("qid", "docid", "rank"))):
             ranks[run].setdefault((qid, docid), rank)

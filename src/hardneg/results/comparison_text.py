@@ -74,12 +74,10 @@ def _query_lines(number: int, query: ChangedQuery, report: RunsComparison) -> li
         for run in runs:
             shown = query.rankings[run]
             if rank < len(shown):
-                document = shown[rank]
-                marks = document_marks(document)
+                ranked = shown[rank]
+                marks = document_marks(ranked)
                 cells.append(
-                    _clip(
-                        f"{visible(document.docid)}{' ' + marks if marks else ''} {_one_line(document.snippet)}", width
-                    )
+                    _clip(f"{visible(ranked.docid)}{' ' + marks if marks else ''} {_one_line(ranked.snippet)}", width)
                 )
             else:
                 cells.append("")

@@ -44,7 +44,7 @@ class _StrictLoader(yaml.SafeLoader):
     expanding to more than :data:`MAX_ALIASED_NODES` values (an alias bomb: a few lines whose aliases of aliases
     stand for billions of values, which every later walk of the config would visit one by one)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream) -> None:
         super().__init__(stream)
         self._depth = 0
         self._sizes: dict[int, int] = {}  # id(node) → values it stands for, aliases inside it expanded
@@ -85,7 +85,7 @@ class _StrictLoader(yaml.SafeLoader):
         self._sizes[id(node)] = 1 + sum(self._sizes[id(child)] for child in children)
         return node
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node, deep: bool = False) -> dict:
         seen: dict = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":

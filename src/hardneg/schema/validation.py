@@ -200,9 +200,9 @@ def describe(error) -> ConfigError:
     if validator == "additionalProperties" and isinstance(instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in instance if k not in allowed)
-        key = _dotted(path + extra[:1])
+        dotted = _dotted(path + extra[:1])
         hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
-        return ConfigError(key, f"unknown key{hint}")
+        return ConfigError(dotted, f"unknown key{hint}")
     if validator == "required":
         missing = next((k for k in error.validator_value if k not in instance), "?")
         return ConfigError(_dotted(path + [missing]), "required key is missing")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from hardneg.errors import ConfigError
 
 
-def section_values(section: dict, names: Iterable[str], where: str) -> dict:
+def section_values(section: Mapping, names: Iterable[str], where: str) -> dict:
     """The values of ``names`` in ``section``; a ``ConfigError`` naming ``<where>.<key>`` for the first unknown
     key (a typo the schema would have rejected) or missing key (a section that was never validated)."""
     names = list(names)

@@ -83,7 +83,7 @@ def main_run(builds):
 # running a long one alone at the end: each file's CPU seconds in the last profile of the whole suite
 # (tests/durations.json, written by `python benchmarks/test_profile.py --save-durations`; a session build counts
 # for the file that built it, so the files that only read it start later, when it is there). A file it does not
-# list yet starts after those it does, in collection order.
+# list yet (a new one) starts first, as if it were the longest: started last, a slow one would run alone at the end.
 DURATIONS = REPO / "tests" / "durations.json"
 TESTS = REPO / "tests"
 
@@ -93,7 +93,7 @@ def pytest_collection_modifyitems(config, items):
 
     def place(item) -> float:
         try:
-            return -seconds.get(item.path.relative_to(TESTS).as_posix(), 0.0)
+            return -seconds.get(item.path.relative_to(TESTS).as_posix(), float("inf"))
         except ValueError:  # a test outside tests/
             return 0.0
 

@@ -174,7 +174,7 @@ class ReportPlan:
         ``category`` of the report, ``caption`` (a file of ``workflow/report/``) and ``figures`` (those that come
         with the page), and ``runs``, the runs it reads."""
         layout = self.layout
-        pages = {
+        pages: dict[str, tuple[str, str, str, list[str]]] = {
             layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst", []),
             layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst", []),
         }

@@ -44,9 +44,9 @@ import os
 import random
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -209,6 +209,32 @@ class Window:
             raise ValueError("a training window starting after step 0 continues a trainer state, and only it does")
 
 
+@dataclass
+class _Loop:
+    """The state of one training loop (:meth:`Trainer._fit`): its length, the optimiser's objects, where it
+    stands (micro-batches and steps done, those done before a resumed checkpoint) and what the current step has
+    gathered so far."""
+
+    per_epoch: list[int]
+    total_micro: int
+    total_steps: int
+    last_step: int
+    optimizer: Any
+    scheduler: Any
+    scaler: Any
+    wrapped: Any = None
+    rows: list[dict] = field(default_factory=list)
+    done_micro: int = 0
+    step: int = 0
+    resumed_batches: Any = None
+    micro: int = 0
+    pending: list[float] = field(default_factory=list)
+    pending_stats: list[dict] = field(default_factory=list)
+    step_parts: dict[str, float] = field(default_factory=dict)
+    last_step_end: float = 0.0
+    last_logged: tuple[int, float] = (0, 0.0)
+
+
 class Trainer:
     """Trains ``model`` with ``method`` on the batches of ``sampler`` (see the module docstring).
 
@@ -325,6 +351,42 @@ class Trainer:
             return self._fit()
 
     def _fit(self) -> list[dict]:
+        """The training loop, in its parts: the loop set up (:meth:`_start`, with :meth:`_resume`), each
+        micro-batch's forward and backward (:meth:`_micro_step`), each optimiser step with its events and log row
+        (:meth:`_optimizer_step`), its progress line (:meth:`_log_progress`), checkpoints and clean stops
+        (:meth:`_checkpoint_or_stop`), and the state a later part of the training continues (:meth:`_finish`)."""
+        loop = self._start()
+        config = self.config
+        for epoch, count in enumerate(loop.per_epoch):
+            if loop.step >= loop.last_step:
+                break
+            if loop.micro + count < loop.done_micro or (count and loop.micro + count == loop.done_micro):
+                loop.micro += count  # finished before the checkpoint: the sampler is not asked again
+                continue
+            self.epoch = epoch
+            if loop.micro < loop.done_micro:  # resumed in the middle of this epoch: its batches as they were drawn
+                assert loop.resumed_batches is not None
+                self.batches = loop.resumed_batches
+            else:  # ask the sampler now
+                self.batches = self._start_epoch(epoch, count)
+            for index, queries in enumerate(self.batches):
+                loop.micro += 1
+                if loop.micro <= loop.done_micro:
+                    continue
+                ends_step = loop.micro % config.grad_accumulation == 0 or loop.micro == loop.total_micro
+                self._micro_step(loop, queries, epoch, index, ends_step)
+                if not ends_step:
+                    continue
+                row = self._optimizer_step(loop, epoch, index)
+                self._log_progress(loop, row, epoch)
+                if loop.step == loop.last_step:
+                    break
+                self._checkpoint_or_stop(loop)
+        return self._finish(loop)
+
+    def _start(self) -> _Loop:
+        """Seeds, device and optimiser set up, the checkpoint (or the state a window continues) restored, the
+        model wrapped for several processes and put in training mode."""
         config, model, replicas = self.config, self.model, self.replicas
         # every generator a checkpoint saves starts seeded, so that a saved state (an episode's trainer_state) is
         # the same bytes on every run of the same configuration
@@ -347,10 +409,27 @@ class Trainer:
 
         scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
         scaler = torch.amp.GradScaler("cuda", enabled=self.precision == "fp16")
-        rows: list[dict] = []
-        done_micro, step, resumed_batches = 0, 0, None
-        window = self.window
-        state = self._load()
+        loop = _Loop(
+            per_epoch=per_epoch,
+            total_micro=total_micro,
+            total_steps=total_steps,
+            last_step=self.window.stop if self.window is not None else total_steps,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            scaler=scaler,
+        )
+        self._resume(loop)
+        # Some parameters never get a gradient (the pooler a loaded Hugging Face model computes but nobody
+        # reads; ADORE's separate document encoder), which DDP must be told to expect.
+        loop.wrapped = replicas.wrap(model, find_unused_parameters=True)
+        model.train()
+        loop.last_step_end, loop.last_logged = time.perf_counter(), (loop.step, 0.0)
+        optimizer.zero_grad(set_to_none=True)
+        return loop
+
+    def _resume(self, loop: _Loop) -> None:
+        """Continue from this configuration's checkpoint, or else from the state a window starts from."""
+        window, state = self.window, self._load()
         if state is None and window is not None and window.start_state is not None:
             state = window.start_state
             if state["step"] != window.start:
@@ -359,165 +438,164 @@ class Trainer:
                     f"{window.start} where this part of the training starts"
                 )
             log.info("continuing the trainer state of step %d", window.start)
-        if state is not None:
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            scaler.load_state_dict(state["scaler"])
-            torch.set_rng_state(state["rng"])
-            if torch.cuda.is_available() and state["cuda_rng"] is not None:
-                torch.cuda.set_rng_state_all(state["cuda_rng"])
-            random.setstate(state["python_rng"])
-            np.random.set_state(state["numpy_rng"])
-            done_micro, step, rows, resumed_batches = state["micro"], state["step"], state["log"], state["batches"]
-            _restore(self.sampler, state["sampler"])
-            _restore(self.method, state["method"])
-            for callback, callback_state in zip(self.callbacks, state["callbacks"]):
-                _restore(callback, callback_state)
-            log.info("resuming from step %d of %d", step, total_steps)
-        # Some parameters never get a gradient (the pooler a loaded Hugging Face model computes but nobody
-        # reads; ADORE's separate document encoder), which DDP must be told to expect.
-        wrapped = replicas.wrap(model, find_unused_parameters=True)
-        model.train()
-        clock, last_step_end, last_logged = self.wall_clock, time.perf_counter(), (step, 0.0)
-        micro, pending, pending_stats = 0, [], []
-        step_parts: dict[str, float] = {}
-        last_step = window.stop if window is not None else total_steps
+        if state is None:
+            return
+        self.model.load_state_dict(state["model"])
+        loop.optimizer.load_state_dict(state["optimizer"])
+        loop.scheduler.load_state_dict(state["scheduler"])
+        loop.scaler.load_state_dict(state["scaler"])
+        torch.set_rng_state(state["rng"])
+        if torch.cuda.is_available() and state["cuda_rng"] is not None:
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        random.setstate(state["python_rng"])
+        np.random.set_state(state["numpy_rng"])
+        loop.done_micro, loop.step, loop.rows = state["micro"], state["step"], state["log"]
+        loop.resumed_batches = state["batches"]
+        _restore(self.sampler, state["sampler"])
+        _restore(self.method, state["method"])
+        for callback, callback_state in zip(self.callbacks, state["callbacks"]):
+            _restore(callback, callback_state)
+        log.info("resuming from step %d of %d", loop.step, loop.total_steps)
+
+    def _micro_step(self, loop: _Loop, queries, epoch: int, index: int, ends_step: bool) -> None:
+        """One micro-batch: its forward and backward (gradients accumulate until the step's last), timed."""
+        config, replicas, clock = self.config, self.replicas, self.wall_clock
+        batch = self.method.make_batch(queries, np.random.default_rng([config.seed, epoch, index]))
+        # DDP all-reduces on the backward of a step's last micro-batch only
+        sync = (
+            cast("DistributedDataParallel", loop.wrapped).no_sync()  # wrapped in DDP where distributed
+            if replicas.distributed and not ends_step
+            else nullcontext()
+        )
+        with sync:
+            forward_started = time.perf_counter()
+            with self._autocast():
+                loss, stats = self.method.loss(loop.wrapped, batch, self.device, replicas=replicas)
+            backward_started = time.perf_counter()
+            # each rank's backward gives its share of dL/dθ; DDP averages, so scale by the world size
+            scaled = loss * replicas.world if replicas.distributed else loss
+            loop.scaler.scale(scaled / config.grad_accumulation).backward()
+            backward_ended = time.perf_counter()
+        parts = dict(getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started})
+        parts["backward"] = backward_ended - backward_started
+        for part, seconds in parts.items():
+            clock.add(part, seconds)
+            loop.step_parts[part] = loop.step_parts.get(part, 0.0) + seconds
+        loop.pending.append(float(loss.detach()))
+        loop.pending_stats.append(stats)
+
+    def _optimizer_step(self, loop: _Loop, epoch: int, index: int) -> dict:
+        """The optimiser step closing the accumulated micro-batches, then the step's log row (the mean loss and
+        statistics of its micro-batches), the events and the step's timings; returns the row."""
+        optimizer, scaler, scheduler, clock = loop.optimizer, loop.scaler, loop.scheduler, self.wall_clock
+        update_started = time.perf_counter()
+        scaler.unscale_(optimizer)  # no-op unless fp16 (then clipping and the norm see true gradients)
+        grad_norm = self._grad_norm()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        for epoch, count in enumerate(per_epoch):
-            if step >= last_step:
-                break
-            if micro + count < done_micro or (count and micro + count == done_micro):
-                micro += count  # finished before the checkpoint: the sampler is not asked again
-                continue
-            self.epoch = epoch
-            if micro < done_micro:  # resumed in the middle of this epoch: its batches as they were drawn
-                assert resumed_batches is not None
-                self.batches = resumed_batches
-            else:  # ask the sampler now
-                self.batches = self._start_epoch(epoch, count)
-            for index, queries in enumerate(self.batches):
-                micro += 1
-                if micro <= done_micro:
-                    continue
-                ends_step = micro % config.grad_accumulation == 0 or micro == total_micro
-                batch = self.method.make_batch(queries, np.random.default_rng([config.seed, epoch, index]))
-                # DDP all-reduces on the backward of a step's last micro-batch only
-                sync = (
-                    cast("DistributedDataParallel", wrapped).no_sync()  # wrapped in DDP where distributed
-                    if replicas.distributed and not ends_step
-                    else nullcontext()
-                )
-                with sync:
-                    forward_started = time.perf_counter()
-                    with self._autocast():
-                        loss, stats = self.method.loss(wrapped, batch, self.device, replicas=replicas)
-                    backward_started = time.perf_counter()
-                    # each rank's backward gives its share of dL/dθ; DDP averages, so scale by the world size
-                    scaled = loss * replicas.world if replicas.distributed else loss
-                    scaler.scale(scaled / config.grad_accumulation).backward()
-                    backward_ended = time.perf_counter()
-                parts = dict(
-                    getattr(self.method, "step_timings", None) or {"forward": backward_started - forward_started}
-                )
-                parts["backward"] = backward_ended - backward_started
-                for part, seconds in parts.items():
-                    clock.add(part, seconds)
-                    step_parts[part] = step_parts.get(part, 0.0) + seconds
-                pending.append(float(loss.detach()))
-                pending_stats.append(stats)
-                if not ends_step:
-                    continue
-                update_started = time.perf_counter()
-                scaler.unscale_(optimizer)  # no-op unless fp16 (then clipping and the norm see true gradients)
-                grad_norm = self._grad_norm()
-                scaler.step(optimizer)
-                scaler.update()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                events_started = time.perf_counter()
-                clock.add("optimizer", events_started - update_started)
-                step = self.step = step + 1
-                row = {
-                    "step": step,
-                    "epoch": epoch,
-                    "loss": float(np.mean(pending)),
-                    "lr": float(scheduler.get_last_lr()[0]),
-                    "grad_norm": float(grad_norm),
-                }
-                for key in pending_stats[0]:
-                    row[key] = float(np.mean([s[key] for s in pending_stats]))
-                pending, pending_stats = [], []
-                self.epoch_ends = index == len(self.batches) - 1  # this step ends the epoch (events may ask)
-                self._fire("on_step_end", step, row)
-                rows.append(row)
-                now = time.perf_counter()
-                clock.add("events", now - events_started)
-                clock.add("step", now - last_step_end)
-                self.timings.append(
-                    {
-                        "step": step,
-                        **step_parts,
-                        "optimizer": events_started - update_started,
-                        "events": now - events_started,
-                        "seconds": now - last_step_end,
-                    }
-                )
-                step_parts = {}
-                clock.steps, last_step_end = clock.steps + 1, now
-                if step % config.log_every == 0 or step == total_steps:
-                    per_step = (clock.totals["step"] - last_logged[1]) / max(step - last_logged[0], 1)
-                    logs.progress(
-                        log,
-                        "step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s left)",
-                        step,
-                        total_steps,
-                        epoch,
-                        row["loss"],
-                        row["lr"],
-                        row["grad_norm"],
-                        per_step,
-                        _duration(per_step * (last_step - step)),
-                        last=step == last_step,
-                        done=step,
-                        total=total_steps,
-                    )
-                    last_logged = (step, clock.totals["step"])
-                else:
-                    logs.tick(step, total_steps, f"loss {row['loss']:.4f}")
-                if step == last_step:
-                    break
-                stopping = replicas.max(stop.requested() or 0)  # every rank stops after the same step
-                if step < total_steps and (
-                    stopping or (config.checkpoint_every and step % config.checkpoint_every == 0)
-                ):
-                    if replicas.is_main:
-                        self._save(self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows))
-                    replicas.barrier()
-                if stopping and step < total_steps:
-                    log.warning(
-                        "stopped after step %d of %d; the checkpoint is saved and a re-run resumes from it",
-                        step,
-                        total_steps,
-                    )
-                    raise stop.StopRequested(stopping)
+        events_started = time.perf_counter()
+        clock.add("optimizer", events_started - update_started)
+        step = loop.step = self.step = loop.step + 1
+        row = {
+            "step": step,
+            "epoch": epoch,
+            "loss": float(np.mean(loop.pending)),
+            "lr": float(scheduler.get_last_lr()[0]),
+            "grad_norm": float(grad_norm),
+        }
+        for key in loop.pending_stats[0]:
+            row[key] = float(np.mean([s[key] for s in loop.pending_stats]))
+        loop.pending, loop.pending_stats = [], []
+        self.epoch_ends = index == len(self.batches) - 1  # this step ends the epoch (events may ask)
+        self._fire("on_step_end", step, row)
+        loop.rows.append(row)
+        now = time.perf_counter()
+        clock.add("events", now - events_started)
+        clock.add("step", now - loop.last_step_end)
+        self.timings.append(
+            {
+                "step": step,
+                **loop.step_parts,
+                "optimizer": events_started - update_started,
+                "events": now - events_started,
+                "seconds": now - loop.last_step_end,
+            }
+        )
+        loop.step_parts = {}
+        clock.steps, loop.last_step_end = clock.steps + 1, now
+        return row
+
+    def _log_progress(self, loop: _Loop, row: dict, epoch: int) -> None:
+        """The progress line every ``log_every`` steps (and at the last), else a tick of the progress display."""
+        step, total_steps, clock = loop.step, loop.total_steps, self.wall_clock
+        if step % self.config.log_every == 0 or step == total_steps:
+            per_step = (clock.totals["step"] - loop.last_logged[1]) / max(step - loop.last_logged[0], 1)
+            logs.progress(
+                log,
+                "step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s left)",
+                step,
+                total_steps,
+                epoch,
+                row["loss"],
+                row["lr"],
+                row["grad_norm"],
+                per_step,
+                _duration(per_step * (loop.last_step - step)),
+                last=step == loop.last_step,
+                done=step,
+                total=total_steps,
+            )
+            loop.last_logged = (step, clock.totals["step"])
+        else:
+            logs.tick(step, total_steps, f"loss {row['loss']:.4f}")
+
+    def _checkpoint_or_stop(self, loop: _Loop) -> None:
+        """A checkpoint every ``checkpoint_every`` steps, and when a stop was asked for (every rank stops after
+        the same step), then the stop."""
+        replicas, step, total_steps = self.replicas, loop.step, loop.total_steps
+        stopping = replicas.max(stop.requested() or 0)  # every rank stops after the same step
+        if step < total_steps and (
+            stopping or (self.config.checkpoint_every and step % self.config.checkpoint_every == 0)
+        ):
+            if replicas.is_main:
+                self._save(self._loop_state(loop))
+            replicas.barrier()
+        if stopping and step < total_steps:
+            log.warning(
+                "stopped after step %d of %d; the checkpoint is saved and a re-run resumes from it",
+                step,
+                total_steps,
+            )
+            raise stop.StopRequested(stopping)
+
+    def _finish(self, loop: _Loop) -> list[dict]:
+        """The state a window's next part continues (written to a temporary folder and renamed), the mean
+        wall-clock times; the model back in evaluation mode; returns the log."""
+        window, replicas, clock = self.window, self.replicas, self.wall_clock
         if window is not None:
-            if replicas.is_main:  # the state the next part continues, written to a temporary folder and renamed
+            if replicas.is_main:
                 with atomic_dir(window.stop_state) as folder:
                     checkpoint.save_checkpoint(
                         folder,
-                        self._checkpoint(model, optimizer, scheduler, scaler, micro, step, rows),
+                        self._loop_state(loop),
                         fingerprint=window.fingerprint,
                         format=CHECKPOINT_FORMAT,
-                        step=step,
+                        step=loop.step,
                     )
             replicas.barrier()
         if clock.steps:
             log.info(
                 "wall-clock seconds per step, mean of the %d steps of this process: %s", clock.steps, clock.describe()
             )
-        model.eval()
-        return rows
+        self.model.eval()
+        return loop.rows
+
+    def _loop_state(self, loop: _Loop) -> dict:
+        return self._checkpoint(
+            self.model, loop.optimizer, loop.scheduler, loop.scaler, loop.micro, loop.step, loop.rows
+        )
 
     def _checkpoint(self, model, optimizer, scheduler, scaler, micro: int, step: int, rows: list[dict]) -> dict:
         return {

@@ -30,6 +30,7 @@ from hardneg.evaluation.pairwise import TOTAL_MEASURE, top_measure
 from hardneg.evaluation.significance import CORRECTIONS, correct, detectable_difference, p_text
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
+from hardneg.io.text import markdown_table
 from hardneg.schema.values import check_evaluated_measure, check_run, section_values
 
 if TYPE_CHECKING:
@@ -358,16 +359,13 @@ def p_value_table(tests: pd.DataFrame, measures: list[str], settings: SummarySet
         f"per-query differences): a difference below it is seldom significant, whatever the method "
         f"does:",
         "",
-        "| run | baseline | " + " | ".join(measure_label(m) for m in measures) + " |",
-        "|---|---|" + "---:|" * len(measures),
     ]
-    for run, baseline in pairs:
-        lines.append(
-            f"| {run} | {baseline} | "
-            + " | ".join(_p_cell(*cells.get((run, baseline, m), (float("nan"),) * 3)) for m in measures)
-            + " |"
-        )
-    return lines
+    rows = [
+        [run, baseline, *(_p_cell(*cells.get((run, baseline, m), (float("nan"),) * 3)) for m in measures)]
+        for run, baseline in pairs
+    ]
+    header = ["run", "baseline", *(measure_label(m) for m in measures)]
+    return lines + markdown_table(header, rows, "ll" + "r" * len(measures))
 
 
 def _p_cell(p: float, difference: float, detectable: float) -> str:
@@ -390,15 +388,19 @@ def summary_markdown(
     lines = [
         f"# Summary: split `{split}`",
         "",
-        "| run | method | " + " | ".join(measure_label(m) for m in measures) + " |",
-        "|---|---|" + "---:|" * len(measures),
     ]
-    for row in table.to_dict("records"):
-        cells = [
-            _value(m, row[m], m == TOTAL_MEASURE and row["total_is_lower_bound"]) + row[f"{m} markers"]
-            for m in measures
+    rows = [
+        [
+            row["run"],
+            row["method"],
+            *(
+                _value(m, row[m], m == TOTAL_MEASURE and row["total_is_lower_bound"]) + row[f"{m} markers"]
+                for m in measures
+            ),
         ]
-        lines.append(f"| {row['run']} | {row['method']} | " + " | ".join(cells) + " |")
+        for row in table.to_dict("records")
+    ]
+    lines += markdown_table(["run", "method", *(measure_label(m) for m in measures)], rows, "ll" + "r" * len(measures))
     families = len(set(zip(tests["run"], tests["baseline"])))
     lines += [""] + _legend(
         settings.groups, list(table["run"]), settings, split, [int(q) for q in table["num_queries"]], families

@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 
 from hardneg.errors import DataError, HardnegError
+from hardneg.io.text import markdown_table
 
 MEASURES = [("RR@10", "MRR@10"), ("nDCG@10", "nDCG@10"), ("R@100", "R@100")]
 ABS_MEASURES = [("RR@10", "MRR@10"), ("RR@100", "MRR@100"), ("R@100", "R@100")]
@@ -115,14 +116,9 @@ def runs_table(
     replicates that have metrics, its label saying over how many seeds (``(3 seeds)``, ``(1 of 3 seeds)``).
     ``baseline``: a run compared with every other row on MRR@10 query by query (:func:`baseline_cell`), in a last
     column."""
-    compared = f" MRR@10 vs {baseline}: Δ (p; smallest detectable) |" if baseline else ""
-    lines = [
-        "| run | "
-        + " | ".join(label for _, label in MEASURES)
-        + " | top-200 pairwise errors | total pairwise errors |"
-        + compared,
-        "|---|" + "---|" * (len(MEASURES) + 2 + bool(baseline)),
-    ]
+    compared = [f"MRR@10 vs {baseline}: Δ (p; smallest detectable)"] if baseline else []
+    header = ["run", *(label for _, label in MEASURES), "top-200 pairwise errors", "total pairwise errors", *compared]
+    cells = []
     replicates = replicates or {}
     for run, label in rows:
         members = replicates.get(run, [run])
@@ -137,17 +133,19 @@ def runs_table(
             if len(present) == len(members)
             else f" ({len(present)} of {len(members)} seeds)"
         )
-        cell = ""
+        cell = []
         if baseline:
-            cell = f" {baseline_cell(results, run, baseline, p_value) if len(members) == 1 else 'seeds: see above'} |"
-        lines.append(
-            f"| {label}{seeds} | "
-            + " | ".join(spread([r["measures"][m] for r in records], 3) for m, _ in MEASURES)
-            + f" | {spread([e['top200_pairwise_errors'] for e in errors], 1)}"
-            + f" | {spread([e['total_pairwise_errors'] for e in errors], 1)}{bound} |"
-            + cell
+            cell = [baseline_cell(results, run, baseline, p_value) if len(members) == 1 else "seeds: see above"]
+        cells.append(
+            [
+                f"{label}{seeds}",
+                *(spread([r["measures"][m] for r in records], 3) for m, _ in MEASURES),
+                spread([e["top200_pairwise_errors"] for e in errors], 1),
+                f"{spread([e['total_pairwise_errors'] for e in errors], 1)}{bound}",
+                *cell,
+            ]
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(markdown_table(header, cells)) + "\n"
 
 
 def baseline_cell(
@@ -193,20 +191,14 @@ def table_rows(rows: list[dict]) -> list[tuple[str, str]]:
 def abs_table(results: str | os.PathLike, section: dict) -> str:
     """The runs of the ABS report's tables (``section``: the config's ``tables.abs``): each batch schedule of
     ``rows`` under each pre-training of ``pretraining`` (the prefix of its runs' names)."""
-    lines = [
-        "| batches | pre-training | " + " | ".join(label for _, label in ABS_MEASURES) + " |",
-        "|---|---|" + "---|" * len(ABS_MEASURES),
-    ]
+    cells = []
     for block in section["pretraining"]:
         prefix, pretraining = block["prefix"], block["label"]
         for run, label in table_rows(section["rows"]):
             measures = _metrics(results, f"{prefix}{run}", [m for m, _ in ABS_MEASURES], pairwise=False)["measures"]
-            lines.append(
-                f"| {label} (`{prefix}{run}`) | {pretraining} | "
-                + " | ".join(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES)
-                + " |"
-            )
-    return "\n".join(lines) + "\n"
+            cells.append([f"{label} (`{prefix}{run}`)", pretraining, *(f"{measures[m]:.3f}" for m, _ in ABS_MEASURES)])
+    header = ["batches", "pre-training", *(label for _, label in ABS_MEASURES)]
+    return "\n".join(markdown_table(header, cells)) + "\n"
 
 
 def available_rows(results: str | os.PathLike, tables: dict, runs: list[str] | None = None) -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ from hardneg.errors import DataError
 from hardneg.evaluation.summary import as_paths
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
+from hardneg.io.text import markdown_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -132,9 +133,9 @@ def write_training_time_table(
         "training jobs and the jobs refreshing their negatives (benchmarks/refresh_costs.md). Wall-clock "
         "times depend on the machine and its load.",
         "",
-        "| run | method | seconds | steps | seconds per step |" + (f" speed-up against {label} |" if speedup else ""),
-        "|---|---|---:|---:|---:|" + ("---:|" if speedup else ""),
     ]
+    header = ["run", "method", "seconds", "steps", "seconds per step", *([f"speed-up against {label}"] * speedup)]
+    cells_of_rows = []
     for row in rows:
         cells = [
             row["run"],
@@ -145,7 +146,8 @@ def write_training_time_table(
         ]
         if speedup:
             cells.append(number_cell(row["speedup_vs_ance"], 1) + ("×" if row["speedup_vs_ance"] else ""))
-        lines.append("| " + " | ".join(cells) + " |")
+        cells_of_rows.append(cells)
+    lines += markdown_table(header, cells_of_rows, "llrrr" + "r" * speedup)
     if not rows:
         lines += ["", "No run of the summary trains."]
     if ance is not None:
@@ -198,18 +200,18 @@ def write_refresh_costs(
         "index, searching the training queries, and mining the hard negatives of each episode trained on "
         "them. The first row is the warm-up's (inputs.init), whose model mines the first episodes' negatives.",
         "",
-        "| checkpoint | train | encode | index | search | mine | refresh | episodes fed |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for row in rows:
-        name = "warm-up" if row["checkpoint"] is None else f"episode {row['checkpoint']}"
-        cells = [
-            name,
+    cells = [
+        [
+            "warm-up" if row["checkpoint"] is None else f"episode {row['checkpoint']}",
             *(number_cell(row[f"{part}_seconds"], 1) for part in REFRESH_PARTS),
             number_cell(row["refresh_seconds"], 1),
             str(row["episodes_fed"]),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        for row in rows
+    ]
+    header = ["checkpoint", "train", "encode", "index", "search", "mine", "refresh", "episodes fed"]
+    lines += markdown_table(header, cells, "l" + "r" * 7)
     ratio = f"{refresh_total / train_total:.2f}" if train_total else "—"
     lines += [
         "",

@@ -39,6 +39,7 @@ from hardneg.experiments.declaration import Experiment
 from hardneg.io import artifacts
 from hardneg.io.artifacts import ArtifactKind
 from hardneg.io.atomic import write_text
+from hardneg.io.text import markdown_table
 from hardneg.methods.star import METHOD as STAR  # the method of the generated runs
 from hardneg.mining.leakage import policy_settings
 from hardneg.mining.policies import Policy
@@ -505,9 +506,8 @@ def effectiveness_markdown(table: pa.Table, *, split: str, correction: str = "ho
         f"One STAR run per policy, each continuing the miner on the negatives its policy selected, evaluated on "
         f"split `{split}` (queries paired by id) against the reference `{order[0]}`.",
         "",
-        "| " + " | ".join(header) + " |",
-        "|---|---|" + "---:|" * (len(header) - 2),
     ]
+    rows = []
     for policy in order:
         mine = frame[frame["policy"] == policy].set_index("measure")
         cells = [f"**{policy}** (reference)" if policy == order[0] else policy, mine["run"].iloc[0]]
@@ -520,7 +520,8 @@ def effectiveness_markdown(table: pa.Table, *, split: str, correction: str = "ho
                 "" if first else p_text(_float(row["p_t_corrected"])),
                 "" if first else p_text(_float(row["p_randomisation_corrected"])),
             ]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    lines += markdown_table(header, rows, "ll" + "r" * (len(header) - 2))
     name = {"holm": "Holm's step-down correction", "bonferroni": "Bonferroni's correction", "none": "no correction"}[
         correction
     ]

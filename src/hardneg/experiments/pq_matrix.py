@@ -30,6 +30,7 @@ from hardneg.experiments.declaration import Experiment
 from hardneg.index import slug
 from hardneg.io import artifacts
 from hardneg.io.atomic import atomic_path, write_text
+from hardneg.io.text import markdown_table
 from hardneg.methods.adore import METHOD as ADORE  # the method of the generated runs
 from hardneg.schema.names import seed_runs
 
@@ -161,12 +162,12 @@ def write_pq_matrix(
         lines += [
             f"## {measure}",
             "",
-            "| trained with \\ evaluated with | " + " | ".join(indexes) + " |",
-            "|---|" + "---|" * len(indexes),
+            *markdown_table(
+                ["trained with \\ evaluated with", *indexes],
+                [[a, *(texts[(a, b)][measure] for b in indexes)] for a in indexes],
+            ),
+            "",
         ]
-        for a in indexes:
-            lines.append(f"| {a} | " + " | ".join(texts[(a, b)][measure] for b in indexes) + " |")
-        lines.append("")
     write_text(markdown_path, "\n".join(lines))
     return table
 
@@ -209,9 +210,9 @@ def write_index_table(
         f"ADORE trained with each index of pq_matrix.indexes over the documents of run `{docs}`, evaluated "
         f"with that same index; training time as in training_time.md (wall clock, machine-dependent).",
         "",
-        "| index | run | " + " | ".join(measure_label(m) for m in measures) + " | seconds | steps | seconds per step |",
-        "|---|---|" + "---:|" * (len(measures) + 3),
     ]
+    header = ["index", "run", *(measure_label(m) for m in measures), "seconds", "steps", "seconds per step"]
+    cells_of_rows = []
     for row in rows:
         cells = [
             row["index"],
@@ -221,7 +222,8 @@ def write_index_table(
             str(row["steps"]),
             number_cell(row["seconds_per_step"], 3),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        cells_of_rows.append(cells)
+    lines += markdown_table(header, cells_of_rows, "ll" + "r" * (len(measures) + 3))
     write_text(markdown_path, "\n".join(lines + unrecorded_note(rows, benchmarks)) + "\n")
     return table
 

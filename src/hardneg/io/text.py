@@ -7,7 +7,8 @@ escape instead, so what is printed is what the data holds, character for charact
 
 In a Markdown report an id such as ``![px](http://host/t.png)`` would become an image that a viewer fetches, and
 ``*`` or ``_`` would format what follows. :func:`markdown_code` puts such a value in a code span, whose content
-Markdown shows as it is.
+Markdown shows as it is. :func:`markdown_table` writes the lines of a Markdown table, the one way every report
+of the package does.
 """
 
 from __future__ import annotations
@@ -64,3 +65,21 @@ def markdown_code(value) -> str:
         else ""
     )
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def markdown_table(header: list[str], rows, align: str | None = None) -> list[str]:
+    """The lines of a Markdown table: the header row, the separator (``---`` for a column whose letter in
+    ``align`` is ``l``, ``---:`` for ``r``, right-aligned; every column ``l`` by default) and one line per row of
+    ``rows`` (lists of cells, each written as it is given).
+
+    :raises ValueError: ``align`` or a row with another number of columns than ``header``.
+    """
+    align = "l" * len(header) if align is None else align
+    if len(align) != len(header) or set(align) - {"l", "r"}:
+        raise ValueError(f"align {align!r} must give l or r for each of the {len(header)} columns")
+    lines = ["| " + " | ".join(header) + " |", "|" + "".join("---:|" if a == "r" else "---|" for a in align)]
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"a row of {len(row)} cells in a table of {len(header)} columns: {row!r}")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines

@@ -27,7 +27,7 @@ from hardneg.datasets.empty_documents import empty_docids
 from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
-from hardneg.io.text import markdown_code
+from hardneg.io.text import markdown_code, markdown_table
 from hardneg.mining.rows import isin, relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
@@ -341,9 +341,7 @@ def _pct(value) -> str:
 
 
 def _md_table(header: list[str], rows: list[list]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return lines + [""]
+    return [*markdown_table([str(cell) for cell in header], [[str(cell) for cell in row] for row in rows]), ""]
 
 
 def audit_markdown(summary: dict, *, bars: bool = True) -> str:

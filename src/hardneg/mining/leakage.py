@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from hardneg.io import artifacts
 from hardneg.io.artifacts import ArtifactKind
 from hardneg.io.atomic import write_text
+from hardneg.io.text import markdown_table
 from hardneg.mining.rows import isin, relevant_judgements, value_codes
 
 LEAKAGE = ArtifactKind(
@@ -256,31 +257,37 @@ def leakage_markdown(table: pa.Table, *, miner: str, dataset: str, split: str, d
         f"`{miner}` ranks {in_pool} of them within its pool's depth ({depth}), where every policy can select "
         f"them as negatives. Reference: `{reference}`.",
         "",
-        "| policy | settings | negatives | leaked | leakage | leakage in pool | false negatives among negatives "
-        "| mean rank | mean margin | hardness kept | leakage cut |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for row in rows:
-        name = f"**{row['policy']}** (reference)" if row["reference"] else row["policy"]
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    name,
-                    row["settings"],
-                    str(row["negatives"]),
-                    str(row["leaked"]),
-                    _number(row["leakage"], 1, True),
-                    _number(row["pool_leakage"], 1, True),
-                    _number(row["false_negative_share"], 2, True),
-                    _number(row["mean_rank"], 2),
-                    _number(row["mean_margin"], 3),
-                    _number(row["hardness_kept"], 3),
-                    _number(row["leakage_cut"], 3),
-                ]
-            )
-            + " |"
-        )
+    header = [
+        "policy",
+        "settings",
+        "negatives",
+        "leaked",
+        "leakage",
+        "leakage in pool",
+        "false negatives among negatives",
+        "mean rank",
+        "mean margin",
+        "hardness kept",
+        "leakage cut",
+    ]
+    cells = [
+        [
+            f"**{row['policy']}** (reference)" if row["reference"] else row["policy"],
+            row["settings"],
+            str(row["negatives"]),
+            str(row["leaked"]),
+            _number(row["leakage"], 1, True),
+            _number(row["pool_leakage"], 1, True),
+            _number(row["false_negative_share"], 2, True),
+            _number(row["mean_rank"], 2),
+            _number(row["mean_margin"], 3),
+            _number(row["hardness_kept"], 3),
+            _number(row["leakage_cut"], 3),
+        ]
+        for row in rows
+    ]
+    lines += markdown_table(header, cells, "ll" + "r" * 9)
     lines += [
         "",
         "Leakage: the share of the hidden positives selected as negatives (in pool: of those the miner "

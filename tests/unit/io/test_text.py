@@ -30,3 +30,19 @@ def test_ordinary_text_is_unchanged():
 
 def test_visible_lines_keeps_the_line_breaks_between_lines():
     assert visible_lines("run a: \x1b[2J\nrun b: ok\n") == "run a: \\x1b[2J\nrun b: ok\n"
+
+
+def test_markdown_table_writes_header_alignment_and_rows():
+    from hardneg.io.text import markdown_table
+
+    assert markdown_table(["run", "MRR@10"], [["bm25", "0.184"], ["star", "0.349"]], "lr") == [
+        "| run | MRR@10 |",
+        "|---|---:|",
+        "| bm25 | 0.184 |",
+        "| star | 0.349 |",
+    ]
+    assert markdown_table(["a"], []) == ["| a |", "|---|"]
+    with pytest.raises(ValueError, match="a row of 1 cells in a table of 2 columns"):
+        markdown_table(["a", "b"], [["x"]])
+    with pytest.raises(ValueError, match="must give l or r for each of the 2 columns"):
+        markdown_table(["a", "b"], [], "lx")

@@ -2,7 +2,7 @@
 threads.
 
 * ``hardneg``: the stage function of the ``bm25_search`` rule, :func:`hardneg.bm25.search.retrieve_split`: read the
-  split's queries, search (Anserini's ``batch_search`` with the index's analyzer), write the run (Parquet and
+  split's queries, search (Anserini's ``batch_search`` with the index's analyzer), write the ranking (Parquet and
   TREC);
 * ``pyserini``: ``pyserini.search.lucene.LuceneSearcher(index).batch_search(texts, qids, k, threads)`` and the
   docid and score of every hit read into Python lists in one pass: the least a caller does to use the results,

@@ -1,7 +1,7 @@
 """Gradient caching (``params.train.grad_cache_chunk``): the memory and time of a large STAR step with cached
 gradients, against uncached steps.
 
-Three STAR steps (hardneg.dense.methods.ContrastiveMethod with the RankNet loss, every query against every
+Three STAR steps (hardneg.dense.steps.ContrastiveMethod with the RankNet loss, every query against every
 document of the batch, one negative per query: each batch of B queries encodes B queries and 2B documents):
 
 * ``small``: B = ``--small`` (32) without caching: the memory a user has;
@@ -37,7 +37,7 @@ from report import machine, machine_line, measured_steps, model_arguments, save
 from tct_step import backbone, synthetic_data
 
 from hardneg.dense.data import RandomNegatives
-from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder
 
 

@@ -11,7 +11,7 @@ ordinary reads excluded) are recorded:
 
 * ``generate``: the corpus matrix, the queries and their qrels written in blocks;
 * ``flat_dev``: exact search of the dev queries, top 1,000, streamed from the matrix on disk
-  (:class:`hardneg.index.streamed.StreamedFlat`: a Flat index of it cannot be held), written as a run;
+  (:class:`hardneg.index.streamed.StreamedFlat`: a Flat index of it cannot be held), written as a ranking;
 * ``flat_vs_faiss``: throughput of that streamed search against Faiss's own ``IndexFlatIP`` over the same blocks
   (already in memory, reading not timed), on ``--compare-queries`` dev queries;
 * ``ivfpq_build``: ``IVF<n>,PQ96`` (PQ with 96 sub-vectors, the compression ADORE's paper trains against) built
@@ -22,7 +22,7 @@ ordinary reads excluded) are recorded:
 * ``adore``: ADORE steps (32 queries, top 200, LambdaLoss with the paper's ΔMRR weights) of a query encoder
   (a built-in BERT of 2 layers with 768 dimensions: the shape of the vectors is what the index sees) against
   the IVF-PQ index, the fixed documents read from the matrix on disk;
-* ``evaluate``: MRR@10 and R@1000 of both dev runs (ir-measures, through the workflow's evaluation);
+* ``evaluate``: MRR@10 and R@1000 of both dev rankings (ir-measures, through the workflow's evaluation);
 * ``encode_sample``: the one stage the generated matrix skips, encoding, sampled: a BERT-base-shaped encoder (12
   layers, 768 dimensions, random weights: the same arithmetic as a trained one) encodes ``--encode-sample``
   passages of 40 to 120 word pieces (MS MARCO's passages average about 56 words) with the workflow's encoding
@@ -33,7 +33,7 @@ ordinary reads excluded) are recorded:
 * ``bm25_index``: the workflow's ``bm25_index`` stage function over them (Anserini's indexer, 2 threads,
   positions and document vectors stored, one segment; the Java heap the rule's default memory gives);
 * ``bm25_dev``: the workflow's ``bm25_search`` stage function alone, as its job runs it: the dev queries read,
-  searched (top 1,000, k1 0.9, b 0.4), the run written as Parquet and TREC; then its MRR@10 and R@1000;
+  searched (top 1,000, k1 0.9, b 0.4), the ranking written as Parquet and TREC; then its MRR@10 and R@1000;
 * ``bm25_vs_raw``: the same stage function against Pyserini's ``LuceneSearcher.batch_search`` over the same
   index, queries, k and threads (``benchmarks/bm25_raw.py``'s raw side), in one process: a warm-up of each,
   then ``--bm25-rounds`` rounds alternating which goes first; the rankings compared (this process holds both
@@ -116,13 +116,13 @@ def generate(args, work: Path) -> dict:
 
 
 def _search_to_run(index, work: Path, split: str, k: int, out: Path) -> int:
-    from hardneg.dense.search import write_search_run
+    from hardneg.dense.search import write_search_ranking
     from hardneg.io import artifacts
 
     vectors = np.load(work / f"queries_{split}.npy")
     qids = artifacts.read_table(artifacts.ROW_IDS, work / f"queries_{split}.ids.parquet")["id"]
     docids = artifacts.read_table(artifacts.ROW_IDS, work / "corpus.ids.parquet")["id"]
-    return write_search_run(index, vectors, qids, docids, k, out, tag="shape")
+    return write_search_ranking(index, vectors, qids, docids, k, out, tag="shape")
 
 
 def flat_dev(args, work: Path) -> dict:
@@ -295,7 +295,7 @@ def evaluate(args, work: Path) -> dict:
     from hardneg.io import artifacts
 
     qrels = artifacts.read_table(artifacts.QRELS, work / "qrels" / "dev.parquet")
-    return {name: measure(artifacts.read_table(artifacts.RUN, work / f"{name}.parquet"), qrels,
+    return {name: measure(artifacts.read_table(artifacts.RANKING, work / f"{name}.parquet"), qrels,
                           ["RR@10", "R@1000"])[0] for name in ("flat_dev", "ivfpq_dev")}
 
 
@@ -402,7 +402,7 @@ def table(record: dict) -> str:
                      ", ".join(f"{name} {share:.0%}" for name, share in a["share"].items()) + ".")
     if "bm25_dev" in stages:
         b = stages["bm25_dev"]
-        lines.append(f"BM25 dev run (top 1,000): MRR@10 {b['RR@10']:.3f}, R@1000 {b['R@1000']:.3f}.")
+        lines.append(f"BM25 dev ranking (top 1,000): MRR@10 {b['RR@10']:.3f}, R@1000 {b['R@1000']:.3f}.")
     if "bm25_vs_raw" in stages:
         b = stages["bm25_vs_raw"]
         stage, raw = (min(b["seconds"][name]) for name in ("stage", "raw"))

@@ -93,7 +93,7 @@ from report import autocast, machine, machine_line, save, summary, synchronize
 
 from hardneg.datasets import beir
 from hardneg.dense.data import TrainQueries
-from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder
 from hardneg.dense.precision import attention_kernels
 from hardneg.dense.tokenized import TokenizedTexts, build_cache

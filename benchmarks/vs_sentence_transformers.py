@@ -70,7 +70,7 @@ STARTED = time.perf_counter()  # a mining side's clock starts with its process (
 
 from hardneg.datasets.prepare import prepare_dataset
 from hardneg.dense.data import TrainQueries
-from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.pretrained import model_source
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
@@ -339,7 +339,7 @@ def mine_hardneg(args, folder: Path, *, cold: bool) -> dict:
     build_index_stage(emb / "corpus.npy", "Flat", out / "flat.faiss", threads=args.threads)
     stage("index")
     dense_search_split(folder / "model", cache, "train", out / "flat.faiss", emb / "corpus.ids.parquet",
-                       run_path=out / "train.parquet", trec_path=None, query_npy=out / "queries_train.npy",
+                       ranking_path=out / "train.parquet", trec_path=None, query_npy=out / "queries_train.npy",
                        query_ids=out / "queries_train.ids.parquet", top_k=args.depth, batch_size=args.mine_batch,
                        device="cpu")
     stage("encode + search queries")

@@ -1,6 +1,6 @@
-"""Rule audit_hard_negatives: hard negatives + the mining run + training qrels + positive scores + the selection
-and its pool (+ a BM25 run of the training split) → Markdown report, per-query AUDIT Parquet and the summary as
-JSON. An imported list: its own positives' scores, and no ranking, selection or pool."""
+"""Rule audit_hard_negatives: hard negatives + the miner's ranking + training qrels + positive scores + the
+selection and its pool (+ a BM25 ranking of the training split) → Markdown report, per-query AUDIT Parquet and the
+summary as JSON. An imported list: its own positives' scores, and no ranking, selection or pool."""
 
 import os
 
@@ -13,6 +13,6 @@ reference = [reference] if isinstance(reference, str) else list(reference)
 # an imported list (PLAN.audit_inputs) has no miner's ranking, selection or pool
 audit_stage(snakemake.input.hardnegs, snakemake.input.get("run"),
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
-            snakemake.output.markdown, snakemake.output.table, bm25_run_path=reference[0] if reference else None,
+            snakemake.output.markdown, snakemake.output.table, bm25_ranking_path=reference[0] if reference else None,
             summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus,
             selection_path=snakemake.input.get("selection"), pool_path=snakemake.input.get("pool"))

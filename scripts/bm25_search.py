@@ -1,4 +1,4 @@
-"""Rule bm25_search: Lucene index + one split's queries → BM25 run (Parquet and TREC)."""
+"""Rule bm25_search: Lucene index + one split's queries → BM25 ranking (Parquet and TREC)."""
 
 import os
 

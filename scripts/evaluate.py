@@ -1,4 +1,4 @@
-"""Rule evaluate: the run of every split + qrels → metrics.json (headline: the evaluation split) and
+"""Rule evaluate: the run's ranking of every split + qrels → metrics.json (headline: the evaluation split) and
 per-query values of the evaluation split."""
 
 import os

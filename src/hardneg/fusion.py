@@ -2,16 +2,16 @@
 weight α on queries that are never evaluated.
 
 The hybrid is that of TCT-ColBERT (Lin, Yang and Lin, RepL4NLP 2021, §4.3), as Pyserini's ``HybridSearcher``
-computes it for one query: the top ``depth`` documents of the sparse run and of the dense run are pooled; a
+computes it for one query: the top ``depth`` documents of the sparse ranking and of the dense ranking are pooled; a
 document missing from one list gets that list's minimum score for the query; the fused score is
 ``α·sparse + dense`` (``sparse + α·dense`` with ``weight_on_dense``), optionally after each list's scores are
-centred and scaled per query. Here it is computed over whole run tables at once (Arrow joins and NumPy, no loop
+centred and scaled per query. Here it is computed over whole ranking tables at once (Arrow joins and NumPy, no loop
 over queries); ``tests/unit/fusion/test_fusion.py`` checks it against hand-computed scores and
 ``tests/integration/test_pyserini_hybrid.py`` against Pyserini's own function. Reciprocal rank fusion is
 Pyserini's (``pyserini.fusion.reciprocal_rank_fusion``; Cormack, Clarke and Büttcher, SIGIR 2009): a document's
-score is Σ 1/(rrf_k + rank) over the runs that rank it within ``depth``.
+score is Σ 1/(rrf_k + rank) over the rankings that rank it within ``depth``.
 
-Every fused ranking keeps each query's top ``k`` by score, as stored (float32, the RUN artifact's type), ties
+Every fused ranking keeps each query's top ``k`` by score, as stored (float32, the RANKING artifact's type), ties
 broken by docid (ascending), ranks 1, 2, ...
 
 Tuning: every α of a grid fuses the rankings of a seeded sample of judged queries of a split that is not
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 # The default grid of α. α·sparse + dense mixes raw scores: BM25's are ~5-40, a normalised dense model's cosines lie
 # in [-1, 1] and the papers' unnormalised inner products spread over a few units to tens, so the useful α spans
-# orders of magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO uses about 0.1); α = 0 is the dense run alone.
+# orders of magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO uses about 0.1); α = 0 is the dense ranking alone.
 DEFAULT_ALPHA_GRID = [0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
 # A weight tuned on fewer judged queries than this is warned about (tune.min_queries' default): on a few dozen
 # queries the grid's values differ by chance more than by α.
@@ -74,7 +74,7 @@ WEIGHT_SCHEMA = {
         "description": "the values of α tried when alpha is null. Scores are mixed raw (unless normalised): BM25 "
         "scores are ~5-40, a normalised dense model's cosines lie in [-1, 1], the papers' "
         "unnormalised inner products spread over a few units, so useful values span orders of "
-        "magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO: about 0.1); 0 is one run alone",
+        "magnitude (Pyserini's TCT-ColBERT hybrid on MS MARCO: about 0.1); 0 is one ranking alone",
     },
     "tune": {
         "type": "object",
@@ -121,14 +121,14 @@ def default_tune_split(dataset: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ rankings
-def _top(run: pa.Table, depth: int) -> pa.Table:
-    """qid, docid and score (float64) of the documents a run ranks 1 to ``depth`` for each query."""
-    top = run.filter(pc.less_equal(run["rank"], depth))
+def _top(ranking: pa.Table, depth: int) -> pa.Table:
+    """qid, docid and score (float64) of the documents a ranking ranks 1 to ``depth`` for each query."""
+    top = ranking.filter(pc.less_equal(ranking["rank"], depth))
     return pa.table({"qid": top["qid"], "docid": top["docid"], "score": pc.cast(top["score"], pa.float64())})
 
 
 def ranked(qid, docid, score: np.ndarray, k: int) -> pa.Table:
-    """A RUN table of each query's ``k`` best documents by ``score`` (rounded to float32, as stored), ties broken
+    """A RANKING table of each query's ``k`` best documents by ``score`` (rounded to float32, as stored), ties broken
     by docid (ascending), ranked from 1. ``qid`` and ``docid`` are string arrays aligned with ``score``."""
     table = pa.table({"qid": qid, "docid": docid, "score": pa.array(np.asarray(score, dtype=np.float32))})
     table = table.sort_by([("qid", "ascending"), ("score", "descending"), ("docid", "ascending")])
@@ -138,7 +138,7 @@ def ranked(qid, docid, score: np.ndarray, k: int) -> pa.Table:
     starts = np.flatnonzero(np.r_[n > 0, changes])
     rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
     table = table.append_column("rank", pa.array(rank.astype(np.int32))).filter(pa.array(rank <= k))
-    return table.select(artifacts.RUN.schema.names).cast(artifacts.RUN.schema)
+    return table.select(artifacts.RANKING.schema.names).cast(artifacts.RANKING.schema)
 
 
 def _list_scores(pooled: pa.Table, top: pa.Table, column: str, normalization: bool) -> np.ndarray:
@@ -161,23 +161,23 @@ def _list_scores(pooled: pa.Table, top: pa.Table, column: str, normalization: bo
 def hybrid(
     sparse: pa.Table, dense: pa.Table, alpha: float, *, depth: int, k: int, normalization: bool, weight_on_dense: bool
 ) -> pa.Table:
-    """The dense–sparse hybrid of TCT-ColBERT (§4.3) of two RUN tables.
+    """The dense–sparse hybrid of TCT-ColBERT (§4.3) of two RANKING tables.
 
     Per query, the documents ranked 1 to ``depth`` by ``sparse`` and by ``dense`` are pooled; a document missing
     from one list gets that list's minimum score for the query (0 when the list has no document for the query).
     With ``normalization`` each list's scores s become (s − (min + max)/2) / (max − min) over the query's list
     (Pyserini's ``HybridSearcher``; a list whose scores are all equal gives 0). The fused score is
-    α·sparse + dense, or sparse + α·dense with ``weight_on_dense``; scores are in the input runs' units, mixed raw
+    α·sparse + dense, or sparse + α·dense with ``weight_on_dense``; scores are in the input rankings' units, mixed raw
     unless normalised.
 
-    :param sparse: the sparse RUN table (e.g. BM25): ``qid``, ``docid``, ``rank`` (1-based), ``score``.
-    :param dense: the dense RUN table (scores: inner products).
+    :param sparse: the sparse RANKING table (e.g. BM25): ``qid``, ``docid``, ``rank`` (1-based), ``score``.
+    :param dense: the dense RANKING table (scores: inner products).
     :param alpha: the weight α, a finite number.
-    :param depth: the ranks 1 to ``depth`` of each run that are pooled.
+    :param depth: the ranks 1 to ``depth`` of each ranking that are pooled.
     :param k: documents kept per query in the fused ranking.
     :param normalization: centre and scale each list's scores per query before mixing.
     :param weight_on_dense: weigh the dense scores with α instead of the sparse ones.
-    :returns: a RUN table of each query's top ``k`` by fused score: ``qid``, ``docid``, ``rank`` (int32, from 1),
+    :returns: a RANKING table of each query's top ``k`` by fused score: ``qid``, ``docid``, ``rank`` (int32, from 1),
         ``score`` (float32, the fused score rounded as stored), ties broken by docid (ascending), rows sorted by
         qid then rank.
     :raises ValueError: an ``alpha`` that is not a finite number (every fused score would be NaN or infinite).
@@ -193,27 +193,27 @@ def hybrid(
     return ranked(pooled["qid"], pooled["docid"], alpha * scores[weighted] + scores[other], k)
 
 
-def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: int) -> pa.Table:
-    """Reciprocal rank fusion of two or more RUN tables with Pyserini (``pyserini.fusion.reciprocal_rank_fusion``).
+def reciprocal_rank_fusion(rankings: list[pa.Table], *, rrf_k: int, depth: int, k: int) -> pa.Table:
+    """Reciprocal rank fusion of two or more RANKING tables with Pyserini (``pyserini.fusion.reciprocal_rank_fusion``).
 
-    A document's fused score is Σ 1/(``rrf_k`` + rank) over the runs that rank it 1 to ``depth`` (ranks 1-based);
-    the runs' own scores are not used.
+    A document's fused score is Σ 1/(``rrf_k`` + rank) over the rankings that rank it 1 to ``depth`` (ranks 1-based);
+    the rankings' own scores are not used.
 
-    :param runs: the RUN tables to fuse (``qid``, ``docid``, ``rank``, ``score``).
+    :param rankings: the RANKING tables to fuse (``qid``, ``docid``, ``rank``, ``score``).
     :param rrf_k: the constant added to every rank (60 in Cormack, Clarke and Büttcher).
-    :param depth: the ranks 1 to ``depth`` of each run that count.
+    :param depth: the ranks 1 to ``depth`` of each ranking that count.
     :param k: documents kept per query in the fused ranking.
-    :returns: a RUN table of each query's top ``k`` by fused score: ``qid``, ``docid``, ``rank`` (int32, from 1),
+    :returns: a RANKING table of each query's top ``k`` by fused score: ``qid``, ``docid``, ``rank`` (int32, from 1),
         ``score`` (float32), ties broken by docid (ascending), rows sorted by qid then rank.
     """
     import pandas as pd  # pandas: slow to import, needed only here
     from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf  # Pyserini: slow to import; no JVM
     from pyserini.trectools import TrecRun
 
-    trec_runs = []
-    for run in runs:
+    trec_rankings = []
+    for ranking in rankings:
         # Pyserini takes each query's first `depth` rows as its top: rows in rank order
-        frame = run.sort_by([("qid", "ascending"), ("rank", "ascending")]).to_pandas()
+        frame = ranking.sort_by([("qid", "ascending"), ("rank", "ascending")]).to_pandas()
         trec = TrecRun()
         trec.run_data = pd.DataFrame(
             {
@@ -225,8 +225,8 @@ def reciprocal_rank_fusion(runs: list[pa.Table], *, rrf_k: int, depth: int, k: i
                 "tag": "hardneg",
             }
         )
-        trec_runs.append(trec)
-    fused = pyserini_rrf(trec_runs, rrf_k=rrf_k, depth=depth, k=None).run_data
+        trec_rankings.append(trec)
+    fused = pyserini_rrf(trec_rankings, rrf_k=rrf_k, depth=depth, k=None).run_data
     return ranked(
         pa.array(fused["topic"], pa.string()),
         pa.array(fused["docid"], pa.string()),
@@ -249,7 +249,7 @@ def tune_weight(fuse: Callable[[float], pa.Table], qrels: pa.Table, grid: list[f
     Each value is the measure's mean over the judged queries of ``qrels`` (``hardneg.evaluation.metrics.evaluate``:
     a judged query the ranking misses scores 0).
 
-    :param fuse: α → the fused RUN table, e.g. ``lambda a: hybrid(sparse, dense, a, depth=1000, k=1000,
+    :param fuse: α → the fused RANKING table, e.g. ``lambda a: hybrid(sparse, dense, a, depth=1000, k=1000,
         normalization=False, weight_on_dense=False)``.
     :param qrels: the QRELS table of the tuning queries, a split that is not evaluated.
     :param grid: the values of α tried.

@@ -31,7 +31,7 @@ def tiny(tmp_path_factory):
     ranking = pa.table({"qid": np.repeat(queries, 30), "docid": np.asarray(docs.row_ids)[picks.ravel()],
                         "rank": np.tile(np.arange(1, 31, dtype=np.int32), len(queries)),
                         "score": np.tile(np.linspace(1, 0, 30, dtype=np.float32), len(queries))})
-    artifacts.write_table(ranking, artifacts.RUN, root / "ranking.parquet")  # BM25-like negatives of warmup
+    artifacts.write_table(ranking, artifacts.RANKING, root / "ranking.parquet")  # BM25-like negatives of warmup
     qrels = artifacts.read_table(artifacts.QRELS, tiny["data"] / "qrels" / "train.parquet")
     artifacts.write_table(mine_hard_negatives(ranking, qrels, depth=30), artifacts.HARDNEGS, root / "hardnegs.parquet")
     # STAR and ADORE continue a model (without dropout); ADORE searches its fixed document embeddings.

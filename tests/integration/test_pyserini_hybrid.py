@@ -3,7 +3,7 @@ fusion itself: tests/unit/fusion/test_fusion.py)."""
 
 import pytest
 
-from tests.support.rankings import by_query, hybrid, random_runs
+from tests.support.rankings import by_query, hybrid, random_rankings
 
 
 @pytest.mark.slow
@@ -17,7 +17,7 @@ def test_hybrid_equals_pyserini_hybrid_searcher(normalization, weight_on_dense, 
     from pyserini.search.faiss import DenseSearchResult
     from pyserini.search.hybrid import HybridSearcher
 
-    sparse, dense = random_runs(seed=int(alpha * 10) + depth)
+    sparse, dense = random_rankings(seed=int(alpha * 10) + depth)
     ours = by_query(hybrid(sparse, dense, alpha, depth=depth, k=k, normalization=normalization,
                            weight_on_dense=weight_on_dense))
     for qid in sorted(set(sparse["qid"].to_pylist())):

@@ -203,7 +203,7 @@ def test_an_undocumented_parameter_is_found():
     def scores(run, depth: int = 10) -> float:
         """The scores.
 
-        :param run: a RUN table.
+        :param run: a RANKING table.
         """
     assert _undocumented(scores) == [":param depth:", ":returns:"]
 

@@ -30,7 +30,7 @@ import pytest
 from hardneg.io import artifacts
 from hardneg.io.provenance import write_resolved
 from tests.support import REPO
-from tests.support.tables import HARDNEGS, POSITIVES, QRELS, RUN, table
+from tests.support.tables import HARDNEGS, POSITIVES, QRELS, RANKING, table
 from tests.support.user_data import write_beir
 
 pytestmark = pytest.mark.slow  # some 70 s: about 70 commands, each a new Python process
@@ -95,7 +95,7 @@ def _write_run(results: Path) -> None:
                     "inputs": {}, "params": {"top_k": 100}}, results / "bm25" / "config.yaml")
     artifacts.write_table(pa.concat_tables([HARDNEGS, BIG]), artifacts.HARDNEGS, results / "star" / "hardnegs.parquet")
     artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, results / "warmup" / "pools" / "positives_train.parquet")
-    artifacts.write_table(RUN, artifacts.RUN, results / "star" / "runs" / "train.parquet")
+    artifacts.write_table(RANKING, artifacts.RANKING, results / "star" / "runs" / "train.parquet")
     model = BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=100, pad_token_id=0, max_length=32,
                              seed=7)
     model.save(results / "star" / "model")
@@ -289,12 +289,12 @@ CASES = {
                                     "user/empty.yaml: config key 'datasets': required key is missing"),
     "check-config-unknown-option": Case(["check-config", "--strict"], "unrecognized arguments: --strict"),
     # evaluate
-    "evaluate-a-folder": Case(["evaluate", "user/notes", "user/empty.trec"], "user/notes: not a run file: it is a "
+    "evaluate-a-folder": Case(["evaluate", "user/notes", "user/empty.trec"], "user/notes: not a ranking file: it is a "
                                                                              "folder"),
     "evaluate-missing-file": Case(["evaluate", "user/none.trec", "user/empty.trec"],
-                                  "user/none.trec: run file does not exist"),
+                                  "user/none.trec: ranking file does not exist"),
     "evaluate-empty-file": Case(["evaluate", "user/empty.trec", "user/empty.trec"],
-                                "user/empty.trec: the run file holds no ranked documents"),
+                                "user/empty.trec: the ranking file holds no ranked documents"),
     "evaluate-no-qrels-argument": Case(["evaluate", "user/empty.trec"],
                                        "the following arguments are required: qrels"),
     # table
@@ -422,7 +422,7 @@ def test_an_error_still_reaches_stderr_when_stdout_is_closed(work):
     finally:
         os.close(write)
     assert done.returncode == 2
-    assert done.stderr == "hardneg: error: user/none.trec: run file does not exist\n"
+    assert done.stderr == "hardneg: error: user/none.trec: ranking file does not exist\n"
 
 
 # ------------------------------------------------------------------------------------- data on the terminal

@@ -34,7 +34,7 @@ LOCKED = "Directory cannot be locked"
 KILLS = [
     ("prepare_dataset", "datasets/tiny/corpus.parquet", False),  # queries/ and qrels/ are in place already
     ("bm25_index", "bm25/bm25_index", False),
-    ("bm25_search", "bm25/runs/train.trec", False),  # the Parquet run is in place already
+    ("bm25_search", "bm25/runs/train.trec", False),  # the Parquet ranking is in place already
     ("train_tokenizer", "tokenizers/wordpiece-", False),
     ("tokenize", "/tokenized/", False),
     ("near_duplicates", "datasets/tiny/duplicates.parquet", False),

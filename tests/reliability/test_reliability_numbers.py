@@ -156,7 +156,7 @@ CASES = [
     Case("trec-run-duplicate-pair", "evaluate", _bad_run(trec_run, "run.txt", RUN_ROWS + [("q1", "d2", 3, 0.5)]),
          "{dir}/run.txt, line 4: document 'd2' is ranked twice for query 'q1' (first on line 2)"),
     Case("trec-run-empty", "evaluate", _bad_run(trec_run, "run.txt", []),
-         "{dir}/run.txt: the run file holds no ranked documents"),
+         "{dir}/run.txt: the ranking file holds no ranked documents"),
     # a run that is Parquet
     Case("parquet-run-nan-score", "evaluate",
          _bad_run(parquet_run, "run.parquet", RUN_ROWS[:2] + [("q2", "d3", 1, NAN)]),
@@ -179,7 +179,7 @@ CASES = [
     Case("parquet-run-empty-qid", "evaluate", _bad_run(parquet_run, "run.parquet", RUN_ROWS + [("", "d1", 1, 1.0)]),
          "{dir}/run.parquet: row 4: qid '' is empty"),
     Case("parquet-run-empty", "evaluate", _bad_run(parquet_run, "run.parquet", []),
-         "{dir}/run.parquet: the run file holds no ranked documents"),
+         "{dir}/run.parquet: the ranking file holds no ranked documents"),
     # qrels that are TREC text
     Case("trec-qrels-negative-relevance", "evaluate",
          _bad_qrels(trec_qrels, "qrels.txt", QRELS_ROWS[:2] + [("q2", "d4", -1)]),
@@ -284,7 +284,7 @@ def test_evaluate_warns_when_the_run_shares_no_query_with_its_qrels(tmp_path):
         result = _evaluate([run, qrels, "--measures", "RR@10", "nDCG@10"])
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {"RR@10": 0.0, "nDCG@10": 0.0}
-        warning = "the run answers none of the 2 judged queries of the qrels: every mean is 0"
+        warning = "the ranking answers none of the 2 judged queries of the qrels: every mean is 0"
         assert result.stderr.count(f"hardneg: warning: {warning}") == 1 and "error" not in result.stderr, result.stderr
 
 

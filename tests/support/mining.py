@@ -7,9 +7,9 @@ import pyarrow as pa
 from hardneg.io import artifacts
 
 
-def run_table(rows):
-    """A RUN table from (qid, docid, rank, score) tuples."""
-    return _table(artifacts.RUN, rows)
+def ranking_table(rows):
+    """A RANKING table from (qid, docid, rank, score) tuples."""
+    return _table(artifacts.RANKING, rows)
 
 
 def qrels_table(rows):
@@ -33,7 +33,7 @@ def pairs(table):
 
 # q1: a2 (relevance 1) and a5 (relevance 2) are positives, a3 is judged non-relevant (0) and stays a candidate.
 # q2: b1 is its positive; a2 (a positive of q1 only) is a candidate for q2. q3 has no judgements at all.
-RUN = run_table([
+RANKING = ranking_table([
     ("q1", "a1", 1, 9.0), ("q1", "a2", 2, 8.0), ("q1", "a3", 3, 7.0), ("q1", "a4", 4, 6.0),
     ("q1", "a5", 5, 5.0), ("q1", "a6", 6, 4.0), ("q1", "a7", 7, 3.0), ("q1", "a8", 8, 2.0),
     ("q2", "b1", 1, 5.0), ("q2", "b2", 2, 4.5), ("q2", "b3", 3, 4.0), ("q2", "b4", 4, 3.5), ("q2", "a2", 5, 3.0),
@@ -53,4 +53,4 @@ def random_problem(num_queries=30, per_query=50, seed=0):
         rows += [(f"q{q}", f"d{d}", r + 1, float(s)) for r, (d, s) in enumerate(zip(docs, scores))]
         for d in rng.choice(docs, size=6, replace=False):
             judged.append((f"q{q}", f"d{d}", int(rng.integers(0, 3))))
-    return run_table(rows), qrels_table(judged)
+    return ranking_table(rows), qrels_table(judged)

@@ -14,7 +14,7 @@ def table(kind, rows):
 # q1: positives p1 (rank 2, score 8.0) and p2; negative n1 outscores p1 (a suspected false negative).
 # q2: its positive p3 is not in the mining run; negative m3 ties the best positive score (also suspected).
 # q3: a training query without negatives. q4: no relevant document, so not a training query.
-RUN = table(artifacts.RUN, [
+RANKING = table(artifacts.RANKING, [
     ("q1", "n1", 1, 9.0), ("q1", "p1", 2, 8.0), ("q1", "n2", 3, 7.5), ("q1", "n3", 4, 6.0), ("q1", "p2", 5, 5.0),
     ("q2", "m1", 1, 4.0), ("q2", "m3", 2, 3.5), ("q2", "m2", 3, 3.0),
     ("q3", "p4", 1, 2.0),
@@ -29,7 +29,7 @@ HARDNEGS = table(artifacts.HARDNEGS, [
     ("q4", "y", 1, 1.0),
 ])
 # BM25 finds n1 and n3 of q1 within depth 3; q2's m2 only at rank 4, beyond depth 3.
-BM25 = table(artifacts.RUN, [
+BM25 = table(artifacts.RANKING, [
     ("q1", "n1", 1, 20.0), ("q1", "p1", 2, 19.0), ("q1", "n3", 3, 18.0), ("q1", "n2", 4, 17.0),
     ("q2", "a", 1, 9.0), ("q2", "b", 2, 8.0), ("q2", "c", 3, 7.0), ("q2", "m2", 4, 6.0),
 ])

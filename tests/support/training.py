@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hardneg.dense.data import ShuffledBatches, TrainQueries
-from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer

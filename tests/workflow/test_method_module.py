@@ -34,7 +34,7 @@ class ToyParams:
 
 
 def build_step(ctx):
-    from hardneg.dense.methods import ContrastiveMethod
+    from hardneg.dense.steps import ContrastiveMethod
 
     return ContrastiveMethod(ctx.train, ctx.query_texts, ctx.doc_texts, negatives=None, per_query=0, loss="ce",
                              temperature=ctx.params["train"]["temperature"] * ctx.params["toy"]["scale"])

@@ -32,7 +32,7 @@ def jobs(result) -> dict:
             if len(line.split()) == 2 and line.split()[1].isdigit()}
 
 
-def read(path, kind=artifacts.RUN):
+def read(path, kind=artifacts.RANKING):
     return artifacts.read_table(kind, path)
 
 
@@ -72,7 +72,7 @@ def test_the_evaluation_rankings_never_reach_the_tuning(built, tmp_path):
     for run in ("bm25", "inbatch"):
         path = built / "results" / run / "runs" / "test.parquet"
         table = read(path)
-        artifacts.write_table(table.set_column(3, "score", pc.negate(table["score"])), artifacts.RUN, path)
+        artifacts.write_table(table.set_column(3, "score", pc.negate(table["score"])), artifacts.RANKING, path)
     planned = jobs(snakemake(built, *TARGETS, "-n", "--quiet", "rules"))
     assert planned["fuse"] == 1 and planned["evaluate"] == 1
     assert "tune_fusion" not in planned

@@ -19,10 +19,10 @@ from tests.support.workflow import output_of, snakemake_jobs, write_config
 pytestmark = pytest.mark.slow
 
 SOURCE, FOLDER = "exports/star_tevatron.jsonl", "imports/star"
-RUN = {**STAR_CONFIG["runs"]["star"], "inputs": {"init": "warmup", "negatives": {"imported": FOLDER}, "bm25": "bm25"}}
+RANKING = {**STAR_CONFIG["runs"]["star"], "inputs": {"init": "warmup", "negatives": {"imported": FOLDER}, "bm25": "bm25"}}
 # the same list, the miner's scores it carries as the teacher's (kl: a listwise divergence over each row's own)
-DISTILLED = {**RUN, "params": {**RUN["params"], "distill": {"loss": "kl", "weight": 0.5}}}
-CONFIG = {**STAR_CONFIG, "runs": {**STAR_CONFIG["runs"], "star_imported": RUN, "star_imported_kd": DISTILLED}}
+DISTILLED = {**RANKING, "params": {**RANKING["params"], "distill": {"loss": "kl", "weight": 0.5}}}
+CONFIG = {**STAR_CONFIG, "runs": {**STAR_CONFIG["runs"], "star_imported": RANKING, "star_imported_kd": DISTILLED}}
 
 
 @pytest.fixture(scope="module")

@@ -109,14 +109,14 @@ def test_a_star_run_distils_from_the_colbert_teacher_s_scores_of_its_pool(built,
     scoring = next(job for job in jobs if job["rule"] == "teacher_pool_scores")
     assert scoring["wildcards"]["run"] == "tct" and scoring["wildcards"]["teacher"] == "teacher"
     path = scoring["output"][0].split(" ")[0]  # the candidates' scores; the logger marks update() outputs
-    stored = artifacts.read_table(artifacts.RUN, workdir / path).to_pandas()
+    stored = artifacts.read_table(artifacts.RANKING, workdir / path).to_pandas()
     # the scores are the teacher's MaxSim, as it re-ranks: the pairs of three queries re-ranked here give them
     inputs = [path.split(" ")[0] for path in scoring["input"]]
     cache = next(workdir / path for path in inputs if "/tokenized/" in path)
     ranking = next(workdir / path for path in inputs if path.endswith("runs/train.parquet"))
     qids = sorted(set(stored.qid))[:3]
     mine = stored[stored.qid.isin(qids)]
-    table = artifacts.read_table(artifacts.RUN, ranking)
+    table = artifacts.read_table(artifacts.RANKING, ranking)
     table = table.filter(np.isin(table["qid"].to_numpy(zero_copy_only=False), qids))
     again = rerank(ColBERT.load(workdir / "results" / "teacher" / "model"),
                    TokenizedTexts(cache, "queries_train"), TokenizedTexts(cache, "corpus"), table,

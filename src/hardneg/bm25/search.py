@@ -1,4 +1,4 @@
-"""Multi-threaded BM25 batch search over a Lucene index → a run table.
+"""Multi-threaded BM25 batch search over a Lucene index → a ranking table.
 
 The search is Anserini's ``SimpleSearcher.batch_search``, the Java call behind Pyserini's
 ``LuceneSearcher.batch_search``, reached through Pyserini's Java bridge (``pyserini.pyclass``): importing
@@ -20,7 +20,7 @@ import pyarrow as pa
 from hardneg.bm25.index import lucene_dir
 from hardneg.bm25.java import start_jvm
 from hardneg.io import artifacts, logs
-from hardneg.io.rankings import write_run
+from hardneg.io.rankings import write_ranking
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def search(
         a ``flat`` index ignores it.
     :param batch_size: queries handed to Anserini per call (progress is logged after each).
     :param max_heap: the Java heap limit, e.g. ``"4g"`` (``-Xmx``); applies only when this call starts the JVM.
-    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32, the
+    :returns: a RANKING table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32, the
         BM25 score), queries in the order of ``queries``, each query's documents best first. A query without any
         matching document has no row.
     :raises FileNotFoundError: ``index_dir`` has no ``index.json``.
@@ -117,7 +117,7 @@ def search(
             "rank": pa.array(np.asarray(out_r, dtype=np.int32)),
             "score": pa.array(np.asarray(out_s, dtype=np.float32)),
         },
-        schema=artifacts.RUN.schema,
+        schema=artifacts.RANKING.schema,
     )
 
 
@@ -131,7 +131,7 @@ def query_analyzer(autoclass, stemmer: str):
 def retrieve_split(
     index_dir: str | os.PathLike,
     queries_path: str | os.PathLike,
-    run_path: str | os.PathLike,
+    ranking_path: str | os.PathLike,
     trec_path: str | os.PathLike,
     *,
     top_k: int = 1000,
@@ -142,25 +142,27 @@ def retrieve_split(
     tag: str = "BM25",
     max_heap: str | None = None,
 ) -> pa.Table:
-    """Stage function: BM25 top-``top_k`` of one split's queries, written as a run (Parquet and TREC).
+    """Stage function: BM25 top-``top_k`` of one split's queries, written as a ranking (Parquet and TREC).
 
     :param index_dir: a folder written by ``hardneg.bm25.index.build_index``.
     :param queries_path: the split's QUERIES Parquet file, e.g. ``results/datasets/<dataset>/queries/test.parquet``.
-    :param run_path: the RUN Parquet file to write.
-    :param trec_path: the TREC run file to write (``qid Q0 docid rank score tag`` lines).
+    :param ranking_path: the RANKING Parquet file to write.
+    :param trec_path: the ranking in TREC format to write (``qid Q0 docid rank score tag`` lines).
     :param top_k: documents retrieved per query.
     :param k1: BM25's term-frequency saturation parameter.
     :param b: BM25's document-length normalisation parameter.
     :param title_weight: the ``title`` field's weight in a ``multifield`` index.
     :param threads: search threads.
-    :param tag: the TREC file's run tag (the workflow gives the run's name).
+    :param tag: the TREC file's tag (the workflow gives the run's name).
     :param max_heap: the Java heap limit, e.g. ``"4g"``; applies only when this call starts the JVM.
-    :returns: the RUN table written (see ``search``).
+    :returns: the RANKING table written (see ``search``).
     :raises DataError: ``queries_path`` is missing or is not a QUERIES table.
     :raises HardnegError: a qid, docid or ``tag`` holding whitespace or a control character, which a TREC line
         cannot hold; neither file is written then.
     """
     queries = artifacts.read_table(artifacts.QUERIES, queries_path)
-    run = search(index_dir, queries, k=top_k, k1=k1, b=b, threads=threads, title_weight=title_weight, max_heap=max_heap)
-    write_run(run, run_path, trec_path, tag)
-    return run
+    ranking = search(
+        index_dir, queries, k=top_k, k1=k1, b=b, threads=threads, title_weight=title_weight, max_heap=max_heap
+    )
+    write_ranking(ranking, ranking_path, trec_path, tag)
+    return ranking

@@ -10,7 +10,7 @@ from hardneg.datasets.qrels import load_qrels
 from hardneg.errors import ConfigError, HardnegError
 from hardneg.evaluation.metrics import evaluate, parse_measures
 from hardneg.evaluation.tables import available_rows, runs_table, table_rows
-from hardneg.io.rankings import load_run
+from hardneg.io.rankings import load_ranking
 from hardneg.pipeline.replicates import replicates
 from hardneg.results.query_view import describe_query
 from hardneg.schema.names import quoted
@@ -24,9 +24,9 @@ def _evaluate(args) -> int:
         parse_measures(args.measures)
     except ConfigError as exc:
         raise HardnegError(f"--measures: {exc.message}") from None
-    run = load_run(args.run)
+    ranking = load_ranking(args.ranking)
     qrels = load_qrels(args.qrels)
-    means, per_query = evaluate(run, qrels, args.measures)
+    means, per_query = evaluate(ranking, qrels, args.measures)
     if args.per_query:
         say(per_query_text(means, per_query, args.measures), end="")
     else:
@@ -100,13 +100,16 @@ def register(sub) -> None:
     """Add ``evaluate``, ``audit`` and ``table`` to the subcommands ``sub``."""
     ev = sub.add_parser(
         "evaluate",
-        help="evaluate a run against qrels (each a Parquet artifact or a TREC file)",
+        help="evaluate a ranking against qrels (each a Parquet artifact or a TREC file)",
         description="Print the mean of each measure over the judged queries, as JSON (with "
         "--per-query: each query's values, then the means, as trec_eval -q). Files are "
-        "told apart by content: Parquet (hardneg's run and qrels artifacts) or TREC "
-        "text ('qid Q0 docid rank score tag' runs, 'qid 0 docid relevance' qrels).",
+        "told apart by content: Parquet (hardneg's ranking and qrels artifacts) or TREC "
+        "text ('qid Q0 docid rank score tag' rankings, 'qid 0 docid relevance' qrels).",
     )
-    ev.add_argument("run", help="a run: results/<run>/runs/<split>.parquet or .trec, or any TREC run file")
+    ev.add_argument(
+        "ranking",
+        help="a ranking: results/<run>/runs/<split>.parquet or .trec, or any ranking file in TREC format",
+    )
     ev.add_argument(
         "qrels", help="qrels: results/datasets/<dataset>/qrels/<split>.parquet or .trec, or any TREC qrels file"
     )

@@ -4,7 +4,7 @@ its own module (:mod:`.synthetic`, :mod:`.beir`, :mod:`.msmarco`, :mod:`.trec`, 
 from __future__ import annotations
 
 from hardneg.datasets import beir, irds, msmarco, synthetic, trec
-from hardneg.datasets.adapter import Adapter
+from hardneg.datasets.adapter_declaration import Adapter
 from hardneg.datasets.canonical import Dataset
 from hardneg.datasets.hidden import check_hidden, hide_positives
 from hardneg.datasets.splits import check_held_out, check_query_and_qrels_files, held_out_split, hold_out

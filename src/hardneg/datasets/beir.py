@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from hardneg.datasets.adapter import Adapter
+from hardneg.datasets.adapter_declaration import Adapter
 from hardneg.datasets.canonical import Dataset, Source
 from hardneg.datasets.tables import corpus_table, qrels_table, queries_table, text_field
 from hardneg.errors import DataError

@@ -6,7 +6,7 @@ download the files into ``ir_datasets``' own cache.
 
 from __future__ import annotations
 
-from hardneg.datasets.adapter import Adapter
+from hardneg.datasets.adapter_declaration import Adapter
 from hardneg.datasets.canonical import Dataset, Source
 from hardneg.datasets.tables import corpus_table, qrels_table, queries_table
 from hardneg.errors import HardnegError

@@ -6,7 +6,7 @@ Document: ``msmarco-docs.tsv`` (docid, url, title, body), queries as above, qrel
 
 from __future__ import annotations
 
-from hardneg.datasets.adapter import Adapter
+from hardneg.datasets.adapter_declaration import Adapter
 from hardneg.datasets.canonical import Dataset
 from hardneg.datasets.qrels import read_trec_qrels
 from hardneg.datasets.splits import check_query_and_qrels_files

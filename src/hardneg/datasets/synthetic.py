@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hardneg.datasets.adapter import Adapter
+from hardneg.datasets.adapter_declaration import Adapter
 from hardneg.datasets.canonical import Dataset, Source, table_from_rows
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts

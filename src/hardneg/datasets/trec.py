@@ -12,7 +12,7 @@ import bisect
 import re
 from pathlib import Path
 
-from hardneg.datasets.adapter import Adapter
+from hardneg.datasets.adapter_declaration import Adapter
 from hardneg.datasets.canonical import Dataset
 from hardneg.datasets.qrels import read_trec_qrels
 from hardneg.datasets.splits import check_query_and_qrels_files

@@ -29,7 +29,7 @@ import numpy as np
 
 from hardneg.dense.encode import encode_rows
 from hardneg.dense.tokenized import TokenizedTexts
-from hardneg.io.rankings import read_run
+from hardneg.io.rankings import read_ranking
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +67,10 @@ class Candidates:
 def ranking_candidates(
     path, queries: TokenizedTexts, query_rows: np.ndarray, corpus_ids: list[str], depth: int
 ) -> list[list[int]]:
-    """Each query's top ``depth`` documents of the ranking file ``path`` (a RUN Parquet file), as corpus rows in
+    """Each query's top ``depth`` documents of the ranking file ``path`` (a RANKING Parquet file), as corpus rows in
     rank order; a document the tokenized corpus does not hold (an empty one left out) is skipped."""
     qids = [queries.row_ids[row] for row in query_rows]
-    table = read_run(path, filters=[("qid", "in", qids), ("rank", "<=", depth)])
+    table = read_ranking(path, filters=[("qid", "in", qids), ("rank", "<=", depth)])
     table = table.sort_by([("qid", "ascending"), ("rank", "ascending")])
     index = {docid: row for row, docid in enumerate(corpus_ids)}
     found: dict[str, list[int]] = {}

@@ -70,7 +70,7 @@ def dev_measures(
     With several processes each encodes its share of the corpus and finds its share's top 100 of every query;
     the shares' top 100s are gathered and merged into the exact top 100 (every rank returns the same values).
     """
-    from hardneg.index import run_table  # Faiss: imported only where an index is built or searched
+    from hardneg.index import ranking_table  # Faiss: imported only where an index is built or searched
 
     share = np.arange(len(corpus))[replicas.local(len(corpus))]
     q = encode_rows(
@@ -89,7 +89,7 @@ def dev_measures(
         scores, rows = np.concatenate(list(scores), axis=1), np.concatenate(list(rows), axis=1)
         best = np.argsort(-scores, axis=1, kind="stable")[:, :DEPTH]
         scores, rows = np.take_along_axis(scores, best, 1), np.take_along_axis(rows, best, 1)
-    means, _ = evaluate(run_table(scores, rows, queries.row_ids, corpus.row_ids), qrels, list(COLUMNS))
+    means, _ = evaluate(ranking_table(scores, rows, queries.row_ids, corpus.row_ids), qrels, list(COLUMNS))
     return {measure: means[measure] for measure in COLUMNS}
 
 
@@ -115,7 +115,7 @@ def candidate_measures(
     documents (:mod:`hardneg.dense.dev_candidates`); ``vectors`` keeps the step's document vectors for other events.
     Leaves the model in eval mode."""
     # Faiss: imported only where an index is searched
-    from hardneg.index import run_table
+    from hardneg.index import ranking_table
 
     encoding = {"batch_size": batch_size, "device": device, "precision": precision}
     vectors = vectors or DocumentVectors(corpus)
@@ -123,7 +123,7 @@ def candidate_measures(
     d = vectors.get(step, model, candidates.documents(), **encoding)
     scores, rows = rerank(q, d, candidates.doc_rows, DEPTH)
     qids = [queries.row_ids[row] for row in candidates.query_rows]
-    means, _ = evaluate(run_table(scores, rows, qids, corpus.row_ids), qrels, list(COLUMNS), warn=False)
+    means, _ = evaluate(ranking_table(scores, rows, qids, corpus.row_ids), qrels, list(COLUMNS), warn=False)
     return {measure: means[measure] for measure in COLUMNS}
 
 

@@ -284,8 +284,8 @@ def rerank(
     where: str | os.PathLike = "ranking",
     query_group: int = QUERY_GROUP,
 ) -> pa.Table:
-    """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RUN table) by ColBERT's MaxSim: a
-    RUN table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
+    """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RANKING table) by ColBERT's MaxSim: a
+    RANKING table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
     highest first, ties in their original rank order, ranked from 1.
 
     ``query_texts`` and ``doc_texts`` are the tokenized cache's sets (:class:`TokenizedTexts`). A query of the
@@ -372,7 +372,7 @@ def rerank(
             "rank": pa.array(np.concatenate(out_rank) if out_rank else np.zeros(0, np.int32), pa.int32()),
             "score": pa.array(np.concatenate(out_score) if out_score else np.zeros(0, np.float32), pa.float32()),
         },
-        schema=artifacts.RUN.schema,
+        schema=artifacts.RANKING.schema,
     )
 
 

@@ -152,7 +152,7 @@ def measure_memorisation(
     :param vectors: the document vectors of ``step``'s model encoded so far (the dev evaluation's), reused.
     :returns: the :class:`Memorisation`.
     """
-    from hardneg.index import run_table  # Faiss: imported only where an index is built or searched
+    from hardneg.index import ranking_table  # Faiss: imported only where an index is built or searched
 
     samples = {"train": train} | ({"heldout": heldout} if heldout is not None and len(heldout.rows) else {})
     if candidates is not None:
@@ -173,7 +173,7 @@ def measure_memorisation(
         )
         scores, found = top_k(query_vectors, docs, 10)
         found = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
-        ranking = run_table(scores, found, [sample.queries.row_ids[r] for r in sample.rows], corpus.row_ids)
+        ranking = ranking_table(scores, found, [sample.queries.row_ids[r] for r in sample.rows], corpus.row_ids)
         values[split], _ = evaluate(ranking, sample.qrels, list(MEASURES), warn=False)
         queries[split] = len(sample.rows)
     return Memorisation(values, queries, len(rows), heldout_split if "heldout" in samples else None)

@@ -10,7 +10,7 @@ from hardneg.dense.encode import encode_rows, save_embeddings
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.io import artifacts, logs
 from hardneg.io.npyfile import NpyRows
-from hardneg.io.rankings import RunWriter
+from hardneg.io.rankings import RankingWriter
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def dense_search_split(
     index_path,
     docids_path,
     *,
-    run_path,
+    ranking_path,
     trec_path,
     query_npy,
     query_ids,
@@ -71,10 +71,10 @@ def dense_search_split(
     device: str = "auto",
     precision: str = "fp32",
 ) -> int:
-    """Stage function: encode one split's queries, search the index, write the run and the query embeddings.
+    """Stage function: encode one split's queries, search the index, write the ranking and the query embeddings.
 
     Queries are searched one batch at a time and each batch's ranking is written as it comes
-    (``hardneg.io.rankings.RunWriter``), so the whole run is never in memory.
+    (``hardneg.io.rankings.RankingWriter``), so the whole ranking is never in memory.
 
     :param model_dir: a saved bi-encoder folder (a run's ``model/``).
     :type model_dir: str | os.PathLike
@@ -85,9 +85,9 @@ def dense_search_split(
     :type index_path: str | os.PathLike
     :param docids_path: the ROW_IDS Parquet file naming each index row (``embeddings/corpus.ids.parquet``).
     :type docids_path: str | os.PathLike
-    :param run_path: the RUN Parquet file to write.
-    :type run_path: str | os.PathLike
-    :param trec_path: the TREC run file to write (``qid Q0 docid rank score tag`` lines), or None for none.
+    :param ranking_path: the RANKING Parquet file to write.
+    :type ranking_path: str | os.PathLike
+    :param trec_path: the ranking in TREC format to write (``qid Q0 docid rank score tag`` lines), or None for none.
     :type trec_path: str | os.PathLike | None
     :param query_npy: the ``.npy`` file of the query vectors to write, shape (queries, dim), float32.
     :type query_npy: str | os.PathLike
@@ -98,10 +98,10 @@ def dense_search_split(
         ``hardneg.index.faiss_index.set_search_params``); None: as saved with the index.
     :type search_params: str | dict | None
     :param batch_size: queries per forward pass of the encoder.
-    :param tag: the TREC file's run tag (the workflow gives the run's name).
+    :param tag: the TREC file's tag (the workflow gives the run's name).
     :param device: ``"auto"`` (a GPU when torch sees one, else the CPU) or a torch device name.
     :param precision: the compute precision of the encoder: ``"fp32"``, ``"bf16"`` or ``"fp16"``.
-    :returns: the number of rows of the run written.
+    :returns: the number of rows of the ranking written.
     :raises ConfigError: ``search_params`` the index does not accept (naming ``index.search_params``).
     :raises FileNotFoundError: a missing index file.
     :raises ValueError: ``docids_path`` naming a different number of documents than the index holds.
@@ -129,21 +129,23 @@ def dense_search_split(
     index = load_index(index_path)
     set_search_params(index, search_params)
     docids = artifacts.read_table(artifacts.ROW_IDS, docids_path)["id"]  # Arrow strings, not Python objects
-    rows = write_search_run(index, vectors, texts.row_ids, docids, top_k, run_path, trec_path=trec_path, tag=tag)
+    rows = write_search_ranking(
+        index, vectors, texts.row_ids, docids, top_k, ranking_path, trec_path=trec_path, tag=tag
+    )
     logs.progress(log, "searched %d queries: %d ranked documents written", len(texts), rows, last=True)
     return rows
 
 
-def write_search_run(
-    index, vectors: np.ndarray, qids, docids, top_k: int, run_path, *, trec_path=None, tag: str = "dense"
+def write_search_ranking(
+    index, vectors: np.ndarray, qids, docids, top_k: int, ranking_path, *, trec_path=None, tag: str = "dense"
 ) -> int:
     """Search ``index`` (a faiss index, or :class:`hardneg.index.streamed.StreamedFlat`) with the query
-    ``vectors`` and write each batch's ranking as it comes (RUN Parquet at ``run_path``, TREC at ``trec_path``
-    unless None), so the whole run is never in memory; ``qids`` name the vectors' rows, ``docids`` the index's.
+    ``vectors`` and write each batch's ranking as it comes (RANKING Parquet at ``ranking_path``, TREC at ``trec_path``
+    unless None), so the whole ranking is never in memory; ``qids`` name the vectors' rows, ``docids`` the index's.
     Returns the rows written."""
-    from hardneg.index import search_run_blocks  # Faiss: imported only where an index is built or searched
+    from hardneg.index import search_ranking_blocks  # Faiss: imported only where an index is built or searched
 
-    with RunWriter(run_path, trec_path, tag) as writer:
-        for block in search_run_blocks(index, vectors, qids, docids, top_k):
+    with RankingWriter(ranking_path, trec_path, tag) as writer:
+        for block in search_ranking_blocks(index, vectors, qids, docids, top_k):
             writer.write(block)
     return writer.rows

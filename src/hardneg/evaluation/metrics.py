@@ -1,6 +1,6 @@
-"""Effectiveness evaluation of a run against qrels with ir-measures (pytrec_eval / trec_eval semantics).
+"""Effectiveness evaluation of a ranking against qrels with ir-measures (pytrec_eval / trec_eval semantics).
 
-Every query of the split that has at least one relevant document counts: a query the run does not answer
+Every query of the split that has at least one relevant document counts: a query the ranking does not answer
 scores 0 (as ``trec_eval -c``). Queries without any relevant document are left out of every mean.
 """
 
@@ -20,7 +20,7 @@ from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 from hardneg.io.logs import console
 from hardneg.io.npyfile import NpyRows
-from hardneg.io.rankings import read_run
+from hardneg.io.rankings import read_ranking
 from hardneg.schema.names import QUOTE_LIMIT, quoted
 
 _MAX_CUTOFF = 2**31 - 1  # trec_eval keeps a cutoff in a C int
@@ -58,19 +58,24 @@ def _qrels_frame(qrels: pa.Table):
     return qrels.to_pandas().rename(columns={"qid": "query_id", "docid": "doc_id"}).astype({"relevance": int})
 
 
-def _run_frame(run: pa.Table):
-    frame = run.select(["qid", "docid", "score"]).to_pandas().rename(columns={"qid": "query_id", "docid": "doc_id"})
+def _ranking_frame(ranking: pa.Table):
+    frame = ranking.select(["qid", "docid", "score"]).to_pandas().rename(columns={"qid": "query_id", "docid": "doc_id"})
     frame["score"] = frame["score"].astype(np.float64)
     return frame
 
 
-def warn_coverage(run: pa.Table, judged: list[str], label: str = "the run") -> int:
-    """Warn, on the console and in the log, when a run answers few of the judged queries (those with a relevant
-    document): fewer than half of them, or none, or when no query is judged at all. A query the run does not
-    answer scores 0, so such a run's means mostly measure the mismatch (a run of another split or dataset, qrels
-    of another split). Returns how many judged queries the run answers. ``label`` names the run in the message."""
+def warn_coverage(ranking: pa.Table, judged: list[str], label: str = "the ranking") -> int:
+    """Warn, on the console and in the log, when a ranking answers few of the judged queries (those with a
+    relevant document): fewer than half of them, or none, or when no query is judged at all. A query the ranking
+    does not answer scores 0, so such a ranking's means mostly measure the mismatch (a ranking of another split or
+    dataset, qrels of another split). Returns how many judged queries the ranking answers. ``label`` names the
+    ranking in the message."""
     answered = (
-        int(pc.count_distinct(run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))["qid"]).as_py())
+        int(
+            pc.count_distinct(
+                ranking.filter(pc.is_in(ranking["qid"], value_set=pa.array(judged, pa.string())))["qid"]
+            ).as_py()
+        )
         if judged
         else 0
     )
@@ -78,7 +83,7 @@ def warn_coverage(run: pa.Table, judged: list[str], label: str = "the run") -> i
         console("the qrels judge no document relevant (relevance >= 1): every mean of %s is 0", label)
     elif answered == 0:
         console(
-            "%s answers none of the %d judged queries of the qrels: every mean is 0; are the run and the "
+            "%s answers none of the %d judged queries of the qrels: every mean is 0; are the ranking and the "
             "qrels of the same dataset and split?",
             label,
             len(judged),
@@ -86,7 +91,7 @@ def warn_coverage(run: pa.Table, judged: list[str], label: str = "the run") -> i
     elif 2 * answered < len(judged):
         console(
             "%s answers only %d of the %d judged queries of the qrels (under half): a query it does not answer "
-            "scores 0 in every mean; are the run and the qrels of the same dataset and split?",
+            "scores 0 in every mean; are the ranking and the qrels of the same dataset and split?",
             label,
             answered,
             len(judged),
@@ -95,19 +100,19 @@ def warn_coverage(run: pa.Table, judged: list[str], label: str = "the run") -> i
 
 
 def evaluate(
-    run: pa.Table, qrels: pa.Table, measure_names: list[str], *, label: str = "the run", warn: bool = True
+    ranking: pa.Table, qrels: pa.Table, measure_names: list[str], *, label: str = "the ranking", warn: bool = True
 ) -> tuple[dict, pa.Table]:
     """Evaluate a ranking against qrels with ir-measures (pytrec_eval / trec_eval semantics).
 
     The judged queries are those of ``qrels`` with a relevant document (relevance >= 1); every one counts, and a
-    judged query the run does not answer scores 0 (as ``trec_eval -c``). Queries without a relevant document are
-    left out, and so are the run's rows of queries not judged.
+    judged query the ranking does not answer scores 0 (as ``trec_eval -c``). Queries without a relevant document
+    are left out, and so are the ranking's rows of queries not judged.
 
-    :param run: a RUN table (``qid``, ``docid``, ``score``; documents are ordered by score, as trec_eval does).
+    :param ranking: a RANKING table (``qid``, ``docid``, ``score``; documents are ordered by score, as trec_eval does).
     :param qrels: a QRELS table (``qid``, ``docid``, ``relevance``; graded measures read the grades).
     :param measure_names: ir-measures measure names, e.g. ``["RR@10", "nDCG@10", "R@1000", "AP"]``.
-    :param label: how the run is named in the coverage warning.
-    :param warn: warn, on the console and in the log, when the run answers fewer than half of the judged queries.
+    :param label: how the ranking is named in the coverage warning.
+    :param warn: warn, on the console and in the log, when the ranking answers fewer than half of the judged queries.
     :returns: (means, per_query): ``means`` maps each name of ``measure_names`` to its mean over the judged
         queries (0.0 when no query is judged); ``per_query`` is a PER_QUERY_METRICS table, one row per (measure,
         judged query): ``qid`` (string), ``measure`` (string, the name as given), ``value`` (float64), by measure
@@ -118,11 +123,11 @@ def evaluate(
     measures = parse_measures(measure_names)
     judged = sorted(set(qrels.filter(pc.greater_equal(qrels["relevance"], 1))["qid"].to_pylist()))
     if warn:
-        warn_coverage(run, judged, label)
-    run = run.filter(pc.is_in(run["qid"], value_set=pa.array(judged, pa.string())))
+        warn_coverage(ranking, judged, label)
+    ranking = ranking.filter(pc.is_in(ranking["qid"], value_set=pa.array(judged, pa.string())))
     values = {(str(m), q): 0.0 for m in measures for q in judged}
-    if run.num_rows:
-        for metric in ir_measures.iter_calc(measures, _qrels_frame(qrels), _run_frame(run)):
+    if ranking.num_rows:
+        for metric in ir_measures.iter_calc(measures, _qrels_frame(qrels), _ranking_frame(ranking)):
             key = (str(metric.measure), metric.query_id)
             if key in values:  # queries without a relevant document are not counted
                 values[key] = float(metric.value)
@@ -220,7 +225,7 @@ def evaluate_run(
     (``hardneg.evaluation.pairwise``): exact over the whole corpus when ``embeddings`` is given, else from the
     ranking alone (a lower bound where it misses a relevant document).
 
-    :param rankings: split name → that split's RUN Parquet file; the evaluation split must be among them.
+    :param rankings: split name → that split's RANKING Parquet file; the evaluation split must be among them.
     :param qrels_dir: the dataset's qrels folder (``results/datasets/<dataset>/qrels``), holding
         ``<split>.parquet`` for each split of ``rankings``.
     :param resolved: the run's resolved configuration (``results/<run>/config.yaml``): ``name``,
@@ -250,12 +255,12 @@ def evaluate_run(
     measures = measures or resolved["evaluation"]["measures"]
     split = resolved["evaluation"]["split"]
     if split not in rankings:
-        raise ValueError(f"no run file for the evaluation split {split!r}")
+        raise ValueError(f"no ranking file for the evaluation split {split!r}")
     by_split, headline, per_query = {}, None, None
     for name, path in rankings.items():
-        run = read_run(path)  # a score that is not finite is an error naming its row
+        ranking = read_ranking(path)  # a score that is not finite is an error naming its row
         qrels = artifacts.read_table(artifacts.QRELS, os.path.join(qrels_dir, f"{name}.parquet"))
-        means, table = evaluate(run, qrels, measures, label=str(path))
+        means, table = evaluate(ranking, qrels, measures, label=str(path))
         by_split[name] = means
         if name == split:
             headline, per_query = means, table
@@ -266,9 +271,9 @@ def evaluate_run(
                     _row_ids(embeddings["query_ids"]),
                     NpyRows(embeddings["doc_npy"]),  # read in blocks, never mapped whole
                     artifacts.read_table(artifacts.ROW_IDS, embeddings["doc_ids"])["id"],
-                    relevant_ranks(run, qrels),
+                    relevant_ranks(ranking, qrels),
                 )
-            by_query = per_query_pairwise_errors(run, qrels, depth=pairwise_depth, full_ranks=full_ranks)
+            by_query = per_query_pairwise_errors(ranking, qrels, depth=pairwise_depth, full_ranks=full_ranks)
             # a mean over no judged query is NaN, which JSON cannot hold: null
             errors = {
                 key: None if isinstance(value, float) and not math.isfinite(value) else value

@@ -23,16 +23,16 @@ if TYPE_CHECKING:
     from hardneg.io.npyfile import NpyRows
 
 
-def relevant_ranks(run: pa.Table, qrels: pa.Table) -> pd.DataFrame:
-    """The rank in ``run`` of every relevant (query, document) pair of ``qrels``.
+def relevant_ranks(ranking: pa.Table, qrels: pa.Table) -> pd.DataFrame:
+    """The rank in ``ranking`` of every relevant (query, document) pair of ``qrels``.
 
-    :param run: a RUN table (``qid``, ``docid``, ``rank``).
+    :param ranking: a RANKING table (``qid``, ``docid``, ``rank``).
     :param qrels: a QRELS table; the pairs are its rows with relevance >= 1, in its row order.
-    :returns: a pandas DataFrame with columns ``qid``, ``docid`` and ``rank`` (the run's rank, 1-based; NaN where
-        the run does not rank the document), one row per relevant pair.
+    :returns: a pandas DataFrame with columns ``qid``, ``docid`` and ``rank`` (the ranking's rank, 1-based; NaN where
+        the ranking does not rank the document), one row per relevant pair.
     """
     rel = qrels.filter(pc.greater_equal(qrels["relevance"], 1)).select(["qid", "docid"]).to_pandas()
-    ranked = run.select(["qid", "docid", "rank"]).to_pandas()
+    ranked = ranking.select(["qid", "docid", "rank"]).to_pandas()
     return rel.merge(ranked, on=["qid", "docid"], how="left")
 
 
@@ -110,7 +110,7 @@ TOTAL_MEASURE = "PairwiseErrors"  # total pairwise errors of a query, in per_que
 
 
 def pairwise_errors(
-    run: pa.Table,
+    ranking: pa.Table,
     qrels: pa.Table,
     *,
     depth: int = 200,
@@ -122,18 +122,18 @@ def pairwise_errors(
     A relevant document's pairwise errors are the non-relevant documents ranked above it; a query's are the sum
     over its relevant documents (see ``per_query_pairwise_errors``).
 
-    :param run: a RUN table (``qid``, ``docid``, ``rank``).
+    :param ranking: a RANKING table (``qid``, ``docid``, ``rank``).
     :param qrels: a QRELS table; relevant pairs have relevance >= 1.
     :param depth: K of the top-K pairwise errors.
     :param full_ranks: exact corpus ranks of the relevant pairs of ``qrels``, in their row order
-        (``full_corpus_ranks``); None: the run's ranks, a relevant document it misses placed just after the query's
+        (``full_corpus_ranks``); None: the ranking's ranks, a relevant document it misses placed just after the query's
         last rank (a lower bound).
     :param num_docs: not used.
     :returns: ``top<depth>_pairwise_errors`` and ``total_pairwise_errors`` (floats, means over the queries with a
         relevant document; NaN when there is none) and ``total_is_lower_bound`` (bool: some total comes from a
-        run that misses a relevant document, without ``full_ranks``).
+        ranking that misses a relevant document, without ``full_ranks``).
     """
-    return summarise(per_query_pairwise_errors(run, qrels, depth=depth, full_ranks=full_ranks), depth)
+    return summarise(per_query_pairwise_errors(ranking, qrels, depth=depth, full_ranks=full_ranks), depth)
 
 
 def summarise(per_query: pd.DataFrame, depth: int) -> dict:
@@ -146,7 +146,7 @@ def summarise(per_query: pd.DataFrame, depth: int) -> dict:
 
 
 def per_query_pairwise_errors(
-    run: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ranks: np.ndarray | None = None
+    ranking: pa.Table, qrels: pa.Table, *, depth: int = 200, full_ranks: np.ndarray | None = None
 ) -> pd.DataFrame:
     """Top-``depth`` and total pairwise errors of each query with a relevant document.
 
@@ -155,19 +155,19 @@ def per_query_pairwise_errors(
     minus the number of the query's relevant documents within ``depth`` (every non-relevant document of the top
     ``depth``). A query's errors are the sums over its relevant documents.
 
-    :param run: a RUN table (``qid``, ``docid``, ``rank``).
+    :param ranking: a RANKING table (``qid``, ``docid``, ``rank``).
     :param qrels: a QRELS table; relevant pairs have relevance >= 1.
     :param depth: K of the top-K pairwise errors.
     :param full_ranks: exact corpus ranks of the relevant pairs of ``qrels``, in their row order
-        (``full_corpus_ranks``); None: the run's ranks, a relevant document it misses placed just after the query's
-        last rank in the run (rank 1 when the run does not answer the query).
+        (``full_corpus_ranks``); None: the ranking's ranks, a relevant document it misses placed just after the query's
+        last rank in the ranking (rank 1 when the ranking does not answer the query).
     :returns: a pandas DataFrame indexed by ``qid`` with float columns ``top_errors`` and ``total_errors``;
-        ``attrs["total_is_lower_bound"]`` is true when, without ``full_ranks``, the run misses some relevant
+        ``attrs["total_is_lower_bound"]`` is true when, without ``full_ranks``, the ranking misses some relevant
         document (its totals are then lower bounds).
     """
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
 
-    pairs = relevant_ranks(run, qrels)
+    pairs = relevant_ranks(ranking, qrels)
     if pairs.empty:  # no relevant judgement: no pair to count
         per_query = pd.DataFrame(
             {"top_errors": pd.Series(dtype="float64"), "total_errors": pd.Series(dtype="float64")},
@@ -175,12 +175,12 @@ def per_query_pairwise_errors(
         )
         per_query.attrs["total_is_lower_bound"] = False
         return per_query
-    run_depth = run.group_by("qid").aggregate([("rank", "max")]).to_pandas().set_index("qid")["rank_max"]
+    ranking_depth = ranking.group_by("qid").aggregate([("rank", "max")]).to_pandas().set_index("qid")["rank_max"]
     missing = pairs["rank"].isna()
     if full_ranks is not None:
         total_rank = pd.Series(full_ranks, index=pairs.index, dtype="float64")
     else:
-        fallback = pairs["qid"].map(run_depth).fillna(0) + 1
+        fallback = pairs["qid"].map(ranking_depth).fillna(0) + 1
         total_rank = pairs["rank"].where(~missing, fallback)
     pairs = pairs.assign(total_rank=total_rank)
     # Relevant documents ranked above each one do not count as errors.

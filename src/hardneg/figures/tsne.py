@@ -122,8 +122,8 @@ def tsne_table(
 
     qrels_path = os.path.join(inputs["qrels"], f"{split}.parquet")
     relevant = relevant_documents(artifacts.read_table(artifacts.QRELS, qrels_path))
-    before = artifacts.read_table(artifacts.RUN, inputs["ranking_before"]).to_pandas()
-    after = artifacts.read_table(artifacts.RUN, inputs["ranking_after"]).to_pandas()
+    before = artifacts.read_table(artifacts.RANKING, inputs["ranking_before"]).to_pandas()
+    after = artifacts.read_table(artifacts.RANKING, inputs["ranking_after"]).to_pandas()
     if qid is None:
         qid = choose_query(before, after, relevant)
         log.info("query %s: its first relevant document moved up most", qid)

@@ -10,12 +10,12 @@ _FAISS_FUNCTIONS = (
     "build_index",
     "is_exact",
     "load_index",
+    "ranking_table",
     "save_index",
-    "run_table",
     "search",
     "search_blocks",
-    "search_run",
-    "search_run_blocks",
+    "search_ranking",
+    "search_ranking_blocks",
     "set_search_params",
 )
 

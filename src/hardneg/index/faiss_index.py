@@ -387,17 +387,17 @@ def search(
     return scores, ids
 
 
-def _check_run_ids(index: faiss.Index, query_embeddings: np.ndarray, qids, docids) -> None:
+def _check_ranking_ids(index: faiss.Index, query_embeddings: np.ndarray, qids, docids) -> None:
     if len(qids) != query_embeddings.shape[0]:
         raise ValueError(f"{len(qids)} qids for {query_embeddings.shape[0]} query embeddings")
     if len(docids) != index.ntotal:
         raise ValueError(f"{len(docids)} docids for an index of {index.ntotal} vectors")
 
 
-def search_run(
+def search_ranking(
     index: faiss.Index, query_embeddings: np.ndarray, qids: list[str], docids: list[str] | np.ndarray, k: int, **kw
 ) -> pa.Table:
-    """Search the index and return the ranking as a RUN table.
+    """Search the index and return the ranking as a RANKING table.
 
     :param index: a faiss index (``build_index``, ``load_index``).
     :param query_embeddings: query vectors, shape (len(qids), dim), float16 or float32.
@@ -406,29 +406,29 @@ def search_run(
         ``embeddings/corpus.ids.parquet``).
     :param k: documents wanted per query (at least 1).
     :param **kw: ``batch_size`` and ``use_gpu``, passed to ``search``.
-    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32, inner
+    :returns: a RANKING table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32, inner
         product), rows in ``qids`` order then by rank; equal scores keep faiss's order, and missing results (-1)
         are dropped.
     :raises ValueError: ``qids`` or ``docids`` of the wrong length, or an argument ``search`` rejects.
     """
-    _check_run_ids(index, query_embeddings, qids, docids)
+    _check_ranking_ids(index, query_embeddings, qids, docids)
     scores, ids = search(index, query_embeddings, k, **kw)
-    return run_table(scores, ids, qids, docids)
+    return ranking_table(scores, ids, qids, docids)
 
 
-def search_run_blocks(
+def search_ranking_blocks(
     index: faiss.Index, query_embeddings: np.ndarray, qids, docids, k: int, **kw
 ) -> Iterator[pa.Table]:
-    """:func:`search_run` one search batch at a time: the RUN table of each batch of queries, in order (their
-    concatenation is :func:`search_run`'s table). ``qids`` and ``docids`` may be Arrow string arrays."""
-    _check_run_ids(index, query_embeddings, qids, docids)
+    """:func:`search_ranking` one search batch at a time: the RANKING table of each batch of queries, in order (their
+    concatenation is :func:`search_ranking`'s table). ``qids`` and ``docids`` may be Arrow string arrays."""
+    _check_ranking_ids(index, query_embeddings, qids, docids)
     batches = search_blocks(index, query_embeddings, k, **kw)
     qids, docids = artifacts.string_array(qids), artifacts.string_array(docids)
-    return (run_table(scores, ids, qids.slice(start, len(ids)), docids) for start, scores, ids in batches)
+    return (ranking_table(scores, ids, qids.slice(start, len(ids)), docids) for start, scores, ids in batches)
 
 
-def run_table(scores: np.ndarray, ids: np.ndarray, qids, docids) -> pa.Table:
-    """A RUN artifact table from search results: ``scores`` and row ``ids`` [n, k] best first (-1: no result,
+def ranking_table(scores: np.ndarray, ids: np.ndarray, qids, docids) -> pa.Table:
+    """A RANKING artifact table from search results: ``scores`` and row ``ids`` [n, k] best first (-1: no result,
     dropped), ``qids[i]`` naming query i and ``docids[j]`` naming row j (lists, NumPy or Arrow arrays)."""
     found = ids >= 0
     # Rank counts only real results, so a -1 anywhere in a row cannot leave a gap.
@@ -442,7 +442,7 @@ def run_table(scores: np.ndarray, ids: np.ndarray, qids, docids) -> pa.Table:
             "score": pa.array(scores[found], type=pa.float32()),
         }
     )
-    return table.cast(artifacts.RUN.schema)
+    return table.cast(artifacts.RANKING.schema)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -40,8 +40,8 @@ QRELS = ArtifactKind(
     pa.schema([("qid", pa.string()), ("docid", pa.string()), ("relevance", pa.int32())]),
     "graded relevance judgements of one split; relevance >= 1 means relevant",
 )
-RUN = ArtifactKind(
-    "run",
+RANKING = ArtifactKind(
+    "ranking",
     pa.schema([("qid", pa.string()), ("docid", pa.string()), ("rank", pa.int32()), ("score", pa.float32())]),
     "a ranking: for each query its retrieved documents, rank 1 first",
 )
@@ -207,7 +207,7 @@ KINDS = {
         CORPUS,
         QUERIES,
         QRELS,
-        RUN,
+        RANKING,
         PER_QUERY_METRICS,
         ROW_IDS,
         HARDNEGS,
@@ -242,7 +242,7 @@ def write_table(table: pa.Table, kind: ArtifactKind, path: str | os.PathLike) ->
     """Write ``table`` as a Parquet file of ``kind`` (zstd-compressed), atomically.
 
     :param table: the table; its columns are selected and cast to the kind's schema (extra columns are dropped).
-    :param kind: the artifact kind, e.g. ``RUN`` or ``HARDNEGS``.
+    :param kind: the artifact kind, e.g. ``RANKING`` or ``HARDNEGS``.
     :param path: the file to write; its folder is created when missing.
     :raises DataError: ``table`` lacks a column of the schema, or a column cannot be cast to its declared type;
         nothing is written then.
@@ -318,7 +318,7 @@ class TableWriter:
 def read_table(kind: ArtifactKind, path: str | os.PathLike, filters=None) -> pa.Table:
     """Read a Parquet file of ``kind`` and check it against the kind's schema.
 
-    :param kind: the artifact kind, e.g. ``RUN``, ``HARDNEGS`` or ``QRELS``.
+    :param kind: the artifact kind, e.g. ``RANKING``, ``HARDNEGS`` or ``QRELS``.
     :param path: the Parquet file.
     :param filters: pyarrow's row filters, e.g. ``[("qid", "in", ids)]``: only the matching rows are read. None:
         every row.

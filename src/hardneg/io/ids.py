@@ -15,7 +15,7 @@ ID_RULE = "ids must not contain whitespace or control characters (TREC files sep
 def id_problem(value: str) -> str | None:
     """What makes ``value`` unusable as a document or query id, or None when it is fine.
 
-    An id is written as one field of whitespace-separated TREC run and qrels lines, so it must be non-empty
+    An id is written as one field of whitespace-separated TREC ranking and qrels lines, so it must be non-empty
     and hold no whitespace and no control character.
     """
     if value == "":

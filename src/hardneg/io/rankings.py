@@ -1,5 +1,6 @@
-"""Run files: the Parquet run artifact and its TREC-format twin for trec_eval and other tools; and runs and qrels
-a user brings, in either format (:func:`load_run`; qrels: :func:`hardneg.datasets.qrels.load_qrels`)."""
+"""Ranking files: the Parquet ranking artifact and its twin in TREC format for trec_eval and other tools; and
+rankings and qrels a user brings, in either format (:func:`load_ranking`; qrels:
+:func:`hardneg.datasets.qrels.load_qrels`)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from hardneg.io.readers import iter_tsv
 
 
 def _check_trec_fields(table: pa.Table, columns: tuple[str, ...], path, tag: str | None = None) -> None:
-    """Refuse ids (and the run tag) that would split a whitespace-separated TREC line into extra fields.
+    """Refuse ids (and the tag) that would split a whitespace-separated TREC line into extra fields.
 
     Adapters reject such ids when a dataset is prepared; this is the last check before a TREC file is written.
     """
@@ -32,52 +33,54 @@ def _check_trec_fields(table: pa.Table, columns: tuple[str, ...], path, tag: str
             if problem is not None:
                 raise HardnegError(f"{path}: cannot write {column} {value!r} to a TREC file: it {problem}; {ID_RULE}")
     if tag is not None and (problem := id_problem(tag)) is not None:
-        raise HardnegError(f"{path}: cannot write run tag {tag!r} to a TREC file: it {problem}")
+        raise HardnegError(f"{path}: cannot write tag {tag!r} to a TREC file: it {problem}")
 
 
-def write_trec(run: pa.Table, path: str | os.PathLike, tag: str) -> None:
+def write_trec(ranking: pa.Table, path: str | os.PathLike, tag: str) -> None:
     """Write ``qid Q0 docid rank score tag`` lines, atomically. An id or tag holding whitespace or a control
     character is a :class:`~hardneg.errors.HardnegError` naming the file, and nothing is written."""
-    _check_trec_fields(run, ("qid", "docid"), path, tag)
-    run = run.sort_by([("qid", "ascending"), ("rank", "ascending")])
-    columns = [run[c].to_pylist() for c in ("qid", "docid", "rank", "score")]
+    _check_trec_fields(ranking, ("qid", "docid"), path, tag)
+    ranking = ranking.sort_by([("qid", "ascending"), ("rank", "ascending")])
+    columns = [ranking[c].to_pylist() for c in ("qid", "docid", "rank", "score")]
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
         for qid, docid, rank, score in zip(*columns):
             handle.write(f"{qid} Q0 {docid} {rank} {score:.6f} {tag}\n")
 
 
-def write_run(run: pa.Table, parquet_path: str | os.PathLike, trec_path: str | os.PathLike | None, tag: str) -> None:
-    """Write a run as Parquet and, when ``trec_path`` is given, as a TREC run file (its ids are checked first, so
-    a run that cannot be written as TREC leaves neither file)."""
+def write_ranking(
+    ranking: pa.Table, parquet_path: str | os.PathLike, trec_path: str | os.PathLike | None, tag: str
+) -> None:
+    """Write a ranking as Parquet and, when ``trec_path`` is given, in TREC format (its ids are checked first, so
+    a ranking that cannot be written as TREC leaves neither file)."""
     if trec_path is not None:
-        _check_trec_fields(run, ("qid", "docid"), trec_path, tag)
-    artifacts.write_table(run, artifacts.RUN, parquet_path)
+        _check_trec_fields(ranking, ("qid", "docid"), trec_path, tag)
+    artifacts.write_table(ranking, artifacts.RANKING, parquet_path)
     if trec_path is not None:
-        write_trec(run, trec_path, tag)
+        write_trec(ranking, trec_path, tag)
 
 
-class RunWriter:
-    """Write a run block by block, as Parquet and, when ``trec_path`` is given, as TREC: what :func:`write_run`
+class RankingWriter:
+    """Write a ranking block by block, as Parquet and, when ``trec_path`` is given, as TREC: what :func:`write_ranking`
     writes of the blocks' concatenation, byte for byte, without holding more than a block.
 
     Each query's rows must come in one block, best rank first (as a search gives them). Parquet rows follow the
     blocks (:class:`hardneg.io.artifacts.TableWriter`); TREC lines are in query-id order, so each block's lines go
     to a spill file and are copied, query by query in id order, into the TREC file at the end. Ids are checked
-    block by block: a run that cannot be written as TREC leaves neither file. Use it as a context manager."""
+    block by block: a ranking that cannot be written as TREC leaves neither file. Use it as a context manager."""
 
     def __init__(self, parquet_path: str | os.PathLike, trec_path: str | os.PathLike | None, tag: str):
         self.parquet_path, self.trec_path, self.tag = parquet_path, trec_path, tag
         self.rows = 0
         self._queries: dict[str, tuple[int, int]] = {}  # qid -> (offset, length) of its lines in the spill
 
-    def __enter__(self) -> RunWriter:
+    def __enter__(self) -> RankingWriter:
         self._stack = contextlib.ExitStack()
         with self._stack:
             if self.trec_path is not None:
-                _check_trec_fields(artifacts.RUN.schema.empty_table(), (), self.trec_path, self.tag)
+                _check_trec_fields(artifacts.RANKING.schema.empty_table(), (), self.trec_path, self.tag)
                 self._trec = self._stack.enter_context(atomic_path(self.trec_path))
                 self._spill = self._stack.enter_context(tempfile.TemporaryFile(dir=os.path.dirname(self._trec)))
-            self._table = self._stack.enter_context(artifacts.TableWriter(artifacts.RUN, self.parquet_path))
+            self._table = self._stack.enter_context(artifacts.TableWriter(artifacts.RANKING, self.parquet_path))
             self._stack = self._stack.pop_all()
         return self
 
@@ -124,26 +127,26 @@ class RunWriter:
         return self._stack.__exit__(exc_type, exc, tb)
 
 
-def read_run(path: str | os.PathLike, filters=None) -> pa.Table:
-    """Read a RUN Parquet file written by the pipeline, e.g. ``results/<run>/runs/<split>.parquet``.
+def read_ranking(path: str | os.PathLike, filters=None) -> pa.Table:
+    """Read a RANKING Parquet file written by the pipeline, e.g. ``results/<run>/runs/<split>.parquet``.
 
-    :param path: the RUN Parquet file.
+    :param path: the RANKING Parquet file.
     :param filters: pyarrow's row filters, e.g. ``[("qid", "in", ids)]``, as ``hardneg.io.artifacts.read_table``
         takes them; None: every row.
     :type filters: list[tuple] | None
-    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32).
-    :raises DataError: the file is missing or does not match the RUN schema, or a score is missing or not finite
+    :returns: a RANKING table: ``qid``, ``docid`` (strings), ``rank`` (int32, 1-based), ``score`` (float32).
+    :raises DataError: the file is missing or does not match the RANKING schema, or a score is missing or not finite
         (the error names the file and the row, 1-based).
     """
-    run = artifacts.read_table(artifacts.RUN, path, filters=filters)
-    if filters is not None and not _all_finite(run["score"]):
-        run = artifacts.read_table(artifacts.RUN, path)  # the whole file: the error names the row in it
-    check_scores(run, path)
-    return run
+    ranking = artifacts.read_table(artifacts.RANKING, path, filters=filters)
+    if filters is not None and not _all_finite(ranking["score"]):
+        ranking = artifacts.read_table(artifacts.RANKING, path)  # the whole file: the error names the row in it
+    check_scores(ranking, path)
+    return ranking
 
 
 # ------------------------------------------------------------------------------ checks of a table's rows
-# A Parquet run or qrels file a user brings gets the checks a TREC file gets line by line; errors name the row
+# A Parquet ranking or qrels file a user brings gets the checks a TREC file gets line by line; errors name the row
 # (1-based, in file order).
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _INT32 = (-(2**31), 2**31 - 1)
@@ -155,12 +158,12 @@ def _all_finite(scores) -> bool:
 
 def score_problem(text: str, score: float) -> str | None:
     """Why ``score`` (written ``text`` in its file) cannot rank a document, or None: it must be a finite number
-    that a 32-bit float holds (runs store scores as float32)."""
+    that a 32-bit float holds (rankings store scores as float32)."""
     if not math.isfinite(score):
         return f"score {text} is not a finite number (NaN and infinity rank nothing)"
     if abs(score) > _FLOAT32_MAX:
         return (
-            f"score {text} is beyond the range of a 32-bit float (run scores are stored as float32, at most "
+            f"score {text} is beyond the range of a 32-bit float (ranking scores are stored as float32, at most "
             f"{_FLOAT32_MAX:.4g} in magnitude)"
         )
     return None
@@ -171,10 +174,10 @@ def _first(mask) -> int:
     return pc.index(mask, True).as_py()
 
 
-def check_scores(run: pa.Table, path) -> None:
-    """A :class:`~hardneg.errors.DataError` naming ``path`` and the row of the first score of ``run`` that is
+def check_scores(table: pa.Table, path) -> None:
+    """A :class:`~hardneg.errors.DataError` naming ``path`` and the row of the first score of ``table`` that is
     missing, NaN, infinite or beyond float32 (read from the file as written, before its cast to float32)."""
-    scores = run["score"]
+    scores = table["score"]
     if scores.null_count:
         raise DataError(path, None, f"row {_first(pc.is_null(scores)) + 1}: score is missing (null)")
     if _all_finite(scores):
@@ -225,20 +228,20 @@ def check_unique_pairs(table: pa.Table, path, describe) -> None:
         )
 
 
-def check_run_rows(run: pa.Table, path) -> pa.Table:
-    """The checks of a TREC run file's lines (:func:`load_run`) on a run read from Parquet: rows, no null, ids
-    fit for TREC, finite scores, each document ranked once per query. Returns ``run``."""
-    if run.num_rows == 0:
-        raise DataError(path, None, "the run file holds no ranked documents")
-    check_no_nulls(run, path)
-    check_ids(run, path)
-    check_scores(run, path)
+def check_ranking_rows(ranking: pa.Table, path) -> pa.Table:
+    """The checks of a TREC ranking file's lines (:func:`load_ranking`) on a ranking read from Parquet: rows, no
+    null, ids fit for TREC, finite scores, each document ranked once per query. Returns ``ranking``."""
+    if ranking.num_rows == 0:
+        raise DataError(path, None, "the ranking file holds no ranked documents")
+    check_no_nulls(ranking, path)
+    check_ids(ranking, path)
+    check_scores(ranking, path)
     check_unique_pairs(
-        run,
+        ranking,
         path,
         lambda qid, docid, first: f"document {docid!r} is ranked twice for query {qid!r} (first on row {first})",
     )
-    return run
+    return ranking
 
 
 _PARQUET_MAGIC = b"PAR1"
@@ -270,8 +273,8 @@ def read_either(kind, path, read_trec, check_rows) -> pa.Table:
     return read_trec(path)  # text that is not UTF-8 is a DataError naming its line
 
 
-def _read_trec_run(path: str | os.PathLike) -> pa.Table:
-    """A TREC run file: ``qid Q0 docid rank score tag`` lines, whitespace separated. Errors name the line."""
+def _read_trec_ranking(path: str | os.PathLike) -> pa.Table:
+    """A ranking in TREC format: ``qid Q0 docid rank score tag`` lines, whitespace separated. Errors name the line."""
     qids, docids, ranks, scores = [], [], [], []
     seen: dict[tuple[str, str], int] = {}
     for number, fields in iter_tsv(path, 6, sep=None):
@@ -282,7 +285,7 @@ def _read_trec_run(path: str | os.PathLike) -> pa.Table:
             ranks.append(int(rank))
         except ValueError:
             raise DataError(
-                path, number, f"rank {rank!r} is not an integer (a TREC run line is 'qid Q0 docid rank score tag')"
+                path, number, f"rank {rank!r} is not an integer (a TREC ranking line is 'qid Q0 docid rank score tag')"
             ) from None
         if not _INT32[0] <= ranks[-1] <= _INT32[1]:
             raise DataError(path, number, f"rank {rank!r} is beyond the range of a 32-bit integer")
@@ -290,7 +293,7 @@ def _read_trec_run(path: str | os.PathLike) -> pa.Table:
             scores.append(float(score))
         except ValueError:
             raise DataError(
-                path, number, f"score {score!r} is not a number (a TREC run line is 'qid Q0 docid rank score tag')"
+                path, number, f"score {score!r} is not a number (a TREC ranking line is 'qid Q0 docid rank score tag')"
             ) from None
         if (problem := score_problem(repr(score), scores[-1])) is not None:
             raise DataError(path, number, problem)
@@ -302,25 +305,26 @@ def _read_trec_run(path: str | os.PathLike) -> pa.Table:
         qids.append(qid)
         docids.append(docid)
     if not qids:
-        raise DataError(path, None, "the run file holds no ranked documents")
-    return pa.table({"qid": qids, "docid": docids, "rank": ranks, "score": scores}, schema=artifacts.RUN.schema)
+        raise DataError(path, None, "the ranking file holds no ranked documents")
+    return pa.table({"qid": qids, "docid": docids, "rank": ranks, "score": scores}, schema=artifacts.RANKING.schema)
 
 
-def load_run(path: str | os.PathLike) -> pa.Table:
-    """Read a run a user brings: a RUN Parquet file or a TREC run file, told apart by content, not by name.
+def load_ranking(path: str | os.PathLike) -> pa.Table:
+    """Read a ranking a user brings: a RANKING Parquet file or a ranking in TREC format, told apart by content, not
+    by name.
 
     Both forms get the same checks: the file holds rows; ids are fit for TREC (no whitespace or control
     character); every score is a finite number a float32 holds; no document is ranked twice for a query; no value
     is missing (Parquet).
 
-    :param path: the run file: Parquet (starting with ``PAR1``) with the RUN columns, or TREC text
+    :param path: the ranking file: Parquet (starting with ``PAR1``) with the RANKING columns, or TREC text
         (``qid Q0 docid rank score tag`` lines, whitespace separated).
-    :returns: a RUN table: ``qid``, ``docid`` (strings), ``rank`` (int32, as written in the file), ``score``
+    :returns: a RANKING table: ``qid``, ``docid`` (strings), ``rank`` (int32, as written in the file), ``score``
         (float32), in file order.
     :raises DataError: a missing file, a folder, an unreadable Parquet file or a bad row or line; the error names
         the file and the line (TREC) or row (Parquet, 1-based).
     """
-    return read_either(artifacts.RUN, path, _read_trec_run, check_run_rows)
+    return read_either(artifacts.RANKING, path, _read_trec_ranking, check_ranking_rows)
 
 
 def write_trec_qrels(qrels: pa.Table, path: str | os.PathLike) -> None:

@@ -17,13 +17,13 @@ from hardneg.mining.negatives import MINING_SCHEMA, MiningParams
 from hardneg.schema.values import dataclass_from
 
 # The training inputs holding the teacher's scores of a run's pairs (Plan.train_inputs), two tables each: of the
-# candidates or negatives (a RUN table, or the HARDNEGS table of an imported list: the same columns) and of the
+# candidates or negatives (a RANKING table, or the HARDNEGS table of an imported list: the same columns) and of the
 # training queries' judged positives (a POSITIVE_SCORES table). Either the teacher's own scores, read as they are (a
 # teacher run's scores of the pool: inputs.teacher; the scores an imported list carries), or a cross-encoder's
 # probabilities of the pool (inputs.cross_encoder), read as its logits. A run with both distils from the first.
-TEACHER_SCORES = {"teacher_scores": artifacts.RUN, "teacher_positive_scores": artifacts.POSITIVE_SCORES}
+TEACHER_SCORES = {"teacher_scores": artifacts.RANKING, "teacher_positive_scores": artifacts.POSITIVE_SCORES}
 TEACHER_PROBABILITIES = {
-    "teacher_probabilities": artifacts.RUN,
+    "teacher_probabilities": artifacts.RANKING,
     "teacher_positive_probabilities": artifacts.POSITIVE_SCORES,
 }
 
@@ -179,9 +179,9 @@ def read_teacher_scores(ctx: StepContext):
 
 
 def distillation(ctx: StepContext):
-    """The run's :class:`hardneg.dense.methods.Distillation` (``params.distill``), or None when its loss is null
+    """The run's :class:`hardneg.dense.steps.Distillation` (``params.distill``), or None when its loss is null
     or the method has no such section."""
-    from hardneg.dense.methods import Distillation  # torch: imported only where a model or tensor is used
+    from hardneg.dense.steps import Distillation  # torch: imported only where a model or tensor is used
 
     if "distill" not in ctx.params:
         return None
@@ -198,10 +198,10 @@ def distillation(ctx: StepContext):
 
 
 def contrastive_step(ctx: StepContext, negatives, default_loss: str, *, in_batch: bool = True):
-    """A :class:`hardneg.dense.methods.ContrastiveMethod` drawing ``negatives`` (None: in-batch only); with
+    """A :class:`hardneg.dense.steps.ContrastiveMethod` drawing ``negatives`` (None: in-batch only); with
     ``in_batch`` false each query is scored against its own positive and negatives only. A run with a
     ``distill`` section whose loss is set adds the distillation term (:func:`distillation`)."""
-    from hardneg.dense.methods import ContrastiveMethod  # torch: imported only where a model or tensor is used
+    from hardneg.dense.steps import ContrastiveMethod  # torch: imported only where a model or tensor is used
 
     train = ctx.params["train"]
     return ContrastiveMethod(
@@ -234,7 +234,7 @@ def role_negatives(ctx: StepContext):
     if "hard_negatives" in ctx.inputs:
         return ranked_negatives(ctx, artifacts.HARDNEGS, ctx.input("hard_negatives"), None)
     if "negatives" in ctx.inputs:
-        return ranked_negatives(ctx, artifacts.RUN, ctx.input("negatives"), ctx.params["negatives"]["depth"])
+        return ranked_negatives(ctx, artifacts.RANKING, ctx.input("negatives"), ctx.params["negatives"]["depth"])
     return None
 
 

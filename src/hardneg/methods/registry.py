@@ -162,8 +162,8 @@ class Method:
     :class:`hardneg.errors.ConfigError` naming the key.
 
     A ``rerank`` method declares ``rerank``: its trained model's folder, the tokenized queries and corpus
-    (:class:`hardneg.dense.tokenized.TokenizedTexts`), the candidates' ranking (a RUN table), ``depth``,
-    ``batch_size`` and ``device`` → the re-ranked RUN table. A method whose saved model is not a bi-encoder
+    (:class:`hardneg.dense.tokenized.TokenizedTexts`), the candidates' ranking (a RANKING table), ``depth``,
+    ``batch_size`` and ``device`` → the re-ranked RANKING table. A method whose saved model is not a bi-encoder
     but can start one (the ColBERT teacher its TCT student) declares ``bi_encoder_from``: a model folder, the
     student's :class:`hardneg.dense.model.ModelSpec` and seed → the bi-encoder, or None when the folder is not
     one of its models.
@@ -175,11 +175,11 @@ class Method:
     The method training-time tables measure speed-ups against (ANCE, in Table 4 of the STAR/ADORE paper) declares
     ``speed_reference``: the name the tables give it.
 
-    A method whose step encodes its batch through :meth:`hardneg.dense.methods.ContrastiveMethod.encode` (a loss
+    A method whose step encodes its batch through :meth:`hardneg.dense.steps.ContrastiveMethod.encode` (a loss
     over the batch's in-batch documents) declares ``grad_cache``: ``params.train.grad_cache_chunk`` then trains it
     with gradient caching; the other methods reject that key.
 
-    A ``fusion`` method declares ``fuse``: its input runs' rankings of one split (RUN tables, in the order of its
+    A ``fusion`` method declares ``fuse``: its input runs' rankings of one split (RANKING tables, in the order of its
     role of many runs) and its params → the fused ranking. A fusion method whose schema has the ``tune`` section
     (with ``alpha`` and ``alpha_grid``; :data:`hardneg.fusion.WEIGHT_SCHEMA`) tunes its weight ``alpha`` on a
     sample of queries of ``tune.split`` when ``alpha`` is null (:meth:`tuning_split`).

@@ -49,10 +49,10 @@ def _float_or_none(value) -> float | None:
 
 def audit_hard_negatives(
     hardnegs: pa.Table,
-    run: pa.Table | None,
+    ranking: pa.Table | None,
     qrels: pa.Table,
     positives: pa.Table,
-    bm25_run: pa.Table | None = None,
+    bm25_ranking: pa.Table | None = None,
     *,
     depth: int = 200,
     empty_docids=None,
@@ -65,30 +65,31 @@ def audit_hard_negatives(
     suspected false negative. Negatives of queries without a relevant document are counted but not audited.
 
     :param hardnegs: the HARDNEGS table to audit (``qid``, ``docid``, ``rank``, ``score``).
-    :param run: the mining model's RUN table of the training queries, which ``hardnegs`` was mined from; None for
-        a list imported from elsewhere (:mod:`hardneg.imports`): no best positive rank then, and the summary's
-        ``best_positive_rank`` is None.
+    :param ranking: the mining model's RANKING table of the training queries, which ``hardnegs`` was mined from;
+        None for a list imported from elsewhere (:mod:`hardneg.imports`): no best positive rank then, and the
+        summary's ``best_positive_rank`` is None.
     :param qrels: the training QRELS table.
     :param positives: the POSITIVE_SCORES table under the mining model; a query's best positive score is its
         maximum there.
-    :param bm25_run: a BM25 RUN table of the training queries to compare the negatives with; None: no comparison.
-    :param depth: the rank depth (1-based, inclusive) of the best-positive search in ``run`` and of BM25's top
-        list in ``bm25_run``.
+    :param bm25_ranking: a BM25 RANKING table of the training queries to compare the negatives with; None: no
+        comparison.
+    :param depth: the rank depth (1-based, inclusive) of the best-positive search in ``ranking`` and of BM25's top
+        list in ``bm25_ranking``.
     :param empty_docids: the ids of the corpus's empty documents (no title, no text), e.g.
         ``hardneg.datasets.empty_documents.empty_docids(corpus_path)``; None: not checked.
     :type empty_docids: list[str] | None
     :returns: (summary, table). ``table`` is an AUDIT table, one row per training query: ``qid``;
-        ``best_positive_rank`` (int32: best rank of a relevant document in ``run`` within ``depth``, else null);
+        ``best_positive_rank`` (int32: best rank of a relevant document in ``ranking`` within ``depth``, else null);
         ``best_positive_score`` (float32, null without a score in ``positives``); ``num_negatives`` (int32);
         ``bm25_overlap`` (float32: share of the query's negatives in BM25's top ``depth``; null without
-        ``bm25_run`` or without negatives); ``min_margin`` and ``max_margin`` (float32, null without negatives or
+        ``bm25_ranking`` or without negatives); ``min_margin`` and ``max_margin`` (float32, null without negatives or
         without a best positive score); ``suspected_false_negatives`` (int32: negatives with margin >= 0; null
         without a best positive score); ``empty_negatives`` (int32: negatives among ``empty_docids``; null when
         ``empty_docids`` is None). ``summary`` is a JSON-serialisable dict: ``depth``; ``num_queries`` (training
         queries); ``queries_with_negatives``; ``queries_without_negatives`` (a count) and
         ``queries_without_negatives_qids``; ``num_negatives``; ``negatives_of_other_queries`` (negatives of
         queries without a relevant document); ``negatives_per_query`` (``mean``, ``median``, ``min``, ``max``);
-        ``bm25_overlap_mean`` (null without ``bm25_run``); ``margin`` (``count``, ``quantiles`` keyed ``"0"``
+        ``bm25_overlap_mean`` (null without ``bm25_ranking``); ``margin`` (``count``, ``quantiles`` keyed ``"0"``
         to ``"1"``, ``histogram`` with ``edges`` and ``counts`` of 10 bins) over the negatives of queries with a
         best positive score; ``best_positive_rank`` (``at_1``, ``within_10``, ``within_depth``,
         ``beyond_depth``: shares of the training queries); ``suspected_false_negatives`` (``count`` and
@@ -100,21 +101,21 @@ def audit_hard_negatives(
     train = pc.unique(relevant["qid"]) if relevant.num_rows else pa.array([], pa.string())
     n = len(train)
 
-    # Best rank of a relevant document in the mining run.
-    ranked = run is not None
-    run = run if run is not None else artifacts.RUN.schema.empty_table()
-    shallow = run.filter(pc.less_equal(run["rank"], depth))
+    # Best rank of a relevant document in the miner's ranking.
+    ranked = ranking is not None
+    ranking = ranking if ranked else artifacts.RANKING.schema.empty_table()
+    shallow = ranking.filter(pc.less_equal(ranking["rank"], depth))
     relevant_docs = pc.unique(relevant["docid"]) if relevant.num_rows else pa.array([], pa.string())
     width = max(len(relevant_docs), 1)
     relevant_keys = _pair_keys(
         value_codes(relevant["qid"], train), value_codes(relevant["docid"], relevant_docs), width
     )
-    run_q = value_codes(shallow["qid"], train)
-    run_keys = _pair_keys(run_q, value_codes(shallow["docid"], relevant_docs), width)
-    hit = (run_keys >= 0) & isin(run_keys, relevant_keys)
+    ranked_q = value_codes(shallow["qid"], train)
+    ranked_keys = _pair_keys(ranked_q, value_codes(shallow["docid"], relevant_docs), width)
+    hit = (ranked_keys >= 0) & isin(ranked_keys, relevant_keys)
     best_rank = np.full(n, np.iinfo(np.int64).max)
     if shallow.num_rows:
-        np.minimum.at(best_rank, run_q[hit], shallow["rank"].to_numpy().astype(np.int64)[hit])
+        np.minimum.at(best_rank, ranked_q[hit], shallow["rank"].to_numpy().astype(np.int64)[hit])
     best_rank_known = best_rank < np.iinfo(np.int64).max
 
     best_score = np.full(n, np.nan)
@@ -131,9 +132,9 @@ def audit_hard_negatives(
     num_neg = np.bincount(neg_q, minlength=n)
 
     overlap = np.full(n, np.nan)
-    if bm25_run is not None:
+    if bm25_ranking is not None:
         neg_docs = pc.unique(negs["docid"]) if negs.num_rows else pa.array([], pa.string())
-        top = bm25_run.filter(pc.less_equal(bm25_run["rank"], depth))
+        top = bm25_ranking.filter(pc.less_equal(bm25_ranking["rank"], depth))
         dwidth = max(len(neg_docs), 1)
         bm25_keys = _pair_keys(value_codes(top["qid"], train), value_codes(top["docid"], neg_docs), dwidth)
         in_bm25 = isin(_pair_keys(neg_q, value_codes(negs["docid"], neg_docs), dwidth), bm25_keys[bm25_keys >= 0])
@@ -192,7 +193,7 @@ def audit_hard_negatives(
         margin[np.isfinite(margin)],
         suspects,
         depth=depth,
-        with_bm25=bm25_run is not None,
+        with_bm25=bm25_ranking is not None,
         foreign=foreign,
         empty=empty,
     )
@@ -463,13 +464,13 @@ def write_audit(
 
 def audit_stage(
     hardnegs_path: str | os.PathLike,
-    run_path: str | os.PathLike | None,
+    ranking_path: str | os.PathLike | None,
     qrels_path: str | os.PathLike,
     positives_path: str | os.PathLike,
     markdown_path: str | os.PathLike,
     parquet_path: str | os.PathLike,
     *,
-    bm25_run_path: str | os.PathLike | None = None,
+    bm25_ranking_path: str | os.PathLike | None = None,
     summary_path: str | os.PathLike | None = None,
     depth: int = 200,
     corpus_path: str | os.PathLike | None = None,
@@ -479,12 +480,12 @@ def audit_stage(
     """Stage function: ``audit_hard_negatives`` from files, written as a Markdown report, AUDIT Parquet and JSON.
 
     :param hardnegs_path: the HARDNEGS Parquet file to audit (a mining run's ``hardnegs.parquet``).
-    :param run_path: the mining model's RUN Parquet file of the training queries; None for an imported list.
+    :param ranking_path: the mining model's RANKING Parquet file of the training queries; None for an imported list.
     :param qrels_path: the training split's QRELS Parquet file.
     :param positives_path: the POSITIVE_SCORES Parquet file under the mining model.
     :param markdown_path: the Markdown report to write (atomically).
     :param parquet_path: the AUDIT Parquet file to write (atomically), one row per training query.
-    :param bm25_run_path: a BM25 RUN Parquet file of the training queries to compare with; None: no comparison.
+    :param bm25_ranking_path: a BM25 RANKING Parquet file of the training queries to compare with; None: no comparison.
     :param summary_path: where to write the summary as JSON; None: not written.
     :param depth: as in ``audit_hard_negatives``.
     :param corpus_path: the dataset's CORPUS Parquet file: with it, the negatives that are empty documents are
@@ -497,10 +498,10 @@ def audit_stage(
     """
     summary, table = audit_hard_negatives(
         artifacts.read_table(artifacts.HARDNEGS, hardnegs_path),
-        artifacts.read_table(artifacts.RUN, run_path) if run_path is not None else None,
+        artifacts.read_table(artifacts.RANKING, ranking_path) if ranking_path is not None else None,
         artifacts.read_table(artifacts.QRELS, qrels_path),
         artifacts.read_table(artifacts.POSITIVE_SCORES, positives_path),
-        artifacts.read_table(artifacts.RUN, bm25_run_path) if bm25_run_path else None,
+        artifacts.read_table(artifacts.RANKING, bm25_ranking_path) if bm25_ranking_path else None,
         depth=depth,
         empty_docids=empty_docids(corpus_path) if corpus_path else None,
     )

@@ -1,6 +1,6 @@
 """Static hard-negative mining (STAR, Zhan et al. SIGIR 2021): the mining model's top-ranked non-relevant documents.
 
-Inputs are the mining model's ranking of the training queries (a RUN table), the training qrels, and optionally
+Inputs are the mining model's ranking of the training queries (a RANKING table), the training qrels, and optionally
 the mining model's scores of the relevant pairs (a POSITIVE_SCORES table, needed for margin filters). The output
 is a HARDNEGS table: for each query its kept negatives with their rank and score under the mining model.
 
@@ -95,7 +95,7 @@ def positive_scores(
 
 
 def mine_hard_negatives(
-    run: pa.Table,
+    ranking: pa.Table,
     qrels: pa.Table,
     positives: pa.Table | None = None,
     *,
@@ -109,7 +109,7 @@ def mine_hard_negatives(
     max_score: float | None = None,
     min_score: float | None = None,
 ) -> pa.Table:
-    """Select hard negatives from the mining model's ranking ``run`` (RUN table) of the training queries.
+    """Select hard negatives from ``ranking``, the mining model's ranking (a RANKING table) of the training queries.
 
     Per query, in this order:
 
@@ -123,15 +123,15 @@ def mine_hard_negatives(
        The best positive score is the query's maximum in ``positives`` (POSITIVE_SCORES); a query without one
        keeps its negatives;
     5. with ``max_score``, keep negatives scoring <= max_score; with ``min_score``, scoring >= min_score (the
-       negative's own score in the run, compared at float32 precision);
+       negative's own score in the ranking, compared at float32 precision);
     6. keep at most ``keep`` negatives: the best-ranked (``sampling="top"``) or a uniform sample without
        replacement (``"random"``) drawn by a NumPy generator seeded from (``seed``, qid), so a query's sample
        depends on neither the other queries nor their order.
 
-    Scores are the run's (the mining model's, e.g. inner products). Deterministic: the same inputs and seed give
+    Scores are the ranking's (the mining model's, e.g. inner products). Deterministic: the same inputs and seed give
     the same table.
 
-    :param run: the mining model's RUN table of the training queries: ``qid``, ``docid``, ``rank`` (1-based),
+    :param ranking: the mining model's RANKING table of the training queries: ``qid``, ``docid``, ``rank`` (1-based),
         ``score``; rows in any order.
     :param qrels: the training QRELS table (``qid``, ``docid``, ``relevance``).
     :param positives: a POSITIVE_SCORES table (``qid``, ``docid``, ``relevance``, ``score``) under the mining
@@ -143,14 +143,14 @@ def mine_hard_negatives(
     :param sampling: which ``keep`` negatives: ``"top"`` (the best-ranked) or ``"random"``.
     :param seed: the seed of ``"random"`` sampling (non-negative).
     :param margin: keep only negatives scoring at most the query's best positive score minus ``margin``, in the
-        run's score units (non-negative); None: no such filter.
+        ranking's score units (non-negative); None: no such filter.
     :param relative_margin: keep only negatives scoring at most the best positive score − |best positive score| ×
         ``relative_margin`` (in [0, 1]); None: no such filter.
-    :param max_score: keep only negatives scoring at most this, in the run's score units; None: no such filter.
+    :param max_score: keep only negatives scoring at most this, in the ranking's score units; None: no such filter.
     :param min_score: keep only negatives scoring at least this (at most ``max_score``); None: no such filter.
-    :returns: a HARDNEGS table: ``qid``, ``docid`` (strings), ``rank`` (int32, the rank in ``run``, 1-based),
-        ``score`` (float32, the score in ``run``), ordered by query (in order of first appearance in ``run``) then
-        rank. A query left without negatives has no row.
+    :returns: a HARDNEGS table: ``qid``, ``docid`` (strings), ``rank`` (int32, the rank in ``ranking``, 1-based),
+        ``score`` (float32, the score in ``ranking``), ordered by query (in order of first appearance in
+        ``ranking``) then rank. A query left without negatives has no row.
     :raises ValueError: ``depth`` or ``keep`` below 1, a ``rank_range`` that is not ``1 <= low <= high``, an
         unknown ``sampling``, a negative ``seed``, ``margin`` or ``relative_margin``, a ``min_score`` above
         ``max_score``, or a margin without ``positives``.
@@ -168,7 +168,7 @@ def mine_hard_negatives(
         max_score=max_score,
         min_score=min_score,
     )
-    return select(build_pool(run, qrels, positives, depth=depth), policy, seed=seed).negatives
+    return select(build_pool(ranking, qrels, positives, depth=depth), policy, seed=seed).negatives
 
 
 def positive_scores_stage(

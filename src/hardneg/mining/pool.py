@@ -9,7 +9,7 @@ probability of relevance of the pair and of the query's best positive, and wheth
 of the query's positives.
 
 Every column is computed vectorised over all rows (Arrow hash lookups, NumPy group maxima). The stage builds a
-large run in blocks of whole queries (:func:`hardneg.mining.rows.query_blocks`), each block with only its
+large ranking in blocks of whole queries (:func:`hardneg.mining.rows.query_blocks`), each block with only its
 queries' rows of the other tables, which gives the same file.
 """
 
@@ -146,26 +146,28 @@ def _duplicate_columns(duplicates: Duplicates, qid: pa.Array, docid: pa.Array) -
     return of, kind
 
 
-def candidate_rows(run: pa.Table, qrels: pa.Table, depth: int) -> pa.Table:
-    """The rows of ``run`` (a RUN table) that are candidates: per query, rank <= ``depth`` less the documents
+def candidate_rows(ranking: pa.Table, qrels: pa.Table, depth: int) -> pa.Table:
+    """The rows of ``ranking`` (a RANKING table) that are candidates: per query, rank <= ``depth`` less the documents
     judged relevant (relevance >= 1) for that query in ``qrels`` (judged non-relevant ones stay), ordered by query
-    (in order of first appearance in ``run``) then rank, rank ties in run order; a RUN table, one chunk per
+    (in order of first appearance in ``ranking``) then rank, rank ties in ranking order; a RANKING table, one chunk per
     column.
 
     :raises ValueError: ``depth`` below 1.
     """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
-    qid_values = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())  # in first-appearance order
-    query = value_codes(run["qid"], qid_values)
-    rank = run["rank"].to_numpy().astype(np.int64, copy=False) if run.num_rows else np.zeros(0, np.int64)
+    qid_values = (
+        pc.unique(ranking["qid"]) if ranking.num_rows else pa.array([], pa.string())
+    )  # in first-appearance order
+    query = value_codes(ranking["qid"], qid_values)
+    rank = ranking["rank"].to_numpy().astype(np.int64, copy=False) if ranking.num_rows else np.zeros(0, np.int64)
 
-    # Row indices into ``run``, narrowed by each filter; kept sorted by (query, rank) throughout.
+    # Row indices into ``ranking``, narrowed by each filter; kept sorted by (query, rank) throughout.
     rows = np.flatnonzero(rank <= depth)
     q, r = query[rows], rank[rows]
     dq = np.diff(q)
-    if len(rows) > 1 and not np.all((dq > 0) | ((dq == 0) & (np.diff(r) >= 0))):  # runs usually come sorted
-        rows = rows[np.lexsort((r, q))]  # stable: rank ties keep run order
+    if len(rows) > 1 and not np.all((dq > 0) | ((dq == 0) & (np.diff(r) >= 0))):  # rankings usually come sorted
+        rows = rows[np.lexsort((r, q))]  # stable: rank ties keep ranking order
     del q, r, dq
 
     relevant = relevant_judgements(qrels)
@@ -175,15 +177,15 @@ def candidate_rows(run: pa.Table, qrels: pa.Table, depth: int) -> pa.Table:
         width = len(relevant_docs)
         rel_q, rel_d = value_codes(relevant["qid"], qid_values), value_codes(relevant["docid"], relevant_docs)
         relevant_keys = rel_q[rel_q >= 0] * width + rel_d[rel_q >= 0]
-        doc = value_codes(run["docid"].take(pa.array(rows)), relevant_docs)
+        doc = value_codes(ranking["docid"].take(pa.array(rows)), relevant_docs)
         is_positive = (doc >= 0) & isin(query[rows] * width + doc, relevant_keys)
         rows = rows[~is_positive]
 
-    return run.take(pa.array(rows, pa.int64())).combine_chunks()
+    return ranking.take(pa.array(rows, pa.int64())).combine_chunks()
 
 
 def build_pool(
-    run: pa.Table,
+    ranking: pa.Table,
     qrels: pa.Table,
     positives: pa.Table | None = None,
     *,
@@ -193,22 +195,22 @@ def build_pool(
     ce_positive_scores: pa.Table | None = None,
     duplicates: Duplicates = None,
 ) -> pa.Table:
-    """The candidate pool of the training queries ranked in ``run``: a CANDIDATES table.
+    """The candidate pool of the training queries ranked in ``ranking``: a CANDIDATES table.
 
-    Its rows are, per query, the rows of ``run`` with rank <= ``depth`` minus the documents judged relevant
+    Its rows are, per query, the rows of ``ranking`` with rank <= ``depth`` minus the documents judged relevant
     (relevance >= 1) for that query in ``qrels`` (judged non-relevant ones, relevance 0, stay), ordered by query
-    (in order of first appearance in ``run``) then rank, rank ties in run order: exactly the rows, and the order,
-    of :func:`candidate_rows`. The other tables only add columns.
+    (in order of first appearance in ``ranking``) then rank, rank ties in ranking order: exactly the rows, and the
+    order, of :func:`candidate_rows`. The other tables only add columns.
 
-    :param run: the mining model's RUN table of the training queries (``qid``, ``docid``, ``rank`` 1-based,
+    :param ranking: the mining model's RANKING table of the training queries (``qid``, ``docid``, ``rank`` 1-based,
         ``score`` in the miner's units, e.g. inner products); rows in any order.
     :param qrels: the training QRELS table (``qid``, ``docid``, ``relevance``).
     :param positives: a POSITIVE_SCORES table under the mining model (``positive_scores``): a query's
         ``best_positive_score`` is the maximum ``score`` of its rows with relevance >= 1; None: all null.
-    :param depth: the deepest rank of ``run`` in the pool (at least 1).
-    :param bm25: a BM25 RUN table of the same queries: ``bm25_rank`` and ``bm25_score`` of the pair (its first row
+    :param depth: the deepest rank of ``ranking`` in the pool (at least 1).
+    :param bm25: a BM25 RANKING table of the same queries: ``bm25_rank`` and ``bm25_score`` of the pair (its first row
         when repeated); null where the document is not in BM25's ranking of the query, or with None.
-    :param ce_scores: a cross-encoder's scores of the pool's pairs as a RUN-shaped table (``qid``, ``docid``,
+    :param ce_scores: a cross-encoder's scores of the pool's pairs as a RANKING-shaped table (``qid``, ``docid``,
         ``score``; a ``rank`` column, as a re-ranking writes it, is ignored), each score a probability of
         relevance in [0, 1]: ``ce_score`` of the pair (its first row when repeated), null where the pair has no
         row, or with None.
@@ -223,7 +225,7 @@ def build_pool(
         ``duplicate_of`` names the positive (a docid), ``duplicate_kind`` says how (``"exact"`` or ``"near"``),
         both null in the same rows: those that duplicate nothing. None: both columns null.
     :returns: a CANDIDATES table: ``qid``, ``docid`` (strings), ``rank`` (int32) and ``score`` (float32) from
-        ``run``; ``best_positive_score``, ``bm25_rank`` (int32), ``bm25_score``, ``ce_score``,
+        ``ranking``; ``best_positive_score``, ``bm25_rank`` (int32), ``bm25_score``, ``ce_score``,
         ``best_positive_ce_score`` (float32); ``duplicate_of``, ``duplicate_kind`` (strings). A query left
         without candidates has no row.
     :raises ValueError: ``depth`` below 1, a cross-encoder score outside [0, 1] (or NaN), or ``duplicates``
@@ -231,7 +233,7 @@ def build_pool(
     """
     _check_probabilities(ce_scores, "ce_scores")
     _check_probabilities(ce_positive_scores, "ce_positive_scores")
-    candidates = candidate_rows(run, qrels, depth)
+    candidates = candidate_rows(ranking, qrels, depth)
     qid, docid = candidates["qid"].combine_chunks(), candidates["docid"].combine_chunks()
     n = candidates.num_rows
     pairs = _Pairs(qid, docid) if bm25 is not None or ce_scores is not None else None
@@ -270,12 +272,12 @@ def _flag_positives(partners: pa.Table, qrels: pa.Table, qids: pa.Array, docids:
 
 
 class _ByQuery:
-    """The rows of a table by query code (the codes of a run's queries, in first-appearance order), so that each
+    """The rows of a table by query code (the codes of a ranking's queries, in first-appearance order), so that each
     block of whole queries takes only its own rows instead of scanning the whole table again."""
 
     def __init__(self, table: pa.Table, queries: pa.Array):
         self.table = table
-        codes = value_codes(table["qid"], queries)  # -1: a query outside the run, never taken
+        codes = value_codes(table["qid"], queries)  # -1: a query outside the ranking, never taken
         self.order = None if np.all(np.diff(codes) >= 0) else np.argsort(codes, kind="stable")
         self.sorted_codes = codes if self.order is None else codes[self.order]
 
@@ -288,7 +290,7 @@ class _ByQuery:
 
 
 def pool_stage(
-    run_path: str | os.PathLike,
+    ranking_path: str | os.PathLike,
     qrels_path: str | os.PathLike,
     pool_path: str | os.PathLike,
     *,
@@ -303,20 +305,20 @@ def pool_stage(
 ) -> int:
     """Stage function: ``build_pool`` from files, written to ``pool_path`` (CANDIDATES Parquet).
 
-    Every query's candidates depend on its own rows only, so the run is built in blocks of whole queries
+    Every query's candidates depend on its own rows only, so the pool is built in blocks of whole queries
     (``query_blocks``), each with only its queries' rows of the other tables, and each block's pool is written as
     it comes (``hardneg.io.artifacts.TableWriter``): the same file as building the whole pool at once. The other
-    tables are read whole (their rows of queries outside the run are never used).
+    tables are read whole (their rows of queries outside the ranking are never used).
 
-    :param run_path: the mining model's RUN Parquet file of the training queries.
+    :param ranking_path: the mining model's RANKING Parquet file of the training queries.
     :param qrels_path: the training split's QRELS Parquet file.
     :param pool_path: the CANDIDATES Parquet file to write (atomically).
-    :param depth: the deepest rank of the run in the pool (at least 1).
+    :param depth: the deepest rank of the ranking in the pool (at least 1).
     :param positives_path: a POSITIVE_SCORES Parquet file under the mining model (``positive_scores_stage``);
         None: ``best_positive_score`` null.
-    :param bm25_path: a BM25 RUN Parquet file of the same queries; None: ``bm25_rank``, ``bm25_score`` null.
-    :param ce_path: a RUN Parquet file of a cross-encoder's scores of the candidates (a re-ranking of the run),
-        scores being probabilities in [0, 1]; None: ``ce_score`` null.
+    :param bm25_path: a BM25 RANKING Parquet file of the same queries; None: ``bm25_rank``, ``bm25_score`` null.
+    :param ce_path: a RANKING Parquet file of a cross-encoder's scores of the candidates (a re-ranking of
+        ``ranking_path``), scores being probabilities in [0, 1]; None: ``ce_score`` null.
     :param ce_positives_path: a POSITIVE_SCORES Parquet file of the cross-encoder's probabilities of the judged
         pairs; None: ``best_positive_ce_score`` null.
     :param duplicates: a callable ``(qids, docids) -> (duplicate_of, duplicate_kind)`` as ``build_pool`` takes
@@ -324,13 +326,13 @@ def pool_stage(
     :param duplicates_path: instead of ``duplicates``, a DUPLICATES Parquet file of the corpus
         (:func:`hardneg.mining.duplicates.duplicates_stage`): a candidate is marked when it duplicates a judged
         positive of its query in ``qrels_path`` (:func:`hardneg.mining.duplicates.flag_duplicates_of_positives`).
-    :param block_rows: the approximate number of run rows built at a time (whole queries); a run whose queries'
+    :param block_rows: the approximate number of ranking rows built at a time (whole queries); a ranking whose queries'
         rows are not contiguous is built at once.
     :returns: the number of candidates written (rows of the file).
     :raises DataError: an input file that is missing or does not match its schema.
     :raises ValueError: as ``build_pool``; both ``duplicates`` and ``duplicates_path`` given.
     """
-    run = artifacts.read_table(artifacts.RUN, run_path)
+    ranking = artifacts.read_table(artifacts.RANKING, ranking_path)
     qrels = relevant_judgements(artifacts.read_table(artifacts.QRELS, qrels_path))  # only these leave the pool
     if duplicates_path is not None:
         if duplicates is not None:
@@ -344,21 +346,21 @@ def pool_stage(
     sides = {
         "qrels": qrels,
         "positives": optional(artifacts.POSITIVE_SCORES, positives_path),
-        **dict(bm25=optional(artifacts.RUN, bm25_path)),  # noqa: C408 (a key, not a method's name)
-        "ce_scores": optional(artifacts.RUN, ce_path),
+        **dict(bm25=optional(artifacts.RANKING, bm25_path)),  # noqa: C408 (a key, not a method's name)
+        "ce_scores": optional(artifacts.RANKING, ce_path),
         "ce_positive_scores": optional(artifacts.POSITIVE_SCORES, ce_positives_path),
     }
-    queries = pc.unique(run["qid"]) if run.num_rows else pa.array([], pa.string())
-    codes = value_codes(run["qid"], queries)
+    queries = pc.unique(ranking["qid"]) if ranking.num_rows else pa.array([], pa.string())
+    codes = value_codes(ranking["qid"], queries)
     by_query = {name: _ByQuery(table, queries) for name, table in sides.items() if table is not None}
 
     num_queries = missing_ce = 0
     with artifacts.TableWriter(artifacts.CANDIDATES, pool_path) as writer:
-        for lo, hi in query_blocks(run, block_rows):
+        for lo, hi in query_blocks(ranking, block_rows):
             first, stop = (int(codes[lo:hi].min()), int(codes[lo:hi].max()) + 1) if hi > lo else (0, 0)
             part = {name: index.rows(first, stop) for name, index in by_query.items()}
             pool = build_pool(
-                run.slice(lo, hi - lo),
+                ranking.slice(lo, hi - lo),
                 part.pop("qrels"),
                 part.pop("positives", None),
                 depth=depth,

@@ -53,7 +53,7 @@ def rerank_scorer(rerank: Callable[..., pa.Table]) -> ScorePairs:
             model_dir,
             queries,
             corpus,
-            ranking.cast(artifacts.RUN.schema),
+            ranking.cast(artifacts.RANKING.schema),
             depth=max(int(ranks.max()), 1),
             batch_size=batch_size,
             device=device,
@@ -96,10 +96,10 @@ def score_pool(
     :param score_pairs: the scorer (see the module docstring); ``model_dir`` is passed to it as is.
     :param queries: the split's tokenized queries, as the scorer reads them.
     :param corpus: the tokenized corpus, likewise.
-    :param ranking: the miner's RUN table of the split.
+    :param ranking: the miner's RANKING table of the split.
     :param qrels: the split's QRELS table.
     :param depth: the pool's depth: the candidates are :func:`hardneg.mining.pool.candidate_rows`.
-    :returns: (a RUN table: the candidates with the miner's rank and the scorer's score as ``score``; a
+    :returns: (a RANKING table: the candidates with the miner's rank and the scorer's score as ``score``; a
         POSITIVE_SCORES table: every relevant pair (relevance >= 1) of the ranking's queries with its score).
     """
     candidates = candidate_rows(ranking, qrels, depth)
@@ -115,7 +115,7 @@ def score_pool(
     positive_scores = positives.select(["qid", "docid", "relevance"]).append_column(
         "score", _pair_scores(score_pairs, model_dir, queries, corpus, positives, batch_size=batch_size, device=device)
     )
-    return (candidate_scores.cast(artifacts.RUN.schema), positive_scores.cast(artifacts.POSITIVE_SCORES.schema))
+    return (candidate_scores.cast(artifacts.RANKING.schema), positive_scores.cast(artifacts.POSITIVE_SCORES.schema))
 
 
 def score_pool_stage(
@@ -123,7 +123,7 @@ def score_pool_stage(
     model_dir,
     queries,
     corpus,
-    run_path: str | os.PathLike,
+    ranking_path: str | os.PathLike,
     qrels_path: str | os.PathLike,
     candidates_path: str | os.PathLike,
     positives_path: str | os.PathLike,
@@ -133,13 +133,13 @@ def score_pool_stage(
     device: str | torch.device = "cpu",
 ) -> tuple[pa.Table, pa.Table]:
     """:func:`score_pool` over the miner's ranking and the split's qrels read from their files, both tables written
-    (atomically; RUN and POSITIVE_SCORES Parquet)."""
-    ranking = artifacts.read_table(artifacts.RUN, run_path)
+    (atomically; RANKING and POSITIVE_SCORES Parquet)."""
+    ranking = artifacts.read_table(artifacts.RANKING, ranking_path)
     qrels = artifacts.read_table(artifacts.QRELS, qrels_path)
     candidates, positives = score_pool(
         score_pairs, model_dir, queries, corpus, ranking, qrels, depth=depth, batch_size=batch_size, device=device
     )
-    artifacts.write_table(candidates, artifacts.RUN, candidates_path)
+    artifacts.write_table(candidates, artifacts.RANKING, candidates_path)
     artifacts.write_table(positives, artifacts.POSITIVE_SCORES, positives_path)
     return candidates, positives
 

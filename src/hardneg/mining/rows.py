@@ -45,16 +45,18 @@ def group_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return starts, sizes, np.cumsum(is_start) - 1
 
 
-MINE_BLOCK_ROWS = 1 << 20  # run rows mined at a time (whole queries)
+MINE_BLOCK_ROWS = 1 << 20  # ranking rows mined at a time (whole queries)
 
 
-def query_blocks(run: pa.Table, block_rows: int = MINE_BLOCK_ROWS) -> list[tuple[int, int]]:
-    """Row ranges [lo, hi) of ``run`` that hold whole queries, about ``block_rows`` rows each, when every query's
-    rows are contiguous (as a search writes them); one range over the whole run otherwise."""
-    n = run.num_rows
+def query_blocks(ranking: pa.Table, block_rows: int = MINE_BLOCK_ROWS) -> list[tuple[int, int]]:
+    """Row ranges [lo, hi) of ``ranking`` that hold whole queries, about ``block_rows`` rows each, when every query's
+    rows are contiguous (as a search writes them); one range over the whole ranking otherwise."""
+    n = ranking.num_rows
     if n == 0:
         return [(0, 0)]
-    codes = value_codes(run["qid"], pc.unique(run["qid"]))  # in first-appearance order: contiguous iff never decreasing
+    codes = value_codes(
+        ranking["qid"], pc.unique(ranking["qid"])
+    )  # in first-appearance order: contiguous iff never decreasing
     if np.any(np.diff(codes) < 0):
         return [(0, n)]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])

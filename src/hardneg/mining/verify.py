@@ -114,7 +114,7 @@ def overlap(stored: pa.Table, other: pa.Table) -> dict:
 # ---------------------------------------------------------------------------------------------- re-mining
 @dataclass
 class Remined:
-    """What mining again gave: the ``negatives`` (HARDNEGS table) and the ``ranking`` (RUN table) they come
+    """What mining again gave: the ``negatives`` (HARDNEGS table) and the ``ranking`` (RANKING table) they come
     from; ``exact`` whether the index searched is exact; for an approximate index ``exact_negatives``, those of an
     exact search of the same embeddings; ``notes``, what the report should say about how it was done."""
 
@@ -161,7 +161,7 @@ class _Inputs:
 def _cross_encoder(
     inputs: _Inputs, ranking: pa.Table, qrels: pa.Table, score_pairs, device: str, notes: list[str]
 ) -> tuple[pa.Table | None, pa.Table | None]:
-    """The cross-encoder's scores of the pool's candidates of ``ranking`` (RUN-shaped) and of the judged
+    """The cross-encoder's scores of the pool's candidates of ``ranking`` (RANKING-shaped) and of the judged
     positives (POSITIVE_SCORES-shaped): scored again with ``score_pairs``, or the stored ones without it."""
     card = inputs.card
     if not card["pool"].get("cross_encoder"):
@@ -173,7 +173,7 @@ def _cross_encoder(
         )
         if note not in notes:
             notes.append(note)
-        return inputs.table(artifacts.RUN, "ce_candidates"), inputs.table(artifacts.POSITIVE_SCORES, "ce_positives")
+        return inputs.table(artifacts.RANKING, "ce_candidates"), inputs.table(artifacts.POSITIVE_SCORES, "ce_positives")
 
     cache, split = inputs.path_of("ce_cache"), card["split"]
     # with their raw texts (the card's queries file is the split's), which a pretrained cross-encoder reads
@@ -220,7 +220,7 @@ def _select(
         qrels,
         positives,
         depth=card["pool"]["depth"],
-        bm25=inputs.table(artifacts.RUN, "bm25_ranking"),
+        bm25=inputs.table(artifacts.RANKING, "bm25_ranking"),
         ce_scores=ce_scores,
         ce_positive_scores=ce_positives,
         duplicates=duplicates,
@@ -247,7 +247,7 @@ def remine(
     # torch and Faiss: imported only where the list is mined again
     from hardneg.dense.model import BiEncoder
     from hardneg.dense.trainer import resolve_device
-    from hardneg.index import build_index, is_exact, load_index, search_run, set_search_params
+    from hardneg.index import build_index, is_exact, load_index, search_ranking, set_search_params
 
     search, split = card["search"], card["split"]
     device = str(resolve_device(device or search.get("device") or "auto"))  # "auto": cuda when there is one
@@ -269,7 +269,7 @@ def remine(
         set_search_params(index, search.get("search_params"))
         docids = artifacts.read_table(artifacts.ROW_IDS, path_of("docids"))["id"]
         qids = pa.array(texts.row_ids, pa.string())
-        ranking = search_run(index, vectors, qids, docids, search["top_k"])
+        ranking = search_ranking(index, vectors, qids, docids, search["top_k"])
         qrels_file = artifacts.read_table(artifacts.QRELS, path_of("qrels"))
         qrels = relevant_judgements(qrels_file)
         corpus = np.load(path_of("corpus_embeddings"), mmap_mode="r")
@@ -279,7 +279,7 @@ def remine(
         exact_negatives = None
         if not exact:  # the same embeddings searched exactly: how far the approximate index moves the negatives
             flat = build_index(corpus, "Flat", use_gpu=False)
-            exact_ranking = search_run(flat, vectors, qids, docids, search["top_k"])
+            exact_ranking = search_ranking(flat, vectors, qids, docids, search["top_k"])
             exact_negatives = _select(
                 inputs, exact_ranking, qrels, positives, score_pairs=score_pairs, device=device, notes=notes
             )
@@ -352,7 +352,7 @@ def verify(
         return report
     stored = artifacts.read_table(artifacts.HARDNEGS, paths["list"])  # read first: an unreadable one stops here
     depth = card["pool"]["depth"]
-    stored_ranking = artifacts.read_table(artifacts.RUN, paths["ranking"])
+    stored_ranking = artifacts.read_table(artifacts.RANKING, paths["ranking"])
     again = remine(card, lambda name: paths[name], score_pairs=score_pairs, device=device)
     report.update(
         remined=True,

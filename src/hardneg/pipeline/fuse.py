@@ -16,7 +16,7 @@ from hardneg.fusion import chosen_alpha, sample_queries, tune_weight
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
 from hardneg.io.logs import console
-from hardneg.io.rankings import read_run, write_run
+from hardneg.io.rankings import read_ranking, write_ranking
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def fuse_split(
     method: str,
     params: dict,
     ranking_paths: list,
-    run_path,
+    ranking_path,
     trec_path,
     *,
     tag: str,
@@ -59,21 +59,21 @@ def fuse_split(
     :param method: the fusion method's name, e.g. ``hybrid`` or ``rrf``.
     :param params: the fusion run's params (e.g. ``alpha``, ``depth``, ``k`` of ``hybrid``; ``rrf_k``, ``depth``,
         ``k`` of ``rrf``).
-    :param ranking_paths: the input runs' RUN Parquet files of the split, in the order of the method's role of many
+    :param ranking_paths: the input runs' RANKING Parquet files of the split, in the order of the method's role of many
         runs (``hybrid``: the sparse run, then the dense one).
-    :param run_path: the RUN Parquet file to write.
-    :type run_path: str | os.PathLike
-    :param trec_path: the TREC run file to write, or None for none.
+    :param ranking_path: the RANKING Parquet file to write.
+    :type ranking_path: str | os.PathLike
+    :param trec_path: the ranking in TREC format to write, or None for none.
     :type trec_path: str | os.PathLike | None
-    :param tag: the TREC file's run tag (the workflow gives the run's name).
+    :param tag: the TREC file's tag (the workflow gives the run's name).
     :param tuning_path: the run's ``fusion_tuning.json`` (``tune_fusion``): its α replaces ``params["alpha"]``;
         None: ``params["alpha"]`` is used as it is.
     :type tuning_path: str | os.PathLike | None
     :param method_modules: the modules declaring ``method`` when it is not built in.
     :type method_modules: list[str] | tuple[str, ...]
-    :returns: the fused RUN table written.
+    :returns: the fused RANKING table written.
     :raises ConfigError: an unknown ``method``, or a method module that cannot be loaded.
-    :raises DataError: an input ranking that is missing, does not match the RUN schema or holds a score that is
+    :raises DataError: an input ranking that is missing, does not match the RANKING schema or holds a score that is
         not finite, or a ``tuning_path`` without a finite non-negative ``alpha``.
     :raises HardnegError: a qid, docid or ``tag`` holding whitespace or a control character, which a TREC line
         cannot hold.
@@ -81,9 +81,9 @@ def fuse_split(
     fuse = _method(method, method_modules).fuse
     if tuning_path is not None:
         params = {**params, "alpha": read_tuned_alpha(tuning_path)}
-    fused = fuse([read_run(path) for path in ranking_paths], params)
+    fused = fuse([read_ranking(path) for path in ranking_paths], params)
     log.info("fused %d rankings: %d rows, %d queries", len(ranking_paths), fused.num_rows, len(pc.unique(fused["qid"])))
-    write_run(fused, run_path, trec_path, tag)
+    write_ranking(fused, ranking_path, trec_path, tag)
     return fused
 
 
@@ -128,7 +128,7 @@ def tune_fusion(
     :param params: the fusion run's params, with ``alpha_grid`` and ``tune`` (``split``, ``queries``,
         ``measure``).
     :param seed: the seed of the query sample (the run's seed).
-    :param ranking_paths: the input runs' RUN Parquet files of the tuning split, in the order of the method's
+    :param ranking_paths: the input runs' RANKING Parquet files of the tuning split, in the order of the method's
         role.
     :param qrels_path: the tuning split's QRELS Parquet file.
     :type qrels_path: str | os.PathLike
@@ -166,7 +166,7 @@ def tune_fusion(
     if not sample:
         raise DataError(qrels_path, None, f"no judged query in split {tune['split']!r} to tune alpha on")
     keep = [("qid", "in", sample)]
-    rankings = [read_run(path, filters=keep) for path in ranking_paths]
+    rankings = [read_ranking(path, filters=keep) for path in ranking_paths]
     qrels = qrels.filter(pc.is_in(qrels["qid"], value_set=pa.array(sample, pa.string())))
     grid = tune_weight(
         lambda alpha: fuse(rankings, {**params, "alpha": alpha}), qrels, params["alpha_grid"], tune["measure"]

@@ -11,7 +11,7 @@ from hardneg.dense.raw_texts import TokenizedWithRaw
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.trainer import resolve_device
 from hardneg.io import artifacts
-from hardneg.io.rankings import read_run, write_run
+from hardneg.io.rankings import read_ranking, write_ranking
 from hardneg.mining.pool_scores import rerank_scorer, score_pool_stage
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def rerank_split(
     split: str,
     candidates_path,
     *,
-    run_path,
+    ranking_path,
     trec_path,
     depth: int,
     batch_size: int = 64,
@@ -47,22 +47,22 @@ def rerank_split(
     texts: tuple | None = None,
 ):
     """Re-rank the top-``depth`` of each query of the ranking at ``candidates_path`` with the model at
-    ``model_dir``, as re-ranking method ``method`` declares (``Method.rerank``), and write the run (Parquet +
+    ``model_dir``, as re-ranking method ``method`` declares (``Method.rerank``), and write the ranking (Parquet +
     TREC). ``method_modules``: the module declaring ``method`` when it is not one of :mod:`hardneg.methods`;
     ``texts``: the split's QUERIES file and the CORPUS file, for a model that reads raw texts (:func:`text_sets`)."""
     methods.load_modules(list(method_modules))
     queries, corpus = text_sets(cache_dir, split, texts)
-    candidates = read_run(candidates_path)
+    candidates = read_ranking(candidates_path)
     rerank = methods.get(method).rerank
     assert rerank is not None, f"method {method} re-ranks nothing"
-    run = rerank(
+    ranking = rerank(
         model_dir, queries, corpus, candidates, depth=depth, batch_size=batch_size, device=resolve_device(device)
     )
     log.info(
         "re-ranked the top %d of %d queries of %s", depth, len(set(candidates["qid"].to_pylist())), candidates_path
     )
-    write_run(run, run_path, trec_path, tag)
-    return run
+    write_ranking(ranking, ranking_path, trec_path, tag)
+    return ranking
 
 
 def score_pool_split(
@@ -70,7 +70,7 @@ def score_pool_split(
     model_dir,
     cache_dir,
     split: str,
-    run_path,
+    ranking_path,
     qrels_path,
     *,
     candidates_path,
@@ -82,7 +82,7 @@ def score_pool_split(
     texts: tuple | None = None,
     teacher: bool = False,
 ):
-    """Score the candidate pool of depth ``depth`` of the miner's ranking at ``run_path`` and the split's judged
+    """Score the candidate pool of depth ``depth`` of the miner's ranking at ``ranking_path`` and the split's judged
     positives with the model at ``model_dir`` and write both tables (:func:`hardneg.mining.pool_scores.
     score_pool_stage`): as method ``method`` scores pairs (``Method.score_pairs``: probabilities), or, with
     ``teacher``, as it re-ranks (``Method.rerank``: the scores it ranks by, a teacher's for distillation).
@@ -99,7 +99,7 @@ def score_pool_split(
         model_dir,
         queries,
         corpus,
-        run_path,
+        ranking_path,
         qrels_path,
         candidates_path,
         positives_path,
@@ -111,7 +111,7 @@ def score_pool_split(
         "scored %d candidates and %d positives of %s with %s%s",
         candidates.num_rows,
         positives.num_rows,
-        run_path,
+        ranking_path,
         model_dir,
         " as a teacher" if teacher else "",
     )

@@ -4,7 +4,7 @@ The queries that deserve a look come first: every flagged query (a suspected fal
 or its best positive below rank ``viewer.positive_rank`` of the mining ranking, or beyond its depth; the worst
 first, at most ``viewer.flagged``), then a seeded sample of the other training queries (``viewer.queries``; all
 when there are fewer). For each the page shows the query,
-its relevant documents (relevance, rank in the mining run, the mining model's score, a title + text snippet) and
+its relevant documents (relevance, rank in the miner's ranking, the mining model's score, a title + text snippet) and
 its ``viewer.negatives`` best-ranked mined negatives (rank, score, margin to the best positive, whether BM25's
 top-``depth`` has it, the suspected-false-negative and empty-document flags, a snippet), under the per-query
 numbers of the audit (:mod:`hardneg.mining.audit`), whose whole report heads the page with its margin histogram
@@ -109,8 +109,8 @@ def viewer_queries(
     positives: pa.Table,
     audit: pa.Table,
     corpus: pa.Table,
-    mining_run: pa.Table | None,
-    bm25_run: pa.Table | None,
+    mining_ranking: pa.Table | None,
+    bm25_ranking: pa.Table | None,
     depth: int,
     negatives: int,
     snippet_chars: int,
@@ -120,10 +120,10 @@ def viewer_queries(
 
     ``queries`` (QUERIES), ``qrels`` (QRELS), ``hardnegs`` (HARDNEGS), ``positives`` (POSITIVE_SCORES: the
     miner's scores of the positives, or an imported list's positives with the file's grades and teacher scores),
-    ``audit`` (AUDIT), ``corpus`` (CORPUS rows of the documents shown), ``mining_run`` (RUN: the mining model's
-    ranking, for the rank of each positive; None for an imported list), ``bm25_run`` (RUN, or None: the reference
-    ranking, top ``depth``) and ``pool`` (CANDIDATES, or None: the pool the negatives were selected from, for the
-    positives they duplicate).
+    ``audit`` (AUDIT), ``corpus`` (CORPUS rows of the documents shown), ``mining_ranking`` (RANKING: the mining
+    model's ranking, for the rank of each positive; None for an imported list), ``bm25_ranking`` (RANKING, or None:
+    the reference ranking, top ``depth``) and ``pool`` (CANDIDATES, or None: the pool the negatives were selected
+    from, for the positives they duplicate).
 
     Returns one dict per query: qid, text, the audit row's numbers (best_positive_rank, best_positive_score,
     num_negatives, bm25_overlap, min_margin, max_margin, suspected_false_negatives; None when null), positives
@@ -132,7 +132,7 @@ def viewer_queries(
     document, else the qrels'; judged: whether the qrels judge it relevant; rank and score None when unknown) and
     negatives, the ``negatives`` best-ranked [{rank, docid, score, margin, in_bm25, suspected, empty, duplicate,
     snippet}]: margin = score - best positive score (None without either), suspected = margin >= 0, in_bm25 None
-    without ``bm25_run``, duplicate the positive the negative duplicates and how ("p1 (exact)"; None: none, or no
+    without ``bm25_ranking``, duplicate the positive the negative duplicates and how ("p1 (exact)"; None: none, or no
     ``pool``). Scores are the mining model's (inner products), or the imported file's (None where it has none).
     """
     texts = dict(zip(queries["qid"].to_pylist(), queries["text"].to_pylist()))
@@ -143,10 +143,10 @@ def viewer_queries(
     audit_rows = {row["qid"]: row for row in audit.to_pylist()}
     relevant = _rows_by_qid(qrels.filter(pc.greater_equal(qrels["relevance"], 1)))
     listed = {qid: {r["docid"]: r for r in rows} for qid, rows in _rows_by_qid(positives).items()}
-    run_ranks: dict[tuple[str, str], int] = {}
-    for row in mining_run.to_pylist() if mining_run is not None else []:
+    mining_ranks: dict[tuple[str, str], int] = {}
+    for row in mining_ranking.to_pylist() if mining_ranking is not None else []:
         key = (row["qid"], row["docid"])
-        run_ranks[key] = min(row["rank"], run_ranks.get(key, row["rank"]))
+        mining_ranks[key] = min(row["rank"], mining_ranks.get(key, row["rank"]))
     negs = _rows_by_qid(hardnegs)
     duplicates = {}
     if pool is not None:
@@ -161,8 +161,8 @@ def viewer_queries(
             )
         }
     in_bm25 = None
-    if bm25_run is not None:
-        top = bm25_run.filter(pc.less_equal(bm25_run["rank"], depth))
+    if bm25_ranking is not None:
+        top = bm25_ranking.filter(pc.less_equal(bm25_ranking["rank"], depth))
         in_bm25 = set(zip(top["qid"].to_pylist(), top["docid"].to_pylist()))
 
     def snippet(docid: str) -> str:
@@ -184,7 +184,7 @@ def viewer_queries(
                     "docid": docid,
                     "relevance": entry.get("relevance") or judged.get(docid),
                     "judged": docid in judged,
-                    "rank": run_ranks.get((qid, docid)),
+                    "rank": mining_ranks.get((qid, docid)),
                     "score": entry.get("score"),
                     "snippet": snippet(docid),
                 }
@@ -238,12 +238,12 @@ def viewer_stage(
     positives_path,
     audit_path,
     audit_summary_path,
-    mining_run_path,
+    mining_ranking_path,
     corpus_path,
     queries_path,
     qrels_path,
     output_path: str | os.PathLike,
-    bm25_run_path=None,
+    bm25_ranking_path=None,
     pool_path=None,
     card_path=None,
     miner: str | None,
@@ -257,8 +257,8 @@ def viewer_stage(
 
     Reads the hard negatives (HARDNEGS), positive scores (POSITIVE_SCORES: the miner's, or the imported list's
     with the file's grades and teacher scores), the audit (AUDIT Parquet and its JSON summary), the miner's ranking
-    of the training split (RUN; ``mining_run_path`` None for an imported list), the corpus, the training queries
-    and qrels of split ``split`` and, when given, the BM25 reference ranking (RUN), the candidate pool
+    of the training split (RANKING; ``mining_ranking_path`` None for an imported list), the corpus, the training queries
+    and qrels of split ``split`` and, when given, the BM25 reference ranking (RANKING), the candidate pool
     (CANDIDATES: which negatives duplicate a positive) and an imported list's card (``card_path``: the run's
     ``hardnegs_card.json``, whose ``import`` section says where the list came from; ``miner`` None then) — of the
     tables, only the rows of the queries shown and the documents shown. ``settings``: the config's ``viewer``
@@ -283,7 +283,9 @@ def viewer_stage(
     shown.update(positives["docid"].to_pylist())  # an imported file's positives the qrels may not judge
     for rows in _rows_by_qid(hardnegs).values():  # the documents shown: positives and the best-ranked negatives
         shown.update(row["docid"] for row in sorted(rows, key=lambda r: r["rank"])[: config.negatives])
-    bm25 = artifacts.read_matching_rows(artifacts.RUN, bm25_run_path, "qid", qids) if bm25_run_path else None
+    bm25 = (
+        artifacts.read_matching_rows(artifacts.RANKING, bm25_ranking_path, "qid", qids) if bm25_ranking_path else None
+    )
     queries = viewer_queries(
         qids,
         queries=artifacts.read_matching_rows(artifacts.QUERIES, queries_path, "qid", qids),
@@ -292,10 +294,10 @@ def viewer_stage(
         positives=positives,
         audit=audit,
         corpus=artifacts.read_matching_rows(artifacts.CORPUS, corpus_path, "docid", sorted(shown)),
-        mining_run=artifacts.read_matching_rows(artifacts.RUN, mining_run_path, "qid", qids)
-        if mining_run_path is not None
+        mining_ranking=artifacts.read_matching_rows(artifacts.RANKING, mining_ranking_path, "qid", qids)
+        if mining_ranking_path is not None
         else None,
-        bm25_run=bm25,
+        bm25_ranking=bm25,
         depth=depth,
         negatives=config.negatives,
         snippet_chars=config.snippet_chars,

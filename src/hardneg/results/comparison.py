@@ -39,7 +39,7 @@ from hardneg.evaluation.compare import Comparison, compare_runs
 from hardneg.evaluation.metrics import evaluate
 from hardneg.evaluation.significance import RESAMPLES, SEED
 from hardneg.io import artifacts
-from hardneg.io.rankings import read_run
+from hardneg.io.rankings import read_ranking
 from hardneg.mining.audit import text_snippet
 from hardneg.results.run_files import RunFiles
 from hardneg.schema.names import replicate_seed
@@ -168,7 +168,7 @@ def _computed_values(files: RunFiles, measure: str, split: str) -> tuple[pd.Seri
         )
     try:
         _, per_query = evaluate(
-            read_run(path), artifacts.read_table(artifacts.QRELS, files.qrels(split)), [measure], label=str(path)
+            read_ranking(path), artifacts.read_table(artifacts.QRELS, files.qrels(split)), [measure], label=str(path)
         )
     except ConfigError as error:
         raise HardnegError(f"measure {measure!r}: {error.message}") from None
@@ -215,7 +215,7 @@ def _shown_queries(
     }
     rankings: dict[str, pa.Table] = {}
     for run, run_files in files.items():
-        ranking = read_run(run_files.layout.ranking(run, split), filters=[("qid", "in", qids)])
+        ranking = read_ranking(run_files.layout.ranking(run, split), filters=[("qid", "in", qids)])
         rankings[run] = ranking.sort_by([("qid", "ascending"), ("rank", "ascending")])
     top: dict[str, dict[str, list[tuple[int, str]]]] = {run: {} for run in files}
     ranks: dict[str, dict[tuple[str, str], int]] = {run: {} for run in files}

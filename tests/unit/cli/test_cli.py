@@ -38,13 +38,13 @@ def _write_parquet_and_trec(tmp_path):
     import pyarrow as pa
 
     from hardneg.io import artifacts
-    from hardneg.io.rankings import write_run, write_trec_qrels
+    from hardneg.io.rankings import write_ranking, write_trec_qrels
 
     run = pa.table({"qid": ["q1", "q1", "q1", "q2", "q2", "q3"], "docid": ["d1", "d2", "d3", "d2", "d4", "d9"],
-                    "rank": [1, 2, 3, 1, 2, 1], "score": [3.5, 2.25, 1.0, 0.75, 0.5, 9.0]}, schema=artifacts.RUN.schema)
+                    "rank": [1, 2, 3, 1, 2, 1], "score": [3.5, 2.25, 1.0, 0.75, 0.5, 9.0]}, schema=artifacts.RANKING.schema)
     qrels = pa.table({"qid": ["q1", "q2", "q2", "q3"], "docid": ["d2", "d4", "d7", "d1"], "relevance": [1, 2, 1, 0]},
                      schema=artifacts.QRELS.schema)
-    write_run(run, tmp_path / "run.parquet", tmp_path / "run.trec", "test")
+    write_ranking(run, tmp_path / "run.parquet", tmp_path / "run.trec", "test")
     artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
     write_trec_qrels(qrels, tmp_path / "qrels.trec")
     return tmp_path
@@ -69,12 +69,12 @@ def test_evaluate_reports_bad_inputs_by_file_and_line(tmp_path, capsys):
     files = _write_parquet_and_trec(tmp_path)
     lines = (files / "run.trec").read_text().splitlines()
     cases = {
-        "missing.trec": (None, "missing.trec: run file does not exist"),
+        "missing.trec": (None, "missing.trec: ranking file does not exist"),
         "bad_rank.trec": ("\n".join(lines[:2] + ["q2 Q0 d2 first 0.75 test"]) + "\n",
                           "bad_rank.trec, line 3: rank 'first' is not an integer"),
         "fields.tsv": ("q1\td1\t3\n", "fields.tsv, line 1: expected 6 fields separated by whitespace, found 3"),
         "twice.trec": ("\n".join(lines[:2] + [lines[0]]) + "\n", "twice.trec, line 3: document 'd1' is ranked twice"),
-        "empty.trec": ("", "empty.trec: the run file holds no ranked documents"),
+        "empty.trec": ("", "empty.trec: the ranking file holds no ranked documents"),
         "binary.bin": (b"\x89PNG\r\n\x1a\n\xff\xfe", "binary.bin, line 1: invalid UTF-8"),
     }
     for name, (content, message) in cases.items():
@@ -87,7 +87,7 @@ def test_evaluate_reports_bad_inputs_by_file_and_line(tmp_path, capsys):
         assert err.startswith("hardneg: error: ") and message in err and "Traceback" not in err, (name, err)
     # a Parquet file of another kind, qrels given as the run, and a malformed TREC qrels line
     assert main(["evaluate", str(files / "qrels.parquet"), str(files / "qrels.parquet")]) == 2
-    assert "qrels.parquet: not a run table: missing column(s) rank, score" in capsys.readouterr().err
+    assert "qrels.parquet: not a ranking table: missing column(s) rank, score" in capsys.readouterr().err
     (tmp_path / "bad.qrels").write_text("q1 0 d2 1\nq2 0 d4 very\n")
     assert main(["evaluate", str(files / "run.trec"), str(tmp_path / "bad.qrels")]) == 2
     assert "bad.qrels, line 2:" in capsys.readouterr().err

@@ -366,18 +366,18 @@ def test_trec_writer_refuses_ids_that_break_lines(tmp_path):
     run = pa.table({"qid": ["q1", "q1"], "docid": ["d1", "d 2"], "rank": pa.array([1, 2], pa.int32()),
                     "score": pa.array([2.0, 1.0], pa.float32())})
     with pytest.raises(HardnegError) as info:
-        runs.write_run(run, tmp_path / "run.parquet", tmp_path / "run.trec", "dense")
+        runs.write_ranking(run, tmp_path / "run.parquet", tmp_path / "run.trec", "dense")
     assert str(info.value) == (f"{tmp_path / 'run.trec'}: cannot write docid 'd 2' to a TREC file: it contains a "
                                f"space; ids must not contain whitespace or control characters (TREC files separate "
                                f"fields by whitespace)")
     assert not any(tmp_path.iterdir())  # neither the TREC file nor the Parquet twin
     with pytest.raises(HardnegError, match=r"cannot write qid 'q\\t1' to a TREC file: it contains a tab"):
         runs.write_trec(run.set_column(0, "qid", pa.array(["q\t1", "q\t1"])), tmp_path / "r.trec", "dense")
-    with pytest.raises(HardnegError, match=r"cannot write run tag 'my run' to a TREC file"):
+    with pytest.raises(HardnegError, match=r"cannot write tag 'my run' to a TREC file"):
         runs.write_trec(run.slice(0, 1), tmp_path / "r.trec", "my run")
     qrels = pa.table({"qid": ["q 1"], "docid": ["d1"], "relevance": pa.array([1], pa.int32())})
     with pytest.raises(HardnegError, match=r"q\.trec: cannot write qid 'q 1'"):
         runs.write_trec_qrels(qrels, tmp_path / "q.trec")
     assert not any(tmp_path.iterdir())
-    runs.write_run(run.slice(0, 1), tmp_path / "run.parquet", tmp_path / "run.trec", "dense")
+    runs.write_ranking(run.slice(0, 1), tmp_path / "run.parquet", tmp_path / "run.trec", "dense")
     assert (tmp_path / "run.trec").read_text() == "q1 Q0 d1 1 2.000000 dense\n"

@@ -131,9 +131,9 @@ def _encode_and_search(world, handling, tmp_path):
     gather_shards(npys, ids, out / "corpus.npy", out / "corpus.ids.parquet")
     build_index_stage(out / "corpus.npy", "Flat", out / "flat.faiss")
     rows = dense_search_split(model, cache, "train", out / "flat.faiss", out / "corpus.ids.parquet",
-                              run_path=out / "train.parquet", trec_path=out / "train.trec",
+                              ranking_path=out / "train.parquet", trec_path=out / "train.trec",
                               query_npy=out / "q.npy", query_ids=out / "q.ids.parquet", top_k=50, batch_size=8)
-    run = artifacts.read_table(artifacts.RUN, out / "train.parquet")
+    run = artifacts.read_table(artifacts.RANKING, out / "train.parquet")
     assert run.num_rows == rows
     return out, run
 

@@ -7,7 +7,7 @@ import torch
 
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.losses import LOSSES
-from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts, build_cache, length_chunks
 from hardneg.dense.tokenizer import load_tokenizer

@@ -17,7 +17,7 @@ from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts
-from hardneg.io.rankings import write_run
+from hardneg.io.rankings import write_ranking
 from hardneg.pipeline.train import train_run
 from tests.support.dense import build_tiny
 from tests.support.training import tiny_params
@@ -70,7 +70,7 @@ def _ranking(tiny, tmp_path, split, depth):
     table = pa.table({"qid": np.repeat(queries, len(docs)), "docid": docs * len(queries),
                       "rank": np.tile(np.arange(1, len(docs) + 1, dtype=np.int32), len(queries)),
                       "score": np.tile(np.linspace(1, 0, len(docs), dtype=np.float32), len(queries))})
-    write_run(table, tmp_path / f"{split}.parquet", None, "bm25")
+    write_ranking(table, tmp_path / f"{split}.parquet", None, "bm25")
     return tmp_path / f"{split}.parquet"
 
 

@@ -12,7 +12,7 @@ import torch
 
 from hardneg.dense.data import RandomNegatives, TeacherScores, TrainQueries
 from hardneg.dense.losses import DISTILLATION, kl_divergence, margin_mse
-from hardneg.dense.methods import ContrastiveMethod, Distillation
+from hardneg.dense.steps import ContrastiveMethod, Distillation
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
@@ -183,10 +183,10 @@ def test_teacher_scores_are_read_as_they_are_and_probabilities_as_logits(tiny, t
     as_they_are = read_teacher_scores(context(teacher_scores="hardnegs.parquet",
                                               teacher_positive_scores="positives.parquet"))
     np.testing.assert_array_equal(as_they_are.lookup(rows, docs), np.array([0.75, 12.5, np.nan, -3.0], np.float32))
-    # a cross-encoder's probabilities of a pool (a RUN table) and of the positives: read as their logits
+    # a cross-encoder's probabilities of a pool (a RANKING table) and of the positives: read as their logits
     pool = pa.table({"qid": [q0], "docid": [doc_ids[5]], "rank": pa.array([1], pa.int32()),
                      "score": pa.array([0.2], pa.float32())})
-    artifacts.write_table(pool, artifacts.RUN, tmp_path / "ce_candidates.parquet")
+    artifacts.write_table(pool, artifacts.RANKING, tmp_path / "ce_candidates.parquet")
     logits = read_teacher_scores(context(teacher_probabilities="ce_candidates.parquet",
                                          teacher_positive_probabilities="positives.parquet"))
     np.testing.assert_allclose(logits.lookup(rows[:2], docs[:2]), [np.log(3.0), np.log(0.25)], rtol=1e-5)

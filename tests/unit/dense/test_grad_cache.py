@@ -47,7 +47,7 @@ def tiny(tmp_path_factory):
     ranking = pa.table({"qid": np.repeat(queries.row_ids, 30), "docid": np.asarray(corpus.row_ids)[picks.ravel()],
                         "rank": np.tile(np.arange(1, 31, dtype=np.int32), len(queries.row_ids)),
                         "score": np.tile(np.linspace(1, 0, 30, dtype=np.float32), len(queries.row_ids))})
-    artifacts.write_table(ranking, artifacts.RUN, root / "ranking.parquet")
+    artifacts.write_table(ranking, artifacts.RANKING, root / "ranking.parquet")
     from hardneg.dense.maxsim import ColBERT
 
     teacher_spec = ModelSpec.from_params(validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64,

@@ -11,12 +11,12 @@ from hardneg.io import artifacts
 
 QRELS = pa.table({"qid": ["q1", "q1", "q2", "q3", "q4"], "docid": ["d1", "d2", "d3", "d5", "d6"],
                   "relevance": [1, 2, 1, 1, 0]}, schema=artifacts.QRELS.schema)
-RUN = pa.table({"qid": ["q1", "q1", "q1", "q2", "q2"], "docid": ["d9", "d2", "d1", "d3", "d4"],
-                "rank": [1, 2, 3, 1, 2], "score": [9.0, 8.0, 7.0, 5.0, 4.0]}, schema=artifacts.RUN.schema)
+RANKING = pa.table({"qid": ["q1", "q1", "q1", "q2", "q2"], "docid": ["d9", "d2", "d1", "d3", "d4"],
+                "rank": [1, 2, 3, 1, 2], "score": [9.0, 8.0, 7.0, 5.0, 4.0]}, schema=artifacts.RANKING.schema)
 
 
 def test_hand_computed_values():
-    means, per_query = evaluate(RUN, QRELS, ["RR@10", "R@100", "nDCG@10", "RR@1"])
+    means, per_query = evaluate(RANKING, QRELS, ["RR@10", "R@100", "nDCG@10", "RR@1"])
     rows = {(r["qid"], r["measure"]): r["value"] for r in per_query.to_pylist()}
     assert rows[("q1", "RR@10")] == pytest.approx(0.5)
     assert rows[("q2", "RR@10")] == pytest.approx(1.0)
@@ -31,8 +31,8 @@ def test_hand_computed_values():
 
 
 def test_metrics_file_records_provenance(tmp_path):
-    artifacts.write_table(RUN, artifacts.RUN, tmp_path / "test.parquet")
-    artifacts.write_table(RUN.slice(0, 3), artifacts.RUN, tmp_path / "train.parquet")
+    artifacts.write_table(RANKING, artifacts.RANKING, tmp_path / "test.parquet")
+    artifacts.write_table(RANKING.slice(0, 3), artifacts.RANKING, tmp_path / "train.parquet")
     artifacts.write_table(QRELS, artifacts.QRELS, tmp_path / "qrels" / "test.parquet")
     artifacts.write_table(QRELS, artifacts.QRELS, tmp_path / "qrels" / "train.parquet")
     resolved = {"name": "toy", "seed": 5, "dataset": {"name": "toy-data"}, "params": {},
@@ -56,9 +56,9 @@ def test_metrics_file_records_provenance(tmp_path):
     assert means["RR@10"] == pytest.approx(0.5)
 
 
-def test_run_file_with_wrong_schema_is_rejected(tmp_path):
+def test_ranking_file_with_wrong_schema_is_rejected(tmp_path):
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"qid": ["q1"], "doc": ["d1"]}), tmp_path / "bad.parquet")
-    with pytest.raises(Exception, match=r"bad\.parquet: not a run table: missing column\(s\) docid, rank, score"):
-        artifacts.read_table(artifacts.RUN, tmp_path / "bad.parquet")
+    with pytest.raises(Exception, match=r"bad\.parquet: not a ranking table: missing column\(s\) docid, rank, score"):
+        artifacts.read_table(artifacts.RANKING, tmp_path / "bad.parquet")

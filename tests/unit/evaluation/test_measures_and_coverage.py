@@ -33,42 +33,42 @@ QRELS = pa.table({"qid": ["q1", "q2", "q3", "q4", "q5"], "docid": ["d1"] * 5, "r
                  schema=artifacts.QRELS.schema)
 
 
-def _run(qids):
+def _ranking(qids):
     return pa.table({"qid": qids, "docid": ["d1"] * len(qids), "rank": [1] * len(qids),
-                     "score": [1.0] * len(qids)}, schema=artifacts.RUN.schema)
+                     "score": [1.0] * len(qids)}, schema=artifacts.RANKING.schema)
 
 
 def _warnings(caplog):
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
-def test_a_run_sharing_no_query_with_its_qrels_is_warned_about(caplog):
+def test_a_ranking_sharing_no_query_with_its_qrels_is_warned_about(caplog):
     with caplog.at_level(logging.WARNING):
-        means, _ = evaluate(_run(["x1", "x2", "q5"]), QRELS, ["RR@10"], label="runs/test.trec")
+        means, _ = evaluate(_ranking(["x1", "x2", "q5"]), QRELS, ["RR@10"], label="runs/test.trec")
     assert means == {"RR@10": 0.0}
     assert _warnings(caplog) == ["runs/test.trec answers none of the 4 judged queries of the qrels: every mean is "
-                                 "0; are the run and the qrels of the same dataset and split?"]
+                                 "0; are the ranking and the qrels of the same dataset and split?"]
 
 
-def test_a_run_answering_under_half_of_the_judged_queries_is_warned_about(caplog):
+def test_a_ranking_answering_under_half_of_the_judged_queries_is_warned_about(caplog):
     with caplog.at_level(logging.WARNING):
-        evaluate(_run(["q1", "x2"]), QRELS, ["RR@10"])
-    assert _warnings(caplog) == ["the run answers only 1 of the 4 judged queries of the qrels (under half): a query "
-                                 "it does not answer scores 0 in every mean; are the run and the qrels of the same "
+        evaluate(_ranking(["q1", "x2"]), QRELS, ["RR@10"])
+    assert _warnings(caplog) == ["the ranking answers only 1 of the 4 judged queries of the qrels (under half): a query "
+                                 "it does not answer scores 0 in every mean; are the ranking and the qrels of the same "
                                  "dataset and split?"]
 
 
 def test_a_run_answering_half_or_more_is_not_warned_about(caplog):
     with caplog.at_level(logging.WARNING):
-        means, _ = evaluate(_run(["q1", "q2"]), QRELS, ["RR@10"])
-        evaluate(_run(["x1"]), QRELS, ["RR@10"], warn=False)
+        means, _ = evaluate(_ranking(["q1", "q2"]), QRELS, ["RR@10"])
+        evaluate(_ranking(["x1"]), QRELS, ["RR@10"], warn=False)
     assert means == {"RR@10": 0.5} and _warnings(caplog) == []
 
 
 def test_qrels_without_a_relevant_document_are_warned_about(caplog):
     with caplog.at_level(logging.WARNING):
-        evaluate(_run(["q1"]), QRELS.filter(pa.array([False] * 4 + [True])), ["RR@10"])
-    assert _warnings(caplog) == ["the qrels judge no document relevant (relevance >= 1): every mean of the run is 0"]
+        evaluate(_ranking(["q1"]), QRELS.filter(pa.array([False] * 4 + [True])), ["RR@10"])
+    assert _warnings(caplog) == ["the qrels judge no document relevant (relevance >= 1): every mean of the ranking is 0"]
 
 
 def test_metrics_json_refuses_nan_and_leaves_no_file(tmp_path):

@@ -31,7 +31,7 @@ def settings(groups, p_value=0.05, measures=MEASURES, correction="holm"):
             "groups": [{"marker": m, "label": label, "runs": runs} for m, label, runs in groups]}
 
 
-def write_run(root, run, values: dict, lower_bound=False, order=None):
+def write_ranking(root, run, values: dict, lower_bound=False, order=None):
     """metrics.json and per_query.parquet of ``run``: ``values`` maps each measure of ALL to per-query values
     (queries q0, q1, ...); ``order`` permutes the rows of the per-query file."""
     folder = root / run
@@ -74,9 +74,9 @@ NOISE = np.array([0.1, -0.1, 0.1, -0.1, 0.0])  # mean difference 0
 
 @pytest.fixture
 def known(tmp_path):
-    write_run(tmp_path, "base", same(BASE))
-    write_run(tmp_path, "better", {**same(BASE + STEP), "PairwiseErrors@200": (BASE - STEP) * 100})
-    write_run(tmp_path, "noisy", same(BASE + NOISE))
+    write_ranking(tmp_path, "base", same(BASE))
+    write_ranking(tmp_path, "better", {**same(BASE + STEP), "PairwiseErrors@200": (BASE - STEP) * 100})
+    write_ranking(tmp_path, "noisy", same(BASE + NOISE))
     return tmp_path
 
 
@@ -158,7 +158,7 @@ def test_markers_agree_with_scipy_run_directly(tmp_path):
         values[run] = {m: np.clip(common + shift[run] + rng.normal(0, 0.08, n), 0, 1) for m in MEASURES}
         values[run]["PairwiseErrors@200"] = 100 * (1 - values[run]["RR@10"]) + rng.normal(0, 3, n)
         values[run]["PairwiseErrors"] = 400 * (1 - values[run]["R@100"]) + rng.normal(0, 9, n)
-        write_run(tmp_path, run, values[run], order=rng.permutation(n * len(ALL)))  # pairing is by query id
+        write_ranking(tmp_path, run, values[run], order=rng.permutation(n * len(ALL)))  # pairing is by query id
     groups = [("†", "g1", ["r0"]), ("‡", "g2", ["r0", "r1"]), ("§", "g3", ["r2", "r4"])]
     table, tests, _ = summarise(tmp_path, runs, settings(groups))
     pairs = {(run, baseline) for run in runs for _, _, members in groups for baseline in members if baseline != run}
@@ -187,8 +187,8 @@ def test_markers_agree_with_scipy_run_directly(tmp_path):
 
 
 def test_a_lower_bound_is_never_marked_and_is_shown(tmp_path):
-    write_run(tmp_path, "bm25", same(BASE))
-    write_run(tmp_path, "cut", {**same(BASE - STEP), **{m: BASE + STEP for m in MEASURES}}, lower_bound=True)
+    write_ranking(tmp_path, "bm25", same(BASE))
+    write_ranking(tmp_path, "cut", {**same(BASE - STEP), **{m: BASE + STEP for m in MEASURES}}, lower_bound=True)
     table, tests, markdown = summarise(tmp_path, ["bm25", "cut"], settings([("†", "BM25", ["bm25"])]))
     assert table.loc["cut", "PairwiseErrors@200 markers"] == "†"
     assert table.loc["cut", "PairwiseErrors markers"] == "" and bool(table.loc["cut", "total_is_lower_bound"])
@@ -210,8 +210,8 @@ def test_a_group_without_runs_in_the_summary_marks_nothing(known):
 
 
 def test_runs_on_other_queries_cannot_be_paired(tmp_path):
-    write_run(tmp_path, "a", same(BASE))
-    write_run(tmp_path, "b", same(np.array([0.1, 0.2, 0.3, 0.4])))
+    write_ranking(tmp_path, "a", same(BASE))
+    write_ranking(tmp_path, "b", same(np.array([0.1, 0.2, 0.3, 0.4])))
     with pytest.raises(DataError, match="other queries than run 'a'"):
         summarise(tmp_path, ["a", "b"], settings([("†", "a", ["a"])]))
 

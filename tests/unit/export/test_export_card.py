@@ -12,7 +12,7 @@ from hardneg.export.hardnegs import export_hardnegs
 from hardneg.io import artifacts
 from hardneg.io.provenance import write_resolved
 from hardneg.mining.card import build_card, file_sha256, write_card
-from tests.support.mining import qrels_table, run_table
+from tests.support.mining import qrels_table, ranking_table
 
 datasets = pytest.importorskip("datasets")
 
@@ -22,7 +22,7 @@ CORPUS = [("d1", "Cats", "cats purr when content"), ("d2", "Purring", "a purr is
 QUERIES = [("q1", "why do cats purr"), ("q2", "do dogs bark"), ("q3", "where do fish swim")]
 QRELS = qrels_table([("q1", "d2", 1), ("q2", "d3", 1), ("q3", "d4", 1)])
 # q1: 3 negatives, q2: 2, q3: 1; every query is exported (each has a positive and a negative)
-HARDNEGS = run_table([("q1", "d1", 1, 0.9), ("q1", "d5", 2, 0.8), ("q1", "d6", 3, 0.7), ("q2", "d1", 1, 0.6),
+HARDNEGS = ranking_table([("q1", "d1", 1, 0.9), ("q1", "d5", 2, 0.8), ("q1", "d6", 3, 0.7), ("q2", "d1", 1, 0.6),
                       ("q2", "d4", 2, 0.5), ("q3", "d5", 1, 0.4)])
 
 

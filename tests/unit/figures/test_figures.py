@@ -170,7 +170,7 @@ def _tsne_inputs(tmp_path):
             order = np.argsort(-(docs @ vector), kind="stable")
             rows += [{"qid": qid, "docid": docids[d], "rank": r, "score": float(docs[d] @ vector)}
                      for r, d in enumerate(order, 1)]
-        paths[f"ranking_{side}"] = _write(pa.Table.from_pylist(rows, schema=artifacts.RUN.schema),
+        paths[f"ranking_{side}"] = _write(pa.Table.from_pylist(rows, schema=artifacts.RANKING.schema),
                                           tmp_path / f"run_{side}.parquet")
     np.save(tmp_path / "corpus.npy", docs)
     paths["doc_embeddings"] = str(tmp_path / "corpus.npy")
@@ -399,7 +399,7 @@ class _Negatives:
 
 
 def test_static_hn_scores_each_query_against_its_own_documents_only():
-    from hardneg.dense.methods import Batch, ContrastiveMethod
+    from hardneg.dense.steps import Batch, ContrastiveMethod
 
     rows, per_query = 4, 2
     columns = rows + rows * per_query
@@ -440,7 +440,7 @@ def tiny(tmp_path_factory):
 
 def test_static_hn_method_is_stars_without_reuse(tiny, tmp_path):
     from hardneg import methods
-    from hardneg.dense.methods import ContrastiveMethod
+    from hardneg.dense.steps import ContrastiveMethod
     from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.pipeline.config import validate_params
     from hardneg.pipeline.train import build_method, load_training_data, train_config

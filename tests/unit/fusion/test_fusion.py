@@ -13,7 +13,7 @@ from hardneg.errors import DataError
 from hardneg.fusion import ranked, reciprocal_rank_fusion, sample_queries, tune_weight
 from hardneg.io import artifacts
 from hardneg.pipeline.fuse import fuse_split, read_tuned_alpha, tune_fusion
-from tests.support.rankings import by_query, hybrid, run_table
+from tests.support.rankings import by_query, hybrid, ranking_table
 
 
 def assert_ranking(actual, expected):
@@ -23,11 +23,11 @@ def assert_ranking(actual, expected):
 
 # q1 is in both runs, d3 only in the sparse one, d4 only in the dense one; q2 only in the sparse run, q3 only in the
 # dense run.
-SPARSE = run_table({"q1": [("d1", 10.0), ("d2", 8.0), ("d3", 6.0)], "q2": [("d5", 4.0), ("d6", 2.0)]})
-DENSE = run_table({"q1": [("d2", 0.9), ("d4", 0.7), ("d1", 0.5)], "q3": [("d7", 0.25)]})
+SPARSE = ranking_table({"q1": [("d1", 10.0), ("d2", 8.0), ("d3", 6.0)], "q2": [("d5", 4.0), ("d6", 2.0)]})
+DENSE = ranking_table({"q1": [("d2", 0.9), ("d4", 0.7), ("d1", 0.5)], "q3": [("d7", 0.25)]})
 
 
-def test_hybrid_of_hand_made_runs():
+def test_hybrid_of_hand_made_rankings():
     fused = by_query(hybrid(SPARSE, DENSE, 0.5, depth=3, k=10))
     # α·sparse + dense; d3 gets the dense minimum of q1 (0.5), d4 the sparse minimum (6)
     assert_ranking(fused["q1"], [("d1", 0.5 * 10 + 0.5), ("d2", 0.5 * 8 + 0.9), ("d4", 0.5 * 6 + 0.7),
@@ -62,10 +62,10 @@ def test_alpha_zero_is_the_dense_ranking_and_ties_break_by_docid():
                                  {"qid": "b", "docid": "x", "rank": 1, "score": 1.0}]
 
 
-def test_reciprocal_rank_fusion_of_hand_made_runs():
-    a = run_table({"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)]})
-    b = run_table({"q1": [("d2", 0.9), ("d4", 0.8)]})
-    c = run_table({"q1": [("d4", 5.0), ("d3", 4.0)], "q2": [("d9", 1.0)]})
+def test_reciprocal_rank_fusion_of_hand_made_rankings():
+    a = ranking_table({"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)]})
+    b = ranking_table({"q1": [("d2", 0.9), ("d4", 0.8)]})
+    c = ranking_table({"q1": [("d4", 5.0), ("d3", 4.0)], "q2": [("d9", 1.0)]})
     fused = by_query(reciprocal_rank_fusion([a, b], rrf_k=60, depth=3, k=10))
     assert_ranking(fused["q1"], [("d2", 1 / 62 + 1 / 61), ("d1", 1 / 61), ("d4", 1 / 62), ("d3", 1 / 63)])
     # depth 2 leaves a's d3 out; three runs; a query of one run only
@@ -77,8 +77,8 @@ def test_reciprocal_rank_fusion_of_hand_made_runs():
 def test_tuning_picks_the_best_alpha_and_the_smallest_of_equal_values():
     qrels = pa.table({"qid": ["q1"], "docid": ["d3"], "relevance": [1]}, schema=artifacts.QRELS.schema)
     # d3 is first in the sparse run, last in the dense one: only a large enough α ranks it first
-    sparse = run_table({"q1": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)]})
-    dense = run_table({"q1": [("d1", 0.9), ("d2", 0.8), ("d3", 0.1)]})
+    sparse = ranking_table({"q1": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)]})
+    dense = ranking_table({"q1": [("d1", 0.9), ("d2", 0.8), ("d3", 0.1)]})
     grid = tune_weight(lambda alpha: hybrid(sparse, dense, alpha), qrels, [1.0, 0.0, 0.01, 0.5, 0.1], "RR@10")
     assert grid["alpha"].to_pylist() == [0.0, 0.01, 0.1, 0.5, 1.0]
     # d3 − d1 = 10α − 0.8: first from α = 0.1 on (α = 0.08 ties); α = 0.01 still ranks it third
@@ -102,11 +102,11 @@ HYBRID = {"alpha": None, "alpha_grid": [0.0, 0.1, 1.0], "depth": 1000, "k": 1000
 
 def test_tuning_and_fusion_stages(tmp_path):
     """The tuning reads only the sampled queries' rows and records the grid; the fused ranking uses its α."""
-    sparse = run_table({f"q{i}": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)] for i in range(4)})
-    dense = run_table({f"q{i}": [("d1", 0.9), ("d2", 0.8), ("d3", 0.1)] for i in range(4)})
+    sparse = ranking_table({f"q{i}": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)] for i in range(4)})
+    dense = ranking_table({f"q{i}": [("d1", 0.9), ("d2", 0.8), ("d3", 0.1)] for i in range(4)})
     qrels = pa.table({"qid": [f"q{i}" for i in range(4)], "docid": ["d3"] * 4, "relevance": [1] * 4},
                      schema=artifacts.QRELS.schema)
-    for name, table, kind in (("sparse", sparse, artifacts.RUN), ("dense", dense, artifacts.RUN),
+    for name, table, kind in (("sparse", sparse, artifacts.RANKING), ("dense", dense, artifacts.RANKING),
                               ("qrels", qrels, artifacts.QRELS)):
         artifacts.write_table(table, kind, tmp_path / f"{name}.parquet")
     paths = [tmp_path / "sparse.parquet", tmp_path / "dense.parquet"]
@@ -123,7 +123,7 @@ def test_tuning_and_fusion_stages(tmp_path):
                        tuning_path=tmp_path / "tuning.json")
     assert by_query(fused)["q0"][0] == ("d3", pytest.approx(0.1 * 20 + 0.1))
     assert (tmp_path / "fused.trec").read_text().splitlines()[0] == "q0 Q0 d3 1 2.100000 h"
-    assert artifacts.read_table(artifacts.RUN, tmp_path / "fused.parquet").equals(fused)
+    assert artifacts.read_table(artifacts.RANKING, tmp_path / "fused.parquet").equals(fused)
 
 
 def test_a_weight_tuned_on_too_few_queries_is_warned_about(tmp_path, caplog):
@@ -148,11 +148,11 @@ def test_a_weight_tuned_on_too_few_queries_is_warned_about(tmp_path, caplog):
 
 # ------------------------------------------------------------------------------------ numbers that are not finite
 def _tuning_inputs(tmp_path, dense_scores=(0.9, 0.8, 0.1)):
-    sparse = run_table({f"q{i}": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)] for i in range(4)})
-    dense = run_table({f"q{i}": list(zip(("d1", "d2", "d3"), dense_scores)) for i in range(4)})
+    sparse = ranking_table({f"q{i}": [("d3", 20.0), ("d1", 10.0), ("d2", 5.0)] for i in range(4)})
+    dense = ranking_table({f"q{i}": list(zip(("d1", "d2", "d3"), dense_scores)) for i in range(4)})
     qrels = pa.table({"qid": [f"q{i}" for i in range(4)], "docid": ["d3"] * 4, "relevance": [1] * 4},
                      schema=artifacts.QRELS.schema)
-    for name, table, kind in (("sparse", sparse, artifacts.RUN), ("dense", dense, artifacts.RUN),
+    for name, table, kind in (("sparse", sparse, artifacts.RANKING), ("dense", dense, artifacts.RANKING),
                               ("qrels", qrels, artifacts.QRELS)):
         artifacts.write_table(table, kind, tmp_path / f"{name}.parquet")
     return [tmp_path / "sparse.parquet", tmp_path / "dense.parquet"]

@@ -1,4 +1,4 @@
-"""Faiss indexes: every supported type against exact search, determinism, save/load, RUN tables, errors, GPU."""
+"""Faiss indexes: every supported type against exact search, determinism, save/load, RANKING tables, errors, GPU."""
 
 import re
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hardneg.errors import ConfigError
-from hardneg.index import build_index, faiss_index, load_index, save_index, search, search_run, set_search_params, slug
+from hardneg.index import build_index, faiss_index, load_index, save_index, search, search_ranking, set_search_params, slug
 from hardneg.io import artifacts
 
 N, DIM, NQ = 2000, 32, 50
@@ -181,8 +181,8 @@ def test_search_run_is_a_correct_run_table(data):
     index = build_index(emb, "Flat", use_gpu=False)
     qids = [f"q{i}" for i in range(5)][::-1]  # not sorted: the table must keep input order
     docids = np.array([f"d{j}" for j in range(N)])
-    run = search_run(index, queries[:5], qids, docids, 10, use_gpu=False)
-    assert run.schema == artifacts.RUN.schema
+    run = search_ranking(index, queries[:5], qids, docids, 10, use_gpu=False)
+    assert run.schema == artifacts.RANKING.schema
     assert run.num_rows == 50
     scores, ids = search(index, queries[:5], 10, use_gpu=False)
     rows = run.to_pylist()
@@ -198,7 +198,7 @@ def test_search_run_drops_missing_results_without_rank_gaps(data):
     qids = [f"q{i}" for i in range(NQ)]
     _, ids = search(index, queries, 200, use_gpu=False)
     assert (ids == -1).any()  # the test needs short lists
-    run = search_run(index, queries, qids, [f"d{j}" for j in range(N)], 200, use_gpu=False)
+    run = search_ranking(index, queries, qids, [f"d{j}" for j in range(N)], 200, use_gpu=False)
     assert run.num_rows == int((ids >= 0).sum())
     assert "d-1" not in set(run["docid"].to_pylist())
     by_query = {}
@@ -212,9 +212,9 @@ def test_search_run_checks_id_counts(data):
     emb, queries = data
     index = build_index(emb[:10], "Flat", use_gpu=False)
     with pytest.raises(ValueError, match="qids"):
-        search_run(index, queries[:3], ["q1"], [f"d{j}" for j in range(10)], 5, use_gpu=False)
+        search_ranking(index, queries[:3], ["q1"], [f"d{j}" for j in range(10)], 5, use_gpu=False)
     with pytest.raises(ValueError, match="docids"):
-        search_run(index, queries[:3], ["q1", "q2", "q3"], ["d1"], 5, use_gpu=False)
+        search_ranking(index, queries[:3], ["q1", "q2", "q3"], ["d1"], 5, use_gpu=False)
 
 
 @pytest.mark.parametrize("factory", ["NotAnIndex12", "PQ7", ""])

@@ -12,10 +12,10 @@ import pytest
 
 from hardneg.dense.encode import gather_shards, save_embeddings
 from hardneg.errors import HardnegError
-from hardneg.index import build_index, run_table, search_run, search_run_blocks
+from hardneg.index import build_index, ranking_table, search_ranking, search_ranking_blocks
 from hardneg.io import artifacts
 from hardneg.io.npyfile import NpyRows, NpyWriter
-from hardneg.io.rankings import RunWriter, write_run
+from hardneg.io.rankings import RankingWriter, write_ranking
 from hardneg.mining.policies import select_stage
 from hardneg.mining.pool import pool_stage
 from hardneg.mining.rows import query_blocks
@@ -31,7 +31,7 @@ def a_run(num_queries: int, k: int, seed: int = 0, prefix: str = "q") -> pa.Tabl
     return pa.table({"qid": qids, "docid": [f"d{j}" for j in rng.integers(0, 10**6, num_queries * k)],
                      "rank": np.tile(np.arange(1, k + 1, dtype=np.int32), num_queries),
                      "score": np.sort(rng.random((num_queries, k)).astype(np.float32))[:, ::-1].ravel()},
-                    schema=artifacts.RUN.schema)
+                    schema=artifacts.RANKING.schema)
 
 
 # ------------------------------------------------------------------------------------------------ .npy files
@@ -93,7 +93,7 @@ def test_gather_copies_shards_file_to_file(tmp_path):
 def test_table_writer_gives_write_tables_bytes(tmp_path, block):
     run = a_run(40, 25)  # 1000 rows in row groups of 64
     pq.write_table(run, tmp_path / "whole.parquet", compression="zstd", row_group_size=64)
-    with artifacts.TableWriter(artifacts.RUN, tmp_path / "blocks.parquet", row_group_rows=64) as writer:
+    with artifacts.TableWriter(artifacts.RANKING, tmp_path / "blocks.parquet", row_group_rows=64) as writer:
         for lo in range(0, run.num_rows, block):
             writer.write(run.slice(lo, block))
     assert writer.rows == 1000
@@ -102,8 +102,8 @@ def test_table_writer_gives_write_tables_bytes(tmp_path, block):
 
 def test_table_writer_default_row_groups_are_write_tables(tmp_path):
     run = a_run(5300, 200)  # 1,060,000 rows: two row groups
-    artifacts.write_table(run, artifacts.RUN, tmp_path / "whole.parquet")
-    with artifacts.TableWriter(artifacts.RUN, tmp_path / "blocks.parquet") as writer:
+    artifacts.write_table(run, artifacts.RANKING, tmp_path / "whole.parquet")
+    with artifacts.TableWriter(artifacts.RANKING, tmp_path / "blocks.parquet") as writer:
         for lo in range(0, run.num_rows, 300_000):
             writer.write(run.slice(lo, 300_000))
     assert pq.ParquetFile(tmp_path / "blocks.parquet").metadata.num_row_groups == 2
@@ -111,11 +111,11 @@ def test_table_writer_default_row_groups_are_write_tables(tmp_path):
 
 
 def test_table_writer_empty_and_failed(tmp_path):
-    artifacts.write_table(a_run(0, 1), artifacts.RUN, tmp_path / "whole.parquet")
-    with artifacts.TableWriter(artifacts.RUN, tmp_path / "empty.parquet"):
+    artifacts.write_table(a_run(0, 1), artifacts.RANKING, tmp_path / "whole.parquet")
+    with artifacts.TableWriter(artifacts.RANKING, tmp_path / "empty.parquet"):
         pass
     assert digest(tmp_path / "empty.parquet") == digest(tmp_path / "whole.parquet")
-    with pytest.raises(RuntimeError), artifacts.TableWriter(artifacts.RUN, tmp_path / "failed.parquet") as writer:
+    with pytest.raises(RuntimeError), artifacts.TableWriter(artifacts.RANKING, tmp_path / "failed.parquet") as writer:
         writer.write(a_run(3, 2))
         raise RuntimeError("stopped")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.parquet", "whole.parquet"]
@@ -142,12 +142,12 @@ def test_a_file_is_checked_against_its_kind_from_its_footer(tmp_path, monkeypatc
     assert str(read.value) == str(checked.value)
 
 
-def test_run_writer_gives_write_runs_files(tmp_path):
+def test_ranking_writer_gives_write_rankings_files(tmp_path):
     # qids out of id order, some non-ASCII: the TREC file is sorted by id, the Parquet file keeps the blocks' order
     run = pa.concat_tables([a_run(30, 9, seed=3, prefix="z"), a_run(20, 9, seed=4, prefix="é"),
                             a_run(25, 9, seed=5, prefix="A")]).combine_chunks()
-    write_run(run, tmp_path / "whole.parquet", tmp_path / "whole.trec", "dense")
-    with RunWriter(tmp_path / "blocks.parquet", tmp_path / "blocks.trec", "dense") as writer:
+    write_ranking(run, tmp_path / "whole.parquet", tmp_path / "whole.trec", "dense")
+    with RankingWriter(tmp_path / "blocks.parquet", tmp_path / "blocks.trec", "dense") as writer:
         for lo in range(0, run.num_rows, 9 * 11):  # blocks of 11 whole queries
             writer.write(run.slice(lo, 9 * 11))
     assert writer.rows == run.num_rows
@@ -155,37 +155,37 @@ def test_run_writer_gives_write_runs_files(tmp_path):
     assert (tmp_path / "blocks.trec").read_text() == (tmp_path / "whole.trec").read_text()
 
 
-def test_run_writer_leaves_no_file_for_a_bad_id_or_a_split_query(tmp_path):
+def test_ranking_writer_leaves_no_file_for_a_bad_id_or_a_split_query(tmp_path):
     bad = a_run(4, 3).set_column(1, "docid", pa.array(["d 1"] * 12))
     with pytest.raises(HardnegError, match="cannot write docid"):
-        with RunWriter(tmp_path / "r.parquet", tmp_path / "r.trec", "dense") as writer:
+        with RankingWriter(tmp_path / "r.parquet", tmp_path / "r.trec", "dense") as writer:
             writer.write(a_run(4, 3, prefix="ok"))
             writer.write(bad)
     run = a_run(2, 4)
     with pytest.raises(ValueError, match="not in one block"):
-        with RunWriter(tmp_path / "r.parquet", tmp_path / "r.trec", "dense") as writer:
+        with RankingWriter(tmp_path / "r.parquet", tmp_path / "r.trec", "dense") as writer:
             writer.write(run.slice(0, 6))
             writer.write(run.slice(6))
-    with pytest.raises(HardnegError, match="run tag"):
-        RunWriter(tmp_path / "r.parquet", tmp_path / "r.trec", "my run").__enter__()
+    with pytest.raises(HardnegError, match="cannot write tag"):
+        RankingWriter(tmp_path / "r.parquet", tmp_path / "r.trec", "my run").__enter__()
     assert list(tmp_path.iterdir()) == []
 
 
-def test_search_run_blocks_concatenate_to_search_run():
+def test_search_ranking_blocks_concatenate_to_search_ranking():
     rng = np.random.default_rng(6)
     docs = rng.standard_normal((300, 8)).astype(np.float32)
     queries = rng.standard_normal((25, 8)).astype(np.float32)
     index = build_index(docs, "Flat", use_gpu=False)
     qids, docids = [f"q{i}" for i in range(25)], [f"d{i}" for i in range(300)]
-    whole = search_run(index, queries, qids, docids, 10, use_gpu=False)
-    blocks = list(search_run_blocks(index, queries, pa.array(qids), pa.chunked_array([docids[:100], docids[100:]]),
+    whole = search_ranking(index, queries, qids, docids, 10, use_gpu=False)
+    blocks = list(search_ranking_blocks(index, queries, pa.array(qids), pa.chunked_array([docids[:100], docids[100:]]),
                                     10, batch_size=7, use_gpu=False))
     assert len(blocks) == 4 and pa.concat_tables(blocks).equals(whole)
     with pytest.raises(ValueError, match="docids for an index"):
-        search_run_blocks(index, queries, qids, docids[:5], 10)
+        search_ranking_blocks(index, queries, qids, docids[:5], 10)
     scores, ids = np.array([[3.0, 2.0]], np.float32), np.array([[1, -1]])
-    assert run_table(scores, ids, ["q"], np.array(["a", "b"], dtype=object)).equals(
-        run_table(scores, ids, pa.array(["q"]), pa.array(["a", "b"])))
+    assert ranking_table(scores, ids, ["q"], np.array(["a", "b"], dtype=object)).equals(
+        ranking_table(scores, ids, pa.array(["q"]), pa.array(["a", "b"])))
 
 
 # ---------------------------------------------------------------------------------------------------- indexes
@@ -229,7 +229,7 @@ def test_mining_in_blocks_writes_the_whole_runs_negatives(tmp_path, sampling):
     docids = run["docid"].to_pylist()
     qrels = pa.table({"qid": [f"q{i}" for i in range(60)], "docid": [docids[i * 30 + 2] for i in range(60)],
                       "relevance": [1] * 60}, schema=artifacts.QRELS.schema)
-    artifacts.write_table(run, artifacts.RUN, tmp_path / "run.parquet")
+    artifacts.write_table(run, artifacts.RANKING, tmp_path / "run.parquet")
     artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
     counts = {}
     for block_rows in (10**9, 100, 1):

@@ -334,10 +334,10 @@ def test_the_stage_tokenizes_raw_texts_as_the_cache_and_writes_a_ranking(tiny, t
     docids = [corpus.row_ids[r] for r in (10, 11, 12, 13, 14)]
     pairs = pa.table({"qid": qids, "docid": docids, "rank": pa.array([1, 1, 2, 2, 3], pa.int32()),
                       "score": pa.array([0.0] * 5, pa.float32())})
-    artifacts.write_table(pairs, artifacts.RUN, tmp_path / "pairs.parquet")
+    artifacts.write_table(pairs, artifacts.RANKING, tmp_path / "pairs.parquet")
     out = score_pairs_stage(folder, tiny["data"] / "queries" / "test.parquet", tiny["data"] / "corpus.parquet",
                             tmp_path / "pairs.parquet", tmp_path / "scored.parquet", batch_size=2)
-    assert artifacts.read_table(artifacts.RUN, tmp_path / "scored.parquet").equals(out)
+    assert artifacts.read_table(artifacts.RANKING, tmp_path / "scored.parquet").equals(out)
     expected = dict(zip(zip(qids, docids), score_pairs(model, queries, corpus, pairs)))
     assert out["qid"].to_pylist() == [qids[0]] * 3 + [qids[1]] * 2  # queries in order of first appearance
     for qid, docid, score in zip(out["qid"].to_pylist(), out["docid"].to_pylist(), out["score"].to_pylist()):

@@ -133,7 +133,7 @@ def test_the_stage_scores_a_pairs_file_from_raw_texts(tiny, tmp_path):
     pairs = all_pairs()
     ranked = pairs.append_column("rank", pa.array(np.arange(1, 19) % 6 + 1, pa.int32())).append_column(
         "score", pa.array(np.zeros(18), pa.float32()))
-    artifacts.write_table(ranked, artifacts.RUN, tmp_path / "pairs.parquet")
+    artifacts.write_table(ranked, artifacts.RANKING, tmp_path / "pairs.parquet")
     out = score_pairs_stage(tiny["hf"], tiny["data"] / "queries" / "test.parquet", tiny["data"] / "corpus.parquet",
                             tmp_path / "pairs.parquet", tmp_path / "scored.parquet", batch_size=5)
     expected = dict(zip(zip(pairs["qid"].to_pylist(), pairs["docid"].to_pylist()), predicted(tiny["hf"], pairs)))

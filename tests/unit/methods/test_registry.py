@@ -179,8 +179,8 @@ def test_the_walkthrough_method_declares_its_samples_from_the_band(tmp_path):
     from hardneg.io import artifacts
 
     ranking = pa.table({"qid": ["q1"] * 6, "docid": [f"d{i}" for i in range(1, 7)], "rank": list(range(1, 7)),
-                        "score": [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]}, schema=artifacts.RUN.schema)
-    artifacts.write_table(ranking, artifacts.RUN, tmp_path / "run.parquet")
+                        "score": [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]}, schema=artifacts.RANKING.schema)
+    artifacts.write_table(ranking, artifacts.RANKING, tmp_path / "run.parquet")
 
     class Texts:
         row_ids = [f"d{i}" for i in range(1, 9)]

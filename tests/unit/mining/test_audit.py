@@ -8,11 +8,11 @@ from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.mining.audit import audit_hard_negatives, audit_stage, format_query, write_audit
 from hardneg.io.provenance import write_resolved
-from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
+from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RANKING, table
 
 
 def test_per_query_audit_numbers():
-    _, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=3)
+    _, audit = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, BM25, depth=3)
     assert audit.schema == artifacts.AUDIT.schema
     assert audit.to_pylist() == [
         {"qid": "q1", "best_positive_rank": 2, "best_positive_score": 8.0, "num_negatives": 3,
@@ -28,7 +28,7 @@ def test_per_query_audit_numbers():
 
 
 def test_summary_numbers():
-    summary, _ = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=3)
+    summary, _ = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, BM25, depth=3)
     assert summary["num_queries"] == 3
     assert summary["queries_with_negatives"] == 2
     assert summary["queries_without_negatives"] == 1 and summary["queries_without_negatives_qids"] == ["q3"]
@@ -56,16 +56,16 @@ def test_summary_numbers():
 
 
 def test_without_bm25_and_with_greater_depth():
-    summary, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, depth=200)
+    summary, audit = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, depth=200)
     assert audit["bm25_overlap"].to_pylist() == [None, None, None]
     assert summary["bm25_overlap_mean"] is None
     assert audit["best_positive_rank"].to_pylist() == [2, None, 1]
-    _, shallow = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, depth=1)
+    _, shallow = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, depth=1)
     assert shallow["best_positive_rank"].to_pylist() == [None, None, 1]
 
 
 def test_write_audit_markdown_and_parquet(tmp_path):
-    summary, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=3)
+    summary, audit = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, BM25, depth=3)
     write_audit(summary, audit, tmp_path / "audit.md", tmp_path / "audit.parquet")
     assert artifacts.read_table(artifacts.AUDIT, tmp_path / "audit.parquet").equals(audit)
     text = (tmp_path / "audit.md").read_text()
@@ -83,7 +83,7 @@ def test_write_audit_markdown_and_parquet(tmp_path):
 def test_empty_documents_are_counted_and_marked(tmp_path):
     """Under empty_documents: keep, empty documents can be mined (n1 for q1, at rank 1, suspected false negative;
     m2 for q2): the audit counts them per query and marks them in the report."""
-    summary, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=3,
+    summary, audit = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, BM25, depth=3,
                                           empty_docids=["n1", "m2", "never_mined"])
     assert audit["empty_negatives"].to_pylist() == [1, 1, 0]
     assert summary["empty_negatives"] == {"count": 2, "queries": 2, "docids": ["m2", "n1"]}
@@ -97,7 +97,7 @@ def test_empty_documents_are_counted_and_marked(tmp_path):
     assert "| `q2` | `m1` | 4.0000 |" in text
     assert "## Empty documents among the negatives" in text
     assert "2 negatives of 2 queries are empty documents" in text and "`m2`, `n1`." in text
-    none, audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, depth=3, empty_docids=[])
+    none, audit = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, depth=3, empty_docids=[])
     assert audit["empty_negatives"].to_pylist() == [0, 0, 0] and none["empty_negatives"]["count"] == 0
 
 
@@ -115,7 +115,7 @@ def test_ids_from_the_data_are_shown_as_text_in_the_report(tmp_path):
                    table[name] for name in table.column_names}
         return pa.table(columns, schema=table.schema)
 
-    summary, audit = audit_hard_negatives(*(rename(t) for t in (HARDNEGS, RUN, QRELS, POSITIVES, BM25)), depth=3,
+    summary, audit = audit_hard_negatives(*(rename(t) for t in (HARDNEGS, RANKING, QRELS, POSITIVES, BM25)), depth=3,
                                           empty_docids=[hostile["n1"]])
     write_audit(summary, audit, tmp_path / "audit.md", tmp_path / "audit.parquet")
     text = (tmp_path / "audit.md").read_text()
@@ -128,15 +128,15 @@ def test_ids_from_the_data_are_shown_as_text_in_the_report(tmp_path):
 
 def test_audit_stage(tmp_path):
     paths = {}
-    for name, kind, data in [("hardnegs", artifacts.HARDNEGS, HARDNEGS), ("run", artifacts.RUN, RUN),
+    for name, kind, data in [("hardnegs", artifacts.HARDNEGS, HARDNEGS), ("ranking", artifacts.RANKING, RANKING),
                              ("qrels", artifacts.QRELS, QRELS), ("pos", artifacts.POSITIVE_SCORES, POSITIVES),
-                             ("bm25", artifacts.RUN, BM25)]:
+                             ("bm25", artifacts.RANKING, BM25)]:
         paths[name] = tmp_path / f"{name}.parquet"
         artifacts.write_table(data, kind, paths[name])
     corpus = table(artifacts.CORPUS, [("n1", "Dogs", "bark"), ("n2", " ", "\n"), ("n3", None, ""), ("m1", "", "m")])
     artifacts.write_table(corpus, artifacts.CORPUS, tmp_path / "corpus.parquet")
-    summary = audit_stage(paths["hardnegs"], paths["run"], paths["qrels"], paths["pos"], tmp_path / "a.md",
-                          tmp_path / "a.parquet", bm25_run_path=paths["bm25"], summary_path=tmp_path / "a.json",
+    summary = audit_stage(paths["hardnegs"], paths["ranking"], paths["qrels"], paths["pos"], tmp_path / "a.md",
+                          tmp_path / "a.parquet", bm25_ranking_path=paths["bm25"], summary_path=tmp_path / "a.json",
                           depth=3, corpus_path=tmp_path / "corpus.parquet")
     assert json.loads((tmp_path / "a.json").read_text()) == json.loads(json.dumps(summary))
     assert summary["suspected_false_negatives"]["count"] == 3
@@ -247,7 +247,7 @@ def test_the_selection_counts_duplicates_of_positives_in_the_pool_and_among_the_
     summary = selection_summary(selection, pool, kept)
     assert summary["duplicates"] == {"pool": 2, "exact": 1, "near": 1, "negatives": 2}
     assert summary["removed"] == {"depth": 0, "keep": 1} and summary["name"] == "top2"
-    audit, _ = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES)
+    audit, _ = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES)
     text = audit_markdown({**audit, "selection": summary})
     assert "2 of 3 candidates kept by policy `top2` (keep 2, sampling top)" in text
     assert "| keep | 1 |" in text and "2 (1 exact, 1 near); among the negatives: 2." in text

@@ -13,12 +13,12 @@ from hardneg.io import artifacts
 from hardneg.mining.card import (build_card, card_text, check_inputs, check_list, folder_digest, list_record,
                                  read_card, write_card)
 from hardneg.mining.verify import input_paths, overlap
-from tests.support.mining import run_table
+from tests.support.mining import ranking_table
 
 THREADS = {"torch_intra_op": 2, "faiss_omp": 2}
 VERSIONS = {"hardneg": "0.1.0", "torch": "2.0", "faiss": "1.8", "transformers": "4.0", "numpy": "2.0",
             "pyarrow": "16.0"}
-HARDNEGS = run_table([("q1", "d3", 1, 0.9), ("q1", "d4", 2, 0.8), ("q2", "d1", 1, 0.7)])
+HARDNEGS = ranking_table([("q1", "d3", 1, 0.9), ("q1", "d4", 2, 0.8), ("q2", "d1", 1, 0.7)])
 SEARCH = {"doc_run": "warmup", "factory": "Flat", "search_params": None, "top_k": 50, "batch_size": 256,
           "device": "auto", "precision": "fp32"}
 POOL = {"name": "train_top30", "depth": 30, "bm25": None, "cross_encoder": None, "cross_encoder_method": None,
@@ -188,13 +188,13 @@ def test_folder_digest_and_card_errors_name_the_file(results, tmp_path):
 
 # ------------------------------------------------------------------------------------------------- overlap
 def test_overlap_is_per_query_jaccard_and_order_breaks_ties_by_docid():
-    stored = run_table([("q1", "a", 1, 0.9), ("q1", "b", 2, 0.5), ("q1", "c", 3, 0.5), ("q2", "x", 1, 0.3)])
-    same = run_table([("q1", "a", 1, 0.9), ("q1", "c", 2, 0.5), ("q1", "b", 3, 0.5), ("q2", "x", 1, 0.3)])
+    stored = ranking_table([("q1", "a", 1, 0.9), ("q1", "b", 2, 0.5), ("q1", "c", 3, 0.5), ("q2", "x", 1, 0.3)])
+    same = ranking_table([("q1", "a", 1, 0.9), ("q1", "c", 2, 0.5), ("q1", "b", 3, 0.5), ("q2", "x", 1, 0.3)])
     assert overlap(stored, same) == {"queries": 2, "mean": 1.0, "min": 1.0, "below_one": 0, "same_order": 2}
-    other = run_table([("q1", "a", 1, 0.9), ("q1", "d", 2, 0.6), ("q3", "y", 1, 0.2)])
+    other = ranking_table([("q1", "a", 1, 0.9), ("q1", "d", 2, 0.6), ("q3", "y", 1, 0.2)])
     result = overlap(stored, other)  # q1: {a} of {a, b, c, d}; q2 and q3 on one side only
     assert result == {"queries": 3, "mean": pytest.approx(0.25 / 3), "min": 0.0, "below_one": 3, "same_order": 0}
-    swapped = run_table([("q1", "b", 1, 0.9), ("q1", "a", 2, 0.5), ("q1", "c", 3, 0.5), ("q2", "x", 1, 0.3)])
+    swapped = ranking_table([("q1", "b", 1, 0.9), ("q1", "a", 2, 0.5), ("q1", "c", 3, 0.5), ("q2", "x", 1, 0.3)])
     assert overlap(stored, swapped)["same_order"] == 1 and overlap(stored, swapped)["mean"] == 1.0
-    assert overlap(run_table([]), run_table([])) == {"queries": 0, "mean": 1.0, "min": 1.0, "below_one": 0,
+    assert overlap(ranking_table([]), ranking_table([])) == {"queries": 0, "mean": 1.0, "min": 1.0, "below_one": 0,
                                                      "same_order": 0}

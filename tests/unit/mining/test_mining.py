@@ -9,14 +9,14 @@ from hardneg.io import artifacts
 from hardneg.mining.negatives import mine_hard_negatives, positive_scores
 from hardneg.mining.policies import select_stage
 from hardneg.mining.pool import pool_stage
-from tests.support.mining import QRELS, RUN, pairs, positives_table, qrels_table, random_problem, run_table
+from tests.support.mining import QRELS, RANKING, pairs, positives_table, qrels_table, random_problem, ranking_table
 
 
 POSITIVES = positives_table([("q1", "a2", 1, 8.0), ("q1", "a5", 2, 5.0), ("q2", "b1", 1, 5.0)])
 
 
 def test_removes_positives_keeps_judged_non_relevant_and_orders_by_run_then_rank():
-    out = mine_hard_negatives(RUN, QRELS)
+    out = mine_hard_negatives(RANKING, QRELS)
     assert out.schema == artifacts.HARDNEGS.schema
     assert pairs(out) == [("q1", "a1"), ("q1", "a3"), ("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q1", "a8"),
                           ("q2", "b2"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2"), ("q3", "c1"), ("q3", "c2")]
@@ -25,64 +25,64 @@ def test_removes_positives_keeps_judged_non_relevant_and_orders_by_run_then_rank
 
 
 def test_depth():
-    assert pairs(mine_hard_negatives(RUN, QRELS, depth=5)) == [
+    assert pairs(mine_hard_negatives(RANKING, QRELS, depth=5)) == [
         ("q1", "a1"), ("q1", "a3"), ("q1", "a4"), ("q2", "b2"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2"),
         ("q3", "c1"), ("q3", "c2")]
-    assert pairs(mine_hard_negatives(RUN, QRELS, depth=1)) == [("q1", "a1"), ("q3", "c1")]
+    assert pairs(mine_hard_negatives(RANKING, QRELS, depth=1)) == [("q1", "a1"), ("q3", "c1")]
 
 
 def test_rank_range_is_inclusive():
-    assert pairs(mine_hard_negatives(RUN, QRELS, rank_range=(3, 6))) == [
+    assert pairs(mine_hard_negatives(RANKING, QRELS, rank_range=(3, 6))) == [
         ("q1", "a3"), ("q1", "a4"), ("q1", "a6"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2")]
 
 
 def test_keep_top():
-    assert pairs(mine_hard_negatives(RUN, QRELS, keep=2)) == [
+    assert pairs(mine_hard_negatives(RANKING, QRELS, keep=2)) == [
         ("q1", "a1"), ("q1", "a3"), ("q2", "b2"), ("q2", "b3"), ("q3", "c1"), ("q3", "c2")]
 
 
 def test_absolute_margin():
     # best positive: q1 8.0 → score <= 4.5; q2 5.0 → score <= 1.5 (none); q3 has no positive score: keeps all
-    out = mine_hard_negatives(RUN, QRELS, POSITIVES, margin=3.5)
+    out = mine_hard_negatives(RANKING, QRELS, POSITIVES, margin=3.5)
     assert pairs(out) == [("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q3", "c1"), ("q3", "c2")]
 
 
 def test_relative_margin():
     # q1: score <= 8.0 - 8.0 * 0.25 = 6.0 (a4 at exactly 6.0 stays); q2: score <= 3.75
-    out = mine_hard_negatives(RUN, QRELS, POSITIVES, relative_margin=0.25)
+    out = mine_hard_negatives(RANKING, QRELS, POSITIVES, relative_margin=0.25)
     assert pairs(out) == [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q1", "a8"), ("q2", "b4"), ("q2", "a2"),
                           ("q3", "c1"), ("q3", "c2")]
 
 
 def test_max_and_min_score_bound_the_negatives_own_score():
     # scores within [3.0, 6.0], both included; no positive scores needed (q3 is bounded too)
-    out = mine_hard_negatives(RUN, QRELS, max_score=6.0, min_score=3.0)
+    out = mine_hard_negatives(RANKING, QRELS, max_score=6.0, min_score=3.0)
     assert pairs(out) == [("q1", "a4"), ("q1", "a6"), ("q1", "a7"), ("q2", "b2"), ("q2", "b3"), ("q2", "b4"),
                           ("q2", "a2")]
     with pytest.raises(ValueError, match="min_score 6 is above max_score 3"):
-        mine_hard_negatives(RUN, QRELS, max_score=3.0, min_score=6.0)
+        mine_hard_negatives(RANKING, QRELS, max_score=3.0, min_score=6.0)
 
 
 def test_filters_combine_in_order():
-    out = mine_hard_negatives(RUN, QRELS, POSITIVES, depth=7, rank_range=(2, 7), margin=1.0, keep=2)
+    out = mine_hard_negatives(RANKING, QRELS, POSITIVES, depth=7, rank_range=(2, 7), margin=1.0, keep=2)
     assert pairs(out) == [("q1", "a3"), ("q1", "a4"), ("q2", "b3"), ("q2", "b4"), ("q3", "c2")]
 
 
 def test_margin_needs_positive_scores_and_options_are_checked():
     with pytest.raises(ValueError, match="margin needs the positives"):
-        mine_hard_negatives(RUN, QRELS, margin=1.0)
+        mine_hard_negatives(RANKING, QRELS, margin=1.0)
     with pytest.raises(ValueError, match="relative_margin needs"):
-        mine_hard_negatives(RUN, QRELS, relative_margin=0.1)
+        mine_hard_negatives(RANKING, QRELS, relative_margin=0.1)
     with pytest.raises(ValueError, match="sampling"):
-        mine_hard_negatives(RUN, QRELS, sampling="hardest")
+        mine_hard_negatives(RANKING, QRELS, sampling="hardest")
     with pytest.raises(ValueError, match="rank_range"):
-        mine_hard_negatives(RUN, QRELS, rank_range=(5, 2))
+        mine_hard_negatives(RANKING, QRELS, rank_range=(5, 2))
 
 
 def test_unsorted_run_gives_rank_order_within_queries():
-    shuffled = RUN.take(pa.array(np.random.default_rng(3).permutation(RUN.num_rows)))
+    shuffled = RANKING.take(pa.array(np.random.default_rng(3).permutation(RANKING.num_rows)))
     out = mine_hard_negatives(shuffled, QRELS, keep=3)
-    expected = mine_hard_negatives(RUN, QRELS, keep=3)
+    expected = mine_hard_negatives(RANKING, QRELS, keep=3)
     assert sorted(zip(*(out[c].to_pylist() for c in ("qid", "rank", "docid")))) == \
         sorted(zip(*(expected[c].to_pylist() for c in ("qid", "rank", "docid"))))
     for qid in ("q1", "q2", "q3"):
@@ -128,7 +128,7 @@ def test_random_sampling_is_seeded_and_independent_of_query_order(tmp_path):
 
 
 def test_the_pool_and_selection_stages_read_and_write_parquet(tmp_path):
-    artifacts.write_table(RUN, artifacts.RUN, tmp_path / "run.parquet")
+    artifacts.write_table(RANKING, artifacts.RANKING, tmp_path / "run.parquet")
     artifacts.write_table(QRELS, artifacts.QRELS, tmp_path / "qrels.parquet")
     artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, tmp_path / "pos.parquet")
     rows = pool_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "pool.parquet",
@@ -147,7 +147,7 @@ def test_the_pool_and_selection_stages_read_and_write_parquet(tmp_path):
 
 
 def test_empty_run():
-    out = mine_hard_negatives(run_table([]), QRELS, keep=3, sampling="random")
+    out = mine_hard_negatives(ranking_table([]), QRELS, keep=3, sampling="random")
     assert out.num_rows == 0 and out.schema == artifacts.HARDNEGS.schema
 
 

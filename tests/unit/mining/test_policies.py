@@ -11,7 +11,7 @@ from hardneg.io import artifacts
 from hardneg.mining.policies import FILTERS, POLICY_SCHEMA, Policy, PolicyValueError, select
 from hardneg.mining.pool import build_pool
 from hardneg.mining.rows import query_seed
-from tests.support.mining import pairs, positives_table, qrels_table, run_table
+from tests.support.mining import pairs, positives_table, qrels_table, ranking_table
 
 COLUMNS = artifacts.CANDIDATES.schema.names
 
@@ -307,7 +307,7 @@ def random_problem(seed, num_queries=15):
                 positives.append((qid, str(d), relevance, float(rng.normal(0.5))))
                 ce_positives.append((qid, str(d), relevance, float(rng.random())))
         ce += [(qid, d, 1, round(rng.random(), 2)) for d in docs if rng.random() < 0.8]
-    run = run_table(run)
+    run = ranking_table(run)
     if seed % 2:
         run = run.take(pa.array(rng.permutation(run.num_rows)))
 
@@ -317,7 +317,7 @@ def random_problem(seed, num_queries=15):
                 pc.if_else(hit, "exact", pa.scalar(None, pa.string())))
 
     depth = int(rng.integers(1, 30))
-    pool = build_pool(run, qrels_table(judged), positives_table(positives), depth=depth, ce_scores=run_table(ce),
+    pool = build_pool(run, qrels_table(judged), positives_table(positives), depth=depth, ce_scores=ranking_table(ce),
                       ce_positive_scores=positives_table(ce_positives), duplicates=flags)
     return rng, run, qrels_table(judged), positives_table(positives), depth, pool
 

@@ -5,7 +5,7 @@ import pytest
 
 from hardneg.io import artifacts
 from hardneg.mining.pool import build_pool, pool_stage
-from tests.support.mining import QRELS, RUN, pairs, positives_table, qrels_table, run_table
+from tests.support.mining import QRELS, RANKING, pairs, positives_table, qrels_table, ranking_table
 
 
 def column(table, name):
@@ -19,7 +19,7 @@ POOL_PAIRS = [("q1", "a1"), ("q1", "a3"), ("q1", "a4"), ("q1", "a6"), ("q1", "a7
 
 
 def test_pool_is_the_ranking_minus_positives_with_judged_non_relevant_kept():
-    pool = build_pool(RUN, QRELS, depth=100)
+    pool = build_pool(RANKING, QRELS, depth=100)
     assert pool.schema == artifacts.CANDIDATES.schema
     assert pairs(pool) == POOL_PAIRS
     assert column(pool, "rank") == [1, 3, 4, 6, 7, 8, 2, 3, 4, 5, 1, 2]
@@ -30,16 +30,16 @@ def test_pool_is_the_ranking_minus_positives_with_judged_non_relevant_kept():
 
 
 def test_depth_cuts_the_ranking():
-    assert pairs(build_pool(RUN, QRELS, depth=5)) == [
+    assert pairs(build_pool(RANKING, QRELS, depth=5)) == [
         ("q1", "a1"), ("q1", "a3"), ("q1", "a4"), ("q2", "b2"), ("q2", "b3"), ("q2", "b4"), ("q2", "a2"),
         ("q3", "c1"), ("q3", "c2")]
-    assert pairs(build_pool(RUN, QRELS, depth=1)) == [("q1", "a1"), ("q3", "c1")]  # q2's rank 1 is its positive
+    assert pairs(build_pool(RANKING, QRELS, depth=1)) == [("q1", "a1"), ("q3", "c1")]  # q2's rank 1 is its positive
     with pytest.raises(ValueError, match="depth"):
-        build_pool(RUN, QRELS, depth=0)
+        build_pool(RANKING, QRELS, depth=0)
 
 
 def test_unsorted_run_with_rank_ties_is_ordered_by_first_appearance_then_rank_ties_in_run_order():
-    run = run_table([("q2", "x", 2, 1.0), ("q1", "y", 1, 2.0), ("q2", "z", 1, 3.0), ("q2", "w", 2, 0.5),
+    run = ranking_table([("q2", "x", 2, 1.0), ("q1", "y", 1, 2.0), ("q2", "z", 1, 3.0), ("q2", "w", 2, 0.5),
                      ("q1", "v", 1, 1.5)])
     pool = build_pool(run, qrels_table([]), depth=10)
     assert pairs(pool) == [("q2", "z"), ("q2", "x"), ("q2", "w"), ("q1", "y"), ("q1", "v")]
@@ -47,44 +47,44 @@ def test_unsorted_run_with_rank_ties_is_ordered_by_first_appearance_then_rank_ti
 
 
 def test_best_positive_score_is_the_maximum_over_relevant_rows_and_null_without_one():
-    pool = build_pool(RUN, QRELS, POSITIVES, depth=100)
+    pool = build_pool(RANKING, QRELS, POSITIVES, depth=100)
     assert column(pool, "best_positive_score") == [8.0] * 6 + [5.0] * 4 + [None] * 2
 
 
 def test_bm25_columns_join_on_query_and_document():
-    bm25 = run_table([
+    bm25 = ranking_table([
         ("q1", "a3", 2, 12.5), ("q1", "a8", 1, 14.0),
         ("q2", "a1", 1, 20.0),  # a1 is a candidate of q1, not of q2: no match
         ("q2", "a2", 3, 10.0), ("q2", "a2", 9, 1.0),  # a repeated pair: its first row counts
         ("q9", "c1", 1, 5.0),  # a query outside the run
     ])
-    pool = build_pool(RUN, QRELS, depth=100, bm25=bm25)
+    pool = build_pool(RANKING, QRELS, depth=100, bm25=bm25)
     assert column(pool, "bm25_rank") == [None, 2, None, None, None, 1, None, None, None, 3, None, None]
     assert column(pool, "bm25_score") == [None, 12.5, None, None, None, 14.0, None, None, None, 10.0, None, None]
     assert pool["bm25_rank"].type == pa.int32() and pool["bm25_score"].type == pa.float32()
-    empty = build_pool(RUN, QRELS, depth=100, bm25=run_table([]))
+    empty = build_pool(RANKING, QRELS, depth=100, bm25=ranking_table([]))
     assert empty["bm25_rank"].null_count == empty.num_rows
 
 
 def test_cross_encoder_columns():
-    ce = run_table([("q1", "a1", 1, 0.875), ("q1", "a7", 2, 0.25), ("q2", "b4", 1, 0.5), ("q3", "a1", 1, 0.75)])
+    ce = ranking_table([("q1", "a1", 1, 0.875), ("q1", "a7", 2, 0.25), ("q2", "b4", 1, 0.5), ("q3", "a1", 1, 0.75)])
     ce_positives = positives_table([("q1", "a2", 1, 0.5), ("q1", "a5", 2, 0.75), ("q1", "a3", 0, 1.0),
                                     ("q3", "zz", 1, 0.625)])
-    pool = build_pool(RUN, QRELS, depth=100, ce_scores=ce, ce_positive_scores=ce_positives)
+    pool = build_pool(RANKING, QRELS, depth=100, ce_scores=ce, ce_positive_scores=ce_positives)
     assert column(pool, "ce_score") == [0.875, None, None, None, 0.25, None, None, None, 0.5, None, None, None]
     # relevance-0 rows are no positives; the best comes from the table's judgements even for a query of no qrels
     assert column(pool, "best_positive_ce_score") == [0.75] * 6 + [None] * 4 + [0.625] * 2
     # a table of (qid, docid, score) only is enough for the candidates' scores
-    bare = build_pool(RUN, QRELS, depth=100, ce_scores=ce.select(["qid", "docid", "score"]))
+    bare = build_pool(RANKING, QRELS, depth=100, ce_scores=ce.select(["qid", "docid", "score"]))
     assert column(bare, "ce_score") == column(pool, "ce_score")
 
 
 @pytest.mark.parametrize("bad", [1.5, -0.25, float("nan")])
 def test_cross_encoder_scores_must_be_probabilities(bad):
     with pytest.raises(ValueError, match=r"ce_scores: cross-encoder scores must be probabilities in \[0, 1\]"):
-        build_pool(RUN, QRELS, depth=100, ce_scores=run_table([("q1", "a1", 1, 0.5), ("q1", "a3", 2, bad)]))
+        build_pool(RANKING, QRELS, depth=100, ce_scores=ranking_table([("q1", "a1", 1, 0.5), ("q1", "a3", 2, bad)]))
     with pytest.raises(ValueError, match="ce_positive_scores: cross-encoder scores must be probabilities"):
-        build_pool(RUN, QRELS, depth=100, ce_positive_scores=positives_table([("q1", "a2", 1, bad)]))
+        build_pool(RANKING, QRELS, depth=100, ce_positive_scores=positives_table([("q1", "a2", 1, bad)]))
 
 
 def test_duplicates_from_a_callable_or_aligned_arrays():
@@ -96,29 +96,29 @@ def test_duplicates_from_a_callable_or_aligned_arrays():
         kind = pc.if_else(pc.equal(docids, "a3"), "exact", pa.scalar(None, pa.string()))
         return of, kind
 
-    pool = build_pool(RUN, QRELS, depth=100, duplicates=flag)
+    pool = build_pool(RANKING, QRELS, depth=100, duplicates=flag)
     assert seen == [([q for q, _ in POOL_PAIRS], [d for _, d in POOL_PAIRS])]  # called once, on the pool's rows
     assert column(pool, "duplicate_of") == [None, "a2"] + [None] * 10
     assert column(pool, "duplicate_kind") == [None, "exact"] + [None] * 10
 
     of = [None] * 5 + ["a5"] + [None] * 6
     kind = [None] * 5 + ["near"] + [None] * 6
-    pool = build_pool(RUN, QRELS, depth=100, duplicates=(pa.array(of, pa.string()), pa.array(kind, pa.string())))
+    pool = build_pool(RANKING, QRELS, depth=100, duplicates=(pa.array(of, pa.string()), pa.array(kind, pa.string())))
     assert column(pool, "duplicate_of") == of and column(pool, "duplicate_kind") == kind
 
     with pytest.raises(ValueError, match="aligned with the 12 pool rows"):
-        build_pool(RUN, QRELS, depth=100, duplicates=(pa.array(of[:3]), pa.array(kind[:3])))
+        build_pool(RANKING, QRELS, depth=100, duplicates=(pa.array(of[:3]), pa.array(kind[:3])))
     with pytest.raises(ValueError, match="null in the same rows"):
-        build_pool(RUN, QRELS, depth=100, duplicates=(pa.array(of), pa.array([None] * 12, pa.string())))
+        build_pool(RANKING, QRELS, depth=100, duplicates=(pa.array(of), pa.array([None] * 12, pa.string())))
 
     def fail(qids, docids):
         raise AssertionError("called on an empty pool")
 
-    assert build_pool(run_table([]), QRELS, depth=100, duplicates=fail).num_rows == 0
+    assert build_pool(ranking_table([]), QRELS, depth=100, duplicates=fail).num_rows == 0
 
 
 def test_empty_run_gives_an_empty_pool():
-    pool = build_pool(run_table([]), QRELS, POSITIVES, depth=10, bm25=RUN)
+    pool = build_pool(ranking_table([]), QRELS, POSITIVES, depth=10, bm25=RANKING)
     assert pool.num_rows == 0 and pool.schema == artifacts.CANDIDATES.schema
 
 
@@ -143,12 +143,12 @@ def random_inputs(seed, num_queries=40, contiguous=True):
         bm25 += [(qid, d, i + 1, float(-i)) for i, d in enumerate(rng.permutation(docs)[: n // 2])]
         ce += [(qid, d, i + 1, float(rng.random())) for i, d in enumerate(docs) if rng.random() < 0.7]
     judged.append(("q_outside", "d1", 1))
-    run = run_table(run)
+    run = ranking_table(run)
     if not contiguous:
         run = run.take(pa.array(rng.permutation(run.num_rows)))
-    bm25 = run_table(bm25)
+    bm25 = ranking_table(bm25)
     bm25 = bm25.take(pa.array(np.argsort(column(bm25, "qid"), kind="stable")))  # not the run's query order
-    return (run, qrels_table(judged), positives_table(positives), bm25, run_table(ce),
+    return (run, qrels_table(judged), positives_table(positives), bm25, ranking_table(ce),
             positives_table(ce_positives))
 
 
@@ -159,11 +159,11 @@ def flag_even_documents(qids, docids):
 
 
 def write_inputs(tmp_path, inputs):
-    run, qrels, positives, bm25, ce, ce_positives = inputs
+    ranking, qrels, positives, bm25, ce, ce_positives = inputs
     paths = {}
-    for name, table, kind in (("run", run, artifacts.RUN), ("qrels", qrels, artifacts.QRELS),
-                              ("positives", positives, artifacts.POSITIVE_SCORES), ("bm25", bm25, artifacts.RUN),
-                              ("ce", ce, artifacts.RUN), ("ce_positives", ce_positives, artifacts.POSITIVE_SCORES)):
+    for name, table, kind in (("ranking", ranking, artifacts.RANKING), ("qrels", qrels, artifacts.QRELS),
+                              ("positives", positives, artifacts.POSITIVE_SCORES), ("bm25", bm25, artifacts.RANKING),
+                              ("ce", ce, artifacts.RANKING), ("ce_positives", ce_positives, artifacts.POSITIVE_SCORES)):
         paths[name] = tmp_path / f"{name}.parquet"
         artifacts.write_table(table, kind, paths[name])
     return paths
@@ -176,7 +176,7 @@ def test_pool_stage_in_blocks_writes_the_same_file_as_one_block(tmp_path, contig
 
     def stage(name, block_rows):
         out = tmp_path / "out" / f"{name}.parquet"
-        rows = pool_stage(paths["run"], paths["qrels"], out, depth=15, positives_path=paths["positives"],
+        rows = pool_stage(paths["ranking"], paths["qrels"], out, depth=15, positives_path=paths["positives"],
                           bm25_path=paths["bm25"], ce_path=paths["ce"], ce_positives_path=paths["ce_positives"],
                           duplicates=flag_even_documents, block_rows=block_rows)
         return rows, out
@@ -187,8 +187,8 @@ def test_pool_stage_in_blocks_writes_the_same_file_as_one_block(tmp_path, contig
     pool = artifacts.read_table(artifacts.CANDIDATES, whole)
     assert rows_small == rows_whole == pool.num_rows > 0
 
-    run, qrels, positives, bm25, ce, ce_positives = inputs
-    expected = build_pool(run, qrels, positives, depth=15, bm25=bm25, ce_scores=ce, ce_positive_scores=ce_positives,
+    ranking, qrels, positives, bm25, ce, ce_positives = inputs
+    expected = build_pool(ranking, qrels, positives, depth=15, bm25=bm25, ce_scores=ce, ce_positive_scores=ce_positives,
                           duplicates=flag_even_documents)
     assert pool.equals(expected)
     for name in artifacts.CANDIDATES.schema.names:  # every column is filled somewhere, and null somewhere
@@ -197,20 +197,20 @@ def test_pool_stage_in_blocks_writes_the_same_file_as_one_block(tmp_path, contig
 
 
 def test_pool_stage_with_the_run_only_and_an_empty_run(tmp_path, caplog):
-    artifacts.write_table(RUN, artifacts.RUN, tmp_path / "run.parquet")
+    artifacts.write_table(RANKING, artifacts.RANKING, tmp_path / "run.parquet")
     artifacts.write_table(QRELS, artifacts.QRELS, tmp_path / "qrels.parquet")
     assert pool_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "pool.parquet", depth=5,
                       block_rows=2) == 9
     assert pairs(artifacts.read_table(artifacts.CANDIDATES, tmp_path / "pool.parquet")) == pairs(
-        build_pool(RUN, QRELS, depth=5))
+        build_pool(RANKING, QRELS, depth=5))
 
-    artifacts.write_table(run_table([("q1", "a1", 1, 0.5)]), artifacts.RUN, tmp_path / "ce.parquet")
+    artifacts.write_table(ranking_table([("q1", "a1", 1, 0.5)]), artifacts.RANKING, tmp_path / "ce.parquet")
     with caplog.at_level("WARNING"):
         pool_stage(tmp_path / "run.parquet", tmp_path / "qrels.parquet", tmp_path / "pool.parquet", depth=5,
                    ce_path=tmp_path / "ce.parquet", block_rows=2)
     assert "8 of 9 candidates have no cross-encoder score" in caplog.text
 
-    artifacts.write_table(run_table([]), artifacts.RUN, tmp_path / "empty.parquet")
+    artifacts.write_table(ranking_table([]), artifacts.RANKING, tmp_path / "empty.parquet")
     assert pool_stage(tmp_path / "empty.parquet", tmp_path / "qrels.parquet", tmp_path / "none.parquet",
                       depth=5) == 0
     assert artifacts.read_table(artifacts.CANDIDATES, tmp_path / "none.parquet").num_rows == 0

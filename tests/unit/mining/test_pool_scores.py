@@ -9,7 +9,7 @@ import pytest
 from hardneg.io import artifacts
 from hardneg.mining.pool import build_pool, candidate_rows
 from hardneg.mining.pool_scores import rerank_scorer, score_pool, score_pool_stage
-from tests.support.mining import QRELS, RUN, pairs
+from tests.support.mining import QRELS, RANKING, pairs
 
 
 def probability(qid: str, docid: str) -> float:
@@ -31,14 +31,14 @@ class Scorer:
 
 def test_candidates_and_positives_carry_each_pairs_probability():
     scorer = Scorer()
-    candidates, positives = score_pool(scorer, "model", "Q", "C", RUN, QRELS, depth=100, batch_size=7,
+    candidates, positives = score_pool(scorer, "model", "Q", "C", RANKING, QRELS, depth=100, batch_size=7,
                                        device="cpu")
-    assert candidates.schema == artifacts.RUN.schema and positives.schema == artifacts.POSITIVE_SCORES.schema
-    expected = candidate_rows(RUN, QRELS, 100)
+    assert candidates.schema == artifacts.RANKING.schema and positives.schema == artifacts.POSITIVE_SCORES.schema
+    expected = candidate_rows(RANKING, QRELS, 100)
     assert pairs(candidates) == pairs(expected) and candidates["rank"].equals(expected["rank"])  # the miner's ranks
     assert candidates["score"].to_pylist() == pytest.approx([probability(q, d) for q, d in pairs(candidates)])
     relevant = [(q, d, r) for q, d, r in zip(*(QRELS[c].to_pylist() for c in ("qid", "docid", "relevance")))
-                if r >= 1 and q in set(RUN["qid"].to_pylist())]
+                if r >= 1 and q in set(RANKING["qid"].to_pylist())]
     assert list(zip(*(positives[c].to_pylist() for c in ("qid", "docid", "relevance")))) == relevant
     assert positives["score"].to_pylist() == pytest.approx([probability(q, d) for q, d, _ in relevant])
     assert [call[0] for call in scorer.calls] == ["model", "model"]
@@ -46,8 +46,8 @@ def test_candidates_and_positives_carry_each_pairs_probability():
 
 
 def test_the_pool_reads_them_as_its_cross_encoder_columns(tmp_path):
-    candidates, positives = score_pool(Scorer(), "model", None, None, RUN, QRELS, depth=5)
-    pool = build_pool(RUN, QRELS, depth=5, ce_scores=candidates, ce_positive_scores=positives)
+    candidates, positives = score_pool(Scorer(), "model", None, None, RANKING, QRELS, depth=5)
+    pool = build_pool(RANKING, QRELS, depth=5, ce_scores=candidates, ce_positive_scores=positives)
     assert pool["ce_score"].to_pylist() == pytest.approx([probability(q, d) for q, d in pairs(pool)])
     best = {}
     for q, d, r in zip(*(QRELS[c].to_pylist() for c in ("qid", "docid", "relevance"))):
@@ -57,11 +57,11 @@ def test_the_pool_reads_them_as_its_cross_encoder_columns(tmp_path):
 
 
 def test_the_stage_writes_both_tables(tmp_path):
-    run_path, qrels_path = tmp_path / "run.parquet", tmp_path / "qrels.parquet"
-    artifacts.write_table(RUN, artifacts.RUN, run_path)
+    ranking_path, qrels_path = tmp_path / "run.parquet", tmp_path / "qrels.parquet"
+    artifacts.write_table(RANKING, artifacts.RANKING, ranking_path)
     artifacts.write_table(QRELS, artifacts.QRELS, qrels_path)
     out = tmp_path / "pools"
-    candidates, positives = score_pool_stage(Scorer(), "model", None, None, run_path, qrels_path,
+    candidates, positives = score_pool_stage(Scorer(), "model", None, None, ranking_path, qrels_path,
                                              out / "c.parquet", out / "p.parquet", depth=5)
     assert pq.read_table(out / "c.parquet").equals(candidates) and pq.read_table(out / "p.parquet").equals(positives)
 
@@ -71,7 +71,7 @@ def test_a_scorer_giving_another_count_is_an_error():
         return np.zeros(pairs.num_rows - 1, np.float32)
 
     with pytest.raises(ValueError, match=r"scores for \d+ pairs"):
-        score_pool(short, "model", None, None, RUN, QRELS, depth=5)
+        score_pool(short, "model", None, None, RANKING, QRELS, depth=5)
 
 
 def test_a_reranking_methods_scores_score_the_pairs_in_their_order_nan_where_it_drops_one():
@@ -85,7 +85,7 @@ def test_a_reranking_methods_scores_score_the_pairs_in_their_order_nan_where_it_
         return pa.table({"qid": [q for q, _ in scored], "docid": [d for _, d in scored],
                          "rank": pa.array(range(1, len(scored) + 1), pa.int32()),
                          "score": pa.array([10 * probability(*pair) for pair in scored], pa.float32())},
-                        schema=artifacts.RUN.schema)
+                        schema=artifacts.RANKING.schema)
 
     given = pa.table({"qid": ["q2", "q1", "q1", "q2", "q1", "q1"], "docid": ["b3", "a7", "a1", "b1", "a3", "a1"],
                       "rank": [9, 9, 9, 9, 9, 9]})  # q1's a1 twice; other columns are not read
@@ -100,7 +100,7 @@ def test_a_reranking_methods_scores_score_the_pairs_in_their_order_nan_where_it_
     ranked = sorted(zip(*(candidates[c].to_pylist() for c in ("qid", "docid", "rank"))))
     assert ranked == [("q1", "a1", 2), ("q1", "a3", 3), ("q1", "a7", 1), ("q2", "b1", 2), ("q2", "b3", 1)]
     # through score_pool: the pool's candidates and positives get the re-ranker's scores
-    candidates, positives = score_pool(rerank_scorer(rerank), "teacher", None, None, RUN, QRELS, depth=8)
+    candidates, positives = score_pool(rerank_scorer(rerank), "teacher", None, None, RANKING, QRELS, depth=8)
     assert candidates["score"].to_pylist() == pytest.approx(
         [np.nan if d == "a7" else 10 * probability(q, d) for q, d in pairs(candidates)], nan_ok=True)
     assert positives["score"].to_pylist() == pytest.approx([10 * probability(q, d) for q, d in pairs(positives)])

@@ -10,7 +10,7 @@ import yaml
 
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
-from hardneg.dense.methods import ContrastiveMethod
+from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model_selection import ModelSelection
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.trainer import CHECKPOINT_FORMAT, Window

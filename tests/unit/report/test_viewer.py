@@ -17,7 +17,7 @@ from hardneg.report.pages import markdown_page
 from hardneg.report.viewer import ViewerSettings, flagged_queries, sample_queries, viewer_queries, viewer_stage
 from hardneg.report.viewer_page import highlighted, histogram_svg, query_terms, render_viewer
 from tests.support import REPO
-from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RUN, table
+from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RANKING, table
 
 # The audit tests' world (q1: n1 outscores its best positive; q2: m3 ties it, its positive p3 unranked; q3: no
 # negatives), with texts: n2 holds markup, m2 is an empty document.
@@ -34,7 +34,7 @@ DEPTH = 3
 
 @pytest.fixture(scope="module")
 def audited():
-    return audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=DEPTH, empty_docids=["m2"])
+    return audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, BM25, depth=DEPTH, empty_docids=["m2"])
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def audit(audited):
 
 def _queries(audit, qids=("q1", "q2", "q3"), negatives=2, bm25=BM25):
     return viewer_queries(list(qids), queries=QUERIES, qrels=QRELS, hardnegs=HARDNEGS, positives=POSITIVES,
-                          audit=audit, corpus=CORPUS, mining_run=RUN, bm25_run=bm25, depth=DEPTH,
+                          audit=audit, corpus=CORPUS, mining_ranking=RANKING, bm25_ranking=bm25, depth=DEPTH,
                           negatives=negatives, snippet_chars=80)
 
 
@@ -91,12 +91,12 @@ def test_every_text_is_escaped(audit):
 def _write_inputs(root, audit):
     paths = {}
     for name, kind, data in (("hardnegs", artifacts.HARDNEGS, HARDNEGS), ("positives", artifacts.POSITIVE_SCORES,
-                             POSITIVES), ("audit", artifacts.AUDIT, audit), ("run", artifacts.RUN, RUN),
-                             ("bm25", artifacts.RUN, BM25), ("corpus", artifacts.CORPUS, CORPUS),
+                             POSITIVES), ("audit", artifacts.AUDIT, audit), ("ranking", artifacts.RANKING, RANKING),
+                             ("bm25", artifacts.RANKING, BM25), ("corpus", artifacts.CORPUS, CORPUS),
                              ("queries", artifacts.QUERIES, QUERIES), ("qrels", artifacts.QRELS, QRELS)):
         paths[name] = root / f"{name}.parquet"
         artifacts.write_table(data, kind, paths[name])
-    summary = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES, BM25, depth=DEPTH, empty_docids=["m2"])[0]
+    summary = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES, BM25, depth=DEPTH, empty_docids=["m2"])[0]
     paths["audit_json"] = root / "audit.json"
     paths["audit_json"].write_text(json.dumps(summary))
     return paths
@@ -108,8 +108,8 @@ SETTINGS = {"queries": 2, "negatives": 1, "snippet_chars": 40, "positive_rank": 
 def _stage_paths(paths):
     """The stage's input paths (a mined list's, with its BM25 reference) from :func:`_write_inputs`."""
     return dict(hardnegs_path=paths["hardnegs"], positives_path=paths["positives"], audit_path=paths["audit"],
-                audit_summary_path=paths["audit_json"], mining_run_path=paths["run"], corpus_path=paths["corpus"],
-                queries_path=paths["queries"], qrels_path=paths["qrels"], bm25_run_path=paths["bm25"])
+                audit_summary_path=paths["audit_json"], mining_ranking_path=paths["ranking"], corpus_path=paths["corpus"],
+                queries_path=paths["queries"], qrels_path=paths["qrels"], bm25_ranking_path=paths["bm25"])
 
 
 def _stage(paths, output, **settings):
@@ -181,9 +181,9 @@ def test_markdown_page(tmp_path):
 
 def test_a_negative_that_duplicates_a_positive_is_flagged_with_the_positive():
     pool = table(artifacts.CANDIDATES, [("q1", "n2", 3, 7.5, 8.0, None, None, None, None, "p1", "near")])
-    audit = audit_hard_negatives(HARDNEGS, RUN, QRELS, POSITIVES)[1]
+    audit = audit_hard_negatives(HARDNEGS, RANKING, QRELS, POSITIVES)[1]
     shown = viewer_queries(["q1"], queries=QUERIES, qrels=QRELS, hardnegs=HARDNEGS, positives=POSITIVES, audit=audit,
-                           corpus=CORPUS, mining_run=RUN, bm25_run=None, depth=200, negatives=10, snippet_chars=80,
+                           corpus=CORPUS, mining_ranking=RANKING, bm25_ranking=None, depth=200, negatives=10, snippet_chars=80,
                            pool=pool)
     duplicates = {n["docid"]: n["duplicate"] for n in shown[0]["negatives"]}
     assert duplicates["n2"] == "p1 (near)" and duplicates["n1"] is None
@@ -216,7 +216,7 @@ def test_an_imported_list_shows_its_source_grades_and_teacher_scores(tmp_path):
                              dataset="toy", split="train", inputs={"positives": paths["positives"]},
                              hardnegs=paths["hardnegs"], run="star<i>")
     (tmp_path / "card.json").write_text(json.dumps(card))
-    shown = viewer_stage("star<i>", **{**_stage_paths(paths), "mining_run_path": None},
+    shown = viewer_stage("star<i>", **{**_stage_paths(paths), "mining_ranking_path": None},
                          card_path=tmp_path / "card.json", output_path=tmp_path / "v.html", miner=None,
                          split="train", depth=DEPTH, seed=7, settings=dict(SETTINGS, negatives=3))
     page = (tmp_path / "v.html").read_text()

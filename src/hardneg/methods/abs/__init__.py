@@ -112,7 +112,7 @@ def build_sampler(ctx: StepContext, config):
     from hardneg.methods.abs.sampler import AdaptiveBatchSampler  # scipy: slow to import, needed only here
 
     section = dataclass_from(AbsSection, ctx.params["abs"], "params.abs")
-    ranking = artifacts.read_table(artifacts.RUN, ctx.input("bm25")) if "bm25" in ctx.inputs else None
+    ranking = artifacts.read_table(artifacts.RANKING, ctx.input("bm25")) if "bm25" in ctx.inputs else None
     return AdaptiveBatchSampler(
         ctx.train,
         ctx.query_texts,

@@ -6,7 +6,7 @@ import torch
 
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.maxsim import maxsim
-from hardneg.dense.methods import Batch, ContrastiveMethod
+from hardneg.dense.steps import Batch, ContrastiveMethod
 
 
 class ColbertMethod(ContrastiveMethod):

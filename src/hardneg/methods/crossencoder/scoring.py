@@ -250,8 +250,8 @@ def rerank(
     device: str | torch.device = "cpu",
     where: str | os.PathLike = "ranking",
 ) -> pa.Table:
-    """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RUN table) by the cross-encoder: a
-    RUN table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
+    """Re-rank the top ``depth`` documents of each query of ``ranking`` (a RANKING table) by the cross-encoder: a
+    RANKING table with, per query (in the order the queries first appear in ``ranking``), its candidates by score,
     highest first, ties in their original rank order, ranked from 1. ``score`` is the logit (monotone in the
     probability, and not saturated where float32 probabilities of 1 would tie).
 
@@ -295,7 +295,7 @@ def rerank(
             "rank": pa.array(new_ranks[order], pa.int32()),
             "score": pa.array(logits[order], pa.float32()),
         },
-        schema=artifacts.RUN.schema,
+        schema=artifacts.RANKING.schema,
     )
 
 
@@ -308,10 +308,10 @@ def score_pairs_stage(
     *,
     batch_size: int = 64,
     device: str | torch.device = "cpu",
-    pairs_kind: artifacts.ArtifactKind = artifacts.RUN,
+    pairs_kind: artifacts.ArtifactKind = artifacts.RANKING,
 ) -> pa.Table:
     """Score the (query, document) pairs of a Parquet file with the cross-encoder saved in ``model_dir`` and write
-    them as a RUN table: for each query (in order of first appearance) its pairs by probability, highest first (ties
+    them as a RANKING table: for each query (in order of first appearance) its pairs by probability, highest first (ties
     in file order), ``rank`` from 1 within the query, ``score`` the probability of relevance in [0, 1].
 
     Texts are read from the dataset's Parquet files and tokenized with the model's own tokenizer and maximum lengths
@@ -322,9 +322,9 @@ def score_pairs_stage(
     :param model_dir: a saved cross-encoder's folder.
     :param queries_path: the split's QUERIES Parquet file (``qid``, ``text``).
     :param corpus_path: the CORPUS Parquet file (``docid``, ``title``, ``text``).
-    :param pairs_path: the pairs: a Parquet file of ``pairs_kind`` (RUN by default; HARDNEGS and CANDIDATES
+    :param pairs_path: the pairs: a Parquet file of ``pairs_kind`` (RANKING by default; HARDNEGS and CANDIDATES
         tables have ``qid`` and ``docid`` too), whose other columns are ignored.
-    :param out_path: the RUN Parquet file written (atomically).
+    :param out_path: the RANKING Parquet file written (atomically).
     :param batch_size: pairs per forward pass.
     :param device: where the model runs.
     :param pairs_kind: the artifact kind of ``pairs_path``.
@@ -395,9 +395,9 @@ def score_pairs_stage(
             "rank": pa.array(ranks[order], pa.int32()),
             "score": pa.array(probabilities[order], pa.float32()),
         },
-        schema=artifacts.RUN.schema,
+        schema=artifacts.RANKING.schema,
     )
-    artifacts.write_table(table, artifacts.RUN, out_path)
+    artifacts.write_table(table, artifacts.RANKING, out_path)
     return table
 
 

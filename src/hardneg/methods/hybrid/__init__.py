@@ -1,6 +1,6 @@
 """The dense–sparse hybrid of TCT-ColBERT (Lin, Yang and Lin, RepL4NLP 2021, §4.3): per query, the top ``depth`` of
-a sparse and of a dense run pooled, a document missing from one list scored with that list's minimum for the
-query, score = α·sparse + dense; α tuned on the dataset's held-out dev queries when it holds some out
+the rankings of a sparse and of a dense run pooled, a document missing from one list scored with that list's minimum
+for the query, score = α·sparse + dense; α tuned on the dataset's held-out dev queries when it holds some out
 (``dev_from_train``), else on the training queries, never on evaluated ones. See :mod:`hardneg.fusion`."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009) with Pyserini: a document's score is
-Σ 1/(rrf_k + rank) over the runs that rank it within ``depth``. See :mod:`hardneg.fusion`."""
+Σ 1/(rrf_k + rank) over the rankings that rank it within ``depth``. See :mod:`hardneg.fusion`."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ same batch on the fly: the teacher's late interaction is cheap next to the stude
 every (query, document) pair of the batch come at a fraction of a step (the paper: +33% training time), which
 precomputed scores could not give for in-batch pairs that change every step.
 
-The batch is :class:`hardneg.dense.methods.ContrastiveMethod`'s (each row's query, its positive and
+The batch is :class:`hardneg.dense.steps.ContrastiveMethod`'s (each row's query, its positive and
 ``per_query`` negatives from a :class:`hardneg.dense.data.NegativeSource`; every query against all the batch's
 documents). The loss is ``kd_weight`` times :func:`kd_loss` of the student's scores against the teacher's,
 plus ``1 - kd_weight`` times the contrastive loss of the student (:data:`hardneg.dense.losses.LOSSES`); without
@@ -33,7 +33,7 @@ from hardneg.dense.data import NegativeSource, TrainQueries
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.losses import listwise_kl as kd_loss  # the KL of every in-batch document
 from hardneg.dense.maxsim import ColBERT, maxsim
-from hardneg.dense.methods import Batch, ContrastiveMethod
+from hardneg.dense.steps import Batch, ContrastiveMethod
 from hardneg.dense.tokenized import TokenizedTexts, chunk_overhead
 
 

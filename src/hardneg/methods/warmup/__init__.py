@@ -7,7 +7,7 @@ from hardneg.methods.registry import DENSE, Method, Role, StepContext
 
 
 def build_step(ctx: StepContext):
-    negatives = ranked_negatives(ctx, artifacts.RUN, ctx.input("negatives"), ctx.params["negatives"]["depth"])
+    negatives = ranked_negatives(ctx, artifacts.RANKING, ctx.input("negatives"), ctx.params["negatives"]["depth"])
     return contrastive_step(ctx, negatives, "ce")
 
 

@@ -5,6 +5,7 @@ import sys
 
 from hardneg.datasets.adapters import dataset_input_files
 from hardneg.experiments import EXPERIMENTS
+from hardneg.io.layout import refuse_old_rankings
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline import resources as _resources
 
@@ -25,6 +26,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 PLAN = Plan(config)
 LAYOUT = PLAN.layout
 EVAL_SPLIT = PLAN.eval_split
+
+# Rankings where an earlier version put them (results/<run>/rankings/, now rankings/): stop here with the way on, rather
+# than plan them again with everything made from them (pools, lists, the runs trained on them).
+refuse_old_rankings(LAYOUT.root)
 
 
 def results_folder(path):

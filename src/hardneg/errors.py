@@ -66,6 +66,11 @@ class OutputPathError(HardnegError):
     plain file name). The configuration schema rejects such names first; this is the last check before writing."""
 
 
+class ResultsLayoutError(HardnegError):
+    """A results folder holds artifacts where an earlier version of hardneg put them (e.g. a run's rankings in
+    ``<run>/rankings/``, now ``<run>/rankings/``): the message names them and how to move or rebuild them."""
+
+
 class IncompleteOutputError(HardnegError):
     """What a stage wrote is not complete (a library that failed to write without raising, e.g. on a full disk):
     checked before the output takes its place, so the job fails and nothing incomplete is left.

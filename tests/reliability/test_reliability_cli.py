@@ -95,7 +95,7 @@ def _write_run(results: Path) -> None:
                     "inputs": {}, "params": {"top_k": 100}}, results / "bm25" / "config.yaml")
     artifacts.write_table(pa.concat_tables([HARDNEGS, BIG]), artifacts.HARDNEGS, results / "star" / "hardnegs.parquet")
     artifacts.write_table(POSITIVES, artifacts.POSITIVE_SCORES, results / "warmup" / "pools" / "positives_train.parquet")
-    artifacts.write_table(RANKING, artifacts.RANKING, results / "star" / "runs" / "train.parquet")
+    artifacts.write_table(RANKING, artifacts.RANKING, results / "star" / "rankings" / "train.parquet")
     model = BiEncoder.create(ModelSpec.from_params(params["model"]), vocab_size=100, pad_token_id=0, max_length=32,
                              seed=7)
     model.save(results / "star" / "model")
@@ -384,7 +384,7 @@ def test_a_reader_that_stops_after_one_line_ends_the_command_quietly(work):
     audit.stderr.close()
 
 
-EVALUATE = ["evaluate", "results/star/runs/train.parquet", "results/datasets/toy/qrels/train.parquet"]
+EVALUATE = ["evaluate", "results/star/rankings/train.parquet", "results/datasets/toy/qrels/train.parquet"]
 
 
 @pytest.mark.parametrize("args", [["methods"], ["check-config", CONFIG], EVALUATE],

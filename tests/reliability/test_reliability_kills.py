@@ -34,7 +34,7 @@ LOCKED = "Directory cannot be locked"
 KILLS = [
     ("prepare_dataset", "datasets/tiny/corpus.parquet", False),  # queries/ and qrels/ are in place already
     ("bm25_index", "bm25/bm25_index", False),
-    ("bm25_search", "bm25/runs/train.trec", False),  # the Parquet ranking is in place already
+    ("bm25_search", "bm25/rankings/train.trec", False),  # the Parquet ranking is in place already
     ("train_tokenizer", "tokenizers/wordpiece-", False),
     ("tokenize", "/tokenized/", False),
     ("near_duplicates", "datasets/tiny/duplicates.parquet", False),
@@ -42,7 +42,7 @@ KILLS = [
     ("encode_corpus_shard", "warmup/embeddings/shards/0.ids.parquet", False),
     ("gather_embeddings", "warmup/embeddings/corpus.ids.parquet", False),
     ("build_faiss_index", "warmup/index/Flat.faiss", False),
-    ("dense_search", "warmup/runs/train.trec", False),
+    ("dense_search", "warmup/rankings/train.trec", False),
     ("positive_scores", "warmup/pools/positives_train.parquet", False),
     ("candidate_pool", "warmup/pools/train_top30_bm25-bm25.parquet", False),
     ("select_hard_negatives", "star/hardnegs.parquet", False),  # before the selection's JSON is written
@@ -51,7 +51,7 @@ KILLS = [
     ("encode_corpus_shard", "star/embeddings/shards/1.ids.parquet", False),  # Snakemake itself is killed here
     ("gather_embeddings", "star/embeddings/corpus.ids.parquet", False),
     ("build_faiss_index", "star/index/Flat.faiss", False),
-    ("dense_search", "star/runs/test.trec", False),
+    ("dense_search", "star/rankings/test.trec", False),
     ("run_config", "star/config.yaml", False),
     ("evaluate", "star/metrics.json", False),  # per_query.parquet is in place already
 ]
@@ -182,10 +182,10 @@ def test_every_stage_killed_then_run_again_gives_the_uninterrupted_artifacts(ref
     assert [path for path in want if got[path] != want[path]] == []
     # what the comparison covered: every kind of artifact of the chain
     for path in ("datasets/tiny/corpus.parquet", "datasets/tiny/tokenizers/wordpiece-2000/tokenizer.json",
-                 "bm25/runs/train.parquet", "warmup/model/model.safetensors", "warmup/train_log.parquet",
+                 "bm25/rankings/train.parquet", "warmup/model/model.safetensors", "warmup/train_log.parquet",
                  "warmup/embeddings/corpus.npy", "star/hardnegs.parquet", "star/model/model.safetensors",
                  "star/index/Flat.faiss", "adore_star/model/model.safetensors", "adore_star/train_log.parquet",
-                 "adore_star/runs/test.parquet", "adore_star/metrics.json"):
+                 "adore_star/rankings/test.parquet", "adore_star/metrics.json"):
         assert path in want, path
     assert any(path.startswith("datasets/tiny/tokenized/") and path.endswith(".npy") for path in want)
 
@@ -217,13 +217,13 @@ def test_a_killed_re_mining_keeps_the_mined_list(reference, tmp_path):
 FORCED = [
     ("prepare_dataset", "datasets/tiny/stats.json"),
     ("bm25_index", "bm25/bm25_index"),
-    ("bm25_search", "bm25/runs/train.trec"),
+    ("bm25_search", "bm25/rankings/train.trec"),
     ("train_tokenizer", "tokenizers/wordpiece-"),
     ("tokenize", "/tokenized/"),
     ("train_dense", "warmup/train_log.parquet"),  # the model is in place already
     ("gather_embeddings", "warmup/embeddings/corpus.ids.parquet"),
     ("build_faiss_index", "warmup/index/Flat.faiss"),
-    ("dense_search", "warmup/runs/train.trec"),
+    ("dense_search", "warmup/rankings/train.trec"),
     ("run_config", "star/config.yaml"),
     ("evaluate", "star/metrics.json"),
 ]

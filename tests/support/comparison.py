@@ -70,7 +70,7 @@ def write_results(root: Path, runs=("base", "star", "adore")) -> Path:
         write_resolved({"name": run, "method": METHODS[run], "seed": 0, "params": {}, "dataset": {"name": "toy"},
                         "evaluation": {"split": "test", "measures": MEASURES}, "inputs": {}}, folder / "config.yaml")
         for split in QUERIES:
-            artifacts.write_table(_ranking(run, split), artifacts.RANKING, folder / "runs" / f"{split}.parquet")
+            artifacts.write_table(_ranking(run, split), artifacts.RANKING, folder / "rankings" / f"{split}.parquet")
         means, per_query = evaluate(_ranking(run, "test"), table(artifacts.QRELS, QRELS["test"]), MEASURES)
         artifacts.write_table(per_query, artifacts.PER_QUERY_METRICS, folder / "per_query.parquet")
         (folder / "metrics.json").write_text(json.dumps({"run": run, "dataset": "toy", "split": "test",

@@ -15,7 +15,7 @@ from tests.support.workflow import command, job_env
 # Not compared between runs, not being artifacts of the runs or not reproducible by design:
 # * logs/ and benchmarks/: each job's log and its time and memory, wall-clock figures by nature;
 # * bm25/bm25_index/: Lucene writes a random segment id and the time of writing into its index files; the
-#   rankings searched from it (bm25/runs/*) are compared;
+#   rankings searched from it (bm25/rankings/*) are compared;
 # * <run>/tensorboard/: the live training curves, whose event files hold wall-clock times (and the host and
 #   process in their names), one file per training attempt; train_log.parquet, the same numbers, is compared;
 # * Snakemake's own timestamp files.

@@ -47,4 +47,4 @@ def test_with_lag_1_training_an_episode_does_not_wait_for_the_previous_checkpoin
     select = next(job for job in parents if job.startswith("select_hard_negatives") and "ance/episodes/2" in job)
     pool = next(job for job in parents[select] if job.startswith("candidate_pool"))
     assert [job.split()[1] for job in parents[pool] if job.startswith("dense_search")] == \
-        [f"results/ance/episodes/{1 - lag}/runs/train.parquet"]
+        [f"results/ance/episodes/{1 - lag}/rankings/train.parquet"]

@@ -28,8 +28,8 @@ def test_a_stage_by_hand_writes_what_the_workflow_writes(tmp_path):
     assert "bm25" in result.stderr.lower()  # --console: the log goes to the terminal
     result = stage(by_hand, "bm25_search", "--run", "bm25", "--split", "test")
     assert result.returncode == 0, result.stderr
-    assert snakemake(by_workflow, "results/bm25/runs/test.parquet").returncode == 0
-    for rel in ("datasets/tiny/corpus.parquet", "datasets/tiny/qrels/test.parquet", "bm25/runs/test.parquet"):
+    assert snakemake(by_workflow, "results/bm25/rankings/test.parquet").returncode == 0
+    for rel in ("datasets/tiny/corpus.parquet", "datasets/tiny/qrels/test.parquet", "bm25/rankings/test.parquet"):
         assert (by_hand / "results" / rel).read_bytes() == (by_workflow / "results" / rel).read_bytes(), rel
 
 

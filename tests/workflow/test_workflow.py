@@ -26,12 +26,12 @@ def test_outputs(built):
     assert metrics["provenance"]["seed"] == 3
     stats = json.loads((results / "datasets" / "tiny" / "stats.json").read_text())
     assert stats["num_docs"] == 400 and stats["num_clusters"] == 20
-    line = (results / "bm25" / "runs" / "test.trec").read_text().splitlines()[0].split()
+    line = (results / "bm25" / "rankings" / "test.trec").read_text().splitlines()[0].split()
     assert line[1] == "Q0" and line[3] == "1" and line[5] == "bm25"
     resolved = yaml.safe_load((results / "bm25" / "config.yaml").read_text())
     assert resolved["params"]["top_k"] == 100 and resolved["dataset"]["num_docs"] == 400
-    assert (results / "bm25" / "runs" / "test.parquet").exists()
-    assert not (results / "bm25" / "runs" / "train.parquet").exists()  # metrics.json ranks only what it reports
+    assert (results / "bm25" / "rankings" / "test.parquet").exists()
+    assert not (results / "bm25" / "rankings" / "train.parquet").exists()  # metrics.json ranks only what it reports
     assert (results / "bm25" / "logs" / "bm25_index.log").read_text().strip()
     assert (results / "bm25" / "benchmarks" / "evaluate.tsv").exists()
 
@@ -68,10 +68,24 @@ def test_config_typo_fails_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_rankings_in_their_old_folder_stop_the_workflow_before_any_job(tmp_path):
+    """An earlier version's results/<run>/runs/: Snakemake stops while it reads the workflow, naming the folder and
+    the way on, rather than plan the rankings again with everything made from them."""
+    write_config(tmp_path, TINY)
+    old = tmp_path / "results" / "bm25" / "runs"
+    old.mkdir(parents=True)
+    (old / "test.parquet").write_bytes(b"PAR1")
+    result = snakemake(tmp_path, "results/bm25/metrics.json")
+    out = result.stdout + result.stderr
+    assert result.returncode != 0 and "results/bm25/runs" in out
+    assert "a run's rankings are now in <run>/rankings/, not <run>/runs/" in out and "--touch" in out
+    assert sorted(path.name for path in (tmp_path / "results").iterdir()) == ["bm25"]  # nothing was run
+
+
 def test_same_config_same_artifacts(built, tmp_path):
     write_config(tmp_path, TINY)
     result = snakemake(tmp_path, "results/bm25/metrics.json")
     assert result.returncode == 0, result.stderr[-3000:]
-    for rel in ("datasets/tiny/corpus.parquet", "datasets/tiny/qrels/test.parquet", "bm25/runs/test.parquet",
-                "bm25/runs/test.trec", "bm25/per_query.parquet", "bm25/metrics.json", "bm25/config.yaml"):
+    for rel in ("datasets/tiny/corpus.parquet", "datasets/tiny/qrels/test.parquet", "bm25/rankings/test.parquet",
+                "bm25/rankings/test.trec", "bm25/per_query.parquet", "bm25/metrics.json", "bm25/config.yaml"):
         assert (tmp_path / "results" / rel).read_bytes() == (built / "results" / rel).read_bytes(), rel

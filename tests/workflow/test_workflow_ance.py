@@ -53,7 +53,7 @@ def test_every_episode_leaves_its_artifacts(whole):
         assert list(log["step"]) == list(range(index * STEPS + 1, (index + 1) * STEPS + 1))
     # checkpoint 0 feeds episode 2 (lag 1), so it is encoded, indexed and searched; the last checkpoint feeds none
     assert (results / "episodes" / "0" / "index" / "Flat.faiss").is_file()
-    assert (results / "episodes" / "0" / "runs" / "train.parquet").is_file()
+    assert (results / "episodes" / "0" / "rankings" / "train.parquet").is_file()
     assert not (results / "episodes" / str(EPISODES - 1) / "embeddings").exists()
     # the run's model is the last episode's; its log is the episodes' end to end
     for name in ("model.safetensors", "config.json"):
@@ -83,7 +83,7 @@ def test_each_episode_trains_on_the_right_checkpoint_s_ranking_without_positives
     sources = {0: "warmup", 1: "warmup", 2: "ance/episodes/0"}  # lag 1: checkpoint e - 2, the warm-up before
     for index, source in sources.items():
         mined = _negatives(results / "ance" / "episodes" / str(index) / "hardnegs.parquet")
-        ranking = pq.read_table(results / source / "runs" / "train.parquet").to_pandas()
+        ranking = pq.read_table(results / source / "rankings" / "train.parquet").to_pandas()
         ranking = ranking[ranking["rank"] <= 30]
         expected = {qid: set(group["docid"]) - positives.get(qid, set()) for qid, group in ranking.groupby("qid")}
         assert mined == {qid: docs for qid, docs in expected.items() if docs}, f"episode {index}"

@@ -44,8 +44,8 @@ def built(builds):
 
 def test_the_cross_encoder_re_ranks_bm25s_top_k(built):
     results = built / "results"
-    run = pq.read_table(results / "crossencoder" / "runs" / "test.parquet").to_pandas()
-    bm25 = pq.read_table(results / "bm25" / "runs" / "test.parquet").to_pandas()
+    run = pq.read_table(results / "crossencoder" / "rankings" / "test.parquet").to_pandas()
+    bm25 = pq.read_table(results / "bm25" / "rankings" / "test.parquet").to_pandas()
     reordered = 0
     for qid, ranked in run.groupby("qid"):
         ranked = ranked.sort_values("rank")

@@ -81,7 +81,7 @@ def test_excluded_everywhere_dense(built):
     ids = pq.read_table(results / "randneg" / "embeddings" / "corpus.ids.parquet")["id"].to_pylist()
     assert len(ids) == 40 and not set(EMPTY) & set(ids)
     assert len(np.load(results / "randneg" / "embeddings" / "corpus.npy", mmap_mode="r")) == 40
-    for ranking in ("randneg/runs/test.parquet", "randneg/runs/train.parquet", "star/hardnegs.parquet"):
+    for ranking in ("randneg/rankings/test.parquet", "randneg/rankings/train.parquet", "star/hardnegs.parquet"):
         docids = set(pq.read_table(results / ranking)["docid"].to_pylist())
         assert docids and not set(EMPTY) & docids, ranking
     audit = pq.read_table(results / "star" / "hardnegs_audit.parquet")

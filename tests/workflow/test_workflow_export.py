@@ -39,7 +39,7 @@ def test_pyserini_searches_the_exported_index_as_the_run_did(results, tmp_path, 
 
     searcher = FaissSearcher(str(out), HardnegQueryEncoder(out / "encoder"))
     queries = pq.read_table(results / "datasets" / "synthetic" / "queries" / "test.parquet").to_pandas()
-    run = pq.read_table(results / "adore_star" / "runs" / "test.parquet").to_pandas()
+    run = pq.read_table(results / "adore_star" / "rankings" / "test.parquet").to_pandas()
     hits = searcher.batch_search(queries["text"].tolist(), queries["qid"].tolist(), k=10)
     assert len(hits) == len(queries) == 200
     for qid, text in zip(queries["qid"], queries["text"]):

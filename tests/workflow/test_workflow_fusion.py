@@ -52,25 +52,25 @@ def test_hybrid_is_tuned_on_training_queries_and_evaluated(built):
     # the same grid, recomputed here from the training rankings and qrels of the sampled queries
     qrels = read(results / "datasets" / "tiny" / "qrels" / "train.parquet", artifacts.QRELS)
     sample = pa.array(sample_queries(qrels, 40, seed=5))
-    sparse, dense = (read(results / run / "runs" / "train.parquet") for run in ("bm25", "inbatch"))
+    sparse, dense = (read(results / run / "rankings" / "train.parquet") for run in ("bm25", "inbatch"))
     sparse, dense = (run.filter(pc.is_in(run["qid"], value_set=sample)) for run in (sparse, dense))
     qrels = qrels.filter(pc.is_in(qrels["qid"], value_set=sample))
     assert tune_weight(lambda alpha: fused_tiny(sparse, dense, alpha), qrels, GRID, "RR@10").equals(grid)
     # the test ranking is the hybrid of the inputs' test rankings with the chosen α, evaluated like any run
-    fused = read(results / "hybrid" / "runs" / "test.parquet")
-    assert fused.equals(fused_tiny(read(results / "bm25" / "runs" / "test.parquet"),
-                                   read(results / "inbatch" / "runs" / "test.parquet"), tuning["alpha"]))
+    fused = read(results / "hybrid" / "rankings" / "test.parquet")
+    assert fused.equals(fused_tiny(read(results / "bm25" / "rankings" / "test.parquet"),
+                                   read(results / "inbatch" / "rankings" / "test.parquet"), tuning["alpha"]))
     metrics = json.loads((results / "hybrid" / "metrics.json").read_text())
     assert metrics["num_queries"] == 30 and 0.0 < metrics["measures"]["RR@10"] <= 1.0
     assert metrics["pairwise_errors"]["total_is_lower_bound"]  # no embeddings behind a fused ranking
-    assert (results / "hybrid" / "config.yaml").exists() and (results / "hybrid" / "runs" / "test.trec").exists()
+    assert (results / "hybrid" / "config.yaml").exists() and (results / "hybrid" / "rankings" / "test.trec").exists()
 
 
 def test_the_evaluation_rankings_never_reach_the_tuning(built, tmp_path):
     """Changing the inputs' test rankings re-ranks and re-evaluates the hybrid, but does not re-tune it."""
     built = copy_build(built, tmp_path / "wf")
     for run in ("bm25", "inbatch"):
-        path = built / "results" / run / "runs" / "test.parquet"
+        path = built / "results" / run / "rankings" / "test.parquet"
         table = read(path)
         artifacts.write_table(table.set_column(3, "score", pc.negate(table["score"])), artifacts.RANKING, path)
     planned = jobs(snakemake(built, *TARGETS, "-n", "--quiet", "rules"))

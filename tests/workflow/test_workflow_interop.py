@@ -64,7 +64,7 @@ def test_the_printed_pyserini_recipe_runs_alone_and_ranks_as_the_run(chain, tmp_
     lines = result.stdout.strip().splitlines()
     assert re.fullmatch(r"\[\('[^']+', -?\d+\.\d+\)(, \('[^']+', -?\d+\.\d+\)){9}\]", lines[0])  # the recipe's print
     found = json.loads(lines[-1])
-    ranking = pq.read_table(results / "adore_star" / "runs" / "test.parquet").to_pandas()
+    ranking = pq.read_table(results / "adore_star" / "rankings" / "test.parquet").to_pandas()
     assert len(found) == len(queries) == 20
     for qid, hits in found.items():
         expected = ranking[ranking.qid == qid].sort_values("rank").head(10)

@@ -67,8 +67,8 @@ def built(builds):
 def test_the_teacher_re_ranks_bm25s_top_k(built):
     workdir, _ = built
     results = workdir / "results"
-    run = pq.read_table(results / "teacher" / "runs" / "test.parquet").to_pandas()
-    bm25 = pq.read_table(results / "bm25" / "runs" / "test.parquet").to_pandas()
+    run = pq.read_table(results / "teacher" / "rankings" / "test.parquet").to_pandas()
+    bm25 = pq.read_table(results / "bm25" / "rankings" / "test.parquet").to_pandas()
     for qid, ranked in run.groupby("qid"):
         top = bm25[(bm25.qid == qid) & (bm25["rank"] <= 20)]
         assert set(ranked.docid) == set(top.docid)  # exactly BM25's top 20, re-ordered
@@ -113,7 +113,7 @@ def test_a_star_run_distils_from_the_colbert_teacher_s_scores_of_its_pool(built,
     # the scores are the teacher's MaxSim, as it re-ranks: the pairs of three queries re-ranked here give them
     inputs = [path.split(" ")[0] for path in scoring["input"]]
     cache = next(workdir / path for path in inputs if "/tokenized/" in path)
-    ranking = next(workdir / path for path in inputs if path.endswith("runs/train.parquet"))
+    ranking = next(workdir / path for path in inputs if path.endswith("rankings/train.parquet"))
     qids = sorted(set(stored.qid))[:3]
     mine = stored[stored.qid.isin(qids)]
     table = artifacts.read_table(artifacts.RANKING, ranking)

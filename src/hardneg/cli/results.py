@@ -108,7 +108,7 @@ def register(sub) -> None:
     )
     ev.add_argument(
         "ranking",
-        help="a ranking: results/<run>/runs/<split>.parquet or .trec, or any ranking file in TREC format",
+        help="a ranking: results/<run>/rankings/<split>.parquet or .trec, or any ranking file in TREC format",
     )
     ev.add_argument(
         "qrels", help="qrels: results/datasets/<dataset>/qrels/<split>.parquet or .trec, or any TREC qrels file"

@@ -15,8 +15,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+from pathlib import Path
 
-from hardneg.errors import OutputPathError
+from hardneg.errors import OutputPathError, ResultsLayoutError
 from hardneg.schema.names import NAME_PATTERN, NAME_RULE  # noqa: F401  (NAME_PATTERN: the names it lays out)
 
 RESULTS = "results"
@@ -40,6 +41,11 @@ RESERVED_NAMES = {
     "report.zip": "the report as an archive (snakemake --report results/report.zip)",
 }
 
+RANKINGS = "rankings"  # the folder of a run's rankings: results/<run>/rankings/<split>.{parquet,trec}
+# The name that folder had in results written before (results/<run>/rankings/): hardneg reads no ranking from it
+# (old_ranking_folders, refuse_old_rankings).
+OLD_RANKINGS = "runs"
+
 EPISODES = "episodes"  # the folder of a run's episodes: results/<run>/episodes/<e> (hardneg.pipeline.episodes)
 _EPISODE = re.compile(r"(?P<run>[^/]+)/episodes/(?P<index>0|[1-9][0-9]*)")
 
@@ -59,6 +65,66 @@ def reserved_entry(name: str) -> str | None:
     """The entry of :data:`RESERVED_NAMES` that a run named ``name`` would collide with, or None. Compared without
     regard to case, as the file systems of macOS and Windows compare names."""
     return next((entry for entry in RESERVED_NAMES if entry.casefold() == str(name).casefold()), None)
+
+
+# Where a run's folder holds rankings: its own, those ranked with another index, its episodes' (and theirs)
+_RANKING_PARENTS = (".", "by_index/*", f"{EPISODES}/*", f"{EPISODES}/*/by_index/*")
+
+
+def old_ranking_folders(root: str | os.PathLike = RESULTS) -> list[str]:
+    """The folders of rankings under ``root`` written in the layout before :data:`RANKINGS`: a run's (an
+    episode's, or another index's) ``runs/`` holding Parquet or TREC files, with no ``rankings/`` beside it. Only
+    the run folders are looked at (not ``datasets/`` or the other reserved entries), so this costs a few
+    directory listings."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    found = []
+    for folder in sorted(base.iterdir()):
+        if not folder.is_dir() or reserved_entry(folder.name) is not None:
+            continue
+        for pattern in _RANKING_PARENTS:
+            for parent in sorted(folder.glob(pattern)) if pattern != "." else [folder]:
+                old = parent / OLD_RANKINGS
+                if (
+                    old.is_dir()
+                    and not (parent / RANKINGS).exists()
+                    and any(path.suffix in (".parquet", ".trec") for path in old.iterdir())
+                ):
+                    found.append(str(old))
+    return sorted(found)
+
+
+def moved_ranking(path: str | os.PathLike) -> Path:
+    """Where a file recorded at ``path`` is now when ``path`` lies in a rankings folder of the old layout
+    (``<run>/rankings/<split>.parquet``, as a mining card written before records it) that was renamed to
+    ``rankings/``; ``path`` itself otherwise."""
+    path = Path(path)
+    if path.parent.name == OLD_RANKINGS and not path.exists():
+        renamed = path.parent.with_name(RANKINGS) / path.name
+        if renamed.exists():
+            return renamed
+    return path
+
+
+def refuse_old_rankings(root: str | os.PathLike = RESULTS) -> None:
+    """Raise :class:`~hardneg.errors.ResultsLayoutError` when ``root`` holds rankings in the old layout
+    (:func:`old_ranking_folders`): hardneg would not find them, and rebuilding them would also rebuild everything
+    made from them (pools, lists, the runs trained on them). The message names the folders and the two ways on:
+    rename them and let ``snakemake --touch`` record the new paths (the rules that read a ranking would otherwise
+    run again, their inputs' paths having changed), or delete them and rebuild."""
+    old = old_ranking_folders(root)
+    if not old:
+        return
+    shown = ", ".join(old[:5]) + (f" and {len(old) - 5} more" if len(old) > 5 else "")
+    first = old[0]
+    raise ResultsLayoutError(
+        f"{root}: rankings where an earlier version put them: a run's rankings are now in <run>/{RANKINGS}/, "
+        f"not <run>/{OLD_RANKINGS}/ ({shown}). Rename each such folder (mv {first} "
+        f"{first[: -len(OLD_RANKINGS)]}{RANKINGS}) and, if the results were up to date, run snakemake once with "
+        f"--touch to record the new paths without computing anything; or delete the folders to rebuild the "
+        f"rankings and everything made from them"
+    )
 
 
 def check_name(kind: str, name, root: str = RESULTS) -> str:
@@ -227,11 +293,11 @@ class Layout:
     @_inside_root
     def ranking(self, run: str, split: str, index: str | None = None) -> str:
         """A run's ranking of a split (``index``: ranked with another index over the same documents)."""
-        return f"{self._by_index(run, index)}/runs/{self._name('split', split)}.parquet"
+        return f"{self._by_index(run, index)}/{RANKINGS}/{self._name('split', split)}.parquet"
 
     @_inside_root
     def ranking_trec(self, run: str, split: str, index: str | None = None) -> str:
-        return f"{self._by_index(run, index)}/runs/{self._name('split', split)}.trec"
+        return f"{self._by_index(run, index)}/{RANKINGS}/{self._name('split', split)}.trec"
 
     @_inside_root
     def query_embeddings(self, run: str, split: str, index: str | None = None) -> str:

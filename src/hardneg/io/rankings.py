@@ -128,7 +128,7 @@ class RankingWriter:
 
 
 def read_ranking(path: str | os.PathLike, filters=None) -> pa.Table:
-    """Read a RANKING Parquet file written by the pipeline, e.g. ``results/<run>/runs/<split>.parquet``.
+    """Read a RANKING Parquet file written by the pipeline, e.g. ``results/<run>/rankings/<split>.parquet``.
 
     :param path: the RANKING Parquet file.
     :param filters: pyarrow's row filters, e.g. ``[("qid", "in", ids)]``, as ``hardneg.io.artifacts.read_table``

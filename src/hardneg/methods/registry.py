@@ -36,12 +36,12 @@ TRAINED = (DENSE, RERANK)
 # What an input role asks of the run it names, and what the plan builds from that run for the role.
 PROVIDES = {
     "model": "a run with a trained model (dense or re-ranking) that this run starts from (results/<run>/model)",
-    "ranking": "any run whose ranking of the training split is read (results/<run>/runs/<train split>.parquet)",
+    "ranking": "any run whose ranking of the training split is read (results/<run>/rankings/<train split>.parquet)",
     "reference_ranking": "any run whose ranking of the training split reports compare against",
     "miner": "a dense run whose model mines this run's static hard negatives (results/<this run>/hardnegs.parquet)",
     "doc_index": "a dense run whose corpus embeddings and indexes stay fixed; this run starts from its model",
     "teacher": "a run whose model scores training pairs (results/<run>/model)",
-    "candidates": "any run whose ranking of each split this run re-ranks (results/<run>/runs/<split>.parquet)",
+    "candidates": "any run whose ranking of each split this run re-ranks (results/<run>/rankings/<split>.parquet)",
     "runs": "a list of runs whose rankings are combined",
     "scorer": "a cross-encoder run whose model scores the candidate pool this run's negatives are selected from "
     "(results/<run>/model)",

@@ -33,6 +33,7 @@ from hardneg.dense.encode import encode_rows
 from hardneg.dense.raw_texts import TokenizedWithRaw
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.io import artifacts
+from hardneg.io.layout import moved_ranking
 from hardneg.mining.card import check_inputs, check_list
 from hardneg.mining.duplicates import duplicate_partners, flag_duplicates_of_positives
 from hardneg.mining.negatives import positive_scores
@@ -297,7 +298,8 @@ def input_paths(card: Mapping, results: str | os.PathLike) -> dict[str, Path]:
             return Path(results) / path[len(recorded) :].lstrip("/")
         return Path(path)
 
-    paths = {name: moved(entry["path"]) for name, entry in card["inputs"].items()}
+    # a ranking recorded in its folder's old place (<run>/rankings/) is read from its new one once that is renamed
+    paths = {name: moved_ranking(moved(entry["path"])) for name, entry in card["inputs"].items()}
     paths["list"] = moved(card["list"]["path"])
     return paths
 

@@ -4,7 +4,7 @@ prints (:mod:`hardneg.results.comparison_text`) and the comparison page shows (:
 The per-query values of a run on its evaluation split are those of ``results/<run>/per_query.parquet`` (every
 measure it was evaluated with, pairwise errors included). On another split the run ranked
 (``evaluation.extra_splits``), and for a measure its evaluation left out, they are computed here from its ranking
-``runs/<split>.parquet`` and the dataset's qrels with :func:`hardneg.evaluation.metrics.evaluate`, for any
+``rankings/<split>.parquet`` and the dataset's qrels with :func:`hardneg.evaluation.metrics.evaluate`, for any
 ir-measures measure. The statistics are
 :func:`hardneg.evaluation.compare.compare_runs`'s.
 
@@ -39,6 +39,7 @@ from hardneg.evaluation.compare import Comparison, compare_runs
 from hardneg.evaluation.metrics import evaluate
 from hardneg.evaluation.significance import RESAMPLES, SEED
 from hardneg.io import artifacts
+from hardneg.io.layout import refuse_old_rankings
 from hardneg.io.rankings import read_ranking
 from hardneg.mining.audit import text_snippet
 from hardneg.results.run_files import RunFiles
@@ -358,13 +359,15 @@ def compare_results(
     :raises HardnegError: fewer than two runs or a run named twice; a run without results folder, resolved
         config, metrics.json or per_query.parquet; a measure a run was not evaluated with; runs of different
         datasets, or evaluated on different splits when ``split`` is None; a missing ranking, queries or qrels
-        file. Each error names the file or the argument.
+        file. Each error names the file or the argument. A :class:`~hardneg.errors.ResultsLayoutError` when
+        ``results`` holds rankings where an earlier version put them.
     """
     if len(runs) < 2:
         raise HardnegError("a comparison needs at least two runs")
     twice = next((run for i, run in enumerate(runs) if run in runs[:i]), None)
     if twice is not None:
         raise HardnegError(f"run {twice} is named twice: each run is compared once")
+    refuse_old_rankings(results)
     files = {run: RunFiles.open(run, results) for run in runs}
     datasets = {run: run_files.dataset for run, run_files in files.items()}
     if len(set(datasets.values())) > 1:

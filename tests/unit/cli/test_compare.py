@@ -48,7 +48,7 @@ def test_compare_errors_are_one_line(results, capsys, argv, message):
 
 def test_evaluate_per_query_prints_trec_eval_q_lines(results, capsys):
     """base's RR@10 of q1..q4: 1/2, 1, 1/3, 1 (mean 0.7083); P@1: 0, 1, 0, 1 (mean 0.5)."""
-    argv = ["evaluate", "results/base/runs/test.parquet", "results/datasets/toy/qrels/test.parquet"]
+    argv = ["evaluate", "results/base/rankings/test.parquet", "results/datasets/toy/qrels/test.parquet"]
     assert main([*argv, "--measures", "RR@10", "P@1", "--per-query"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["RR@10  q1   0.5000", "P@1    q1   0.0000"]

@@ -44,9 +44,9 @@ def _warnings(caplog):
 
 def test_a_ranking_sharing_no_query_with_its_qrels_is_warned_about(caplog):
     with caplog.at_level(logging.WARNING):
-        means, _ = evaluate(_ranking(["x1", "x2", "q5"]), QRELS, ["RR@10"], label="runs/test.trec")
+        means, _ = evaluate(_ranking(["x1", "x2", "q5"]), QRELS, ["RR@10"], label="rankings/test.trec")
     assert means == {"RR@10": 0.0}
-    assert _warnings(caplog) == ["runs/test.trec answers none of the 4 judged queries of the qrels: every mean is "
+    assert _warnings(caplog) == ["rankings/test.trec answers none of the 4 judged queries of the qrels: every mean is "
                                  "0; are the ranking and the qrels of the same dataset and split?"]
 
 

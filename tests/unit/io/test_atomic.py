@@ -70,14 +70,14 @@ def test_the_workflow_removes_every_temporary_under_results(tmp_path):
     """What the workflow does before its first job and after a failed run: every ``.<name>.<random>.tmp`` under
     the folder goes (a temporary folder with what is inside it), whichever target it was for; nothing else."""
     results = tmp_path / "results"
-    left = [results / "colbert" / "runs" / ".test.trec.a1b2c3d4.tmp",
+    left = [results / "colbert" / "rankings" / ".test.trec.a1b2c3d4.tmp",
             results / "tables" / ".training_time.md.q_w_e_r_t.tmp",
             results / "star" / ".model.x9y8z7w6.tmp"]
     for path in left[:2]:
         path.parent.mkdir(parents=True)
         path.write_text("partial")
     (left[2] / "inner" / ".weights.bin.abcdefgh.tmp").mkdir(parents=True)
-    kept = [results / "colbert" / "runs" / "test.trec", results / "star" / ".hidden", results / "star" / "a.tmp",
+    kept = [results / "colbert" / "rankings" / "test.trec", results / "star" / ".hidden", results / "star" / "a.tmp",
             results / "star" / ".tmp"]
     for path in kept:
         path.write_text("keep")

@@ -152,7 +152,7 @@ def test_a_role_of_many_runs(monkeypatch):
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     raw["runs"]["fuse"] = {"method": "toyfusion", "inputs": {"runs": ["bm25", "warmup"]}}
     plan = Plan(validate_config(copy.deepcopy(raw)))
-    assert plan.train_inputs("fuse")["runs"] == ["results/bm25/runs/train.parquet", "results/warmup/runs/train.parquet"]
+    assert plan.train_inputs("fuse")["runs"] == ["results/bm25/rankings/train.parquet", "results/warmup/rankings/train.parquet"]
     assert plan.upstream("fuse") == ["bm25", "warmup"]
     assert [r["name"] for r in plan.resolved("fuse")["inputs"]["runs"]] == ["bm25", "warmup"]
     for runs, message in (("bm25", "expected array"), (["bm25", "nowhere"], "no run named 'nowhere'"),

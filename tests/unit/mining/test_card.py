@@ -46,7 +46,7 @@ def make_results(root):
     for name in ("corpus.parquet", "queries/train.parquet", "qrels/train.parquet"):
         (root / "datasets" / "toy" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "datasets" / "toy" / name).write_bytes(name.encode())
-    for name in ("runs/train.parquet", "index/Flat.faiss", "embeddings/corpus.ids.parquet", "embeddings/corpus.npy",
+    for name in ("rankings/train.parquet", "index/Flat.faiss", "embeddings/corpus.ids.parquet", "embeddings/corpus.npy",
                  "pools/train_top30.parquet", "pools/positives_train.parquet"):
         (root / "warmup" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "warmup" / name).write_bytes(name.encode())
@@ -56,7 +56,7 @@ def make_results(root):
 
 INPUTS = {"model": "results/warmup/model", "cache": "results/datasets/toy/tokenized/key",
           "corpus": "results/datasets/toy/corpus.parquet", "queries": "results/datasets/toy/queries/train.parquet",
-          "qrels": "results/datasets/toy/qrels/train.parquet", "ranking": "results/warmup/runs/train.parquet",
+          "qrels": "results/datasets/toy/qrels/train.parquet", "ranking": "results/warmup/rankings/train.parquet",
           "index": "results/warmup/index/Flat.faiss", "docids": "results/warmup/embeddings/corpus.ids.parquet",
           "corpus_embeddings": "results/warmup/embeddings/corpus.npy",
           "pool": "results/warmup/pools/train_top30.parquet",

@@ -38,7 +38,7 @@ def test_defaults_and_what_the_plan_makes_of_them(raw):
     assert plan.comparisons()["train"]["split"] == "train" and plan.comparisons()["train"]["measure"] == "nDCG@10"
     assert plan.comparison_targets() == ["results/tables/compare_mine.html", "results/tables/compare_train.html"]
     inputs = plan.comparison_inputs("train")
-    assert inputs["rankings"] == ["results/bm25/runs/train.parquet", "results/star/runs/train.parquet"]
+    assert inputs["rankings"] == ["results/bm25/rankings/train.parquet", "results/star/rankings/train.parquet"]
     assert inputs["hardnegs"] == ["results/star/hardnegs.parquet"]  # star trains on a mined list, bm25 on none
     assert inputs["per_query"] == ["results/bm25/per_query.parquet", "results/star/per_query.parquet"]
     assert inputs["queries"] == "results/datasets/synthetic/queries" and inputs["corpus"].endswith("corpus.parquet")

@@ -223,7 +223,7 @@ def test_layout_paths_stay_in_the_results_folder(tmp_path):
 
     layout = Layout(str(tmp_path / "results"))
     assert layout.queries("d", "{split}") == f"{tmp_path}/results/datasets/d/queries/{{split}}.parquet"
-    assert layout.ranking("{run}", "test", "{index}").endswith("results/{run}/by_index/{index}/runs/test.parquet")
+    assert layout.ranking("{run}", "test", "{index}").endswith("results/{run}/by_index/{index}/rankings/test.parquet")
     with pytest.raises(OutputPathError, match=r"^split name '../../../../tmp/x' cannot be used in a path under "):
         layout.queries("d", "../../../../tmp/x")
     for call in (lambda: layout.run_dir(".."), lambda: layout.config("a/b"), lambda: layout.dataset_dir("."),
@@ -452,7 +452,7 @@ def test_the_reserved_names_are_the_entries_the_layout_puts_in_results(default_c
 
 
 @pytest.mark.parametrize("target", ["results/adore_star/metrics.json", "results/bm25/config.yaml",
-                                    "elsewhere/metrics.json", "exports/star.parquet", "runs/test.trec"])
+                                    "elsewhere/metrics.json", "exports/star.parquet", "rankings/test.trec"])
 def test_a_result_given_as_a_config_file_is_named_as_a_misplaced_target(tmp_path, monkeypatch, target):
     """Snakemake's --configfile takes every path after it, so a target written after it arrives as a config."""
     from hardneg.errors import ConfigFileError

@@ -26,7 +26,7 @@ def plan():
 
 
 def _rankings(run, split):
-    return f"results/{run}/runs/{split}.parquet"
+    return f"results/{run}/rankings/{split}.parquet"
 
 
 def test_a_continued_run_reads_bm25_and_its_starting_runs_rankings(plan):

@@ -47,7 +47,7 @@ def test_runs_by_kind_and_role(plan):
     assert plan.init_run("warmup") is None
     assert plan.model_root("adore_star") == "warmup"  # adore_star → star → warmup
     # the ABS runs: BM25 scores adaptive batches; the condenser_ runs continue the Condenser pre-trained model
-    assert plan.train_inputs("abs_encode")["bm25"] == "results/bm25/runs/train.parquet"
+    assert plan.train_inputs("abs_encode")["bm25"] == "results/bm25/rankings/train.parquet"
     assert plan.init_run("abs_random") is None
     assert all(plan.init_run(run) == "condenser" for run in ABS_RUNS[5:])
     assert plan.model_params("condenser_abs_beam")["builtin"]["num_hidden_layers"] == 2  # the condenser's model
@@ -57,7 +57,7 @@ def test_training_inputs_follow_the_roles(plan):
     cache = plan.cache_dir("warmup")
     assert cache.startswith("results/datasets/synthetic/tokenized/wordpiece-32000-")
     assert plan.train_inputs("warmup") == {"cache": cache, "qrels": "results/datasets/synthetic/qrels",
-                                           "negatives": "results/bm25/runs/train.parquet"}
+                                           "negatives": "results/bm25/rankings/train.parquet"}
     assert plan.train_inputs("star") == {"cache": cache, "qrels": "results/datasets/synthetic/qrels",
                                          "init": "results/warmup/model",
                                          "hard_negatives": "results/star/hardnegs.parquet"}
@@ -73,21 +73,21 @@ def test_tct_runs_read_their_teacher_and_the_teacher_re_ranks(plan):
     cache, qrels = plan.cache_dir("warmup"), "results/datasets/synthetic/qrels"
     assert plan.cache_dir("colbert_teacher") == cache  # markers are inserted at encoding: one shared cache
     assert plan.train_inputs("colbert_teacher") == {"cache": cache, "qrels": qrels,
-                                                    "negatives": "results/bm25/runs/train.parquet"}
+                                                    "negatives": "results/bm25/rankings/train.parquet"}
     assert plan.train_inputs("tct") == {"cache": cache, "qrels": qrels, "init": "results/colbert_teacher/model",
                                         "teacher": "results/colbert_teacher/model",
-                                        "negatives": "results/bm25/runs/train.parquet"}
+                                        "negatives": "results/bm25/rankings/train.parquet"}
     assert plan.train_inputs("tct_hnp") == {"cache": cache, "qrels": qrels, "init": "results/tct/model",
                                             "teacher": "results/colbert_teacher_hn/model",
                                             "hard_negatives": "results/tct_hnp/hardnegs.parquet"}
     assert plan.miner("tct_hnp") == "tct" and plan.init_run("colbert_teacher_hn") == "colbert_teacher"
     assert plan.rerank_inputs("colbert_teacher", "test") == {
-        "model": "results/colbert_teacher/model", "cache": cache, "candidates": "results/bm25/runs/test.parquet"}
+        "model": "results/colbert_teacher/model", "cache": cache, "candidates": "results/bm25/rankings/test.parquet"}
     assert "query_npy" not in plan.evaluate_inputs("colbert_teacher")  # a ranking only, as BM25's
     # a pair scorer also reads the raw texts (a pretrained cross-encoder forms its pairs from them)
     assert plan.rerank_inputs("crossencoder", "test") == {
         "model": "results/crossencoder/model", "cache": plan.cache_dir("crossencoder"),
-        "candidates": "results/bm25/runs/test.parquet", "queries": "results/datasets/synthetic/queries",
+        "candidates": "results/bm25/rankings/test.parquet", "queries": "results/datasets/synthetic/queries",
         "corpus": "results/datasets/synthetic/corpus.parquet"}
     # the student inherits the teacher's model section: ColBERT's input format, mean pooling, raw inner product
     model = plan.params("tct_hnp")["model"]
@@ -110,8 +110,8 @@ def test_indexes_over_a_runs_documents(plan):
 
 def test_mining_reads_the_miners_training_ranking_and_embeddings(plan):
     assert plan.positive_scores_inputs("warmup", "train")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
-    assert plan.mining_inputs("star")["run"] == "results/warmup/runs/train.parquet"
-    assert plan.audit_inputs("star")["reference"] == ["results/bm25/runs/train.parquet"]
+    assert plan.mining_inputs("star")["run"] == "results/warmup/rankings/train.parquet"
+    assert plan.audit_inputs("star")["reference"] == ["results/bm25/rankings/train.parquet"]
 
 
 def test_runs_asking_for_the_same_pool_share_it_under_the_miner(plan):
@@ -122,9 +122,9 @@ def test_runs_asking_for_the_same_pool_share_it_under_the_miner(plan):
     assert {"star", "ance/episodes/0", "ance/episodes/1"} <= set(sharing)
     assert plan.selection_inputs("star") == {"pool": path}
     inputs = plan.pool_inputs("warmup", "train_top200_bm25-bm25")
-    assert inputs == {"run": "results/warmup/runs/train.parquet", "qrels": "results/datasets/synthetic/qrels",
+    assert inputs == {"run": "results/warmup/rankings/train.parquet", "qrels": "results/datasets/synthetic/qrels",
                       "positives": "results/warmup/pools/positives_train.parquet",
-                      "bm25_ranking": "results/bm25/runs/train.parquet",
+                      "bm25_ranking": "results/bm25/rankings/train.parquet",
                       "duplicates": "results/datasets/synthetic/duplicates.parquet"}
 
 
@@ -132,7 +132,7 @@ def test_runs_asking_for_the_same_pool_share_it_under_the_miner(plan):
 def test_evaluation_ranks_only_the_reported_splits(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
     star = plan.evaluate_inputs("star")
-    assert star["rankings"] == ["results/star/runs/test.parquet"]
+    assert star["rankings"] == ["results/star/rankings/test.parquet"]
     assert star["reports"] == ["results/star/hardnegs_audit.md", "results/star/hardnegs_viewer.html",
                                "results/star/hardnegs_card.json"]
     assert star["query_npy"] == "results/star/embeddings/queries_test.npy"
@@ -142,7 +142,7 @@ def test_evaluation_ranks_only_the_reported_splits(raw):
     extra["evaluation"]["extra_splits"] = ["dev"]
     extra["runs"]["hybrid_adore_star"]["params"]["tune"]["split"] = "train"  # dev, now evaluated, cannot tune α
     assert Plan(validate_config(extra)).evaluate_inputs("bm25")["rankings"] == \
-        ["results/bm25/runs/test.parquet", "results/bm25/runs/dev.parquet"]
+        ["results/bm25/rankings/test.parquet", "results/bm25/rankings/dev.parquet"]
 
 
 def test_a_runs_metrics_come_with_the_configs_and_audits_of_the_runs_behind_it(plan):
@@ -205,7 +205,7 @@ def test_the_layout_has_one_root(plan):
     layout = Layout("out")
     assert layout.metrics("star") == "out/star/metrics.json"
     assert layout.metrics("star", "PQ16") == "out/star/by_index/PQ16/metrics.json"
-    assert layout.ranking("{run}", "{split}") == "out/{run}/runs/{split}.parquet"
+    assert layout.ranking("{run}", "{split}") == "out/{run}/rankings/{split}.parquet"
     assert Plan(plan.config, root="out").train_inputs("star")["init"] == "out/warmup/model"
 
 
@@ -222,13 +222,13 @@ def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):
     assert plan.tuned_runs == ["hybrid_adore_star"] and plan.tuning_split("hybrid_adore_star") == "dev"
     assert plan.fused_runs("hybrid_adore_star") == ["bm25", "adore_star"]
     assert plan.fusion_inputs("hybrid_adore_star", "test") == {
-        "rankings": ["results/bm25/runs/test.parquet", "results/adore_star/runs/test.parquet"],
+        "rankings": ["results/bm25/rankings/test.parquet", "results/adore_star/rankings/test.parquet"],
         "tuning": "results/hybrid_adore_star/fusion_tuning.json"}
     assert plan.fusion_inputs("rrf_adore_star", "dev") == {
-        "rankings": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"]}
+        "rankings": ["results/bm25/rankings/dev.parquet", "results/adore_star/rankings/dev.parquet"]}
     # the weight is tuned on the dev split's rankings (held out from training), never on the evaluated split
     assert plan.tuning_inputs("hybrid_adore_star") == {
-        "rankings": ["results/bm25/runs/dev.parquet", "results/adore_star/runs/dev.parquet"],
+        "rankings": ["results/bm25/rankings/dev.parquet", "results/adore_star/rankings/dev.parquet"],
         "qrels": "results/datasets/synthetic/qrels"}
     assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"rankings", "qrels", "config", "reports", "lineage"}  # no embeddings
     assert plan.upstream("rrf_adore_star") == ["bm25", "adore_star"]

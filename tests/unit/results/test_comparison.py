@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from hardneg.errors import HardnegError
+from hardneg.errors import HardnegError, ResultsLayoutError
 from hardneg.results.comparison import compare_results
 from hardneg.results.comparison_text import comparison_text
 from tests.support.comparison import HOSTILE_QUERY, write_results
@@ -55,7 +55,7 @@ def test_another_split_is_evaluated_from_the_rankings(results):
     report = compare_results(["base", "star", "adore"], results=results, split="train", measure="RR@10")
     values = report.comparison.values
     assert values.loc["t1"].tolist() == pytest.approx([0.5, 1.0, 1 / 3]) and values.loc["t2"].tolist() == [1, 1, 1]
-    assert report.sources["star"] == str(results / "star" / "runs" / "train.parquet")
+    assert report.sources["star"] == str(results / "star" / "rankings" / "train.parquet")
     t1 = report.queries[0]
     assert t1.qid == "t1" and [(d.docid, d.hard_negative, d.other_queries) for d in t1.rankings["star"]] == \
         [("d5", False, 1), ("d1", True, 1)]  # d5: a hard negative of t2
@@ -65,7 +65,7 @@ def test_another_split_is_evaluated_from_the_rankings(results):
     # and on the evaluation split, where per_query.parquet lacks it (P@1: base 0, 1, 0, 1; star 1, 1, 1, 0)
     report = compare_results(["base", "star"], results=results, measure="P@1")
     assert report.split == "test" and report.comparison.rows[0].delta == pytest.approx(0.25)
-    assert report.sources["star"] == str(results / "star" / "runs" / "test.parquet")
+    assert report.sources["star"] == str(results / "star" / "rankings" / "test.parquet")
 
 
 def test_the_text_shows_the_data_escaped(results):
@@ -94,7 +94,7 @@ def test_no_query_shown_with_top_zero(results):
     (["base", "nosuch"], {}, "run 'nosuch' has no results folder: {results}/nosuch does not exist (runs with "
                              "results: adore, base, star)"),
     (["base", "star"], {"measure": "RR@zero"}, "measure 'RR@zero': "),  # on the evaluation split too
-    (["base", "star"], {"split": "dev"}, "run base has no ranking of split 'dev': {results}/base/runs/dev.parquet "
+    (["base", "star"], {"split": "dev"}, "run base has no ranking of split 'dev': {results}/base/rankings/dev.parquet "
                                          "is missing"),
     (["base", "star"], {"split": "train", "measure": "RR@zero"}, "measure 'RR@zero': "),
 ])
@@ -102,6 +102,13 @@ def test_bad_input_is_one_error_naming_the_cause(results, runs, kwargs, message)
     with pytest.raises(HardnegError) as error:
         compare_results(runs, results=results, **kwargs)
     assert message.format(results=results) in str(error.value)
+
+
+def test_rankings_in_their_old_folder_are_refused_with_the_way_on(results):
+    (results / "star" / "rankings").rename(results / "star" / "runs")
+    with pytest.raises(ResultsLayoutError, match=r"a run's rankings are now in <run>/rankings/, not <run>/runs/ "
+                                                 r"\(.*star/runs\)"):
+        compare_results(["base", "star"], results=results)
 
 
 def test_missing_files_are_named(results):
@@ -125,7 +132,7 @@ def test_runs_evaluated_on_different_splits(results):
     # --split names the split: base's test values come from its per_query.parquet, adore's from its ranking
     report = compare_results(["base", "adore"], results=results, split="test")
     assert report.sources == {"base": str(results / "base" / "per_query.parquet"),
-                              "adore": str(results / "adore" / "runs" / "test.parquet")}
+                              "adore": str(results / "adore" / "rankings" / "test.parquet")}
     assert report.comparison.deltas()["adore"].tolist() == pytest.approx([0, 0, 2 / 3, 0])
 
 

@@ -32,7 +32,7 @@ rule bm25_search:
         index=LAYOUT.bm25_index("{run}"),
         queries=lambda w: LAYOUT.queries_dir(PLAN.dataset(w.run)),
     output:
-        run=update(LAYOUT.ranking("{run}", "{split}")),
+        ranking=update(LAYOUT.ranking("{run}", "{split}")),
         trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
     wildcard_constraints:
         run=LEXICAL_RUNS,

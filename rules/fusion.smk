@@ -36,7 +36,7 @@ rule fuse:
     input:
         unpack(lambda w: PLAN.fusion_inputs(w.run, w.split)),
     output:
-        run=update(LAYOUT.ranking("{run}", "{split}")),
+        ranking=update(LAYOUT.ranking("{run}", "{split}")),
         trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
     wildcard_constraints:
         run=names_regex(PLAN.fusion_runs),

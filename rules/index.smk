@@ -31,7 +31,7 @@ rule dense_search:
     input:
         unpack(lambda w: PLAN.search_inputs(w.run)),
     output:
-        run=update(LAYOUT.ranking("{run}", "{split}")),
+        ranking=update(LAYOUT.ranking("{run}", "{split}")),
         trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
         query_npy=update(LAYOUT.query_embeddings("{run}", "{split}")),
         query_ids=update(LAYOUT.query_ids("{run}", "{split}")),
@@ -62,7 +62,7 @@ rule dense_search_with_index:
     input:
         unpack(lambda w: PLAN.search_inputs(w.run, w.index)),
     output:
-        run=update(LAYOUT.ranking("{run}", "{split}", "{index}")),
+        ranking=update(LAYOUT.ranking("{run}", "{split}", "{index}")),
         trec=update(LAYOUT.ranking_trec("{run}", "{split}", "{index}")),
         query_npy=temp(LAYOUT.query_embeddings("{run}", "{split}", "{index}")),
         query_ids=temp(LAYOUT.query_ids("{run}", "{split}", "{index}")),

@@ -5,7 +5,7 @@ rule rerank:
     input:
         unpack(lambda w: PLAN.rerank_inputs(w.run, w.split)),
     output:
-        run=update(LAYOUT.ranking("{run}", "{split}")),
+        ranking=update(LAYOUT.ranking("{run}", "{split}")),
         trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
     wildcard_constraints:
         run=names_regex(PLAN.rerank_runs),

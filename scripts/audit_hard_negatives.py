@@ -11,7 +11,7 @@ log_to(snakemake.log[0])
 reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
 reference = [reference] if isinstance(reference, str) else list(reference)
 # an imported list (PLAN.audit_inputs) has no miner's ranking, selection or pool
-audit_stage(snakemake.input.hardnegs, snakemake.input.get("run"),
+audit_stage(snakemake.input.hardnegs, snakemake.input.get("ranking"),
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
             snakemake.output.markdown, snakemake.output.table, bm25_ranking_path=reference[0] if reference else None,
             summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus,

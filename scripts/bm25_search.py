@@ -8,6 +8,6 @@ from hardneg.io.logs import log_to
 log_to(snakemake.log[0])
 search = snakemake.params.search
 retrieve_split(snakemake.input.index, os.path.join(snakemake.input.queries, f"{snakemake.wildcards.split}.parquet"),
-               snakemake.output.run, snakemake.output.trec, top_k=search["top_k"], k1=search["k1"], b=search["b"],
+               snakemake.output.ranking, snakemake.output.trec, top_k=search["top_k"], k1=search["k1"], b=search["b"],
                title_weight=search["title_weight"], threads=snakemake.threads, tag=snakemake.wildcards.run,
                max_heap=heap_for(snakemake.resources.mem_mb))

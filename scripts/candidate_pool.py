@@ -8,7 +8,7 @@ from hardneg.mining.pool import pool_stage
 
 log_to(snakemake.log[0])
 given = snakemake.input
-pool_stage(given.run, os.path.join(given.qrels, f"{snakemake.params.split}.parquet"), snakemake.output.pool,
+pool_stage(given.ranking, os.path.join(given.qrels, f"{snakemake.params.split}.parquet"), snakemake.output.pool,
            depth=snakemake.params.depth, positives_path=given.positives, bm25_path=given.get("bm25_ranking"),
            ce_path=given.get("ce_candidates"), ce_positives_path=given.get("ce_positives"),
            duplicates_path=given.get("duplicates"))

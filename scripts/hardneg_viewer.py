@@ -14,7 +14,7 @@ reference = [reference] if isinstance(reference, str) else list(reference)
 # an imported list (PLAN.viewer_inputs) has a card and no miner's ranking or pool
 viewer_stage(snakemake.wildcards.run, hardnegs_path=snakemake.input.hardnegs,
              positives_path=snakemake.input.positives, audit_path=snakemake.input.audit,
-             audit_summary_path=snakemake.input.audit_summary, mining_ranking_path=snakemake.input.get("run"),
+             audit_summary_path=snakemake.input.audit_summary, mining_ranking_path=snakemake.input.get("ranking"),
              corpus_path=snakemake.input.corpus, queries_path=os.path.join(snakemake.input.queries, f"{split}.parquet"),
              qrels_path=os.path.join(snakemake.input.qrels, f"{split}.parquet"), output_path=snakemake.output.viewer,
              bm25_ranking_path=reference[0] if reference else None, pool_path=snakemake.input.get("pool"),

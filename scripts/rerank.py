@@ -13,6 +13,6 @@ rerank, given, split = snakemake.params.rerank, snakemake.input, snakemake.wildc
 # a pair scorer's raw texts (a pretrained cross-encoder forms its pairs from them): the split's queries, the corpus
 texts = (os.path.join(given.queries, f"{split}.parquet"), given.corpus) if "corpus" in given.keys() else None
 rerank_split(snakemake.params.method, given.model, given.cache, split, given.candidates,
-             ranking_path=snakemake.output.run, trec_path=snakemake.output.trec, depth=rerank["depth"],
+             ranking_path=snakemake.output.ranking, trec_path=snakemake.output.trec, depth=rerank["depth"],
              batch_size=rerank["batch_size"], tag=snakemake.wildcards.run, device=snakemake.params.device,
              method_modules=snakemake.params.method_modules, texts=texts)

@@ -14,7 +14,7 @@ torch.set_num_threads(snakemake.threads)
 given, params = snakemake.input, snakemake.params
 # a pair scorer's raw texts (a pretrained cross-encoder forms its pairs from them): the split's queries, the corpus
 texts = (os.path.join(given.queries, f"{params.split}.parquet"), given.corpus) if "corpus" in given.keys() else None
-score_pool_split(params.method, given.model, given.cache, params.split, given.run,
+score_pool_split(params.method, given.model, given.cache, params.split, given.ranking,
                  os.path.join(given.qrels, f"{params.split}.parquet"), candidates_path=snakemake.output.candidates,
                  positives_path=snakemake.output.positives, depth=params.depth, batch_size=params.batch_size,
                  device=params.device, method_modules=params.method_modules, texts=texts, teacher=True)

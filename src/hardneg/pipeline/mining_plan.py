@@ -245,7 +245,7 @@ class MiningPlan:
         the pool has them."""
         pool, layout = self.pools[(miner, name)], self.layout
         inputs = {
-            "run": layout.ranking(miner, pool.split),
+            "ranking": layout.ranking(miner, pool.split),
             "qrels": layout.qrels_dir(pool.dataset),
             "positives": layout.pool_positive_scores(miner, pool.split),
         }
@@ -277,7 +277,7 @@ class MiningPlan:
         return {
             "model": layout.model(scorer),
             "cache": self.cache_dir(scorer),
-            "run": layout.ranking(pool.miner, pool.split),
+            "ranking": layout.ranking(pool.miner, pool.split),
             "qrels": layout.qrels_dir(pool.dataset),
             **self.pair_texts(scorer),
         }
@@ -378,7 +378,7 @@ class MiningPlan:
     def mining_inputs(self, run: str) -> dict:
         """The miner's ranking, the qrels and the positive scores a mining run's negatives come from."""
         return {
-            "run": self.layout.ranking(self.miner(run), self.train_split(run)),
+            "ranking": self.layout.ranking(self.miner(run), self.train_split(run)),
             "qrels": self.layout.qrels_dir(self.dataset(run)),
             "positives": self.positives_path(run),
         }
@@ -448,8 +448,8 @@ class MiningPlan:
             "pool": self.pool_path(run),
             "hardnegs": layout.hard_negatives(run),
         }
-        built_from = self.pool_inputs(miner, pool.name)  # its run and qrels are above
-        inputs.update({name: path for name, path in built_from.items() if name not in ("run", "qrels")})
+        built_from = self.pool_inputs(miner, pool.name)  # its ranking and qrels are above
+        inputs.update({name: path for name, path in built_from.items() if name not in ("ranking", "qrels")})
         if pool.cross_encoder:
             inputs.update(ce_model=layout.model(pool.cross_encoder), ce_cache=self.cache_dir(pool.cross_encoder))
         return inputs

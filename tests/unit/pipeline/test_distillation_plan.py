@@ -82,7 +82,7 @@ def test_a_teacher_run_scores_the_pool_and_the_run_distils_from_its_scores(raw):
     assert list(plan.teacher_pools) == [key] and plan.teacher_pools[key].depth == 200
     assert plan.teacher_scoring_inputs(*key) == {
         "model": "results/colbert_teacher/model", "cache": plan.cache_dir("colbert_teacher"),
-        "run": "results/warmup/rankings/train.parquet", "qrels": "results/datasets/synthetic/qrels"}
+        "ranking": "results/warmup/rankings/train.parquet", "qrels": "results/datasets/synthetic/qrels"}
     assert "colbert_teacher" in plan.ancestors("star_kd")
     # a cross-encoder teacher forms its pairs from the texts: its scoring reads them too
     config = _distilling(raw, inputs={"teacher": "crossencoder"})

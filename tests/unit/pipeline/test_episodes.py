@@ -50,7 +50,7 @@ def test_each_episode_mines_with_the_checkpoint_lag_episodes_before_the_previous
     for index, name in enumerate(names):
         source = sources[index]
         # the episode's list is mined from the source checkpoint's ranking of the training queries
-        assert plan.mining_inputs(name)["run"] == f"results/{source}/rankings/train.parquet"
+        assert plan.mining_inputs(name)["ranking"] == f"results/{source}/rankings/train.parquet"
         assert plan.positive_scores_inputs(source, "train")["doc_emb"] == f"results/{source}/embeddings/corpus.npy"
         assert plan.pool_path(name) == f"results/{source}/pools/train_top200_bm25-bm25.parquet"
         inputs = plan.train_inputs(name)

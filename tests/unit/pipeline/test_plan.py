@@ -110,7 +110,7 @@ def test_indexes_over_a_runs_documents(plan):
 
 def test_mining_reads_the_miners_training_ranking_and_embeddings(plan):
     assert plan.positive_scores_inputs("warmup", "train")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
-    assert plan.mining_inputs("star")["run"] == "results/warmup/rankings/train.parquet"
+    assert plan.mining_inputs("star")["ranking"] == "results/warmup/rankings/train.parquet"
     assert plan.audit_inputs("star")["reference"] == ["results/bm25/rankings/train.parquet"]
 
 
@@ -122,7 +122,7 @@ def test_runs_asking_for_the_same_pool_share_it_under_the_miner(plan):
     assert {"star", "ance/episodes/0", "ance/episodes/1"} <= set(sharing)
     assert plan.selection_inputs("star") == {"pool": path}
     inputs = plan.pool_inputs("warmup", "train_top200_bm25-bm25")
-    assert inputs == {"run": "results/warmup/rankings/train.parquet", "qrels": "results/datasets/synthetic/qrels",
+    assert inputs == {"ranking": "results/warmup/rankings/train.parquet", "qrels": "results/datasets/synthetic/qrels",
                       "positives": "results/warmup/pools/positives_train.parquet",
                       "bm25_ranking": "results/bm25/rankings/train.parquet",
                       "duplicates": "results/datasets/synthetic/duplicates.parquet"}

@@ -64,7 +64,7 @@ def add_force(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_run(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", help="run name: its results are in RESULTS/RUN/")
+    parser.add_argument("run", help="run name: its results are in RESULTS/<run>/")
 
 
 def add_results(parser: argparse.ArgumentParser, *, from_config: bool = False) -> None:

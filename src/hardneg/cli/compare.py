@@ -47,7 +47,9 @@ def register(sub) -> None:
         "changed most with the runs' rankings side by side (texts, relevance, the hard negatives each "
         "run trained on). --html writes the same as a self-contained page.",
     )
-    compare.add_argument("runs", nargs="+", metavar="RUN", help="two or more runs (results/RUN/), the reference first")
+    compare.add_argument(
+        "runs", nargs="+", metavar="run", help="two or more runs (results/<run>/), the reference first"
+    )
     compare.add_argument(
         "--measure",
         default="RR@10",

@@ -141,7 +141,7 @@ def register(sub) -> None:
     table.add_argument(
         "runs",
         nargs="*",
-        metavar="RUN",
+        metavar="run",
         help="the runs to show (default: every run of the config's tables that has metrics)",
     )
     table.add_argument(
@@ -151,7 +151,7 @@ def register(sub) -> None:
     )
     table.add_argument(
         "--baseline",
-        metavar="RUN",
+        metavar="run",
         default=None,
         help="compare every row with this run query by query on MRR@10: the difference, the paired "
         "t-test's p and the smallest difference the test queries could detect (p below the "

@@ -107,7 +107,7 @@ def register(sub) -> None:
         "verify",
         help="check a run's hard negatives against their mining card, and mine them again (an imported "
         "list: check its digests)",
-        description="Read the run's mining card (RESULTS/RUN/hardnegs_card.json), name every input whose file "
+        description="Read the run's mining card (RESULTS/<run>/hardnegs_card.json), name every input whose file "
         "changed since the list was mined, then mine the list again from the recorded inputs and "
         "parameters and report the per-query overlap with the stored list (and, for an approximate "
         "index, the drift of its negatives from an exact search's). Exit status 0: nothing changed "
@@ -116,7 +116,7 @@ def register(sub) -> None:
         "its folder or as a run trained on it, is checked against the digests of its card only: the "
         "source file, the dataset's files and the list's; nothing is mined again.",
     )
-    parser.add_argument("run", help="run name (its results are in RESULTS/RUN/), or the folder of an imported list")
+    parser.add_argument("run", help="run name (its results are in RESULTS/<run>/), or the folder of an imported list")
     add_results(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(

@@ -2,7 +2,7 @@
 
 :func:`audit_hard_negatives` computes one AUDIT row per training query and a JSON-serialisable summary;
 :func:`write_audit` renders the summary as Markdown. :func:`format_query` shows one query's positives and
-negatives as plain text (the ``hardneg audit RUN --qid Q`` command, through
+negatives as plain text (the ``hardneg audit <run> --qid Q`` command, through
 :func:`hardneg.results.query_view.describe_query`).
 
 Margins are (negative score - best positive score) under the mining model, in its score units (inner products):
@@ -103,7 +103,8 @@ def audit_hard_negatives(
 
     # Best rank of a relevant document in the miner's ranking.
     ranked = ranking is not None
-    ranking = ranking if ranked else artifacts.RANKING.schema.empty_table()
+    if ranking is None:
+        ranking = artifacts.RANKING.schema.empty_table()
     shallow = ranking.filter(pc.less_equal(ranking["rank"], depth))
     relevant_docs = pc.unique(relevant["docid"]) if relevant.num_rows else pa.array([], pa.string())
     width = max(len(relevant_docs), 1)

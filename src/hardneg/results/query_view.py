@@ -1,4 +1,4 @@
-"""One query of a finished run as the ``hardneg audit RUN --qid Q`` command shows it: read from the run's files
+"""One query of a finished run as the ``hardneg audit <run> --qid Q`` command shows it: read from the run's files
 and formatted by :func:`hardneg.mining.audit.format_query`.
 
 Ids, titles and texts are shown as :func:`hardneg.io.text.visible` writes them, so a control character

@@ -115,7 +115,7 @@ def test_the_runs_copy_carries_the_card_and_verifies(run_copy, capsys):
     printed = capsys.readouterr().out
     assert printed.startswith(f"run star_imported: hard negatives {outputs['out_hardnegs']}")
     assert "nothing is mined again" in printed
-    # hardneg audit RUN --qid: the imported teacher scores and margins
+    # hardneg audit <run> --qid: the imported teacher scores and margins
     assert main(["audit", "star_imported", "--qid", "q1", "--results", str(root)]) == 0
     shown = capsys.readouterr().out
     assert "best score 0.9000" in shown and "d8" in shown and "-0.8900" in shown  # q1's d8: 0.01 - 0.9

@@ -7,6 +7,9 @@
 
 rule mining_card:
     input:
+        # inputs by name, as PLAN.card_inputs gives them for the job: bm25_ranking, cache, ce_cache, ce_candidates,
+        #   ce_model, ce_positives, corpus, corpus_embeddings, docids, duplicates, hardnegs, index, model, pool,
+        #   positives, qrels, queries, ranking
         unpack(lambda w: PLAN.card_inputs(w.run)),
     output:
         card=update(LAYOUT.hardnegs_card("{run}")),

@@ -5,6 +5,8 @@
 
 rule compare:
     input:
+        # inputs by name, as PLAN.comparison_inputs gives them for the job: config, corpus, hardnegs, metrics,
+        #   per_query, qrels, queries, rankings
         unpack(lambda w: PLAN.comparison_inputs(w.comparison)),
     output:
         page=update(

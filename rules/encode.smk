@@ -32,6 +32,7 @@ rule encode_corpus_shard:
 
 rule gather_embeddings:
     input:
+        # inputs by name, as PLAN.embedding_shards gives them for the job: ids, npy
         unpack(lambda w: PLAN.embedding_shards(w.run)),
     output:
         npy=update(LAYOUT.corpus_embeddings("{run}")),

@@ -20,6 +20,7 @@ use rule train_dense as train_episode with:
 
 rule assemble_episodes:
     input:
+        # inputs by name, as PLAN.assemble_inputs gives them for the job: model, timings, train_logs
         unpack(lambda w: PLAN.assemble_inputs(w.run)),
     output:
         model=update(directory(LAYOUT.model("{run}"))),

@@ -25,6 +25,8 @@ rule run_config:
 
 rule evaluate:
     input:
+        # inputs by name, as PLAN.evaluate_inputs gives them for the job: config, doc_ids, doc_npy, lineage, qrels,
+        #   query_ids, query_npy, rankings, reports
         unpack(lambda w: PLAN.evaluate_inputs(w.run)),
     output:
         metrics=update(LAYOUT.metrics("{run}")),

@@ -39,6 +39,7 @@ rule false_negatives_select:
 
 rule leakage_table:
     input:
+        # inputs by name, as FALSE_NEGATIVES.leakage_inputs gives them for the job: hidden, pool, selections
         unpack(lambda w: FALSE_NEGATIVES.leakage_inputs(PLAN)),
     output:
         table=update(FALSE_NEGATIVES.output(PLAN, "leakage.parquet")),
@@ -84,6 +85,7 @@ rule leakage_figure:
 # With `train`: the runs trained on each policy's negatives, against the reference policy's run.
 rule false_negatives_effectiveness:
     input:
+        # inputs by name, as FALSE_NEGATIVES.effectiveness_inputs gives them for the job: per_query
         unpack(lambda w: FALSE_NEGATIVES.effectiveness_inputs(PLAN)),
     output:
         table=update(FALSE_NEGATIVES.output(PLAN, "effectiveness.parquet")),

@@ -20,6 +20,9 @@ for figure_name, figure in FIGURES.items():
         name:
             f"figure_{figure_name}"
         input:
+            # inputs by name, as PLAN.figure_inputs gives them for the job: doc_embeddings, doc_ids, matrix,
+            #   per_query, qrels, query_after, query_before, query_ids_after, query_ids_before, ranking_after,
+            #   ranking_before, summary, train_logs, tuning
             unpack(lambda w, figure_name=figure_name: PLAN.figure_inputs(figure_name)),
         output:
             data=update(LAYOUT.figure(figure_name, "parquet")),

@@ -4,6 +4,7 @@
 
 rule tune_fusion:
     input:
+        # inputs by name, as PLAN.tuning_inputs gives them for the job: qrels, rankings
         unpack(lambda w: PLAN.tuning_inputs(w.run)),
     output:
         json=update(LAYOUT.fusion_tuning("{run}", "json")),
@@ -34,6 +35,7 @@ rule tune_fusion:
 
 rule fuse:
     input:
+        # inputs by name, as PLAN.fusion_inputs gives them for the job: rankings, tuning
         unpack(lambda w: PLAN.fusion_inputs(w.run, w.split)),
     output:
         ranking=update(LAYOUT.ranking("{run}", "{split}")),

@@ -29,6 +29,7 @@ rule build_faiss_index:
 
 rule dense_search:
     input:
+        # inputs by name, as PLAN.search_inputs gives them for the job: cache, docids, index, model
         unpack(lambda w: PLAN.search_inputs(w.run)),
     output:
         ranking=update(LAYOUT.ranking("{run}", "{split}")),
@@ -60,6 +61,7 @@ rule dense_search:
 
 rule dense_search_with_index:
     input:
+        # inputs by name, as PLAN.search_inputs gives them for the job: cache, docids, index, model
         unpack(lambda w: PLAN.search_inputs(w.run, w.index)),
     output:
         ranking=update(LAYOUT.ranking("{run}", "{split}", "{index}")),

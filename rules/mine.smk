@@ -42,6 +42,8 @@ rule near_duplicates:
 
 rule positive_scores:
     input:
+        # inputs by name, as PLAN.positive_scores_inputs gives them for the job: doc_emb, doc_ids, qrels, query_emb,
+        #   query_ids
         unpack(lambda w: PLAN.positive_scores_inputs(w.run, w.split)),
     output:
         positives=update(LAYOUT.pool_positive_scores("{run}", "{split}")),
@@ -65,6 +67,8 @@ rule positive_scores:
 
 rule candidate_pool:
     input:
+        # inputs by name, as PLAN.pool_inputs gives them for the job: bm25_ranking, ce_candidates, ce_positives,
+        #   duplicates, positives, qrels, ranking
         unpack(lambda w: PLAN.pool_inputs(w.run, w.pool)),
     output:
         pool=update(LAYOUT.pool("{run}", "{pool}")),
@@ -93,6 +97,8 @@ rule candidate_pool:
 # candidates and of the split's judged positives, read by the pool's ce_score columns and the ce_* policy filters.
 rule score_pool:
     input:
+        # inputs by name, as PLAN.pool_scoring_inputs gives them for the job: cache, corpus, model, qrels, queries,
+        #   ranking
         unpack(lambda w: PLAN.pool_scoring_inputs(w.run, w.pool)),
     output:
         candidates=update(LAYOUT.pool_scores("{run}", "{pool}", "candidates")),
@@ -128,6 +134,8 @@ rule score_pool:
 # distil from it read them.
 rule teacher_pool_scores:
     input:
+        # inputs by name, as PLAN.teacher_scoring_inputs gives them for the job: cache, corpus, model, qrels,
+        #   queries, ranking
         unpack(lambda w: PLAN.teacher_scoring_inputs(w.run, w.pool, w.teacher)),
     output:
         candidates=update(LAYOUT.teacher_scores("{run}", "{pool}", "{teacher}", "candidates")),
@@ -161,6 +169,7 @@ rule teacher_pool_scores:
 
 rule select_hard_negatives:
     input:
+        # inputs by name, as PLAN.selection_inputs gives them for the job: pool
         unpack(lambda w: PLAN.selection_inputs(w.run)),
     output:
         hardnegs=update(LAYOUT.hard_negatives("{run}")),
@@ -193,6 +202,7 @@ rule select_hard_negatives:
 # and training read it there as they read a mined list.
 rule import_hard_negatives:
     input:
+        # inputs by name, as PLAN.import_inputs gives them for the job: card, hardnegs, positives
         unpack(lambda w: PLAN.import_inputs(w.run)),
     output:
         hardnegs=update(LAYOUT.hard_negatives("{run}")),
@@ -221,6 +231,8 @@ rule import_hard_negatives:
 
 rule audit_hard_negatives:
     input:
+        # inputs by name, as PLAN.audit_inputs gives them for the job: corpus, hardnegs, pool, positives, qrels,
+        #   ranking, reference, selection
         unpack(lambda w: PLAN.audit_inputs(w.run)),
     output:
         markdown=update(LAYOUT.audit("{run}", "md")),

@@ -31,6 +31,7 @@ rule pq_matrix:
 
 rule adore_index_table:
     input:
+        # inputs by name, as PQ_MATRIX.index_table_inputs gives them for the job: metrics, train_log
         unpack(lambda w: PQ_MATRIX.index_table_inputs(PLAN)),
     output:
         markdown=update(LAYOUT.table("adore_indexes", "md")),

@@ -9,6 +9,8 @@
 
 rule hardneg_viewer:
     input:
+        # inputs by name, as PLAN.viewer_inputs gives them for the job: audit, audit_summary, corpus, hardnegs, pool,
+        #   positives, qrels, queries, ranking, reference, selection
         unpack(lambda w: PLAN.viewer_inputs(w.run)),
     output:
         viewer=update(

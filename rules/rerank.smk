@@ -3,6 +3,7 @@
 
 rule rerank:
     input:
+        # inputs by name, as PLAN.rerank_inputs gives them for the job: cache, candidates, corpus, model, queries
         unpack(lambda w: PLAN.rerank_inputs(w.run, w.split)),
     output:
         ranking=update(LAYOUT.ranking("{run}", "{split}")),

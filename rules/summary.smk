@@ -5,6 +5,7 @@
 
 rule summary:
     input:
+        # inputs by name, as PLAN.summary_inputs gives them for the job: metrics, per_query
         unpack(lambda w: PLAN.summary_inputs()),
     output:
         markdown=update(LAYOUT.summary("md")),
@@ -31,6 +32,7 @@ rule summary:
 
 rule training_time_table:
     input:
+        # inputs by name, as PLAN.training_time_inputs gives them for the job: train_log
         unpack(lambda w: PLAN.training_time_inputs()),
     output:
         markdown=update(LAYOUT.table("training_time", "md")),

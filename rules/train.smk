@@ -4,6 +4,8 @@
 
 rule train_dense:
     input:
+        # inputs by name, as PLAN.train_inputs gives them for the job: bm25, cache, doc_embeddings, hard_negatives,
+        #   init, negatives, qrels, state, teacher, teacher_positive_probabilities, teacher_probabilities, train_index
         unpack(lambda w: PLAN.train_inputs(w.run)),
     output:
         model=update(directory(LAYOUT.model("{run}"))),

@@ -122,7 +122,7 @@ class Builds:
         command: the main target built from nothing."""
         def make(work: Path) -> None:
             for name in ("Snakefile", "rules", "scripts", "workflow", "profiles", "config", "benchmarks", "Makefile",
-                         "pyproject.toml"):
+                         "pyproject.toml", "constraints.txt"):
                 (work / name).symlink_to(REPO / name)
             result = snakemake(work, MAIN_TARGET, snakefile=None)  # `make run`: snakemake --cores N TARGET
             assert result.returncode == 0, result.stderr[-5000:]

@@ -75,4 +75,4 @@ onerror:
 rule all:
     default_target: True
     input:
-        PLAN.targets(),
+        PLAN.report.targets(),

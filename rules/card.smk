@@ -7,16 +7,16 @@
 
 rule mining_card:
     input:
-        # inputs by name, as PLAN.card_inputs gives them for the job: bm25_ranking, cache, ce_cache, ce_candidates,
-        #   ce_model, ce_positives, corpus, corpus_embeddings, docids, duplicates, hardnegs, index, model, pool,
-        #   positives, qrels, queries, ranking
-        unpack(lambda w: PLAN.card_inputs(w.run)),
+        # inputs by name, as PLAN.mining.card_inputs gives them for the job: bm25_ranking, cache, ce_cache,
+        #   ce_candidates, ce_model, ce_positives, corpus, corpus_embeddings, docids, duplicates, hardnegs, index,
+        #   model, pool, positives, qrels, queries, ranking
+        unpack(lambda w: PLAN.mining.card_inputs(w.run)),
     output:
         card=update(LAYOUT.hardnegs_card("{run}")),
     wildcard_constraints:
-        run=names_regex(PLAN.mining_runs),
+        run=names_regex(PLAN.mining.mining_runs),
     params:
-        card=lambda w: PLAN.card_params(w.run),
+        card=lambda w: PLAN.mining.card_params(w.run),
         results=lambda w, output: results_folder(output.card),
     message:
         "write the mining card of the hard negatives of run {wildcards.run} (log: {log})"

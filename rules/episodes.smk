@@ -11,7 +11,7 @@ use rule train_dense as train_episode with:
         timings=update(LAYOUT.train_timings("{run}")),
         state=update(directory(LAYOUT.trainer_state("{run}"))),
     wildcard_constraints:
-        run=names_regex(PLAN.episode_runs()),
+        run=names_regex(PLAN.episodes.episode_runs()),
     resources:
         # an episode is a slice of one training: its own time limit (resources.train_episode), not train_dense's
         **rule_resources("train_episode", mem_mb=8000, runtime=240),
@@ -20,8 +20,8 @@ use rule train_dense as train_episode with:
 
 rule assemble_episodes:
     input:
-        # inputs by name, as PLAN.assemble_inputs gives them for the job: model, timings, train_logs
-        unpack(lambda w: PLAN.assemble_inputs(w.run)),
+        # inputs by name, as PLAN.episodes.assemble_inputs gives them for the job: model, timings, train_logs
+        unpack(lambda w: PLAN.episodes.assemble_inputs(w.run)),
     output:
         model=update(directory(LAYOUT.model("{run}"))),
         train_log=update(LAYOUT.train_log("{run}")),
@@ -29,9 +29,9 @@ rule assemble_episodes:
         costs=update(LAYOUT.refresh_costs("{run}", "parquet")),
         costs_markdown=update(LAYOUT.refresh_costs("{run}", "md")),
     wildcard_constraints:
-        run=names_regex(PLAN.episodic_runs),
+        run=names_regex(PLAN.episodes.episodic_runs),
     params:
-        benchmarks=lambda w: PLAN.refresh_benchmarks(w.run),
+        benchmarks=lambda w: PLAN.episodes.refresh_benchmarks(w.run),
     message:
         "assemble the episodes of run {wildcards.run} (log: {log})"
     log:

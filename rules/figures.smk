@@ -1,7 +1,7 @@
 # The papers' figures: each a PNG (collected by `snakemake --report` with its caption) and the data it draws,
 # under results/figures/. Each figure is declared once, in its module of src/hardneg/figures/ (FIGURES): what it
-# reads (PLAN.figure_inputs, from the `figures` config), its params (only its own figure's config keys, so changing
-# another figure re-draws nothing), its resources and its drawing, which scripts/figure.py calls.
+# reads (PLAN.report.figure_inputs, from the `figures` config), its params (only its own figure's config keys, so
+# changing another figure re-draws nothing), its resources and its drawing, which scripts/figure.py calls.
 from hardneg.figures import FIGURES
 
 FIGURES_CONFIG = config["figures"]
@@ -10,7 +10,7 @@ FIGURES_CONFIG = config["figures"]
 # `snakemake figures`: every figure the config can build.
 rule figures:
     input:
-        PLAN.figure_targets(),
+        PLAN.report.figure_targets(),
 
 
 # One rule figure_<name> per figure (the name the config's `resources` section uses).
@@ -20,10 +20,10 @@ for figure_name, figure in FIGURES.items():
         name:
             f"figure_{figure_name}"
         input:
-            # inputs by name, as PLAN.figure_inputs gives them for the job: doc_embeddings, doc_ids, matrix,
+            # inputs by name, as PLAN.report.figure_inputs gives them for the job: doc_embeddings, doc_ids, matrix,
             #   per_query, qrels, query_after, query_before, query_ids_after, query_ids_before, ranking_after,
             #   ranking_before, summary, train_logs, tuning
-            unpack(lambda w, figure_name=figure_name: PLAN.figure_inputs(figure_name)),
+            unpack(lambda w, figure_name=figure_name: PLAN.report.figure_inputs(figure_name)),
         output:
             data=update(LAYOUT.figure(figure_name, "parquet")),
             png=update(report(LAYOUT.figure(figure_name, "png"), caption=f"../workflow/report/{figure.caption}",

@@ -4,19 +4,19 @@
 
 rule tune_fusion:
     input:
-        # inputs by name, as PLAN.tuning_inputs gives them for the job: qrels, rankings
-        unpack(lambda w: PLAN.tuning_inputs(w.run)),
+        # inputs by name, as PLAN.fusion.tuning_inputs gives them for the job: qrels, rankings
+        unpack(lambda w: PLAN.fusion.tuning_inputs(w.run)),
     output:
         json=update(LAYOUT.fusion_tuning("{run}", "json")),
         parquet=update(LAYOUT.fusion_tuning("{run}", "parquet")),
     wildcard_constraints:
-        run=names_regex(PLAN.tuned_runs),
+        run=names_regex(PLAN.fusion.tuned_runs),
     params:
         method=lambda w: PLAN.runs[w.run]["method"],
         fusion=lambda w: run_params(w.run),
         seed=lambda w: PLAN.seed(w.run),
-        split=lambda w: PLAN.tuning_split(w.run),
-        trained_on=lambda w: PLAN.trained_splits(w.run),
+        split=lambda w: PLAN.fusion.tuning_split(w.run),
+        trained_on=lambda w: PLAN.fusion.trained_splits(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
     message:
         "tune the fusion weight of run {wildcards.run} (log: {log})"
@@ -35,13 +35,13 @@ rule tune_fusion:
 
 rule fuse:
     input:
-        # inputs by name, as PLAN.fusion_inputs gives them for the job: rankings, tuning
-        unpack(lambda w: PLAN.fusion_inputs(w.run, w.split)),
+        # inputs by name, as PLAN.fusion.fusion_inputs gives them for the job: rankings, tuning
+        unpack(lambda w: PLAN.fusion.fusion_inputs(w.run, w.split)),
     output:
         ranking=update(LAYOUT.ranking("{run}", "{split}")),
         trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
     wildcard_constraints:
-        run=names_regex(PLAN.fusion_runs),
+        run=names_regex(PLAN.fusion.fusion_runs),
     params:
         method=lambda w: PLAN.runs[w.run]["method"],
         fusion=lambda w: run_params(w.run),

@@ -5,14 +5,14 @@
 # hard negatives from the pool, and the audit reports them (against the run's reference rankings, e.g. BM25).
 # A killed re-selection (`snakemake -R select_hard_negatives`) keeps the previous list (update(): rules/common.smk).
 
-MINING = names_regex(PLAN.mining_runs)
-IMPORTED = names_regex(PLAN.imported_runs)
-LISTED = names_regex(PLAN.listed_runs)  # a list of their own, mined or imported: audited
-MINERS = names_regex(PLAN.mining_splits)
-POOLS = names_regex(sorted({name for _, name in PLAN.pools}))
-SCORED_POOLS = names_regex(sorted({name for _, name in PLAN.scored_pools}))
-TEACHER_POOLS = names_regex(sorted({name for _, name, _ in PLAN.teacher_pools}))
-TEACHERS = names_regex(sorted({teacher for _, _, teacher in PLAN.teacher_pools}))
+MINING = names_regex(PLAN.mining.mining_runs)
+IMPORTED = names_regex(PLAN.mining.imported_runs)
+LISTED = names_regex(PLAN.mining.listed_runs)  # a list of their own, mined or imported: audited
+MINERS = names_regex(PLAN.mining.mining_splits)
+POOLS = names_regex(sorted({name for _, name in PLAN.mining.pools}))
+SCORED_POOLS = names_regex(sorted({name for _, name in PLAN.mining.scored_pools}))
+TEACHER_POOLS = names_regex(sorted({name for _, name, _ in PLAN.mining.teacher_pools}))
+TEACHERS = names_regex(sorted({teacher for _, _, teacher in PLAN.mining.teacher_pools}))
 
 
 rule near_duplicates:
@@ -21,9 +21,9 @@ rule near_duplicates:
     output:
         duplicates=update(LAYOUT.duplicates("{dataset}")),
     wildcard_constraints:
-        dataset=names_regex(PLAN.deduplicated_datasets),
+        dataset=names_regex(PLAN.mining.deduplicated_datasets),
     params:
-        duplicates=PLAN.duplicates_params,
+        duplicates=PLAN.mining.duplicates_params,
         seed=1,  # MinHash's permutations: fixed, so the pairs found depend on the corpus and the options only
     message:
         "find the duplicate documents of dataset {wildcards.dataset} (log: {log})"
@@ -42,9 +42,9 @@ rule near_duplicates:
 
 rule positive_scores:
     input:
-        # inputs by name, as PLAN.positive_scores_inputs gives them for the job: doc_emb, doc_ids, qrels, query_emb,
-        #   query_ids
-        unpack(lambda w: PLAN.positive_scores_inputs(w.run, w.split)),
+        # inputs by name, as PLAN.mining.positive_scores_inputs gives them for the job: doc_emb, doc_ids, qrels,
+        #   query_emb, query_ids
+        unpack(lambda w: PLAN.mining.positive_scores_inputs(w.run, w.split)),
     output:
         positives=update(LAYOUT.pool_positive_scores("{run}", "{split}")),
     wildcard_constraints:
@@ -67,17 +67,17 @@ rule positive_scores:
 
 rule candidate_pool:
     input:
-        # inputs by name, as PLAN.pool_inputs gives them for the job: bm25_ranking, ce_candidates, ce_positives,
+        # inputs by name, as PLAN.mining.pool_inputs gives them for the job: bm25_ranking, ce_candidates, ce_positives,
         #   duplicates, positives, qrels, ranking
-        unpack(lambda w: PLAN.pool_inputs(w.run, w.pool)),
+        unpack(lambda w: PLAN.mining.pool_inputs(w.run, w.pool)),
     output:
         pool=update(LAYOUT.pool("{run}", "{pool}")),
     wildcard_constraints:
         run=MINERS,
         pool=POOLS,
     params:
-        split=lambda w: PLAN.pools[(w.run, w.pool)].split,
-        depth=lambda w: PLAN.pools[(w.run, w.pool)].depth,
+        split=lambda w: PLAN.mining.pools[(w.run, w.pool)].split,
+        depth=lambda w: PLAN.mining.pools[(w.run, w.pool)].depth,
     message:
         "build candidate pool {wildcards.pool} of run {wildcards.run} (log: {log})"
     log:
@@ -97,9 +97,9 @@ rule candidate_pool:
 # candidates and of the split's judged positives, read by the pool's ce_score columns and the ce_* policy filters.
 rule score_pool:
     input:
-        # inputs by name, as PLAN.pool_scoring_inputs gives them for the job: cache, corpus, model, qrels, queries,
-        #   ranking
-        unpack(lambda w: PLAN.pool_scoring_inputs(w.run, w.pool)),
+        # inputs by name, as PLAN.mining.pool_scoring_inputs gives them for the job: cache, corpus, model, qrels,
+        #   queries, ranking
+        unpack(lambda w: PLAN.mining.pool_scoring_inputs(w.run, w.pool)),
     output:
         candidates=update(LAYOUT.pool_scores("{run}", "{pool}", "candidates")),
         positives=update(LAYOUT.pool_scores("{run}", "{pool}", "positives")),
@@ -107,12 +107,12 @@ rule score_pool:
         run=MINERS,
         pool=SCORED_POOLS,
     params:
-        split=lambda w: PLAN.pools[(w.run, w.pool)].split,
-        depth=lambda w: PLAN.pools[(w.run, w.pool)].depth,
-        method=lambda w: PLAN.runs[PLAN.pools[(w.run, w.pool)].cross_encoder]["method"],
-        method_modules=lambda w: PLAN.method_modules(PLAN.pools[(w.run, w.pool)].cross_encoder),
-        batch_size=lambda w: run_params(PLAN.pools[(w.run, w.pool)].cross_encoder)["rerank"]["batch_size"],
-        device=lambda w: run_params(PLAN.pools[(w.run, w.pool)].cross_encoder)["train"]["device"],
+        split=lambda w: PLAN.mining.pools[(w.run, w.pool)].split,
+        depth=lambda w: PLAN.mining.pools[(w.run, w.pool)].depth,
+        method=lambda w: PLAN.runs[PLAN.mining.pools[(w.run, w.pool)].cross_encoder]["method"],
+        method_modules=lambda w: PLAN.method_modules(PLAN.mining.pools[(w.run, w.pool)].cross_encoder),
+        batch_size=lambda w: run_params(PLAN.mining.pools[(w.run, w.pool)].cross_encoder)["rerank"]["batch_size"],
+        device=lambda w: run_params(PLAN.mining.pools[(w.run, w.pool)].cross_encoder)["train"]["device"],
     message:
         "score candidate pool {wildcards.pool} of run {wildcards.run} with its cross-encoder (log: {log})"
     log:
@@ -122,7 +122,7 @@ rule score_pool:
     threads: 2
     resources:
         **rule_resources("score_pool", mem_mb=6000, runtime=120),
-        gpu=lambda w: PLAN.inference_gpus(PLAN.pools[(w.run, w.pool)].cross_encoder),
+        gpu=lambda w: PLAN.inference_gpus(PLAN.mining.pools[(w.run, w.pool)].cross_encoder),
     conda:
         "../environment.yml"
     script:
@@ -134,9 +134,9 @@ rule score_pool:
 # distil from it read them.
 rule teacher_pool_scores:
     input:
-        # inputs by name, as PLAN.teacher_scoring_inputs gives them for the job: cache, corpus, model, qrels,
+        # inputs by name, as PLAN.mining.teacher_scoring_inputs gives them for the job: cache, corpus, model, qrels,
         #   queries, ranking
-        unpack(lambda w: PLAN.teacher_scoring_inputs(w.run, w.pool, w.teacher)),
+        unpack(lambda w: PLAN.mining.teacher_scoring_inputs(w.run, w.pool, w.teacher)),
     output:
         candidates=update(LAYOUT.teacher_scores("{run}", "{pool}", "{teacher}", "candidates")),
         positives=update(LAYOUT.teacher_scores("{run}", "{pool}", "{teacher}", "positives")),
@@ -145,8 +145,8 @@ rule teacher_pool_scores:
         pool=TEACHER_POOLS,
         teacher=TEACHERS,
     params:
-        split=lambda w: PLAN.teacher_pools[(w.run, w.pool, w.teacher)].split,
-        depth=lambda w: PLAN.teacher_pools[(w.run, w.pool, w.teacher)].depth,
+        split=lambda w: PLAN.mining.teacher_pools[(w.run, w.pool, w.teacher)].split,
+        depth=lambda w: PLAN.mining.teacher_pools[(w.run, w.pool, w.teacher)].depth,
         method=lambda w: PLAN.runs[w.teacher]["method"],
         method_modules=lambda w: PLAN.method_modules(w.teacher),
         batch_size=lambda w: run_params(w.teacher)["rerank"]["batch_size"],
@@ -169,15 +169,15 @@ rule teacher_pool_scores:
 
 rule select_hard_negatives:
     input:
-        # inputs by name, as PLAN.selection_inputs gives them for the job: pool
-        unpack(lambda w: PLAN.selection_inputs(w.run)),
+        # inputs by name, as PLAN.mining.selection_inputs gives them for the job: pool
+        unpack(lambda w: PLAN.mining.selection_inputs(w.run)),
     output:
         hardnegs=update(LAYOUT.hard_negatives("{run}")),
         selection=update(LAYOUT.selection("{run}")),
     wildcard_constraints:
         run=MINING,
     params:
-        policy=lambda w: PLAN.policy_params(w.run),
+        policy=lambda w: PLAN.mining.policy_params(w.run),
         name=lambda w: run_params(w.run)["mining"]["policy"],
         seed=lambda w: PLAN.seed(w.run),
         max_queries_without=lambda w: run_params(w.run)["mining"]["max_queries_without"],
@@ -202,8 +202,8 @@ rule select_hard_negatives:
 # and training read it there as they read a mined list.
 rule import_hard_negatives:
     input:
-        # inputs by name, as PLAN.import_inputs gives them for the job: card, hardnegs, positives
-        unpack(lambda w: PLAN.import_inputs(w.run)),
+        # inputs by name, as PLAN.mining.import_inputs gives them for the job: card, hardnegs, positives
+        unpack(lambda w: PLAN.mining.import_inputs(w.run)),
     output:
         hardnegs=update(LAYOUT.hard_negatives("{run}")),
         positives=update(LAYOUT.imported_positives("{run}")),
@@ -231,9 +231,9 @@ rule import_hard_negatives:
 
 rule audit_hard_negatives:
     input:
-        # inputs by name, as PLAN.audit_inputs gives them for the job: corpus, hardnegs, pool, positives, qrels,
+        # inputs by name, as PLAN.mining.audit_inputs gives them for the job: corpus, hardnegs, pool, positives, qrels,
         #   ranking, reference, selection
-        unpack(lambda w: PLAN.audit_inputs(w.run)),
+        unpack(lambda w: PLAN.mining.audit_inputs(w.run)),
     output:
         markdown=update(LAYOUT.audit("{run}", "md")),
         table=update(LAYOUT.audit("{run}", "parquet")),

@@ -40,8 +40,8 @@ rule adore_index_table:
     params:
         indexes=lambda w: [index for index, _ in PQ_MATRIX.index_runs(PLAN)],
         runs=lambda w: [run for _, run in PQ_MATRIX.index_runs(PLAN)],
-        benchmarks=lambda w: PLAN.training_benchmarks([run for _, run in PQ_MATRIX.index_runs(PLAN)]),
-        measures=lambda w: PLAN.summary_measures(),
+        benchmarks=lambda w: PLAN.report.training_benchmarks([run for _, run in PQ_MATRIX.index_runs(PLAN)]),
+        measures=lambda w: PLAN.report.summary_measures(),
         docs=lambda w: config["pq_matrix"]["docs"],
     message:
         "the table of ADORE's indexes (log: {log})"

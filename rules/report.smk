@@ -9,9 +9,9 @@
 
 rule hardneg_viewer:
     input:
-        # inputs by name, as PLAN.viewer_inputs gives them for the job: audit, audit_summary, corpus, hardnegs, pool,
-        #   positives, qrels, queries, ranking, reference, selection
-        unpack(lambda w: PLAN.viewer_inputs(w.run)),
+        # inputs by name, as PLAN.mining.viewer_inputs gives them for the job: audit, audit_summary, corpus, hardnegs,
+        #   pool, positives, qrels, queries, ranking, reference, selection
+        unpack(lambda w: PLAN.mining.viewer_inputs(w.run)),
     output:
         viewer=update(
             report(
@@ -24,8 +24,8 @@ rule hardneg_viewer:
     wildcard_constraints:
         run=LISTED,
     params:
-        miner=lambda w: PLAN.viewer_miner(w.run),  # None for an imported list
-        imported=lambda w: PLAN.imported_list(w.run),  # its folder, for the caption; None for a mined list
+        miner=lambda w: PLAN.mining.viewer_miner(w.run),  # None for an imported list
+        imported=lambda w: PLAN.mining.imported_list(w.run),  # its folder, for the caption; None for a mined list
         split=lambda w: PLAN.train_split(w.run),
         depth=lambda w: run_params(w.run)["mining"]["depth"],
         seed=lambda w: PLAN.seed(w.run),
@@ -47,21 +47,21 @@ rule hardneg_viewer:
 
 rule markdown_page:
     input:
-        lambda w: PLAN.markdown_pages()[w.page]["markdown"],
+        lambda w: PLAN.report.markdown_pages()[w.page]["markdown"],
     output:
         update(
             report(
                 "{page}.html",
                 caption="../workflow/report/markdown_page.rst",
-                category=lambda w: PLAN.markdown_pages()[w.page]["category"],
-                labels=lambda w: {"page": PLAN.markdown_pages()[w.page]["title"]},
+                category=lambda w: PLAN.report.markdown_pages()[w.page]["category"],
+                labels=lambda w: {"page": PLAN.report.markdown_pages()[w.page]["title"]},
             )
         ),
     wildcard_constraints:
-        page=names_regex(PLAN.markdown_pages()),
+        page=names_regex(PLAN.report.markdown_pages()),
     params:
-        title=lambda w: PLAN.markdown_pages()[w.page]["title"],
-        caption=lambda w: caption_text(PLAN.markdown_pages()[w.page]["caption"]),
+        title=lambda w: PLAN.report.markdown_pages()[w.page]["title"],
+        caption=lambda w: caption_text(PLAN.report.markdown_pages()[w.page]["caption"]),
     message:
         "the report page {wildcards.page}.html (log: {log})"
     log:
@@ -88,7 +88,7 @@ rule run_graph:
             )
         ),
     params:
-        graph=lambda w: PLAN.run_graph_runs(),
+        graph=lambda w: PLAN.report.run_graph_runs(),
     message:
         "the graph of the report's runs (log: {log})"
     log:
@@ -110,13 +110,13 @@ rule report:
     # those runs, their summary and tables, and the figures whose runs are all among them. After the runs are
     # built it makes only pages and figures; its message names what it leaves out.
     input:
-        PLAN.report_targets(),
+        PLAN.report.report_targets(),
     message:
-        PLAN.report_message()
+        PLAN.report.report_message()
 
 
 rule paper:
     # Everything the papers' comparison shows for this config: its targets, the summary and its tables, and every
     # figure the config can build. `snakemake --cores all paper`, then `snakemake paper --report results/report.html`.
     input:
-        PLAN.paper_targets(),
+        PLAN.report.paper_targets(),

@@ -1,20 +1,20 @@
 # The summary of the runs (measures, pairwise errors, paired t-tests against baseline groups) and the
-# training-time tables. The runs: summary.runs, else those `targets` names (PLAN.summary_runs): the config's, never
-# those that happen to be evaluated already.
+# training-time tables. The runs: summary.runs, else those `targets` names (PLAN.report.summary_runs): the config's,
+# never those that happen to be evaluated already.
 
 
 rule summary:
     input:
-        # inputs by name, as PLAN.summary_inputs gives them for the job: metrics, per_query
-        unpack(lambda w: PLAN.summary_inputs()),
+        # inputs by name, as PLAN.report.summary_inputs gives them for the job: metrics, per_query
+        unpack(lambda w: PLAN.report.summary_inputs()),
     output:
         markdown=update(LAYOUT.summary("md")),
         table=update(report(LAYOUT.summary("parquet"), caption="../workflow/report/summary.rst", category="Summary")),
         tests=update(LAYOUT.summary_tests()),
     params:
-        runs=lambda w: PLAN.summary_runs(),
-        methods=lambda w: PLAN.methods_of(PLAN.summary_runs()),
-        settings=lambda w: PLAN.summary_settings(),
+        runs=lambda w: PLAN.report.summary_runs(),
+        methods=lambda w: PLAN.report.methods_of(PLAN.report.summary_runs()),
+        settings=lambda w: PLAN.report.summary_settings(),
     message:
         "the summary table (log: {log})"
     log:
@@ -32,17 +32,17 @@ rule summary:
 
 rule training_time_table:
     input:
-        # inputs by name, as PLAN.training_time_inputs gives them for the job: train_log
-        unpack(lambda w: PLAN.training_time_inputs()),
+        # inputs by name, as PLAN.report.training_time_inputs gives them for the job: train_log
+        unpack(lambda w: PLAN.report.training_time_inputs()),
     output:
         markdown=update(LAYOUT.table("training_time", "md")),
         table=update(report(LAYOUT.table("training_time", "parquet"), caption="../workflow/report/training_time.rst",
                             category="Summary")),
     params:
-        runs=lambda w: PLAN.training_time_runs(),
-        methods=lambda w: PLAN.methods_of(PLAN.training_time_runs()),
-        benchmarks=lambda w: PLAN.training_benchmarks(PLAN.training_time_runs()),
-        reference=lambda w: PLAN.speed_reference(),
+        runs=lambda w: PLAN.report.training_time_runs(),
+        methods=lambda w: PLAN.report.methods_of(PLAN.report.training_time_runs()),
+        benchmarks=lambda w: PLAN.report.training_benchmarks(PLAN.report.training_time_runs()),
+        reference=lambda w: PLAN.report.speed_reference(),
     message:
         "the training-time table (log: {log})"
     log:

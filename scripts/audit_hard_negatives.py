@@ -10,7 +10,7 @@ from hardneg.mining.audit import audit_stage
 log_to(snakemake.log[0])
 reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
 reference = [reference] if isinstance(reference, str) else list(reference)
-# an imported list (PLAN.audit_inputs) has no miner's ranking, selection or pool
+# an imported list (PLAN.mining.audit_inputs) has no miner's ranking, selection or pool
 audit_stage(snakemake.input.hardnegs, snakemake.input.get("ranking"),
             os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
             snakemake.output.markdown, snakemake.output.table, bm25_ranking_path=reference[0] if reference else None,

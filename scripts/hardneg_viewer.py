@@ -11,7 +11,7 @@ log_to(snakemake.log[0])
 split = snakemake.params.split
 reference = snakemake.input.reference  # a list: empty when the run has no reference ranking (inputs.bm25)
 reference = [reference] if isinstance(reference, str) else list(reference)
-# an imported list (PLAN.viewer_inputs) has a card and no miner's ranking or pool
+# an imported list (PLAN.mining.viewer_inputs) has a card and no miner's ranking or pool
 viewer_stage(snakemake.wildcards.run, hardnegs_path=snakemake.input.hardnegs,
              positives_path=snakemake.input.positives, audit_path=snakemake.input.audit,
              audit_summary_path=snakemake.input.audit_summary, mining_ranking_path=snakemake.input.get("ranking"),

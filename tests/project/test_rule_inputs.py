@@ -59,9 +59,9 @@ def names_given(plan: Plan, call: str) -> set[str]:
         calls = [lambda name=name: function(None, figure_name=name) for name in FIGURES]
     else:
         function = eval(call, scope)
-        values = {"run": list(plan.runs), "teacher": list(plan.runs), "pool": sorted({p.name for p in plan.pools.values()}),
+        values = {"run": list(plan.runs), "teacher": list(plan.runs), "pool": sorted({p.name for p in plan.mining.pools.values()}),
                   "split": ["train", "dev", "test"], "index": ["Flat", "PQ16", "PQ32", "HNSW32"],
-                  "comparison": list(plan.comparisons())}
+                  "comparison": list(plan.compare.comparisons())}
         used = sorted(set(re.findall(r"\bw\.(\w+)", call)))
         calls = [lambda combo=combo: function(Wildcards(**dict(zip(used, combo))))
                  for combo in itertools.product(*(values[name] for name in used))]

@@ -74,7 +74,7 @@ def test_every_figure_is_a_rule_of_its_name_in_the_dag(tmp_path):
     plan = Plan(load_config_file(REPO / "config" / "config.yaml"))
     for name, figure in FIGURES.items():
         job = jobs[f"figure_{name}"]
-        inputs = [path for value in plan.figure_inputs(name).values()
+        inputs = [path for value in plan.report.figure_inputs(name).values()
                   for path in ([value] if isinstance(value, str) else value)]
         assert job["input"] == inputs, (name, job)
         assert job["output"] == [f"results/figures/{name}.parquet (update)",

@@ -52,8 +52,9 @@ class Group:
 
 @dataclass(frozen=True)
 class SummarySettings:
-    """The config's ``summary`` section as the plan resolves it (:meth:`hardneg.pipeline.plan.Plan.summary_settings`:
-    ``measures`` given), but ``runs`` (:meth:`hardneg.pipeline.plan.Plan.summary_runs`)."""
+    """The config's ``summary`` section as the plan resolves it
+    (:meth:`hardneg.pipeline.report_plan.ReportPlan.summary_settings`: ``measures`` given), but ``runs``
+    (:meth:`hardneg.pipeline.report_plan.ReportPlan.summary_runs`)."""
 
     measures: tuple[str, ...]
     p_value: float

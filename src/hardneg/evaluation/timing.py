@@ -25,8 +25,8 @@ from hardneg.io.text import markdown_table
 if TYPE_CHECKING:
     import pandas as pd
 
-# The parts of an episodic run's work (hardneg.pipeline.plan.Plan.refresh_benchmarks): training, and refreshing
-# its negatives
+# The parts of an episodic run's work (hardneg.pipeline.episode_plan.EpisodePlan.refresh_benchmarks): training,
+# and refreshing its negatives
 REFRESH_PARTS = ("train", "encode", "index", "search", "mine")
 
 
@@ -169,8 +169,8 @@ def write_refresh_costs(
 ) -> pd.DataFrame:
     """Stage function: an episodic run's seconds per checkpoint, training it and refreshing the negatives it mines
     (:data:`hardneg.io.artifacts.REFRESH_COSTS`), from ``checkpoints`` as
-    :meth:`hardneg.pipeline.plan.Plan.refresh_benchmarks` gives them (the benchmark records of each part's jobs), as
-    Markdown and Parquet: what sizes the Trainer:Inferencer split of a cluster."""
+    :meth:`hardneg.pipeline.episode_plan.EpisodePlan.refresh_benchmarks` gives them (the benchmark records of each
+    part's jobs), as Markdown and Parquet: what sizes the Trainer:Inferencer split of a cluster."""
     import pandas as pd  # pandas: only where a frame is made (the DAG is planned without it)
 
     rows = []

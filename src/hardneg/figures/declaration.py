@@ -56,7 +56,7 @@ def figure_runs(plan, names: list[str], key: str) -> list[str]:
     if not names:
         raise ConfigError(key, "no runs are named: list the runs this figure draws")
     for position, run in enumerate(names):
-        plan.check_run(run, f"{key}.{position}")
+        plan.report.check_run(run, f"{key}.{position}")
     return names
 
 

@@ -111,8 +111,8 @@ def _inputs(plan, spec: dict, key: str) -> dict:
     run = spec["run"]
     if run is None:
         raise ConfigError(f"{key}.run", "no hybrid run is named: set it to a fusion run whose weight is tuned")
-    plan.check_run(run, f"{key}.run")
-    if run not in plan.tuned_runs:
+    plan.report.check_run(run, f"{key}.run")
+    if run not in plan.fusion.tuned_runs:
         raise ConfigError(
             f"{key}.run",
             f"run {run!r} tunes no fusion weight: name a hybrid run whose alpha is tuned (params.alpha: null)",

@@ -93,7 +93,7 @@ def write_pq_matrix_figure(
 def _inputs(plan, spec: dict, key: str) -> dict:
     if not plan.config.get("pq_matrix"):
         raise ConfigError("pq_matrix", f"{key} draws the ADORE PQ matrix: the config has no pq_matrix section")
-    plan.check_evaluated_measure(spec["measure"], f"{key}.measure")
+    plan.report.check_evaluated_measure(spec["measure"], f"{key}.measure")
     return {"matrix": plan.layout.experiment("pq_matrix", "matrix.parquet")}
 
 

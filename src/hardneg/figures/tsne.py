@@ -270,7 +270,7 @@ def write_tsne(
 
 
 def _inputs(plan, spec: dict, key: str) -> dict:
-    run = plan.check_run(spec["run"], f"{key}.run")
+    run = plan.report.check_run(spec["run"], f"{key}.run")
     docs = plan.doc_run(run)
     if docs == run:
         raise ConfigError(

@@ -9,7 +9,7 @@ from hardneg.errors import ConfigError
 from hardneg.schema.values import check_evaluated_measure, check_run
 
 if TYPE_CHECKING:
-    from hardneg.io.layout import Layout
+    from hardneg.pipeline.plan import Plan
 
 PAGE_PREFIX = "compare_"  # a comparison's page: results/tables/compare_<name>.html
 
@@ -58,19 +58,14 @@ def check_compare_config(config: dict) -> None:
 class ComparePlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns the comparisons of runs."""
 
-    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
-        config: dict
-        layout: Layout
-
-        def dataset(self, run: str) -> str: ...
-        @property
-        def mining_runs(self) -> list[str]: ...
+    def __init__(self, plan: Plan):
+        self.plan = plan  # the whole plan: the runs, the layout and the other parts
 
     def comparisons(self) -> dict[str, dict]:
         """name → the comparison's settings (``runs``, ``measure``, ``split``, ``top``, ``depth``, ``correction``),
         a null measure or split resolved: the first of ``evaluation.measures``, ``evaluation.split``. Only the
         comparisons of the config (:func:`check_compare_config` refused one naming a run it lacks)."""
-        evaluation = self.config["evaluation"]
+        evaluation = self.plan.config["evaluation"]
         return {
             item["name"]: {
                 **{key: value for key, value in item.items() if key != "name"},
@@ -78,12 +73,12 @@ class ComparePlan:
                 "measure": item["measure"] or evaluation["measures"][0],
                 "split": item["split"] or evaluation["split"],
             }
-            for item in self.config["compare"]
+            for item in self.plan.config["compare"]
         }
 
     def comparison_page(self, name: str) -> str:
         """The page of comparison ``name`` (``name`` may be a wildcard pattern)."""
-        return self.layout.table(f"{PAGE_PREFIX}{name}", "html")
+        return self.plan.layout.table(f"{PAGE_PREFIX}{name}", "html")
 
     def comparison_targets(self) -> list[str]:
         """The page of every comparison of the config."""
@@ -93,15 +88,15 @@ class ComparePlan:
         """What the page of comparison ``name`` reads: each run's resolved config, metrics.json, per-query values
         and ranking of the split, the hard negatives of the runs that train on a mined list, and the dataset's
         queries, qrels and corpus."""
-        settings, layout = self.comparisons()[name], self.layout
+        settings, layout = self.comparisons()[name], self.plan.layout
         runs, split = settings["runs"], settings["split"]
-        dataset = self.dataset(runs[0])
+        dataset = self.plan.dataset(runs[0])
         return {
             "config": [layout.config(run) for run in runs],
             "metrics": [layout.metrics(run) for run in runs],
             "per_query": [layout.per_query(run) for run in runs],
             "rankings": [layout.ranking(run, split) for run in runs],
-            "hardnegs": [layout.hard_negatives(run) for run in runs if run in self.mining_runs],
+            "hardnegs": [layout.hard_negatives(run) for run in runs if run in self.plan.mining.mining_runs],
             "queries": layout.queries_dir(dataset),
             "qrels": layout.qrels_dir(dataset),
             "corpus": layout.corpus(dataset),

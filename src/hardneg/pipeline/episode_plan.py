@@ -11,49 +11,39 @@ from hardneg.methods.registry import source_episode
 from hardneg.pipeline import episodes as _episodes
 
 if TYPE_CHECKING:
-    from hardneg import methods
-    from hardneg.io.layout import Layout
-    from hardneg.pipeline.mining_plan import Pool
+    from hardneg.pipeline.plan import Plan
 
 
 class EpisodePlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns runs in episodes."""
 
-    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
-        layout: Layout
-        runs: dict
-        user_runs: dict
-
-        def method(self, run: str) -> methods.Method: ...
-        def params(self, run: str) -> dict: ...
-        def train_split(self, run: str) -> str: ...
-        def index_factories(self, run: str) -> dict: ...
-        def pool(self, run: str) -> Pool: ...
+    def __init__(self, plan: Plan):
+        self.plan = plan  # the whole plan: the runs, the layout and the other parts
 
     # ---------------------------------------------------------------------------------------- episodes
-    def episodes(self, run: str):
+    def schedule(self, run: str):
         """The :class:`hardneg.methods.Episodes` of an episodic run (None for any other run, episodes included)."""
-        return _episodes.of(self.method(run), self.params(run)) if run in self.user_runs else None
+        return _episodes.of(self.plan.method(run), self.plan.params(run)) if run in self.plan.user_runs else None
 
     @property
     def episodic_runs(self) -> list[str]:
         """Runs that train in episodes (ANCE): their model is their last episode's."""
-        return [run for run in self.user_runs if self.episodes(run) is not None]
+        return [run for run in self.plan.user_runs if self.schedule(run) is not None]
 
     def episode_runs(self, run: str | None = None) -> list[str]:
         """The episode runs of episodic run ``run`` in order (of every episodic run when None)."""
         if run is None:
             return [name for parent in self.episodic_runs for name in self.episode_runs(parent)]
-        return [episode_run(run, index) for index in range(self.episodes(run).count)]
+        return [episode_run(run, index) for index in range(self.schedule(run).count)]
 
     def episode_of(self, run: str) -> tuple[str, int] | None:
         """(episodic run, index) of an episode run; None for any other run."""
-        return parse_episode_run(run) if run in self.runs else None
+        return parse_episode_run(run) if run in self.plan.runs else None
 
     def assemble_inputs(self, run: str) -> dict:
         """What an episodic run's model, training log and refresh costs are assembled from: the last episode's
         ``model`` (behind it, every episode and refresh) and every episode's ``train_log`` and ``timings``."""
-        episodes, layout = self.episode_runs(run), self.layout
+        episodes, layout = self.episode_runs(run), self.plan.layout
         return {
             "model": layout.model(episodes[-1]),
             "train_logs": [layout.train_log(e) for e in episodes],
@@ -65,7 +55,7 @@ class EpisodePlan:
         scores and candidate pool, then each episode's selection."""
         if not episodes:
             return []
-        layout, pool = self.layout, self.pool(episodes[0])
+        layout, pool = self.plan.layout, self.plan.mining.pool(episodes[0])
         return [
             layout.benchmark(pool.miner, f"positive_scores_{pool.split}"),
             layout.benchmark(pool.miner, f"candidate_pool_{pool.name}"),
@@ -79,7 +69,7 @@ class EpisodePlan:
         ``encode`` (the shards and their gathering), ``index``, ``search`` (the training split) and ``mine``
         (the positive scores and candidate pool of the checkpoint, the selection of each episode trained on its
         negatives). A checkpoint no episode trains on has no refresh jobs."""
-        plan, layout, names = self.episodes(run), self.layout, self.episode_runs(run)
+        plan, layout, names = self.schedule(run), self.plan.layout, self.episode_runs(run)
         # checkpoint → episodes on its negatives
         fed: dict[int | None, list[str]] = {None: [], **{index: [] for index in range(plan.count)}}
         for index, name in enumerate(names):
@@ -98,12 +88,12 @@ class EpisodePlan:
                 name = names[checkpoint]
                 bench["train"] = [layout.benchmark(name, "train")]
                 if fed[checkpoint]:
-                    shards = range(self.params(name)["encode"]["shards"])
+                    shards = range(self.plan.params(name)["encode"]["shards"])
                     bench["encode"] = [layout.benchmark(name, f"encode_corpus_shard_{shard}") for shard in shards]
                     bench["encode"].append(layout.benchmark(name, "gather_embeddings"))
                     bench["index"] = [
-                        layout.benchmark(name, f"build_faiss_index_{slug}") for slug in self.index_factories(name)
+                        layout.benchmark(name, f"build_faiss_index_{slug}") for slug in self.plan.index_factories(name)
                     ]
-                    bench["search"] = [layout.benchmark(name, f"dense_search_{self.train_split(name)}")]
+                    bench["search"] = [layout.benchmark(name, f"dense_search_{self.plan.train_split(name)}")]
             out.append(bench)
         return out

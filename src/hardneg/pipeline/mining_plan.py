@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hardneg import imports as imported_files
 from hardneg.errors import ConfigError
@@ -26,8 +26,7 @@ from hardneg.mining.pool import Pool
 from hardneg.schema.names import quoted
 
 if TYPE_CHECKING:
-    from hardneg import methods
-    from hardneg.io.layout import Layout
+    from hardneg.pipeline.plan import Plan
 
 
 def mining_policy(config: dict, run: str) -> Policy:
@@ -92,8 +91,8 @@ def check_pool_reach(plan) -> None:
     :raises ConfigError: naming the key (the run's ``params.mining.<key>``, or ``policies.<name>.<key>`` for a
         named policy's).
     """
-    for run in plan.mining_runs:
-        mining, miner = plan.params(run)["mining"], plan.miner(run)
+    for run in plan.mining.mining_runs:
+        mining, miner = plan.params(run)["mining"], plan.mining.miner(run)
         where, name = f"runs.{run}.params.mining", mining["policy"]
         policy_where = f"policies.{name}" if name is not None else where
         top_k = plan.params(miner).get("search", {}).get("top_k")
@@ -105,7 +104,7 @@ def check_pool_reach(plan) -> None:
                 f"would hold ranks up to {top_k} only; give a depth of {top_k} or "
                 f"less, or rank deeper with the miner's search.top_k",
             )
-        policy = plan.policy(run)
+        policy = plan.mining.policy(run)
         reach = min(mining["depth"], policy.depth or mining["depth"])
         if policy.rank_range is not None:
             low, high = policy.rank_range
@@ -117,7 +116,7 @@ def check_pool_reach(plan) -> None:
                     f"({where}.depth {mining['depth']}): it would select {what}; keep the range "
                     f"within {reach}, or deepen the pool",
                 )
-        if plan.pool(run).cross_encoder is None:
+        if plan.mining.pool(run).cross_encoder is None:
             for key in ("ce_threshold", "ce_margin"):
                 if getattr(policy, key) is not None:
                     raise ConfigError(
@@ -136,8 +135,8 @@ def check_imported_scores(plan) -> None:
     :class:`hardneg.pipeline.plan.Plan` of a validated config.
 
     :raises ConfigError: naming ``runs.<run>.params.distill.loss``."""
-    for run in plan.imported_runs:
-        card_path = plan.import_inputs(run)["card"]
+    for run in plan.mining.imported_runs:
+        card_path = plan.mining.import_inputs(run)["card"]
         if not distills(plan.params(run)) or not os.path.isfile(card_path):
             continue
         mapping = read_card(card_path).get("import", {}).get("mapping", {})
@@ -145,7 +144,7 @@ def check_imported_scores(plan) -> None:
             if mapping.get(f"{what}_scored", 0) == 0:
                 raise ConfigError(
                     f"runs.{run}.params.distill.loss",
-                    f"run {run} distils from the scores of the imported list {plan.imported_list(run)}, "
+                    f"run {run} distils from the scores of the imported list {plan.mining.imported_list(run)}, "
                     f"and the file carried none of its {what} (its card {card_path}: 0 of "
                     f"{mapping.get(what, 0)} scored): import a file with the teacher's scores, name a "
                     f"teacher, or set distill.loss to null",
@@ -156,46 +155,32 @@ class MiningPlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns mining runs: their pools, the positive
     scores, near-duplicates and the selection."""
 
-    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
-        config: dict
-        layout: Layout
-        runs: dict
-
-        def method(self, run: str) -> methods.Method: ...
-        def params(self, run: str) -> dict: ...
-        def seed(self, run: str) -> int: ...
-        def dataset(self, run: str) -> str: ...
-        def input_run(self, run: str, role: str): ...
-        def role_run(self, run: str, provides: str) -> Any: ...
-        def doc_run(self, run: str) -> str: ...
-        def train_split(self, run: str) -> str: ...
-        def cache_dir(self, run: str) -> str: ...
-        def pair_texts(self, run: str) -> dict: ...
-        def search_index(self, run: str, slug: str | None = None) -> str: ...
-        @property
-        def episodic_runs(self) -> list[str]: ...
+    def __init__(self, plan: Plan):
+        self.plan = plan  # the whole plan: the runs, the layout and the other parts
 
     def miner(self, run: str) -> str:
-        return self.role_run(run, "miner")
+        return self.plan.role_run(run, "miner")
 
     @property
     def mining_runs(self) -> list[str]:
         """Runs that select their own static hard-negative list from a pool (they name a miner run)."""
         return [
-            run for run in self.runs if isinstance(self.role_run(run, "miner"), str) and run not in self.episodic_runs
+            run
+            for run in self.plan.runs
+            if isinstance(self.plan.role_run(run, "miner"), str) and run not in self.plan.episodes.episodic_runs
         ]
 
     # ------------------------------------------------------------------------------------ imported lists
     def imported_list(self, run: str) -> str | None:
         """The folder of the imported list a run trains on (its miner role given as ``{imported: <folder>}``,
         ``hardneg import``'s output); None for any other run."""
-        given = self.role_run(run, "miner")
+        given = self.plan.role_run(run, "miner")
         return given["imported"] if isinstance(given, dict) else None
 
     @property
     def imported_runs(self) -> list[str]:
         """Runs that train on an imported list: their folder gets a copy of it and of its card."""
-        return [run for run in self.runs if self.imported_list(run) is not None]
+        return [run for run in self.plan.runs if self.imported_list(run) is not None]
 
     def import_inputs(self, run: str) -> dict:
         """The imported list's files (``hardneg.imports.card``'s names): the list, its positives, its card."""
@@ -215,15 +200,15 @@ class MiningPlan:
 
     def pool(self, run: str) -> Pool:
         """The candidate pool a mining run selects from."""
-        mining = self.params(run)["mining"]
+        mining = self.plan.params(run)["mining"]
         return Pool(
             miner=self.miner(run),
-            split=self.train_split(run),
+            split=self.plan.train_split(run),
             depth=mining["depth"],
-            bm25=self.role_run(run, "reference_ranking"),
-            cross_encoder=self.role_run(run, "scorer"),
+            bm25=self.plan.role_run(run, "reference_ranking"),
+            cross_encoder=self.plan.role_run(run, "scorer"),
             duplicates=mining["duplicates"],
-            dataset=self.dataset(run),
+            dataset=self.plan.dataset(run),
         )
 
     @property
@@ -233,17 +218,17 @@ class MiningPlan:
 
     def experiment_pools(self) -> list[Pool]:
         """The pools experiments select from besides the mining runs' (:attr:`Experiment.pools`)."""
-        return [pool for experiment in EXPERIMENTS.values() for pool in experiment.pools(self)]
+        return [pool for experiment in EXPERIMENTS.values() for pool in experiment.pools(self.plan)]
 
     def pool_path(self, run: str) -> str:
         pool = self.pool(run)
-        return self.layout.pool(pool.miner, pool.name)
+        return self.plan.layout.pool(pool.miner, pool.name)
 
     def pool_inputs(self, miner: str, name: str) -> dict:
         """What building a pool reads: the miner's ranking of the split, the split's qrels (folder), the miner's
         scores of the positives, and the BM25 ranking, cross-encoder scores and the dataset's duplicate pairs where
         the pool has them."""
-        pool, layout = self.pools[(miner, name)], self.layout
+        pool, layout = self.pools[(miner, name)], self.plan.layout
         inputs = {
             "ranking": layout.ranking(miner, pool.split),
             "qrels": layout.qrels_dir(pool.dataset),
@@ -273,19 +258,19 @@ class MiningPlan:
         """What a run's scoring of a pool reads: its model and tokenized cache, the miner's ranking of the split and
         the split's qrels (the pairs it scores: the pool's candidates and the judged positives), and the dataset's
         queries and corpus where the run scores pairs from them (:meth:`pair_texts`)."""
-        layout = self.layout
+        layout = self.plan.layout
         return {
             "model": layout.model(scorer),
-            "cache": self.cache_dir(scorer),
+            "cache": self.plan.cache_dir(scorer),
             "ranking": layout.ranking(pool.miner, pool.split),
             "qrels": layout.qrels_dir(pool.dataset),
-            **self.pair_texts(scorer),
+            **self.plan.pair_texts(scorer),
         }
 
     # ------------------------------------------------------------------------------------------ teachers
     def teacher(self, run: str) -> str | None:
         """The teacher run whose scores of its pool a mining run distils from (its ``pool_teacher`` role)."""
-        return self.role_run(run, "pool_teacher")
+        return self.plan.role_run(run, "pool_teacher")
 
     @property
     def teacher_pools(self) -> dict[tuple[str, str, str], Pool]:
@@ -306,9 +291,9 @@ class MiningPlan:
         teacher run's scores of its pool; its cross-encoder's probabilities of the pool; the scores of the imported
         list it trains on (the run's copies of the list and of its positives). Nothing for a run that does not
         distil (``params.distill.loss`` unset)."""
-        if not distills(self.params(run)):
+        if not distills(self.plan.params(run)):
             return {}
-        layout = self.layout
+        layout = self.plan.layout
         if run in self.imported_runs:
             return {
                 "teacher_scores": layout.hard_negatives(run),
@@ -337,14 +322,14 @@ class MiningPlan:
 
     def positive_scores_inputs(self, miner: str, split: str) -> dict:
         layout, dataset = (
-            self.layout,
+            self.plan.layout,
             next(pool.dataset for pool in self.pools.values() if (pool.miner, pool.split) == (miner, split)),
         )
         return {
             "query_emb": layout.query_embeddings(miner, split),
             "query_ids": layout.query_ids(miner, split),
-            "doc_emb": layout.corpus_embeddings(self.doc_run(miner)),
-            "doc_ids": layout.corpus_ids(self.doc_run(miner)),
+            "doc_emb": layout.corpus_embeddings(self.plan.doc_run(miner)),
+            "doc_ids": layout.corpus_ids(self.plan.doc_run(miner)),
             "qrels": layout.qrels_dir(dataset),
         }
 
@@ -356,10 +341,10 @@ class MiningPlan:
     @property
     def duplicates_params(self) -> dict:
         """How duplicate documents are found (the config's ``duplicates``)."""
-        return dict(self.config["duplicates"])
+        return dict(self.plan.config["duplicates"])
 
     def policy(self, run: str) -> Policy:
-        return mining_policy(self.config, run)
+        return mining_policy(self.plan.config, run)
 
     def policy_params(self, run: str) -> dict:
         """The run's policy as its keys (plain YAML/JSON values), what the selection job is given."""
@@ -373,13 +358,13 @@ class MiningPlan:
 
     def positives_path(self, run: str) -> str:
         """The miner's scores of the training positives of a mining run."""
-        return self.layout.pool_positive_scores(self.miner(run), self.train_split(run))
+        return self.plan.layout.pool_positive_scores(self.miner(run), self.plan.train_split(run))
 
     def mining_inputs(self, run: str) -> dict:
         """The miner's ranking, the qrels and the positive scores a mining run's negatives come from."""
         return {
-            "ranking": self.layout.ranking(self.miner(run), self.train_split(run)),
-            "qrels": self.layout.qrels_dir(self.dataset(run)),
+            "ranking": self.plan.layout.ranking(self.miner(run), self.plan.train_split(run)),
+            "qrels": self.plan.layout.qrels_dir(self.plan.dataset(run)),
             "positives": self.positives_path(run),
         }
 
@@ -387,23 +372,25 @@ class MiningPlan:
         """What the audit of a run's list reads: the list, the qrels, the positives' scores, the reference
         rankings and the corpus; for a mined list also the miner's ranking, the selection and its pool (an
         imported list has none of them: its positives' scores are the imported ones)."""
-        split = self.train_split(run)
-        references = [self.input_run(run, role) for role in self.method(run).roles_providing("reference_ranking")]
+        split = self.plan.train_split(run)
+        references = [
+            self.plan.input_run(run, role) for role in self.plan.method(run).roles_providing("reference_ranking")
+        ]
         common = {
-            "hardnegs": self.layout.hard_negatives(run),
-            "reference": [self.layout.ranking(other, split) for other in references if other],
-            "corpus": self.layout.corpus(self.dataset(run)),
+            "hardnegs": self.plan.layout.hard_negatives(run),
+            "reference": [self.plan.layout.ranking(other, split) for other in references if other],
+            "corpus": self.plan.layout.corpus(self.plan.dataset(run)),
         }  # which negatives are empty documents
         if run in self.imported_runs:
             return {
                 **common,
-                "qrels": self.layout.qrels_dir(self.dataset(run)),
-                "positives": self.layout.imported_positives(run),
+                "qrels": self.plan.layout.qrels_dir(self.plan.dataset(run)),
+                "positives": self.plan.layout.imported_positives(run),
             }
         return {
             **self.mining_inputs(run),
             **common,
-            "selection": self.layout.selection(run),
+            "selection": self.plan.layout.selection(run),
             "pool": self.pool_path(run),
         }
 
@@ -414,12 +401,12 @@ class MiningPlan:
         miner's ranking."""
         inputs = {
             **self.audit_inputs(run),
-            "audit": self.layout.audit(run, "parquet"),
-            "audit_summary": self.layout.audit(run, "json"),
-            "queries": self.layout.queries_dir(self.dataset(run)),
+            "audit": self.plan.layout.audit(run, "parquet"),
+            "audit_summary": self.plan.layout.audit(run, "json"),
+            "queries": self.plan.layout.queries_dir(self.plan.dataset(run)),
         }
         if run in self.imported_runs:
-            inputs["card"] = self.layout.hardnegs_card(run)
+            inputs["card"] = self.plan.layout.hardnegs_card(run)
         return inputs
 
     def viewer_miner(self, run: str) -> str | None:
@@ -433,16 +420,16 @@ class MiningPlan:
         split, the index it searched with its row ids and the corpus embeddings, the pool and what it was built
         from (positive scores; the BM25 ranking, duplicate pairs, cross-encoder scores, model and cache where it
         has them), and the list (``hardnegs``)."""
-        pool, layout, miner = self.pool(run), self.layout, self.miner(run)
-        docs = self.doc_run(miner)
+        pool, layout, miner = self.pool(run), self.plan.layout, self.miner(run)
+        docs = self.plan.doc_run(miner)
         inputs = {
             "model": layout.model(miner),
-            "cache": self.cache_dir(miner),
+            "cache": self.plan.cache_dir(miner),
             "corpus": layout.corpus(pool.dataset),
             "queries": layout.queries_dir(pool.dataset),
             "qrels": layout.qrels_dir(pool.dataset),
             "ranking": layout.ranking(miner, pool.split),
-            "index": self.search_index(miner),
+            "index": self.plan.search_index(miner),
             "docids": layout.corpus_ids(docs),
             "corpus_embeddings": layout.corpus_embeddings(docs),
             "pool": self.pool_path(run),
@@ -451,7 +438,7 @@ class MiningPlan:
         built_from = self.pool_inputs(miner, pool.name)  # its ranking and qrels are above
         inputs.update({name: path for name, path in built_from.items() if name not in ("ranking", "qrels")})
         if pool.cross_encoder:
-            inputs.update(ce_model=layout.model(pool.cross_encoder), ce_cache=self.cache_dir(pool.cross_encoder))
+            inputs.update(ce_model=layout.model(pool.cross_encoder), ce_cache=self.plan.cache_dir(pool.cross_encoder))
         return inputs
 
     def card_params(self, run: str) -> dict:
@@ -460,25 +447,25 @@ class MiningPlan:
         ``top_k``, ``batch_size``, ``device``, ``precision``, and ``doc_run``, whose documents it searched); the
         pool (name, depth, BM25 run, cross-encoder run and method, duplicates); the policy's keys and name."""
         miner, pool = self.miner(run), self.pool(run)
-        params = self.params(miner)
+        params = self.plan.params(miner)
         search = {
-            "doc_run": self.doc_run(miner),
+            "doc_run": self.plan.doc_run(miner),
             "factory": params["index"]["factory"],
             "search_params": params["index"]["search_params"],
             **params["search"],
             "device": params["train"]["device"],
             "precision": params["encode"]["precision"],
         }
-        scorer = self.runs[pool.cross_encoder]["method"] if pool.cross_encoder else None
+        scorer = self.plan.runs[pool.cross_encoder]["method"] if pool.cross_encoder else None
         return {
             "run": run,
             "miner": miner,
             "dataset": pool.dataset,
             "split": pool.split,
-            "seed": self.seed(run),
+            "seed": self.plan.seed(run),
             "search": search,
             "policy": self.policy_params(run),
-            "policy_name": self.params(run)["mining"]["policy"],
+            "policy_name": self.plan.params(run)["mining"]["policy"],
             "pool": {
                 "name": pool.name,
                 "depth": pool.depth,

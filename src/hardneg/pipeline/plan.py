@@ -46,9 +46,15 @@ from hardneg.pipeline.report_plan import ReportPlan
 from hardneg.pipeline.resolution import continued_run, dataset_config, input_runs, resolve_run
 
 
-class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
+class Plan:
     """Every run's inputs and artifacts under ``root`` (default: the config's ``results`` folder), for a config
-    already validated (defaults filled)."""
+    already validated (defaults filled).
+
+    What concerns every run (its method, params, dataset, model, caches, training, search and evaluation inputs)
+    is here; the rest is in parts the rules name: ``episodes`` (:class:`EpisodePlan`: runs in episodes),
+    ``fusion`` (:class:`FusionPlan`), ``mining`` (:class:`MiningPlan`: pools, teachers, selection, audits),
+    ``compare`` (:class:`ComparePlan`: the config's comparisons) and ``report`` (:class:`ReportPlan`: targets,
+    the summary, tables, figures, the report and the paper target)."""
 
     def __init__(self, config: dict, root: str | None = None):
         self.user_runs: dict = config["runs"]  # the config's runs (with the PQ experiment's)
@@ -57,6 +63,11 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
         self.layout = Layout(root or config.get("results", RESULTS))
         self.datasets: dict = config["datasets"]
         self.eval_split: str = config["evaluation"]["split"]
+        self.episodes = EpisodePlan(self)
+        self.fusion = FusionPlan(self)
+        self.mining = MiningPlan(self)
+        self.compare = ComparePlan(self)
+        self.report = ReportPlan(self)
 
     # --------------------------------------------------------------------------------------------- runs
     def method(self, run: str) -> methods.Method:
@@ -86,7 +97,11 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
     def step_trained_runs(self) -> list[str]:
         """Runs trained by one training job (rule train_dense): every trained run but episodic runs and their
         episodes."""
-        return [run for run in self.trained_runs if run not in self.episodic_runs and run not in self.episode_runs()]
+        return [
+            run
+            for run in self.trained_runs
+            if run not in self.episodes.episodic_runs and run not in self.episodes.episode_runs()
+        ]
 
     @property
     def encoded_runs(self) -> list[str]:
@@ -231,7 +246,7 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
         init = self.init_run(run)
         if init is not None:
             inputs["init"] = layout.model(init)
-        episode = self.episode_of(run)
+        episode = self.episodes.episode_of(run)
         if episode is not None and episode[1] > 0:  # the trainer state the previous episode ended with
             inputs["state"] = layout.trainer_state(init)
         for role, spec in self.method(run).roles.items():
@@ -253,7 +268,7 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
                     f"method {self.runs[run]['method']} has a doc_index role: it declares training_index"
                 )
                 inputs["train_index"] = layout.index(self.doc_run(other), factory_slug(factory))
-        return {**inputs, **self.distillation_inputs(run), **self.dev_candidate_inputs(run)}
+        return {**inputs, **self.mining.distillation_inputs(run), **self.dev_candidate_inputs(run)}
 
     def dev_candidate_inputs(self, run: str) -> dict:
         """The rankings a run's dev candidates are built from (``train.dev_every`` with ``train.dev_search``
@@ -272,7 +287,7 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
         ):
             return {}
         dataset, layout, inputs = self.dataset(run), self.layout, {}
-        episode = self.episode_of(run)
+        episode = self.episodes.episode_of(run)
         start = self.init_run(episode[0] if episode else run)
         retriever = start in self.dense_runs and self.method(start).new_model is None  # not a Condenser backbone
         sources = {
@@ -389,9 +404,9 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
         """Reports a run makes beside its metrics (a mining run: the hard-negative audit, viewer and mining card; a
         run trained on an imported list: its audit, viewer and the copy of the import's card), so that any target
         reaching the run builds them and ``snakemake --report`` finds them."""
-        if run in self.episodic_runs:  # each episode's hard negatives, audited
-            return [self.layout.audit(episode, "md") for episode in self.episode_runs(run)]
-        if run not in self.listed_runs:
+        if run in self.episodes.episodic_runs:  # each episode's hard negatives, audited
+            return [self.layout.audit(episode, "md") for episode in self.episodes.episode_runs(run)]
+        if run not in self.mining.listed_runs:
             return []
         return [self.layout.audit(run, "md"), self.layout.viewer(run), self.layout.hardnegs_card(run)]
 
@@ -422,9 +437,3 @@ class Plan(EpisodePlan, FusionPlan, MiningPlan, ComparePlan, ReportPlan):
                 doc_ids=layout.corpus_ids(docs),
             )
         return inputs
-
-    # ------------------------------------------------------------------------------------------ the paper
-    def paper_targets(self) -> list[str]:
-        """The ``paper`` target (:meth:`ReportPlan.paper_targets`) and the page of every comparison of the
-        config's ``compare`` list."""
-        return super().paper_targets() + self.comparison_targets()

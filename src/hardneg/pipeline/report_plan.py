@@ -16,77 +16,66 @@ from hardneg.pipeline import replicates
 from hardneg.schema.values import check_evaluated_measure, check_run
 
 if TYPE_CHECKING:
-    from hardneg.io.layout import Layout
+    from hardneg.pipeline.plan import Plan
 
 
 class ReportPlan:
     """The part of :class:`hardneg.pipeline.plan.Plan` that concerns the targets and what reports read."""
 
-    if TYPE_CHECKING:  # what this part reads from the rest of the plan, for the type checker
-        config: dict
-        layout: Layout
-        runs: dict
-        user_runs: dict
-
-        def method(self, run: str) -> methods.Method: ...
-        def ancestors(self, run: str) -> list[str]: ...
-        def comparisons(self) -> dict[str, dict]: ...
-        def comparison_page(self, name: str) -> str: ...
-        def refresh_benchmarks(self, run: str) -> list[dict]: ...
-        @property
-        def episodic_runs(self) -> list[str]: ...
+    def __init__(self, plan: Plan):
+        self.plan = plan  # the whole plan: the runs, the layout and the other parts
 
     # ---------------------------------------------------------------------------------------- targets
     def targets(self) -> list[str]:
         """What a plain ``snakemake`` builds: ``targets`` of the config (run names → their metrics.json, and those
         of the run's replicates when it has ``seeds``; paths as given), by default every run's metrics.json."""
-        targets = self.config.get("targets")
+        targets = self.plan.config.get("targets")
         if targets is None:
-            targets = list(self.user_runs)
+            targets = list(self.plan.user_runs)
         return [
-            target if "/" in target else self.layout.metrics(run)
+            target if "/" in target else self.plan.layout.metrics(run)
             for target in targets
-            for run in ([target] if "/" in target else replicates.with_replicates(self.config, [target]))
+            for run in ([target] if "/" in target else replicates.with_replicates(self.plan.config, [target]))
         ]
 
     # ----------------------------------------------------------------------------- summary and tables
     def targeted_runs(self) -> list[str]:
         """The runs whose metrics.json the config's ``targets`` name (every run when ``targets`` is null)."""
         targets = {os.path.normpath(target) for target in self.targets()}
-        return [run for run in self.user_runs if os.path.normpath(self.layout.metrics(run)) in targets]
+        return [run for run in self.plan.user_runs if os.path.normpath(self.plan.layout.metrics(run)) in targets]
 
     def report_runs(self) -> list[str]:
         """The runs of the report: ``report.runs`` (else the runs whose metrics.json the config's ``targets``
         names) and every run they are built from, in config order. The config alone decides: which other runs
         happen to be evaluated on disk changes nothing. A name of ``report.runs`` that is no run of the config (one
         trimmed from a copy of it) is left out (:meth:`report_contents` says so)."""
-        chosen = self.config["report"]["runs"]
-        base = [run for run in chosen if run in self.user_runs] if chosen is not None else self.targeted_runs()
-        wanted = set(base).union(*(self.ancestors(run) for run in base))
-        return [run for run in self.user_runs if run in wanted]
+        chosen = self.plan.config["report"]["runs"]
+        base = [run for run in chosen if run in self.plan.user_runs] if chosen is not None else self.targeted_runs()
+        wanted = set(base).union(*(self.plan.ancestors(run) for run in base))
+        return [run for run in self.plan.user_runs if run in wanted]
 
     def summary_runs(self) -> list[str]:
         """The runs of the summary: ``summary.runs`` as given, else the report's runs (:meth:`report_runs`), in
         config order, so that the same config gives the same summary."""
-        chosen = self.config["summary"]["runs"]
+        chosen = self.plan.config["summary"]["runs"]
         return list(chosen) if chosen is not None else self.report_runs()
 
     def summary_measures(self) -> list[str]:
         """The summary's measure columns: ``summary.measures``, else every measure of ``evaluation.measures``."""
-        return list(self.config["summary"]["measures"] or self.config["evaluation"]["measures"])
+        return list(self.plan.config["summary"]["measures"] or self.plan.config["evaluation"]["measures"])
 
     def summary_settings(self) -> dict:
         """The config's ``summary`` section with its measures resolved (:meth:`summary_measures`). A group's runs
         outside the summary mark nothing; its legend says so (:meth:`summary_groups_left_out` names them for the
         report's line)."""
-        return {**self.config["summary"], "measures": self.summary_measures()}
+        return {**self.plan.config["summary"], "measures": self.summary_measures()}
 
     def summary_groups_left_out(self) -> list[str]:
         """One phrase per baseline group naming runs outside the summary: those runs, and whether the group
         stays."""
         runs = set(self.summary_runs())
         phrases = []
-        for group in self.config["summary"]["groups"]:
+        for group in self.plan.config["summary"]["groups"]:
             outside = [run for run in group["runs"] if run not in runs]
             if outside:
                 kept = "kept without them" if len(outside) < len(group["runs"]) else "left out"
@@ -99,18 +88,20 @@ class ReportPlan:
         """``metrics`` and ``per_query`` of each run of the summary (aligned with :meth:`summary_runs`)."""
         runs = self.summary_runs()
         return {
-            "metrics": [self.layout.metrics(run) for run in runs],
-            "per_query": [self.layout.per_query(run) for run in runs],
+            "metrics": [self.plan.layout.metrics(run) for run in runs],
+            "per_query": [self.plan.layout.per_query(run) for run in runs],
         }
 
     def methods_of(self, runs: list[str]) -> dict:
         """run → its method's name."""
-        return {run: self.runs[run]["method"] for run in runs}
+        return {run: self.plan.runs[run]["method"] for run in runs}
 
     def training_time_runs(self) -> list[str]:
         """The runs of the summary that train (the training-time table shows their training jobs)."""
         return [
-            run for run in self.summary_runs() if self.method(run).kind in methods.TRAINED and self.method(run).trains
+            run
+            for run in self.summary_runs()
+            if self.plan.method(run).kind in methods.TRAINED and self.plan.method(run).trains
         ]
 
     @staticmethod
@@ -124,16 +115,21 @@ class ReportPlan:
 
     def training_time_inputs(self) -> dict:
         """The training logs of :meth:`training_time_runs` (``train_log``)."""
-        return {"train_log": [self.layout.train_log(run) for run in self.training_time_runs()]}
+        return {"train_log": [self.plan.layout.train_log(run) for run in self.training_time_runs()]}
 
     def training_benchmarks(self, runs: list[str]) -> list[str | list[str]]:
         """The benchmark record of each run's training job: Snakemake writes it beside the training log, and
         no rule can ask for it as an input (it is no rule's output). An episodic run's are those of all its
         episodes' jobs, training and refreshes (:meth:`refresh_benchmarks`)."""
         return [
-            [path for checkpoint in self.refresh_benchmarks(run) for part in REFRESH_PARTS for path in checkpoint[part]]
-            if run in self.episodic_runs
-            else self.layout.benchmark(run, "train")
+            [
+                path
+                for checkpoint in self.plan.episodes.refresh_benchmarks(run)
+                for part in REFRESH_PARTS
+                for path in checkpoint[part]
+            ]
+            if run in self.plan.episodes.episodic_runs
+            else self.plan.layout.benchmark(run, "train")
             for run in runs
         ]
 
@@ -145,7 +141,7 @@ class ReportPlan:
         evaluation, ...)."""
         if name not in FIGURES:
             raise ConfigError("figures", f"no figure named {name!r}; the figures are {', '.join(FIGURES)}")
-        return FIGURES[name].inputs(self, self.config["figures"][name], f"figures.{name}")
+        return FIGURES[name].inputs(self.plan, self.plan.config["figures"][name], f"figures.{name}")
 
     def figure_targets(self) -> list[str]:
         """The PNG of every figure the config can build (see :meth:`figure_inputs`)."""
@@ -155,17 +151,17 @@ class ReportPlan:
                 self.figure_inputs(name)
             except ConfigError:
                 continue
-            targets.append(self.layout.figure(name, "png"))
+            targets.append(self.plan.layout.figure(name, "png"))
         return targets
 
     def check_run(self, run, key: str) -> str:
         """``run`` when the config defines it (an episode of an episodic run too); a :class:`ConfigError` naming
         ``key`` otherwise (for a section that reads finished runs, such as a figure's)."""
-        return check_run(self.config, run, key)
+        return check_run(self.plan.config, run, key)
 
     def check_evaluated_measure(self, measure: str, key: str) -> str:
         """``measure`` when it is one of ``evaluation.measures``; a :class:`ConfigError` naming ``key`` otherwise."""
-        return check_evaluated_measure(self.config, measure, key)
+        return check_evaluated_measure(self.plan.config, measure, key)
 
     # ----------------------------------------------------------------------------------------- the report
     def markdown_pages(self) -> dict:
@@ -173,7 +169,7 @@ class ReportPlan:
         Markdown for download only): the HTML path without ``.html`` → ``markdown`` (its source), ``title``,
         ``category`` of the report, ``caption`` (a file of ``workflow/report/``) and ``figures`` (those that come
         with the page), and ``runs``, the runs it reads."""
-        layout = self.layout
+        layout = self.plan.layout
         pages: dict[str, tuple[str, str, str, list[str]]] = {
             layout.summary("md"): ("Summary of the runs, with significance markers", "Summary", "summary.rst", []),
             layout.table("training_time", "md"): ("Training time of each run", "Summary", "training_time.rst", []),
@@ -183,9 +179,9 @@ class ReportPlan:
             layout.table("training_time", "md"): set(self.training_time_runs()),
         }
         for experiment in EXPERIMENTS.values():
-            for markdown, page in experiment.report_pages(self).items():
+            for markdown, page in experiment.report_pages(self.plan).items():
                 pages[markdown] = page
-                runs[markdown] = experiment.runs(self)
+                runs[markdown] = experiment.runs(self.plan)
         return {
             markdown[: -len(".md")]: {
                 "markdown": markdown,
@@ -200,13 +196,14 @@ class ReportPlan:
 
     def paper_targets(self) -> list[str]:
         """Everything the papers' comparison shows for this config (the ``paper`` target): the config's targets,
-        the summary and its tables as pages, and every figure the config can build (the false-negative
-        experiment's too)."""
+        the summary and its tables as pages, every figure the config can build (the experiments' too) and the
+        page of every comparison of the config's ``compare`` list."""
         return (
             self.targets()
             + [f"{page}.html" for page in self.markdown_pages()]
             + self.figure_targets()
-            + [figure for experiment in EXPERIMENTS.values() for figure in experiment.figure_targets(self)]
+            + [figure for experiment in EXPERIMENTS.values() for figure in experiment.figure_targets(self.plan)]
+            + self.plan.compare.comparison_targets()
         )
 
     # ------------------------------------------------------------------------------------ the report target
@@ -218,14 +215,14 @@ class ReportPlan:
             return set().union(*(self.runs_read(value) for value in paths))
         path = os.path.normpath(str(paths))
         for experiment in EXPERIMENTS.values():  # a file of an experiment's folder: the experiment's runs
-            if experiment.enabled(self.config) and path.startswith(
-                os.path.normpath(self.layout.experiment(experiment.name, "x"))[:-1]
+            if experiment.enabled(self.plan.config) and path.startswith(
+                os.path.normpath(self.plan.layout.experiment(experiment.name, "x"))[:-1]
             ):
-                return experiment.runs(self)
+                return experiment.runs(self.plan)
         parts = path.split(os.sep)
-        root = os.path.normpath(self.layout.root).split(os.sep)
+        root = os.path.normpath(self.plan.layout.root).split(os.sep)
         folder = parts[len(root)] if parts[: len(root)] == root and len(parts) > len(root) else None
-        return {folder} if folder is not None and folder in self.user_runs else set()
+        return {folder} if folder is not None and folder in self.plan.user_runs else set()
 
     def page_runs(self, page: str) -> set[str]:
         """The runs a Markdown page of the report (a key of :meth:`markdown_pages`) reads."""
@@ -239,8 +236,8 @@ class ReportPlan:
         come with their metrics."""
         runs = self.report_runs()
         inside = set(runs)
-        targets = [self.layout.metrics(run) for run in runs] + [self.layout.run_graph()]
-        unknown = [run for run in self.config["report"]["runs"] or [] if run not in self.user_runs]
+        targets = [self.plan.layout.metrics(run) for run in runs] + [self.plan.layout.run_graph()]
+        unknown = [run for run in self.plan.config["report"]["runs"] or [] if run not in self.plan.user_runs]
         left_out = [f"report.runs: {', '.join(unknown)} not a run of the config"] if unknown else []
         left_out += self.summary_groups_left_out()
         for page, info in self.markdown_pages().items():
@@ -249,12 +246,12 @@ class ReportPlan:
                 left_out.append(f"page '{info['title']}': {', '.join(outside)} not among the report's runs")
             else:
                 targets += [f"{page}.html", *info["figures"]]
-        for name, comparison in self.comparisons().items():
+        for name, comparison in self.plan.compare.comparisons().items():
             outside = [run for run in comparison["runs"] if run not in inside]
             if outside:
                 left_out.append(f"comparison {name}: {', '.join(outside)} not among the report's runs")
             else:
-                targets.append(self.comparison_page(name))
+                targets.append(self.plan.compare.comparison_page(name))
         for name in FIGURES:
             try:
                 read = self.runs_read(self.figure_inputs(name))
@@ -264,7 +261,7 @@ class ReportPlan:
             if outside:
                 left_out.append(f"figure {name}: {', '.join(outside)} not among the report's runs")
             else:
-                targets.append(self.layout.figure(name, "png"))
+                targets.append(self.plan.layout.figure(name, "png"))
         return targets, left_out
 
     def report_targets(self) -> list[str]:
@@ -285,8 +282,8 @@ class ReportPlan:
         graph = {}
         for run in self.report_runs():
             inputs = {}
-            for role, value in (self.runs[run].get("inputs") or {}).items():
+            for role, value in (self.plan.runs[run].get("inputs") or {}).items():
                 values = value if isinstance(value, list) else [value]
-                inputs[role] = [other for other in values if isinstance(other, str) and other in self.user_runs]
-            graph[run] = {"method": self.runs[run]["method"], "inputs": {k: v for k, v in inputs.items() if v}}
+                inputs[role] = [other for other in values if isinstance(other, str) and other in self.plan.user_runs]
+            graph[run] = {"method": self.plan.runs[run]["method"], "inputs": {k: v for k, v in inputs.items() if v}}
         return graph

@@ -20,6 +20,7 @@ from hardneg.io import artifacts
 from hardneg.experiments import pq_matrix
 from hardneg.pipeline.config import load_config_file, validate_config
 from hardneg.pipeline.plan import Plan
+from hardneg.pipeline.report_plan import ReportPlan
 from tests.support import REPO
 
 MEASURES = ["RR@10", "R@100"]
@@ -270,9 +271,9 @@ def test_defaults_come_from_the_schema(raw):
     assert config["summary"] == {"runs": None, "measures": None, "p_value": 0.05, "correction": "holm",
                                  "groups": []}
     plan = Plan(config)
-    assert plan.summary_measures() == ["RR@10", "R@100", "nDCG@10"]  # null: every evaluated measure
-    assert plan.summary_settings()["measures"] == ["RR@10", "R@100", "nDCG@10"]
-    assert Plan(validate_config(copy.deepcopy(raw))).summary_measures() == ["RR@10", "RR@100", "R@100", "R@1000",
+    assert plan.report.summary_measures() == ["RR@10", "R@100", "nDCG@10"]  # null: every evaluated measure
+    assert plan.report.summary_settings()["measures"] == ["RR@10", "R@100", "nDCG@10"]
+    assert Plan(validate_config(copy.deepcopy(raw))).report.summary_measures() == ["RR@10", "RR@100", "R@100", "R@1000",
                                                                            "nDCG@10"]
 
 
@@ -282,19 +283,19 @@ def test_the_plan_summarises_the_runs_the_config_names(raw, tmp_path, monkeypatc
     config["targets"] = ["bm25", "./results/star/metrics.json", "results/pq_matrix/matrix.md", "randneg"]
     config["report"] = {"runs": None}  # the report's runs: those of the targets and the runs behind them
     plan = Plan(validate_config(config))
-    assert plan.summary_runs() == ["bm25", "warmup", "randneg", "star"]  # in config order; warmup: star's init
+    assert plan.report.summary_runs() == ["bm25", "warmup", "randneg", "star"]  # in config order; warmup: star's init
     (tmp_path / "results" / "inbatch").mkdir(parents=True)
     (tmp_path / "results" / "inbatch" / "metrics.json").write_text("{}")
-    assert plan.summary_runs() == ["bm25", "warmup", "randneg", "star"]  # evaluated, but not named: out
-    assert plan.summary_inputs()["per_query"][2] == "results/randneg/per_query.parquet"
-    assert plan.training_time_runs() == ["warmup", "randneg", "star"]  # bm25 does not train
-    assert plan.training_benchmarks(["star"]) == ["results/star/benchmarks/train.tsv"]
+    assert plan.report.summary_runs() == ["bm25", "warmup", "randneg", "star"]  # evaluated, but not named: out
+    assert plan.report.summary_inputs()["per_query"][2] == "results/randneg/per_query.parquet"
+    assert plan.report.training_time_runs() == ["warmup", "randneg", "star"]  # bm25 does not train
+    assert plan.report.training_benchmarks(["star"]) == ["results/star/benchmarks/train.tsv"]
     config["summary"] = {"runs": ["adore_star", "bm25"]}
-    assert Plan(validate_config(config)).summary_runs() == ["adore_star", "bm25"]
+    assert Plan(validate_config(config)).report.summary_runs() == ["adore_star", "bm25"]
     every = copy.deepcopy(raw)
     del every["targets"]
     every["report"] = {"runs": None}
-    assert Plan(validate_config(every)).summary_runs() == list(validate_config(every)["runs"])
+    assert Plan(validate_config(every)).report.summary_runs() == list(validate_config(every)["runs"])
 
 
 def test_the_adore_index_table_reads_the_pq_runs(raw):
@@ -333,7 +334,7 @@ def test_training_time_table(tmp_path):
     runs = {"star": (100.0, 50), "ance": (1500.0, 300), "adore": (None, 20)}
     paths = {run: write_training(tmp_path, run, *spec) for run, spec in runs.items()}
     methods = {"star": "star", "ance": "ance", "adore": "adore"}
-    reference = Plan.speed_reference()  # declared by the method: ANCE, as in Table 4 of the STAR/ADORE paper
+    reference = ReportPlan.speed_reference()  # declared by the method: ANCE, as in Table 4 of the STAR/ADORE paper
     assert reference == ("ance", "ANCE")
     table = write_training_time_table(["star", "adore"], methods, [paths["star"][0], paths["adore"][0]],
                                       [paths["star"][1], paths["adore"][1]], tmp_path / "t.md", tmp_path / "t.parquet",

@@ -81,7 +81,7 @@ def test_without_training_the_experiment_selects_from_the_miner_s_pool_itself():
     experiment = Plan(checked)
     pool = fn.pool(experiment)
     assert (pool.miner, pool.split, pool.depth, pool.bm25, pool.duplicates) == ("inbatch", "train", 50, None, False)
-    assert experiment.pools == {("inbatch", "train_top50_nodup"): pool}  # built by rules/mine.smk like any pool
+    assert experiment.mining.pools == {("inbatch", "train_top50_nodup"): pool}  # built by rules/mine.smk like any pool
     assert fn.selected_policies(experiment) == ["top", "margin", "window"]
     assert fn.leakage_inputs(experiment) == {
         "pool": "results/inbatch/pools/train_top50_nodup.parquet", "hidden": "results/datasets/hidden/hidden",
@@ -113,8 +113,8 @@ def test_with_training_each_policy_has_a_star_run_whose_own_job_selects_from_the
     assert run["params"]["train"]["epochs"] == 1 and run["params"]["model"] == checked["runs"]["inbatch"]["params"][
         "model"]  # it continues the miner's model
     experiment = Plan(checked)
-    assert list(experiment.pools) == [("inbatch", "train_top50_bm25-bm25_nodup")]  # one pool for runs and experiment
-    assert experiment.pool_path("inbatch_fn_top") == fn.pool_path(experiment)
+    assert list(experiment.mining.pools) == [("inbatch", "train_top50_bm25-bm25_nodup")]  # one pool for runs and experiment
+    assert experiment.mining.pool_path("inbatch_fn_top") == fn.pool_path(experiment)
     assert fn.selected_policies(experiment) == []  # each run's select_hard_negatives job makes its list
     assert fn.leakage_inputs(experiment)["selections"] == [f"results/inbatch_fn_{p}/hardnegs.parquet"
                                                            for p in ("top", "margin", "window")]
@@ -122,12 +122,12 @@ def test_with_training_each_policy_has_a_star_run_whose_own_job_selects_from_the
                                                                  for p in ("top", "margin", "window")]}
     assert fn.targets(experiment)[:3] == ["results/false_negatives/leakage.md", "results/false_negatives/leakage.png",
                                           "results/false_negatives/effectiveness.md"]
-    pages = experiment.markdown_pages()
+    pages = experiment.report.markdown_pages()
     assert pages["results/false_negatives/leakage"]["category"] == "Experiments"
     assert "results/false_negatives/effectiveness" in pages
-    assert experiment.page_runs("results/false_negatives/effectiveness") == {
+    assert experiment.report.page_runs("results/false_negatives/effectiveness") == {
         "inbatch", "bm25", "inbatch_fn_top", "inbatch_fn_margin", "inbatch_fn_window"}
-    paper = experiment.paper_targets()
+    paper = experiment.report.paper_targets()
     assert "results/false_negatives/leakage.html" in paper and "results/false_negatives/leakage.png" in paper
     mine = copy.deepcopy(raw)  # a run of that name the config defines itself is kept, its params its own
     mine["runs"]["inbatch_fn_top"] = copy.deepcopy(checked["runs"]["inbatch_fn_top"])
@@ -143,7 +143,7 @@ def test_a_config_without_the_experiment_has_nothing_of_it():
     raw = config()
     del raw["false_negatives"]
     plain = plan(raw)
-    assert plain.experiment_pools() == [] and plain.pools == {}
+    assert plain.mining.experiment_pools() == [] and plain.mining.pools == {}
     assert fn.report_pages(plain) == {} and fn.figure_targets(plain) == [] and fn.selected_policies(plain) == []
     with pytest.raises(ConfigError, match="no false_negatives section") as error:
         fn.targets(plain)

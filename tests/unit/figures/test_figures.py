@@ -298,25 +298,25 @@ def test_default_config_figure_targets(default_config):
     from hardneg.figures import FIGURES
 
     plan = _plan(default_config)
-    assert plan.figure_targets() == [f"results/figures/{name}.png" for name in
+    assert plan.report.figure_targets() == [f"results/figures/{name}.png" for name in
                                      ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix",
                                       "hybrid_alpha", "gradient_norms", "epoch_curves")]
     # the ABS report's curves: the ten runs, each evaluated on dev at the end of every epoch
-    assert len(plan.figure_inputs("epoch_curves")["train_logs"]) == 10
+    assert len(plan.report.figure_inputs("epoch_curves")["train_logs"]) == 10
     for run in default_config["figures"]["epoch_curves"]["runs"]:
         assert plan.params(run)["train"]["dev_every"] == "epoch" and plan.method(run).name == "abs"
     # the gradient-norm figure: ANCE against runs continuing the same warm-up on the same batches
-    assert plan.figure_inputs("gradient_norms")["train_logs"][0] == "results/ance/train_log.parquet"
+    assert plan.report.figure_inputs("gradient_norms")["train_logs"][0] == "results/ance/train_log.parquet"
     assert FIGURES["gradient_norms"].params(default_config["figures"]["gradient_norms"], plan)["reference"] == "ance"
     for run in default_config["figures"]["gradient_norms"]["runs"]:
         assert plan.init_run(run) == "warmup"
         assert plan.params(run)["train"]["learning_rate"] == plan.params("ance")["train"]["learning_rate"]
-    inputs = plan.figure_inputs("tsne")
+    inputs = plan.report.figure_inputs("tsne")
     assert inputs["query_before"] == "results/star/embeddings/queries_test.npy"
     assert inputs["query_after"] == "results/adore_star/embeddings/queries_test.npy"
     assert inputs["doc_embeddings"] == "results/star/embeddings/corpus.npy"
     assert set(inputs) == set(tsne.INPUTS)
-    assert plan.figure_inputs("training_curves")["train_logs"] == [
+    assert plan.report.figure_inputs("training_curves")["train_logs"] == [
         "results/randneg_warmup/train_log.parquet", "results/static_hn/train_log.parquet",
         "results/adore_warmup_curve/train_log.parquet"]
     for run in default_config["figures"]["training_curves"]["runs"]:  # the curves' runs continue the warm-up
@@ -329,14 +329,14 @@ def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
 
     for run, message in ((None, "no hybrid run is named"), ("bm25", "tunes no fusion weight")):
         with pytest.raises(ConfigError, match=message) as error:
-            _plan(default_config, hybrid_alpha={"run": run}).figure_inputs("hybrid_alpha")
+            _plan(default_config, hybrid_alpha={"run": run}).report.figure_inputs("hybrid_alpha")
         assert error.value.key == "figures.hybrid_alpha.run"
-        assert "results/figures/hybrid_alpha.png" not in _plan(default_config, hybrid_alpha={"run": run}).figure_targets()
+        assert "results/figures/hybrid_alpha.png" not in _plan(default_config, hybrid_alpha={"run": run}).report.figure_targets()
     config = copy.deepcopy(default_config)
     config["runs"]["hybrid"] = config["runs"]["hybrid_adore_star"]
     plan = _plan(config, hybrid_alpha={"run": "hybrid"})
-    assert "results/figures/hybrid_alpha.png" in plan.figure_targets()
-    assert plan.figure_inputs("hybrid_alpha") == {"tuning": "results/hybrid/fusion_tuning.parquet",
+    assert "results/figures/hybrid_alpha.png" in plan.report.figure_targets()
+    assert plan.report.figure_inputs("hybrid_alpha") == {"tuning": "results/hybrid/fusion_tuning.parquet",
                                                   "summary": "results/hybrid/fusion_tuning.json"}
 
 
@@ -356,9 +356,9 @@ def test_hybrid_alpha_is_a_target_only_with_a_run(default_config):
 def test_figure_config_errors_name_the_key(default_config, name, spec, key):
     plan = _plan(default_config, **{name: spec})
     with pytest.raises(ConfigError) as error:
-        plan.figure_inputs(name)
+        plan.report.figure_inputs(name)
     assert error.value.key == key
-    assert f"results/figures/{name}.png" not in plan.figure_targets()
+    assert f"results/figures/{name}.png" not in plan.report.figure_targets()
 
 
 def test_unknown_figure_keys_are_config_errors(default_config):

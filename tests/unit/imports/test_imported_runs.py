@@ -38,20 +38,20 @@ def raw():
 def test_a_run_trains_on_its_copy_of_the_imported_list(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
     layout = plan.layout
-    assert "star_imported" in plan.imported_runs and "star_imported" not in plan.mining_runs
-    assert "star" in plan.mining_runs and plan.imported_list("star") is None
+    assert "star_imported" in plan.mining.imported_runs and "star_imported" not in plan.mining.mining_runs
+    assert "star" in plan.mining.mining_runs and plan.mining.imported_list("star") is None
     assert plan.train_inputs("star_imported")["hard_negatives"] == layout.hard_negatives("star_imported")
-    assert plan.import_inputs("star_imported") == {"hardnegs": f"{FOLDER}/hardnegs.parquet",
+    assert plan.mining.import_inputs("star_imported") == {"hardnegs": f"{FOLDER}/hardnegs.parquet",
                                                    "positives": f"{FOLDER}/positives.parquet",
                                                    "card": f"{FOLDER}/hardnegs_card.json"}
     assert plan.reports("star_imported") == [layout.audit("star_imported", "md"), layout.viewer("star_imported"),
                                              layout.hardnegs_card("star_imported")]
-    audit = plan.audit_inputs("star_imported")
+    audit = plan.mining.audit_inputs("star_imported")
     assert audit["positives"] == layout.imported_positives("star_imported") and "run" not in audit
-    viewer = plan.viewer_inputs("star_imported")  # where the list came from (its card), in place of a ranking
+    viewer = plan.mining.viewer_inputs("star_imported")  # where the list came from (its card), in place of a ranking
     assert viewer["card"] == layout.hardnegs_card("star_imported") and "run" not in viewer and "pool" not in viewer
-    assert plan.viewer_miner("star_imported") is None and plan.viewer_miner("star") == "warmup"
-    assert "card" not in plan.viewer_inputs("star")
+    assert plan.mining.viewer_miner("star_imported") is None and plan.mining.viewer_miner("star") == "warmup"
+    assert "card" not in plan.mining.viewer_inputs("star")
     assert plan.upstream("star_imported") == ["warmup"]  # the list is no run
     assert resolve_run(plan.config, "star_imported")["inputs"]["negatives"] == {"imported": FOLDER}
     assert plan.training_slice("star_imported")["inputs"]["negatives"] == {"imported": FOLDER}

@@ -33,23 +33,23 @@ def test_defaults_and_what_the_plan_makes_of_them(raw):
     assert config["compare"][0] == {"name": "mine", "runs": ["warmup", "star", "adore_star"], "measure": None,
                                     "split": None, "top": 10, "depth": 10, "correction": "holm"}
     plan = Plan(config)
-    assert plan.comparisons()["mine"] == {"runs": ["warmup", "star", "adore_star"], "measure": "RR@10",
+    assert plan.compare.comparisons()["mine"] == {"runs": ["warmup", "star", "adore_star"], "measure": "RR@10",
                                           "split": "test", "top": 10, "depth": 10, "correction": "holm"}
-    assert plan.comparisons()["train"]["split"] == "train" and plan.comparisons()["train"]["measure"] == "nDCG@10"
-    assert plan.comparison_targets() == ["results/tables/compare_mine.html", "results/tables/compare_train.html"]
-    inputs = plan.comparison_inputs("train")
+    assert plan.compare.comparisons()["train"]["split"] == "train" and plan.compare.comparisons()["train"]["measure"] == "nDCG@10"
+    assert plan.compare.comparison_targets() == ["results/tables/compare_mine.html", "results/tables/compare_train.html"]
+    inputs = plan.compare.comparison_inputs("train")
     assert inputs["rankings"] == ["results/bm25/rankings/train.parquet", "results/star/rankings/train.parquet"]
     assert inputs["hardnegs"] == ["results/star/hardnegs.parquet"]  # star trains on a mined list, bm25 on none
     assert inputs["per_query"] == ["results/bm25/per_query.parquet", "results/star/per_query.parquet"]
     assert inputs["queries"] == "results/datasets/synthetic/queries" and inputs["corpus"].endswith("corpus.parquet")
-    assert plan.paper_targets()[-2:] == plan.comparison_targets()
-    assert not set(plan.comparison_targets()) & set(plan.targets())  # built only when asked for
+    assert plan.report.paper_targets()[-2:] == plan.compare.comparison_targets()
+    assert not set(plan.compare.comparison_targets()) & set(plan.report.targets())  # built only when asked for
 
 
 def test_the_shipped_config_compares_the_hard_negative_runs(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
-    assert plan.comparisons()["hard_negatives"]["runs"] == ["warmup", "star", "adore_star"]
-    assert "results/tables/compare_hard_negatives.html" in plan.paper_targets()
+    assert plan.compare.comparisons()["hard_negatives"]["runs"] == ["warmup", "star", "adore_star"]
+    assert "results/tables/compare_hard_negatives.html" in plan.report.paper_targets()
 
 
 def test_a_comparison_of_a_run_the_config_lacks_is_refused_naming_it(raw):

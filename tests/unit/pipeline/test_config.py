@@ -442,7 +442,7 @@ def test_the_reserved_names_are_the_entries_the_layout_puts_in_results(default_c
             layout.figure("tsne", "png"), layout.experiment("pq_matrix", "matrix.md"),
             layout.experiment("figures", "logs/tsne.log"), layout.dataset_dir("synthetic"),
             layout.experiment("false_negatives", "leakage.md")]
-    for page in plan.markdown_pages():  # rules/report.smk: {page}.html, its log and its benchmark
+    for page in plan.report.markdown_pages():  # rules/report.smk: {page}.html, its log and its benchmark
         made += [f"{page}.html", f"{page}.html.log", f"{page}.html.tsv"]
     entries = {path.split("/")[1] for path in made}
     assert entries <= set(RESERVED_NAMES), entries - set(RESERVED_NAMES)

@@ -42,7 +42,7 @@ def test_a_run_from_scratch_reads_bm25_only(plan):
 
 
 def test_every_episode_reads_its_episodic_runs_start(plan):
-    for episode in plan.episode_runs("ance"):
+    for episode in plan.episodes.episode_runs("ance"):
         assert plan.dev_candidate_inputs(episode)["dev_init"] == _rankings("warmup", "dev")
 
 

@@ -79,8 +79,8 @@ def test_a_teacher_run_scores_the_pool_and_the_run_distils_from_its_scores(raw):
     assert inputs["teacher_positive_scores"] == f"{pool}.teacher-colbert_teacher_positives.parquet"
     assert "teacher_probabilities" not in inputs
     key = ("warmup", "train_top200_bm25-bm25_ce-crossencoder", "colbert_teacher")
-    assert list(plan.teacher_pools) == [key] and plan.teacher_pools[key].depth == 200
-    assert plan.teacher_scoring_inputs(*key) == {
+    assert list(plan.mining.teacher_pools) == [key] and plan.mining.teacher_pools[key].depth == 200
+    assert plan.mining.teacher_scoring_inputs(*key) == {
         "model": "results/colbert_teacher/model", "cache": plan.cache_dir("colbert_teacher"),
         "ranking": "results/warmup/rankings/train.parquet", "qrels": "results/datasets/synthetic/qrels"}
     assert "colbert_teacher" in plan.ancestors("star_kd")
@@ -88,7 +88,7 @@ def test_a_teacher_run_scores_the_pool_and_the_run_distils_from_its_scores(raw):
     config = _distilling(raw, inputs={"teacher": "crossencoder"})
     config["runs"]["star_kd"]["inputs"].pop("cross_encoder")
     plan = Plan(validate_config(config))
-    scoring = plan.teacher_scoring_inputs("warmup", "train_top200_bm25-bm25", "crossencoder")
+    scoring = plan.mining.teacher_scoring_inputs("warmup", "train_top200_bm25-bm25", "crossencoder")
     assert scoring["model"] == "results/crossencoder/model" and scoring["corpus"].endswith("corpus.parquet")
 
 

@@ -43,16 +43,16 @@ def _miner(plan: Plan, run: str) -> str:
                                           (2, ["warmup", "warmup", "warmup", "ance/episodes/0"])])
 def test_each_episode_mines_with_the_checkpoint_lag_episodes_before_the_previous(lag, sources):
     plan = Plan(_config(lag))
-    names = plan.episode_runs("ance")
+    names = plan.episodes.episode_runs("ance")
     assert names == [f"ance/episodes/{e}" for e in range(4)]
     assert [_miner(plan, name) for name in names] == sources
     assert [plan.init_run(name) for name in names] == ["warmup"] + names[:-1]
     for index, name in enumerate(names):
         source = sources[index]
         # the episode's list is mined from the source checkpoint's ranking of the training queries
-        assert plan.mining_inputs(name)["ranking"] == f"results/{source}/rankings/train.parquet"
-        assert plan.positive_scores_inputs(source, "train")["doc_emb"] == f"results/{source}/embeddings/corpus.npy"
-        assert plan.pool_path(name) == f"results/{source}/pools/train_top200_bm25-bm25.parquet"
+        assert plan.mining.mining_inputs(name)["ranking"] == f"results/{source}/rankings/train.parquet"
+        assert plan.mining.positive_scores_inputs(source, "train")["doc_emb"] == f"results/{source}/embeddings/corpus.npy"
+        assert plan.mining.pool_path(name) == f"results/{source}/pools/train_top200_bm25-bm25.parquet"
         inputs = plan.train_inputs(name)
         assert inputs["hard_negatives"] == f"results/{name}/hardnegs.parquet"
         assert inputs["init"] == (f"results/{names[index - 1]}/model" if index else "results/warmup/model")
@@ -62,22 +62,22 @@ def test_each_episode_mines_with_the_checkpoint_lag_episodes_before_the_previous
 
 def test_the_first_negatives_may_come_from_another_miner():
     plan = Plan(_config(1, negatives="star"))
-    assert [_miner(plan, name) for name in plan.episode_runs("ance")] == \
+    assert [_miner(plan, name) for name in plan.episodes.episode_runs("ance")] == \
         ["star", "star", "ance/episodes/0", "ance/episodes/1"]
 
 
 def test_the_episodic_run_is_assembled_not_trained():
     plan = Plan(_config(1))
-    assert "ance" in plan.episodic_runs and "ance" not in plan.step_trained_runs
-    assert not set(plan.episode_runs()) & set(plan.step_trained_runs)
-    assert "ance" not in plan.mining_runs and set(plan.episode_runs("ance")) <= set(plan.mining_runs)
-    assert set(plan.episode_runs("ance")) <= set(plan.encoded_runs)  # each episode's model is encoded and indexed
-    assert plan.assemble_inputs("ance")["model"] == "results/ance/episodes/3/model"
+    assert "ance" in plan.episodes.episodic_runs and "ance" not in plan.step_trained_runs
+    assert not set(plan.episodes.episode_runs()) & set(plan.step_trained_runs)
+    assert "ance" not in plan.mining.mining_runs and set(plan.episodes.episode_runs("ance")) <= set(plan.mining.mining_runs)
+    assert set(plan.episodes.episode_runs("ance")) <= set(plan.encoded_runs)  # each episode's model is encoded and indexed
+    assert plan.episodes.assemble_inputs("ance")["model"] == "results/ance/episodes/3/model"
     # the default targets and the summary are the config's runs, not its episodes
-    assert not [t for t in plan.targets() if "/episodes/" in t]
+    assert not [t for t in plan.report.targets() if "/episodes/" in t]
     assert plan.reports("ance") == [f"results/ance/episodes/{e}/hardnegs_audit.md" for e in range(4)]
     # the refresh each checkpoint feeds: with lag 1 and 4 episodes, checkpoints 0 and 1 are encoded and searched
-    costs = plan.refresh_benchmarks("ance")
+    costs = plan.episodes.refresh_benchmarks("ance")
     assert [entry["checkpoint"] for entry in costs] == [None, 0, 1, 2, 3]
     assert [bool(entry["encode"]) for entry in costs] == [False, True, True, False, False]
     assert [len(entry["mine"]) // 2 for entry in costs] == [2, 1, 1, 0, 0]

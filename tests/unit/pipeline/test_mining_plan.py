@@ -27,12 +27,12 @@ def _with(raw, policies=None, **mining):
 
 def test_a_run_selects_with_its_own_keys_or_a_named_policy(raw):
     plan = Plan(validate_config(_with(raw, keep=8, relative_margin=0.05)))
-    assert plan.policy("star") == Policy(keep=8, relative_margin=0.05)
-    assert plan.policy_params("star")["keep"] == 8 and plan.policy_params("star")["rank_range"] is None
+    assert plan.mining.policy("star") == Policy(keep=8, relative_margin=0.05)
+    assert plan.mining.policy_params("star")["keep"] == 8 and plan.mining.policy_params("star")["rank_range"] is None
     named = {"percpos": {"relative_margin": 0.05, "keep": 4, "rank_range": [2, 100]}}
     plan = Plan(validate_config(_with(raw, named, policy="percpos")))
-    assert plan.policy("star") == Policy(relative_margin=0.05, keep=4, rank_range=(2, 100))
-    assert plan.policy_params("star")["rank_range"] == [2, 100]  # plain YAML for the job
+    assert plan.mining.policy("star") == Policy(relative_margin=0.05, keep=4, rank_range=(2, 100))
+    assert plan.mining.policy_params("star")["rank_range"] == [2, 100]  # plain YAML for the job
 
 
 @pytest.mark.parametrize("policies, mining, key, message", [
@@ -63,14 +63,14 @@ def test_a_second_policy_on_the_same_pool_adds_a_selection_not_a_pool(raw):
     config["runs"]["star_margin"] = copy.deepcopy(config["runs"]["star"])
     config["runs"]["star_margin"].setdefault("params", {}).setdefault("mining", {})["margin"] = 0.05
     before, after = Plan(validate_config(copy.deepcopy(raw))), Plan(validate_config(config))
-    assert after.pools == before.pools
-    assert after.pool_path("star_margin") == after.pool_path("star")
-    assert after.policy("star_margin") != after.policy("star")
+    assert after.mining.pools == before.mining.pools
+    assert after.mining.pool_path("star_margin") == after.mining.pool_path("star")
+    assert after.mining.policy("star_margin") != after.mining.policy("star")
 
 
 def test_the_defaults_star_percpos_selects_from_stars_pool_by_a_named_policy(raw):
     plan = Plan(validate_config(copy.deepcopy(raw)))
-    assert plan.pool_path("star_percpos") == plan.pool_path("star") == \
+    assert plan.mining.pool_path("star_percpos") == plan.mining.pool_path("star") == \
         "results/warmup/pools/train_top200_bm25-bm25.parquet"
-    assert plan.policy("star_percpos") == Policy(relative_margin=0.05, keep=8) != plan.policy("star")
+    assert plan.mining.policy("star_percpos") == Policy(relative_margin=0.05, keep=8) != plan.mining.policy("star")
     assert plan.init_run("star_percpos") == "warmup"

@@ -7,7 +7,12 @@ import yaml
 
 from hardneg.io.layout import Layout
 from hardneg.pipeline.config import validate_config
+from hardneg.pipeline.compare_plan import ComparePlan
+from hardneg.pipeline.episode_plan import EpisodePlan
+from hardneg.pipeline.fusion_plan import FusionPlan
+from hardneg.pipeline.mining_plan import MiningPlan
 from hardneg.pipeline.plan import Plan
+from hardneg.pipeline.report_plan import ReportPlan
 from tests.support import REPO
 
 
@@ -19,6 +24,18 @@ def raw():
 @pytest.fixture(scope="module")
 def plan(raw):
     return Plan(validate_config(copy.deepcopy(raw)))
+
+
+def test_the_plan_is_its_parts_by_name_not_a_stack_of_mixins(plan):
+    assert Plan.__bases__ == (object,)
+    parts = {"episodes": EpisodePlan, "fusion": FusionPlan, "mining": MiningPlan, "compare": ComparePlan,
+             "report": ReportPlan}
+    for name, part in parts.items():
+        assert type(getattr(plan, name)) is part and part.__bases__ == (object,)
+        assert getattr(plan, name).plan is plan  # each part reads the runs through the one plan
+    # a part's input function is reached through its part only: the rules name the part
+    assert not hasattr(plan, "pool_inputs") and plan.mining.pool_inputs
+    assert plan.report.paper_targets()[:len(plan.report.targets())] == plan.report.targets()
 
 
 ABS_RUNS = [f"{prefix}abs_{order}" for prefix in ("", "condenser_")
@@ -40,7 +57,7 @@ def test_runs_by_kind_and_role(plan):
                                                                "colbert_teacher_hn", "tct_hnp", "crossencoder"] \
         + plan.dense_runs[first_tct + 4:]
     # a run mines when it names a miner, not because its method could (ANCE's episodes mine, not ANCE)
-    assert plan.mining_runs == ["star", "star_percpos", "star_margin_mse", "star_kl", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn",
+    assert plan.mining.mining_runs == ["star", "star_percpos", "star_margin_mse", "star_kl", *episodes, "tct_hn", "tct_tct_hn", "colbert_teacher_hn",
                                 "tct_hnp", "static_hn", *fn_runs]
     assert plan.doc_run("adore_star") == "star" and plan.doc_run("star") == "star"
     assert plan.init_run("star") == "warmup" and plan.init_run("adore_star") == "star"
@@ -80,7 +97,7 @@ def test_tct_runs_read_their_teacher_and_the_teacher_re_ranks(plan):
     assert plan.train_inputs("tct_hnp") == {"cache": cache, "qrels": qrels, "init": "results/tct/model",
                                             "teacher": "results/colbert_teacher_hn/model",
                                             "hard_negatives": "results/tct_hnp/hardnegs.parquet"}
-    assert plan.miner("tct_hnp") == "tct" and plan.init_run("colbert_teacher_hn") == "colbert_teacher"
+    assert plan.mining.miner("tct_hnp") == "tct" and plan.init_run("colbert_teacher_hn") == "colbert_teacher"
     assert plan.rerank_inputs("colbert_teacher", "test") == {
         "model": "results/colbert_teacher/model", "cache": cache, "candidates": "results/bm25/rankings/test.parquet"}
     assert "query_npy" not in plan.evaluate_inputs("colbert_teacher")  # a ranking only, as BM25's
@@ -109,19 +126,19 @@ def test_indexes_over_a_runs_documents(plan):
 
 
 def test_mining_reads_the_miners_training_ranking_and_embeddings(plan):
-    assert plan.positive_scores_inputs("warmup", "train")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
-    assert plan.mining_inputs("star")["ranking"] == "results/warmup/rankings/train.parquet"
-    assert plan.audit_inputs("star")["reference"] == ["results/bm25/rankings/train.parquet"]
+    assert plan.mining.positive_scores_inputs("warmup", "train")["query_emb"] == "results/warmup/embeddings/queries_train.npy"
+    assert plan.mining.mining_inputs("star")["ranking"] == "results/warmup/rankings/train.parquet"
+    assert plan.mining.audit_inputs("star")["reference"] == ["results/bm25/rankings/train.parquet"]
 
 
 def test_runs_asking_for_the_same_pool_share_it_under_the_miner(plan):
     """star and ANCE's first two episodes (lag 1) are all mined by warmup at depth 200 with BM25's ranks: one pool,
     built once; each selects its own list from it."""
     path = "results/warmup/pools/train_top200_bm25-bm25.parquet"
-    sharing = [run for run in plan.mining_runs if plan.pool_path(run) == path]
+    sharing = [run for run in plan.mining.mining_runs if plan.mining.pool_path(run) == path]
     assert {"star", "ance/episodes/0", "ance/episodes/1"} <= set(sharing)
-    assert plan.selection_inputs("star") == {"pool": path}
-    inputs = plan.pool_inputs("warmup", "train_top200_bm25-bm25")
+    assert plan.mining.selection_inputs("star") == {"pool": path}
+    inputs = plan.mining.pool_inputs("warmup", "train_top200_bm25-bm25")
     assert inputs == {"ranking": "results/warmup/rankings/train.parquet", "qrels": "results/datasets/synthetic/qrels",
                       "positives": "results/warmup/pools/positives_train.parquet",
                       "bm25_ranking": "results/bm25/rankings/train.parquet",
@@ -158,34 +175,34 @@ def test_a_runs_metrics_come_with_the_configs_and_audits_of_the_runs_behind_it(p
 
 
 def test_targets_come_from_the_config(raw, plan):
-    assert plan.targets() == [f"results/{run}/metrics.json"
+    assert plan.report.targets() == [f"results/{run}/metrics.json"
                               for run in ("bm25", "warmup", "randneg", "inbatch", "star", "adore_star", "ance")]
     config = copy.deepcopy(raw)
     config["targets"] = ["star", "results/pq_matrix/matrix.md"]
-    assert Plan(validate_config(config)).targets() == ["results/star/metrics.json", "results/pq_matrix/matrix.md"]
+    assert Plan(validate_config(config)).report.targets() == ["results/star/metrics.json", "results/pq_matrix/matrix.md"]
     del config["targets"]
     every = Plan(validate_config(config))
-    assert every.targets() == [f"results/{run}/metrics.json" for run in every.user_runs]  # the episodes: no
+    assert every.report.targets() == [f"results/{run}/metrics.json" for run in every.user_runs]  # the episodes: no
 
 
 def test_the_report_holds_its_runs_and_those_behind_them_and_says_what_it_leaves_out(raw, plan):
-    assert plan.report_runs() == ["bm25", "warmup", "star", "adore_star"]  # report.runs: [adore_star]
-    assert plan.summary_runs() == plan.report_runs()
-    targets, left_out = plan.report_contents()
-    assert [f"results/{run}/metrics.json" for run in plan.report_runs()] == targets[:4]
+    assert plan.report.report_runs() == ["bm25", "warmup", "star", "adore_star"]  # report.runs: [adore_star]
+    assert plan.report.summary_runs() == plan.report.report_runs()
+    targets, left_out = plan.report.report_contents()
+    assert [f"results/{run}/metrics.json" for run in plan.report.report_runs()] == targets[:4]
     assert "results/run_graph.html" in targets and "results/summary.html" in targets
     assert "results/figures/pairwise_errors.png" in targets  # bm25, warmup, star, adore_star
     assert "results/figures/training_curves.png" not in targets
     assert "figure training_curves: adore_warmup_curve, randneg_warmup, static_hn not among the report's runs" \
         in left_out
     assert "summary group ‡ dense baselines: randneg, inbatch not in the summary, kept without them" in left_out
-    groups = plan.summary_settings()["groups"]  # as written: a run outside the summary marks nothing
+    groups = plan.report.summary_settings()["groups"]  # as written: a run outside the summary marks nothing
     assert [(group["marker"], group["runs"]) for group in groups] == [("†", ["bm25"]),
                                                                         ("‡", ["warmup", "randneg", "inbatch"]),
                                                                         ("§", ["star"])]
-    assert plan.report_message().startswith("the report of runs bm25, warmup, star, adore_star; left out: ")
-    graph = plan.run_graph_runs()
-    assert list(graph) == plan.report_runs()
+    assert plan.report.report_message().startswith("the report of runs bm25, warmup, star, adore_star; left out: ")
+    graph = plan.report.run_graph_runs()
+    assert list(graph) == plan.report.report_runs()
     assert graph["adore_star"] == {"method": "adore", "inputs": {"docs": ["star"]}}
     assert graph["star"]["inputs"] == {"init": ["warmup"], "negatives": ["warmup"], "bm25": ["bm25"]}
 
@@ -194,11 +211,11 @@ def test_without_report_runs_the_report_holds_the_targets_and_unknown_runs_are_l
     config = copy.deepcopy(raw)
     config["report"] = {"runs": None}
     config["targets"] = ["adore_warmup"]
-    assert Plan(validate_config(config)).report_runs() == ["bm25", "warmup", "adore_warmup"]
+    assert Plan(validate_config(config)).report.report_runs() == ["bm25", "warmup", "adore_warmup"]
     config["report"] = {"runs": ["adore_star", "nosuch"]}  # a name trimmed from the config: left out, said so
     trimmed = Plan(validate_config(config))
-    assert trimmed.report_runs() == ["bm25", "warmup", "star", "adore_star"]
-    assert trimmed.report_contents()[1][0] == "report.runs: nosuch not a run of the config"
+    assert trimmed.report.report_runs() == ["bm25", "warmup", "star", "adore_star"]
+    assert trimmed.report.report_contents()[1][0] == "report.runs: nosuch not a run of the config"
 
 
 def test_the_layout_has_one_root(plan):
@@ -218,22 +235,22 @@ def test_caches_cover_every_dense_run(plan):
 
 
 def test_fusion_runs_read_their_inputs_rankings_of_each_split(raw, plan):
-    assert plan.fusion_runs == ["hybrid_adore_star", "rrf_adore_star"]
-    assert plan.tuned_runs == ["hybrid_adore_star"] and plan.tuning_split("hybrid_adore_star") == "dev"
-    assert plan.fused_runs("hybrid_adore_star") == ["bm25", "adore_star"]
-    assert plan.fusion_inputs("hybrid_adore_star", "test") == {
+    assert plan.fusion.fusion_runs == ["hybrid_adore_star", "rrf_adore_star"]
+    assert plan.fusion.tuned_runs == ["hybrid_adore_star"] and plan.fusion.tuning_split("hybrid_adore_star") == "dev"
+    assert plan.fusion.fused_runs("hybrid_adore_star") == ["bm25", "adore_star"]
+    assert plan.fusion.fusion_inputs("hybrid_adore_star", "test") == {
         "rankings": ["results/bm25/rankings/test.parquet", "results/adore_star/rankings/test.parquet"],
         "tuning": "results/hybrid_adore_star/fusion_tuning.json"}
-    assert plan.fusion_inputs("rrf_adore_star", "dev") == {
+    assert plan.fusion.fusion_inputs("rrf_adore_star", "dev") == {
         "rankings": ["results/bm25/rankings/dev.parquet", "results/adore_star/rankings/dev.parquet"]}
     # the weight is tuned on the dev split's rankings (held out from training), never on the evaluated split
-    assert plan.tuning_inputs("hybrid_adore_star") == {
+    assert plan.fusion.tuning_inputs("hybrid_adore_star") == {
         "rankings": ["results/bm25/rankings/dev.parquet", "results/adore_star/rankings/dev.parquet"],
         "qrels": "results/datasets/synthetic/qrels"}
     assert set(plan.evaluate_inputs("hybrid_adore_star")) == {"rankings", "qrels", "config", "reports", "lineage"}  # no embeddings
     assert plan.upstream("rrf_adore_star") == ["bm25", "adore_star"]
-    assert plan.trained_splits("rrf_adore_star") == ["train"] and plan.trained_splits("bm25") == []
+    assert plan.fusion.trained_splits("rrf_adore_star") == ["train"] and plan.fusion.trained_splits("bm25") == []
     fixed = copy.deepcopy(raw)
     fixed["runs"]["hybrid_adore_star"]["params"] = {"alpha": 0.02}
     fixed = Plan(validate_config(fixed))
-    assert fixed.tuned_runs == [] and "tuning" not in fixed.fusion_inputs("hybrid_adore_star", "test")
+    assert fixed.fusion.tuned_runs == [] and "tuning" not in fixed.fusion.fusion_inputs("hybrid_adore_star", "test")

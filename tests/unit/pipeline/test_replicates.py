@@ -50,7 +50,7 @@ def test_each_seed_is_a_run_whose_inputs_are_the_replicates_of_its_seed():
     # warm-up and BM25 have one seed: every STAR replicate continues the same warm-up
     assert runs["star_seed9"]["inputs"] == {"init": "warmup", "negatives": "warmup", "bm25": "bm25"}
     assert "seeds" not in runs["star_seed8"] and runs["star_seed8"]["params"] == runs["star"]["params"]
-    assert Plan(config).targets() == [f"results/{run}/metrics.json"
+    assert Plan(config).report.targets() == [f"results/{run}/metrics.json"
                                       for run in ("adore_star", "adore_star_seed8", "adore_star_seed9")]
     assert with_replicates(config, ["bm25", "adore_star"]) == ["bm25", "adore_star", "adore_star_seed8",
                                                                "adore_star_seed9"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +37,7 @@ MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 MARGIN_BINS = 10
 MARKDOWN_TOP = 50  # suspected false negatives and query ids listed in the Markdown report
 EMPTY_MARK = "(empty document)"  # beside the docid of an empty document in reports
+_UNRANKED = np.iinfo(np.int64).max  # best positive rank of a query with no relevant document ranked within depth
 
 
 def _pair_keys(q: np.ndarray, d: np.ndarray, width: int) -> np.ndarray:
@@ -98,15 +100,69 @@ def audit_hard_negatives(
         when ``empty_docids`` is None).
     """
     relevant = relevant_judgements(qrels)
-    train = pc.unique(relevant["qid"]) if relevant.num_rows else pa.array([], pa.string())
-    n = len(train)
+    train = _distinct(relevant["qid"])
+    negatives = _training_negatives(hardnegs, train)
+    best_rank = _best_positive_ranks(ranking, relevant, train, depth)
+    best_score = _best_positive_scores(positives, train)
+    margin = negatives.score - best_score[negatives.query]
+    suspected = margin >= 0  # NaN (no best positive score) compares False
+    is_empty = _empty_mask(negatives.table, empty_docids)
+    if bm25_ranking is not None:
+        overlap = _bm25_overlap(bm25_ranking, negatives, train, depth)
+    else:
+        overlap = np.full(len(train), np.nan)
+    empty_known = empty_docids is not None
+    table = _audit_table(train, best_rank, best_score, negatives, overlap, margin, suspected, is_empty, empty_known)
+    summary = _summary(
+        table,
+        margin[np.isfinite(margin)],
+        _suspects(negatives, best_score, margin, suspected, is_empty, empty_known),
+        depth=depth,
+        with_bm25=bm25_ranking is not None,
+        foreign=negatives.foreign,
+        empty=_empty_summary(negatives, is_empty) if empty_known else None,
+    )
+    if ranking is None:
+        summary["best_positive_rank"] = None
+    return summary, table
 
-    # Best rank of a relevant document in the miner's ranking.
-    ranked = ranking is not None
+
+def _distinct(column: pa.ChunkedArray) -> pa.Array:
+    """The distinct strings of ``column``, in order of first appearance (an empty string array for no rows)."""
+    return pc.unique(column) if len(column) else pa.array([], pa.string())
+
+
+@dataclass(frozen=True)
+class _Negatives:
+    """The negatives of the training queries, in the order of the HARDNEGS table: ``table`` (their rows),
+    ``query`` (each one's training-query code, int64), ``score`` (float64, NaN where null), ``per_query`` (their
+    count per training query) and ``foreign`` (how many negatives of queries without a relevant document were
+    left out)."""
+
+    table: pa.Table
+    query: np.ndarray
+    score: np.ndarray
+    per_query: np.ndarray
+    foreign: int
+
+
+def _training_negatives(hardnegs: pa.Table, train: pa.Array) -> _Negatives:
+    """Reads the HARDNEGS table and the training query ids; returns the negatives of those queries."""
+    codes = value_codes(hardnegs["qid"], train)
+    foreign = int((codes < 0).sum())
+    table = hardnegs.filter(pa.array(codes >= 0)) if foreign else hardnegs
+    query = codes[codes >= 0]
+    score = table["score"].to_numpy().astype(np.float64) if table.num_rows else np.zeros(0)
+    return _Negatives(table, query, score, np.bincount(query, minlength=len(train)), foreign)
+
+
+def _best_positive_ranks(ranking: pa.Table | None, relevant: pa.Table, train: pa.Array, depth: int) -> np.ndarray:
+    """Reads the miner's RANKING (None: none) and the relevant judgements; returns per training query the best
+    (smallest) rank, within ``depth``, of one of its relevant documents as int64, :data:`_UNRANKED` where none."""
     if ranking is None:
         ranking = artifacts.RANKING.schema.empty_table()
     shallow = ranking.filter(pc.less_equal(ranking["rank"], depth))
-    relevant_docs = pc.unique(relevant["docid"]) if relevant.num_rows else pa.array([], pa.string())
+    relevant_docs = _distinct(relevant["docid"])
     width = max(len(relevant_docs), 1)
     relevant_keys = _pair_keys(
         value_codes(relevant["qid"], train), value_codes(relevant["docid"], relevant_docs), width
@@ -114,93 +170,120 @@ def audit_hard_negatives(
     ranked_q = value_codes(shallow["qid"], train)
     ranked_keys = _pair_keys(ranked_q, value_codes(shallow["docid"], relevant_docs), width)
     hit = (ranked_keys >= 0) & isin(ranked_keys, relevant_keys)
-    best_rank = np.full(n, np.iinfo(np.int64).max)
+    best_rank = np.full(len(train), _UNRANKED)
     if shallow.num_rows:
         np.minimum.at(best_rank, ranked_q[hit], shallow["rank"].to_numpy().astype(np.int64)[hit])
-    best_rank_known = best_rank < np.iinfo(np.int64).max
+    return best_rank
 
-    best_score = np.full(n, np.nan)
+
+def _best_positive_scores(positives: pa.Table, train: pa.Array) -> np.ndarray:
+    """Reads the POSITIVE_SCORES table; returns per training query the maximum score of its relevant documents
+    (float64), NaN where it has none."""
+    best_score = np.full(len(train), np.nan)
     pos = relevant_judgements(positives)
     pos_q = value_codes(pos["qid"], train)
     if pos.num_rows:
         np.fmax.at(best_score, pos_q[pos_q >= 0], pos["score"].to_numpy().astype(np.float64)[pos_q >= 0])
+    return best_score
 
-    neg_q_all = value_codes(hardnegs["qid"], train)
-    foreign = int((neg_q_all < 0).sum())  # negatives of queries without a relevant document
-    negs = hardnegs.filter(pa.array(neg_q_all >= 0)) if foreign else hardnegs
-    neg_q = neg_q_all[neg_q_all >= 0]
-    neg_score = negs["score"].to_numpy().astype(np.float64) if negs.num_rows else np.zeros(0)
-    num_neg = np.bincount(neg_q, minlength=n)
 
-    overlap = np.full(n, np.nan)
-    if bm25_ranking is not None:
-        neg_docs = pc.unique(negs["docid"]) if negs.num_rows else pa.array([], pa.string())
-        top = bm25_ranking.filter(pc.less_equal(bm25_ranking["rank"], depth))
-        dwidth = max(len(neg_docs), 1)
-        bm25_keys = _pair_keys(value_codes(top["qid"], train), value_codes(top["docid"], neg_docs), dwidth)
-        in_bm25 = isin(_pair_keys(neg_q, value_codes(negs["docid"], neg_docs), dwidth), bm25_keys[bm25_keys >= 0])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            overlap = np.bincount(neg_q, weights=in_bm25, minlength=n) / num_neg
-
-    margin = neg_score - best_score[neg_q]
-    min_margin, max_margin = np.full(n, np.nan), np.full(n, np.nan)
-    np.fmin.at(min_margin, neg_q, margin)
-    np.fmax.at(max_margin, neg_q, margin)
-    suspected = margin >= 0  # NaN (no best positive score) compares False
-    num_suspected = np.bincount(neg_q[suspected], minlength=n)
-
-    empty_known = empty_docids is not None
+def _empty_mask(negs: pa.Table, empty_docids) -> np.ndarray:
+    """Reads the negatives' rows and the empty documents' ids (None: not checked); returns whether each negative
+    is an empty document (all False when none are known)."""
     empty_set = pa.array(sorted(set(empty_docids or ())), pa.string())
-    is_empty = (value_codes(negs["docid"], empty_set) >= 0) if len(empty_set) else np.zeros(len(neg_q), dtype=bool)
-    num_empty = np.bincount(neg_q[is_empty], minlength=n)
+    if not len(empty_set):
+        return np.zeros(negs.num_rows, dtype=bool)
+    return value_codes(negs["docid"], empty_set) >= 0
 
+
+def _bm25_overlap(bm25_ranking: pa.Table, negatives: _Negatives, train: pa.Array, depth: int) -> np.ndarray:
+    """Reads a BM25 RANKING; returns per training query the share of its negatives within BM25's top ``depth``
+    for that query (float64), NaN for a query without negatives."""
+    neg_docs = _distinct(negatives.table["docid"])
+    top = bm25_ranking.filter(pc.less_equal(bm25_ranking["rank"], depth))
+    dwidth = max(len(neg_docs), 1)
+    bm25_keys = _pair_keys(value_codes(top["qid"], train), value_codes(top["docid"], neg_docs), dwidth)
+    neg_keys = _pair_keys(negatives.query, value_codes(negatives.table["docid"], neg_docs), dwidth)
+    in_bm25 = isin(neg_keys, bm25_keys[bm25_keys >= 0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(negatives.query, weights=in_bm25, minlength=len(train)) / negatives.per_query
+
+
+def _audit_table(
+    train: pa.Array,
+    best_rank: np.ndarray,
+    best_score: np.ndarray,
+    negatives: _Negatives,
+    overlap: np.ndarray,
+    margin: np.ndarray,
+    suspected: np.ndarray,
+    is_empty: np.ndarray,
+    empty_known: bool,
+) -> pa.Table:
+    """Reads the per-query values (``best_rank``, ``best_score``, ``overlap``) and the per-negative ones
+    (``margin``, ``suspected``, ``is_empty``); returns the AUDIT table, one row per training query (see
+    :func:`audit_hard_negatives`)."""
+    n = len(train)
+    query = negatives.query
+    min_margin, max_margin = np.full(n, np.nan), np.full(n, np.nan)
+    np.fmin.at(min_margin, query, margin)
+    np.fmax.at(max_margin, query, margin)
+    ranked = best_rank < _UNRANKED
     no_score = np.isnan(best_score)
-    table = pa.table(
+    return pa.table(
         {
             "qid": train,
-            "best_positive_rank": pa.array(np.where(best_rank_known, best_rank, 0), pa.int32(), mask=~best_rank_known),
+            "best_positive_rank": pa.array(np.where(ranked, best_rank, 0), pa.int32(), mask=~ranked),
             "best_positive_score": pa.array(best_score, pa.float32(), mask=no_score),
-            "num_negatives": pa.array(num_neg, pa.int32()),
+            "num_negatives": pa.array(negatives.per_query, pa.int32()),
             "bm25_overlap": pa.array(overlap, pa.float32(), mask=~np.isfinite(overlap)),
             "min_margin": pa.array(min_margin, pa.float32(), mask=np.isnan(min_margin)),
             "max_margin": pa.array(max_margin, pa.float32(), mask=np.isnan(max_margin)),
-            "suspected_false_negatives": pa.array(num_suspected, pa.int32(), mask=no_score),
-            "empty_negatives": pa.array(num_empty, pa.int32(), mask=np.full(n, not empty_known)),
+            "suspected_false_negatives": pa.array(
+                np.bincount(query[suspected], minlength=n), pa.int32(), mask=no_score
+            ),
+            "empty_negatives": pa.array(
+                np.bincount(query[is_empty], minlength=n), pa.int32(), mask=np.full(n, not empty_known)
+            ),
         },
         schema=artifacts.AUDIT.schema,
     )
 
-    suspects = pa.table(
+
+def _suspects(
+    negatives: _Negatives,
+    best_score: np.ndarray,
+    margin: np.ndarray,
+    suspected: np.ndarray,
+    is_empty: np.ndarray,
+    empty_known: bool,
+) -> pa.Table:
+    """Reads the negatives and which are suspected false negatives; returns those (``qid``, ``docid``,
+    ``negative_score``, ``best_positive_score``, ``excess`` = margin, ``empty_document``, null when not checked),
+    largest excess first."""
+    keep = pa.array(suspected)
+    return pa.table(
         {
-            "qid": negs["qid"].filter(pa.array(suspected)),
-            "docid": negs["docid"].filter(pa.array(suspected)),
-            "negative_score": neg_score[suspected],
-            "best_positive_score": best_score[neg_q][suspected],
+            "qid": negatives.table["qid"].filter(keep),
+            "docid": negatives.table["docid"].filter(keep),
+            "negative_score": negatives.score[suspected],
+            "best_positive_score": best_score[negatives.query][suspected],
             "excess": margin[suspected],
             "empty_document": pa.array(
                 is_empty[suspected], pa.bool_(), mask=np.full(int(suspected.sum()), not empty_known)
             ),
         }
     ).sort_by([("excess", "descending"), ("qid", "ascending"), ("docid", "ascending")])
-    empty = None
-    if empty_known:
-        empty = {
-            "count": int(is_empty.sum()),
-            "queries": int((num_empty > 0).sum()),
-            "docids": sorted(set(negs["docid"].filter(pa.array(is_empty)).to_pylist())),
-        }
-    summary = _summary(
-        table,
-        margin[np.isfinite(margin)],
-        suspects,
-        depth=depth,
-        with_bm25=bm25_ranking is not None,
-        foreign=foreign,
-        empty=empty,
-    )
-    if not ranked:
-        summary["best_positive_rank"] = None
-    return summary, table
+
+
+def _empty_summary(negatives: _Negatives, is_empty: np.ndarray) -> dict:
+    """Reads the negatives and which are empty documents; returns the summary's ``empty_negatives``: ``count``
+    (negatives), ``queries`` (training queries with one) and ``docids`` (the distinct empty documents, sorted)."""
+    return {
+        "count": int(is_empty.sum()),
+        "queries": len(np.unique(negatives.query[is_empty])),
+        "docids": sorted(set(negatives.table["docid"].filter(pa.array(is_empty)).to_pylist())),
+    }
 
 
 def _summary(

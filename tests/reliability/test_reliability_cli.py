@@ -324,6 +324,8 @@ CASES = {
     "audit-results-is-a-file": Case(["audit", "star", "--qid", "q1", "--results", "user/README.md"],
                                     "run 'star' has no results folder: user/README.md/star does not exist"),
     "audit-unknown-run": Case(["audit", "nope", "--qid", "q1"], "run 'nope' has no results folder"),
+    "audit-an-experiments-folder": Case(["audit", "pq_matrix", "--qid", "q1"],
+                                        "'pq_matrix' is not a run: results/pq_matrix holds the ADORE PQ experiment"),
     "audit-unknown-query": Case(["audit", "star", "--qid", "q9"], "query 'q9' is unknown to dataset 'toy'"),
     "audit-top-negative": Case(["audit", "star", "--qid", "q1", "--top", "-1"],
                                "argument --top: must be at least 0, got -1"),

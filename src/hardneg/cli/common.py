@@ -7,6 +7,7 @@ import sys
 
 from hardneg.errors import ConfigError, ConfigFileError, HardnegError
 from hardneg.io.text import visible_lines
+from hardneg.results.run_files import check_run_name
 
 # Bytes written to stdout at a time: no more than its buffer holds, so each is buffered and goes out with a flush,
 # which reports a reader that went away (a write larger than the buffer goes out at once, and a pipe closed midway
@@ -65,6 +66,17 @@ def add_force(parser: argparse.ArgumentParser, what: str) -> None:
 
 def add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run name: its results are in RESULTS/<run>/")
+
+
+def check_runs(runs: list[str], results: str) -> None:
+    """Each of ``runs`` may be a run's folder of ``results``: none names an entry of it that holds something else,
+    an experiment's folder included (:func:`hardneg.results.run_files.check_run_name`). Commands that read runs
+    call it first, as :meth:`hardneg.results.run_files.RunFiles.open` knows the layout's own entries only."""
+    # the experiments' declarations (and the methods they name): loaded when a command reads runs, not at the start
+    from hardneg.experiments import RESERVED_NAMES
+
+    for run in runs:
+        check_run_name(run, results, RESERVED_NAMES)
 
 
 def add_results(parser: argparse.ArgumentParser, *, from_config: bool = False) -> None:

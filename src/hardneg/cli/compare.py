@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hardneg.cli.common import add_results, at_least, say
+from hardneg.cli.common import add_results, at_least, check_runs, say
 from hardneg.evaluation.significance import CORRECTIONS, RESAMPLES, SEED
 from hardneg.io.atomic import write_text
 from hardneg.results.output_paths import check_output
@@ -18,6 +18,7 @@ def _compare(args) -> int:
         html_path = check_output(
             args.html, folder=False, what="comparison page", results=args.results, force=args.force, option="--html"
         )
+    check_runs(args.runs, args.results)
     report = compare_results(
         args.runs,
         results=args.results,

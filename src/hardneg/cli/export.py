@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from hardneg.cli.common import add_force, add_results, add_run, say
+from hardneg.cli.common import add_force, add_results, add_run, check_runs, say
 from hardneg.export import FORMATS, SCORE_SOURCES, ST_FORMATS
 from hardneg.export.hardnegs import ALL, ST_NEGATIVES, export_hardnegs
 from hardneg.export.index import export_index, pyserini_recipe
@@ -42,6 +42,7 @@ def _announce(plan: dict) -> None:
 
 
 def _export_hardnegs(args) -> int:
+    check_runs([args.run], args.results)
     written = export_hardnegs(
         args.run,
         args.format,
@@ -65,6 +66,7 @@ def _export_hardnegs(args) -> int:
 
 
 def _export_index(args) -> int:
+    check_runs([args.run], args.results)
     info = export_index(args.run, args.output, results=args.results, slug=args.index, force=args.force)
     say(
         f"wrote {args.output}: index {info['index']} of run {info['run']} ({info['documents']} documents, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from hardneg.cli.common import add_results, add_run, at_least, load_configs, say
+from hardneg.cli.common import add_results, add_run, at_least, check_runs, load_configs, say
 from hardneg.datasets.qrels import load_qrels
 from hardneg.errors import ConfigError, HardnegError
 from hardneg.evaluation.metrics import evaluate, parse_measures
@@ -53,6 +53,7 @@ def per_query_text(means: dict, per_query, measures: list[str]) -> str:
 
 
 def _audit(args) -> int:
+    check_runs([args.run], args.results)
     say(describe_query(args.run, args.qid, results=args.results, top=args.top), end="")
     return 0
 

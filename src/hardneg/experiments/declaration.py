@@ -8,7 +8,7 @@ A declaration takes what it needs from the plan it is given (:class:`hardneg.pip
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,9 @@ class Experiment:
     * ``name``: its config section, its folder under ``results/`` and its target (``snakemake <name>``);
     * ``rule_file``: its rules, a file of ``rules/`` the Snakefile includes; ``rules``: their names (each job's
       resources may be set under the config's ``resources.<rule>``);
+    * ``reserved_names``: the entries of ``results/`` it writes besides the runs' folders (its own folder,
+      ``results/<name>``), each with what it holds, in words: no run may take one of them
+      (:data:`hardneg.experiments.RESERVED_NAMES`);
     * ``check_config(config)``: checks of its section before its runs are generated (a :class:`ConfigError`
       naming its own key), after the schema holds;
     * ``expand_config(config)``: adds its generated runs to ``config["runs"]``; False when the config has no
@@ -45,6 +48,7 @@ class Experiment:
     summary: str
     rule_file: str
     rules: tuple[str, ...]
+    reserved_names: Mapping[str, str]
     expand_config: Callable[[dict], bool]
     runs: Callable[[Any], set[str]]
     report_pages: Callable[[Any], dict]

@@ -564,6 +564,7 @@ EXPERIMENT = Experiment(
     summary="each selection policy's leakage of hidden positives, hardness and (with train) effectiveness",
     rule_file="false_negatives.smk",
     rules=("false_negatives_select", "leakage_table", "leakage_figure", "false_negatives_effectiveness"),
+    reserved_names={SECTION: "the false-negative experiment"},
     expand_config=expand_config,
     runs=experiment_runs,
     report_pages=report_pages,

@@ -248,6 +248,7 @@ EXPERIMENT = Experiment(
     summary="ADORE trained with each index of pq_matrix.indexes and evaluated with every one (Table 3)",
     rule_file="pq_matrix.smk",
     rules=("pq_matrix", "adore_index_table"),
+    reserved_names={"pq_matrix": "the ADORE PQ experiment"},
     expand_config=expand_config,
     runs=experiment_runs,
     report_pages=report_pages,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from hardneg.errors import OutputPathError, ResultsLayoutError
@@ -22,15 +23,14 @@ from hardneg.schema.names import NAME_PATTERN, NAME_RULE  # noqa: F401  (NAME_PA
 
 RESULTS = "results"
 
-# The entries of the results folder besides the runs' folders (results/<run>), each with what it holds: no run may
-# take one of these names (hardneg.pipeline.config refuses it). Dataset names are safe: they live in
+# The entries the layout puts in the results folder besides the runs' folders (results/<run>), each with what it
+# holds; each experiment reserves its own folder besides (hardneg.experiments.RESERVED_NAMES has them all). No run
+# may take one of these names (hardneg.pipeline.config refuses it). Dataset names are safe: they live in
 # results/datasets/, whose one other entry (_downloads) no name can take.
 RESERVED_NAMES = {
     "datasets": "the prepared datasets",
     "tables": "the cross-run tables",
     "figures": "the figures and the data they draw",
-    "pq_matrix": "the ADORE PQ experiment",
-    "false_negatives": "the false-negative experiment",
     "summary.md": "the summary of the runs",
     "summary.parquet": "the summary of the runs",
     "summary_tests.parquet": "the t-tests behind the summary's markers",
@@ -61,10 +61,11 @@ def parse_episode_run(name: str) -> tuple[str, int] | None:
     return (match["run"], int(match["index"])) if match else None
 
 
-def reserved_entry(name: str) -> str | None:
-    """The entry of :data:`RESERVED_NAMES` that a run named ``name`` would collide with, or None. Compared without
-    regard to case, as the file systems of macOS and Windows compare names."""
-    return next((entry for entry in RESERVED_NAMES if entry.casefold() == str(name).casefold()), None)
+def reserved_entry(name: str, reserved: Iterable[str] = RESERVED_NAMES) -> str | None:
+    """The entry of ``reserved`` (by default the layout's own, :data:`RESERVED_NAMES`; all of them:
+    :data:`hardneg.experiments.RESERVED_NAMES`) that a run named ``name`` would collide with, or None. Compared
+    without regard to case, as the file systems of macOS and Windows compare names."""
+    return next((entry for entry in reserved if entry.casefold() == str(name).casefold()), None)
 
 
 # Where a run's folder holds rankings: its own, those ranked with another index, its episodes' (and theirs)
@@ -74,8 +75,8 @@ _RANKING_PARENTS = (".", "by_index/*", f"{EPISODES}/*", f"{EPISODES}/*/by_index/
 def old_ranking_folders(root: str | os.PathLike = RESULTS) -> list[str]:
     """The folders of rankings under ``root`` written in the layout before :data:`RANKINGS`: a run's (an
     episode's, or another index's) ``runs/`` holding Parquet or TREC files, with no ``rankings/`` beside it. Only
-    the run folders are looked at (not ``datasets/`` or the other reserved entries), so this costs a few
-    directory listings."""
+    the run folders are looked at (not ``datasets/`` or the layout's other entries; an experiment's folder holds no
+    ``runs/``), so this costs a few directory listings."""
     base = Path(root)
     if not base.is_dir():
         return []

@@ -23,7 +23,7 @@ from hardneg.datasets.download import check_downloads
 from hardneg.errors import ConfigError, ConfigFileError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.evaluation.summary import check_summary_config
-from hardneg.experiments import EXPERIMENTS
+from hardneg.experiments import EXPERIMENTS, RESERVED_NAMES
 from hardneg.io.layout import RESULTS
 from hardneg.mining.policies import POLICY_SCHEMA
 from hardneg.pipeline import replicates
@@ -158,8 +158,8 @@ def validate_config(config: dict, schema: dict | str | os.PathLike | None = None
             error = _first_run_error(validator, config, added) if added else None
     if error is not None:
         raise describe(error)
-    check_results_folder(config)
-    check_reserved_names(config)
+    check_results_folder(config, RESERVED_NAMES)
+    check_reserved_names(config, RESERVED_NAMES)
     check_resource_rules(config)
     check_references(config)
     check_policies(config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Mapping
 
 from hardneg import methods
 from hardneg.datasets.adapters import check_dataset, check_split_files, dataset_input_files, dataset_splits
@@ -18,7 +19,7 @@ from hardneg.dense import st_folder
 from hardneg.errors import ConfigError
 from hardneg.evaluation.metrics import parse_measures
 from hardneg.fusion import default_tune_split
-from hardneg.io.layout import RESERVED_NAMES, RESULTS, reserved_entry
+from hardneg.io.layout import RESULTS, reserved_entry
 from hardneg.pipeline.resolution import dataset_config, input_runs
 from hardneg.schema.names import NAME_PATTERN, NAME_RULE, quoted
 
@@ -41,11 +42,12 @@ def check_model_folders(config: dict) -> None:
             folder.layers(where=f"{where}.name")
 
 
-def check_results_folder(config: dict) -> None:
+def check_results_folder(config: dict, reserved: Mapping[str, str]) -> None:
     """``results`` is ``results`` or a folder inside it (``results/<name>``, several levels allowed), each part
     below ``results`` a plain name (:data:`~hardneg.schema.names.NAME_PATTERN`) that no entry of ``results/``
-    other than a run's folder takes (:data:`~hardneg.io.layout.RESERVED_NAMES`) nor one of this config's runs; it is
-    kept in its normal form (``results/x/`` and ``./results/x`` are ``results/x``)."""
+    other than a run's folder takes (``reserved``, with what each holds: :data:`hardneg.experiments.RESERVED_NAMES`)
+    nor one of this config's runs; it is kept in its normal form (``results/x/`` and ``./results/x`` are
+    ``results/x``)."""
     value = config["results"]
     example = f"{RESULTS}, or {RESULTS}/<name> for a folder of its own"
     plain = posixpath.normpath(value) if value else value
@@ -59,11 +61,11 @@ def check_results_folder(config: dict) -> None:
                 f"{quoted(part)} in {quoted(value)} is not a plain name: a folder name holds only {NAME_RULE}",
             )
     if len(parts) > 1:
-        entry = reserved_entry(parts[1])
+        entry = reserved_entry(parts[1], reserved)
         if entry is not None:
             raise ConfigError(
                 "results",
-                f"{RESULTS}/{entry} holds {RESERVED_NAMES[entry]}; give this config's "
+                f"{RESULTS}/{entry} holds {reserved[entry]}; give this config's "
                 f"results a folder of another name ({example})",
             )
         if parts[1] in config["runs"]:
@@ -93,17 +95,17 @@ def check_dataset_files(config: dict) -> None:
                 )
 
 
-def check_reserved_names(config: dict) -> None:
-    """No run takes the name of an entry of the results folder that is not a run's folder
-    (:data:`hardneg.io.layout.RESERVED_NAMES`)."""
+def check_reserved_names(config: dict, reserved: Mapping[str, str]) -> None:
+    """No run takes the name of an entry of the results folder that is not a run's folder (``reserved``, with what
+    each holds: :data:`hardneg.experiments.RESERVED_NAMES`)."""
     for name in config["runs"]:
-        entry = reserved_entry(name)
+        entry = reserved_entry(name, reserved)
         if entry is not None:
             same = "" if entry == name else " (a file system that ignores case sees one name)"
             raise ConfigError(
                 f"runs.{name}",
                 f"the name {name!r} is reserved: {config['results']}/{entry} holds "
-                f"{RESERVED_NAMES[entry]}{same}; name the run otherwise",
+                f"{reserved[entry]}{same}; name the run otherwise",
             )
 
 

@@ -9,6 +9,7 @@ otherwise, so an export fails before it writes anything.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +21,15 @@ from hardneg.errors import HardnegError
 from hardneg.index import slug
 from hardneg.io.layout import RESERVED_NAMES, Layout, reserved_entry
 from hardneg.schema.files import read_resolved
+
+
+def check_run_name(run: str, results: str | os.PathLike, reserved: Mapping[str, str] = RESERVED_NAMES) -> None:
+    """Raise a :class:`HardnegError` naming what ``results/<run>`` holds when ``run`` names an entry of the results
+    folder that is not a run's folder: one of ``reserved``, by default the layout's own entries (datasets, tables,
+    ...; the command line passes the experiments' folders too, :data:`hardneg.experiments.RESERVED_NAMES`)."""
+    entry = reserved_entry(run, reserved)
+    if entry is not None:
+        raise HardnegError(f"{run!r} is not a run: {Path(results) / entry} holds {reserved[entry]}")
 
 
 @dataclass(frozen=True)
@@ -51,14 +61,13 @@ class RunFiles:
         :param run: the run's name.
         :param results: the results folder.
         :returns: the run's files.
-        :raises HardnegError: the run has no folder under ``results`` (the error lists the runs that have one), or
-            its ``config.yaml`` is missing.
+        :raises HardnegError: ``run`` names an entry of the layout's that is not a run's folder
+            (:func:`check_run_name`), the run has no folder under ``results`` (the error lists the runs that have
+            one), or its ``config.yaml`` is missing.
         """
         files = cls(run, str(results))
         run_dir = Path(files.layout.run_dir(run))
-        entry = reserved_entry(run)
-        if entry is not None:  # results/datasets, results/tables, ...: no run's folder
-            raise HardnegError(f"{run!r} is not a run: {Path(results) / entry} holds {RESERVED_NAMES[entry]}")
+        check_run_name(run, results)
         if not run_dir.is_dir():
             known = sorted(path.parent.name for path in Path(results).glob("*/config.yaml"))
             hint = f" (runs with results: {', '.join(known)})" if known else ""

@@ -433,7 +433,9 @@ def test_a_run_may_not_take_a_name_of_the_results_folder(default_config, name, e
 
 
 def test_the_reserved_names_are_the_entries_the_layout_puts_in_results(default_config):
-    from hardneg.io.layout import RESERVED_NAMES, reserved_entry
+    from hardneg.experiments import EXPERIMENTS, RESERVED_NAMES
+    from hardneg.io import layout as results_layout
+    from hardneg.io.layout import reserved_entry
     from hardneg.pipeline.plan import Plan
 
     plan = Plan(validate_config(default_config))
@@ -449,6 +451,10 @@ def test_the_reserved_names_are_the_entries_the_layout_puts_in_results(default_c
     assert {"report.html", "report.zip"} | entries == set(RESERVED_NAMES)
     assert reserved_entry("bm25") is None and reserved_entry("tables2") is None
     assert reserved_entry("FIGURES") == "figures"
+    # each experiment reserves its own folder; the layout reserves none of them
+    assert set(EXPERIMENTS) <= set(RESERVED_NAMES) - set(results_layout.RESERVED_NAMES)
+    assert all(name in experiment.reserved_names for name, experiment in EXPERIMENTS.items())
+    assert reserved_entry("PQ_Matrix", RESERVED_NAMES) == "pq_matrix" and reserved_entry("pq_matrix") is None
 
 
 @pytest.mark.parametrize("target", ["results/adore_star/metrics.json", "results/bm25/config.yaml",

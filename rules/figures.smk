@@ -1,8 +1,9 @@
 # The papers' figures: each a PNG (collected by `snakemake --report` with its caption) and the data it draws,
-# under results/figures/. Each figure is declared once, in its module of src/hardneg/figures/ (FIGURES): what it
-# reads (PLAN.report.figure_inputs, from the `figures` config), its params (only its own figure's config keys, so
-# changing another figure re-draws nothing), its resources and its drawing, which scripts/figure.py calls.
-from hardneg.figures import FIGURES
+# under results/figures/. Each figure is declared once, in its module of src/hardneg/figures/ or in its experiment's
+# (hardneg.pipeline.figures.FIGURES has them all): what it reads (PLAN.report.figure_inputs, from the `figures`
+# config), its params (only its own figure's config keys, so changing another figure re-draws nothing), its
+# resources and its drawing, which scripts/figure.py calls.
+from hardneg.pipeline.figures import FIGURES
 
 FIGURES_CONFIG = config["figures"]
 

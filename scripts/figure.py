@@ -1,7 +1,7 @@
-"""Rules figure_<name>: the figure named by the `name` param (hardneg.figures.FIGURES) from its inputs and params
-→ its data (Parquet) and PNG."""
+"""Rules figure_<name>: the figure named by the `name` param (hardneg.pipeline.figures.FIGURES) from its inputs and
+params → its data (Parquet) and PNG."""
 
-from hardneg.figures import FIGURES
+from hardneg.pipeline.figures import FIGURES
 from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])

@@ -8,8 +8,8 @@ import itertools
 import re
 
 from hardneg.experiments import false_negatives, pq_matrix
-from hardneg.figures import FIGURES
 from hardneg.pipeline.config import read_config_files, validate_config
+from hardneg.pipeline.figures import FIGURES
 from hardneg.pipeline.plan import Plan
 from tests.support import REPO
 from tests.support import configs as test_configs

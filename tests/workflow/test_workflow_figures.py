@@ -4,9 +4,9 @@ the runs logged, then nothing left to do (each figure's data and drawing: tests/
 import pyarrow.parquet as pq
 import pytest
 
-from hardneg.figures import FIGURES
 from hardneg.io import artifacts
 from hardneg.pipeline.config import load_config_file
+from hardneg.pipeline.figures import FIGURES
 from hardneg.pipeline.plan import Plan
 from tests.support import REPO
 from tests.support.dense import TINY_MODEL

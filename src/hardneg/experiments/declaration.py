@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hardneg.figures.declaration import Figure
+
 
 def _nothing(*_args) -> list:
     return []
@@ -38,7 +40,10 @@ class Experiment:
     * ``runs(plan)``: the runs its tables and pages read (a report holds its pages only with all of them);
     * ``report_pages(plan)``: its Markdown pages in the report: path → (title, category, caption file of
       ``workflow/report/``, the figures that come with the page);
-    * ``figure_targets(plan)``: its figures (built by the ``paper`` target);
+    * ``figure_targets(plan)``: the figures its own rules draw (built by the ``paper`` target);
+    * ``figures``: its figures drawn as the papers' are (:class:`hardneg.figures.declaration.Figure`: each set
+      under the config's ``figures.<name>``, drawn by a rule ``figure_<name>``), beside
+      :data:`hardneg.figures.FIGURES` in :data:`hardneg.pipeline.figures.FIGURES`;
     * ``pools(plan)``: candidate pools it selects from besides the mining runs' (:class:`hardneg.mining.pool.Pool`);
     * ``factory_uses(config)``: (dotted key, index factory, run whose documents it indexes) of each index it
       builds, checked with the runs' own.
@@ -54,6 +59,7 @@ class Experiment:
     report_pages: Callable[[Any], dict]
     check_config: Callable[[dict], None] = _no_check
     figure_targets: Callable[[Any], list[str]] = _nothing
+    figures: tuple[Figure, ...] = ()
     pools: Callable[[Any], list] = _nothing
     factory_uses: Callable[[dict], list[tuple[str, str, str]]] = _nothing
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, runs_and_labels
+from hardneg.figures.plot import PALETTE, log_steps, new_figure, save_png, write_data
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:

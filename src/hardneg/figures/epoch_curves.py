@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hardneg.errors import DataError
-from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, evaluated_train_logs, run_logs, runs_and_labels
+from hardneg.figures.plot import PALETTE, new_figure, save_png, write_data
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from hardneg.errors import ConfigError
-from hardneg.figures._plot import PALETTE, log_steps, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, check_labels, figure_runs, run_logs, runs_and_labels
+from hardneg.figures.plot import PALETTE, log_steps, new_figure, save_png, write_data
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hardneg.errors import ConfigError, DataError
-from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure
+from hardneg.figures.plot import PALETTE, new_figure, save_png, write_data
 from hardneg.io import artifacts
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
-"""The false-negative experiment's figure (``results/false_negatives/leakage.png``): each selection policy's leakage
-of hidden positives against the hardness it keeps, one labelled point per policy. It reads the experiment's table
-(``results/false_negatives/leakage.parquet``, :data:`hardneg.mining.leakage.LEAKAGE`); it is drawn by the
-experiment's own rule (rules/false_negatives.smk), not declared among the papers' figures (:data:`FIGURES`)."""
+"""The figure of a leakage table (:data:`hardneg.mining.leakage.LEAKAGE`): each selection policy's leakage of hidden
+positives against the hardness it keeps, one labelled point per policy. It is not declared among the papers' figures
+(:data:`FIGURES`): the experiment that writes the table draws it with a rule of its own (its declaration's
+``figure_targets``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 
 import pyarrow as pa
 
-from hardneg.figures._plot import PALETTE, new_figure, save_png
+from hardneg.figures.plot import PALETTE, new_figure, save_png
 from hardneg.io import artifacts
 from hardneg.mining.leakage import LEAKAGE
 

@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from hardneg.errors import DataError
 from hardneg.evaluation.pairwise import TOTAL_MEASURE
-from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure, figure_runs, paths
+from hardneg.figures.plot import PALETTE, new_figure, save_png, write_data
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from hardneg.errors import ConfigError, DataError
-from hardneg.figures._plot import PALETTE, new_figure, save_png, write_data
 from hardneg.figures.declaration import Figure
+from hardneg.figures.plot import PALETTE, new_figure, save_png, write_data
 from hardneg.io import artifacts
 
 if TYPE_CHECKING:

@@ -1,9 +1,10 @@
 """Faiss index settings checked when the configuration is validated, before any job runs.
 
-Every index factory string a config uses (a dense run's ``index.factory``, the index a method trains against such
-as ADORE's ``adore.index``, and ``pq_matrix.indexes``) is parsed by Faiss itself for the dimension of the
-embeddings it will index, so a typo (``Flatt``) or a product quantizer that does not divide the dimension (``PQ7``
-on 32 dimensions) is a :class:`~hardneg.errors.ConfigError` naming the key, not a Faiss error after training.
+Every index factory string a config uses (a dense run's ``index.factory``, the index a method trains against such as
+ADORE's ``adore.index``, and those an experiment builds, its declaration's ``factory_uses``) is parsed by Faiss
+itself for the dimension of the embeddings it will index, so a typo (``Flatt``) or a product quantizer that does not
+divide the dimension (``PQ7`` on 32 dimensions) is a :class:`~hardneg.errors.ConfigError` naming the key, not a
+Faiss error after training.
 
 The dimension comes from the model settings of the run whose documents are indexed: ``projection_dim`` when set,
 else the built-in model's ``hidden_size``, else the ``hidden_size`` in the ``config.json`` of a local model folder

@@ -57,7 +57,7 @@ class Plan:
     the summary, tables, figures, the report and the paper target)."""
 
     def __init__(self, config: dict, root: str | None = None):
-        self.user_runs: dict = config["runs"]  # the config's runs (with the PQ experiment's)
+        self.user_runs: dict = config["runs"]  # the config's runs (with those the experiments generate)
         self.runs: dict = _episodes.expand(config["runs"])  # and each episode of an episodic run as a run of its own
         self.config = {**config, "runs": self.runs}
         self.layout = Layout(root or config.get("results", RESULTS))

@@ -11,8 +11,8 @@ from hardneg import methods
 from hardneg.errors import ConfigError
 from hardneg.evaluation.timing import REFRESH_PARTS
 from hardneg.experiments import EXPERIMENTS
-from hardneg.figures import FIGURES
 from hardneg.pipeline import replicates
+from hardneg.pipeline.figures import FIGURES
 from hardneg.schema.values import check_evaluated_measure, check_run
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ class ReportPlan:
 
     # ---------------------------------------------------------------------------------------------- figures
     def figure_inputs(self, name: str) -> dict:
-        """What figure ``name`` (one of :data:`hardneg.figures.FIGURES`) reads, from the config's
+        """What figure ``name`` (one of :data:`hardneg.pipeline.figures.FIGURES`) reads, from the config's
         ``figures.<name>`` (name → path, or list of paths): its declaration's ``inputs``. A :class:`ConfigError`
         names the key to set when the config cannot build the figure (a run it does not define, a run without dev
         evaluation, ...)."""

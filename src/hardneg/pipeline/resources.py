@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from hardneg.errors import ConfigError
 from hardneg.experiments import EXPERIMENTS
-from hardneg.figures import FIGURES
+from hardneg.pipeline.figures import FIGURES
 from hardneg.schema.names import quoted
 
 # The rules whose resources the config's `resources` section sets: those of rules/*.smk, and one rule

@@ -1,10 +1,11 @@
 """Self-contained HTML pages for the Snakemake report: the page frame, and Markdown reports rendered into it.
 
 Snakemake's report shows images, HTML and PDF in place; any other file (a Markdown table, a Parquet file) it only
-offers for download. The Markdown reports of the pipeline (the PQ matrix, the hard-negative audit inside the
-viewer) are therefore rendered here into HTML pages. A page loads nothing from elsewhere (inline CSS and script,
-no fonts, no network), so it renders the same inside the report's frame, opened on its own, or offline. Raw HTML
-inside Markdown is escaped, never passed through: report texts hold ids and document texts from the data.
+offers for download. The Markdown reports of the pipeline (the summary, an experiment's tables, the hard-negative
+audit inside the viewer) are therefore rendered here into HTML pages. A page loads nothing from elsewhere (inline
+CSS and script, no fonts, no network), so it renders the same inside the report's frame, opened on its own, or
+offline. Raw HTML inside Markdown is escaped, never passed through: report texts hold ids and document texts from
+the data.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from hardneg.errors import ConfigError, DataError
-from hardneg.figures import curves, epoch_curves, gradient_norms, hybrid_alpha, pairwise_errors, pq_matrix, tsne
+from hardneg.experiments import pq_matrix
+from hardneg.figures import curves, epoch_curves, gradient_norms, hybrid_alpha, pairwise_errors, tsne
 from hardneg.io import artifacts
 from tests.support import REPO
 from tests.support.dense import TINY_MODEL
@@ -295,12 +296,14 @@ def _plan(config, **figures):
 
 
 def test_default_config_figure_targets(default_config):
-    from hardneg.figures import FIGURES
+    from hardneg.pipeline.figures import FIGURES
 
     plan = _plan(default_config)
-    assert plan.report.figure_targets() == [f"results/figures/{name}.png" for name in
-                                     ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne", "pq_matrix",
-                                      "hybrid_alpha", "gradient_norms", "epoch_curves")]
+    # the papers' figures of runs, then the experiments' (the PQ matrix's heat map)
+    assert plan.report.figure_targets() == [
+        f"results/figures/{name}.png" for name in ("pairwise_errors", "training_curves", "adore_vs_adore_l", "tsne",
+                                                   "hybrid_alpha", "gradient_norms", "epoch_curves", "pq_matrix")]
+    assert FIGURES["pq_matrix"] is pq_matrix.FIGURE and pq_matrix.EXPERIMENT.figures == (pq_matrix.FIGURE,)
     # the ABS report's curves: the ten runs, each evaluated on dev at the end of every epoch
     assert len(plan.report.figure_inputs("epoch_curves")["train_logs"]) == 10
     for run in default_config["figures"]["epoch_curves"]["runs"]:

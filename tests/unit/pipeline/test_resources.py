@@ -8,8 +8,8 @@ import re
 import pytest
 
 from hardneg.errors import ConfigError
-from hardneg.figures import FIGURES
 from hardneg.pipeline.config import validate_config
+from hardneg.pipeline.figures import FIGURES
 from hardneg.pipeline.resources import RESOURCE_RULES, check_resource_rules, check_rules_declared, rule_resources
 from tests.support import REPO
 from tests.support.configs import TINY

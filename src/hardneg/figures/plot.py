@@ -1,4 +1,5 @@
-"""What every figure shares: a fresh matplotlib figure, a fixed palette, and byte-stable PNG and Parquet writes."""
+"""What every figure shares (the papers' and the experiments'): a fresh matplotlib figure, a fixed palette, and
+byte-stable PNG and Parquet writes."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ import yaml
 from hardneg.dense.st_layout import DOC_ENCODER, REQUIREMENT, pair_separator
 from hardneg.io.atomic import write_text
 from hardneg.io.layout import RESULTS, Layout
+from hardneg.io.text import markdown_table
 
 CARD = "README.md"
 BUILTIN = "builtin"
@@ -168,6 +169,8 @@ def _facts_table(facts: CardFacts) -> list[str]:
             "metrics.json, covers the whole run)",
         )
     )
+    # Written by hand, not with markdown_table: its header of two empty cells would be "|  |  |", and the cards of
+    # saved models keep their bytes ("| | |").
     return ["| | |", "|---|---|", *(f"| {key} | {_cell(value)} |" for key, value in rows)]
 
 
@@ -389,13 +392,14 @@ def _metrics_section(facts: CardFacts, metrics: dict | None) -> list[str]:
         f"On split `{metrics.get('split')}` of dataset `{metrics.get('dataset')}` "
         f"({metrics.get('num_queries')} judged queries), from `{source}`:",
         "",
-        "| measure | value |",
-        "|---|---|",
     ]
-    lines += [
-        f"| {name} | {value:.4f} |" if isinstance(value, (int, float)) else f"| {name} | {value} |"
-        for name, value in (metrics.get("measures") or {}).items()
-    ]
+    lines += markdown_table(
+        ["measure", "value"],
+        [
+            [str(name), f"{value:.4f}" if isinstance(value, (int, float)) else str(value)]
+            for name, value in (metrics.get("measures") or {}).items()
+        ],
+    )
     return lines
 
 

@@ -29,6 +29,7 @@ wildcard_constraints:
     run=names_regex(PLAN.runs),
     dataset=names_regex(PLAN.datasets),
     split=r"[A-Za-z0-9_.-]+",
+    by_index=BY_INDEX_PATTERN,  # empty (a run's own index) or /by_index/<slug> (rules/index.smk, rules/evaluate.smk)
 
 
 include: "rules/download.smk"

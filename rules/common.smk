@@ -5,7 +5,7 @@ import sys
 
 from hardneg.datasets.adapters import dataset_input_files
 from hardneg.experiments import EXPERIMENTS
-from hardneg.io.layout import refuse_old_rankings
+from hardneg.io.layout import BY_INDEX_PATTERN, BY_INDEX_WILDCARD, index_slug, refuse_old_rankings
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline import resources as _resources
 

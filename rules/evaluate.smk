@@ -23,52 +23,28 @@ rule run_config:
         "../scripts/run_config.py"
 
 
+# A run's own evaluation, and (the PQ experiment) that of its ranking with another index over its documents: the
+# wildcard by_index is empty, or /by_index/<slug>, whose folder holds the metrics and the job's log.
 rule evaluate:
     input:
         # inputs by name, as PLAN.evaluate_inputs gives them for the job: config, doc_ids, doc_npy, lineage, qrels,
         #   query_ids, query_npy, rankings, reports
-        unpack(lambda w: PLAN.evaluate_inputs(w.run)),
+        unpack(lambda w: PLAN.evaluate_inputs(w.run, index_slug(w.by_index))),
     output:
-        metrics=update(LAYOUT.metrics("{run}")),
-        per_query=update(LAYOUT.per_query("{run}")),
+        metrics=update(LAYOUT.metrics("{run}", BY_INDEX_WILDCARD)),
+        per_query=update(LAYOUT.per_query("{run}", BY_INDEX_WILDCARD)),
     params:
         split=EVAL_SPLIT,
         measures=config["evaluation"]["measures"],
     message:
-        "evaluate run {wildcards.run} (log: {log})"
+        "evaluate run {wildcards.run}{wildcards.by_index} (log: {log})"
     log:
-        LAYOUT.log("{run}", "evaluate"),
+        LAYOUT.log("{run}", "evaluate", BY_INDEX_WILDCARD),
     benchmark:
-        LAYOUT.benchmark("{run}", "evaluate")
+        LAYOUT.benchmark("{run}", "evaluate", BY_INDEX_WILDCARD)
     threads: 1
     resources:
         **rule_resources("evaluate", mem_mb=4000, runtime=30),
-    conda:
-        "../environment.yml"
-    script:
-        "../scripts/evaluate.py"
-
-
-rule evaluate_with_index:
-    input:
-        rankings=LAYOUT.ranking("{run}", EVAL_SPLIT, "{index}"),
-        qrels=qrels_dir,
-        config=LAYOUT.config("{run}"),
-    output:
-        metrics=update(LAYOUT.metrics("{run}", "{index}")),
-        per_query=update(LAYOUT.per_query("{run}", "{index}")),
-    params:
-        split=EVAL_SPLIT,
-        measures=config["evaluation"]["measures"],
-    message:
-        "evaluate run {wildcards.run} with index {wildcards.index} (log: {log})"
-    log:
-        LAYOUT.log("{run}", "evaluate_{index}"),
-    benchmark:
-        LAYOUT.benchmark("{run}", "evaluate_{index}")
-    threads: 1
-    resources:
-        **rule_resources("evaluate_with_index", mem_mb=4000, runtime=30),
     conda:
         "../environment.yml"
     script:

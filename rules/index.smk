@@ -27,15 +27,18 @@ rule build_faiss_index:
         "../scripts/build_faiss_index.py"
 
 
+# A run's search of a split with its own index, or (the PQ experiment) with another index over its documents: the
+# wildcard by_index is empty, or /by_index/<slug>, whose folder holds that ranking, its query embeddings (the run's
+# own, encoded again) and the job's log.
 rule dense_search:
     input:
         # inputs by name, as PLAN.search_inputs gives them for the job: cache, docids, index, model
-        unpack(lambda w: PLAN.search_inputs(w.run)),
+        unpack(lambda w: PLAN.search_inputs(w.run, index_slug(w.by_index))),
     output:
-        ranking=update(LAYOUT.ranking("{run}", "{split}")),
-        trec=update(LAYOUT.ranking_trec("{run}", "{split}")),
-        query_npy=update(LAYOUT.query_embeddings("{run}", "{split}")),
-        query_ids=update(LAYOUT.query_ids("{run}", "{split}")),
+        ranking=update(LAYOUT.ranking("{run}", "{split}", BY_INDEX_WILDCARD)),
+        trec=update(LAYOUT.ranking_trec("{run}", "{split}", BY_INDEX_WILDCARD)),
+        query_npy=update(LAYOUT.query_embeddings("{run}", "{split}", BY_INDEX_WILDCARD)),
+        query_ids=update(LAYOUT.query_ids("{run}", "{split}", BY_INDEX_WILDCARD)),
     wildcard_constraints:
         run=names_regex(PLAN.dense_runs),
     params:
@@ -44,46 +47,14 @@ rule dense_search:
         device=lambda w: run_params(w.run)["train"]["device"],
         precision=lambda w: run_params(w.run)["encode"]["precision"],
     message:
-        "dense search of split {wildcards.split}, run {wildcards.run} (log: {log})"
+        "dense search of split {wildcards.split}, run {wildcards.run}{wildcards.by_index} (log: {log})"
     log:
-        LAYOUT.log("{run}", "dense_search_{split}"),
+        LAYOUT.log("{run}", "dense_search_{split}", BY_INDEX_WILDCARD),
     benchmark:
-        LAYOUT.benchmark("{run}", "dense_search_{split}")
+        LAYOUT.benchmark("{run}", "dense_search_{split}", BY_INDEX_WILDCARD)
     threads: 2
     resources:
         **rule_resources("dense_search", mem_mb=6000, runtime=60),
-        gpu=lambda w: PLAN.inference_gpus(w.run),
-    conda:
-        "../environment.yml"
-    script:
-        "../scripts/dense_search.py"
-
-
-rule dense_search_with_index:
-    input:
-        # inputs by name, as PLAN.search_inputs gives them for the job: cache, docids, index, model
-        unpack(lambda w: PLAN.search_inputs(w.run, w.index)),
-    output:
-        ranking=update(LAYOUT.ranking("{run}", "{split}", "{index}")),
-        trec=update(LAYOUT.ranking_trec("{run}", "{split}", "{index}")),
-        query_npy=temp(LAYOUT.query_embeddings("{run}", "{split}", "{index}")),
-        query_ids=temp(LAYOUT.query_ids("{run}", "{split}", "{index}")),
-    wildcard_constraints:
-        run=names_regex(PLAN.dense_runs),
-    params:
-        search=lambda w: run_params(w.run)["search"],
-        search_params=lambda w: run_params(w.run)["index"]["search_params"],
-        device=lambda w: run_params(w.run)["train"]["device"],
-        precision=lambda w: run_params(w.run)["encode"]["precision"],
-    message:
-        "dense search of split {wildcards.split}, run {wildcards.run}, index {wildcards.index} (log: {log})"
-    log:
-        LAYOUT.log("{run}", "dense_search_{index}_{split}"),
-    benchmark:
-        LAYOUT.benchmark("{run}", "dense_search_{index}_{split}")
-    threads: 2
-    resources:
-        **rule_resources("dense_search_with_index", mem_mb=6000, runtime=60),
         gpu=lambda w: PLAN.inference_gpus(w.run),
     conda:
         "../environment.yml"

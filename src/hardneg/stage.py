@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from hardneg.errors import HardnegError
+from hardneg.io.layout import by_index
 
 WILDCARDS = ("run", "split", "shard", "index", "dataset", "cache", "vocab")
 
@@ -65,6 +66,9 @@ def load_job(rule_name: str, wildcards: dict, *, snakefile: str | os.PathLike, c
     if rule_name not in names:
         raise HardnegError(f"no stage {rule_name!r}; stages: {', '.join(names)}")
     rule = workflow.get_rule(rule_name)
+    if "by_index" in rule.wildcard_names:  # a search or evaluation with the run's own index (no --index) or another
+        slug = wildcards.get("index")
+        wildcards = {**{k: v for k, v in wildcards.items() if k != "index"}, "by_index": by_index(slug)}
     missing = sorted(set(rule.wildcard_names) - set(wildcards))
     if missing:
         raise HardnegError(f"stage {rule_name} needs --{' --'.join(missing)}")

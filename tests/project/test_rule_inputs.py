@@ -8,6 +8,7 @@ import itertools
 import re
 
 from hardneg.experiments import false_negatives, pq_matrix
+from hardneg.io.layout import by_index, index_slug
 from hardneg.pipeline.config import read_config_files, validate_config
 from hardneg.pipeline.figures import FIGURES
 from hardneg.pipeline.plan import Plan
@@ -53,7 +54,7 @@ class Wildcards:
 def names_given(plan: Plan, call: str) -> set[str]:
     """The input names the unpack's function gives over every wildcard value ``plan`` knows (a value the rule
     cannot take raises, and is passed over)."""
-    scope = {"PLAN": plan, "FALSE_NEGATIVES": false_negatives, "PQ_MATRIX": pq_matrix}
+    scope = {"PLAN": plan, "FALSE_NEGATIVES": false_negatives, "PQ_MATRIX": pq_matrix, "index_slug": index_slug}
     if "figure_name" in call:
         function = eval(call, scope | {"figure_name": None})  # the rule file's own lambda
         calls = [lambda name=name: function(None, figure_name=name) for name in FIGURES]
@@ -61,6 +62,7 @@ def names_given(plan: Plan, call: str) -> set[str]:
         function = eval(call, scope)
         values = {"run": list(plan.runs), "teacher": list(plan.runs), "pool": sorted({p.name for p in plan.mining.pools.values()}),
                   "split": ["train", "dev", "test"], "index": ["Flat", "PQ16", "PQ32", "HNSW32"],
+                  "by_index": ["", *(by_index(slug) for slug in ("Flat", "PQ16", "PQ32", "HNSW32"))],
                   "comparison": list(plan.compare.comparisons())}
         used = sorted(set(re.findall(r"\bw\.(\w+)", call)))
         calls = [lambda combo=combo: function(Wildcards(**dict(zip(used, combo))))
@@ -76,7 +78,7 @@ def names_given(plan: Plan, call: str) -> set[str]:
 
 def test_every_unpacked_rule_input_names_what_it_can_take():
     found = unpacked_inputs()
-    assert len(found) >= 25
+    assert len(found) >= 24
     uncommented = [f"{file}: {call}" for file, call, function, _ in found if function is None]
     assert uncommented == [], "an unpack without a comment naming its inputs"
     for file, call, function, names in found:

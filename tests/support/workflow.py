@@ -94,10 +94,10 @@ def snakemake_jobs(workdir: Path, *args: str, cores: int | None = 2, cwd: Path |
 
 
 def job_resources(jobs: list[dict], rule: str, wildcards: str) -> str:
-    """The resources of the dry run's job of ``rule`` with these wildcards (``"run=star, shard=0"``), as
-    ``mem_mb=4000, runtime=30, ...``."""
+    """The resources of the dry run's job of ``rule`` with these wildcards (``"run=star, shard=0"``; an empty one,
+    such as the by_index of a run's own search, need not be given), as ``mem_mb=4000, runtime=30, ...``."""
     wanted = dict(item.split("=", 1) for item in wildcards.split(", "))
     for job in jobs:
-        if job["rule"] == rule and job["wildcards"] == wanted:
+        if job["rule"] == rule and {name: value for name, value in job["wildcards"].items() if value} == wanted:
             return ", ".join(f"{key}={value}" for key, value in job["resources"].items())
     raise AssertionError(f"no job of {rule} with {wildcards}")

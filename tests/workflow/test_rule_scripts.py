@@ -83,8 +83,11 @@ def default_jobs(tmp_path, monkeypatch):
 def test_every_script_reads_only_what_its_job_is_given(default_jobs, tmp_path, monkeypatch):
     workflow, jobs = default_jobs
     planned = {rule for rule, _ in jobs}
-    assert {"evaluate", "evaluate_with_index", "fuse", "tune_fusion", "rerank", "train_dense", "train_episode",
-            "pq_matrix", "figure_tsne"} <= planned
+    assert {"evaluate", "fuse", "tune_fusion", "rerank", "train_dense", "train_episode", "pq_matrix",
+            "figure_tsne"} <= planned
+    # a run's own search and evaluation, and those with another index (the PQ matrix's), each checked
+    assert {(rule, bool(wildcards["by_index"])) for rule, wildcards in jobs if "by_index" in wildcards} == \
+        {("dense_search", False), ("dense_search", True), ("evaluate", False), ("evaluate", True)}
     assert undeclared(workflow, jobs) == []
 
     passage = tmp_path / "passage"
@@ -144,9 +147,8 @@ def test_the_check_finds_an_input_the_job_is_not_given(default_jobs, tmp_path):
     script = tmp_path / "reads_runs.py"
     script.write_text("paths = snakemake.input.runs\nsplit = snakemake.params.split\n"
                       "tuning = snakemake.input.get('tuning')\n")
-    workflow.get_rule("evaluate_with_index").script = str(script)
-    assert [line for line in undeclared(workflow, jobs) if line.startswith("evaluate_with_index:")] == \
-        ["evaluate_with_index: input.runs"]
+    workflow.get_rule("evaluate").script = str(script)
+    assert [line for line in undeclared(workflow, jobs) if line.startswith("evaluate:")] == ["evaluate: input.runs"]
 
 
 def test_every_output_is_kept_while_its_job_runs_again(default_jobs):

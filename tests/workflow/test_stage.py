@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.support.configs import TINY
+from tests.support.configs import DENSE_CONFIG, TINY
 from tests.support.workflow import snakemake, write_config
 
 pytestmark = pytest.mark.slow
@@ -44,3 +44,16 @@ def test_a_stage_names_what_is_missing(tmp_path):
     assert result.returncode == 2 and "takes no --shard" in result.stderr
     result = stage(tmp_path, "train_everything", "--run", "bm25")
     assert result.returncode == 2 and "no stage 'train_everything'; stages: " in result.stderr
+
+
+def test_a_search_by_hand_is_the_runs_own_unless_another_index_is_named(tmp_path):
+    """dense_search and evaluate serve a run's own index and another's (the wildcard by_index): without --index
+    the stage is the run's own, with it the other index's."""
+    write_config(tmp_path, DENSE_CONFIG)
+    own = stage(tmp_path, "dense_search", "--run", "star", "--split", "test")
+    assert own.returncode == 2 and "index: results/star/index/Flat.faiss" in own.stderr
+    other = stage(tmp_path, "dense_search", "--run", "star", "--split", "test", "--index", "PQ8")
+    assert other.returncode == 2 and "index: results/star/index/PQ8.faiss" in other.stderr
+    evaluated = stage(tmp_path, "evaluate", "--run", "star", "--index", "PQ8")
+    assert evaluated.returncode == 2
+    assert "rankings: results/star/by_index/PQ8/rankings/test.parquet" in evaluated.stderr

@@ -46,6 +46,26 @@ RANKINGS = "rankings"  # the folder of a run's rankings: results/<run>/rankings/
 # (old_ranking_folders, refuse_old_rankings).
 OLD_RANKINGS = "runs"
 
+# The folder of what a run ranked with another index over its documents (the PQ experiment): rankings, query
+# embeddings, evaluation and the logs of their jobs, as in the run's own folder: results/<run>/by_index/<slug>/.
+BY_INDEX = "by_index"
+# The rules searching and evaluating a run (rules/index.smk, rules/evaluate.smk) serve its own index and the others
+# with one wildcard, {by_index}: empty for the run's own (its folder), /by_index/<slug> for another (that folder).
+BY_INDEX_WILDCARD = "{by_index}"
+BY_INDEX_PATTERN = rf"(/{BY_INDEX}/[^/]+)?"  # its values
+
+
+def by_index(slug: str | None) -> str:
+    """The {by_index} wildcard's value for a ranking with index ``slug``: empty for the run's own index (None),
+    ``/by_index/<slug>`` for another index over the run's documents."""
+    return "" if slug is None else f"/{BY_INDEX}/{slug}"
+
+
+def index_slug(value: str) -> str | None:
+    """The index slug a {by_index} wildcard's value names (the inverse of :func:`by_index`): None when empty."""
+    return value.removeprefix(f"/{BY_INDEX}/") if value else None
+
+
 EPISODES = "episodes"  # the folder of a run's episodes: results/<run>/episodes/<e> (hardneg.pipeline.episodes)
 _EPISODE = re.compile(r"(?P<run>[^/]+)/episodes/(?P<index>0|[1-9][0-9]*)")
 
@@ -69,7 +89,7 @@ def reserved_entry(name: str, reserved: Iterable[str] = RESERVED_NAMES) -> str |
 
 
 # Where a run's folder holds rankings: its own, those ranked with another index, its episodes' (and theirs)
-_RANKING_PARENTS = (".", "by_index/*", f"{EPISODES}/*", f"{EPISODES}/*/by_index/*")
+_RANKING_PARENTS = (".", f"{BY_INDEX}/*", f"{EPISODES}/*", f"{EPISODES}/*/{BY_INDEX}/*")
 
 
 def old_ranking_folders(root: str | os.PathLike = RESULTS) -> list[str]:
@@ -248,12 +268,13 @@ class Layout:
         return f"{self.run_dir(run)}/config.yaml"
 
     @_inside_root
-    def log(self, run: str, name: str) -> str:
-        return f"{self.run_dir(run)}/logs/{self._name('log', name)}.log"
+    def log(self, run: str, name: str, index: str | None = None) -> str:
+        """The log of a run's job ``name`` (``index``: a job of the run ranked with another index)."""
+        return f"{self._by_index(run, index)}/logs/{self._name('log', name)}.log"
 
     @_inside_root
-    def benchmark(self, run: str, name: str) -> str:
-        return f"{self.run_dir(run)}/benchmarks/{self._name('benchmark', name)}.tsv"
+    def benchmark(self, run: str, name: str, index: str | None = None) -> str:
+        return f"{self._by_index(run, index)}/benchmarks/{self._name('benchmark', name)}.tsv"
 
     @_inside_root
     def bm25_index(self, run: str) -> str:
@@ -289,7 +310,11 @@ class Layout:
         return f"{self.run_dir(run)}/benchmarks/refresh_costs.{self._name('refresh costs', suffix)}"
 
     def _by_index(self, run: str, index: str | None) -> str:
-        return self.run_dir(run) if index is None else f"{self.run_dir(run)}/by_index/{self._name('index', index)}"
+        """The folder of what ``run`` ranked with index ``index``: its own folder (None), ``by_index/<index>/``
+        beneath it, or for :data:`BY_INDEX_WILDCARD` the rules' pattern of both."""
+        if index == BY_INDEX_WILDCARD:
+            return f"{self.run_dir(run)}{index}"
+        return self.run_dir(run) + by_index(None if index is None else self._name("index", index))
 
     @_inside_root
     def ranking(self, run: str, split: str, index: str | None = None) -> str:

@@ -384,6 +384,8 @@ class Plan:
         return self.layout.index(self.doc_run(run), slug)
 
     def search_inputs(self, run: str, slug: str | None = None) -> dict:
+        """What a dense run's search of a split reads: its model, its tokenized cache, the index (its own, or that of
+        ``slug`` over its documents) and the documents' ids."""
         return {
             "model": self.layout.model(run),
             "cache": self.cache_dir(run),
@@ -416,11 +418,18 @@ class Plan:
         ``snakemake results/adore_star/metrics.json``, ``hardneg audit star`` works)."""
         return [path for parent in self.ancestors(run) for path in [self.layout.config(parent), *self.reports(parent)]]
 
-    def evaluate_inputs(self, run: str) -> dict:
+    def evaluate_inputs(self, run: str, index: str | None = None) -> dict:
         """The run's rankings of the evaluated splits, the qrels, its resolved config, its reports, its lineage's
         configs and reports and, for a dense run, the embeddings behind the ranking (exact whole-corpus pairwise
-        errors)."""
+        errors). With ``index`` (a slug: the run ranked with another index over its documents, the PQ experiment):
+        only its ranking of the evaluation split with that index, the qrels and its resolved config."""
         layout = self.layout
+        if index is not None:
+            return {
+                "rankings": layout.ranking(run, self.eval_split, index),
+                "qrels": layout.qrels_dir(self.dataset(run)),
+                "config": layout.config(run),
+            }
         inputs = {
             "rankings": [layout.ranking(run, split) for split in self.eval_splits(run)],
             "qrels": layout.qrels_dir(self.dataset(run)),

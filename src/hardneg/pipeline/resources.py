@@ -32,11 +32,9 @@ RESOURCE_RULES: tuple[str, ...] = tuple(
             "candidate_pool",
             "compare",
             "dense_search",
-            "dense_search_with_index",
             "download",
             "encode_corpus_shard",
             "evaluate",
-            "evaluate_with_index",
             "extract_member",
             "fuse",
             "gather_embeddings",
@@ -67,6 +65,11 @@ RESOURCE_RULES: tuple[str, ...] = tuple(
 )
 
 
+# Rules that were merged into another, with the rule that now reads their resources: a config naming one is told
+# where its values go (a run's search and evaluation with another index are jobs of the rule for its own index).
+MERGED_RULES: dict[str, str] = {"dense_search_with_index": "dense_search", "evaluate_with_index": "evaluate"}
+
+
 def rule_resources(config: dict, rule: str, **defaults) -> dict:
     """The resources of ``rule``: ``defaults`` updated with the config's ``resources.<rule>``."""
     return {**defaults, **config.get("resources", {}).get(rule, {})}
@@ -77,6 +80,13 @@ def check_resource_rules(config: dict, rules: Iterable[str] = RESOURCE_RULES) ->
     their resources from the config); a misspelt name would otherwise be ignored without a word."""
     known = sorted(set(rules))
     for name in config.get("resources", {}):
+        if name in MERGED_RULES and MERGED_RULES[name] in known:
+            merged = MERGED_RULES[name]
+            raise ConfigError(
+                f"resources.{name}",
+                f"rule {quoted(name)} is now part of rule {quoted(merged)}, which runs both its jobs: move these "
+                f"values to resources.{merged} (they apply to every job of it)",
+            )
         if name not in known:
             raise ConfigError(
                 f"resources.{name}",

@@ -1,10 +1,22 @@
-"""Rankings where an earlier version put them (results/<run>/runs/, now rankings/): found, refused with the way on,
-and read from their new folder where a mining card still records the old one."""
+"""Where a run's rankings lie: the rules' one pattern for its own index and another's, and rankings where an earlier
+version put them (results/<run>/runs/, now rankings/): found, refused with the way on, and read from their new
+folder where a mining card still records the old one."""
+
+import re
 
 import pytest
 
-from hardneg.errors import HardnegError, ResultsLayoutError
-from hardneg.io.layout import Layout, moved_ranking, old_ranking_folders, refuse_old_rankings
+from hardneg.errors import HardnegError, OutputPathError, ResultsLayoutError
+from hardneg.io.layout import (
+    BY_INDEX_PATTERN,
+    BY_INDEX_WILDCARD,
+    Layout,
+    by_index,
+    index_slug,
+    moved_ranking,
+    old_ranking_folders,
+    refuse_old_rankings,
+)
 
 
 def _old(root, *parts, files=("test.parquet",)):
@@ -20,6 +32,31 @@ def test_a_run_writes_its_rankings_in_rankings(tmp_path):
     assert layout.ranking("bm25", "test") == f"{tmp_path}/bm25/rankings/test.parquet"
     assert layout.ranking_trec("ance/episodes/2", "train") == f"{tmp_path}/ance/episodes/2/rankings/train.trec"
     assert layout.ranking("star", "dev", "Flat") == f"{tmp_path}/star/by_index/Flat/rankings/dev.parquet"
+
+
+@pytest.mark.parametrize("index", [None, "Flat", "OPQ8_PQ8"])
+def test_the_rules_pattern_of_a_run_or_another_index_gives_the_layouts_paths(index):
+    """The rules searching and evaluating a run, with its own index or another, write through one pattern: the
+    {by_index} wildcard's value for ``index`` makes it the path the layout gives for that index."""
+    layout, value = Layout("out"), by_index(index)
+    assert re.fullmatch(BY_INDEX_PATTERN, value) and index_slug(value) == index
+    for path in ("ranking", "ranking_trec", "query_embeddings", "query_ids"):
+        pattern = getattr(layout, path)("{run}", "{split}", BY_INDEX_WILDCARD)
+        assert pattern.format(run="ance/episodes/2", split="dev", by_index=value) == \
+            getattr(layout, path)("ance/episodes/2", "dev", index)
+    for path in ("metrics", "per_query"):
+        assert getattr(layout, path)("{run}", BY_INDEX_WILDCARD).format(run="star", by_index=value) == \
+            getattr(layout, path)("star", index)
+    folder = "out/star" if index is None else f"out/star/by_index/{index}"  # a job's log and benchmark in it
+    assert layout.log("{run}", "evaluate", BY_INDEX_WILDCARD).format(run="star", by_index=value) == \
+        f"{folder}/logs/evaluate.log"
+    assert layout.benchmark("star", "evaluate", index) == f"{folder}/benchmarks/evaluate.tsv"
+
+
+def test_another_index_is_one_name(tmp_path):
+    with pytest.raises(OutputPathError):
+        Layout(str(tmp_path)).metrics("star", "../elsewhere")
+    assert not re.fullmatch(BY_INDEX_PATTERN, "/by_index/a/b")
 
 
 def test_old_folders_are_found_in_runs_episodes_and_other_indexes(tmp_path):

@@ -160,6 +160,10 @@ def test_evaluation_ranks_only_the_reported_splits(raw):
     extra["runs"]["hybrid_adore_star"]["params"]["tune"]["split"] = "train"  # dev, now evaluated, cannot tune α
     assert Plan(validate_config(extra)).evaluate_inputs("bm25")["rankings"] == \
         ["results/bm25/rankings/test.parquet", "results/bm25/rankings/dev.parquet"]
+    # with another index over its documents (the PQ experiment): that ranking of the evaluation split, only
+    assert Plan(validate_config(extra)).evaluate_inputs("adore_star", "PQ16") == {
+        "rankings": "results/adore_star/by_index/PQ16/rankings/test.parquet",
+        "qrels": "results/datasets/synthetic/qrels", "config": "results/adore_star/config.yaml"}
 
 
 def test_a_runs_metrics_come_with_the_configs_and_audits_of_the_runs_behind_it(plan):

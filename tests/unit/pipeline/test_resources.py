@@ -55,6 +55,20 @@ def test_validate_config_refuses_resources_of_a_rule_that_reads_none(name):
                                   f"{', '.join(RESOURCE_RULES)}")
 
 
+@pytest.mark.parametrize(("name", "merged"), [("evaluate_with_index", "evaluate"),
+                                              ("dense_search_with_index", "dense_search")])
+def test_resources_of_a_rule_merged_into_another_say_where_they_go(name, merged):
+    config = copy.deepcopy(TINY)
+    config["resources"] = {name: {"mem_mb": 64000}}
+    with pytest.raises(ConfigError) as info:
+        validate_config(config)
+    assert info.value.key == f"resources.{name}"
+    assert info.value.message == (f"rule {name!r} is now part of rule {merged!r}, which runs both its jobs: move "
+                                  f"these values to resources.{merged} (they apply to every job of it)")
+    config["resources"] = {merged: {"mem_mb": 64000}}
+    validate_config(config)
+
+
 def test_every_declared_rule_may_be_given_resources():
     config = copy.deepcopy(TINY)
     config["resources"] = {name: {"mem_mb": 100 + i} for i, name in enumerate(RESOURCE_RULES)}

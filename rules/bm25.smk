@@ -38,6 +38,7 @@ rule bm25_search:
         run=LEXICAL_RUNS,
     params:
         search=lambda w: run_params(w.run, "k1", "b", "top_k", "title_weight"),
+        queries_file=split_file_of("queries", lambda w: w.split),
     message:
         "BM25 search of split {wildcards.split}, run {wildcards.run} (log: {log})"
     log:

@@ -17,6 +17,8 @@ rule mining_card:
         run=names_regex(PLAN.mining.mining_runs),
     params:
         card=lambda w: PLAN.mining.card_params(w.run),
+        queries_file=split_file_of("queries", lambda w: PLAN.mining.card_params(w.run)["split"]),
+        qrels_file=split_file_of("qrels", lambda w: PLAN.mining.card_params(w.run)["split"]),
         results=lambda w, output: results_folder(output.card),
     message:
         "write the mining card of the hard negatives of run {wildcards.run} (log: {log})"

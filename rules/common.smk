@@ -3,9 +3,9 @@ import os
 import re
 import sys
 
-from hardneg.datasets.adapters import dataset_input_files
+from hardneg.datasets.adapters import dataset_input_files, dataset_splits
 from hardneg.experiments import EXPERIMENTS
-from hardneg.io.layout import BY_INDEX_PATTERN, BY_INDEX_WILDCARD, index_slug, refuse_old_rankings
+from hardneg.io.layout import BY_INDEX_PATTERN, BY_INDEX_WILDCARD, index_slug, refuse_old_rankings, split_file
 from hardneg.pipeline.plan import Plan
 from hardneg.pipeline import resources as _resources
 
@@ -52,6 +52,22 @@ def rule_resources(rule, **defaults):
     ``resources.<rule>`` (hardneg.pipeline.resources). In a rule: ``**rule_resources("<rule>", mem_mb=..., runtime=...)``."""
     RESOURCE_RULES.add(rule)
     return _resources.rule_resources(config, rule, **defaults)
+
+
+def split_file_of(folder, split):
+    """A param: the file of a split in the job's input ``folder`` (``queries``, ``qrels`` or ``hidden``, a dataset's
+    folder of splits: prepare_dataset's output, whose files Snakemake cannot depend on one by one), as the layout
+    names it; None for a job not given that folder. ``split``: a split's name, or a function of the wildcards
+    giving it. Taken from the job's input, which a storage plugin may have placed elsewhere. Snakemake records no
+    param derived from the input (results built before it was given stay up to date), so the split must be
+    recorded otherwise, for a job to run again when it changes: a wildcard, or a param of its own."""
+
+    def path(wildcards, input):
+        if folder not in input.keys():
+            return None
+        return split_file(getattr(input, folder), split(wildcards) if callable(split) else split)
+
+    return path
 
 
 def run_params(run, *keys):

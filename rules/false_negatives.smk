@@ -46,6 +46,7 @@ rule leakage_table:
         markdown=update(FALSE_NEGATIVES.output(PLAN, "leakage.md")),
     params:
         settings=lambda w: FALSE_NEGATIVES.leakage_params(PLAN),
+        hidden_file=split_file_of("hidden", lambda w: FALSE_NEGATIVES.leakage_params(PLAN)["split"]),
     message:
         "the false-negative experiment: leakage and hardness of each policy (log: {log})"
     log:

@@ -16,6 +16,7 @@ rule tune_fusion:
         fusion=lambda w: run_params(w.run),
         seed=lambda w: PLAN.seed(w.run),
         split=lambda w: PLAN.fusion.tuning_split(w.run),
+        qrels_file=split_file_of("qrels", lambda w: PLAN.fusion.tuning_split(w.run)),
         trained_on=lambda w: PLAN.fusion.trained_splits(w.run),
         method_modules=lambda w: PLAN.method_modules(w.run),
     message:

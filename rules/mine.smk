@@ -50,6 +50,8 @@ rule positive_scores:
     wildcard_constraints:
         run=MINERS,
         split=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    params:
+        qrels_file=split_file_of("qrels", lambda w: w.split),
     message:
         "score the positives of split {wildcards.split} with run {wildcards.run} (log: {log})"
     log:
@@ -77,6 +79,7 @@ rule candidate_pool:
         pool=POOLS,
     params:
         split=lambda w: PLAN.mining.pools[(w.run, w.pool)].split,
+        qrels_file=split_file_of("qrels", lambda w: PLAN.mining.pools[(w.run, w.pool)].split),
         depth=lambda w: PLAN.mining.pools[(w.run, w.pool)].depth,
     message:
         "build candidate pool {wildcards.pool} of run {wildcards.run} (log: {log})"
@@ -108,6 +111,8 @@ rule score_pool:
         pool=SCORED_POOLS,
     params:
         split=lambda w: PLAN.mining.pools[(w.run, w.pool)].split,
+        queries_file=split_file_of("queries", lambda w: PLAN.mining.pools[(w.run, w.pool)].split),
+        qrels_file=split_file_of("qrels", lambda w: PLAN.mining.pools[(w.run, w.pool)].split),
         depth=lambda w: PLAN.mining.pools[(w.run, w.pool)].depth,
         method=lambda w: PLAN.runs[PLAN.mining.pools[(w.run, w.pool)].cross_encoder]["method"],
         method_modules=lambda w: PLAN.method_modules(PLAN.mining.pools[(w.run, w.pool)].cross_encoder),
@@ -146,6 +151,8 @@ rule teacher_pool_scores:
         teacher=TEACHERS,
     params:
         split=lambda w: PLAN.mining.teacher_pools[(w.run, w.pool, w.teacher)].split,
+        queries_file=split_file_of("queries", lambda w: PLAN.mining.teacher_pools[(w.run, w.pool, w.teacher)].split),
+        qrels_file=split_file_of("qrels", lambda w: PLAN.mining.teacher_pools[(w.run, w.pool, w.teacher)].split),
         depth=lambda w: PLAN.mining.teacher_pools[(w.run, w.pool, w.teacher)].depth,
         method=lambda w: PLAN.runs[w.teacher]["method"],
         method_modules=lambda w: PLAN.method_modules(w.teacher),
@@ -242,6 +249,7 @@ rule audit_hard_negatives:
         run=LISTED,
     params:
         split=lambda w: PLAN.train_split(w.run),
+        qrels_file=split_file_of("qrels", lambda w: PLAN.train_split(w.run)),
         depth=lambda w: run_params(w.run)["mining"]["depth"],
     message:
         "audit the hard negatives of run {wildcards.run} (log: {log})"

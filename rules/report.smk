@@ -27,6 +27,8 @@ rule hardneg_viewer:
         miner=lambda w: PLAN.mining.viewer_miner(w.run),  # None for an imported list
         imported=lambda w: PLAN.mining.imported_list(w.run),  # its folder, for the caption; None for a mined list
         split=lambda w: PLAN.train_split(w.run),
+        queries_file=split_file_of("queries", lambda w: PLAN.train_split(w.run)),
+        qrels_file=split_file_of("qrels", lambda w: PLAN.train_split(w.run)),
         depth=lambda w: run_params(w.run)["mining"]["depth"],
         seed=lambda w: PLAN.seed(w.run),
         viewer=config["viewer"],

@@ -15,6 +15,7 @@ rule rerank:
         method_modules=lambda w: PLAN.method_modules(w.run),
         rerank=lambda w: run_params(w.run)["rerank"],
         device=lambda w: run_params(w.run)["train"]["device"],
+        queries_file=split_file_of("queries", lambda w: w.split),  # a pair scorer's (PLAN.pair_texts)
     message:
         "re-rank split {wildcards.split} with run {wildcards.run} (log: {log})"
     log:

@@ -9,6 +9,11 @@ rule train_tokenizer:
         tokenizer=update(directory(LAYOUT.tokenizer("{dataset}", "{vocab}"))),
     wildcard_constraints:
         vocab=r"\d+",
+    params:
+        # the training queries, where the dataset has a training split
+        queries_files=lambda w, input: (
+            [split_file(input.queries, "train")] if "train" in dataset_splits(PLAN.datasets[w.dataset]) else []
+        ),
     message:
         "train the tokenizer of dataset {wildcards.dataset} (vocabulary {wildcards.vocab}) (log: {log})"
     log:
@@ -33,6 +38,10 @@ rule tokenize:
         cache=update(directory(LAYOUT.tokenized("{dataset}", "{cache}"))),
     params:
         cache=lambda w: PLAN.caches()[(w.dataset, w.cache)],
+        # the queries of each split the cache holds, from the queries folder (see split_file_of)
+        queries_files=lambda w, input: {
+            split: split_file(input.queries, split) for split in PLAN.caches()[(w.dataset, w.cache)]["splits"]
+        },
     message:
         "tokenize dataset {wildcards.dataset} for {wildcards.cache} (log: {log})"
     log:

@@ -19,6 +19,7 @@ rule train_dense:
         checkpoints=lambda w: LAYOUT.checkpoints(w.run),
         tensorboard=lambda w: LAYOUT.tensorboard(w.run),  # a log written while training runs, not an output
         train_split=lambda w: PLAN.train_split(w.run),
+        qrels_file=split_file_of("qrels", lambda w: PLAN.train_split(w.run)),
         method_modules=lambda w: PLAN.method_modules(w.run),
     message:
         "train run {wildcards.run} (log: {log})"

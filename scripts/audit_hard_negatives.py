@@ -2,8 +2,6 @@
 selection and its pool (+ a BM25 ranking of the training split) → Markdown report, per-query AUDIT Parquet and the
 summary as JSON. An imported list: its own positives' scores, and no ranking, selection or pool."""
 
-import os
-
 from hardneg.io.logs import log_to
 from hardneg.mining.audit import audit_stage
 
@@ -12,7 +10,7 @@ reference = snakemake.input.reference  # a list: empty when the run has no refer
 reference = [reference] if isinstance(reference, str) else list(reference)
 # an imported list (PLAN.mining.audit_inputs) has no miner's ranking, selection or pool
 audit_stage(snakemake.input.hardnegs, snakemake.input.get("ranking"),
-            os.path.join(snakemake.input.qrels, f"{snakemake.params.split}.parquet"), snakemake.input.positives,
+            snakemake.params.qrels_file, snakemake.input.positives,
             snakemake.output.markdown, snakemake.output.table, bm25_ranking_path=reference[0] if reference else None,
             summary_path=snakemake.output.summary, depth=snakemake.params.depth, corpus_path=snakemake.input.corpus,
             selection_path=snakemake.input.get("selection"), pool_path=snakemake.input.get("pool"))

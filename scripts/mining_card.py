@@ -1,8 +1,6 @@
 """Rule mining_card: a mining run's hard negatives + everything they were mined from → its mining card
 (hardnegs_card.json): input digests, search, pool and policy parameters, seed, thread counts, library versions."""
 
-import os
-
 import torch
 
 from hardneg.io.logs import log_to
@@ -14,8 +12,8 @@ card = snakemake.params.card
 split = card["split"]
 given = dict(snakemake.input.items())
 inputs = {name: path for name, path in given.items() if name not in ("hardnegs", "queries", "qrels")}
-inputs["queries"] = os.path.join(given["queries"], f"{split}.parquet")  # the split's file of the folders
-inputs["qrels"] = os.path.join(given["qrels"], f"{split}.parquet")
+inputs["queries"] = snakemake.params.queries_file  # the split's files of the folders
+inputs["qrels"] = snakemake.params.qrels_file
 write_card(snakemake.output.card,
            build_card(run=card["run"], miner=card["miner"], dataset=card["dataset"], split=split, inputs=inputs,
                       hardnegs=given["hardnegs"], search=card["search"], pool=card["pool"], policy=card["policy"],

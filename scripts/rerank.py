@@ -1,7 +1,5 @@
 """Rule rerank: a re-ranking model + another run's ranking of one split → the new ranking (Parquet, TREC)."""
 
-import os
-
 import torch
 
 from hardneg.io.logs import log_to
@@ -11,7 +9,7 @@ log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 rerank, given, split = snakemake.params.rerank, snakemake.input, snakemake.wildcards.split
 # a pair scorer's raw texts (a pretrained cross-encoder forms its pairs from them): the split's queries, the corpus
-texts = (os.path.join(given.queries, f"{split}.parquet"), given.corpus) if "corpus" in given.keys() else None
+texts = (snakemake.params.queries_file, given.corpus) if "corpus" in given.keys() else None
 rerank_split(snakemake.params.method, given.model, given.cache, split, given.candidates,
              ranking_path=snakemake.output.ranking, trec_path=snakemake.output.trec, depth=rerank["depth"],
              batch_size=rerank["batch_size"], tag=snakemake.wildcards.run, device=snakemake.params.device,

@@ -2,8 +2,6 @@
 an episode the previous episode's trainer state) → trained model, training log and the step timings (and an
 episode's trainer state). The method's training step is built from the method registry (hardneg.methods)."""
 
-import os
-
 import torch
 
 from hardneg.io.logs import log_to
@@ -13,7 +11,7 @@ log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 resolved = snakemake.params.resolved
 train_run(resolved, cache_dir=snakemake.input.cache,
-          qrels_path=os.path.join(snakemake.input.qrels, f"{snakemake.params.train_split}.parquet"),
+          qrels_path=snakemake.params.qrels_file,
           model_dir=snakemake.output.model, log_path=snakemake.output.train_log,
           checkpoint_dir=snakemake.params.checkpoints, tokenizer_source=snakemake.params.tokenizer,
           inputs={name: path for name, path in snakemake.input.items() if name not in ("cache", "qrels")},

@@ -1,11 +1,8 @@
 """Rule train_tokenizer: corpus and training queries → WordPiece tokenizer folder (for the built-in model)."""
 
-import os
-
 from hardneg.dense.tokenizer import train_wordpiece
 from hardneg.io.logs import log_to
 
 log_to(snakemake.log[0])
-train_queries = os.path.join(snakemake.input.queries, "train.parquet")
 train_wordpiece(snakemake.input.corpus, snakemake.output.tokenizer, vocab_size=int(snakemake.wildcards.vocab),
-                query_paths=[train_queries] if os.path.exists(train_queries) else [])
+                query_paths=list(snakemake.params.queries_files))

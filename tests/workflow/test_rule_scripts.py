@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hardneg.datasets.adapters import dataset_splits
 from hardneg.stage import load_workflow
 from tests.support import REPO
 from tests.support.configs import CROSS_ENCODER_CONFIG, FALSE_NEGATIVES_CONFIG
@@ -149,6 +150,50 @@ def test_the_check_finds_an_input_the_job_is_not_given(default_jobs, tmp_path):
                       "tuning = snakemake.input.get('tuning')\n")
     workflow.get_rule("evaluate").script = str(script)
     assert [line for line in undeclared(workflow, jobs) if line.startswith("evaluate:")] == ["evaluate: input.runs"]
+
+
+def own_splits(job, default: str) -> set[str]:
+    """The splits a job reads: its split wildcard, else its param ``split`` or ``train_split``, else those its
+    params ``card`` or ``cache`` name; ``{default}`` for a job naming none."""
+    if "split" in job.wildcards.keys():
+        return {job.wildcards.split}
+    params = dict(job.params.items())
+    for key in ("split", "train_split"):
+        if key in params:
+            return {params[key]}
+    for key in ("card", "cache"):
+        if key in params:
+            return set(params[key]["splits"]) if "splits" in params[key] else {params[key]["split"]}
+    return {default}
+
+
+def test_each_split_file_a_job_is_given_is_that_splits_file_of_its_input_folder(default_jobs):
+    """A script reads a split's file of a dataset's folder (queries, qrels, hidden) from a param
+    ``<folder>_file`` (or ``_files``) that its rule derives from the folder it depends on (split_file_of,
+    rules/common.smk): a file of that folder, named by a split of the dataset (the job's own split, if it has one)."""
+    from snakemake.dag import DAG  # Snakemake: the jobs are made as a run makes them
+    from snakemake.jobs import Job
+
+    workflow, jobs = default_jobs
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    given = set()
+    for name, wildcards in jobs:
+        rule = workflow.get_rule(name)
+        job = Job(rule, DAG(workflow, rules=[rule]), wildcards)
+        for key, value in job.params.items():
+            folder, _, kind = key.rpartition("_")
+            if kind not in ("file", "files") or value is None:
+                continue
+            paths = [value] if kind == "file" else list(dict(value).values() if isinstance(value, dict) else value)
+            for path in map(Path, paths):
+                dataset = config["datasets"][path.parent.parent.name]
+                assert str(path.parent) == job.input[folder] and path.suffix == ".parquet", (name, key, path)
+                assert path.stem in set(dataset_splits(dataset)) & own_splits(job, path.stem), (name, key, path)
+                given.add((name, key))
+    assert {("bm25_search", "queries_file"), ("tokenize", "queries_files"), ("train_tokenizer", "queries_files"),
+            ("train_dense", "qrels_file"), ("positive_scores", "qrels_file"), ("candidate_pool", "qrels_file"),
+            ("audit_hard_negatives", "qrels_file"), ("hardneg_viewer", "queries_file"), ("mining_card", "qrels_file"),
+            ("tune_fusion", "qrels_file")} <= given
 
 
 def test_every_output_is_kept_while_its_job_runs_again(default_jobs):

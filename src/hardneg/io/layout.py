@@ -176,6 +176,13 @@ def check_inside(path: str | os.PathLike, root: str | os.PathLike, what: str = "
     return str(path)
 
 
+def split_file(folder: str, split: str) -> str:
+    """The file of ``split`` in one of a dataset's folders of splits (its queries, qrels or hidden positives):
+    ``<folder>/<split>.parquet``. A rule is given the folder, prepare_dataset's output (Snakemake depends on a
+    folder, not on a file inside it), and its job this file of it."""
+    return f"{folder}/{check_name('split', split)}.parquet"
+
+
 def _inside_root(method):
     """Check that the path ``method`` builds stays inside the layout's root."""
 
@@ -208,7 +215,7 @@ class Layout:
 
     @_inside_root
     def queries(self, dataset: str, split: str) -> str:
-        return f"{self.queries_dir(dataset)}/{self._name('split', split)}.parquet"
+        return split_file(self.queries_dir(dataset), self._name("split", split))
 
     @_inside_root
     def qrels_dir(self, dataset: str) -> str:
@@ -216,7 +223,7 @@ class Layout:
 
     @_inside_root
     def qrels(self, dataset: str, split: str) -> str:
-        return f"{self.qrels_dir(dataset)}/{self._name('split', split)}.parquet"
+        return split_file(self.qrels_dir(dataset), self._name("split", split))
 
     @_inside_root
     def hidden_qrels_dir(self, dataset: str) -> str:
@@ -226,7 +233,7 @@ class Layout:
     @_inside_root
     def hidden_qrels(self, dataset: str, split: str) -> str:
         """The positives hidden from the qrels of ``split`` (QRELS; :mod:`hardneg.datasets.hidden`)."""
-        return f"{self.hidden_qrels_dir(dataset)}/{self._name('split', split)}.parquet"
+        return split_file(self.hidden_qrels_dir(dataset), self._name("split", split))
 
     @_inside_root
     def duplicates(self, dataset: str) -> str:

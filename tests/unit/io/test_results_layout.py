@@ -16,6 +16,7 @@ from hardneg.io.layout import (
     moved_ranking,
     old_ranking_folders,
     refuse_old_rankings,
+    split_file,
 )
 
 
@@ -51,6 +52,17 @@ def test_the_rules_pattern_of_a_run_or_another_index_gives_the_layouts_paths(ind
     assert layout.log("{run}", "evaluate", BY_INDEX_WILDCARD).format(run="star", by_index=value) == \
         f"{folder}/logs/evaluate.log"
     assert layout.benchmark("star", "evaluate", index) == f"{folder}/benchmarks/evaluate.tsv"
+
+
+def test_a_splits_file_is_named_in_one_place():
+    """A job given a dataset's folder reads its split's file by the name the layout gives that file."""
+    layout = Layout("out")
+    assert split_file(layout.qrels_dir("tiny"), "dev") == layout.qrels("tiny", "dev") == \
+        "out/datasets/tiny/qrels/dev.parquet"
+    assert split_file(layout.queries_dir("tiny"), "train") == layout.queries("tiny", "train")
+    assert split_file(layout.hidden_qrels_dir("tiny"), "train") == layout.hidden_qrels("tiny", "train")
+    with pytest.raises(OutputPathError):
+        split_file(layout.qrels_dir("tiny"), "../../escape")
 
 
 def test_another_index_is_one_name(tmp_path):

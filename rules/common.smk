@@ -49,7 +49,8 @@ RESOURCE_RULES = set()  # the rules that called rule_resources (the Snakefile ch
 
 def rule_resources(rule, **defaults):
     """A rule's mem_mb and runtime: ``defaults`` (sized for the synthetic default), or the config's
-    ``resources.<rule>`` (hardneg.pipeline.resources). In a rule: ``**rule_resources("<rule>", mem_mb=..., runtime=...)``."""
+    ``resources.<rule>`` (hardneg.pipeline.resources). In a rule:
+    ``**rule_resources("<rule>", mem_mb=..., runtime=...)``."""
     RESOURCE_RULES.add(rule)
     return _resources.rule_resources(config, rule, **defaults)
 

@@ -1,5 +1,5 @@
-# Training of dense retrievers and re-rankers: one rule for every method that trains; what a run reads comes from the plan
-# (its method's input roles), what its training step is from the method registry.
+# Training of dense retrievers and re-rankers: one rule for every method that trains; what a run reads comes from the
+# plan (its method's input roles), what its training step is from the method registry.
 
 
 rule train_dense:

@@ -8,7 +8,7 @@ escape instead, so what is printed is what the data holds, character for charact
 In a Markdown report an id such as ``![px](http://host/t.png)`` would become an image that a viewer fetches, and
 ``*`` or ``_`` would format what follows. :func:`markdown_code` puts such a value in a code span, whose content
 Markdown shows as it is. :func:`markdown_table` writes the lines of a Markdown table, the one way every report
-of the package does.
+of the package does. :func:`text_snippet` puts a document's title and text on one line, cut to a length.
 """
 
 from __future__ import annotations
@@ -83,3 +83,16 @@ def markdown_table(header: list[str], rows, align: str | None = None) -> list[st
             raise ValueError(f"a row of {len(row)} cells in a table of {len(header)} columns: {row!r}")
         lines.append("| " + " | ".join(row) + " |")
     return lines
+
+
+EMPTY_MARK = "(empty document)"  # a document with no title and no text, in reports and snippets
+
+
+def text_snippet(title: str | None, text: str | None, chars: int) -> str:
+    """A document's title and text joined on one line (runs of white space collapsed), cut to ``chars``
+    characters with an ellipsis; :data:`EMPTY_MARK` for a document with neither."""
+    joined = " — ".join(part for part in (title, text) if part and part.strip())
+    joined = " ".join(joined.split())  # one line: newlines and runs of spaces collapse
+    if not joined:
+        return EMPTY_MARK
+    return joined if len(joined) <= chars else joined[: max(chars - 1, 0)].rstrip() + "…"

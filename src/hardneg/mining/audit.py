@@ -1,9 +1,9 @@
 """Audit of a mined hard-negative list: is it hard, is it different from BM25's, does it hide false negatives?
 
-:func:`audit_hard_negatives` computes one AUDIT row per training query and a JSON-serialisable summary;
-:func:`write_audit` renders the summary as Markdown. :func:`format_query` shows one query's positives and
-negatives as plain text (the ``hardneg audit <run> --qid Q`` command, through
-:func:`hardneg.results.query_view.describe_query`).
+:func:`audit_hard_negatives` computes one AUDIT row per training query and a JSON-serialisable summary, and
+:func:`selection_summary` what the selection policy did to the candidate pool; :func:`audit_stage` runs both
+from files and writes the report (:mod:`hardneg.mining.audit_report` renders it as Markdown). One query's
+positives and negatives as plain text (``hardneg audit <run> --qid Q``) are :mod:`hardneg.results.query_view`'s.
 
 Margins are (negative score - best positive score) under the mining model, in its score units (inner products):
 a negative with margin >= 0 scores at or above every positive and is a suspected false negative.
@@ -25,18 +25,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.datasets.empty_documents import empty_docids
-from hardneg.errors import HardnegError
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
-from hardneg.io.text import markdown_code, markdown_table
+from hardneg.mining.audit_report import write_audit
 from hardneg.mining.rows import isin, relevant_judgements, value_codes
 
 log = logging.getLogger(__name__)
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 MARGIN_BINS = 10
-MARKDOWN_TOP = 50  # suspected false negatives and query ids listed in the Markdown report
-EMPTY_MARK = "(empty document)"  # beside the docid of an empty document in reports
 _UNRANKED = np.iinfo(np.int64).max  # best positive rank of a query with no relevant document ranked within depth
 
 
@@ -385,167 +382,6 @@ def selection_summary(selection: dict, pool: pa.Table, hardnegs: pa.Table) -> di
     }
 
 
-def _selection_markdown(selection: dict) -> list[str]:
-    policy = ", ".join(
-        f"{key} {value}"
-        for key, value in selection["policy"].items()
-        if value not in (None, False)
-        and key != "sampling"
-        or key == "sampling"
-        and selection["policy"]["keep"] is not None
-    )
-    name = f"policy `{selection['name']}`" if selection["name"] else "the run's policy"
-    lines = [
-        "## Selection from the candidate pool",
-        "",
-        f"{selection['kept']} of {selection['candidates']} candidates kept by {name}"
-        f" ({policy or 'no filter'}); each filter removed, in order:",
-        "",
-    ]
-    lines += _md_table(["filter", "removed"], [[key, count] for key, count in selection["removed"].items()])
-    duplicates = selection["duplicates"]
-    lines += [
-        f"Candidates that duplicate a judged positive of their query: {duplicates['pool']} "
-        f"({duplicates['exact']} exact, {duplicates['near']} near); among the negatives: "
-        f"{duplicates['negatives']}.",
-        "",
-    ]
-    return lines
-
-
-def _num(value, digits: int = 4) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    return f"{value:.{digits}f}"
-
-
-def _pct(value) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def _md_table(header: list[str], rows: list[list]) -> list[str]:
-    return [*markdown_table([str(cell) for cell in header], [[str(cell) for cell in row] for row in rows]), ""]
-
-
-def audit_markdown(summary: dict, *, bars: bool = True) -> str:
-    """The audit summary as a Markdown report. Ids from the data are code spans (:func:`markdown_code`), shown as
-    they are by any renderer: never a link, an image or formatting. ``bars``: the margin histogram's table has a
-    column of ``#`` bars (a page that draws the histogram leaves them out)."""
-    depth = summary["depth"]
-    per_query = summary["negatives_per_query"]
-    lines = ["# Hard-negative audit", ""]
-    lines += _md_table(
-        ["", "value"],
-        [
-            ["training queries (with a relevant document)", summary["num_queries"]],
-            ["queries with negatives", summary["queries_with_negatives"]],
-            ["queries without negatives", summary["queries_without_negatives"]],
-            ["negatives", summary["num_negatives"]],
-            ["negatives per query: mean / median", f"{_num(per_query['mean'], 2)} / {_num(per_query['median'], 1)}"],
-            ["negatives per query: min / max", f"{_num(per_query['min'])} / {_num(per_query['max'])}"],
-            ["negatives of queries without a relevant document (not audited)", summary["negatives_of_other_queries"]],
-            [f"mean share of negatives in BM25's top {depth}", _pct(summary["bm25_overlap_mean"])],
-            ["suspected false negatives (score >= best positive)", summary["suspected_false_negatives"]["count"]],
-            [
-                "negatives that are empty documents (no title, no text)",
-                "not checked"
-                if summary.get("empty_negatives") is None
-                else f"{summary['empty_negatives']['count']}" + (" ⚠" if summary["empty_negatives"]["count"] else ""),
-            ],
-        ],
-    )
-    if summary.get("selection"):
-        lines += _selection_markdown(summary["selection"])
-    ranks = summary["best_positive_rank"]
-    if ranks is None:  # an imported list: no mining run here, its scores are the file's
-        lines += [
-            "## Imported list",
-            "",
-            "Mined elsewhere: no ranking to find the positives in; scores and margins "
-            "are those the imported file carries (none where it carries none).",
-            "",
-        ]
-    else:
-        lines += [f"## Best-ranked positive in the mining run (depth {depth})", ""]
-        lines += _md_table(
-            ["rank 1", "rank <= 10", f"rank <= {depth}", f"beyond {depth}"],
-            [[_pct(ranks["at_1"]), _pct(ranks["within_10"]), _pct(ranks["within_depth"]), _pct(ranks["beyond_depth"])]],
-        )
-    margin = summary["margin"]
-    lines += [
-        "## Margin: negative score - best positive score",
-        "",
-        f"Over {margin['count']} negatives of queries with a scored positive; "
-        "a margin >= 0 means the negative outscores every positive.",
-        "",
-    ]
-    lines += _md_table(["quantile", *margin["quantiles"]], [["margin", *map(_num, margin["quantiles"].values())]])
-    counts, edges = margin["histogram"]["counts"], margin["histogram"]["edges"]
-    if counts:
-        peak = max(counts) or 1
-        lines += _md_table(
-            ["margin from", "to", "negatives"] + ([""] if bars else []),
-            [
-                [_num(edges[i]), _num(edges[i + 1]), c] + (["#" * round(30 * c / peak)] if bars else [])
-                for i, c in enumerate(counts)
-            ],
-        )
-    suspects = summary["suspected_false_negatives"]
-    lines += [
-        "## Suspected false negatives",
-        "",
-        f"{suspects['count']} negatives score at or above their query's best positive"
-        + (f"; the {MARKDOWN_TOP} with the largest excess:" if suspects["count"] > MARKDOWN_TOP else "."),
-        "",
-    ]
-    if suspects["pairs"]:
-        lines += _md_table(
-            ["qid", "docid", "negative score", "best positive score", "excess"],
-            [
-                [
-                    markdown_code(p["qid"]),
-                    markdown_code(p["docid"]) + (f" {EMPTY_MARK}" if p.get("empty_document") else ""),
-                    _num(p["negative_score"]),
-                    _num(p["best_positive_score"]),
-                    _num(p["excess"]),
-                ]
-                for p in suspects["pairs"][:MARKDOWN_TOP]
-            ],
-        )
-    empty = summary.get("empty_negatives")
-    if empty and empty["count"]:
-        docids = empty["docids"]
-        more = f" … and {len(docids) - MARKDOWN_TOP} more" if len(docids) > MARKDOWN_TOP else ""
-        lines += [
-            "## Empty documents among the negatives",
-            "",
-            f"{empty['count']} negatives of {empty['queries']} queries are empty documents (no title, no text; "
-            f"marked {EMPTY_MARK} above): {', '.join(map(markdown_code, docids[:MARKDOWN_TOP]))}{more}. Dense "
-            f"models give every "
-            "empty document the same vector; the dataset setting `empty_documents: exclude` leaves them out of "
-            "dense runs.",
-            "",
-        ]
-    without = summary["queries_without_negatives_qids"]
-    lines += ["## Queries without negatives", ""]
-    if without:
-        more = f" … and {len(without) - MARKDOWN_TOP} more" if len(without) > MARKDOWN_TOP else ""
-        lines += [", ".join(map(markdown_code, without[:MARKDOWN_TOP])) + more, ""]
-    else:
-        lines += ["None.", ""]
-    return "\n".join(lines)
-
-
-def write_audit(
-    summary: dict, table: pa.Table, markdown_path: str | os.PathLike, parquet_path: str | os.PathLike
-) -> None:
-    """Write the summary as a Markdown report and the per-query table as AUDIT Parquet, both atomically."""
-    artifacts.write_table(table, artifacts.AUDIT, parquet_path)
-    write_text(markdown_path, audit_markdown(summary))
-
-
 def audit_stage(
     hardnegs_path: str | os.PathLike,
     ranking_path: str | os.PathLike | None,
@@ -616,86 +452,3 @@ def audit_stage(
             ", ".join(empty["docids"][:5]),
         )
     return summary
-
-
-def text_snippet(title: str | None, text: str | None, chars: int) -> str:
-    joined = " — ".join(part for part in (title, text) if part and part.strip())
-    joined = " ".join(joined.split())  # one line: newlines and runs of spaces collapse
-    if not joined:
-        return EMPTY_MARK
-    return joined if len(joined) <= chars else joined[: max(chars - 1, 0)].rstrip() + "…"
-
-
-def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
-    """Rows of cells as aligned text lines; columns in ``right`` are right-aligned, the last is left as is."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return [
-        "  "
-        + "  ".join(
-            [cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))] + [row[-1]]
-        )
-        for row in rows
-    ]
-
-
-def format_query(
-    qid: str,
-    *,
-    queries: pa.Table,
-    corpus: pa.Table,
-    qrels: pa.Table,
-    hardnegs: pa.Table,
-    positives: pa.Table | None = None,
-    top: int = 10,
-    snippet_chars: int = 160,
-) -> str:
-    """One query as plain text: its text, its relevant documents (docid, relevance, mining-model score when
-    ``positives`` has it, title + text snippet of ``snippet_chars`` characters) and its ``top`` best-ranked mined
-    negatives (rank, docid, score, margin = score - best positive score, snippet).
-
-    Raises HardnegError when ``qid`` is not in ``queries`` or has no row in ``hardnegs``.
-    """
-    text = queries.filter(pc.equal(queries["qid"], qid))["text"].to_pylist()
-    if not text:
-        raise HardnegError(f"query {qid!r} is unknown to the dataset (no such qid among its queries)")
-    negs = hardnegs.filter(pc.equal(hardnegs["qid"], qid)).sort_by([("rank", "ascending")])
-    if negs.num_rows == 0:
-        raise HardnegError(
-            f"query {qid!r} is in the dataset but has no mined hard negatives (negatives are mined "
-            "only for training queries that the mining run ranked)"
-        )
-    rel = relevant_judgements(qrels.filter(pc.equal(qrels["qid"], qid)))
-    rel = rel.sort_by([("relevance", "descending"), ("docid", "ascending")])
-    scores: dict[str, float] = {}
-    if positives is not None:
-        mine = positives.filter(pc.equal(positives["qid"], qid))
-        scores = {d: s for d, s in zip(mine["docid"].to_pylist(), mine["score"].to_pylist()) if s is not None}
-    best = max((scores[d] for d in rel["docid"].to_pylist() if d in scores), default=None)
-    shown = negs.slice(0, top)
-    wanted = pa.concat_arrays([rel["docid"].combine_chunks(), shown["docid"].combine_chunks()])
-    docs = corpus.filter(pc.is_in(corpus["docid"], value_set=wanted))
-    texts = {
-        d: (t, x) for d, t, x in zip(docs["docid"].to_pylist(), docs["title"].to_pylist(), docs["text"].to_pylist())
-    }
-
-    def snippet(docid: str) -> str:
-        return text_snippet(*texts[docid], snippet_chars) if docid in texts else "(not in the corpus)"
-
-    lines = [f"query {qid}: {text[0]}", ""]
-    lines.append(f"positives ({rel.num_rows}" + (f", best score {best:.4f}" if best is not None else "") + "):")
-    if rel.num_rows:
-        rows = [["docid", "relevance", "score", "title / text"]]
-        for docid, relevance in zip(rel["docid"].to_pylist(), rel["relevance"].to_pylist()):
-            score = f"{scores[docid]:.4f}" if docid in scores else "–"
-            rows.append([docid, str(relevance), score, snippet(docid)])
-        lines += _columns(rows, right={1, 2})
-    else:
-        lines.append("  (none judged relevant)")
-    lines += ["", f"negatives (top {shown.num_rows} of {negs.num_rows}):"]
-    rows = [["rank", "docid", "score", "margin", "title / text"]]
-    for rank, docid, score in zip(*(shown[c].to_pylist() for c in ("rank", "docid", "score"))):
-        # an imported list's negative may have no score (a file without teacher scores)
-        margin = f"{score - best:+.4f}" if best is not None and score is not None else "–"
-        rows.append([str(rank), docid, f"{score:.4f}" if score is not None else "–", margin, snippet(docid)])
-    lines += _columns(rows, right={0, 2, 3})
-    return "\n".join(lines) + "\n"

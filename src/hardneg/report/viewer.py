@@ -38,7 +38,8 @@ from hardneg.errors import HardnegError
 from hardneg.evaluation.sampling import sample_ids
 from hardneg.io import artifacts
 from hardneg.io.atomic import write_text
-from hardneg.mining.audit import EMPTY_MARK, audit_markdown, text_snippet
+from hardneg.io.text import EMPTY_MARK, text_snippet
+from hardneg.mining.audit_report import audit_markdown
 from hardneg.mining.card import read_card
 from hardneg.report.viewer_page import render_viewer
 from hardneg.schema.values import section_values

@@ -41,7 +41,7 @@ from hardneg.evaluation.significance import RESAMPLES, SEED
 from hardneg.io import artifacts
 from hardneg.io.layout import refuse_old_rankings
 from hardneg.io.rankings import read_ranking
-from hardneg.mining.audit import text_snippet
+from hardneg.io.text import text_snippet
 from hardneg.results.run_files import RunFiles
 from hardneg.schema.names import replicate_seed
 

@@ -6,8 +6,10 @@ import pytest
 from hardneg.cli import main
 from hardneg.errors import HardnegError
 from hardneg.io import artifacts
-from hardneg.mining.audit import audit_hard_negatives, audit_stage, format_query, write_audit
 from hardneg.io.provenance import write_resolved
+from hardneg.mining.audit import audit_hard_negatives, audit_stage
+from hardneg.mining.audit_report import write_audit
+from hardneg.results.query_view import format_query
 from tests.support.tables import BM25, HARDNEGS, POSITIVES, QRELS, RANKING, table
 
 
@@ -234,7 +236,8 @@ def test_cli_audit_names_a_broken_resolved_config(results, capsys):
 
 
 def test_the_selection_counts_duplicates_of_positives_in_the_pool_and_among_the_negatives():
-    from hardneg.mining.audit import audit_markdown, selection_summary
+    from hardneg.mining.audit import selection_summary
+    from hardneg.mining.audit_report import audit_markdown
 
     pool = table(artifacts.CANDIDATES, [
         ("q1", "n1", 1, 9.0, 8.0, None, None, None, None, "p1", "exact"),

@@ -11,7 +11,7 @@ import yaml
 
 from hardneg.errors import ConfigError, HardnegError
 from hardneg.io import artifacts
-from hardneg.mining.audit import audit_hard_negatives, write_audit
+from hardneg.mining.audit import audit_hard_negatives
 from hardneg.pipeline.config import validate_config
 from hardneg.report.pages import markdown_page
 from hardneg.report.viewer import ViewerSettings, flagged_queries, sample_queries, viewer_queries, viewer_stage

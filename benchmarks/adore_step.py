@@ -38,7 +38,7 @@ def step_shares(run_dir: Path, steps: int = STEPS) -> dict | None:
     from hardneg.dense.data import ShuffledBatches, TrainQueries
     from hardneg.dense.model import BiEncoder
     from hardneg.dense.tokenized import TokenizedTexts
-    from hardneg.dense.trainer import make_optimizer
+    from hardneg.dense.train_config import make_optimizer
     from hardneg.io import artifacts
     from hardneg.pipeline.train import build_method, train_config
     from hardneg.stage import load_job

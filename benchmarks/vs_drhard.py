@@ -38,7 +38,7 @@ repository root.
    * hardneg's step: ``ContrastiveMethod`` (loss ``ranknet``, temperature 1, one negative per query) over
      ``TrainQueries`` built from the same single-positive judgements and a negative source returning the same
      negatives: ``make_batch``, ``loss``, backward, gradient clipping to 1.0, the AdamW of
-     ``hardneg.dense.trainer.make_optimizer``, the same schedule, ``zero_grad``. Learning rate, epsilon (1e-8)
+     ``hardneg.dense.train_config.make_optimizer``, the same schedule, ``zero_grad``. Learning rate, epsilon (1e-8)
      and weight decay are the same on both sides.
 
    Before timing, one batch on identical weights (dropout off): the absolute loss difference and the relative
@@ -97,7 +97,7 @@ from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder
 from hardneg.dense.precision import attention_kernels
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
-from hardneg.dense.trainer import TrainConfig, make_optimizer
+from hardneg.dense.train_config import TrainConfig, make_optimizer
 from hardneg.io import artifacts
 from hardneg.methods.adore.step import post_search_loss
 from hardneg.pipeline.config import validate_params

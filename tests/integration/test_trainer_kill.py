@@ -35,7 +35,8 @@ from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.pipeline.train import build_method, write_train_log
-from hardneg.dense.trainer import Trainer, TrainConfig
+from hardneg.dense.train_config import TrainConfig
+from hardneg.dense.trainer import Trainer
 
 
 class ReorderingSampler(ShuffledBatches):

@@ -14,7 +14,8 @@ from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import TrainConfig, Trainer
+from hardneg.dense.train_config import TrainConfig
+from hardneg.dense.trainer import Trainer
 from hardneg.io import artifacts
 from hardneg.mining.negatives import mine_hard_negatives
 from hardneg.pipeline.config import validate_params
@@ -47,7 +48,7 @@ def tiny_params(**train) -> dict:
 
 def tiny_trainer(tiny, checkpoint_dir, fingerprint="run-a", checkpoint_every=3, window=None):
     """An in-batch trainer of 8 steps (dropout on) with a fresh model, the same every call (``window``: a part of a
-    longer schedule, :class:`hardneg.dense.trainer.Window`)."""
+    longer schedule, :class:`hardneg.dense.train_config.Window`)."""
     params = validate_params({"model": {"builtin": TINY_MODEL, "doc_max_length": 64, "query_max_length": 16},
                               "train": {"epochs": 1, "batch_size": 16, "learning_rate": 0.002, "optimizer": "lamb",
                                         "checkpoint_every": checkpoint_every, "log_every": 1}})

@@ -170,7 +170,7 @@ def encode_corpus_shard(
     :raises ValueError: an unknown ``precision``.
     """
     from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
-    from hardneg.dense.trainer import resolve_device
+    from hardneg.dense.train_config import resolve_device
 
     texts = TokenizedTexts(cache_dir, "corpus")
     lo, hi = shard_range(len(texts), shard, num_shards)

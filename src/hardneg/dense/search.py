@@ -109,7 +109,7 @@ def dense_search_split(
         cannot hold.
     """
     from hardneg.dense.model import BiEncoder  # torch: imported only where a model or tensor is used
-    from hardneg.dense.trainer import resolve_device
+    from hardneg.dense.train_config import resolve_device
 
     # Faiss: imported only where an index is built or searched
     from hardneg.index import load_index, set_search_params

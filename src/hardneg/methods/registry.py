@@ -154,7 +154,7 @@ class Method:
     episode continues) and one providing ``miner`` (the episodes' negatives).
 
     ``build_sampler`` builds the trainer's batch sampler (:class:`hardneg.dense.data.BatchSampler`) from the
-    :class:`StepContext` and the run's :class:`hardneg.dense.trainer.TrainConfig`; ``None``: a fresh seeded
+    :class:`StepContext` and the run's :class:`hardneg.dense.train_config.TrainConfig`; ``None``: a fresh seeded
     shuffle of the training rows each epoch (:class:`hardneg.dense.data.ShuffledBatches`). A method whose batches
     are not of training queries (Condenser's batches of documents) or are grouped by the model (Adaptive Batch
     Scheduling) declares its own. ``check`` is called with a run's name and validated config when the config is

@@ -247,7 +247,7 @@ def remine(
     """
     # torch and Faiss: imported only where the list is mined again
     from hardneg.dense.model import BiEncoder
-    from hardneg.dense.trainer import resolve_device
+    from hardneg.dense.train_config import resolve_device
     from hardneg.index import build_index, is_exact, load_index, search_ranking, set_search_params
 
     search, split = card["search"], card["split"]

@@ -9,7 +9,7 @@ import logging
 from hardneg import methods
 from hardneg.dense.raw_texts import TokenizedWithRaw
 from hardneg.dense.tokenized import TokenizedTexts
-from hardneg.dense.trainer import resolve_device
+from hardneg.dense.train_config import resolve_device
 from hardneg.io import artifacts
 from hardneg.io.rankings import read_ranking, write_ranking
 from hardneg.mining.pool_scores import rerank_scorer, score_pool_stage

@@ -32,7 +32,8 @@ from hardneg.dense.model_selection import ModelSelection, resolve_keep
 from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import CHECKPOINT_FORMAT, TrainConfig, Trainer, Window, resolve_device
+from hardneg.dense.train_config import TrainConfig, Window, resolve_device
+from hardneg.dense.trainer import CHECKPOINT_FORMAT, Trainer
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.logs import console

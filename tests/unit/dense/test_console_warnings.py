@@ -16,7 +16,7 @@ from hardneg.dense.data import TrainQueries
 from hardneg.dense.tokenized import (TokenizedTexts, build_cache, length_quantiles, query_truncation_warning,
                                      truncation_warning)
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import TrainConfig
+from hardneg.dense.train_config import TrainConfig
 from hardneg.io import artifacts
 from hardneg.pipeline.config import validate_params
 from hardneg.dense.memorisation import COLUMNS as MEMORISATION_COLUMNS

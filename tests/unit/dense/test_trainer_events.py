@@ -15,7 +15,8 @@ from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model import BiEncoder, ModelSpec
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
-from hardneg.dense.trainer import TrainConfig, Trainer
+from hardneg.dense.train_config import TrainConfig
+from hardneg.dense.trainer import Trainer
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.pipeline.train import train_run

@@ -6,7 +6,7 @@ from dataclasses import MISSING, fields
 import pytest
 
 from hardneg.dense.model import ModelSpec
-from hardneg.dense.trainer import TrainConfig
+from hardneg.dense.train_config import TrainConfig
 from hardneg.errors import ConfigError
 from hardneg.pipeline.config import load_schema, validate_params
 from hardneg.pipeline.train import train_run

@@ -2,7 +2,7 @@
 means and paired tests against the reference policy's run (results/false_negatives/effectiveness.parquet, .md)."""
 
 from hardneg.io.logs import log_to
-from hardneg.experiments.false_negatives import write_effectiveness
+from hardneg.experiments.false_negatives_effectiveness import write_effectiveness
 
 log_to(snakemake.log[0])
 write_effectiveness(list(snakemake.params.policies), list(snakemake.params.runs), snakemake.input.per_query,

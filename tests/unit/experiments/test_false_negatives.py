@@ -11,6 +11,7 @@ import pytest
 from hardneg.errors import ConfigError
 from hardneg.io import artifacts
 from hardneg.experiments import false_negatives as fn
+from hardneg.experiments import false_negatives_effectiveness as effectiveness
 from hardneg.pipeline.config import validate_config
 from hardneg.pipeline.plan import Plan
 from tests.support.configs import FALSE_NEGATIVES_CONFIG, TINY_DENSE
@@ -165,9 +166,9 @@ def test_the_effectiveness_table_tests_each_policy_s_run_against_the_reference_s
     better = {m: {q: min(1.0, v + 0.2) for q, v in by_query.items()} for m, by_query in reference.items()}
     paths = [_per_query(tmp_path / f"{name}.parquet", values)
              for name, values in (("a", reference), ("b", better), ("c", reference))]
-    table = fn.write_effectiveness(["top", "margin", "same"], ["run_top", "run_margin", "run_same"], paths,
+    table = effectiveness.write_effectiveness(["top", "margin", "same"], ["run_top", "run_margin", "run_same"], paths,
                                    ["RR@10", "nDCG@10"], "test", tmp_path / "e.parquet", tmp_path / "e.md")
-    written = artifacts.read_table(fn.EFFECTIVENESS, tmp_path / "e.parquet")
+    written = artifacts.read_table(effectiveness.EFFECTIVENESS, tmp_path / "e.parquet")
     pd.testing.assert_frame_equal(written.to_pandas(), table.to_pandas())  # NaN p-values: no test (all ties)
     rows = {(row["policy"], row["measure"]): row for row in table.to_pylist()}
     assert len(rows) == 6 and rows[("top", "RR@10")]["delta"] == 0 and rows[("top", "RR@10")]["p_t"] is None
@@ -179,5 +180,5 @@ def test_the_effectiveness_table_tests_each_policy_s_run_against_the_reference_s
     page = (tmp_path / "e.md").read_text()
     assert "split `test`" in page and "| **top** (reference) | run_top | 0.531 |" in page
     assert "| margin | run_margin |" in page and "Holm's step-down correction" in page
-    alone = fn.effectiveness_table(["top"], ["run_top"], paths[:1], ["RR@10"])  # the reference alone: no test
+    alone = effectiveness.effectiveness_table(["top"], ["run_top"], paths[:1], ["RR@10"])  # the reference alone: no test
     assert alone.num_rows == 1 and alone["mean"].to_pylist() == [pytest.approx(0.53125)]

@@ -172,7 +172,8 @@ def sweep(workdir: Path, config: dict) -> str:
     experiment's pool against its reference: a post-hoc look at the frontier, with no training."""
     from hardneg.io import artifacts
     from hardneg.mining.leakage import leakage_table
-    from hardneg.mining.policies import Policy, select
+    from hardneg.mining.policies import Policy
+    from hardneg.mining.selection import select
     from hardneg.experiments import false_negatives as experiment
     from hardneg.pipeline.config import validate_config
     from hardneg.pipeline.plan import Plan

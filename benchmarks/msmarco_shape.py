@@ -185,7 +185,7 @@ def ivfpq_dev(args, work: Path) -> dict:
 
 def mine(args, work: Path) -> dict:
     from hardneg.mining.negatives import positive_scores_stage
-    from hardneg.mining.policies import select_stage
+    from hardneg.mining.selection import select_stage
     from hardneg.mining.pool import pool_stage
 
     seconds, clock = {}, time.perf_counter()

@@ -315,7 +315,7 @@ def mine_hardneg(args, folder: Path, *, cold: bool) -> dict:
     from hardneg.dense.search import build_index_stage, dense_search_split
     from hardneg.mining.negatives import positive_scores_stage
     from hardneg.mining.pool import pool_stage
-    from hardneg.mining.policies import select_stage
+    from hardneg.mining.selection import select_stage
 
     data, cache, emb = folder / "data", folder / "cache", folder / "embeddings"
     out = folder / ("cold" if cold else "warm")

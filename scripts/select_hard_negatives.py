@@ -2,7 +2,7 @@
 the selection removed (hardnegs_selection.json)."""
 
 from hardneg.io.logs import log_to
-from hardneg.mining.policies import select_stage
+from hardneg.mining.selection import select_stage
 
 log_to(snakemake.log[0])
 select_stage(snakemake.input.pool, snakemake.output.hardnegs, snakemake.output.selection,

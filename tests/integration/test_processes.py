@@ -60,7 +60,7 @@ def test_random_sampling_does_not_depend_on_python_hash_seed(tmp_path):
     run, qrels = random_problem(num_queries=5)
     artifacts.write_table(run, artifacts.RANKING, tmp_path / "run.parquet")
     artifacts.write_table(qrels, artifacts.QRELS, tmp_path / "qrels.parquet")
-    code = ("import sys; from hardneg.mining.pool import pool_stage; from hardneg.mining.policies import select_stage; "
+    code = ("import sys; from hardneg.mining.pool import pool_stage; from hardneg.mining.selection import select_stage; "
             "pool_stage(sys.argv[1], sys.argv[2], sys.argv[3] + '.pool', depth=200); "
             "select_stage(sys.argv[3] + '.pool', sys.argv[3], sys.argv[3] + '.json', "
             "policy={'keep': 3, 'sampling': 'random'}, seed=5)")

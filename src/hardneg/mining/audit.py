@@ -360,7 +360,7 @@ def _summary(
 def selection_summary(selection: dict, pool: pa.Table, hardnegs: pa.Table) -> dict:
     """What the audit reports of a selection from a candidate pool: the policy and its name, the candidates, what
     each filter removed (in order) and what was kept, as the selection's JSON records them
-    (:func:`hardneg.mining.policies.select_stage`), and the duplicates of a judged positive: ``pool`` (candidates
+    (:func:`hardneg.mining.selection.select_stage`), and the duplicates of a judged positive: ``pool`` (candidates
     that duplicate one, exact and near), ``negatives`` (of those, the ones selected: none when the policy excludes
     duplicates)."""
     marked = pool.filter(pc.is_valid(pool["duplicate_of"]))

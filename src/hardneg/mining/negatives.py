@@ -7,7 +7,7 @@ is a HARDNEGS table: for each query its kept negatives with their rank and score
 Mining is a selection policy (:mod:`hardneg.mining.policies`) applied to the candidate pool of the ranking
 (:mod:`hardneg.mining.pool`): the miner's options are the policy's. The workflow builds the pool once
 (:func:`hardneg.mining.pool.pool_stage`) and selects each run's list from it
-(:func:`hardneg.mining.policies.select_stage`).
+(:func:`hardneg.mining.selection.select_stage`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hardneg.io import artifacts
-from hardneg.mining.policies import POLICY_SCHEMA, Policy, select
+from hardneg.mining.policies import POLICY_SCHEMA, Policy
 from hardneg.mining.pool import build_pool
 from hardneg.mining.rows import relevant_judgements, value_codes
+from hardneg.mining.selection import select
 
 log = logging.getLogger(__name__)
 

@@ -37,10 +37,11 @@ from hardneg.io.layout import moved_ranking
 from hardneg.mining.card import check_inputs, check_list
 from hardneg.mining.duplicates import duplicate_partners, flag_duplicates_of_positives
 from hardneg.mining.negatives import positive_scores
-from hardneg.mining.policies import Policy, select
+from hardneg.mining.policies import Policy
 from hardneg.mining.pool import build_pool
 from hardneg.mining.pool_scores import score_pool
 from hardneg.mining.rows import relevant_judgements
+from hardneg.mining.selection import select
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from hardneg.index import build_index, ranking_table, search_ranking, search_ran
 from hardneg.io import artifacts
 from hardneg.io.npyfile import NpyRows, NpyWriter
 from hardneg.io.rankings import RankingWriter, write_ranking
-from hardneg.mining.policies import select_stage
+from hardneg.mining.selection import select_stage
 from hardneg.mining.pool import pool_stage
 from hardneg.mining.rows import query_blocks
 

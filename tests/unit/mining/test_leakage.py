@@ -11,7 +11,8 @@ import pytest
 from hardneg.io import artifacts
 from hardneg.mining.leakage import (LEAKAGE, hardness, hardness_kept, leakage, leakage_cut, leakage_table,
                                     policy_settings, write_leakage)
-from hardneg.mining.policies import Policy, select
+from hardneg.mining.policies import Policy
+from hardneg.mining.selection import select
 from tests.support.mining import qrels_table
 
 COLUMNS = artifacts.CANDIDATES.schema.names

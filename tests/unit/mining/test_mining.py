@@ -7,7 +7,7 @@ import pytest
 
 from hardneg.io import artifacts
 from hardneg.mining.negatives import mine_hard_negatives, positive_scores
-from hardneg.mining.policies import select_stage
+from hardneg.mining.selection import select_stage
 from hardneg.mining.pool import pool_stage
 from tests.support.mining import QRELS, RANKING, pairs, positives_table, qrels_table, random_problem, ranking_table
 

@@ -8,7 +8,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from hardneg.io import artifacts
-from hardneg.mining.policies import FILTERS, POLICY_SCHEMA, Policy, PolicyValueError, select
+from hardneg.mining.policies import FILTERS, POLICY_SCHEMA, Policy, PolicyValueError
+from hardneg.mining.selection import select
 from hardneg.mining.pool import build_pool
 from hardneg.mining.rows import query_seed
 from tests.support.mining import pairs, positives_table, qrels_table, ranking_table

@@ -1,4 +1,4 @@
-"""Properties of the selection policies (hardneg.mining.policies.select) over random pools: a larger relative
+"""Properties of the selection policies (hardneg.mining.selection.select) over random pools: a larger relative
 margin keeps a subset of what a smaller one keeps, whatever the sign of the best positive score (in particular a
 negative one filters at least as much as margin 0); max_score and min_score keep exactly the candidates scoring
 within them."""
@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hardneg.io import artifacts
-from hardneg.mining.policies import Policy, select
+from hardneg.mining.policies import Policy
+from hardneg.mining.selection import select
 
 SCORES = st.floats(-10, 10, width=32)  # the pool's scores are float32
 MARGINS = st.floats(0, 1)

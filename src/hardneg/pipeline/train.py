@@ -15,20 +15,16 @@ has learnt its training queries by heart.
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from hardneg import methods
 from hardneg.dense import distributed
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
-from hardneg.dense.dev_candidates import DocumentVectors, build_candidates, corpus_vectors
-from hardneg.dense.dev_eval import DevEvaluation, dev_inputs
-from hardneg.dense.memorisation import MemorisationCheck, memorisation_advice, memorisation_warning
+from hardneg.dense.dev_eval import dev_inputs
+from hardneg.dense.memorisation import memorisation_advice, memorisation_warning
 from hardneg.dense.model import BUILTIN, BiEncoder, ModelSpec, describe
-from hardneg.dense.model_selection import ModelSelection, resolve_keep
+from hardneg.dense.model_selection import resolve_keep
 from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
@@ -40,6 +36,7 @@ from hardneg.io.logs import console
 from hardneg.io.train_log import write_train_log
 from hardneg.pipeline import episodes
 from hardneg.pipeline.model_folder import save_run_model
+from hardneg.pipeline.train_checks import held_out_checks
 from hardneg.pipeline.train_steps import optimiser_steps, too_few_steps
 from hardneg.schema.files import config_hash
 
@@ -364,48 +361,10 @@ def _train(
     )
     method = _build_step(resolved)(context)
     sampler = build_sampler(context, config)
-    events, dev, source = list(callbacks), None, {}
-    vectors = DocumentVectors(doc_texts)  # the step's document vectors, shared by the dev and memorisation checks
-    if config.dev_every:
-        candidates = None
-        # a run searching another run's fixed documents (a doc_index role: ADORE) is evaluated against them
-        if config.dev_search != "corpus" and "doc_embeddings" not in inputs:
-            source = _model_source(spec, inputs, model, doc_texts, config)
-            queries = TokenizedTexts(cache_dir, dev_inputs(cache_dir, qrels_path, config.dev_split)[0])
-            candidates = _candidates(queries, np.arange(len(queries)), doc_texts, inputs, "dev", config, source)
-        dev = DevEvaluation.from_split(
-            cache_dir,
-            qrels_path,
-            config.dev_split,
-            config.dev_every,
-            doc_embeddings=inputs.get("doc_embeddings"),
-            search=config.dev_search,
-            candidates=candidates,
-            vectors=vectors,
-        )
-        events.append(dev)
-    selection = ModelSelection(config.select_by)
-    events.append(selection)
-    memorisation = None
-    if methods.get(resolved["method"]).new_model is None:  # a bi-encoder (not a ColBERT teacher or a Condenser)
-        memorisation = MemorisationCheck.from_splits(
-            cache_dir,
-            qrels_path,
-            config.split,
-            config.dev_split,
-            seed=config.seed,
-            doc_embeddings=inputs.get("doc_embeddings"),
-            vectors=vectors,
-        )
-        if dev is not None and dev.candidates is not None:  # the same sources for the training sample
-            sample = _candidates(
-                memorisation.train.queries, memorisation.train.rows, doc_texts, inputs, "train", config, source
-            )
-            heldout = memorisation.heldout.rows if memorisation.heldout is not None else np.zeros(0, np.int64)
-            memorisation.candidates = np.union1d(
-                dev.candidates.restricted(heldout).documents(), sample.documents() if sample is not None else []
-            )
-        events.append(memorisation)
+    checks = held_out_checks(
+        resolved, config, spec, model, doc_texts, inputs, cache_dir=cache_dir, qrels_path=qrels_path
+    )
+    events = list(callbacks) + checks.events
     if config.tensorboard and tensorboard_dir is not None:
         # last, so that it sees the columns every other event adds to the step's row
         events.append(TensorBoardLog(tensorboard_dir, config.log_every, config.checkpoint_every))
@@ -429,6 +388,7 @@ def _train(
     last_step = window.stop if window is not None else trainer.total_steps
     if window is not None and window.stop < window.total_steps:
         keep = "last"  # an episode before the last: the next one continues its model
+    selection = checks.selection
     kept = selection.record(keep, last_step)
     if keep == "best" and selection.restore(model):
         log.info(
@@ -447,6 +407,7 @@ def _train(
             learning_rate=config.learning_rate,
             selects=resolve_keep(config.keep, config.dev_every) == "best",
         )
+        memorisation = checks.memorisation
         message = (
             memorisation_warning(resolved["name"], memorisation.result, advice=advice, kept=kept)
             if memorisation and memorisation.result
@@ -463,55 +424,6 @@ def _train(
         trainer.discard_checkpoint()
     replicas.barrier()  # the model is saved before any rank returns
     return rows
-
-
-def _model_source(spec: ModelSpec, inputs: dict, model, corpus: TokenizedTexts, config: TrainConfig) -> dict:
-    """The starting model as a source of dev candidates when no ranking of it is an input: a pre-trained encoder
-    named by ``params.model``, with the corpus encoded once with it (``model`` and ``model_vectors`` of
-    :func:`hardneg.dense.dev_candidates.build_candidates`); nothing for a model continued from a run (a retriever's
-    rankings are inputs; a pre-trained backbone such as a Condenser's ranks nothing yet) or initialised at random."""
-    if "init" in inputs or spec.name == BUILTIN:
-        return {}
-    vectors = corpus_vectors(model, corpus, device=resolve_device(config.device), precision=config.precision)
-    return {"model": model, "model_vectors": vectors}
-
-
-def _candidates(
-    queries: TokenizedTexts,
-    rows,
-    corpus: TokenizedTexts,
-    inputs: dict,
-    split_key: str,
-    config: TrainConfig,
-    source: dict,
-):
-    """The dev candidates (:mod:`hardneg.dense.dev_candidates`) of ``rows`` of ``queries`` from the rankings of
-    ``split_key`` among ``inputs`` (``dev_lexical``, ``dev_init``, ``train_lexical``, ``train_init``) and the
-    starting model's ``source`` (:func:`_model_source`)."""
-    rankings = {
-        f"{os.fspath(inputs[key])}": inputs[key]
-        for key in (f"{split_key}_lexical", f"{split_key}_init")
-        if key in inputs
-    }
-    candidates = build_candidates(
-        queries,
-        rows,
-        corpus,
-        rankings=rankings,
-        depth=config.dev_depth,
-        device=resolve_device(config.device),
-        precision=config.precision,
-        **source,
-    )
-    if candidates is None:
-        log.info(
-            "no source of dev candidates (no BM25 run of the dataset, a model initialised at random): the "
-            "%s queries are searched in the whole corpus",
-            split_key,
-        )
-    else:
-        log.info("dev candidates of the %s queries: %s", split_key, candidates.describe())
-    return candidates
 
 
 def _initial_model(resolved: dict, spec: ModelSpec, tokenizer_source, init_model):

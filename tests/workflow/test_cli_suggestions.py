@@ -47,3 +47,18 @@ def test_a_target_written_after_configfile_is_named_as_one(checkout):
     assert ("results/adore_star/metrics.json: a result of the workflow, read as a config file: --configfile takes "
             "every path after it as a config file, so write targets before it") in out, out[-3000:]
     assert "unknown key" not in out
+
+
+def test_the_configfile_form_the_error_suggests_takes_one_file_and_leaves_the_target(checkout):
+    """`--configfile=FILE` takes that one file, so a target after it is a target, built or not; the spaced form
+    reads a target not built yet as a config file, and Snakemake stops on it before the workflow starts."""
+    target = "results/msmarco-passage/adore_star/metrics.json"
+    joined = subprocess.run([str(BIN / "snakemake"), "-n", "--quiet", "rules",
+                             "--configfile=config/msmarco-passage.yaml", target],
+                            cwd=checkout, capture_output=True, text=True)
+    assert joined.returncode == 0, joined.stderr[-3000:]
+    assert "adore" in joined.stdout + joined.stderr
+    spaced = subprocess.run([str(BIN / "snakemake"), "-n", "--configfile", "config/msmarco-passage.yaml", target],
+                            cwd=checkout, capture_output=True, text=True)
+    assert spaced.returncode != 0
+    assert f"No such file or directory: '{target}'" in spaced.stdout + spaced.stderr

@@ -260,7 +260,8 @@ RESULT_SUFFIXES = frozenset({".parquet", ".trec", ".npy", ".faiss", ".html", ".p
 def _check_not_a_result(path) -> None:
     """Refuse a config file that is one of the workflow's results (under ``results/``, a ``metrics.json``, or a
     file of a kind the workflow writes): Snakemake's ``--configfile`` takes every path after it as a config file, so
-    a target written after it arrives here, and would otherwise be reported as a config with unknown keys."""
+    a target written after it arrives here, and would otherwise be reported as a config with unknown keys. (A
+    target not built yet never arrives: Snakemake's own reader stops on the missing file first.)"""
     shown = os.path.relpath(path) if os.path.isabs(path) and Path(path).is_relative_to(os.getcwd()) else path
     parts = Path(os.path.normpath(shown)).parts
     if parts[:1] == (RESULTS,) or Path(path).name == "metrics.json" or Path(path).suffix in RESULT_SUFFIXES:
@@ -269,7 +270,8 @@ def _check_not_a_result(path) -> None:
             None,
             "a result of the workflow, read as a config file: --configfile takes "
             "every path after it as a config file, so write targets before it "
-            f"(snakemake --cores all {shown} --configfile my.yaml)",
+            f"(snakemake --cores all {shown} --configfile my.yaml) or join the file to it with = "
+            f"(snakemake --cores all --configfile=my.yaml {shown})",
         )
 
 

@@ -472,5 +472,6 @@ def test_a_result_given_as_a_config_file_is_named_as_a_misplaced_target(tmp_path
         read_config_files(["my.yaml", str(tmp_path / target)])
     assert str(info.value) == (f"{target}: a result of the workflow, read as a config file: --configfile takes every "
                                f"path after it as a config file, so write targets before it (snakemake --cores all "
-                               f"{target} --configfile my.yaml)")
+                               f"{target} --configfile my.yaml) or join the file to it with = (snakemake --cores "
+                               f"all --configfile=my.yaml {target})")
     assert read_config_files(["my.yaml"]) == {"seed": 1}

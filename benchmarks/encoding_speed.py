@@ -43,8 +43,9 @@ import pyarrow as pa
 import torch
 from report import save
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.encode import encode_rows
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.precision import attention_kernels, autocast, effective
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.tokenizer import load_tokenizer

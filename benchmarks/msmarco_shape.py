@@ -223,7 +223,8 @@ class RandomTokens:
 def adore(args, work: Path) -> dict:
     import torch
 
-    from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.dense.backbone import ModelSpec
+    from hardneg.dense.model import BiEncoder
     from hardneg.methods.adore.step import AdoreMethod
     from hardneg.pipeline.config import validate_params
 
@@ -263,8 +264,9 @@ def adore(args, work: Path) -> dict:
 def encode_sample(args, work: Path) -> dict:
     import torch
 
+    from hardneg.dense.backbone import ModelSpec
     from hardneg.dense.encode import encode_rows
-    from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.dense.model import BiEncoder
     from hardneg.pipeline.config import validate_params
 
     torch.set_num_threads(args.threads)

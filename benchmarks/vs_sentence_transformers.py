@@ -69,9 +69,10 @@ from report import (machine, machine_line, measured_steps, process_memory, reset
 STARTED = time.perf_counter()  # a mining side's clock starts with its process (as near as Python can tell)
 
 from hardneg.datasets.prepare import prepare_dataset
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import TrainQueries
 from hardneg.dense.steps import ContrastiveMethod
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.pretrained import model_source
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.io import artifacts

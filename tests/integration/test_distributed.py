@@ -6,8 +6,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.encode import encode_rows
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts

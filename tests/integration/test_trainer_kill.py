@@ -31,7 +31,8 @@ from hardneg.io import artifacts
 from hardneg.schema.files import config_hash
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.dev_eval import DevEvaluation
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.backbone import ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.pipeline.train import build_method, write_train_log

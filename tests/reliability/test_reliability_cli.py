@@ -74,7 +74,8 @@ def _write_run(results: Path) -> None:
     """Dataset 'toy' and the finished dense run 'star' (config, hard negatives mined from its ranking of the
     training queries, positive scores, a model's folder, its Flat index and the index's document ids, metrics), and
     run 'bm25' (its config)."""
-    from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.dense.backbone import ModelSpec
+    from hardneg.dense.model import BiEncoder
     from hardneg.dense.tokenizer import train_wordpiece
     from hardneg.index import build_index, save_index
     from hardneg.pipeline.config import validate_params

@@ -29,7 +29,7 @@ def tiny_reranker(root: Path, create) -> dict:
     """:func:`build_tiny` under ``root`` with what a re-ranker's tests read: ``spec`` (the tiny model, documents cut
     at 64 tokens and queries at 16), its tokenizer ``tok``, ``model`` = ``create(spec, tokenizer)`` in eval mode,
     and the tokenized ``queries`` (test split), ``train_queries`` and ``corpus``."""
-    from hardneg.dense.model import ModelSpec
+    from hardneg.dense.backbone import ModelSpec
     from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.dense.tokenizer import load_tokenizer
     from hardneg.pipeline.config import validate_params

@@ -28,8 +28,8 @@ import pyarrow as pa
 import torch
 from torch import nn
 
+from hardneg.dense.backbone import build_backbone, save_encoder
 from hardneg.dense.markers import Markers, add_markers
-from hardneg.dense.model import build_backbone, save_encoder
 from hardneg.dense.tokenized import chunk_overhead
 from hardneg.errors import DataError
 from hardneg.io import artifacts
@@ -201,7 +201,7 @@ class ColBERT(nn.Module):
 
     @classmethod
     def create(cls, spec, *, tokenizer, dim: int, seed: int) -> ColBERT:
-        """A fresh ColBERT from a :class:`hardneg.dense.model.ModelSpec` (seeded: the same spec, seed and
+        """A fresh ColBERT from a :class:`hardneg.dense.backbone.ModelSpec` (seeded: the same spec, seed and
         tokenizer give the same weights). ``tokenizer`` may gain the marker tokens (:func:`add_markers`): save it
         with the model. A tokenizer that already has them gives other weights than one that has not (the
         embeddings are drawn at their final size rather than resized)."""

@@ -165,7 +165,7 @@ class Method:
     (:class:`hardneg.dense.tokenized.TokenizedTexts`), the candidates' ranking (a RANKING table), ``depth``,
     ``batch_size`` and ``device`` → the re-ranked RANKING table. A method whose saved model is not a bi-encoder
     but can start one (the ColBERT teacher its TCT student) declares ``bi_encoder_from``: a model folder, the
-    student's :class:`hardneg.dense.model.ModelSpec` and seed → the bi-encoder, or None when the folder is not
+    student's :class:`hardneg.dense.backbone.ModelSpec` and seed → the bi-encoder, or None when the folder is not
     one of its models.
 
     A method whose model scores (query, document) pairs as probabilities of relevance (a cross-encoder) declares

@@ -116,7 +116,8 @@ def _measure_rate(model_section: dict, length: int, texts: int, batch: int) -> f
     import torch
 
     # torch: imported only where it is used
-    from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.dense.backbone import ModelSpec
+    from hardneg.dense.model import BiEncoder
 
     spec = ModelSpec.from_params({**model_section, "markers": False})
     model = BiEncoder.create(spec, vocab_size=spec.vocab_size, pad_token_id=0, max_length=max(length, 8), seed=0).eval()

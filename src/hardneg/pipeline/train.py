@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 
 from hardneg import methods
 from hardneg.dense import distributed
+from hardneg.dense.backbone import BUILTIN, ModelSpec
 from hardneg.dense.checkpoint import load_checkpoint
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.dev_eval import dev_inputs
 from hardneg.dense.memorisation import memorisation_advice, memorisation_warning
-from hardneg.dense.model import BUILTIN, BiEncoder, ModelSpec, describe
+from hardneg.dense.model import BiEncoder, describe
 from hardneg.dense.model_selection import resolve_keep
 from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts

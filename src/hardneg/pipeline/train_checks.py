@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hardneg import methods
+from hardneg.dense.backbone import BUILTIN, ModelSpec
 from hardneg.dense.dev_candidates import DocumentVectors, build_candidates, corpus_vectors
 from hardneg.dense.dev_eval import DevEvaluation, dev_inputs
 from hardneg.dense.memorisation import MemorisationCheck
-from hardneg.dense.model import BUILTIN, ModelSpec
 from hardneg.dense.model_selection import ModelSelection
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.train_config import TrainConfig, resolve_device

@@ -12,9 +12,10 @@ import pytest
 
 from hardneg.datasets.empty_documents import empty_docids, empty_mask, empty_stats, report
 from hardneg.datasets.prepare import prepare_dataset
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import RankedNegatives, TrainQueries
 from hardneg.dense.encode import encode_corpus_shard, gather_shards, load_embeddings
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.search import build_index_stage, dense_search_split
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.tokenizer import load_tokenizer, train_wordpiece

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.losses import LOSSES
 from hardneg.dense.steps import ContrastiveMethod
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts, build_cache, length_chunks
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts

@@ -5,10 +5,11 @@ import pyarrow as pa
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import RandomNegatives, RankedNegatives, ShuffledBatches, TrainQueries
 from hardneg.dense.encode import encode_corpus_shard, encode_rows, gather_shards
 from hardneg.dense.losses import ranknet_all_pairs, softmax_cross_entropy
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts

@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.dev_candidates import Candidates, DocumentVectors, build_candidates, merge, rerank
 from hardneg.dense.dev_eval import candidate_measures, dev_measures
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts

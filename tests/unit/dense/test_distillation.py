@@ -10,10 +10,11 @@ import pyarrow.compute as pc
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import RandomNegatives, TeacherScores, TrainQueries
 from hardneg.dense.losses import DISTILLATION, kl_divergence, margin_mse
 from hardneg.dense.steps import ContrastiveMethod, Distillation
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts

@@ -7,8 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.encode import encode_rows
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.pipeline.config import validate_params

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from hardneg import methods
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import TrainQueries
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts, cap_rows
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.errors import ConfigError

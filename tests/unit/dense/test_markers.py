@@ -6,8 +6,9 @@ import json
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.markers import NEW, SKIP, Markers, add_markers
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from tests.support.dense import TINY_MODEL, build_tiny

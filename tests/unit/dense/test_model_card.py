@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 import torch
 
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.backbone import ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.model_card import CardFacts, card_facts, refresh_model_card, render_model_card, write_model_card
 from hardneg.dense.tokenized import encode_chunk
 from hardneg.dense.tokenizer import load_tokenizer, train_wordpiece

@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.encode import encode_rows
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.dense.tokenizer import load_tokenizer, train_wordpiece
 from hardneg.io import artifacts

@@ -15,8 +15,9 @@ import pyarrow as pa
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.encode import encode_rows
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.model_card import CardFacts, render_model_card
 from hardneg.dense.st_folder import cache_prompts, model_folder, resolve_model
 from hardneg.dense.st_layout import pair_separator

@@ -9,10 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import ShuffledBatches, TrainQueries
 from hardneg.dense.dev_eval import COLUMN, DevEvaluation
 from hardneg.dense.steps import ContrastiveMethod
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.train_config import TrainConfig

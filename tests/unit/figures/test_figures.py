@@ -475,8 +475,9 @@ def test_static_hn_method_is_stars_without_reuse(tiny, tmp_path):
 
 # ------------------------------------------------------------------------- ADORE's dev evaluation, fixed docs
 def test_adore_dev_evaluation_searches_the_fixed_documents(tiny, tmp_path):
+    from hardneg.dense.backbone import ModelSpec
     from hardneg.dense.encode import encode_rows
-    from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.dense.model import BiEncoder
     from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.dense.tokenizer import load_tokenizer
     from hardneg.evaluation import metrics as evaluation

@@ -83,8 +83,9 @@ def test_per_query_losses_average_to_the_batch_loss():
 def test_adore_training_leaves_documents_fixed_and_moves_the_query_encoder(tmp_path):
     import hashlib
 
+    from hardneg.dense.backbone import ModelSpec
     from hardneg.dense.encode import encode_rows
-    from hardneg.dense.model import BiEncoder, ModelSpec
+    from hardneg.dense.model import BiEncoder
     from hardneg.dense.tokenized import TokenizedTexts
     from hardneg.dense.tokenizer import load_tokenizer
     from hardneg.index import build_index, save_index

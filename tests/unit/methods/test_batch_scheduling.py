@@ -5,8 +5,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import TrainQueries
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts

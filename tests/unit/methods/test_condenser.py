@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.distributed import Replicas
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.methods.condenser import SECTION_SCHEMA, CondenserSection

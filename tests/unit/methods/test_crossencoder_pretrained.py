@@ -12,8 +12,8 @@ import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
 from hardneg import methods
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import RandomNegatives, TrainQueries
-from hardneg.dense.model import ModelSpec
 from hardneg.dense.raw_texts import TokenizedWithRaw
 from hardneg.dense.tokenized import TokenizedTexts, build_cache
 from hardneg.errors import ConfigError, DataError

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.data import RandomNegatives, TrainQueries
 from hardneg.dense.steps import ContrastiveMethod
-from hardneg.dense.model import BiEncoder, ModelSpec
+from hardneg.dense.model import BiEncoder
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.io import artifacts

@@ -5,7 +5,7 @@ from dataclasses import MISSING, fields
 
 import pytest
 
-from hardneg.dense.model import ModelSpec
+from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.train_config import TrainConfig
 from hardneg.errors import ConfigError
 from hardneg.pipeline.config import load_schema, validate_params

@@ -38,8 +38,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from hardneg.dense.backbone import BUILTIN, build_backbone
 from hardneg.dense.distributed import SINGLE, Replicas
-from hardneg.dense.model import BUILTIN, BiEncoder, build_backbone
+from hardneg.dense.model import BiEncoder
 from hardneg.methods.condenser.params import CondenserSection
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ class Condenser(nn.Module):
     ) -> Condenser:
         """A Condenser to pre-train, seeded (the same arguments give the same weights).
 
-        The backbone is :func:`hardneg.dense.model.build_backbone` of ``spec`` (a :class:`ModelSpec`: the built-in
+        The backbone is :func:`hardneg.dense.backbone.build_backbone` of ``spec`` (a :class:`ModelSpec`: the built-in
         BERT or ``spec.name``), or with ``init_model`` the encoder of that folder (another run's model). The MLM
         prediction head is the checkpoint's when its folder holds BertForMaskedLM weights (``cls.predictions.*``),
         else drawn afresh. ``pooling`` and ``normalize`` of the saved bi-encoder are the spec's."""

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hardneg.dense.model import build_backbone, save_encoder
+from hardneg.dense.backbone import build_backbone, save_encoder
 from hardneg.dense.tokenized import Chunked, length_chunks
 from hardneg.io.atomic import atomic_dir
 from hardneg.methods.crossencoder.folder import META
@@ -304,8 +304,8 @@ class CrossEncoder(nn.Module):
 
     @classmethod
     def create(cls, spec, *, tokenizer, seed: int, exact_match: bool = False, soft_match: int = 0) -> CrossEncoder:
-        """A fresh cross-encoder from a :class:`hardneg.dense.model.ModelSpec` (``builtin``, ``minilm``, a folder or a
-        hub name; its pooling, head and normalisation keys describe bi-encoders and are not read). Seeded: the
+        """A fresh cross-encoder from a :class:`hardneg.dense.backbone.ModelSpec` (``builtin``, ``minilm``, a folder or
+        a hub name; its pooling, head and normalisation keys describe bi-encoders and are not read). Seeded: the
         same spec, tokenizer and seed give the same weights."""
         # positions for a whole pair: the built-in BERT gets max(512, query + document lengths)
         encoder = build_backbone(

@@ -20,20 +20,13 @@ Extension points:
 * *timings*: a method may set ``step_timings``, a dict of part name → wall-clock seconds of its latest ``loss``
   call (ADORE: encode, search, loss).
 
-Resume: a checkpoint holds the model, optimiser, scheduler and random-number states (Python's ``random``,
-NumPy's global generator, torch's CPU and CUDA generators), the number of micro-batches done, the log so far,
-the current epoch's batch list (a model-dependent sampler could not draw it again once the model has moved
-on) and the states of method, sampler and callbacks. Batch contents are drawn from a generator seeded by
-(seed, epoch, batch index), so a resumed run skips the batches already seen and continues exactly as an
-uninterrupted run would. Checkpoints are a safetensors file and a JSON file, never a pickle; one written for
-another configuration or format, or altered, is ignored with a logged reason (see
-:mod:`hardneg.dense.checkpoint`).
+Resume: a checkpoint holds the state of the training (:mod:`hardneg.dense.trainer_state`: what it holds, and
+why a resumed run continues exactly as an uninterrupted run would). Checkpoints are a safetensors file and a JSON
+file, never a pickle; one written for another configuration or format, or altered, is ignored with a logged
+reason (see :mod:`hardneg.dense.checkpoint`).
 
-The per-step log holds only what the same configuration and seed reproduce exactly (no wall-clock times):
-the wall-clock seconds of each part of a step (the method's ``step_timings``, backward, optimiser update,
-events) go to the job's log, every ``log_every`` steps and as means over the whole run at the end, and, step
-by step, to :attr:`Trainer.timings` (``benchmarks/train_steps.parquet``, with the jobs' time and memory
-records, outside the artifacts a seed reproduces).
+The per-step log holds only what the same configuration and seed reproduce exactly: wall-clock times go to the
+job's log and to :attr:`Trainer.timings` (:mod:`hardneg.dense.train_progress`).
 """
 
 from __future__ import annotations
@@ -44,9 +37,8 @@ import os
 import random
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -54,23 +46,15 @@ import torch
 from hardneg.dense import checkpoint, precision
 from hardneg.dense.distributed import SINGLE, Replicas
 from hardneg.dense.train_config import TrainConfig, Window, make_optimizer, resolve_device
-from hardneg.io import logs, stop
+from hardneg.dense.train_progress import WallClock, log_progress
+from hardneg.dense.trainer_state import CHECKPOINT_FORMAT, Loop, loop_state, restore_state
+from hardneg.io import stop
 from hardneg.io.atomic import atomic_dir
 
 if TYPE_CHECKING:
     from torch.nn.parallel import DistributedDataParallel
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_FORMAT = 3  # checkpoints of another layout are not resumed (3: safetensors + JSON, no pickle)
-
-
-def _duration(seconds: float) -> str:
-    """``1h02m``, ``3m05s`` or ``12s``: the time left, in a training step's log line."""
-    seconds = int(round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 class _StepFunction:
@@ -81,60 +65,6 @@ class _StepFunction:
 
     def on_step_end(self, trainer, step: int, row: dict) -> None:
         self.function(trainer, step)
-
-
-def _state_of(obj):
-    return obj.state_dict() if hasattr(obj, "state_dict") else None
-
-
-def _restore(obj, state) -> None:
-    if state is not None:
-        obj.load_state_dict(state)
-
-
-class WallClock:
-    """Wall-clock seconds spent in each part of the optimiser steps, for the job's log only: no artifact holds
-    a time, so the same configuration and seed give the same bytes."""
-
-    def __init__(self) -> None:
-        self.totals: dict[str, float] = {}
-        self.steps = 0
-
-    def add(self, part: str, seconds: float) -> None:
-        self.totals[part] = self.totals.get(part, 0.0) + seconds
-
-    def means(self) -> dict[str, float]:
-        """Mean seconds per optimiser step of each part (``step``: the whole step, data and events included)."""
-        return {part: total / max(self.steps, 1) for part, total in self.totals.items()}
-
-    def describe(self) -> str:
-        return ", ".join(f"{part} {seconds:.4f}" for part, seconds in self.means().items())
-
-
-@dataclass
-class _Loop:
-    """The state of one training loop (:meth:`Trainer._fit`): its length, the optimiser's objects, where it
-    stands (micro-batches and steps done, those done before a resumed checkpoint) and what the current step has
-    gathered so far."""
-
-    per_epoch: list[int]
-    total_micro: int
-    total_steps: int
-    last_step: int
-    optimizer: Any
-    scheduler: Any
-    scaler: Any
-    wrapped: Any = None
-    rows: list[dict] = field(default_factory=list)
-    done_micro: int = 0
-    step: int = 0
-    resumed_batches: Any = None
-    micro: int = 0
-    pending: list[float] = field(default_factory=list)
-    pending_stats: list[dict] = field(default_factory=list)
-    step_parts: dict[str, float] = field(default_factory=dict)
-    last_step_end: float = 0.0
-    last_logged: tuple[int, float] = (0, 0.0)
 
 
 class Trainer:
@@ -255,8 +185,9 @@ class Trainer:
     def _fit(self) -> list[dict]:
         """The training loop, in its parts: the loop set up (:meth:`_start`, with :meth:`_resume`), each
         micro-batch's forward and backward (:meth:`_micro_step`), each optimiser step with its events and log row
-        (:meth:`_optimizer_step`), its progress line (:meth:`_log_progress`), checkpoints and clean stops
-        (:meth:`_checkpoint_or_stop`), and the state a later part of the training continues (:meth:`_finish`)."""
+        (:meth:`_optimizer_step`), its progress line (:func:`hardneg.dense.train_progress.log_progress`),
+        checkpoints and clean stops (:meth:`_checkpoint_or_stop`), and the state a later part of the training
+        continues (:meth:`_finish`)."""
         loop = self._start()
         config = self.config
         for epoch, count in enumerate(loop.per_epoch):
@@ -280,13 +211,13 @@ class Trainer:
                 if not ends_step:
                     continue
                 row = self._optimizer_step(loop, epoch, index)
-                self._log_progress(loop, row, epoch)
+                log_progress(log, loop, row, epoch, self.wall_clock, self.config.log_every)
                 if loop.step == loop.last_step:
                     break
                 self._checkpoint_or_stop(loop)
         return self._finish(loop)
 
-    def _start(self) -> _Loop:
+    def _start(self) -> Loop:
         """Seeds, device and optimiser set up, the checkpoint (or the state a window continues) restored, the
         model wrapped for several processes and put in training mode."""
         config, model, replicas = self.config, self.model, self.replicas
@@ -311,7 +242,7 @@ class Trainer:
 
         scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
         scaler = torch.amp.GradScaler("cuda", enabled=self.precision == "fp16")
-        loop = _Loop(
+        loop = Loop(
             per_epoch=per_epoch,
             total_micro=total_micro,
             total_steps=total_steps,
@@ -329,7 +260,7 @@ class Trainer:
         optimizer.zero_grad(set_to_none=True)
         return loop
 
-    def _resume(self, loop: _Loop) -> None:
+    def _resume(self, loop: Loop) -> None:
         """Continue from this configuration's checkpoint, or else from the state a window starts from."""
         window, state = self.window, self._load()
         if state is None and window is not None and window.start_state is not None:
@@ -342,24 +273,10 @@ class Trainer:
             log.info("continuing the trainer state of step %d", window.start)
         if state is None:
             return
-        self.model.load_state_dict(state["model"])
-        loop.optimizer.load_state_dict(state["optimizer"])
-        loop.scheduler.load_state_dict(state["scheduler"])
-        loop.scaler.load_state_dict(state["scaler"])
-        torch.set_rng_state(state["rng"])
-        if torch.cuda.is_available() and state["cuda_rng"] is not None:
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        random.setstate(state["python_rng"])
-        np.random.set_state(state["numpy_rng"])
-        loop.done_micro, loop.step, loop.rows = state["micro"], state["step"], state["log"]
-        loop.resumed_batches = state["batches"]
-        _restore(self.sampler, state["sampler"])
-        _restore(self.method, state["method"])
-        for callback, callback_state in zip(self.callbacks, state["callbacks"]):
-            _restore(callback, callback_state)
+        restore_state(self, loop, state)
         log.info("resuming from step %d of %d", loop.step, loop.total_steps)
 
-    def _micro_step(self, loop: _Loop, queries, epoch: int, index: int, ends_step: bool) -> None:
+    def _micro_step(self, loop: Loop, queries, epoch: int, index: int, ends_step: bool) -> None:
         """One micro-batch: its forward and backward (gradients accumulate until the step's last), timed."""
         config, replicas, clock = self.config, self.replicas, self.wall_clock
         batch = self.method.make_batch(queries, np.random.default_rng([config.seed, epoch, index]))
@@ -386,7 +303,7 @@ class Trainer:
         loop.pending.append(float(loss.detach()))
         loop.pending_stats.append(stats)
 
-    def _optimizer_step(self, loop: _Loop, epoch: int, index: int) -> dict:
+    def _optimizer_step(self, loop: Loop, epoch: int, index: int) -> dict:
         """The optimiser step closing the accumulated micro-batches, then the step's log row (the mean loss and
         statistics of its micro-batches), the events and the step's timings; returns the row."""
         optimizer, scaler, scheduler, clock = loop.optimizer, loop.scaler, loop.scheduler, self.wall_clock
@@ -429,31 +346,7 @@ class Trainer:
         clock.steps, loop.last_step_end = clock.steps + 1, now
         return row
 
-    def _log_progress(self, loop: _Loop, row: dict, epoch: int) -> None:
-        """The progress line every ``log_every`` steps (and at the last), else a tick of the progress display."""
-        step, total_steps, clock = loop.step, loop.total_steps, self.wall_clock
-        if step % self.config.log_every == 0 or step == total_steps:
-            per_step = (clock.totals["step"] - loop.last_logged[1]) / max(step - loop.last_logged[0], 1)
-            logs.progress(
-                log,
-                "step %d/%d epoch %d loss %.4f lr %.2e grad_norm %.3f (%.3f s/step, %s left)",
-                step,
-                total_steps,
-                epoch,
-                row["loss"],
-                row["lr"],
-                row["grad_norm"],
-                per_step,
-                _duration(per_step * (loop.last_step - step)),
-                last=step == loop.last_step,
-                done=step,
-                total=total_steps,
-            )
-            loop.last_logged = (step, clock.totals["step"])
-        else:
-            logs.tick(step, total_steps, f"loss {row['loss']:.4f}")
-
-    def _checkpoint_or_stop(self, loop: _Loop) -> None:
+    def _checkpoint_or_stop(self, loop: Loop) -> None:
         """A checkpoint every ``checkpoint_every`` steps, and when a stop was asked for (every rank stops after
         the same step), then the stop."""
         replicas, step, total_steps = self.replicas, loop.step, loop.total_steps
@@ -462,7 +355,7 @@ class Trainer:
             stopping or (self.config.checkpoint_every and step % self.config.checkpoint_every == 0)
         ):
             if replicas.is_main:
-                self._save(self._loop_state(loop))
+                self._save(loop_state(self, loop))
             replicas.barrier()
         if stopping and step < total_steps:
             log.warning(
@@ -472,7 +365,7 @@ class Trainer:
             )
             raise stop.StopRequested(stopping)
 
-    def _finish(self, loop: _Loop) -> list[dict]:
+    def _finish(self, loop: Loop) -> list[dict]:
         """The state a window's next part continues (written to a temporary folder and renamed), the mean
         wall-clock times; the model back in evaluation mode; returns the log."""
         window, replicas, clock = self.window, self.replicas, self.wall_clock
@@ -481,7 +374,7 @@ class Trainer:
                 with atomic_dir(window.stop_state) as folder:
                     checkpoint.save_checkpoint(
                         folder,
-                        self._loop_state(loop),
+                        loop_state(self, loop),
                         fingerprint=window.fingerprint,
                         format=CHECKPOINT_FORMAT,
                         step=loop.step,
@@ -493,31 +386,6 @@ class Trainer:
             )
         self.model.eval()
         return loop.rows
-
-    def _loop_state(self, loop: _Loop) -> dict:
-        return self._checkpoint(
-            self.model, loop.optimizer, loop.scheduler, loop.scaler, loop.micro, loop.step, loop.rows
-        )
-
-    def _checkpoint(self, model, optimizer, scheduler, scaler, micro: int, step: int, rows: list[dict]) -> dict:
-        return {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "scaler": scaler.state_dict(),
-            "rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-            "python_rng": random.getstate(),
-            "numpy_rng": np.random.get_state(),
-            "micro": micro,
-            "step": step,
-            "log": rows,
-            "epoch": self.epoch,
-            "batches": self.batches,
-            "sampler": _state_of(self.sampler),
-            "method": _state_of(self.method),
-            "callbacks": [_state_of(c) for c in self.callbacks],
-        }
 
     def discard_checkpoint(self) -> None:
         if self.replicas.is_main:

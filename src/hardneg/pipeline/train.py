@@ -30,7 +30,8 @@ from hardneg.dense.tensorboard import TensorBoardLog
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.dense.train_config import TrainConfig, Window, resolve_device
-from hardneg.dense.trainer import CHECKPOINT_FORMAT, Trainer
+from hardneg.dense.trainer import Trainer
+from hardneg.dense.trainer_state import CHECKPOINT_FORMAT
 from hardneg.errors import DataError
 from hardneg.io import artifacts
 from hardneg.io.logs import console

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hardneg.dense.checkpoint import STATE
-from hardneg.dense.trainer import CHECKPOINT_FORMAT
+from hardneg.dense.trainer_state import CHECKPOINT_FORMAT
 from tests.support.training import build_tiny_with_hardnegs
 from tests.support.training import tiny_trainer as _trainer
 

@@ -14,7 +14,7 @@ from hardneg.dense.steps import ContrastiveMethod
 from hardneg.dense.model_selection import ModelSelection
 from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.train_config import Window
-from hardneg.dense.trainer import CHECKPOINT_FORMAT
+from hardneg.dense.trainer_state import CHECKPOINT_FORMAT
 from hardneg.errors import OutputPathError
 from hardneg.io import artifacts
 from hardneg.io.layout import Layout, parse_episode_run

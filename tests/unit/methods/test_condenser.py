@@ -1,5 +1,6 @@
-"""Condenser / coCondenser pre-training: the short circuit into the head, MLM masking, spans, the span-pair loss,
-the training signal, the saved backbone, and several processes' losses."""
+"""Condenser / coCondenser pre-training (:mod:`hardneg.methods.condenser.pretraining`): the short circuit into the
+head, the span-pair loss, the training signal, the saved backbone, and several processes' losses; the step's
+masking and spans are tested in test_condenser_step.py."""
 
 from dataclasses import fields
 from types import SimpleNamespace
@@ -11,12 +12,14 @@ import torch
 from hardneg.dense.backbone import ModelSpec
 from hardneg.dense.distributed import Replicas
 from hardneg.dense.model import BiEncoder
-from hardneg.dense.tokenized import TokenizedTexts
 from hardneg.dense.tokenizer import load_tokenizer
 from hardneg.methods.condenser import SECTION_SCHEMA, CondenserSection
-from hardneg.methods.condenser.pretraining import IGNORE, Condenser, build_condenser_step, span_contrastive_loss
+from hardneg.methods.condenser.pretraining import Condenser, span_contrastive_loss
+from hardneg.methods.condenser.step import build_condenser_step
 from hardneg.pipeline.config import validate_params
-from tests.support.dense import TINY_MODEL, build_tiny
+from tests.support.condenser import condenser_params as _params
+from tests.support.condenser import tiny_corpus
+from tests.support.dense import TINY_MODEL
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -30,14 +33,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    root = build_tiny(tmp_path_factory.mktemp("condenser"))
-    return {**root, "tok": load_tokenizer(root["tokenizer"]), "docs": TokenizedTexts(root["cache"], "corpus")}
-
-
-def _params(**overrides) -> CondenserSection:
-    """The schema's defaults, with ``overrides``."""
-    values = {key: spec["default"] for key, spec in SECTION_SCHEMA["properties"].items()}
-    return CondenserSection(**{**values, **overrides})
+    return tiny_corpus(tmp_path_factory.mktemp("condenser"))
 
 
 def _spec(layers: int = 4, **model) -> ModelSpec:
@@ -47,11 +43,6 @@ def _spec(layers: int = 4, **model) -> ModelSpec:
 
 def _tensors(batch):
     return (torch.from_numpy(batch.input_ids), torch.from_numpy(batch.attention_mask), torch.from_numpy(batch.labels))
-
-
-def _originals(batch) -> np.ndarray:
-    """The tokens before MLM corruption: the labels where there is one."""
-    return np.where(batch.labels != IGNORE, batch.labels, batch.input_ids)
 
 
 def test_schema_and_params_agree_and_spans_are_ordered():
@@ -146,66 +137,6 @@ def test_the_head_loss_alone_trains_the_early_layers_and_reads_the_late_ones_thr
     assert set(stats) == {"mlm_late", "mlm_head"}
     assert loss.item() == pytest.approx(stats["mlm_late"].item() + stats["mlm_head"].item(), rel=1e-6)
     assert stats["mlm_head"].item() == pytest.approx(head_loss.item(), rel=1e-6)
-
-
-def test_masking_is_berts_over_real_non_special_tokens_and_reproducible(tiny):
-    tok, docs = tiny["tok"], tiny["docs"]
-    step = build_condenser_step(docs, tok, _params())
-    rows = np.arange(len(docs))
-    batch = step.make_batch(rows, np.random.default_rng(7))
-    tokens = np.asarray(docs.ids[rows, :batch.input_ids.shape[1]], dtype=np.int64)
-    real = batch.attention_mask.astype(bool)
-    assert np.array_equal(real.sum(1), docs.lengths[rows])
-    special = np.isin(tokens, tok.all_special_ids)
-    eligible = real & ~special
-    picked = batch.labels != IGNORE
-    assert eligible.sum() > 5000
-    assert not (picked & ~eligible).any()  # never a special token nor padding
-    assert picked.sum() / eligible.sum() == pytest.approx(0.15, abs=0.015)
-    assert np.array_equal(batch.labels[picked], tokens[picked])
-    assert np.array_equal(batch.input_ids[~picked], tokens[~picked])
-    masked = batch.input_ids[picked] == tok.mask_token_id
-    kept = batch.input_ids[picked] == tokens[picked]
-    assert masked.mean() == pytest.approx(0.8, abs=0.03)
-    assert kept.mean() == pytest.approx(0.1, abs=0.03)
-    randomised = batch.input_ids[picked][~masked & ~kept]
-    assert len(randomised) / picked.sum() == pytest.approx(0.1, abs=0.03)
-    assert not np.isin(randomised, tok.all_special_ids).any()
-    again = step.make_batch(rows, np.random.default_rng(7))
-    other = step.make_batch(rows, np.random.default_rng(8))
-    assert all(np.array_equal(getattr(batch, k), getattr(again, k)) for k in ("input_ids", "attention_mask", "labels"))
-    assert not np.array_equal(batch.labels, other.labels)
-    half = build_condenser_step(docs, tok, _params(mlm_probability=0.5)).make_batch(rows, np.random.default_rng(7))
-    assert (half.labels != IGNORE).sum() / eligible.sum() == pytest.approx(0.5, abs=0.02)
-    # one token at least, whatever the probability: the loss is defined
-    rare = build_condenser_step(docs, tok, _params(mlm_probability=1e-9)).make_batch(rows[:4], np.random.default_rng(0))
-    assert (rare.labels != IGNORE).sum() == 1
-
-
-def test_spans_are_windows_of_their_document_within_the_length_bounds(tiny):
-    tok, docs = tiny["tok"], tiny["docs"]
-    params = _params(contrastive=True, span_min=0.2, span_max=0.4)
-    rows = np.arange(len(docs))
-    batch = build_condenser_step(docs, tok, params).make_batch(rows, np.random.default_rng(3))
-    count = len(rows)
-    assert batch.input_ids.shape[0] == 2 * count and batch.spans.shape == (2 * count, 2)
-    original = _originals(batch)
-    content = np.tile(docs.lengths[rows].astype(np.int64) - 2, 2)
-    starts, sizes = batch.spans[:, 0], batch.spans[:, 1]
-    low = np.maximum(1, np.ceil(0.2 * content - 1e-9))
-    high = np.maximum(low, np.floor(0.4 * content + 1e-9))
-    assert (sizes >= low).all() and (sizes <= high).all() and (sizes >= 1).all()
-    assert (starts >= 0).all() and (starts + sizes <= content).all()
-    assert np.array_equal(batch.attention_mask.sum(1), sizes + 2)
-    for r in range(2 * count):
-        doc = np.asarray(docs.ids[rows[r % count]])
-        size = sizes[r]
-        assert original[r, 0] == tok.cls_token_id and original[r, size + 1] == tok.sep_token_id
-        assert np.array_equal(original[r, 1:size + 1], doc[1 + starts[r]:1 + starts[r] + size])
-        assert (original[r, size + 2:] == tok.pad_token_id).all()
-    assert (batch.spans[:count] != batch.spans[count:]).any(1).mean() > 0.5  # two independent draws
-    picked = batch.labels != IGNORE
-    assert not np.isin(original[picked], tok.all_special_ids).any() and batch.attention_mask[picked].all()
 
 
 def test_the_span_loss_is_the_cross_entropy_of_the_partner_among_the_other_spans():

@@ -11,7 +11,8 @@ its positive). Batches are of corpus documents, not training queries.
 The head is dropped afterwards: ``results/<run>/model`` is the backbone as a bi-encoder folder (pooling and
 normalisation of ``params.model``) that any run continues with ``inputs.init`` (or loads with ``params.model.name``
 and ``AutoModel.from_pretrained``). Being a dense run, it is also encoded and evaluated as it is, zero-shot.
-See :mod:`hardneg.methods.condenser.pretraining`.
+See :mod:`hardneg.methods.condenser.pretraining` (the model and its loss) and
+:mod:`hardneg.methods.condenser.step` (the batches of documents or spans and their MLM masking).
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def new_model(spec, tokenizer, resolved: dict, init):
 
 
 def build_step(ctx: StepContext):
-    from hardneg.methods.condenser.pretraining import build_condenser_step  # torch: imported when training
+    from hardneg.methods.condenser.step import build_condenser_step  # torch: imported when training
 
     return build_condenser_step(ctx.doc_texts, ctx.tokenizer, _section(ctx.params))
 

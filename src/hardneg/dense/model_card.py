@@ -5,7 +5,9 @@ It names the base model, the method, the training data (dataset, split, number o
 (of what training read), the metrics or the file that will hold them, and how to load the folder with
 sentence-transformers and with transformers, documents given as the (title, text) pair the model was trained on:
 which sentence-transformers call gives which side's vectors (``encode_query`` the queries', ``encode_document``
-the documents'; plain ``encode`` neither when the sides differ), and the prompts the model reads.
+the documents'; plain ``encode`` neither when the sides differ), and the prompts the model reads. That usage, the
+line on the calls and the "How to load" section with its recipes, is written by :mod:`hardneg.dense.card_usage`;
+this module holds the facts and writes the rest of the card.
 
 The facts it is written from (:class:`CardFacts`) are kept in its YAML front matter under ``hardneg:``, so that
 :func:`refresh_model_card` writes it again with the run's metrics, which the workflow measures after the model is
@@ -23,7 +25,8 @@ from pathlib import Path
 
 import yaml
 
-from hardneg.dense.st_layout import DOC_ENCODER, REQUIREMENT, pair_separator
+from hardneg.dense.card_usage import how_to_load, which_call
+from hardneg.dense.st_layout import DOC_ENCODER, pair_separator
 from hardneg.io.atomic import write_text
 from hardneg.io.layout import RESULTS, Layout
 from hardneg.io.text import markdown_table
@@ -247,22 +250,8 @@ def _describe_bi_encoder(meta: dict, facts: CardFacts, separator: str) -> list[s
         f"token type ids): give `encode_document` `(title, text)` tuples, or the one string {joined}, "
         'which tokenizes the same; a document without a title is its text alone (not `("", text)`).'
     )
-    lines.append(_which_call(meta))
+    lines.append(which_call(meta))
     return lines
-
-
-def _which_call(meta: dict) -> str:
-    """The card's line saying which sentence-transformers call gives which side's vectors."""
-    line = (
-        "- **Which call gives which vectors**: sentence-transformers' `encode_query` gives the query vectors, "
-        "`encode_document` the document vectors; plain `encode` "
-    )
-    prompted = any((meta.get("prompts") or {}).values())
-    if prompted or meta.get("markers"):
-        return line + f"gives neither, as it reads a text without the {'prompts' if prompted else 'marker'}."
-    if not meta.get("shared", True):
-        return line + "reads a text as a document, with the document encoder."
-    return line + "reads a text as a document (cut at the documents' length)."
 
 
 def _layers(layers: list | None) -> str:
@@ -282,99 +271,6 @@ def _layers(layers: list | None) -> str:
         for layer in layers
     ]
     return f", through {', '.join(words)} (the base model's sentence-transformers modules after its pooling)"
-
-
-def _st_snippet(path: str) -> list[str]:
-    return [
-        "```python",
-        "from sentence_transformers import SentenceTransformer",
-        "",
-        f"model = SentenceTransformer({json.dumps(path)})",
-        'queries = model.encode_query(["what is a hard negative"])',
-        'documents = model.encode_document([("Hard negatives", "documents ranked high that are not relevant"),',
-        '                                   "a document without a title is its text"])',
-        "print(model.similarity(queries, documents))  # inner products, as hardneg ranks",
-        "```",
-    ]
-
-
-def _transformers_snippet(path: str, meta: dict) -> list[str]:
-    doc_path = path if meta.get("shared", True) else f"{path}/{DOC_ENCODER}"
-    if meta.get("pooling") == "mean":
-        pool = [
-            '    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)',
-            "    vectors = (hidden * mask).sum(1) / mask.sum(1)  # the mean over the text's tokens",
-        ]
-    else:
-        pool = ["    vectors = hidden[:, 0]  # the [CLS] token"]
-    norm = (
-        ["    return torch.nn.functional.normalize(vectors, dim=-1)"]
-        if meta.get("normalize")
-        else ["    return vectors"]
-    )
-    query_length, doc_length = meta.get("query_max_length") or 512, meta.get("doc_max_length") or 512
-    return [
-        "```python",
-        "import torch",
-        "from transformers import AutoModel, AutoTokenizer",
-        "",
-        f"tokenizer = AutoTokenizer.from_pretrained({json.dumps(path)})",
-        f"query_encoder = AutoModel.from_pretrained({json.dumps(path)})",
-        f"document_encoder = AutoModel.from_pretrained({json.dumps(doc_path)})",
-        "",
-        "",
-        "def encode(encoder, texts, max_length):",
-        "    batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length,",
-        '                      return_token_type_ids=False, return_tensors="pt")',
-        "    with torch.no_grad():",
-        "        hidden = encoder(**batch).last_hidden_state",
-        *pool,
-        *norm,
-        "",
-        "",
-        f'queries = encode(query_encoder, ["what is a hard negative"], {query_length})',
-        'documents = encode(document_encoder, [("Hard negatives", "documents ranked high that are not relevant")],',
-        f"                   {doc_length})",
-        "print(queries @ documents.T)",
-        "```",
-    ]
-
-
-def _how_to_load(folder: Path, path: str, meta: dict | None, separator: str) -> list[str]:
-    if meta is None:
-        return [
-            "## How to load",
-            "",
-            "This folder is not a bi-encoder (a re-ranking model: `hardneg.json` is missing); "
-            f"`AutoModel.from_pretrained({json.dumps(path)})` loads its encoder, and the method's own model "
-            f"class, named "
-            "by the folder's JSON file, loads the rest.",
-        ]
-    lines = ["## How to load", "", f"### sentence-transformers ({REQUIREMENT})", "", *_st_snippet(path), ""]
-    unread = (
-        "ColBERT markers"
-        if meta.get("markers")
-        else "projection head (`head.safetensors`)"
-        if meta.get("projection_dim")
-        else "layers after the pooling"
-        if meta.get("layers")
-        else "prompts"
-        if any((meta.get("prompts") or {}).values())
-        else f"`{meta.get('pooling')}` pooling"
-        if meta.get("pooling") not in ("cls", "mean")
-        else None
-    )
-    if unread:
-        lines += [
-            "### transformers",
-            "",
-            f"`AutoModel.from_pretrained({json.dumps(path)})` loads the query encoder; the {unread} "
-            "are not read by it: load the folder with sentence-transformers or with "
-            "`hardneg.dense.model.BiEncoder.load` to get the run's vectors.",
-        ]
-    else:
-        lines += ["### transformers", "", *_transformers_snippet(path, meta)]
-    return lines
 
 
 # ------------------------------------------------------------------------------------------------ metrics
@@ -446,7 +342,7 @@ def render_model_card(
     ]
     if meta is not None:
         lines += ["## The model", "", *_describe_bi_encoder(meta, facts, separator), ""]
-    lines += [*_how_to_load(folder, path, meta, separator), "", *_metrics_section(facts, metrics)]
+    lines += [*how_to_load(folder, path, meta, separator), "", *_metrics_section(facts, metrics)]
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from hardneg.errors import HardnegError
 from hardneg.evaluation.significance import CORRECTIONS, RESAMPLES, SEED, correct, p_text, paired_tests
-from hardneg.evaluation.summary import lower_is_better
+from hardneg.evaluation.summary_measures import lower_is_better
 
 if TYPE_CHECKING:
     import pandas as pd

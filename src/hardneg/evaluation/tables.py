@@ -158,7 +158,8 @@ def baseline_cell(
     for the baseline itself."""
     # numpy and pyarrow, with the summary's tables: kept out of the command line's start
     from hardneg.evaluation.significance import detectable_difference, p_text
-    from hardneg.evaluation.summary import paired_t_test, per_query_frame
+    from hardneg.evaluation.summary import per_query_frame
+    from hardneg.evaluation.summary_markers import paired_t_test
 
     if run == baseline:
         return "–"

@@ -12,7 +12,8 @@ import pyarrow as pa
 
 from hardneg.evaluation.compare import compare_runs
 from hardneg.evaluation.significance import p_text
-from hardneg.evaluation.summary import as_paths, measure_label, per_query_frame
+from hardneg.evaluation.summary import as_paths, per_query_frame
+from hardneg.evaluation.summary_measures import measure_label
 from hardneg.io import artifacts
 from hardneg.io.artifacts import ArtifactKind
 from hardneg.io.atomic import write_text

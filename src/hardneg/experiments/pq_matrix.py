@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hardneg.errors import ConfigError, DataError
-from hardneg.evaluation.summary import as_paths, measure_label
+from hardneg.evaluation.summary import as_paths
+from hardneg.evaluation.summary_measures import measure_label
 from hardneg.evaluation.tables import spread
 from hardneg.evaluation.timing import number_cell, training_time, unrecorded_note
 from hardneg.experiments.declaration import Experiment

@@ -17,7 +17,7 @@ import os
 
 from hardneg.evaluation.compare import method_note, number_text, table_cells
 from hardneg.evaluation.significance import RESAMPLES, SEED
-from hardneg.evaluation.summary import lower_is_better
+from hardneg.evaluation.summary_measures import lower_is_better
 from hardneg.io.atomic import write_text
 from hardneg.io.text import visible
 from hardneg.report.pages import page

@@ -38,7 +38,7 @@ _NAME_REF = _DEFS + "name"
 # How an entry of a mapping keyed by name is written in a dotted path, by the mapping's top-level key.
 _PLACEHOLDERS = {"runs": "<run>", "downloads": "<path>", "resources": "<rule>"}
 _DEFAULT_PLACEHOLDER = "<name>"
-RUN = "runs.<run>"
+RUN_KEY = "runs.<run>"
 KIND_TITLES = {LEXICAL: "lexical runs", DENSE: "dense runs", RERANK: "re-ranking runs", FUSION: "fusion runs"}
 
 
@@ -313,9 +313,9 @@ def method_keys(method: Method, run: dict, defs: dict) -> Iterator[Key]:
     for role, spec in method.roles.items():
         node = roles.get(role, {})
         description = " ".join(str(node.get("description", "")).split())
-        yield Key(f"{RUN}.inputs.{role}", description, _role_kind(spec), None, spec.required, variant)
+        yield Key(f"{RUN_KEY}.inputs.{role}", description, _role_kind(spec), None, spec.required, variant)
     params = then["properties"]["params"]["properties"]
     for name in method.schema:
-        path = f"{RUN}.params.{name}"
+        path = f"{RUN_KEY}.params.{name}"
         yield key(path, params[name], defs, variant=variant)
         yield from nested(params[name], path, defs, variant)

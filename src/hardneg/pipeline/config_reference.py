@@ -22,7 +22,7 @@ from hardneg.errors import ConfigError
 from hardneg.methods.registry import KINDS
 from hardneg.pipeline import config_keys
 from hardneg.pipeline import reference_markdown as md
-from hardneg.pipeline.config_keys import KIND_TITLES, RUN, Key, composed_schema
+from hardneg.pipeline.config_keys import KIND_TITLES, RUN_KEY, Key, composed_schema
 
 
 @dataclass(frozen=True)
@@ -90,14 +90,14 @@ def sections(schema: dict | None = None) -> list[Section]:
             3,
             md.prose(run.get("description", "")),
             tuple(
-                config_keys.key(f"{RUN}.{name}", node, defs, required=name in run.get("required", []))
+                config_keys.key(f"{RUN_KEY}.{name}", node, defs, required=name in run.get("required", []))
                 for name, node in run["properties"].items()
             ),
         )
     )
     for kind in KINDS:
         params = defs[f"{kind}_params"]
-        param_keys = tuple(config_keys.nested(params, f"{RUN}.params", defs, f"{KIND_TITLES[kind]}"))
+        param_keys = tuple(config_keys.nested(params, f"{RUN_KEY}.params", defs, f"{KIND_TITLES[kind]}"))
         methods_of_kind = ", ".join(md.link(name, f"method-{name}") for name, m in registry.items() if m.kind == kind)
         intro = md.prose(params.get("description", "")) + (
             f"\n\nMethods of this kind: {methods_of_kind}." if methods_of_kind else ""

@@ -10,8 +10,9 @@ ir-measures measure. The statistics are
 
 For the queries that changed most, each run's top documents come from its ranking of the split, with their
 relevance (the dataset's qrels) and whether the run trained on them as hard negatives: its own mined list
-(``results/<run>/hardnegs.parquet``, the static hard negatives its training read; runs that train on none, such
-as BM25, the warm-up's sampled BM25 negatives or ADORE's dynamic ones, have no list). A document is marked as a
+(``results/<run>/hardnegs.parquet``, the static hard negatives its training read; an episodic run's, ANCE's, is its
+last episode's, ``results/<run>/episodes/<e>/hardnegs.parquet``; runs that train on none, such as BM25, the
+warm-up's sampled BM25 negatives or ADORE's dynamic ones, have no list). A document is marked as a
 hard negative of the query itself (only a training query can have some) and with the number of other training
 queries it was a hard negative of.
 
@@ -39,7 +40,7 @@ from hardneg.evaluation.compare import Comparison, compare_runs
 from hardneg.evaluation.metrics import evaluate
 from hardneg.evaluation.significance import RESAMPLES, SEED
 from hardneg.io import artifacts
-from hardneg.io.layout import refuse_old_rankings
+from hardneg.io.layout import EPISODES, episode_run, refuse_old_rankings
 from hardneg.io.rankings import read_ranking
 from hardneg.io.text import text_snippet
 from hardneg.results.run_files import RunFiles
@@ -191,8 +192,18 @@ def _split(files: list[RunFiles], split: str | None) -> tuple[str, dict[str, str
 
 
 def _hard_negatives(files: RunFiles) -> str | None:
+    """The list a run's final model trained on: its own ``hardnegs.parquet``, or for an episodic run (ANCE) that of
+    its last episode with one (each episode trains on a list of its own); None for a run that trains on none."""
     path = Path(files.layout.hard_negatives(files.run))
-    return str(path) if path.exists() else None
+    if path.exists():
+        return str(path)
+    episodes = Path(files.layout.run_dir(files.run)) / EPISODES
+    indexes = sorted(int(e.name) for e in episodes.glob("*") if e.name.isdigit()) if episodes.is_dir() else []
+    for index in reversed(indexes):
+        path = Path(files.layout.hard_negatives(episode_run(files.run, index)))
+        if path.exists():
+            return str(path)
+    return None
 
 
 def _shown_queries(

@@ -169,3 +169,19 @@ def test_runs_with_replicates_are_also_compared_over_their_seeds(results):
     assert over_seeds[1].split() == ["base", "2", f"{spreads['base'].mean:.4f}", f"{spreads['base'].sd:.4f}", "–"]
     assert over_seeds[2].split() == ["star", "3", f"{spreads['star'].mean:.4f}", f"{spreads['star'].sd:.4f}",
                                      f"{spreads['star'].p_welch:.3g}"]
+
+
+def test_an_episodic_runs_marks_come_from_its_last_episodes_list(results):
+    # adore given episodes as ANCE has them: episode 1's list (star's), episode 2 with none of its own yet, and an
+    # entry that is no episode; the marks are those of the last episode that has a list
+    episodes = results / "adore" / "episodes"
+    for name in ("0", "1", "2", "notes"):
+        (episodes / name).mkdir(parents=True)
+    shutil.copy(results / "star" / "hardnegs.parquet", episodes / "1" / "hardnegs.parquet")
+    report = compare_results(["base", "adore"], results=results, top=1, depth=2)
+    assert report.hard_negatives["adore"] == str(episodes / "1" / "hardnegs.parquet")
+    text = " ".join(comparison_text(report).split())  # the note is wrapped at spaces
+    assert f"trained on: base: none (it trains on no mined list); adore: {episodes / '1' / 'hardnegs.parquet'}" in text
+    shutil.copy(results / "star" / "hardnegs.parquet", episodes / "0" / "hardnegs.parquet")
+    again = compare_results(["base", "adore"], results=results)
+    assert again.hard_negatives["adore"] == str(episodes / "1" / "hardnegs.parquet")  # the last, not the first

@@ -124,6 +124,12 @@ def _seed_lines(report: RunsComparison) -> list[str]:
     )
 
 
+def _wrap_paths(text: str) -> list[str]:
+    """``text`` wrapped at spaces only, so that a path (``pytest-of-root/...``, ``star_kl/...``) stays whole on one
+    line, to be copied as it is."""
+    return textwrap.wrap(text, WIDTH, break_on_hyphens=False, break_long_words=False)
+
+
 def comparison_text(report: RunsComparison) -> str:
     """The comparison as terminal text (see the module docstring); ends with a line break."""
     comparison = report.comparison
@@ -137,14 +143,14 @@ def comparison_text(report: RunsComparison) -> str:
     lines += [""] + textwrap.wrap(method_note(comparison), WIDTH)
     if report.seeds:
         lines += [""] + _seed_lines(report)
-    lines += [""] + textwrap.wrap(
-        "Per-query values: " + "; ".join(f"{run}: {visible(path)}" for run, path in report.sources.items()), WIDTH
+    lines += [""] + _wrap_paths(
+        "Per-query values: " + "; ".join(f"{run}: {visible(path)}" for run, path in report.sources.items())
     )
     marks = "; ".join(
         f"{run}: {visible(path) if path else 'none (it trains on no mined list)'}"
         for run, path in report.hard_negatives.items()
     )
-    lines += textwrap.wrap(f"Hard negatives each run trained on: {marks}", WIDTH)
+    lines += _wrap_paths(f"Hard negatives each run trained on: {marks}")
     if report.queries:
         lines += [""] + textwrap.wrap(
             f"The {len(report.queries)} queries that changed most (largest |Δ{comparison.measure}| against "
